@@ -1,0 +1,88 @@
+//! One idempotent call's key, fingerprint and options.
+
+use std::time::Duration;
+
+use crate::{Fingerprint, Key};
+
+/// How long a completed record is replayed unless told otherwise: 24 hours, as Stripe does.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How long a reservation holds without renewal unless told otherwise: 30 seconds. The lease is
+/// renewed every third of it while the function runs, so it only runs out when the process
+/// holding it died or hung; a retry after a crash waits at most this long.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// What to run under which key: the input of [`Idempotency::run`](crate::Idempotency::run).
+///
+/// ```
+/// # use idem_core::{Call, Fingerprint, Idempotency};
+/// # fn demo(idem: &Idempotency) -> Result<(), idem_core::Error> {
+/// use std::time::Duration;
+/// let key = idem.key("payments.charge").scope(Some("tenant-7")).part("order-42").finish()?;
+/// let call = Call::new(key, Fingerprint::of(&("order-42", 1_000))?)
+///     .ttl(Duration::from_secs(3600))
+///     .wait(Duration::from_secs(5));
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub(crate) key: Key,
+    pub(crate) fingerprint: Fingerprint,
+    pub(crate) ttl: Duration,
+    pub(crate) lease: Duration,
+    pub(crate) wait: Option<Duration>,
+}
+
+impl Call {
+    /// A call under `key` whose arguments fingerprint to `fingerprint`, with the default TTL and
+    /// lease and no waiting.
+    pub fn new(key: Key, fingerprint: Fingerprint) -> Self {
+        Call {
+            key,
+            fingerprint,
+            ttl: DEFAULT_TTL,
+            lease: DEFAULT_LEASE,
+            wait: None,
+        }
+    }
+
+    /// How long the outcome is replayed, counted from completion. Zero is raised to 1 ms.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long the reservation holds without renewal. Raised to at least 3 ms so that it can
+    /// be renewed every third.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(3));
+        self
+    }
+
+    /// Wait up to `wait` for an in-flight duplicate to finish and return its outcome, instead of
+    /// failing at once with [`Error::InProgress`](crate::Error::InProgress).
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// The stored key.
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+
+    /// The arguments' fingerprint.
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
+    }
+}
+
+/// The result of a call that returned `Ok`: the value, and whether it was replayed from the
+/// store rather than computed by this call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Executed<T> {
+    /// The function's value.
+    pub value: T,
+    /// `true` when the function did not run and the value came from an earlier call.
+    pub replayed: bool,
+}

@@ -1,0 +1,386 @@
+//! A canonical, self-delimiting binary encoding of any `Serialize` value, used for fingerprints.
+//!
+//! Canonical means: values that mean the same encode the same. Map entries (and struct fields,
+//! which are encoded as maps) are sorted by their encoded key, so a `HashMap` encodes the same
+//! whatever its iteration order, and reordering a struct's fields does not change it. Integers
+//! of every width encode alike, `f32` is widened to `f64`, type names are left out. Every value
+//! starts with a tag and is self-delimiting, so a sequence of values encodes injectively.
+
+use serde::ser::{self, Serialize};
+
+use crate::error::{BoxError, Message};
+
+/// Appends the canonical encoding of `value` to `out`.
+pub(crate) fn encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), BoxError> {
+    value
+        .serialize(Encoder { out })
+        .map_err(|e| Box::new(e) as BoxError)
+}
+
+mod tag {
+    pub const UNIT: u8 = b'0';
+    pub const FALSE: u8 = b'f';
+    pub const TRUE: u8 = b't';
+    pub const INT: u8 = b'i';
+    pub const UINT128: u8 = b'U';
+    pub const FLOAT: u8 = b'd';
+    pub const CHAR: u8 = b'c';
+    pub const STR: u8 = b's';
+    pub const BYTES: u8 = b'b';
+    pub const NONE: u8 = b'n';
+    pub const SOME: u8 = b'o';
+    pub const SEQ: u8 = b'[';
+    pub const SEQ_END: u8 = b']';
+    pub const MAP: u8 = b'{';
+    pub const VARIANT: u8 = b'v';
+}
+
+/// The error the encoder reports: custom errors from `Serialize` impls.
+#[derive(Debug)]
+pub(crate) struct EncodeError(Message);
+
+impl std::fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+impl ser::Error for EncodeError {
+    fn custom<T: std::fmt::Display>(msg: T) -> Self {
+        EncodeError(Message(msg.to_string()))
+    }
+}
+
+struct Encoder<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Encoder<'_> {
+    fn len(&mut self, len: usize) {
+        self.out.extend_from_slice(&(len as u64).to_le_bytes());
+    }
+
+    fn bytes(&mut self, tag: u8, bytes: &[u8]) {
+        self.out.push(tag);
+        self.len(bytes.len());
+        self.out.extend_from_slice(bytes);
+    }
+
+    fn int(&mut self, value: i128) {
+        self.out.push(tag::INT);
+        self.out.extend_from_slice(&value.to_le_bytes());
+    }
+
+    fn variant(&mut self, name: &str) {
+        self.bytes(tag::VARIANT, name.as_bytes());
+    }
+}
+
+type Result<T = (), E = EncodeError> = std::result::Result<T, E>;
+
+impl<'a> ser::Serializer for Encoder<'a> {
+    type Ok = ();
+    type Error = EncodeError;
+    type SerializeSeq = Seq<'a>;
+    type SerializeTuple = Seq<'a>;
+    type SerializeTupleStruct = Seq<'a>;
+    type SerializeTupleVariant = Seq<'a>;
+    type SerializeMap = Map<'a>;
+    type SerializeStruct = Map<'a>;
+    type SerializeStructVariant = Map<'a>;
+
+    fn serialize_bool(self, v: bool) -> Result {
+        self.out.push(if v { tag::TRUE } else { tag::FALSE });
+        Ok(())
+    }
+    fn serialize_i8(mut self, v: i8) -> Result {
+        self.int(v.into());
+        Ok(())
+    }
+    fn serialize_i16(mut self, v: i16) -> Result {
+        self.int(v.into());
+        Ok(())
+    }
+    fn serialize_i32(mut self, v: i32) -> Result {
+        self.int(v.into());
+        Ok(())
+    }
+    fn serialize_i64(mut self, v: i64) -> Result {
+        self.int(v.into());
+        Ok(())
+    }
+    fn serialize_i128(mut self, v: i128) -> Result {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_u8(mut self, v: u8) -> Result {
+        self.int(v.into());
+        Ok(())
+    }
+    fn serialize_u16(mut self, v: u16) -> Result {
+        self.int(v.into());
+        Ok(())
+    }
+    fn serialize_u32(mut self, v: u32) -> Result {
+        self.int(v.into());
+        Ok(())
+    }
+    fn serialize_u64(mut self, v: u64) -> Result {
+        self.int(v.into());
+        Ok(())
+    }
+    fn serialize_u128(mut self, v: u128) -> Result {
+        match i128::try_from(v) {
+            Ok(v) => self.int(v),
+            Err(_) => {
+                self.out.push(tag::UINT128);
+                self.out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        Ok(())
+    }
+    fn serialize_f32(self, v: f32) -> Result {
+        self.serialize_f64(v.into())
+    }
+    fn serialize_f64(self, v: f64) -> Result {
+        // One encoding for zero and one for NaN, whatever their sign or payload.
+        let bits = if v == 0.0 {
+            0
+        } else if v.is_nan() {
+            f64::NAN.to_bits()
+        } else {
+            v.to_bits()
+        };
+        self.out.push(tag::FLOAT);
+        self.out.extend_from_slice(&bits.to_le_bytes());
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result {
+        self.out.push(tag::CHAR);
+        self.out.extend_from_slice(&u32::from(v).to_le_bytes());
+        Ok(())
+    }
+    fn serialize_str(mut self, v: &str) -> Result {
+        self.bytes(tag::STR, v.as_bytes());
+        Ok(())
+    }
+    fn serialize_bytes(mut self, v: &[u8]) -> Result {
+        self.bytes(tag::BYTES, v);
+        Ok(())
+    }
+    fn serialize_none(self) -> Result {
+        self.out.push(tag::NONE);
+        Ok(())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result {
+        self.out.push(tag::SOME);
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result {
+        self.out.push(tag::UNIT);
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(mut self, _: &'static str, _: u32, variant: &'static str) -> Result {
+        self.variant(variant);
+        self.out.push(tag::UNIT);
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        mut self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result {
+        self.variant(variant);
+        value.serialize(self)
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Seq<'a>> {
+        self.out.push(tag::SEQ);
+        Ok(Seq { out: self.out })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Seq<'a>> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(self, _: &'static str, len: usize) -> Result<Seq<'a>> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        mut self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Seq<'a>> {
+        self.variant(variant);
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Map<'a>> {
+        Ok(Map {
+            out: self.out,
+            entries: Vec::new(),
+            pending_key: None,
+        })
+    }
+    fn serialize_struct(self, _: &'static str, len: usize) -> Result<Map<'a>> {
+        self.serialize_map(Some(len))
+    }
+    fn serialize_struct_variant(
+        mut self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Map<'a>> {
+        self.variant(variant);
+        self.serialize_map(Some(len))
+    }
+}
+
+/// Sequences keep their order: elements are written one after another, then an end tag.
+struct Seq<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Seq<'_> {
+    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        value.serialize(Encoder { out: self.out })
+    }
+    fn end(self) -> Result {
+        self.out.push(tag::SEQ_END);
+        Ok(())
+    }
+}
+
+impl ser::SerializeSeq for Seq<'_> {
+    type Ok = ();
+    type Error = EncodeError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        self.element(value)
+    }
+    fn end(self) -> Result {
+        Seq::end(self)
+    }
+}
+
+impl ser::SerializeTuple for Seq<'_> {
+    type Ok = ();
+    type Error = EncodeError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        self.element(value)
+    }
+    fn end(self) -> Result {
+        Seq::end(self)
+    }
+}
+
+impl ser::SerializeTupleStruct for Seq<'_> {
+    type Ok = ();
+    type Error = EncodeError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        self.element(value)
+    }
+    fn end(self) -> Result {
+        Seq::end(self)
+    }
+}
+
+impl ser::SerializeTupleVariant for Seq<'_> {
+    type Ok = ();
+    type Error = EncodeError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        self.element(value)
+    }
+    fn end(self) -> Result {
+        Seq::end(self)
+    }
+}
+
+/// Maps and structs: entries are encoded apart, sorted by encoded key, then written.
+struct Map<'a> {
+    out: &'a mut Vec<u8>,
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pending_key: Option<Vec<u8>>,
+}
+
+impl Map<'_> {
+    fn encoded<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        value.serialize(Encoder { out: &mut out })?;
+        Ok(out)
+    }
+
+    fn entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(&mut self, key: &K, value: &V) -> Result {
+        self.entries.push((Self::encoded(key)?, Self::encoded(value)?));
+        Ok(())
+    }
+
+    fn end(mut self) -> Result {
+        self.entries.sort_unstable();
+        self.out.push(tag::MAP);
+        self.out
+            .extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
+        for (key, value) in &self.entries {
+            self.out.extend_from_slice(key);
+            self.out.extend_from_slice(value);
+        }
+        Ok(())
+    }
+}
+
+impl ser::SerializeMap for Map<'_> {
+    type Ok = ();
+    type Error = EncodeError;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result {
+        self.pending_key = Some(Self::encoded(key)?);
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        let key = self
+            .pending_key
+            .take()
+            .ok_or_else(|| <EncodeError as ser::Error>::custom("map value without a key"))?;
+        self.entries.push((key, Self::encoded(value)?));
+        Ok(())
+    }
+    fn serialize_entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(
+        &mut self,
+        key: &K,
+        value: &V,
+    ) -> Result {
+        self.entry(key, value)
+    }
+    fn end(self) -> Result {
+        Map::end(self)
+    }
+}
+
+impl ser::SerializeStruct for Map<'_> {
+    type Ok = ();
+    type Error = EncodeError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
+        self.entry(key, value)
+    }
+    fn end(self) -> Result {
+        Map::end(self)
+    }
+}
+
+impl ser::SerializeStructVariant for Map<'_> {
+    type Ok = ();
+    type Error = EncodeError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
+        self.entry(key, value)
+    }
+    fn end(self) -> Result {
+        Map::end(self)
+    }
+}

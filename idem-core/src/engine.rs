@@ -1,0 +1,275 @@
+//! The protocol: reserve, run while renewing the lease, then complete or release.
+
+use std::future::Future;
+use std::panic;
+use std::time::Duration;
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::guard::{CatchUnwind, ReleaseOnDrop};
+use crate::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
+use crate::{
+    Call, Claim, Completed, Error, Executed, Idempotency, InProgress, Millis, Outcome, OwnerToken,
+    Record, Reservation, StoreError,
+};
+
+const TARGET: &str = "idem";
+
+fn millis(duration: Duration) -> Millis {
+    duration.as_millis().try_into().unwrap_or(Millis::MAX)
+}
+
+impl Idempotency {
+    /// Runs `body` at most once for `call`'s key, releasing the key when it returns `Err`.
+    ///
+    /// - The key is free: it is reserved, `body` runs, its `Ok` value is stored and returned
+    ///   with `replayed: false`.
+    /// - A call with the same fingerprint completed earlier: `body` does not run; the stored value
+    ///   is returned with `replayed: true`.
+    /// - A call with the same fingerprint is running: [`Error::InProgress`], or with
+    ///   [`Call::wait`] its outcome once it finishes.
+    /// - The key was used with another fingerprint: [`Error::Mismatch`].
+    ///
+    /// `body` is a future, so nothing in it happens unless the key is reserved. If it panics or
+    /// the returned future is dropped, the reservation is released.
+    ///
+    /// ```
+    /// # async fn demo(idem: idem_core::Idempotency) -> Result<(), idem_core::Error> {
+    /// use idem_core::{Call, Fingerprint};
+    /// let key = idem.key("orders.create").part("order-42").finish()?;
+    /// let call = Call::new(key, Fingerprint::of(&("order-42", 3))?);
+    /// let created = idem.run(call, async { Ok::<_, idem_core::Error>(42u64) }).await?;
+    /// println!("order {} (replayed: {})", created.value, created.replayed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn run<T, E, F>(&self, call: Call, body: F) -> Result<Executed<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.run_with_policy(call, &ReleaseErrors, body).await
+    }
+
+    /// Like [`run`](Idempotency::run), but an `Err` for which `store_err` returns `true` is
+    /// stored and replayed to retries instead of releasing the key. Use it for failures that
+    /// happen after an irreversible side effect.
+    pub async fn run_storing_errors<T, E, P, F>(
+        &self,
+        call: Call,
+        store_err: P,
+        body: F,
+    ) -> Result<Executed<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error> + Serialize + DeserializeOwned,
+        P: Fn(&E) -> bool,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.run_with_policy(call, &StoreErrorsWhen(store_err), body)
+            .await
+    }
+
+    /// [`run`](Idempotency::run) with any [`ErrorPolicy`].
+    pub async fn run_with_policy<T, E, P, F>(
+        &self,
+        call: Call,
+        policy: &P,
+        body: F,
+    ) -> Result<Executed<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+        F: Future<Output = Result<T, E>>,
+    {
+        let owner = match self.acquire(&call).await? {
+            Acquired::Owner(owner) => owner,
+            Acquired::Done(completed) => return replay(policy, &completed.outcome),
+        };
+        self.execute(&call, owner, policy, body).await
+    }
+
+    /// Reserves the key, or finds the completed record to replay, waiting if the call asks to.
+    async fn acquire(&self, call: &Call) -> Result<Acquired, Error> {
+        let key = call.key.as_str();
+        let owner = OwnerToken::generate();
+        let started = self.clock.now();
+        let wait_until = call.wait.map(|wait| started.saturating_add(millis(wait)));
+        loop {
+            let now = self.clock.now();
+            let claim = Claim {
+                record: InProgress {
+                    owner: owner.clone(),
+                    fingerprint: call.fingerprint,
+                    lease_until: now.saturating_add(millis(call.lease)),
+                },
+                now,
+            };
+            let reservation = self
+                .store
+                .reserve(&call.key, &claim)
+                .await
+                .map_err(|e| e.into_error(key))?;
+            let existing = match reservation {
+                Reservation::Reserved => {
+                    tracing::debug!(target: TARGET, key, "fresh: key reserved");
+                    return Ok(Acquired::Owner(owner));
+                }
+                Reservation::TookOver { previous } => {
+                    tracing::warn!(target: TARGET, key, previous = previous.as_str(), "taken over: the previous owner's lease passed");
+                    return Ok(Acquired::Owner(owner));
+                }
+                Reservation::Existing(record) => record,
+            };
+            if existing.fingerprint() != &call.fingerprint {
+                tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments");
+                return Err(Error::Mismatch { key: key.to_owned() });
+            }
+            let in_progress = match existing {
+                Record::Completed(completed) => {
+                    tracing::debug!(target: TARGET, key, "replayed: stored outcome returned");
+                    return Ok(Acquired::Done(completed));
+                }
+                Record::InProgress(in_progress) => in_progress,
+            };
+            match wait_until {
+                Some(until) if now < until => {
+                    // Wake at the latest when the other owner's lease passes, to take over.
+                    let until = until.min(in_progress.lease_until.saturating_add(1));
+                    let timeout = Duration::from_millis(until.saturating_sub(now).max(1));
+                    self.store
+                        .changed(&call.key, timeout)
+                        .await
+                        .map_err(|e| e.into_error(key))?;
+                }
+                _ => {
+                    tracing::debug!(target: TARGET, key, "in progress: a duplicate is running");
+                    return Err(Error::InProgress { key: key.to_owned() });
+                }
+            }
+        }
+    }
+
+    /// Runs the body as the key's owner, then records or releases.
+    async fn execute<T, E, P, F>(
+        &self,
+        call: &Call,
+        owner: OwnerToken,
+        policy: &P,
+        body: F,
+    ) -> Result<Executed<T>, E>
+    where
+        T: Serialize,
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+        F: Future<Output = Result<T, E>>,
+    {
+        let key = call.key.as_str();
+        let mut guard = ReleaseOnDrop::new(self.store.clone(), call.key.clone(), owner.clone());
+        let body = std::pin::pin!(body);
+        let outcome = tokio::select! {
+            biased;
+            outcome = CatchUnwind(body) => outcome,
+            never = self.renew_lease(call, &owner) => match never {},
+        };
+        let result = match outcome {
+            Ok(result) => result,
+            Err(panic) => {
+                guard.disarm();
+                self.release(call, &owner).await;
+                panic::resume_unwind(panic);
+            }
+        };
+        let stored = match &result {
+            Ok(value) => Some(serde_json::to_vec(value).map(Outcome::Ok).map_err(Error::codec)),
+            Err(error) => policy.encode(error).map(|body| body.map(Outcome::Err)),
+        };
+        guard.disarm();
+        match stored {
+            None => {
+                self.release(call, &owner).await;
+                result.map(|value| Executed { value, replayed: false })
+            }
+            Some(Err(codec)) => {
+                tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised; key released");
+                self.release(call, &owner).await;
+                Err(codec.into())
+            }
+            Some(Ok(outcome)) => {
+                let completed = Completed {
+                    fingerprint: call.fingerprint,
+                    outcome,
+                    expires_at: self.clock.now().saturating_add(millis(call.ttl)),
+                };
+                match self.store.complete(&call.key, &owner, &completed).await {
+                    Ok(()) => {
+                        tracing::debug!(target: TARGET, key, ok = completed.outcome.is_ok(), "completed: outcome stored");
+                        result.map(|value| Executed { value, replayed: false })
+                    }
+                    Err(error) => {
+                        if matches!(error, StoreError::LeaseLost) {
+                            tracing::error!(target: TARGET, key, "lease lost: the outcome was not stored");
+                        } else {
+                            tracing::error!(target: TARGET, key, %error, "outcome could not be stored; the key stays reserved until its lease passes");
+                        }
+                        Err(error.into_error(key).into())
+                    }
+                }
+            }
+        }
+    }
+
+    /// Renews the lease every third of it, forever; the caller drops it when the body is done.
+    async fn renew_lease(&self, call: &Call, owner: &OwnerToken) -> std::convert::Infallible {
+        let key = call.key.as_str();
+        let every = (call.lease / 3).max(Duration::from_millis(1));
+        let mut lost = false;
+        loop {
+            tokio::time::sleep(every).await;
+            if lost {
+                continue;
+            }
+            let lease_until = self.clock.now().saturating_add(millis(call.lease));
+            match self.store.renew(&call.key, owner, lease_until).await {
+                Ok(()) => {}
+                Err(StoreError::LeaseLost) => {
+                    tracing::error!(target: TARGET, key, "lease lost while running: another caller took the key over");
+                    lost = true;
+                }
+                Err(error) => {
+                    tracing::warn!(target: TARGET, key, %error, "lease renewal failed; retrying");
+                }
+            }
+        }
+    }
+
+    async fn release(&self, call: &Call, owner: &OwnerToken) {
+        let key = call.key.as_str();
+        match self.store.release(&call.key, owner).await {
+            Ok(()) => tracing::debug!(target: TARGET, key, "released: key free for a retry"),
+            Err(error) => {
+                tracing::warn!(target: TARGET, key, %error, "release failed; the key frees when its lease passes")
+            }
+        }
+    }
+}
+
+enum Acquired {
+    Owner(OwnerToken),
+    Done(Completed),
+}
+
+fn replay<T, E, P>(policy: &P, outcome: &Outcome) -> Result<Executed<T>, E>
+where
+    T: DeserializeOwned,
+    E: From<Error>,
+    P: ErrorPolicy<E>,
+{
+    match outcome {
+        Outcome::Ok(body) => serde_json::from_slice(body)
+            .map(|value| Executed { value, replayed: true })
+            .map_err(|e| Error::codec(e).into()),
+        Outcome::Err(body) => Err(policy.decode(body).unwrap_or_else(E::from)),
+    }
+}

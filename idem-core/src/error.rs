@@ -1,0 +1,131 @@
+//! The errors an idempotent call can end with.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+/// A boxed error from a store's backend or a codec.
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// Why an idempotent call did not run the function or return its stored result.
+///
+/// Every variant maps to an HTTP status through [`Error::http_status`], so a web handler can answer
+/// a client the way the Idempotency-Key draft and Stripe do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Another call with the same key is still running (HTTP 409). Retry later, or ask the call to
+    /// wait for it (`wait = "10s"`).
+    #[error("a call with idempotency key `{key}` is already in progress")]
+    InProgress {
+        /// The stored key.
+        key: String,
+    },
+    /// The key was used before with other arguments (HTTP 422). A key must not be reused for a
+    /// different request.
+    #[error("idempotency key `{key}` was already used with different arguments")]
+    Mismatch {
+        /// The stored key.
+        key: String,
+    },
+    /// The store could not be reached or failed (HTTP 503). The function did not run, or its
+    /// result could not be recorded.
+    #[error("idempotency store failed: {0}")]
+    Store(#[source] BoxError),
+    /// This call's reservation was taken over by another caller after its lease passed, so its
+    /// result was not recorded (HTTP 409).
+    #[error("lease on idempotency key `{key}` was lost to another caller")]
+    LeaseLost {
+        /// The stored key.
+        key: String,
+    },
+    /// No [`Idempotency`](crate::Idempotency) handle was given and none is installed (HTTP 500).
+    /// Call [`idem_core::install`](crate::install) at start-up or pass `store = "..."`.
+    #[error("no idempotency handle installed: call `idem_core::install(handle)` at start-up or pass `store = \"...\"` to `#[idempotent]`")]
+    NotInstalled,
+    /// A result or error could not be serialised or deserialised (HTTP 500).
+    #[error("idempotency codec failed: {0}")]
+    Codec(#[source] BoxError),
+    /// A record in the store is malformed (HTTP 500). The key stays blocked until the record
+    /// expires or is removed with [`Idempotency::forget`](crate::Idempotency::forget).
+    #[error("idempotency record under `{key}` is corrupt: {reason}")]
+    CorruptRecord {
+        /// The stored key.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The idempotency key cannot be used, for example because it is too long (HTTP 400).
+    #[error("invalid idempotency key: {0}")]
+    InvalidKey(String),
+}
+
+impl Error {
+    /// The HTTP status code this error stands for: 409 for [`InProgress`](Error::InProgress) and
+    /// [`LeaseLost`](Error::LeaseLost), 422 for [`Mismatch`](Error::Mismatch), 400 for
+    /// [`InvalidKey`](Error::InvalidKey), 503 for [`Store`](Error::Store), 500 otherwise.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            Error::InProgress { .. } | Error::LeaseLost { .. } => 409,
+            Error::Mismatch { .. } => 422,
+            Error::InvalidKey(_) => 400,
+            Error::Store(_) => 503,
+            Error::NotInstalled | Error::Codec(_) | Error::CorruptRecord { .. } => 500,
+        }
+    }
+
+    /// Whether the same call may succeed if retried later with the same key and arguments.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::InProgress { .. } | Error::Store(_))
+    }
+
+    pub(crate) fn codec(source: impl Into<BoxError>) -> Self {
+        Error::Codec(source.into())
+    }
+}
+
+/// What a [`Store`](crate::Store) operation can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The record is not held by the given owner any more: it was taken over, completed by
+    /// another owner, or removed.
+    #[error("the record is no longer held by this owner")]
+    LeaseLost,
+    /// The stored record cannot be read.
+    #[error("corrupt record: {0}")]
+    Corrupt(String),
+    /// The backend failed or could not be reached.
+    #[error(transparent)]
+    Backend(BoxError),
+}
+
+impl StoreError {
+    /// Wraps a backend error.
+    pub fn backend(source: impl Into<BoxError>) -> Self {
+        StoreError::Backend(source.into())
+    }
+
+    /// Turns this store error into the caller-facing [`Error`] for `key`.
+    pub(crate) fn into_error(self, key: &str) -> Error {
+        match self {
+            StoreError::LeaseLost => Error::LeaseLost { key: key.to_owned() },
+            StoreError::Corrupt(reason) => Error::CorruptRecord {
+                key: key.to_owned(),
+                reason,
+            },
+            StoreError::Backend(source) => Error::Store(source),
+        }
+    }
+}
+
+/// A message as an error, for sources that have no error type of their own.
+#[derive(Debug)]
+pub(crate) struct Message(pub(crate) String);
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl StdError for Message {}

@@ -1,0 +1,23 @@
+//! The handle `#[idempotent]` functions use when they are not given one.
+
+use std::sync::RwLock;
+
+use crate::{Error, Idempotency};
+
+static INSTALLED: RwLock<Option<Idempotency>> = RwLock::new(None);
+
+/// Makes `handle` the default for every `#[idempotent]` function without a `store = "..."`
+/// argument. Call it once at start-up; a later call replaces the handle for calls that start
+/// afterwards.
+pub fn install(handle: Idempotency) {
+    *INSTALLED.write().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+}
+
+/// The installed handle, or [`Error::NotInstalled`].
+pub fn installed() -> Result<Idempotency, Error> {
+    INSTALLED
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .ok_or(Error::NotInstalled)
+}

@@ -1,0 +1,90 @@
+//! The `Idempotency` handle: a store, a clock and a namespace.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::{Clock, Error, Key, KeyBuilder, Store, SystemClock};
+
+/// The namespace keys live in unless [`Idempotency::namespace`] says otherwise.
+pub const DEFAULT_NAMESPACE: &str = "idem";
+
+/// A handle on a store, shared by every idempotent call that uses it. Cheap to clone.
+///
+/// ```
+/// # #[derive(Default)] struct MyStore;
+/// # #[async_trait::async_trait] impl idem_core::Store for MyStore {
+/// #   async fn reserve(&self, _: &idem_core::Key, _: &idem_core::Claim) -> Result<idem_core::Reservation, idem_core::StoreError> { unimplemented!() }
+/// #   async fn complete(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: &idem_core::Completed) -> Result<(), idem_core::StoreError> { unimplemented!() }
+/// #   async fn release(&self, _: &idem_core::Key, _: &idem_core::OwnerToken) -> Result<(), idem_core::StoreError> { unimplemented!() }
+/// #   async fn renew(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: u64) -> Result<(), idem_core::StoreError> { unimplemented!() }
+/// #   async fn get(&self, _: &idem_core::Key) -> Result<Option<idem_core::Record>, idem_core::StoreError> { unimplemented!() }
+/// #   async fn delete(&self, _: &idem_core::Key) -> Result<(), idem_core::StoreError> { unimplemented!() }
+/// # }
+/// let idem = idem_core::Idempotency::new(MyStore::default()).namespace("billing");
+/// idem_core::install(idem.clone()); // the default for every #[idempotent] fn
+/// ```
+#[derive(Clone)]
+pub struct Idempotency {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) namespace: Arc<str>,
+}
+
+impl Idempotency {
+    /// A handle on `store`, in namespace `"idem"`, on the system clock.
+    pub fn new(store: impl Store) -> Self {
+        Self::from_arc(Arc::new(store))
+    }
+
+    /// A handle on a store that is already shared.
+    pub fn from_arc(store: Arc<dyn Store>) -> Self {
+        Idempotency {
+            store,
+            clock: Arc::new(SystemClock),
+            namespace: DEFAULT_NAMESPACE.into(),
+        }
+    }
+
+    /// Puts every key of this handle in `namespace`, so that several services can share one
+    /// store without sharing records.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into().into();
+        self
+    }
+
+    /// Reads time from `clock` instead of the system clock (a [`ManualClock`](crate::ManualClock)
+    /// in tests).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Starts the key of a call to the function called `name`. Finish it with
+    /// [`scope`](KeyBuilder::scope), [`part`](KeyBuilder::part) and
+    /// [`finish`](KeyBuilder::finish).
+    pub fn key(&self, name: &str) -> KeyBuilder {
+        KeyBuilder::new(&self.namespace, name)
+    }
+
+    /// Deletes the record under `key` whatever its state, for an operator unblocking a key whose
+    /// record is corrupt. The next call with that key runs the function again.
+    pub async fn forget(&self, key: &Key) -> Result<(), Error> {
+        self.store
+            .delete(key)
+            .await
+            .map_err(|e| e.into_error(key.as_str()))
+    }
+}
+
+impl fmt::Debug for Idempotency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Idempotency")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}

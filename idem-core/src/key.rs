@@ -1,0 +1,247 @@
+//! Idempotency keys: an unambiguous encoding of namespace, function name, scope and key parts.
+
+use std::borrow::Cow;
+use std::fmt::{self, Write as _};
+use std::sync::Arc;
+
+use crate::Error;
+
+/// The longest stored key, in bytes. DynamoDB allows 2 048 bytes in a partition key; half of
+/// that leaves room for a store's own prefix and keeps Redis keys cheap to compare.
+pub const MAX_KEY_LEN: usize = 1024;
+
+/// A complete stored key. Built with [`KeyBuilder`]; stores use [`Key::as_str`] as the record's
+/// primary key (after adding their own prefix).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key(String);
+
+impl Key {
+    /// The encoded key.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Builds a [`Key`] from its parts.
+///
+/// The encoding is `namespace|name|scope|part|part…`, where every component escapes `%` and `|`
+/// (as `%25` and `%7C`) and a missing scope is written `-` while a present one starts with `=`.
+/// Two different sequences of parts therefore never give the same key: `"ab" + "c"` is
+/// `ab|c`, `"a" + "bc"` is `a|bc`.
+#[derive(Clone, Debug)]
+pub struct KeyBuilder {
+    encoded: String,
+}
+
+impl KeyBuilder {
+    /// Starts a key in `namespace` for the function called `name`.
+    pub fn new(namespace: &str, name: &str) -> Self {
+        let mut encoded = String::with_capacity(64);
+        escape_into(&mut encoded, namespace);
+        encoded.push('|');
+        escape_into(&mut encoded, name);
+        KeyBuilder { encoded }
+    }
+
+    /// Sets the scope (tenant, principal) the key belongs to; `None` for none. Must be called
+    /// once, before the first part.
+    pub fn scope(mut self, scope: Option<&str>) -> Self {
+        match scope {
+            None => self.encoded.push_str("|-"),
+            Some(scope) => {
+                self.encoded.push_str("|=");
+                escape_into(&mut self.encoded, scope);
+            }
+        }
+        self
+    }
+
+    /// Appends one key part.
+    pub fn part<P: KeyPart + ?Sized>(mut self, part: &P) -> Self {
+        self.push_part(part);
+        self
+    }
+
+    /// Appends one key part in place.
+    pub fn push_part<P: KeyPart + ?Sized>(&mut self, part: &P) {
+        self.encoded.push('|');
+        let mut escaper = Escaper(&mut self.encoded);
+        part.write_key_part(&mut escaper)
+            .expect("writing to a String cannot fail");
+    }
+
+    /// Finishes the key, refusing one longer than [`MAX_KEY_LEN`].
+    pub fn finish(self) -> Result<Key, Error> {
+        if self.encoded.len() > MAX_KEY_LEN {
+            return Err(Error::InvalidKey(format!(
+                "the encoded key is {} bytes long, more than the limit of {MAX_KEY_LEN}; \
+                 use shorter key parts or leave `key` out to key by the arguments' fingerprint",
+                self.encoded.len()
+            )));
+        }
+        Ok(Key(self.encoded))
+    }
+}
+
+fn escape_into(out: &mut String, text: &str) {
+    Escaper(out)
+        .write_str(text)
+        .expect("writing to a String cannot fail");
+}
+
+/// Escapes `%` and `|` while writing into a key.
+struct Escaper<'a>(&'a mut String);
+
+impl fmt::Write for Escaper<'_> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        for c in text.chars() {
+            match c {
+                '%' => self.0.push_str("%25"),
+                '|' => self.0.push_str("%7C"),
+                c => self.0.push(c),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A value that can be one operand of a key expression.
+///
+/// Implemented for strings, integers, `bool`, `char` and references and smart pointers to them.
+/// Implement it for your own identifier types by writing their canonical text form:
+///
+/// ```
+/// use std::fmt;
+/// struct OrderId(u64);
+/// impl idem_core::KeyPart for OrderId {
+///     fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+///         write!(out, "order-{}", self.0)
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be part of an idempotency key",
+    label = "this key operand has type `{Self}`",
+    note = "key operands must be strings, integers, `bool`, `char`, or implement `idem_core::KeyPart`; pick a field of this value, e.g. `req.id`"
+)]
+pub trait KeyPart {
+    /// Writes the part's text. Escaping is done by the caller.
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result;
+}
+
+impl KeyPart for str {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        out.write_str(self)
+    }
+}
+
+impl KeyPart for String {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        out.write_str(self)
+    }
+}
+
+impl KeyPart for Cow<'_, str> {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        out.write_str(self)
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for &T {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        (**self).write_key_part(out)
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for &mut T {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        (**self).write_key_part(out)
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for Box<T> {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        (**self).write_key_part(out)
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for Arc<T> {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        (**self).write_key_part(out)
+    }
+}
+
+macro_rules! display_key_parts {
+    ($($ty:ty),*) => {$(
+        impl KeyPart for $ty {
+            fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+                write!(out, "{self}")
+            }
+        }
+    )*};
+}
+
+display_key_parts!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, bool, char);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(parts: &[&str]) -> String {
+        let mut builder = KeyBuilder::new("ns", "f").scope(None);
+        for part in parts {
+            builder.push_part(*part);
+        }
+        builder.finish().unwrap().0
+    }
+
+    #[test]
+    fn splitting_parts_differently_gives_different_keys() {
+        assert_ne!(key(&["ab", "c"]), key(&["a", "bc"]));
+        assert_ne!(key(&["a|b"]), key(&["a", "b"]));
+        assert_ne!(key(&["a%7Cb"]), key(&["a|b"]));
+        assert_ne!(key(&[""]), key(&[]));
+    }
+
+    #[test]
+    fn scope_none_and_scope_text_differ() {
+        let none = KeyBuilder::new("ns", "f").scope(None).finish().unwrap();
+        let dash = KeyBuilder::new("ns", "f").scope(Some("-")).finish().unwrap();
+        let empty = KeyBuilder::new("ns", "f").scope(Some("")).finish().unwrap();
+        assert_ne!(none, dash);
+        assert_ne!(none, empty);
+        assert_ne!(dash, empty);
+    }
+
+    #[test]
+    fn namespace_and_name_are_escaped() {
+        let a = KeyBuilder::new("a|b", "c").scope(None).finish().unwrap();
+        let b = KeyBuilder::new("a", "b|c").scope(None).finish().unwrap();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn layout_is_readable() {
+        let key = KeyBuilder::new("idem", "payments::charge")
+            .scope(Some("tenant-7"))
+            .part("order-42")
+            .part(&3u32)
+            .finish()
+            .unwrap();
+        assert_eq!(key.as_str(), "idem|payments::charge|=tenant-7|order-42|3");
+    }
+
+    #[test]
+    fn overlong_key_is_refused_with_the_limit() {
+        let long = "x".repeat(MAX_KEY_LEN);
+        let err = KeyBuilder::new("ns", "f").scope(None).part(long.as_str()).finish().unwrap_err();
+        assert!(matches!(&err, Error::InvalidKey(m) if m.contains("1024")), "{err}");
+        assert_eq!(err.http_status(), 400);
+    }
+}

@@ -1,0 +1,104 @@
+//! The runtime of **idem**: idempotency keys for async Rust.
+//!
+//! A function made idempotent runs **at most once per key** while the key's record lives. A
+//! retry gets the first call's result back, a duplicate that arrives while the first call runs is
+//! told so ([`Error::InProgress`], HTTP 409), and a retry with the same key but other arguments is
+//! refused ([`Error::Mismatch`], HTTP 422).
+//!
+//! Most code uses the `#[idempotent]` attribute (feature `macros`, on by default) on top of an
+//! installed [`Idempotency`] handle; the same engine is callable directly with
+//! [`Idempotency::run`], which also tells whether a value was replayed.
+//!
+//! ```
+//! use idem_core::{Call, Fingerprint, Idempotency};
+//! # use idem_core::*;
+//! # use std::sync::Mutex; use std::collections::HashMap;
+//! # #[derive(Default)] struct TinyStore(Mutex<HashMap<Key, Record>>);
+//! # #[async_trait::async_trait] impl Store for TinyStore {
+//! #   async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+//! #     let mut map = self.0.lock().unwrap();
+//! #     match map.get(key) { Some(r) if r.is_live(claim.now) => Ok(Reservation::Existing(r.clone())),
+//! #       _ => { map.insert(key.clone(), Record::InProgress(claim.record.clone())); Ok(Reservation::Reserved) } } }
+//! #   async fn complete(&self, key: &Key, _: &OwnerToken, c: &Completed) -> Result<(), StoreError> {
+//! #     self.0.lock().unwrap().insert(key.clone(), Record::Completed(c.clone())); Ok(()) }
+//! #   async fn release(&self, key: &Key, _: &OwnerToken) -> Result<(), StoreError> { self.0.lock().unwrap().remove(key); Ok(()) }
+//! #   async fn renew(&self, _: &Key, _: &OwnerToken, _: u64) -> Result<(), StoreError> { Ok(()) }
+//! #   async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> { Ok(self.0.lock().unwrap().get(key).cloned()) }
+//! #   async fn delete(&self, key: &Key) -> Result<(), StoreError> { self.0.lock().unwrap().remove(key); Ok(()) }
+//! # }
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), idem_core::Error> {
+//! # let store = TinyStore::default();
+//! // `store` is any `Store`: idem_stores::memory::MemoryStore, RedisStore, DynamoDbStore...
+//! let idem = Idempotency::new(store);
+//! let mut charges = 0;
+//! for attempt in 0..3 {
+//!     let key = idem.key("payments.charge").part("order-42").finish()?;
+//!     let call = Call::new(key, Fingerprint::of(&("order-42", 1_000u64))?);
+//!     let receipt = idem
+//!         .run(call, async {
+//!             charges += 1;
+//!             Ok::<_, idem_core::Error>(format!("receipt-{charges}"))
+//!         })
+//!         .await?;
+//!     assert_eq!(receipt.value, "receipt-1");
+//!     assert_eq!(receipt.replayed, attempt > 0);
+//! }
+//! assert_eq!(charges, 1);
+//! # Ok(()) }
+//! ```
+//!
+//! # Semantics
+//!
+//! - The key is reserved (an in-progress record with an owner token and a lease) **before** the
+//!   function runs; only the caller that reserved it runs it.
+//! - `Ok` values are stored for the TTL (default 24 h, counted from completion) and replayed.
+//! - An `Err` releases the key by default; a `store_err` policy stores chosen errors instead.
+//!   Panics and dropped futures release the key too.
+//! - The lease (default 30 s) is renewed every third of it while the function runs; when a
+//!   process dies, another caller with the same arguments takes the key over once the lease has
+//!   passed. Complete, release and renew are fenced by the owner token, so a stale owner gets
+//!   [`Error::LeaseLost`] and never overwrites the new owner's record.
+//! - A store failure fails the call closed: the function does not run ([`Error::Store`]).
+//! - Keys encode their parts unambiguously and include a namespace, the function's name and an
+//!   optional scope (see [`KeyBuilder`]).
+//!
+//! # Writing a store
+//!
+//! Implement [`Store`] and run the conformance suite from the `testing` feature against it
+//! ([`testing`] module, with the `conformance_tests!` macro).
+#![warn(missing_docs)]
+
+mod call;
+mod canonical;
+mod clock;
+mod engine;
+mod error;
+mod fingerprint;
+mod global;
+mod guard;
+mod handle;
+mod key;
+mod policy;
+mod record;
+mod store;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use call::{Call, Executed, DEFAULT_LEASE, DEFAULT_TTL};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{BoxError, Error, StoreError};
+pub use fingerprint::{Fingerprint, Fingerprinter};
+pub use global::{install, installed};
+pub use handle::{Idempotency, DEFAULT_NAMESPACE};
+pub use key::{Key, KeyBuilder, KeyPart, MAX_KEY_LEN};
+pub use policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
+pub use record::{Claim, Completed, InProgress, Millis, Outcome, OwnerToken, Record, Reservation};
+pub use store::Store;
+
+#[cfg(feature = "macros")]
+pub use idem_macros::idempotent;

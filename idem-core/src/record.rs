@@ -1,0 +1,140 @@
+//! The records a store keeps under a key.
+
+use std::fmt;
+
+use crate::Fingerprint;
+
+/// Milliseconds since the Unix epoch, as read from the handle's [`Clock`](crate::Clock).
+pub type Millis = u64;
+
+/// The token that identifies the caller holding an in-progress record. Complete, release and
+/// renew succeed only for the current owner (fencing).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct OwnerToken(String);
+
+impl OwnerToken {
+    /// A new random token.
+    pub fn generate() -> Self {
+        OwnerToken(uuid::Uuid::new_v4().simple().to_string())
+    }
+
+    /// Rebuilds a token read back from a store.
+    pub fn from_string(token: String) -> Self {
+        OwnerToken(token)
+    }
+
+    /// The token's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for OwnerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OwnerToken({})", self.0)
+    }
+}
+
+/// A record under a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A caller has reserved the key and is running the function.
+    InProgress(InProgress),
+    /// The function finished and its outcome is stored for replay.
+    Completed(Completed),
+}
+
+impl Record {
+    /// The fingerprint of the call that created the record.
+    pub fn fingerprint(&self) -> &Fingerprint {
+        match self {
+            Record::InProgress(p) => &p.fingerprint,
+            Record::Completed(c) => &c.fingerprint,
+        }
+    }
+
+    /// When the record stops counting: the lease deadline of an in-progress record, the expiry
+    /// of a completed one. A record is live while `now < live_until()`.
+    pub fn live_until(&self) -> Millis {
+        match self {
+            Record::InProgress(p) => p.lease_until,
+            Record::Completed(c) => c.expires_at,
+        }
+    }
+
+    /// Whether the record still counts at `now`.
+    pub fn is_live(&self, now: Millis) -> bool {
+        now < self.live_until()
+    }
+}
+
+/// A reservation: who runs the function, and until when the reservation holds without renewal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InProgress {
+    /// The caller running the function.
+    pub owner: OwnerToken,
+    /// The fingerprint of that caller's arguments.
+    pub fingerprint: Fingerprint,
+    /// After this instant another caller with the same fingerprint may take the key over.
+    pub lease_until: Millis,
+}
+
+/// A finished call's stored outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completed {
+    /// The fingerprint of the call's arguments.
+    pub fingerprint: Fingerprint,
+    /// What the function returned, serialised.
+    pub outcome: Outcome,
+    /// Until when the outcome is replayed; after it the key counts as new.
+    pub expires_at: Millis,
+}
+
+/// A stored return value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The serialised `Ok` value (JSON).
+    Ok(Vec<u8>),
+    /// The serialised `Err` value (JSON), stored by a `store_err` policy.
+    Err(Vec<u8>),
+}
+
+impl Outcome {
+    /// The serialised value.
+    pub fn body(&self) -> &[u8] {
+        match self {
+            Outcome::Ok(body) | Outcome::Err(body) => body,
+        }
+    }
+
+    /// Whether the function returned `Ok`.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Outcome::Ok(_))
+    }
+}
+
+/// What a caller asks of [`Store::reserve`](crate::Store::reserve).
+#[derive(Clone, Debug)]
+pub struct Claim {
+    /// The record to write if the key is free.
+    pub record: InProgress,
+    /// The current time, for judging expiry and leases.
+    pub now: Millis,
+}
+
+/// The answer of [`Store::reserve`](crate::Store::reserve).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reservation {
+    /// The key was free (absent or expired); the claim is now stored.
+    Reserved,
+    /// The key held an in-progress record with the claim's fingerprint whose lease had passed;
+    /// the claim replaced it.
+    TookOver {
+        /// The owner whose lease passed.
+        previous: OwnerToken,
+    },
+    /// The key holds a live record (or an in-progress record with another fingerprint, whose
+    /// lease may have passed); nothing was written.
+    Existing(Record),
+}

@@ -1,0 +1,115 @@
+//! The `Store` trait: what a backend must provide.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::{Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, StoreError};
+
+/// A place to keep idempotency records: in-process memory, Redis, DynamoDB, or your own.
+///
+/// Object safe, used as `Arc<dyn Store>`. Every method is one atomic operation on one key; the
+/// engine builds the whole protocol out of them:
+///
+/// 1. [`reserve`](Store::reserve) before the function runs;
+/// 2. [`renew`](Store::renew) while it runs;
+/// 3. [`complete`](Store::complete) with its outcome, or [`release`](Store::release) to free the
+///    key when it failed.
+///
+/// # The contract
+///
+/// - **Time comes from the caller.** A record is live while `now < record.live_until()`, with
+///   `now` taken from the [`Claim`]. A store never trusts its backend's own expiry alone (that
+///   may run late) but may use it to clean up after `live_until`.
+/// - **`reserve` is atomic.** It writes the claim if and only if the key is free: no record, an
+///   expired one, or an in-progress record *with the claim's fingerprint* whose lease has passed
+///   (a takeover). Otherwise it writes nothing and returns the record it found. Of any number of
+///   concurrent claims on a free key exactly one gets [`Reservation::Reserved`].
+/// - **Fencing.** `complete`, `release` and `renew` succeed only while the record under the key
+///   is in progress and owned by `owner`; otherwise they change nothing and return
+///   [`StoreError::LeaseLost`]. They do not check the lease deadline: an owner whose lease passed
+///   but who was not taken over may still finish.
+/// - **Errors.** Backend failures are [`StoreError::Backend`]; a record that cannot be decoded is
+///   [`StoreError::Corrupt`]. Never panic on stored data.
+///
+/// The `testing` feature of idem-core has a conformance suite that checks all of this against a
+/// real instance of your store.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Writes `claim.record` under `key` if the key is free, else returns the live record.
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError>;
+
+    /// Replaces `owner`'s in-progress record with the completed one.
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError>;
+
+    /// Deletes `owner`'s in-progress record, so the key can be used again.
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError>;
+
+    /// Moves `owner`'s lease deadline to `lease_until`.
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Millis,
+    ) -> Result<(), StoreError>;
+
+    /// Reads the record under `key`, live or not. `None` if there is none.
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError>;
+
+    /// Deletes the record under `key` whatever its state. An administrative escape hatch (see
+    /// [`Idempotency::forget`](crate::Idempotency::forget)), never used by the protocol.
+    async fn delete(&self, key: &Key) -> Result<(), StoreError>;
+
+    /// Returns once the record under `key` may have changed, or after `timeout`. Spurious
+    /// returns are allowed: the caller reads again. Used by callers that wait for an in-flight
+    /// duplicate.
+    ///
+    /// The default polls: it sleeps for the shorter of `timeout` and 25 ms. Stores that can be
+    /// told of changes (the memory store wakes waiters on completion) override it.
+    async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
+        let _ = key;
+        tokio::time::sleep(timeout.min(Duration::from_millis(25))).await;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl<S: Store + ?Sized> Store for Arc<S> {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        (**self).reserve(key, claim).await
+    }
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        (**self).complete(key, owner, record).await
+    }
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        (**self).release(key, owner).await
+    }
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Millis,
+    ) -> Result<(), StoreError> {
+        (**self).renew(key, owner, lease_until).await
+    }
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        (**self).get(key).await
+    }
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        (**self).delete(key).await
+    }
+    async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
+        (**self).changed(key, timeout).await
+    }
+}

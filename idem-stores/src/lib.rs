@@ -1,0 +1,4 @@
+//! Stores for idem.
+
+#[cfg(feature = "memory")]
+pub mod memory;
