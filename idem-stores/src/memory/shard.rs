@@ -1,0 +1,133 @@
+//! One shard of the memory store: a map from key to record, behind a mutex.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use idem_core::{Key, Millis, OwnerToken, Record, Reservation};
+use tokio::sync::Notify;
+
+/// A record and the waiters that want to hear when it changes.
+pub(crate) struct Slot {
+    pub(crate) record: Record,
+    /// Created when the first waiter arrives; woken on every change that ends the record's
+    /// in-progress state.
+    waiters: Option<Arc<Notify>>,
+}
+
+impl Slot {
+    fn new(record: Record) -> Self {
+        Slot {
+            record,
+            waiters: None,
+        }
+    }
+
+    fn wake(&self) {
+        if let Some(waiters) = &self.waiters {
+            waiters.notify_waiters();
+        }
+    }
+
+    /// The notifier for the current in-progress owner, or `None` if the record is finished.
+    pub(crate) fn in_progress_waiters(&mut self) -> Option<(OwnerToken, Arc<Notify>)> {
+        let Record::InProgress(in_progress) = &self.record else {
+            return None;
+        };
+        let owner = in_progress.owner.clone();
+        let waiters = self.waiters.get_or_insert_with(Default::default).clone();
+        Some((owner, waiters))
+    }
+}
+
+/// A shard's map.
+#[derive(Default)]
+pub(crate) struct Shard {
+    slots: Mutex<HashMap<Key, Slot>>,
+}
+
+impl Shard {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<Key, Slot>> {
+        // No code panics while holding the lock, so a poisoned lock still holds consistent data.
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn reserve(&self, key: &Key, claim: &idem_core::Claim) -> Reservation {
+        let mut slots = self.lock();
+        let Some(slot) = slots.get_mut(key) else {
+            slots.insert(key.clone(), Slot::new(Record::InProgress(claim.record.clone())));
+            return Reservation::Reserved;
+        };
+        let reservation = match &slot.record {
+            record if record.is_live(claim.now) => Reservation::Existing(record.clone()),
+            Record::InProgress(stale) if stale.fingerprint != claim.record.fingerprint => {
+                Reservation::Existing(slot.record.clone())
+            }
+            Record::InProgress(stale) => Reservation::TookOver {
+                previous: stale.owner.clone(),
+            },
+            Record::Completed(_) => Reservation::Reserved,
+        };
+        if !matches!(reservation, Reservation::Existing(_)) {
+            slot.wake();
+            *slot = Slot::new(Record::InProgress(claim.record.clone()));
+        }
+        reservation
+    }
+
+    /// Applies `change` to `owner`'s in-progress record; `false` if `owner` does not hold it.
+    pub(crate) fn update_owned(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        change: impl FnOnce(&mut HashMap<Key, Slot>),
+    ) -> bool {
+        let mut slots = self.lock();
+        match slots.get(key).map(|slot| &slot.record) {
+            Some(Record::InProgress(in_progress)) if in_progress.owner == *owner => {
+                change(&mut slots);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn replace(slots: &mut HashMap<Key, Slot>, key: &Key, record: Record) {
+        if let Some(old) = slots.insert(key.clone(), Slot::new(record)) {
+            old.wake();
+        }
+    }
+
+    pub(crate) fn remove(slots: &mut HashMap<Key, Slot>, key: &Key) {
+        if let Some(old) = slots.remove(key) {
+            old.wake();
+        }
+    }
+
+    pub(crate) fn renew(slots: &mut HashMap<Key, Slot>, key: &Key, lease_until: Millis) {
+        if let Some(Slot {
+            record: Record::InProgress(in_progress),
+            ..
+        }) = slots.get_mut(key)
+        {
+            in_progress.lease_until = lease_until;
+        }
+    }
+
+    /// Drops every record that stopped counting before `now`; returns how many.
+    pub(crate) fn purge(&self, now: Millis) -> usize {
+        let mut slots = self.lock();
+        let before = slots.len();
+        slots.retain(|_, slot| {
+            let live = slot.record.is_live(now);
+            if !live {
+                slot.wake();
+            }
+            live
+        });
+        before - slots.len()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
