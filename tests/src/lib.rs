@@ -1,1 +1,4 @@
 //! Test support shared by the integration tests.
+
+pub mod process;
+pub mod redis_server;

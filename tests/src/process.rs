@@ -1,0 +1,289 @@
+//! Server programs started by the tests on free loopback ports, like testcontainers without
+//! Docker.
+//!
+//! A [`ServerProcess`] runs one program (redis-server, moto_server, ...) bound to `127.0.0.1`
+//! on a port picked for it, waits until the port accepts TCP connections (or the program exits,
+//! which is reported with the tail of its log), and kills the program when dropped. Fault tests
+//! can [`kill`](ServerProcess::kill) it and [`restart`](ServerProcess::restart) it on the same
+//! port.
+//!
+//! ```no_run
+//! use idem_tests::process::{ServerCommand, ServerProcess};
+//!
+//! // `{port}` in an argument is replaced by the chosen port.
+//! let command = ServerCommand::new("redis-server")
+//!     .args(["--port", "{port}", "--bind", "127.0.0.1", "--save", ""]);
+//! let mut server = ServerProcess::start(command).expect("redis-server starts");
+//! let url = format!("redis://{}", server.addr());
+//! server.kill(); // the port refuses connections now
+//! server.restart().expect("redis-server starts again"); // same port, same arguments
+//! drop(server); // killed
+//! # let _ = url;
+//! ```
+//!
+//! Start errors are `io::Error`s: [`io::ErrorKind::NotFound`] when the program is not
+//! installed (callers skip the test then), [`io::ErrorKind::TimedOut`] when it never accepted
+//! connections, [`io::ErrorKind::Other`] when it exited early; the message includes its log.
+
+use std::collections::hash_map::DefaultHasher;
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::hash::{Hash, Hasher};
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a server gets to accept connections unless the command says otherwise.
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How often the port is probed while a server starts.
+const PROBE_EVERY: Duration = Duration::from_millis(10);
+
+/// Attempts at a fresh port when a server loses the race for the one it was given.
+const PORT_ATTEMPTS: usize = 3;
+
+/// The program to run and how: arguments (with `{port}` placeholders), environment, working
+/// directory and readiness timeout.
+#[derive(Clone, Debug)]
+pub struct ServerCommand {
+    program: OsString,
+    args: Vec<String>,
+    envs: Vec<(OsString, OsString)>,
+    current_dir: Option<PathBuf>,
+    ready_timeout: Duration,
+}
+
+impl ServerCommand {
+    /// Runs `program` (a name looked up on `PATH`, or a path).
+    pub fn new(program: impl Into<OsString>) -> Self {
+        ServerCommand {
+            program: program.into(),
+            args: Vec::new(),
+            envs: Vec::new(),
+            current_dir: None,
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+        }
+    }
+
+    /// Appends one argument; `{port}` in it is replaced by the server's port.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Appends arguments; `{port}` in any of them is replaced by the server's port.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable for the program.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.envs.push((key.into(), value.into()));
+        self
+    }
+
+    /// Runs the program in `dir`.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.current_dir = Some(dir.into());
+        self
+    }
+
+    /// How long the program may take to accept connections (default
+    /// [`DEFAULT_READY_TIMEOUT`]).
+    pub fn ready_timeout(mut self, timeout: Duration) -> Self {
+        self.ready_timeout = timeout;
+        self
+    }
+
+    fn program_name(&self) -> String {
+        Path::new(&self.program)
+            .file_name()
+            .unwrap_or(self.program.as_os_str())
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// A running server program on a loopback port; killed when dropped.
+#[derive(Debug)]
+pub struct ServerProcess {
+    command: ServerCommand,
+    port: u16,
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl ServerProcess {
+    /// Starts the program on a free loopback port and waits until the port accepts
+    /// connections.
+    pub fn start(command: ServerCommand) -> io::Result<Self> {
+        let mut last_error = None;
+        for _ in 0..PORT_ATTEMPTS {
+            let port = free_port()?;
+            let mut server = ServerProcess {
+                log: log_path(&command.program_name(), port),
+                command: command.clone(),
+                port,
+                child: None,
+            };
+            match server.spawn_and_wait() {
+                Ok(()) => return Ok(server),
+                // Another process may have taken the port between probe and bind: try another.
+                Err(error) if error.kind() == io::ErrorKind::Other => last_error = Some(error),
+                Err(error) => return Err(error),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| io::Error::other("no port could be used")))
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1:port`.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// The file the program's stdout and stderr go to.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// Whether the program is running (it was not killed and has not exited).
+    pub fn is_running(&mut self) -> bool {
+        match &mut self.child {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Kills the program (SIGKILL, no clean shutdown) and waits for it to exit. The port then
+    /// refuses connections. Does nothing if it is not running.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the program if it runs, then starts it again with the same arguments on the same
+    /// port and waits until it accepts connections.
+    pub fn restart(&mut self) -> io::Result<()> {
+        self.kill();
+        self.spawn_and_wait()
+    }
+
+    fn spawn_and_wait(&mut self) -> io::Result<()> {
+        let log = File::create(&self.log)?;
+        let port = self.port.to_string();
+        let mut command = Command::new(&self.command.program);
+        command
+            .args(self.command.args.iter().map(|a| a.replace("{port}", &port)))
+            .envs(self.command.envs.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        if let Some(dir) = &self.command.current_dir {
+            command.current_dir(dir);
+        }
+        let child = command.spawn().map_err(|error| {
+            io::Error::new(
+                error.kind(),
+                format!("cannot run `{}`: {error}", self.command.program_name()),
+            )
+        })?;
+        self.child = Some(child);
+        self.wait_until_ready()
+    }
+
+    /// Probes the port until it accepts a connection; fails if the program exits first or the
+    /// timeout passes.
+    fn wait_until_ready(&mut self) -> io::Result<()> {
+        let deadline = Instant::now() + self.command.ready_timeout;
+        let addr = self.addr();
+        loop {
+            let Some(child) = self.child.as_mut() else {
+                return Err(io::Error::other("the server is not running"));
+            };
+            if let Some(status) = child.try_wait()? {
+                self.child = None;
+                return Err(io::Error::other(format!(
+                    "`{}` exited with {status} before accepting connections on port {}; its log:\n{}",
+                    self.command.program_name(),
+                    self.port,
+                    self.log_tail()
+                )));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                self.kill();
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "`{}` did not accept connections on port {} within {:?}; its log:\n{}",
+                        self.command.program_name(),
+                        self.port,
+                        self.command.ready_timeout,
+                        self.log_tail()
+                    ),
+                ));
+            }
+            std::thread::sleep(PROBE_EVERY);
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = fs::remove_file(&self.log);
+    }
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> io::Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
+}
+
+/// A fresh directory under the system's temporary directory, for a server's data files.
+pub fn scratch_dir(label: &str) -> io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("idem-{label}-{}", unique_suffix()));
+    fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+fn log_path(program: &str, port: u16) -> PathBuf {
+    std::env::temp_dir().join(format!("idem-{program}-{port}-{}.log", unique_suffix()))
+}
+
+fn unique_suffix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = DefaultHasher::new();
+    Instant::now().hash(&mut hasher);
+    format!(
+        "{}-{}-{:x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        hasher.finish() & 0xffff
+    )
+}

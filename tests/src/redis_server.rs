@@ -1,0 +1,184 @@
+//! Redis servers for the tests: one started on a free loopback port, or the one named by
+//! `IDEM_REDIS_URL`.
+//!
+//! When neither can be had, [`TestRedis::start`] prints a banner and returns `None`, so the test
+//! skips; with `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
+
+use std::fs;
+use std::io;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::process::{scratch_dir, ServerCommand, ServerProcess};
+
+/// The environment variable naming an existing server to use instead of starting one.
+pub const URL_VAR: &str = "IDEM_REDIS_URL";
+
+/// The environment variable that turns skips into failures.
+pub const REQUIRE_VAR: &str = "IDEM_REQUIRE_BACKENDS";
+
+/// The program started when no URL is given.
+pub const PROGRAM: &str = "redis-server";
+
+/// A Redis server a test talks to.
+#[derive(Debug)]
+pub struct TestRedis {
+    url: String,
+    process: Option<ServerProcess>,
+    data_dir: Option<PathBuf>,
+}
+
+impl TestRedis {
+    /// The server named by `IDEM_REDIS_URL` if set, else a fresh `redis-server` on a free
+    /// loopback port. `None` (after a banner) if neither works, unless backends are required.
+    pub fn start() -> Option<TestRedis> {
+        match std::env::var(URL_VAR) {
+            Ok(url) if !url.is_empty() => match reachable(&url) {
+                Ok(()) => Some(TestRedis {
+                    url,
+                    process: None,
+                    data_dir: None,
+                }),
+                Err(error) => unavailable(&format!("{URL_VAR}={url} is not reachable: {error}")),
+            },
+            _ => Self::start_owned(),
+        }
+    }
+
+    /// A fresh `redis-server` owned by this test, which it may kill and restart; keeps no data
+    /// across restarts. Ignores `IDEM_REDIS_URL`.
+    pub fn start_owned() -> Option<TestRedis> {
+        Self::spawn(ServerCommand::new(PROGRAM).args(base_args()), None)
+    }
+
+    /// Like [`start_owned`](TestRedis::start_owned), but the server writes every change to an
+    /// append-only file (fsync always) in a scratch directory, so records survive a kill and a
+    /// restart.
+    pub fn start_persistent() -> Option<TestRedis> {
+        let dir = match scratch_dir("redis") {
+            Ok(dir) => dir,
+            Err(error) => return unavailable(&format!("no scratch directory: {error}")),
+        };
+        let command = ServerCommand::new(PROGRAM)
+            .args(["--port", "{port}", "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .arg("--dir")
+            .arg(dir.to_string_lossy().into_owned());
+        Self::spawn(command, Some(dir))
+    }
+
+    fn spawn(command: ServerCommand, data_dir: Option<PathBuf>) -> Option<TestRedis> {
+        match ServerProcess::start(command) {
+            Ok(process) => Some(TestRedis {
+                url: format!("redis://{}/", process.addr()),
+                process: Some(process),
+                data_dir,
+            }),
+            Err(error) => {
+                if let Some(dir) = data_dir {
+                    let _ = fs::remove_dir_all(dir);
+                }
+                let hint = if error.kind() == io::ErrorKind::NotFound {
+                    " (install it with scripts/services.sh)"
+                } else {
+                    ""
+                };
+                unavailable(&format!("cannot start {PROGRAM}{hint}: {error}"))
+            }
+        }
+    }
+
+    /// The server's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Whether this test started the server (and so may kill it).
+    pub fn is_owned(&self) -> bool {
+        self.process.is_some()
+    }
+
+    /// The server process, for fault tests. Panics for a server named by `IDEM_REDIS_URL`.
+    pub fn process(&mut self) -> &mut ServerProcess {
+        self.process
+            .as_mut()
+            .expect("only a server started by the test can be killed or restarted")
+    }
+
+    /// Kills the server (SIGKILL). Panics for a server named by `IDEM_REDIS_URL`.
+    pub fn kill(&mut self) {
+        self.process().kill();
+    }
+
+    /// Starts the server again on the same port. Panics for a server named by
+    /// `IDEM_REDIS_URL`, or if it does not come back.
+    pub fn restart(&mut self) {
+        if let Err(error) = self.process().restart() {
+            panic!("{PROGRAM} did not restart: {error}");
+        }
+    }
+}
+
+impl Drop for TestRedis {
+    fn drop(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            process.kill();
+        }
+        if let Some(dir) = self.data_dir.take() {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// The arguments of a throwaway server: loopback only, no persistence.
+pub fn base_args() -> [&'static str; 8] {
+    [
+        "--port",
+        "{port}",
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+    ]
+}
+
+/// Whether backend tests must fail rather than skip when no server can be had.
+pub fn backends_required() -> bool {
+    std::env::var(REQUIRE_VAR).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+fn unavailable<T>(reason: &str) -> Option<T> {
+    if backends_required() {
+        panic!("Redis is required ({REQUIRE_VAR} is set) but unavailable: {reason}");
+    }
+    eprintln!(
+        "\n==================== SKIPPED: no Redis server ====================\n\
+         {reason}\n\
+         Install redis-server (scripts/services.sh) or set {URL_VAR}=redis://127.0.0.1:6379.\n\
+         Set {REQUIRE_VAR}=1 to make this a failure.\n\
+         ==================================================================\n"
+    );
+    None
+}
+
+/// Checks that the host and port of a `redis://host:port/db` URL accept TCP connections.
+fn reachable(url: &str) -> io::Result<()> {
+    let rest = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    let host_port = if host_port.contains(':') {
+        host_port.to_owned()
+    } else {
+        format!("{host_port}:6379")
+    };
+    let addr = host_port
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::other(format!("`{host_port}` resolves to no address")))?;
+    TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map(drop)
+}
