@@ -21,7 +21,9 @@ use crate::{Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, Stor
 ///
 /// - **Time comes from the caller.** A record is live while `now < record.live_until()`, with
 ///   `now` taken from the [`Claim`]. A store never trusts its backend's own expiry alone (that
-///   may run late) but may use it to clean up after `live_until`.
+///   may run late). It may delete a completed record once it expired, and an in-progress record
+///   some time after its lease passed (keep it a while: until then a retry with other arguments
+///   is refused as a mismatch rather than run).
 /// - **`reserve` is atomic.** It writes the claim if and only if the key is free: no record, an
 ///   expired one, or an in-progress record *with the claim's fingerprint* whose lease has passed
 ///   (a takeover). Otherwise it writes nothing and returns the record it found. Of any number of

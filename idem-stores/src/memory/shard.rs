@@ -113,16 +113,21 @@ impl Shard {
         }
     }
 
-    /// Drops every record that stopped counting before `now`; returns how many.
-    pub(crate) fn purge(&self, now: Millis) -> usize {
+    /// Drops every completed record that expired before `now`, and every in-progress record
+    /// whose lease passed more than `stale_grace` ago; returns how many.
+    pub(crate) fn purge(&self, now: Millis, stale_grace: Millis) -> usize {
         let mut slots = self.lock();
         let before = slots.len();
         slots.retain(|_, slot| {
-            let live = slot.record.is_live(now);
-            if !live {
+            let keep_until = match &slot.record {
+                Record::InProgress(in_progress) => in_progress.lease_until.saturating_add(stale_grace),
+                Record::Completed(completed) => completed.expires_at,
+            };
+            let keep = now < keep_until;
+            if !keep {
                 slot.wake();
             }
-            live
+            keep
         });
         before - slots.len()
     }

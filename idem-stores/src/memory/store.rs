@@ -16,11 +16,16 @@ use super::shard::Shard;
 /// How often, at most, expired records are swept out unless told otherwise.
 const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How long an in-progress record is kept after its lease passed: a retry with the same
+/// arguments takes it over, one with other arguments is refused as a mismatch.
+const STALE_LEASE_GRACE: Millis = 60_000;
+
 /// An in-process [`Store`]: a sharded map with per-key waiters. Clones share the records.
 ///
 /// Memory stays bounded: at most once per sweep interval (default 1 s), the reservation that
-/// notices the interval has passed removes every record that stopped counting, so the map holds
-/// the live records plus those that expired since the last sweep.
+/// notices the interval has passed removes every completed record past its expiry and every
+/// in-progress record whose lease passed more than a minute ago, so the map holds the live
+/// records plus those that expired since the last sweep.
 #[derive(Clone)]
 pub struct MemoryStore {
     inner: Arc<Inner>,
@@ -71,9 +76,13 @@ impl MemoryStore {
     }
 
     /// Removes every record that stopped counting before `now` (milliseconds since the Unix
-    /// epoch); returns how many were removed.
+    /// epoch; in-progress records a minute after their lease passed); returns how many.
     pub fn purge_expired(&self, now: Millis) -> usize {
-        self.inner.shards.iter().map(|shard| shard.purge(now)).sum()
+        self.inner
+            .shards
+            .iter()
+            .map(|shard| shard.purge(now, STALE_LEASE_GRACE))
+            .sum()
     }
 
     fn shard(&self, key: &Key) -> &Shard {

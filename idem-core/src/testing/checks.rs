@@ -1,0 +1,505 @@
+//! The conformance checks. Each panics with a message saying which semantic broke.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use super::probes::Probe;
+use super::Context;
+use crate::Clock as _;
+use crate::{
+    Call, Claim, Completed, Error, Executed, Fingerprint, Idempotency, InProgress, Key,
+    ManualClock, Outcome, OwnerToken, Record, Reservation, Store, StoreError,
+};
+
+/// A side effect that counts its runs and can be held mid-flight.
+struct Charge {
+    runs: AtomicUsize,
+    started: Semaphore,
+    proceed: Semaphore,
+    hold: bool,
+}
+
+impl Charge {
+    fn new(hold: bool) -> Arc<Self> {
+        Arc::new(Charge {
+            runs: AtomicUsize::new(0),
+            started: Semaphore::new(0),
+            proceed: Semaphore::new(0),
+            hold,
+        })
+    }
+
+    fn instant() -> Arc<Self> {
+        Self::new(false)
+    }
+
+    /// A charge that, once started, waits for [`Charge::finish`].
+    fn held() -> Arc<Self> {
+        Self::new(true)
+    }
+
+    async fn run(&self, amount: u64) -> String {
+        let run = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        self.started.add_permits(1);
+        if self.hold {
+            self.proceed
+                .acquire()
+                .await
+                .expect("semaphore never closed")
+                .forget();
+        }
+        format!("receipt-{run}-{amount}")
+    }
+
+    async fn wait_started(&self) {
+        self.started
+            .acquire()
+            .await
+            .expect("semaphore never closed")
+            .forget();
+    }
+
+    fn finish(&self) {
+        self.proceed.add_permits(1);
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+}
+
+fn call(ctx: &Context, order: &str, amount: u64) -> Call {
+    let key = ctx
+        .handle()
+        .key("charge")
+        .scope(None)
+        .part(order)
+        .finish()
+        .expect("short keys are valid");
+    Call::new(key, Fingerprint::of(&(order, amount)).expect("plain values fingerprint"))
+}
+
+async fn charge(
+    idem: &Idempotency,
+    call: Call,
+    amount: u64,
+    side_effect: &Charge,
+) -> Result<Executed<String>, Error> {
+    idem.run(call, async { Ok(side_effect.run(amount).await) })
+        .await
+}
+
+fn spawn_charge(
+    idem: &Idempotency,
+    call: Call,
+    amount: u64,
+    side_effect: &Arc<Charge>,
+) -> tokio::task::JoinHandle<Result<Executed<String>, Error>> {
+    let idem = idem.clone();
+    let side_effect = side_effect.clone();
+    tokio::spawn(async move { charge(&idem, call, amount, &side_effect).await })
+}
+
+fn in_progress(key: &Key, fingerprint: Fingerprint, lease_until: u64, now: u64) -> Claim {
+    let _ = key;
+    Claim {
+        record: InProgress {
+            owner: OwnerToken::generate(),
+            fingerprint,
+            lease_until,
+        },
+        now,
+    }
+}
+
+/// Semantics 1 and 2: the first call runs, a retry gets the same value back without running.
+pub async fn fresh_call_runs_then_replays(ctx: Context) {
+    let idem = ctx.handle();
+    let side_effect = Charge::instant();
+    let first = charge(&idem, call(&ctx, "o-1", 100), 100, &side_effect).await.unwrap();
+    assert_eq!(first, Executed { value: "receipt-1-100".into(), replayed: false });
+    for _ in 0..3 {
+        let retry = charge(&idem, call(&ctx, "o-1", 100), 100, &side_effect).await.unwrap();
+        assert_eq!(retry, Executed { value: "receipt-1-100".into(), replayed: true });
+    }
+    assert_eq!(side_effect.runs(), 1, "a replay must not run the function");
+}
+
+/// Semantic 1 at the store level: of 200 concurrent reservations of one key exactly one wins.
+pub async fn concurrent_reservations_admit_exactly_one(ctx: Context) {
+    let key = ctx.key("race");
+    let fingerprint = Fingerprint::of("race").unwrap();
+    let now = crate::SystemClock.now();
+    let tasks: Vec<_> = (0..200)
+        .map(|_| {
+            let store = ctx.store().clone();
+            let key = key.clone();
+            let claim = in_progress(&key, fingerprint, now + 60_000, now);
+            tokio::spawn(async move { store.reserve(&key, &claim).await })
+        })
+        .collect();
+    let mut reserved = 0;
+    for task in tasks {
+        match task.await.unwrap().expect("reserve succeeds") {
+            Reservation::Reserved => reserved += 1,
+            Reservation::Existing(Record::InProgress(_)) => {}
+            other => panic!("unexpected reservation {other:?}"),
+        }
+    }
+    assert_eq!(reserved, 1, "exactly one concurrent reservation must win");
+}
+
+/// Semantics 1 and 3: 200 concurrent callers on one key, exactly one execution; the other 199
+/// are told the call is in progress while it runs.
+pub async fn concurrent_callers_run_once(ctx: Context) {
+    let idem = ctx.handle();
+    let side_effect = Charge::held();
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
+    for _ in 0..200 {
+        let (idem, side_effect, done_tx) = (idem.clone(), side_effect.clone(), done_tx.clone());
+        let call = call(&ctx, "o-race", 5);
+        tokio::spawn(async move {
+            let _ = done_tx.send(charge(&idem, call, 5, &side_effect).await);
+        });
+    }
+    let mut conflicts = 0;
+    for _ in 0..199 {
+        match done_rx.recv().await.expect("every caller answers") {
+            Err(Error::InProgress { .. }) => conflicts += 1,
+            other => panic!("while the first call runs, others must get InProgress, got {other:?}"),
+        }
+    }
+    side_effect.finish();
+    let owner = done_rx.recv().await.expect("the owner answers").unwrap();
+    assert_eq!(owner, Executed { value: "receipt-1-5".into(), replayed: false });
+    assert_eq!(conflicts, 199);
+    assert_eq!(side_effect.runs(), 1, "200 concurrent callers must run the function once");
+}
+
+/// Semantic 3 with waiting: 200 concurrent waiting callers all get the single execution's value.
+pub async fn concurrent_waiters_all_get_the_one_result(ctx: Context) {
+    let idem = ctx.handle();
+    let side_effect = Charge::held();
+    let tasks: Vec<_> = (0..200)
+        .map(|_| spawn_charge(&idem, call(&ctx, "o-wait", 5).wait(Duration::from_secs(30)), 5, &side_effect))
+        .collect();
+    side_effect.wait_started().await;
+    side_effect.finish();
+    let mut fresh = 0;
+    for task in tasks {
+        let executed = task.await.unwrap().expect("waiters get the result");
+        assert_eq!(executed.value, "receipt-1-5");
+        fresh += usize::from(!executed.replayed);
+    }
+    assert_eq!(fresh, 1, "exactly one caller ran the function");
+    assert_eq!(side_effect.runs(), 1);
+}
+
+/// Semantic 3: a duplicate that arrives mid-flight gets `InProgress` (409) at once.
+pub async fn duplicate_in_flight_is_in_progress(ctx: Context) {
+    let idem = ctx.handle();
+    let side_effect = Charge::held();
+    let first = spawn_charge(&idem, call(&ctx, "o-2", 7), 7, &side_effect);
+    side_effect.wait_started().await;
+    let duplicate = charge(&idem, call(&ctx, "o-2", 7), 7, &side_effect).await.unwrap_err();
+    assert!(matches!(duplicate, Error::InProgress { .. }), "got {duplicate:?}");
+    assert_eq!(duplicate.http_status(), 409);
+    side_effect.finish();
+    assert!(!first.await.unwrap().unwrap().replayed);
+    assert_eq!(side_effect.runs(), 1);
+}
+
+/// Semantic 3 with `wait`: a duplicate parked while the first call runs gets its value.
+pub async fn waiting_duplicate_gets_the_result(ctx: Context) {
+    let idem = ctx.handle();
+    let parked = Arc::new(Semaphore::new(0));
+    let observed = ctx.handle_with(
+        crate::SystemClock,
+        Probe::observing(ctx.store().clone(), parked.clone()),
+    );
+    let side_effect = Charge::held();
+    let first = spawn_charge(&idem, call(&ctx, "o-3", 9), 9, &side_effect);
+    side_effect.wait_started().await;
+    let waiter = spawn_charge(&observed, call(&ctx, "o-3", 9).wait(Duration::from_secs(20)), 9, &side_effect);
+    parked.acquire().await.unwrap().forget();
+    side_effect.finish();
+    let waited = waiter.await.unwrap().expect("the waiter gets the first call's value");
+    assert_eq!(waited, Executed { value: "receipt-1-9".into(), replayed: true });
+    assert!(!first.await.unwrap().unwrap().replayed);
+    assert_eq!(side_effect.runs(), 1);
+}
+
+async fn assert_mismatch_leaves_record(ctx: &Context, idem: &Idempotency, call: Call) {
+    let before = ctx.store().get(call.key()).await.unwrap();
+    let side_effect = Charge::instant();
+    let err = charge(idem, call.clone(), 999, &side_effect).await.unwrap_err();
+    assert!(matches!(err, Error::Mismatch { .. }), "other arguments must be refused, got {err:?}");
+    assert_eq!(err.http_status(), 422);
+    assert_eq!(side_effect.runs(), 0);
+    let after = ctx.store().get(call.key()).await.unwrap();
+    assert_eq!(before, after, "a mismatch must leave the record untouched");
+}
+
+/// Semantic 4 on a completed record.
+pub async fn mismatch_on_completed_record(ctx: Context) {
+    let idem = ctx.handle();
+    charge(&idem, call(&ctx, "o-4", 10), 10, &Charge::instant()).await.unwrap();
+    assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-4", 999)).await;
+}
+
+/// Semantic 4 on an in-progress record: mismatch, not "in progress".
+pub async fn mismatch_on_in_progress_record(ctx: Context) {
+    let idem = ctx.handle();
+    let side_effect = Charge::held();
+    let first = spawn_charge(&idem, call(&ctx, "o-5", 10), 10, &side_effect);
+    side_effect.wait_started().await;
+    assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-5", 999)).await;
+    side_effect.finish();
+    first.await.unwrap().unwrap();
+}
+
+/// Semantic 4 on an in-progress record whose lease passed: no takeover with other arguments.
+pub async fn mismatch_on_lease_passed_record(ctx: Context) {
+    let clock = ManualClock::new();
+    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
+    let side_effect = Charge::held();
+    let first = spawn_charge(&idem, call(&ctx, "o-6", 10).lease(Duration::from_secs(60)), 10, &side_effect);
+    side_effect.wait_started().await;
+    clock.advance(Duration::from_secs(61));
+    assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-6", 999)).await;
+    side_effect.finish();
+    first.await.unwrap().unwrap();
+}
+
+/// Semantic 4 for a caller that asked to wait: refused at once, not parked.
+pub async fn mismatch_while_waiting(ctx: Context) {
+    let idem = ctx.handle();
+    let side_effect = Charge::held();
+    let first = spawn_charge(&idem, call(&ctx, "o-7", 10), 10, &side_effect);
+    side_effect.wait_started().await;
+    assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-7", 999).wait(Duration::from_secs(60)))
+        .await;
+    side_effect.finish();
+    first.await.unwrap().unwrap();
+}
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+enum PayError {
+    Declined,
+    Idem(String),
+}
+
+impl From<Error> for PayError {
+    fn from(error: Error) -> Self {
+        PayError::Idem(error.to_string())
+    }
+}
+
+/// Semantic 5: an `Err` releases the key; the corrected retry runs.
+pub async fn error_releases_the_key(ctx: Context) {
+    let idem = ctx.handle();
+    let runs = AtomicUsize::new(0);
+    let declined: Result<Executed<String>, PayError> = idem
+        .run(call(&ctx, "o-8", 1), async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Err(PayError::Declined)
+        })
+        .await;
+    assert_eq!(declined, Err(PayError::Declined));
+    assert_eq!(ctx.store().get(call(&ctx, "o-8", 1).key()).await.unwrap(), None, "an Err must release the key");
+    let retried: Result<Executed<String>, PayError> = idem
+        .run(call(&ctx, "o-8", 1), async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok("ok".to_string())
+        })
+        .await;
+    assert_eq!(retried, Ok(Executed { value: "ok".into(), replayed: false }));
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// Semantic 5 with a `store_err` policy: a final error is stored and replayed.
+pub async fn stored_error_is_replayed(ctx: Context) {
+    let idem = ctx.handle();
+    let runs = AtomicUsize::new(0);
+    for _ in 0..3 {
+        let result: Result<Executed<String>, PayError> = idem
+            .run_storing_errors(call(&ctx, "o-9", 1), |e| *e == PayError::Declined, async {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Err(PayError::Declined)
+            })
+            .await;
+        assert_eq!(result, Err(PayError::Declined));
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "a stored error must be replayed, not re-run");
+}
+
+/// Semantic 6: a panic releases the key and propagates.
+pub async fn panic_releases_the_key(ctx: Context) {
+    let idem = ctx.handle();
+    let panicking = {
+        let (idem, call) = (idem.clone(), call(&ctx, "o-10", 1));
+        tokio::spawn(async move {
+            idem.run(call, async {
+                if true {
+                    panic!("card network exploded");
+                }
+                Ok::<String, Error>(String::new())
+            })
+            .await
+        })
+    };
+    assert!(panicking.await.unwrap_err().is_panic(), "the panic must propagate");
+    let side_effect = Charge::instant();
+    let retry = charge(&idem, call(&ctx, "o-10", 1), 1, &side_effect).await;
+    assert!(retry.is_ok_and(|e| !e.replayed), "a panic must release the key");
+}
+
+/// Semantic 6: dropping the call's future mid-flight releases the key. The retry waits less than
+/// the lease, so it can only succeed through the release.
+pub async fn cancellation_releases_the_key(ctx: Context) {
+    let idem = ctx.handle();
+    let side_effect = Charge::held();
+    let first = spawn_charge(&idem, call(&ctx, "o-11", 1).lease(Duration::from_secs(60)), 1, &side_effect);
+    side_effect.wait_started().await;
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    let retry = charge(&idem, call(&ctx, "o-11", 1).wait(Duration::from_secs(20)), 1, &Charge::instant())
+        .await
+        .expect("a cancelled call must release the key");
+    assert!(!retry.replayed);
+}
+
+/// Semantic 7: while the function runs longer than its lease, the lease is renewed, so no one
+/// takes the key over.
+pub async fn lease_is_renewed_while_running(ctx: Context) {
+    let idem = ctx.handle();
+    let lease = Duration::from_millis(300);
+    let side_effect = Charge::held();
+    let first = spawn_charge(&idem, call(&ctx, "o-12", 1).lease(lease), 1, &side_effect);
+    side_effect.wait_started().await;
+    // Letting real time pass is the point here: three leases' worth.
+    tokio::time::sleep(lease * 3).await;
+    let duplicate = charge(&idem, call(&ctx, "o-12", 1).lease(lease), 1, &side_effect).await;
+    assert!(matches!(duplicate, Err(Error::InProgress { .. })), "a renewed lease must hold, got {duplicate:?}");
+    side_effect.finish();
+    assert!(!first.await.unwrap().unwrap().replayed);
+    assert_eq!(side_effect.runs(), 1);
+}
+
+/// Semantic 7: after the lease passes another caller takes over; the stale owner's completion
+/// is refused with `LeaseLost` and the new owner's record stands.
+pub async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
+    let clock = ManualClock::new();
+    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
+    let lease = Duration::from_secs(60);
+    let stale_effect = Charge::held();
+    let stale = spawn_charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &stale_effect);
+    stale_effect.wait_started().await;
+    clock.advance(lease + Duration::from_secs(1));
+    let new_effect = Charge::instant();
+    let taken = charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &new_effect).await.unwrap();
+    assert_eq!(taken, Executed { value: "receipt-1-1".into(), replayed: false });
+    stale_effect.finish();
+    let refused = stale.await.unwrap().unwrap_err();
+    assert!(matches!(refused, Error::LeaseLost { .. }), "a stale owner must get LeaseLost, got {refused:?}");
+    let replay = charge(&idem, call(&ctx, "o-13", 1), 1, &Charge::instant()).await.unwrap();
+    assert_eq!(replay, Executed { value: "receipt-1-1".into(), replayed: true }, "the new owner's record must stand");
+}
+
+/// Semantic 7 at the store level: complete, release and renew are fenced by the owner token.
+pub async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
+    let store = ctx.store();
+    let key = ctx.key("fencing");
+    let fingerprint = Fingerprint::of("fencing").unwrap();
+    let now = crate::SystemClock.now();
+    let claim = in_progress(&key, fingerprint, now + 60_000, now);
+    assert_eq!(store.reserve(&key, &claim).await.unwrap(), Reservation::Reserved);
+    let before = store.get(&key).await.unwrap();
+    assert_eq!(before, Some(Record::InProgress(claim.record.clone())));
+    let intruder = OwnerToken::generate();
+    let completed = Completed { fingerprint, outcome: Outcome::Ok(b"\"x\"".to_vec()), expires_at: now + 60_000 };
+    assert!(matches!(store.complete(&key, &intruder, &completed).await, Err(StoreError::LeaseLost)));
+    assert!(matches!(store.release(&key, &intruder).await, Err(StoreError::LeaseLost)));
+    assert!(matches!(store.renew(&key, &intruder, now + 120_000).await, Err(StoreError::LeaseLost)));
+    assert_eq!(store.get(&key).await.unwrap(), before, "a non-owner must change nothing");
+    store.renew(&key, &claim.record.owner, now + 120_000).await.expect("the owner renews");
+    store.complete(&key, &claim.record.owner, &completed).await.expect("the owner completes");
+    assert_eq!(store.get(&key).await.unwrap(), Some(Record::Completed(completed)));
+    assert!(matches!(store.release(&key, &claim.record.owner).await, Err(StoreError::LeaseLost)), "a completed record can't be released");
+}
+
+/// Semantic 8: once the TTL passes, the key counts as new.
+pub async fn ttl_expiry_makes_the_key_new(ctx: Context) {
+    let clock = ManualClock::new();
+    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
+    let ttl = Duration::from_secs(3600);
+    let side_effect = Charge::instant();
+    charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect).await.unwrap();
+    clock.advance(ttl - Duration::from_secs(1));
+    let replay = charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect).await.unwrap();
+    assert!(replay.replayed, "within the TTL the result is replayed");
+    clock.advance(Duration::from_secs(2));
+    let again = charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect).await.unwrap();
+    assert_eq!(again, Executed { value: "receipt-2-1".into(), replayed: false }, "after the TTL the key is new");
+    // A new payload is accepted too once the old record expired.
+    clock.advance(ttl + Duration::from_secs(1));
+    let other = charge(&idem, call(&ctx, "o-14", 2), 2, &side_effect).await.unwrap();
+    assert!(!other.replayed);
+}
+
+/// Semantic 9: when the store fails, the function does not run and the caller gets `Store`.
+pub async fn store_failure_fails_closed(ctx: Context) {
+    let idem = ctx.handle_with(crate::SystemClock, Probe::unreachable(ctx.store().clone()));
+    let side_effect = Charge::instant();
+    let err = charge(&idem, call(&ctx, "o-15", 1), 1, &side_effect).await.unwrap_err();
+    assert!(matches!(err, Error::Store(_)), "got {err:?}");
+    assert_eq!(err.http_status(), 503);
+    assert_eq!(side_effect.runs(), 0, "the function must not run without a reservation");
+}
+
+/// A stored result that no longer decodes as the function's type is a codec error.
+pub async fn undecodable_result_is_a_codec_error(ctx: Context) {
+    let idem = ctx.handle();
+    let stored: Executed<String> = idem
+        .run(call(&ctx, "o-16", 1), async { Ok::<_, Error>("not a number".to_string()) })
+        .await
+        .unwrap();
+    assert!(!stored.replayed);
+    let err = idem
+        .run(call(&ctx, "o-16", 1), async { Ok::<u64, Error>(1) })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Codec(_)), "got {err:?}");
+}
+
+/// A record the store can't decode yields `CorruptRecord`, never a panic, and never runs the
+/// function.
+pub async fn corrupt_record_is_an_error_not_a_panic(ctx: Context) {
+    let key_call = call(&ctx, "o-17", 1);
+    if !ctx.target().corrupt(key_call.key()).await {
+        eprintln!("conformance: this store cannot hold a malformed record; check passes vacuously");
+        return;
+    }
+    let idem = ctx.handle();
+    let side_effect = Charge::instant();
+    let err = charge(&idem, key_call, 1, &side_effect).await.unwrap_err();
+    assert!(matches!(err, Error::CorruptRecord { .. }), "got {err:?}");
+    assert_eq!(side_effect.runs(), 0);
+}
+
+/// `forget` removes any record, corrupt ones included, so the key runs again.
+pub async fn forget_unblocks_a_key(ctx: Context) {
+    let idem = ctx.handle();
+    let side_effect = Charge::instant();
+    let key_call = call(&ctx, "o-18", 1);
+    if !ctx.target().corrupt(key_call.key()).await {
+        charge(&idem, key_call.clone(), 1, &side_effect).await.unwrap();
+    }
+    idem.forget(key_call.key()).await.unwrap();
+    assert_eq!(ctx.store().get(key_call.key()).await.unwrap(), None);
+    let again = charge(&idem, key_call, 1, &side_effect).await.unwrap();
+    assert!(!again.replayed);
+}

@@ -1,0 +1,172 @@
+//! The store conformance suite: every semantic of idem checked against a real store.
+//!
+//! Implement [`Target`] for your store and generate one `#[test]` per check with
+//! [`conformance_tests!`](crate::conformance_tests):
+//!
+//! ```ignore
+//! struct MyTarget { store: Arc<MyStore> }
+//!
+//! #[async_trait::async_trait]
+//! impl idem_core::testing::Target for MyTarget {
+//!     fn store(&self) -> Arc<dyn idem_core::Store> { self.store.clone() }
+//!     async fn corrupt(&self, key: &idem_core::Key) -> bool { /* write garbage */ true }
+//! }
+//!
+//! // `None` means "no server here": the tests skip, or fail when IDEM_REQUIRE_BACKENDS=1.
+//! async fn target() -> Option<MyTarget> { Some(MyTarget::connect().await) }
+//!
+//! idem_core::conformance_tests!(target);
+//! ```
+//!
+//! Each check uses keys in a namespace of its own, so one store may serve every check.
+
+pub mod checks;
+mod probes;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::{Clock, Idempotency, Key, Store, SystemClock};
+
+/// A store under test.
+#[async_trait]
+pub trait Target: Send + Sync + 'static {
+    /// The store. Called once per check.
+    fn store(&self) -> Arc<dyn Store>;
+
+    /// Writes a value under `key` that the store cannot decode, bypassing the store's API.
+    /// Returns `false` if the backend cannot hold such a value (the check then passes vacuously,
+    /// saying so on stderr).
+    async fn corrupt(&self, key: &Key) -> bool;
+}
+
+/// What a check gets: the target, its store and a namespace of its own.
+pub struct Context {
+    target: Arc<dyn Target>,
+    store: Arc<dyn Store>,
+    namespace: String,
+}
+
+impl Context {
+    /// A context on `target` with a fresh namespace.
+    pub fn new(target: Arc<dyn Target>) -> Self {
+        let store = target.store();
+        Context {
+            target,
+            store,
+            namespace: format!("conformance-{}", crate::OwnerToken::generate().as_str()),
+        }
+    }
+
+    /// The store under test.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The target.
+    pub fn target(&self) -> &Arc<dyn Target> {
+        &self.target
+    }
+
+    /// A handle on the store in this check's namespace, on the system clock.
+    pub fn handle(&self) -> Idempotency {
+        self.handle_with(SystemClock, self.store.clone())
+    }
+
+    /// A handle on `store` (the store under test, or a probe wrapping it) in this check's
+    /// namespace, on `clock`.
+    pub fn handle_with(&self, clock: impl Clock, store: Arc<dyn Store>) -> Idempotency {
+        Idempotency::from_arc(store)
+            .namespace(self.namespace.clone())
+            .clock(clock)
+    }
+
+    /// A key of this check's namespace.
+    pub fn key(&self, name: &str) -> Key {
+        self.handle()
+            .key(name)
+            .scope(None)
+            .finish()
+            .expect("short keys are valid")
+    }
+}
+
+/// Whether backend tests must fail instead of skipping when their server is missing
+/// (`IDEM_REQUIRE_BACKENDS=1`).
+pub fn backends_required() -> bool {
+    std::env::var("IDEM_REQUIRE_BACKENDS").is_ok_and(|v| v == "1" || v == "true")
+}
+
+/// Runs one check on a multi-threaded runtime: builds the target with `factory`, skipping (or
+/// failing, see [`backends_required`]) when it returns `None`.
+pub fn run<T, F, Fut, C, CFut>(name: &str, factory: F, check: C)
+where
+    T: Target,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Option<T>>,
+    C: FnOnce(Context) -> CFut,
+    CFut: Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("a Tokio runtime");
+    runtime.block_on(async {
+        let Some(target) = factory().await else {
+            assert!(
+                !backends_required(),
+                "conformance check `{name}`: no store to test and IDEM_REQUIRE_BACKENDS=1"
+            );
+            eprintln!("SKIPPED conformance check `{name}`: no store to test (set IDEM_REQUIRE_BACKENDS=1 to fail instead)");
+            return;
+        };
+        check(Context::new(Arc::new(target))).await;
+    });
+}
+
+/// Generates one `#[test]` per conformance check for the target built by `$factory`, an
+/// `async fn() -> Option<impl Target>`.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($factory:path) => {
+        $crate::__conformance_tests!(
+            $factory;
+            fresh_call_runs_then_replays,
+            concurrent_reservations_admit_exactly_one,
+            concurrent_callers_run_once,
+            concurrent_waiters_all_get_the_one_result,
+            duplicate_in_flight_is_in_progress,
+            waiting_duplicate_gets_the_result,
+            mismatch_on_completed_record,
+            mismatch_on_in_progress_record,
+            mismatch_on_lease_passed_record,
+            mismatch_while_waiting,
+            error_releases_the_key,
+            stored_error_is_replayed,
+            panic_releases_the_key,
+            cancellation_releases_the_key,
+            lease_is_renewed_while_running,
+            lease_takeover_fences_the_stale_owner,
+            only_the_owner_completes_releases_or_renews,
+            ttl_expiry_makes_the_key_new,
+            store_failure_fails_closed,
+            undecodable_result_is_a_codec_error,
+            corrupt_record_is_an_error_not_a_panic,
+            forget_unblocks_a_key
+        );
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_tests {
+    ($factory:path; $($check:ident),* $(,)?) => {$(
+        #[test]
+        fn $check() {
+            $crate::testing::run(stringify!($check), $factory, $crate::testing::checks::$check);
+        }
+    )*};
+}

@@ -1,0 +1,28 @@
+//! The conformance suite on the memory store.
+#![cfg(feature = "memory")]
+
+use std::sync::Arc;
+
+use idem_core::testing::Target;
+use idem_core::{Key, Store};
+use idem_stores::memory::MemoryStore;
+
+struct Memory(MemoryStore);
+
+#[async_trait::async_trait]
+impl Target for Memory {
+    fn store(&self) -> Arc<dyn Store> {
+        Arc::new(self.0.clone())
+    }
+
+    /// The memory store keeps typed records: there are no bytes to corrupt.
+    async fn corrupt(&self, _: &Key) -> bool {
+        false
+    }
+}
+
+async fn memory() -> Option<Memory> {
+    Some(Memory(MemoryStore::new()))
+}
+
+idem_core::conformance_tests!(memory);
