@@ -1,0 +1,69 @@
+//! Durations written as text in the attribute (`"24h"`, `"500ms"`), checked at compile time.
+
+use syn::LitStr;
+
+/// A duration given to the attribute, in milliseconds, with the literal it came from.
+#[derive(Clone)]
+pub(crate) struct Millis {
+    pub(crate) ms: u64,
+    pub(crate) lit: LitStr,
+}
+
+const UNITS: &[(&str, u64)] = &[
+    ("ms", 1),
+    ("s", 1_000),
+    ("m", 60_000),
+    ("h", 3_600_000),
+    ("d", 86_400_000),
+];
+
+/// Parses `"<number><unit>"` with unit `ms`, `s`, `m`, `h` or `d`; zero is refused.
+pub(crate) fn parse(arg: &str, lit: &LitStr) -> syn::Result<Millis> {
+    let text = lit.value();
+    let text = text.trim();
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = text.split_at(digits);
+    let scale = UNITS
+        .iter()
+        .find(|(name, _)| *name == unit)
+        .map(|(_, scale)| *scale);
+    let (Some(scale), false) = (scale, number.is_empty()) else {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "invalid duration `{text}` for `{arg}`: write a whole number followed by a unit \
+                 (`ms`, `s`, `m`, `h` or `d`), e.g. `{arg} = \"500ms\"`, `\"30s\"`, `\"10m\"`, `\"24h\"`, `\"2d\"`"
+            ),
+        ));
+    };
+    let ms = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| {
+            syn::Error::new(
+                lit.span(),
+                format!("duration `{text}` for `{arg}` is too long"),
+            )
+        })?;
+    if ms == 0 {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!("`{arg}` must be longer than zero, e.g. `{arg} = \"30s\"`"),
+        ));
+    }
+    Ok(Millis {
+        ms,
+        lit: lit.clone(),
+    })
+}
+
+/// Writes `ms` the way a person would, for error messages.
+pub(crate) fn display(ms: u64) -> String {
+    UNITS
+        .iter()
+        .rev()
+        .find(|(_, scale)| ms % scale == 0)
+        .map(|(unit, scale)| format!("{}{unit}", ms / scale))
+        .unwrap_or_else(|| format!("{ms}ms"))
+}

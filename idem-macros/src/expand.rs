@@ -1,0 +1,221 @@
+//! Code generation: the function as written, with a body that runs the original one through
+//! `idem_core::__private::run`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{parse_quote, Ident, ItemFn, Path};
+
+use crate::args::{Args, Selection, StoreErr};
+use crate::errors::Errors;
+use crate::key::Operand;
+use crate::target::{async_trait_body, Form, Target};
+
+/// Expands `#[idempotent(args)] item`. On error the item is emitted unchanged next to the
+/// errors, so that callers and IDEs keep working.
+pub(crate) fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let args = Args::parse(args, &mut errors);
+    let Ok(mut func) = syn::parse2::<ItemFn>(item.clone()) else {
+        errors.push(syn::Error::new(
+            Span::call_site(),
+            "`#[idempotent]` goes on an `async fn` (a free function or a method with a body)",
+        ));
+        return with_errors(item, errors);
+    };
+    let Some(target) = Target::inspect(&func, &mut errors) else {
+        return with_errors(item, errors);
+    };
+    let fingerprinted = check(&args, &target, &func, &mut errors);
+    if !errors.is_empty() {
+        return with_errors(item, errors);
+    }
+    rewrite(&args, &target, &fingerprinted, &mut func);
+    func.into_token_stream()
+}
+
+fn with_errors(item: TokenStream, errors: Errors) -> TokenStream {
+    let errors = errors.into_compile_errors();
+    quote!(#item #errors)
+}
+
+/// Checks the arguments against the function and returns the fingerprinted arguments.
+fn check(args: &Args, target: &Target, func: &ItemFn, errors: &mut Errors) -> Vec<Ident> {
+    let fn_name = &func.sig.ident;
+    if let Some((_, operands)) = &args.key {
+        for root in operands.iter().filter_map(Operand::root) {
+            let known = if root == "self" {
+                target.has_receiver
+            } else {
+                target.has_arg(root)
+            };
+            if !known {
+                errors.push(syn::Error::new(
+                    root.span(),
+                    format!(
+                        "`key` uses `{root}`, which is not an argument of `{fn_name}`; {}",
+                        target.arg_list()
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(selection) = &args.selection {
+        let (arg, names) = selection.names();
+        for name in names.iter().filter(|name| !target.has_arg(name)) {
+            errors.push(syn::Error::new(
+                name.span(),
+                format!(
+                    "`{arg}` names `{name}`, which is not an argument of `{fn_name}`; {}",
+                    target.arg_list()
+                ),
+            ));
+        }
+    }
+    let store_root = args.store.as_ref().and_then(store_root);
+    let mut fingerprinted = Vec::new();
+    for arg in &target.args {
+        let selected = match (&args.selection, &arg.name) {
+            (Some(Selection::Only(names)), Some(name)) => names.contains(name),
+            (Some(Selection::Only(_)), None) => false,
+            (Some(Selection::Skip(names)), Some(name)) => {
+                !names.contains(name) && store_root.as_ref() != Some(name)
+            }
+            (None, Some(name)) => store_root.as_ref() != Some(name),
+            (_, None) => true,
+        };
+        if !selected {
+            continue;
+        }
+        match &arg.name {
+            Some(name) => fingerprinted.push(name.clone()),
+            None => errors.push(syn::Error::new(
+                arg.span,
+                "`#[idempotent]` cannot fingerprint a destructuring pattern: bind the argument to \
+                 a name and destructure it in the body, or list the fingerprinted arguments with \
+                 `fingerprint = \"...\"`",
+            )),
+        }
+    }
+    if args.key.is_none()
+        && fingerprinted.is_empty()
+        && target.args.iter().all(|a| a.name.is_some())
+    {
+        errors.push(syn::Error::new(
+            Span::call_site(),
+            format!(
+                "nothing tells calls of `{fn_name}` apart: with no `key`, the key is the \
+                 fingerprint of the arguments, and none is fingerprinted; give \
+                 `key = \"...\"` or fingerprint at least one argument"
+            ),
+        ));
+    }
+    fingerprinted
+}
+
+/// The argument `store = "..."` reads the handle from (`store = "idem"`, `store = "ctx.idem"`):
+/// plumbing, not payload, so it is left out of the default fingerprint.
+fn store_root(expr: &syn::Expr) -> Option<Ident> {
+    match expr {
+        syn::Expr::Path(path) => path.path.get_ident().cloned(),
+        syn::Expr::Field(field) => store_root(&field.base),
+        syn::Expr::Reference(reference) => store_root(&reference.expr),
+        _ => None,
+    }
+}
+
+/// Replaces the body of `func`.
+fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut ItemFn) {
+    let krate: Path = args
+        .krate
+        .clone()
+        .unwrap_or_else(|| parse_quote!(::idem_core));
+    let private = quote!(#krate::__private);
+    let prep = Ident::new("__idem_prep", Span::call_site());
+
+    let handle = match &args.store {
+        Some(store) => quote_spanned!(store.span()=> #private::handle(&(#store))),
+        None => quote!(#private::installed()),
+    };
+    let fn_name = func.sig.ident.to_string();
+    let name = match (&args.name, target.has_receiver) {
+        (Some(name), _) => name.to_token_stream(),
+        (None, true) => quote!(&#private::method_name::<Self>(#fn_name)),
+        (None, false) => quote!(::core::concat!(::core::module_path!(), "::", #fn_name)),
+    };
+
+    let mut setup = vec![quote!(let mut #prep = #private::Prepare::new(#handle, #name);)];
+    if let Some(scope) = &args.scope {
+        setup.push(quote_spanned!(scope.span()=> #prep.scope(&(#scope));));
+    }
+    for arg in fingerprinted {
+        setup.push(quote_spanned!(arg.span()=> #prep.fingerprint(&#arg);));
+    }
+    match &args.key {
+        Some((_, operands)) => {
+            for operand in operands {
+                setup.push(match operand {
+                    Operand::Literal(lit) => quote_spanned!(lit.span()=> #prep.part(#lit);),
+                    Operand::Path { expr, .. } => {
+                        quote_spanned!(expr.span()=> #prep.part(&(#expr));)
+                    }
+                });
+            }
+        }
+        None => setup.push(quote!(#prep.key_by_fingerprint();)),
+    }
+    for (setter, millis) in [
+        ("ttl_ms", &args.ttl),
+        ("lease_ms", &args.lease),
+        ("wait_ms", &args.wait),
+    ] {
+        if let Some(millis) = millis {
+            let setter = Ident::new(setter, Span::call_site());
+            let ms = millis.ms;
+            setup.push(quote!(#prep.#setter(#ms);));
+        }
+    }
+
+    let ret = target.form.ret();
+    let body = match &target.form {
+        Form::Async { .. } => {
+            let stmts = &func.block.stmts;
+            quote! {
+                async move {
+                    if let ::core::option::Option::Some(__idem_ret) =
+                        ::core::option::Option::None::<#ret>
+                    {
+                        #[allow(unreachable_code)]
+                        return __idem_ret;
+                    }
+                    #(#stmts)*
+                }
+            }
+        }
+        Form::AsyncTrait { .. } => match async_trait_body(func) {
+            Some(block) => block.to_token_stream(),
+            None => unreachable!("checked by Target::inspect"),
+        },
+    };
+    let run = match &args.store_err {
+        None => quote_spanned!(ret.span()=> #private::run::<#ret, _>(#prep, #body)),
+        Some(StoreErr::All) => quote_spanned! {ret.span()=>
+            #private::run_storing::<#ret, _, _>(#prep, #private::all_errors, #body)
+        },
+        Some(StoreErr::When(predicate)) => quote_spanned! {ret.span()=>
+            #private::run_storing::<#ret, _, _>(#prep, #predicate, #body)
+        },
+    };
+    let wrapped = quote! {
+        #(#setup)*
+        #run.await
+    };
+    match &target.form {
+        Form::Async { .. } => func.block = parse_quote!({ #wrapped }),
+        Form::AsyncTrait { .. } => {
+            if let Some(block) = async_trait_body(func) {
+                *block = parse_quote!(async move { #wrapped });
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! The function the attribute is on: which form it has and what its arguments are called.
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{
+    Block, Expr, ExprAsync, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType,
+    Stmt, Type, TypeParamBound,
+};
+
+use crate::errors::Errors;
+
+/// How the function's body is written.
+pub(crate) enum Form {
+    /// `async fn f(..) -> R { body }`.
+    Async { ret: Type },
+    /// What `#[async_trait]` made of an `async fn` before this attribute ran:
+    /// `fn f(..) -> Pin<Box<dyn Future<Output = R> + ..>> { Box::pin(async move { body }) }`.
+    AsyncTrait { ret: Type },
+}
+
+impl Form {
+    pub(crate) fn ret(&self) -> &Type {
+        match self {
+            Form::Async { ret } | Form::AsyncTrait { ret } => ret,
+        }
+    }
+}
+
+/// One argument of the function.
+pub(crate) struct Arg {
+    /// Its name, or `None` for a destructuring pattern.
+    pub(crate) name: Option<Ident>,
+    pub(crate) span: Span,
+}
+
+/// The checked function.
+pub(crate) struct Target {
+    pub(crate) form: Form,
+    pub(crate) has_receiver: bool,
+    pub(crate) args: Vec<Arg>,
+}
+
+impl Target {
+    /// Checks that `func` can be made idempotent, reporting every problem into `errors`.
+    pub(crate) fn inspect(func: &ItemFn, errors: &mut Errors) -> Option<Target> {
+        let sig = &func.sig;
+        if let Some(constness) = &sig.constness {
+            errors.push(syn::Error::new(
+                constness.span,
+                "`#[idempotent]` cannot go on a `const fn`: it reserves a key in a store at run \
+                 time; remove `const` and make the function `async`",
+            ));
+            return None;
+        }
+        let form = match (&sig.asyncness, &sig.output) {
+            (_, ReturnType::Default) => {
+                errors.push(syn::Error::new(
+                    sig.ident.span(),
+                    "`#[idempotent]` functions must return a `Result`: the `Ok` value is stored \
+                     and replayed and idempotency failures are returned as the `Err`; add \
+                     `-> Result<T, E>`",
+                ));
+                return None;
+            }
+            (Some(_), ReturnType::Type(_, ret)) => Form::Async {
+                ret: (**ret).clone(),
+            },
+            (None, ReturnType::Type(_, ret)) => match async_trait_output(ret, func) {
+                Some(ret) => Form::AsyncTrait { ret },
+                None => {
+                    errors.push(syn::Error::new(
+                        sig.fn_token.span,
+                        format!(
+                            "`#[idempotent]` needs an `async fn`: make it `async fn {}`",
+                            sig.ident
+                        ),
+                    ));
+                    return None;
+                }
+            },
+        };
+        let mut has_receiver = false;
+        let mut args = Vec::new();
+        for input in &sig.inputs {
+            match input {
+                FnArg::Receiver(_) => has_receiver = true,
+                FnArg::Typed(typed) => args.push(Arg {
+                    name: match &*typed.pat {
+                        Pat::Ident(pat) if pat.subpat.is_none() => Some(pat.ident.clone()),
+                        _ => None,
+                    },
+                    span: typed.pat.span(),
+                }),
+            }
+        }
+        Some(Target {
+            form,
+            has_receiver,
+            args,
+        })
+    }
+
+    /// The argument names, for error messages: "`req`, `op`".
+    pub(crate) fn arg_list(&self) -> String {
+        let mut names: Vec<String> = Vec::new();
+        if self.has_receiver {
+            names.push("`self`".into());
+        }
+        names.extend(
+            self.args
+                .iter()
+                .filter_map(|a| a.name.as_ref())
+                .map(|n| format!("`{n}`")),
+        );
+        if names.is_empty() {
+            "it has none".into()
+        } else {
+            format!("the arguments are {}", names.join(", "))
+        }
+    }
+
+    pub(crate) fn has_arg(&self, name: &Ident) -> bool {
+        self.args.iter().any(|a| a.name.as_ref() == Some(name))
+    }
+}
+
+/// The body's async block under `#[async_trait]`, to be wrapped.
+pub(crate) fn async_trait_body(func: &mut ItemFn) -> Option<&mut ExprAsync> {
+    if !is_box_pin_async(&func.block) {
+        return None;
+    }
+    match &mut func.block.stmts[..] {
+        [Stmt::Expr(Expr::Call(call), None)] => match call.args.first_mut() {
+            Some(Expr::Async(block)) => Some(block),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `block` is exactly `Box::pin(async move { .. })`.
+fn is_box_pin_async(block: &Block) -> bool {
+    let [Stmt::Expr(Expr::Call(call), None)] = &block.stmts[..] else {
+        return false;
+    };
+    let Expr::Path(path) = &*call.func else {
+        return false;
+    };
+    let mut segments = path.path.segments.iter().rev().map(|s| s.ident.to_string());
+    let is_box_pin =
+        segments.next().as_deref() == Some("pin") && segments.next().as_deref() == Some("Box");
+    is_box_pin
+        && call.args.len() == 1
+        && matches!(call.args.first(), Some(Expr::Async(block)) if block.capture.is_some())
+}
+
+/// `R` when `ret` is `Pin<Box<dyn Future<Output = R> + ..>>` and the body is
+/// `Box::pin(async move { .. })`.
+fn async_trait_output(ret: &Type, func: &ItemFn) -> Option<Type> {
+    if !is_box_pin_async(&func.block) {
+        return None;
+    }
+    let boxed = last_generic(ret, "Pin")?;
+    let Type::TraitObject(object) = last_generic(boxed, "Box")? else {
+        return None;
+    };
+    object.bounds.iter().find_map(|bound| match bound {
+        TypeParamBound::Trait(bound) => {
+            let segment = bound.path.segments.last()?;
+            if segment.ident != "Future" {
+                return None;
+            }
+            let PathArguments::AngleBracketed(args) = &segment.arguments else {
+                return None;
+            };
+            args.args.iter().find_map(|arg| match arg {
+                GenericArgument::AssocType(assoc) if assoc.ident == "Output" => {
+                    Some(assoc.ty.clone())
+                }
+                _ => None,
+            })
+        }
+        _ => None,
+    })
+}
+
+/// The only type argument of `ty` when `ty` is a path ending in `name<..>`.
+fn last_generic<'a>(ty: &'a Type, name: &str) -> Option<&'a Type> {
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    let segment = path.path.segments.last()?;
+    if segment.ident != name {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    args.args.iter().find_map(|arg| match arg {
+        GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    })
+}

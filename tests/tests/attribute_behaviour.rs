@@ -1,0 +1,461 @@
+//! The contract of `#[idempotent]`, observed through annotated functions on the memory store:
+//! every function counts how often its body really ran.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem_core::{idempotent, Idempotency, ManualClock};
+use idem_stores::memory::MemoryStore;
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Receipt {
+    order: String,
+    amount: u64,
+    /// Which run of the body produced it: a replay returns the first run's number.
+    run: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+enum PayError {
+    /// The card was declined: final, a retry must get the same answer.
+    Declined(usize),
+    /// The gateway did not answer: nothing happened, a retry may run again.
+    Unavailable,
+    /// An idempotency failure, by HTTP status.
+    Idem(u16),
+}
+
+impl PayError {
+    fn is_final(&self) -> bool {
+        matches!(self, PayError::Declined(_))
+    }
+}
+
+impl From<idem_core::Error> for PayError {
+    fn from(error: idem_core::Error) -> Self {
+        PayError::Idem(error.http_status())
+    }
+}
+
+/// Holds a body mid-flight until the test opens it.
+#[derive(Default)]
+struct Gate {
+    hold: AtomicBool,
+    entered: Notify,
+    open: Notify,
+}
+
+impl Gate {
+    fn close(&self) {
+        self.hold.store(true, Ordering::SeqCst);
+    }
+
+    async fn pass(&self) {
+        if self.hold.load(Ordering::SeqCst) {
+            self.entered.notify_one();
+            self.open.notified().await;
+        }
+    }
+
+    fn open(&self) {
+        self.hold.store(false, Ordering::SeqCst);
+        self.open.notify_one();
+    }
+}
+
+struct Payments {
+    idem: Idempotency,
+    runs: AtomicUsize,
+    gate: Gate,
+}
+
+impl Payments {
+    fn new() -> Arc<Self> {
+        Self::on(Idempotency::new(MemoryStore::new()))
+    }
+
+    fn on(idem: Idempotency) -> Arc<Self> {
+        Arc::new(Payments {
+            idem,
+            runs: AtomicUsize::new(0),
+            gate: Gate::default(),
+        })
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+
+    async fn body(&self, order: &str, amount: u64) -> Receipt {
+        let run = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        self.gate.pass().await;
+        Receipt {
+            order: order.to_owned(),
+            amount,
+            run,
+        }
+    }
+
+    #[idempotent(store = "self.idem", key = "order")]
+    async fn charge(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
+        Ok(self.body(order, amount).await)
+    }
+
+    #[idempotent(store = "self.idem", key = "order", wait = "10s")]
+    async fn charge_waiting(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
+        Ok(self.body(order, amount).await)
+    }
+
+    #[idempotent(store = "self.idem", key = "order", ttl = "1h")]
+    async fn charge_for_an_hour(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
+        Ok(self.body(order, amount).await)
+    }
+
+    #[idempotent(store = "self.idem", scope = "tenant", key = "order")]
+    async fn charge_for(&self, tenant: &str, order: &str) -> Result<Receipt, PayError> {
+        Ok(self.body(order, 1).await)
+    }
+
+    #[idempotent(store = "self.idem")]
+    async fn charge_by_arguments(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
+        Ok(self.body(order, amount).await)
+    }
+
+    #[idempotent(store = "self.idem", key = "order")]
+    async fn refund(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
+        Ok(self.body(order, amount).await)
+    }
+
+    /// The gateway is unavailable on the first run.
+    #[idempotent(store = "self.idem", key = "order")]
+    async fn charge_flaky(&self, order: &str) -> Result<Receipt, PayError> {
+        let receipt = self.body(order, 1).await;
+        match receipt.run {
+            1 => Err(PayError::Unavailable),
+            _ => Ok(receipt),
+        }
+    }
+
+    /// Order `declined` is declined (final); the gateway is unavailable on the second run.
+    #[idempotent(store = "self.idem", key = "order", store_err = "PayError::is_final")]
+    async fn charge_declined(&self, order: &str) -> Result<Receipt, PayError> {
+        let receipt = self.body(order, 1).await;
+        match (order, receipt.run) {
+            ("declined", run) => Err(PayError::Declined(run)),
+            (_, 2) => Err(PayError::Unavailable),
+            _ => Ok(receipt),
+        }
+    }
+
+    #[idempotent(store = "self.idem", key = "order", store_err = "all")]
+    async fn charge_storing_all(&self, order: &str) -> Result<Receipt, PayError> {
+        self.body(order, 1).await;
+        Err(PayError::Unavailable)
+    }
+
+    /// Panics on the first run.
+    #[idempotent(store = "self.idem", key = "order")]
+    async fn charge_panicking(&self, order: &str) -> Result<Receipt, PayError> {
+        let receipt = self.body(order, 1).await;
+        assert!(receipt.run > 1, "the gateway client panicked");
+        Ok(receipt)
+    }
+}
+
+fn receipt(order: &str, amount: u64, run: usize) -> Receipt {
+    Receipt {
+        order: order.to_owned(),
+        amount,
+        run,
+    }
+}
+
+#[tokio::test]
+async fn a_retry_replays_the_first_result_without_running_again() {
+    let payments = Payments::new();
+    let first = payments.charge("o-1", 100).await;
+    let retry = payments.charge("o-1", 100).await;
+    assert_eq!(first, Ok(receipt("o-1", 100, 1)));
+    assert_eq!(retry, first);
+    assert_eq!(payments.runs(), 1);
+
+    assert_eq!(
+        payments.charge("o-2", 100).await,
+        Ok(receipt("o-2", 100, 2))
+    );
+    assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test]
+async fn a_duplicate_while_the_first_runs_is_told_it_is_in_progress() {
+    let payments = Payments::new();
+    payments.gate.close();
+    let first = tokio::spawn({
+        let payments = payments.clone();
+        async move { payments.charge("o-1", 100).await }
+    });
+    payments.gate.entered.notified().await;
+
+    assert_eq!(payments.charge("o-1", 100).await, Err(PayError::Idem(409)));
+
+    payments.gate.open();
+    assert_eq!(first.await.unwrap(), Ok(receipt("o-1", 100, 1)));
+    assert_eq!(payments.runs(), 1);
+}
+
+#[tokio::test]
+async fn with_wait_a_duplicate_gets_the_first_calls_result() {
+    let payments = Payments::new();
+    payments.gate.close();
+    let first = tokio::spawn({
+        let payments = payments.clone();
+        async move { payments.charge_waiting("o-1", 100).await }
+    });
+    payments.gate.entered.notified().await;
+    let duplicate = tokio::spawn({
+        let payments = payments.clone();
+        async move { payments.charge_waiting("o-1", 100).await }
+    });
+    // On this single-threaded runtime one yield lets the duplicate run up to its wait.
+    tokio::task::yield_now().await;
+    assert!(
+        !duplicate.is_finished(),
+        "the duplicate must wait for the first call"
+    );
+
+    payments.gate.open();
+    assert_eq!(first.await.unwrap(), Ok(receipt("o-1", 100, 1)));
+    assert_eq!(duplicate.await.unwrap(), Ok(receipt("o-1", 100, 1)));
+    assert_eq!(payments.runs(), 1);
+}
+
+#[tokio::test]
+async fn same_key_with_other_arguments_is_a_mismatch() {
+    let payments = Payments::new();
+    assert_eq!(
+        payments.charge("o-1", 100).await,
+        Ok(receipt("o-1", 100, 1))
+    );
+    assert_eq!(payments.charge("o-1", 999).await, Err(PayError::Idem(422)));
+    // The record is untouched: the original call still replays.
+    assert_eq!(
+        payments.charge("o-1", 100).await,
+        Ok(receipt("o-1", 100, 1))
+    );
+    assert_eq!(payments.runs(), 1);
+}
+
+#[tokio::test]
+async fn without_a_key_the_arguments_are_the_key() {
+    let payments = Payments::new();
+    let first = payments.charge_by_arguments("o-1", 100).await;
+    assert_eq!(payments.charge_by_arguments("o-1", 100).await, first);
+    assert_eq!(
+        payments.charge_by_arguments("o-1", 200).await,
+        Ok(receipt("o-1", 200, 2))
+    );
+    assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test]
+async fn an_err_releases_the_key_for_a_retry() {
+    let payments = Payments::new();
+    assert_eq!(
+        payments.charge_flaky("o-1").await,
+        Err(PayError::Unavailable)
+    );
+    assert_eq!(payments.charge_flaky("o-1").await, Ok(receipt("o-1", 1, 2)));
+    assert_eq!(payments.charge_flaky("o-1").await, Ok(receipt("o-1", 1, 2)));
+    assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test]
+async fn store_err_replays_a_final_error_and_releases_the_others() {
+    let payments = Payments::new();
+    assert_eq!(
+        payments.charge_declined("declined").await,
+        Err(PayError::Declined(1))
+    );
+    assert_eq!(
+        payments.charge_declined("declined").await,
+        Err(PayError::Declined(1))
+    );
+    assert_eq!(payments.runs(), 1);
+
+    // `Unavailable` is not final: released, and the retry runs.
+    assert_eq!(
+        payments.charge_declined("o-2").await,
+        Err(PayError::Unavailable)
+    );
+    assert_eq!(
+        payments.charge_declined("o-2").await,
+        Ok(receipt("o-2", 1, 3))
+    );
+    assert_eq!(payments.runs(), 3);
+}
+
+#[tokio::test]
+async fn store_err_all_replays_every_error() {
+    let payments = Payments::new();
+    assert_eq!(
+        payments.charge_storing_all("o-1").await,
+        Err(PayError::Unavailable)
+    );
+    assert_eq!(
+        payments.charge_storing_all("o-1").await,
+        Err(PayError::Unavailable)
+    );
+    assert_eq!(payments.runs(), 1);
+}
+
+#[tokio::test]
+async fn a_panic_releases_the_key() {
+    let payments = Payments::new();
+    let panicked = tokio::spawn({
+        let payments = payments.clone();
+        async move { payments.charge_panicking("o-1").await }
+    })
+    .await;
+    assert!(panicked.unwrap_err().is_panic());
+    assert_eq!(
+        payments.charge_panicking("o-1").await,
+        Ok(receipt("o-1", 1, 2))
+    );
+    assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test]
+async fn a_cancelled_call_releases_the_key() {
+    let payments = Payments::new();
+    payments.gate.close();
+    let mut call = Box::pin(payments.charge_waiting("o-1", 100));
+    tokio::select! {
+        biased;
+        _ = &mut call => panic!("the body is held at the gate"),
+        () = payments.gate.entered.notified() => {}
+    }
+    drop(call);
+    payments.gate.hold.store(false, Ordering::SeqCst);
+
+    // The release is sent from a task of its own; the retry waits for it (not for the lease,
+    // which is longer than `wait`) and then runs.
+    assert_eq!(
+        payments.charge_waiting("o-1", 100).await,
+        Ok(receipt("o-1", 100, 2))
+    );
+    assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test]
+async fn a_record_expires_after_its_ttl() {
+    let clock = ManualClock::new();
+    let payments = Payments::on(Idempotency::new(MemoryStore::new()).clock(clock.clone()));
+    assert_eq!(
+        payments.charge_for_an_hour("o-1", 1).await,
+        Ok(receipt("o-1", 1, 1))
+    );
+
+    clock.advance(Duration::from_secs(3599));
+    assert_eq!(
+        payments.charge_for_an_hour("o-1", 1).await,
+        Ok(receipt("o-1", 1, 1))
+    );
+    assert_eq!(payments.runs(), 1);
+
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(
+        payments.charge_for_an_hour("o-1", 1).await,
+        Ok(receipt("o-1", 1, 2))
+    );
+    assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test]
+async fn scope_separates_tenants() {
+    let payments = Payments::new();
+    assert_eq!(
+        payments.charge_for("acme", "o-1").await,
+        Ok(receipt("o-1", 1, 1))
+    );
+    assert_eq!(
+        payments.charge_for("globex", "o-1").await,
+        Ok(receipt("o-1", 1, 2))
+    );
+    assert_eq!(
+        payments.charge_for("acme", "o-1").await,
+        Ok(receipt("o-1", 1, 1))
+    );
+    assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test]
+async fn two_functions_with_the_same_key_do_not_collide() {
+    let payments = Payments::new();
+    assert_eq!(payments.charge("o-1", 5).await, Ok(receipt("o-1", 5, 1)));
+    assert_eq!(payments.refund("o-1", 5).await, Ok(receipt("o-1", 5, 2)));
+    assert_eq!(payments.charge("o-1", 5).await, Ok(receipt("o-1", 5, 1)));
+    assert_eq!(payments.refund("o-1", 5).await, Ok(receipt("o-1", 5, 2)));
+    assert_eq!(payments.runs(), 2);
+}
+
+/// Two types in one module with a method of the same name.
+struct Orders(Arc<Payments>);
+struct Invoices(Arc<Payments>);
+
+impl Orders {
+    #[idempotent(store = "self.0.idem", key = "id")]
+    async fn create(&self, id: u64) -> Result<usize, PayError> {
+        Ok(self.0.body("order", id).await.run)
+    }
+}
+
+impl Invoices {
+    #[idempotent(store = "self.0.idem", key = "id")]
+    async fn create(&self, id: u64) -> Result<usize, PayError> {
+        Ok(self.0.body("invoice", id).await.run)
+    }
+}
+
+#[tokio::test]
+async fn methods_of_two_types_with_the_same_name_do_not_collide() {
+    let payments = Payments::new();
+    let (orders, invoices) = (Orders(payments.clone()), Invoices(payments.clone()));
+    assert_eq!(orders.create(7).await, Ok(1));
+    assert_eq!(invoices.create(7).await, Ok(2));
+    assert_eq!(orders.create(7).await, Ok(1));
+    assert_eq!(invoices.create(7).await, Ok(2));
+}
+
+/// A free function on a handle passed as an argument, which is not fingerprinted.
+#[idempotent(store = "idem", key = "\"fixed\"", skip = "runs")]
+async fn send_welcome_mail(
+    idem: &Idempotency,
+    runs: &AtomicUsize,
+    to: &str,
+) -> Result<usize, PayError> {
+    let _ = to;
+    Ok(runs.fetch_add(1, Ordering::SeqCst) + 1)
+}
+
+#[tokio::test]
+async fn the_handle_argument_is_not_fingerprinted() {
+    let idem = Idempotency::new(MemoryStore::new());
+    let runs = AtomicUsize::new(0);
+    assert_eq!(
+        send_welcome_mail(&idem, &runs, "a@example.com").await,
+        Ok(1)
+    );
+    // Same key, same `to`: a replay, whatever the handle argument is.
+    assert_eq!(
+        send_welcome_mail(&idem.clone(), &runs, "a@example.com").await,
+        Ok(1)
+    );
+    // Same key, other `to`: a mismatch, so `to` is fingerprinted.
+    assert_eq!(
+        send_welcome_mail(&idem, &runs, "b@example.com").await,
+        Err(PayError::Idem(422))
+    );
+}
