@@ -2,3 +2,6 @@
 
 #[cfg(feature = "memory")]
 pub mod memory;
+
+#[cfg(feature = "redis")]
+pub mod redis;

@@ -2,3 +2,5 @@
 
 pub mod process;
 pub mod redis_server;
+#[cfg(feature = "redis")]
+pub mod redis_target;

@@ -147,7 +147,7 @@ pub fn base_args() -> [&'static str; 8] {
 
 /// Whether backend tests must fail rather than skip when no server can be had.
 pub fn backends_required() -> bool {
-    std::env::var(REQUIRE_VAR).is_ok_and(|v| !v.is_empty() && v != "0")
+    std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "1" || v == "true")
 }
 
 fn unavailable<T>(reason: &str) -> Option<T> {
@@ -166,9 +166,7 @@ fn unavailable<T>(reason: &str) -> Option<T> {
 
 /// Checks that the host and port of a `redis://host:port/db` URL accept TCP connections.
 fn reachable(url: &str) -> io::Result<()> {
-    let rest = url
-        .split_once("://")
-        .map_or(url, |(_, rest)| rest);
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let authority = rest.split('/').next().unwrap_or(rest);
     let host_port = authority.rsplit('@').next().unwrap_or(authority);
     let host_port = if host_port.contains(':') {

@@ -1,0 +1,283 @@
+//! The record as hash fields, and the scripts' replies as values.
+
+use idem_core::{
+    Completed, Fingerprint, InProgress, Millis, Outcome, OwnerToken, Record, Reservation,
+    StoreError,
+};
+use redis::Value;
+
+/// The hash fields of a record, in the order the scripts write them.
+pub(crate) mod field {
+    pub(crate) const STATE: &str = "state";
+    pub(crate) const FINGERPRINT: &str = "fingerprint";
+    pub(crate) const OWNER: &str = "owner";
+    pub(crate) const LEASE_UNTIL: &str = "lease_until";
+    pub(crate) const OUTCOME: &str = "outcome";
+    pub(crate) const BODY: &str = "body";
+    pub(crate) const EXPIRES_AT: &str = "expires_at";
+}
+
+/// `state` of a reservation.
+pub(crate) const IN_PROGRESS: &str = "in_progress";
+/// `state` of a stored outcome.
+pub(crate) const COMPLETED: &str = "completed";
+
+/// The `outcome` field of a stored outcome: `ok` or `err`.
+pub(crate) fn outcome_tag(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Ok(_) => "ok",
+        Outcome::Err(_) => "err",
+    }
+}
+
+/// What a script answered.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// `{'ok'}`
+    Ok,
+    /// `{'lost'}`: the record is not held by the owner.
+    Lost,
+    /// `{'reserved'}`
+    Reserved,
+    /// `{'took_over', previous}`
+    TookOver(String),
+    /// `{'existing', fields}`
+    Existing(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+/// Decodes a script's reply; `{'corrupt', reason}` and anything unexpected are errors.
+pub(crate) fn reply(value: Value) -> Result<Reply, StoreError> {
+    let Value::Array(mut items) = value else {
+        return Err(unexpected(&value));
+    };
+    let tag = match items.first() {
+        Some(Value::BulkString(tag)) => tag.clone(),
+        Some(Value::SimpleString(tag)) => tag.clone().into_bytes(),
+        _ => return Err(unexpected(&Value::Array(items))),
+    };
+    match (tag.as_slice(), items.len()) {
+        (b"ok", 1) => Ok(Reply::Ok),
+        (b"lost", 1) => Ok(Reply::Lost),
+        (b"reserved", 1) => Ok(Reply::Reserved),
+        (b"took_over", 2) => Ok(Reply::TookOver(text(items.pop(), "previous owner")?)),
+        (b"existing", 2) => Ok(Reply::Existing(pairs(items.pop().unwrap_or(Value::Nil))?)),
+        (b"corrupt", 2) => Err(StoreError::Corrupt(text(items.pop(), "reason")?)),
+        _ => Err(unexpected(&Value::Array(items))),
+    }
+}
+
+/// The reservation a reserve reply stands for.
+pub(crate) fn reservation(reply: Reply) -> Result<Reservation, StoreError> {
+    match reply {
+        Reply::Reserved => Ok(Reservation::Reserved),
+        Reply::TookOver(previous) => Ok(Reservation::TookOver {
+            previous: OwnerToken::from_string(previous),
+        }),
+        Reply::Existing(fields) => record(&fields).map(Reservation::Existing),
+        other => Err(StoreError::backend(format!(
+            "unexpected reply to reserve: {other:?}"
+        ))),
+    }
+}
+
+/// The field/value pairs of a hash, from a flat array (RESP2) or a map (RESP3).
+pub(crate) fn pairs(value: Value) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+    match value {
+        Value::Array(items) => {
+            if items.len() % 2 != 0 {
+                return Err(StoreError::Corrupt("odd number of hash items".into()));
+            }
+            let mut pairs = Vec::with_capacity(items.len() / 2);
+            let mut items = items.into_iter();
+            while let (Some(name), Some(value)) = (items.next(), items.next()) {
+                pairs.push((bytes(name)?, bytes(value)?));
+            }
+            Ok(pairs)
+        }
+        Value::Map(entries) => entries
+            .into_iter()
+            .map(|(name, value)| Ok((bytes(name)?, bytes(value)?)))
+            .collect(),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// Decodes a record from its hash fields.
+pub(crate) fn record(fields: &[(Vec<u8>, Vec<u8>)]) -> Result<Record, StoreError> {
+    let get = |name: &str| {
+        fields
+            .iter()
+            .find(|(field, _)| field == name.as_bytes())
+            .map(|(_, value)| value.as_slice())
+            .ok_or_else(|| StoreError::Corrupt(format!("field `{name}` is missing")))
+    };
+    let utf8 = |name: &str| {
+        get(name).and_then(|value| {
+            std::str::from_utf8(value)
+                .map_err(|_| StoreError::Corrupt(format!("field `{name}` is not UTF-8")))
+        })
+    };
+    let millis = |name: &str| {
+        utf8(name).and_then(|value| {
+            value
+                .parse::<Millis>()
+                .map_err(|_| StoreError::Corrupt(format!("field `{name}` is not a timestamp")))
+        })
+    };
+    let fingerprint = utf8(field::FINGERPRINT).and_then(|hex| {
+        Fingerprint::from_hex(hex).ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "field `{}` is not a fingerprint",
+                field::FINGERPRINT
+            ))
+        })
+    })?;
+    match utf8(field::STATE)? {
+        IN_PROGRESS => Ok(Record::InProgress(InProgress {
+            owner: OwnerToken::from_string(utf8(field::OWNER)?.to_owned()),
+            fingerprint,
+            lease_until: millis(field::LEASE_UNTIL)?,
+        })),
+        COMPLETED => {
+            let body = get(field::BODY)?.to_vec();
+            let outcome = match utf8(field::OUTCOME)? {
+                "ok" => Outcome::Ok(body),
+                "err" => Outcome::Err(body),
+                other => {
+                    return Err(StoreError::Corrupt(format!("unknown outcome `{other}`")));
+                }
+            };
+            Ok(Record::Completed(Completed {
+                fingerprint,
+                outcome,
+                expires_at: millis(field::EXPIRES_AT)?,
+            }))
+        }
+        other => Err(StoreError::Corrupt(format!("unknown state `{other}`"))),
+    }
+}
+
+fn bytes(value: Value) -> Result<Vec<u8>, StoreError> {
+    match value {
+        Value::BulkString(bytes) => Ok(bytes),
+        Value::SimpleString(text) => Ok(text.into_bytes()),
+        Value::Int(n) => Ok(n.to_string().into_bytes()),
+        other => Err(unexpected(&other)),
+    }
+}
+
+fn text(value: Option<Value>, what: &str) -> Result<String, StoreError> {
+    let bytes = bytes(value.unwrap_or(Value::Nil))?;
+    String::from_utf8(bytes).map_err(|_| StoreError::backend(format!("{what} is not UTF-8")))
+}
+
+fn unexpected(value: &Value) -> StoreError {
+    StoreError::backend(format!("unexpected reply from Redis: {value:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(pairs: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect()
+    }
+
+    fn hex() -> String {
+        Fingerprint::empty().to_hex()
+    }
+
+    #[test]
+    fn decodes_both_states() {
+        let fp = hex();
+        let pending = record(&fields(&[
+            ("state", "in_progress"),
+            ("fingerprint", &fp),
+            ("owner", "o1"),
+            ("lease_until", "1700"),
+            ("clock_offset", "-3"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            pending,
+            Record::InProgress(InProgress {
+                owner: OwnerToken::from_string("o1".into()),
+                fingerprint: Fingerprint::empty(),
+                lease_until: 1700,
+            })
+        );
+        let done = record(&fields(&[
+            ("state", "completed"),
+            ("fingerprint", &fp),
+            ("outcome", "err"),
+            ("body", "{\"x\":1}"),
+            ("expires_at", "99"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            done,
+            Record::Completed(Completed {
+                fingerprint: Fingerprint::empty(),
+                outcome: Outcome::Err(b"{\"x\":1}".to_vec()),
+                expires_at: 99,
+            })
+        );
+    }
+
+    #[test]
+    fn malformed_records_are_corrupt() {
+        let fp = hex();
+        let cases: Vec<Vec<(&str, &str)>> = vec![
+            vec![],
+            vec![("state", "in_progress"), ("fingerprint", &fp)],
+            vec![("state", "done"), ("fingerprint", &fp)],
+            vec![("state", "completed"), ("fingerprint", "zz")],
+            vec![
+                ("state", "completed"),
+                ("fingerprint", &fp),
+                ("outcome", "maybe"),
+                ("body", ""),
+                ("expires_at", "1"),
+            ],
+            vec![
+                ("state", "completed"),
+                ("fingerprint", &fp),
+                ("outcome", "ok"),
+                ("body", ""),
+                ("expires_at", "-1"),
+            ],
+        ];
+        for case in cases {
+            let err = record(&fields(&case)).unwrap_err();
+            assert!(matches!(err, StoreError::Corrupt(_)), "{case:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn replies_decode() {
+        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        assert!(matches!(
+            reply(Value::Array(vec![bulk("ok")])),
+            Ok(Reply::Ok)
+        ));
+        assert!(matches!(
+            reply(Value::Array(vec![bulk("lost")])),
+            Ok(Reply::Lost)
+        ));
+        assert!(matches!(
+            reply(Value::Array(vec![bulk("corrupt"), bulk("why")])),
+            Err(StoreError::Corrupt(reason)) if reason == "why"
+        ));
+        assert!(matches!(reply(Value::Int(3)), Err(StoreError::Backend(_))));
+        assert!(matches!(
+            reply(Value::Array(vec![
+                bulk("existing"),
+                Value::Array(vec![bulk("x")])
+            ])),
+            Err(StoreError::Corrupt(_))
+        ));
+    }
+}

@@ -1,0 +1,75 @@
+-- Shared by every script (prepended to each).
+-- Timestamps are decimal milliseconds and compared as strings, exactly, without going
+-- through Lua's doubles.
+
+local function is_millis(s)
+  return type(s) == 'string' and #s <= 20 and (s == '0' or string.match(s, '^[1-9]%d*$') ~= nil)
+end
+
+-- a < b for two timestamps accepted by is_millis.
+local function before(a, b)
+  if #a ~= #b then
+    return #a < #b
+  end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return false
+end
+
+local function corrupt(reason)
+  return {'corrupt', reason}
+end
+
+local function key_type(key)
+  return redis.call('TYPE', key)['ok']
+end
+
+-- Redis's own clock, in milliseconds. Used only to turn the caller's deadlines into the
+-- key's expiry (a clean-up timer); liveness is always judged by the caller's time.
+local function server_millis()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A PEXPIRE argument: at least 1 ms, at most about 31 000 years.
+local function expiry(ms)
+  if ms ~= ms or ms < 1 then
+    ms = 1
+  elseif ms > 1e15 then
+    ms = 1e15
+  end
+  return string.format('%.0f', math.floor(ms))
+end
+
+-- Checks that `key` holds an in-progress record owned by `owner`. Returns nil and the
+-- record's clock offset if so, else the reply to give: {'lost'} or {'corrupt', reason}.
+local function owned(key, owner)
+  local kind = key_type(key)
+  if kind == 'none' then
+    return {'lost'}
+  end
+  if kind ~= 'hash' then
+    return corrupt('the key holds a ' .. kind .. ', not a hash')
+  end
+  local f = redis.call('HMGET', key, 'state', 'owner', 'clock_offset')
+  local state, holder, offset = f[1], f[2], f[3]
+  if state == 'completed' then
+    return {'lost'}
+  end
+  if state ~= 'in_progress' then
+    return corrupt(state and ('unknown state `' .. state .. '`') or 'field `state` is missing')
+  end
+  if holder ~= owner then
+    return {'lost'}
+  end
+  offset = tonumber(offset)
+  if not offset then
+    return corrupt('field `clock_offset` is not a number')
+  end
+  return nil, offset
+end
+

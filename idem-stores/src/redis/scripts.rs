@@ -1,0 +1,128 @@
+//! The Lua scripts, and calling them with `EVALSHA`, falling back to `EVAL` once per server.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::LazyLock;
+
+use redis::aio::ConnectionManager;
+use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
+
+/// Helpers every script starts with.
+const COMMON: &str = include_str!("lua/common.lua");
+
+/// One script: its source and SHA-1.
+pub(crate) struct Script {
+    name: &'static str,
+    source: String,
+    sha: String,
+}
+
+impl Script {
+    fn new(name: &'static str, body: &str) -> Self {
+        let source = format!("{COMMON}{body}");
+        let sha = redis::Script::new(&source).get_hash().to_owned();
+        Script { name, source, sha }
+    }
+
+    /// The script's name, for error messages.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The full source, as sent by `EVAL`.
+    pub(crate) fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The SHA-1 the server knows the script by.
+    pub(crate) fn sha(&self) -> &str {
+        &self.sha
+    }
+}
+
+/// The four scripts of the protocol.
+pub(crate) struct Scripts {
+    pub(crate) reserve: Script,
+    pub(crate) complete: Script,
+    pub(crate) release: Script,
+    pub(crate) renew: Script,
+}
+
+/// Built once per process.
+pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    reserve: Script::new("reserve", include_str!("lua/reserve.lua")),
+    complete: Script::new("complete", include_str!("lua/complete.lua")),
+    release: Script::new("release", include_str!("lua/release.lua")),
+    renew: Script::new("renew", include_str!("lua/renew.lua")),
+});
+
+/// Sends commands and counts them: every command sent is one round trip.
+#[derive(Debug, Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Sends one command.
+    pub(crate) async fn query(
+        &self,
+        conn: &mut ConnectionManager,
+        cmd: &Cmd,
+    ) -> Result<Value, RedisError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        cmd.query_async(conn).await
+    }
+
+    /// Runs `script` on one key: `EVALSHA`, and if the server does not know the script yet
+    /// (`NOSCRIPT`, after a restart or on a new server), `EVAL` with the source, which also
+    /// caches it. One round trip when the script is known, two the first time.
+    pub(crate) async fn eval(
+        &self,
+        conn: &mut ConnectionManager,
+        script: &Script,
+        key: &str,
+        args: &[&[u8]],
+    ) -> Result<Value, RedisError> {
+        let mut evalsha = redis::cmd("EVALSHA");
+        evalsha.arg(script.sha()).arg(1).arg(key);
+        for arg in args {
+            evalsha.arg(*arg);
+        }
+        match self.query(conn, &evalsha).await {
+            Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                tracing::debug!(target: "idem::redis", script = script.name(), "script not cached on the server; sending its source");
+                let mut eval = redis::cmd("EVAL");
+                eval.arg(script.source()).arg(1).arg(key);
+                for arg in args {
+                    eval.arg(*arg);
+                }
+                self.query(conn, &eval).await
+            }
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_differ_and_include_the_helpers() {
+        let s = &*SCRIPTS;
+        let shas = [
+            s.reserve.sha(),
+            s.complete.sha(),
+            s.release.sha(),
+            s.renew.sha(),
+        ];
+        for (i, a) in shas.iter().enumerate() {
+            assert_eq!(a.len(), 40);
+            for b in &shas[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert!(s.release.source().contains("local function owned"));
+    }
+}

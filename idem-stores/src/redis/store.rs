@@ -1,0 +1,301 @@
+//! `RedisStore`: the `Store` trait on one multiplexed, self-reconnecting connection.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use idem_core::{
+    Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, Store, StoreError,
+};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, RedisError, Value};
+
+use super::codec::{self, Reply};
+use super::scripts::{Counter, Script, SCRIPTS};
+
+/// How long an in-progress key outlives its lease in Redis. Within it, an owner whose lease
+/// passed but who was not taken over can still complete or release; liveness is judged by the
+/// caller's time, so the grace never extends a lease.
+pub const LEASE_GRACE: Duration = Duration::from_secs(60);
+
+/// The longest expiry set on a key: about 31 000 years.
+const MAX_EXPIRY_MS: u64 = 1_000_000_000_000_000;
+
+/// Idempotency records in Redis (or Valkey, or a Redis Cluster): one hash per key, changed
+/// only by Lua scripts that check the owner token. See the [module docs](super) for the layout
+/// and the scripts.
+///
+/// Cheap to clone: clones share one multiplexed connection that reconnects by itself after
+/// the server restarts or the network drops.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use idem_stores::redis::RedisStore;
+/// let store = RedisStore::connect("redis://127.0.0.1:6379").await?;
+/// let idem = idem_core::Idempotency::new(store.with_prefix("orders:"));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisStore {
+    conn: ConnectionManager,
+    prefix: Arc<str>,
+    counter: Arc<Counter>,
+}
+
+impl RedisStore {
+    /// Connects to the server at `url` (`redis://[user:password@]host:port[/db]`,
+    /// `rediss://` with TLS where the `redis` crate is built with it) with the default
+    /// connection settings.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let client = Client::open(url).map_err(StoreError::backend)?;
+        Self::builder(client).connect().await
+    }
+
+    /// Starts building a store on an existing client.
+    pub fn builder(client: Client) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            client,
+            config: default_config(),
+            prefix: String::new(),
+        }
+    }
+
+    /// A store on a connection you already have.
+    pub fn from_connection(conn: ConnectionManager) -> Self {
+        RedisStore {
+            conn,
+            prefix: "".into(),
+            counter: Arc::default(),
+        }
+    }
+
+    /// Puts `prefix` in front of every key this store reads or writes (default: none; keys
+    /// already start with the handle's namespace).
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into().into();
+        self
+    }
+
+    /// The prefix in front of every key.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The Redis key that holds the record of `key`.
+    pub fn redis_key(&self, key: &Key) -> String {
+        let mut redis_key = String::with_capacity(self.prefix.len() + key.as_str().len());
+        redis_key.push_str(&self.prefix);
+        redis_key.push_str(key.as_str());
+        redis_key
+    }
+
+    /// How many requests this store (and its clones) sent to the server so far: each is one
+    /// round trip, including the `EVAL` that follows a `NOSCRIPT` and retries after a lost
+    /// connection.
+    pub fn round_trips(&self) -> u64 {
+        self.counter.get()
+    }
+
+    /// Runs a script on the record of `key`, retrying once if the connection failed: every
+    /// script is safe to repeat for the same owner.
+    async fn eval(&self, script: &Script, key: &Key, args: &[&[u8]]) -> Result<Reply, StoreError> {
+        let redis_key = self.redis_key(key);
+        let mut conn = self.conn.clone();
+        let mut result = self.counter.eval(&mut conn, script, &redis_key, args).await;
+        if result.as_ref().is_err_and(is_connection_error) {
+            result = self.counter.eval(&mut conn, script, &redis_key, args).await;
+        }
+        result
+            .map_err(|error| store_error(error, script.name()))
+            .and_then(codec::reply)
+    }
+
+    /// Sends a plain command, retrying once if the connection failed.
+    async fn query(&self, cmd: &redis::Cmd, what: &str) -> Result<Value, StoreError> {
+        let mut conn = self.conn.clone();
+        let mut result = self.counter.query(&mut conn, cmd).await;
+        if result.as_ref().is_err_and(is_connection_error) {
+            result = self.counter.query(&mut conn, cmd).await;
+        }
+        result.map_err(|error| store_error(error, what))
+    }
+}
+
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("prefix", &self.prefix)
+            .field("round_trips", &self.round_trips())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`RedisStore`] on a client: key prefix and connection settings.
+#[derive(Debug)]
+pub struct RedisStoreBuilder {
+    client: Client,
+    config: ConnectionManagerConfig,
+    prefix: String,
+}
+
+impl RedisStoreBuilder {
+    /// Puts `prefix` in front of every key (default: none).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Replaces the connection settings. The defaults fail a request after 2 s without an
+    /// answer and give up reconnecting after about half a second, so that a call fails closed
+    /// quickly while the server is down; the next request tries to reconnect again.
+    pub fn connection_config(mut self, config: ConnectionManagerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Connects now; fails if the server cannot be reached.
+    pub async fn connect(self) -> Result<RedisStore, StoreError> {
+        let conn = ConnectionManager::new_with_config(self.client, self.config)
+            .await
+            .map_err(|error| store_error(error, "connect"))?;
+        Ok(RedisStore::from_connection(conn).with_prefix(self.prefix))
+    }
+
+    /// Connects on the first request. Must be called inside a Tokio runtime.
+    pub fn connect_lazy(self) -> Result<RedisStore, StoreError> {
+        let conn = ConnectionManager::new_lazy_with_config(self.client, self.config)
+            .map_err(|error| store_error(error, "connect"))?;
+        Ok(RedisStore::from_connection(conn).with_prefix(self.prefix))
+    }
+}
+
+fn default_config() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_response_timeout(Some(Duration::from_secs(2)))
+        .set_connection_timeout(Some(Duration::from_secs(1)))
+        .set_number_of_retries(3)
+        .set_min_delay(Duration::from_millis(50))
+        .set_max_delay(Duration::from_millis(500))
+}
+
+fn is_connection_error(error: &RedisError) -> bool {
+    error.is_io_error() || error.is_connection_dropped() || error.is_timeout()
+}
+
+fn store_error(error: RedisError, what: &str) -> StoreError {
+    if error.code() == Some("WRONGTYPE") {
+        return StoreError::Corrupt(format!("the key does not hold a hash: {error}"));
+    }
+    StoreError::backend(format!("Redis {what} failed: {error}"))
+}
+
+fn decimal(n: Millis) -> Vec<u8> {
+    n.to_string().into_bytes()
+}
+
+fn grace_ms() -> u64 {
+    LEASE_GRACE.as_millis() as u64
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        let record = &claim.record;
+        let expiry = record
+            .lease_until
+            .saturating_sub(claim.now)
+            .saturating_add(grace_ms())
+            .clamp(1, MAX_EXPIRY_MS);
+        let reply = self
+            .eval(
+                &SCRIPTS.reserve,
+                key,
+                &[
+                    &decimal(claim.now),
+                    record.owner.as_str().as_bytes(),
+                    record.fingerprint.to_hex().as_bytes(),
+                    &decimal(record.lease_until),
+                    &decimal(expiry),
+                ],
+            )
+            .await?;
+        codec::reservation(reply)
+    }
+
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        let reply = self
+            .eval(
+                &SCRIPTS.complete,
+                key,
+                &[
+                    owner.as_str().as_bytes(),
+                    record.fingerprint.to_hex().as_bytes(),
+                    codec::outcome_tag(&record.outcome).as_bytes(),
+                    record.outcome.body(),
+                    &decimal(record.expires_at),
+                ],
+            )
+            .await?;
+        fenced(reply, "complete")
+    }
+
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        let reply = self
+            .eval(&SCRIPTS.release, key, &[owner.as_str().as_bytes()])
+            .await?;
+        fenced(reply, "release")
+    }
+
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Millis,
+    ) -> Result<(), StoreError> {
+        let reply = self
+            .eval(
+                &SCRIPTS.renew,
+                key,
+                &[
+                    owner.as_str().as_bytes(),
+                    &decimal(lease_until),
+                    &decimal(grace_ms()),
+                ],
+            )
+            .await?;
+        fenced(reply, "renew")
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        let value = self
+            .query(redis::cmd("HGETALL").arg(self.redis_key(key)), "HGETALL")
+            .await?;
+        let fields = codec::pairs(value)?;
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        codec::record(&fields).map(Some)
+    }
+
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        self.query(redis::cmd("DEL").arg(self.redis_key(key)), "DEL")
+            .await
+            .map(drop)
+    }
+}
+
+fn fenced(reply: Reply, what: &str) -> Result<(), StoreError> {
+    match reply {
+        Reply::Ok => Ok(()),
+        Reply::Lost => Err(StoreError::LeaseLost),
+        other => Err(StoreError::backend(format!(
+            "unexpected reply to {what}: {other:?}"
+        ))),
+    }
+}

@@ -1,0 +1,145 @@
+//! A [`RedisStore`] on a test server, as a conformance [`Target`], with raw access to the
+//! server for corrupting records and counting the commands it ran.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use idem_core::testing::Target;
+use idem_core::{Key, OwnerToken, Store};
+use idem_stores::redis::client::aio::MultiplexedConnection;
+use idem_stores::redis::client::{self as redis, Client};
+use idem_stores::redis::RedisStore;
+
+use crate::redis_server::TestRedis;
+
+/// A test server with a store on it. Every target gets a key prefix of its own, so targets may
+/// share a server named by `IDEM_REDIS_URL`.
+pub struct RedisTarget {
+    redis: TestRedis,
+    prefix: String,
+    store: RedisStore,
+}
+
+impl RedisTarget {
+    /// A store on [`TestRedis::start`]'s server; `None` if there is none.
+    pub async fn start() -> Option<Self> {
+        let redis = TestRedis::start()?;
+        Some(Self::on(redis).await)
+    }
+
+    /// A store on `redis`, with a fresh key prefix.
+    pub async fn on(redis: TestRedis) -> Self {
+        let prefix = format!("test-{}:", OwnerToken::generate().as_str());
+        let store = Self::store_on(&redis, &prefix).await;
+        RedisTarget {
+            redis,
+            prefix,
+            store,
+        }
+    }
+
+    /// A new, independent store (its own connection) on the same server and prefix, as a
+    /// second service instance would have.
+    pub async fn another_store(&self) -> RedisStore {
+        Self::store_on(&self.redis, &self.prefix).await
+    }
+
+    async fn store_on(redis: &TestRedis, prefix: &str) -> RedisStore {
+        let client = Client::open(redis.url()).expect("a valid Redis URL");
+        RedisStore::builder(client)
+            .prefix(prefix)
+            .connect()
+            .await
+            .expect("the test server accepts connections")
+    }
+
+    /// The store under test.
+    pub fn redis_store(&self) -> &RedisStore {
+        &self.store
+    }
+
+    /// The server.
+    pub fn server(&mut self) -> &mut TestRedis {
+        &mut self.redis
+    }
+
+    /// A raw connection to the server, bypassing the store.
+    pub async fn raw(&self) -> MultiplexedConnection {
+        Client::open(self.redis.url())
+            .expect("a valid Redis URL")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("the test server accepts connections")
+    }
+
+    /// Writes `value` as a plain string under the record key of `key`.
+    pub async fn set_raw(&self, key: &Key, value: &[u8]) {
+        let mut conn = self.raw().await;
+        let _: () = redis::cmd("SET")
+            .arg(self.store.redis_key(key))
+            .arg(value)
+            .query_async(&mut conn)
+            .await
+            .expect("SET works");
+    }
+
+    /// Resets the server's command statistics (`CONFIG RESETSTAT`).
+    pub async fn reset_command_stats(&self) {
+        let mut conn = self.raw().await;
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut conn)
+            .await
+            .expect("CONFIG RESETSTAT works");
+    }
+
+    /// The commands the server ran since the last reset, from `INFO commandstats`, leaving out
+    /// the `CONFIG` and `INFO` commands of the measurement itself, and the connection set-up
+    /// (`CLIENT`, `HELLO`) of the raw connection used to measure.
+    pub async fn command_calls(&self) -> Vec<(String, u64)> {
+        let mut conn = self.raw().await;
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await
+            .expect("INFO works");
+        parse_commandstats(&info)
+            .into_iter()
+            .filter(|(name, _)| {
+                !(name == "config"
+                    || name == "info"
+                    || name.starts_with("client|")
+                    || name == "client"
+                    || name == "hello")
+            })
+            .collect()
+    }
+}
+
+/// `(command, calls)` for every `cmdstat_NAME:calls=N,...` line.
+pub fn parse_commandstats(info: &str) -> Vec<(String, u64)> {
+    info.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("cmdstat_")?;
+            let (name, stats) = rest.split_once(':')?;
+            let calls = stats
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("calls="))?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+#[async_trait]
+impl Target for RedisTarget {
+    fn store(&self) -> Arc<dyn Store> {
+        Arc::new(self.store.clone())
+    }
+
+    async fn corrupt(&self, key: &Key) -> bool {
+        self.set_raw(key, b"\xffnot an idempotency record").await;
+        true
+    }
+}

@@ -1,0 +1,10 @@
+//! The store conformance suite, unchanged, against Redis.
+#![cfg(feature = "redis")]
+
+use idem_tests::redis_target::RedisTarget;
+
+async fn target() -> Option<RedisTarget> {
+    RedisTarget::start().await
+}
+
+idem_core::conformance_tests!(target);
