@@ -1,0 +1,107 @@
+//! The errors the DynamoDB store reports inside [`StoreError::Backend`].
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use idem_core::{BoxError, StoreError};
+
+/// A request to DynamoDB failed: the endpoint could not be reached, it answered with an error
+/// (throttling, a server error, a missing table), or its answer could not be read.
+///
+/// Carried by [`StoreError::Backend`], so a caller sees it as `idem_core::Error::Store`. Its
+/// message has the SDK's whole error chain; [`source`](StdError::source) is the SDK error.
+#[derive(Debug)]
+pub struct RequestFailed {
+    operation: &'static str,
+    table: String,
+    detail: String,
+    source: BoxError,
+}
+
+impl RequestFailed {
+    pub(crate) fn new<E>(operation: &'static str, table: &str, error: E) -> Self
+    where
+        E: StdError + Send + Sync + 'static,
+    {
+        RequestFailed {
+            operation,
+            table: table.to_owned(),
+            detail: DisplayErrorContext(&error).to_string(),
+            source: Box::new(error),
+        }
+    }
+
+    /// The DynamoDB operation that failed, e.g. `PutItem`.
+    pub fn operation(&self) -> &str {
+        self.operation
+    }
+}
+
+impl fmt::Display for RequestFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DynamoDB {} on table `{}` failed: {}",
+            self.operation, self.table, self.detail
+        )
+    }
+}
+
+impl StdError for RequestFailed {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+impl From<RequestFailed> for StoreError {
+    fn from(error: RequestFailed) -> Self {
+        StoreError::backend(error)
+    }
+}
+
+/// A completed record would not fit in one DynamoDB item (400 KB). Nothing was sent.
+///
+/// Carried by [`StoreError::Backend`]. Return a smaller value from the function (an id to look
+/// the full result up by, for example).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemTooLarge {
+    /// The item's size as DynamoDB counts it (an upper bound), in bytes.
+    pub size: usize,
+    /// The limit, in bytes.
+    pub limit: usize,
+}
+
+impl fmt::Display for ItemTooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the completed record would take {} bytes, more than DynamoDB's item limit of {} bytes; \
+             return a smaller value (for example an id to look the result up by)",
+            self.size, self.limit
+        )
+    }
+}
+
+impl StdError for ItemTooLarge {}
+
+/// The partition key would be longer than DynamoDB allows (2048 bytes). Nothing was sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyTooLong {
+    /// The key's length with the store's prefix, in bytes.
+    pub len: usize,
+}
+
+impl fmt::Display for KeyTooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the partition key would be {} bytes long, more than DynamoDB's limit of {} bytes; \
+             use a shorter key prefix",
+            self.len,
+            super::store::MAX_PARTITION_KEY_LEN
+        )
+    }
+}
+
+impl StdError for KeyTooLong {}

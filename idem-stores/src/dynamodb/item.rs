@@ -1,0 +1,295 @@
+//! Records as DynamoDB items, and the size DynamoDB charges for an item.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+use idem_core::{Completed, Fingerprint, InProgress, Millis, Outcome, OwnerToken, Record};
+
+use super::AttributeNames;
+
+/// An item as the SDK sends and returns it.
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+/// The `state` of an in-progress record.
+pub(crate) const IN_PROGRESS: &str = "in_progress";
+/// The `state` of a completed record.
+pub(crate) const COMPLETED: &str = "completed";
+const OK: &str = "ok";
+const ERR: &str = "err";
+
+/// The largest item DynamoDB stores: 400 KB, counted in binary kilobytes.
+pub const MAX_ITEM_SIZE: usize = 400 * 1024;
+
+/// DynamoDB's upper bound for the stored size of one number: 38 significant digits take at most
+/// 20 bytes, plus one.
+const MAX_NUMBER_SIZE: usize = 21;
+
+/// A number attribute.
+pub(crate) fn number(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// The TTL attribute's value for a record live until `live_until`: whole seconds, rounded up so
+/// that DynamoDB's sweeper never removes a record that idem still counts as live.
+pub(crate) fn ttl_seconds(live_until: Millis) -> u64 {
+    live_until.div_ceil(1000)
+}
+
+/// The item of an in-progress record.
+pub(crate) fn in_progress(names: &AttributeNames, key: &str, record: &InProgress) -> Item {
+    HashMap::from([
+        (names.key.clone(), AttributeValue::S(key.to_owned())),
+        (names.state.clone(), AttributeValue::S(IN_PROGRESS.into())),
+        (
+            names.owner.clone(),
+            AttributeValue::S(record.owner.as_str().to_owned()),
+        ),
+        (
+            names.fingerprint.clone(),
+            AttributeValue::S(record.fingerprint.to_hex()),
+        ),
+        (names.live_until.clone(), number(record.lease_until)),
+        (names.ttl.clone(), number(ttl_seconds(record.lease_until))),
+    ])
+}
+
+/// The item of a completed record.
+pub(crate) fn completed(names: &AttributeNames, key: &str, record: &Completed) -> Item {
+    let (outcome, body) = match &record.outcome {
+        Outcome::Ok(body) => (OK, body),
+        Outcome::Err(body) => (ERR, body),
+    };
+    HashMap::from([
+        (names.key.clone(), AttributeValue::S(key.to_owned())),
+        (names.state.clone(), AttributeValue::S(COMPLETED.into())),
+        (
+            names.fingerprint.clone(),
+            AttributeValue::S(record.fingerprint.to_hex()),
+        ),
+        (names.live_until.clone(), number(record.expires_at)),
+        (names.ttl.clone(), number(ttl_seconds(record.expires_at))),
+        (names.outcome.clone(), AttributeValue::S(outcome.into())),
+        (
+            names.body.clone(),
+            AttributeValue::B(Blob::new(body.clone())),
+        ),
+    ])
+}
+
+/// Reads a record back from an item. Anything missing or ill-typed is reported, never panicked
+/// on.
+pub(crate) fn decode(names: &AttributeNames, item: &Item) -> Result<Record, String> {
+    let fields = Fields { names, item };
+    let fingerprint = fields.string(&names.fingerprint)?;
+    let fingerprint = Fingerprint::from_hex(fingerprint)
+        .ok_or_else(|| format!("attribute `{}` is not 64 hex digits", names.fingerprint))?;
+    let live_until = fields.millis(&names.live_until)?;
+    match fields.string(&names.state)? {
+        IN_PROGRESS => Ok(Record::InProgress(InProgress {
+            owner: OwnerToken::from_string(fields.string(&names.owner)?.to_owned()),
+            fingerprint,
+            lease_until: live_until,
+        })),
+        COMPLETED => {
+            let body = fields.binary(&names.body)?.to_vec();
+            let outcome = match fields.string(&names.outcome)? {
+                OK => Outcome::Ok(body),
+                ERR => Outcome::Err(body),
+                other => {
+                    return Err(format!(
+                        "attribute `{}` is `{other}`, not `{OK}` or `{ERR}`",
+                        names.outcome
+                    ))
+                }
+            };
+            Ok(Record::Completed(Completed {
+                fingerprint,
+                outcome,
+                expires_at: live_until,
+            }))
+        }
+        other => Err(format!(
+            "attribute `{}` is `{other}`, not `{IN_PROGRESS}` or `{COMPLETED}`",
+            names.state
+        )),
+    }
+}
+
+/// Typed access to an item's attributes.
+struct Fields<'a> {
+    names: &'a AttributeNames,
+    item: &'a Item,
+}
+
+impl Fields<'_> {
+    fn get(&self, name: &str) -> Result<&AttributeValue, String> {
+        self.item.get(name).ok_or_else(|| {
+            format!(
+                "attribute `{name}` is missing (item `{}`)",
+                self.item
+                    .get(&self.names.key)
+                    .and_then(|key| key.as_s().ok())
+                    .map(String::as_str)
+                    .unwrap_or("?")
+            )
+        })
+    }
+
+    fn string(&self, name: &str) -> Result<&str, String> {
+        match self.get(name)? {
+            AttributeValue::S(text) => Ok(text),
+            _ => Err(format!("attribute `{name}` is not a string")),
+        }
+    }
+
+    fn binary(&self, name: &str) -> Result<&[u8], String> {
+        match self.get(name)? {
+            AttributeValue::B(blob) => Ok(blob.as_ref()),
+            _ => Err(format!("attribute `{name}` is not binary")),
+        }
+    }
+
+    fn millis(&self, name: &str) -> Result<Millis, String> {
+        match self.get(name)? {
+            AttributeValue::N(number) => number.parse().map_err(|_| {
+                format!("attribute `{name}` is `{number}`, not a whole number of milliseconds")
+            }),
+            _ => Err(format!("attribute `{name}` is not a number")),
+        }
+    }
+}
+
+/// An upper bound of the size DynamoDB counts for `item`: per attribute the UTF-8 length of its
+/// name plus the size of its value (a string's UTF-8 length, a binary's length, at most 21 bytes
+/// for a number, and the sums of those plus 3 bytes per element for lists, maps and sets, with one
+/// byte per element and 3 per container as DynamoDB documents).
+pub fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
+    item.iter()
+        .map(|(name, value)| name.len() + value_size(value))
+        .sum()
+}
+
+fn value_size(value: &AttributeValue) -> usize {
+    match value {
+        AttributeValue::S(text) => text.len(),
+        AttributeValue::N(_) => MAX_NUMBER_SIZE,
+        AttributeValue::B(blob) => blob.as_ref().len(),
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::Ss(items) => items.iter().map(String::len).sum(),
+        AttributeValue::Ns(items) => items.len() * MAX_NUMBER_SIZE,
+        AttributeValue::Bs(items) => items.iter().map(|blob| blob.as_ref().len()).sum(),
+        AttributeValue::L(items) => 3 + items.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
+        AttributeValue::M(map) => {
+            3 + map
+                .iter()
+                .map(|(name, v)| 1 + name.len() + value_size(v))
+                .sum::<usize>()
+        }
+        // A type added to DynamoDB later: count its debug form, which is longer than its payload.
+        other => format!("{other:?}").len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names() -> AttributeNames {
+        AttributeNames::default()
+    }
+
+    fn fingerprint() -> Fingerprint {
+        Fingerprint::of(&("order-42", 1_000)).unwrap()
+    }
+
+    #[test]
+    fn in_progress_round_trips() {
+        let record = InProgress {
+            owner: OwnerToken::generate(),
+            fingerprint: fingerprint(),
+            lease_until: 1_700_000_000_123,
+        };
+        let item = in_progress(&names(), "k", &record);
+        assert_eq!(item["ttl"], number(1_700_000_001));
+        assert_eq!(decode(&names(), &item), Ok(Record::InProgress(record)));
+    }
+
+    #[test]
+    fn completed_round_trips_both_outcomes() {
+        for outcome in [
+            Outcome::Ok(b"{\"id\":1}".to_vec()),
+            Outcome::Err(b"\"declined\"".to_vec()),
+        ] {
+            let record = Completed {
+                fingerprint: fingerprint(),
+                outcome,
+                expires_at: 1_700_000_000_000,
+            };
+            let item = completed(&names(), "k", &record);
+            assert_eq!(item["ttl"], number(1_700_000_000));
+            assert_eq!(decode(&names(), &item), Ok(Record::Completed(record)));
+        }
+    }
+
+    #[test]
+    fn ttl_rounds_up() {
+        assert_eq!(ttl_seconds(0), 0);
+        assert_eq!(ttl_seconds(1), 1);
+        assert_eq!(ttl_seconds(1000), 1);
+        assert_eq!(ttl_seconds(1001), 2);
+    }
+
+    #[test]
+    fn malformed_items_are_reported() {
+        let record = Completed {
+            fingerprint: fingerprint(),
+            outcome: Outcome::Ok(b"1".to_vec()),
+            expires_at: 5,
+        };
+        let good = completed(&names(), "k", &record);
+        let cases: Vec<(&str, Option<AttributeValue>)> = vec![
+            ("state", None),
+            ("state", Some(AttributeValue::S("done".into()))),
+            ("fingerprint", Some(AttributeValue::S("xyz".into()))),
+            ("fingerprint", Some(AttributeValue::N("1".into()))),
+            ("live_until_ms", Some(AttributeValue::N("-1".into()))),
+            ("live_until_ms", Some(AttributeValue::N("1.5".into()))),
+            ("live_until_ms", Some(AttributeValue::S("1".into()))),
+            ("body", None),
+            ("body", Some(AttributeValue::S("1".into()))),
+            ("outcome", Some(AttributeValue::S("maybe".into()))),
+        ];
+        for (name, value) in cases {
+            let mut item = good.clone();
+            match value {
+                Some(value) => item.insert(name.into(), value),
+                None => item.remove(name),
+            };
+            let error = decode(&names(), &item).unwrap_err();
+            assert!(error.contains(name), "{error}");
+        }
+        let mut item = in_progress(
+            &names(),
+            "k",
+            &InProgress {
+                owner: OwnerToken::generate(),
+                fingerprint: fingerprint(),
+                lease_until: 5,
+            },
+        );
+        item.remove("owner");
+        assert!(decode(&names(), &item).unwrap_err().contains("owner"));
+        assert!(decode(&names(), &Item::new()).is_err());
+    }
+
+    #[test]
+    fn size_counts_names_and_values() {
+        let item = HashMap::from([
+            ("ab".to_owned(), AttributeValue::S("héllo".into())),
+            ("n".to_owned(), number(7)),
+            ("b".to_owned(), AttributeValue::B(Blob::new(vec![0; 10]))),
+        ]);
+        assert_eq!(item_size(&item), (2 + 6) + (1 + 21) + (1 + 10));
+    }
+}

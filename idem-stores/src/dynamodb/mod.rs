@@ -1,0 +1,79 @@
+//! The DynamoDB store (feature `dynamodb`): one item per key, written only with conditional
+//! requests, so that exactly one caller reserves a key.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), idem_core::BoxError> {
+//! # let client: aws_sdk_dynamodb::Client = unimplemented!();
+//! // `client` comes from your own configuration, e.g.
+//! // aws_sdk_dynamodb::Client::new(&aws_config::load_from_env().await)
+//! use idem_stores::dynamodb::DynamoDbStore;
+//! let store = DynamoDbStore::new(client, "idempotency");
+//! let idem = idem_core::Idempotency::new(store);
+//! idem_core::install(idem);
+//! # Ok(()) }
+//! ```
+//!
+//! idem-stores does not configure the client: credentials, region, endpoint, HTTP client and
+//! retries are yours (`aws-config` does it from the environment). The store only needs a table
+//! whose partition key is a string; [`DynamoDbStore::create_table`] makes one for development.
+//!
+//! # The item
+//!
+//! One item per key. Attribute names are the defaults of [`AttributeNames`]:
+//!
+//! | attribute | type | in-progress record | completed record |
+//! |---|---|---|---|
+//! | `pk` | S | key prefix + idempotency key | same |
+//! | `state` | S | `in_progress` | `completed` |
+//! | `fingerprint` | S | the arguments' SHA-256, hex | same |
+//! | `live_until_ms` | N | lease deadline, ms since the epoch | expiry, ms since the epoch |
+//! | `ttl` | N | `live_until_ms` in seconds, rounded up | same |
+//! | `owner` | S | owner token | — |
+//! | `outcome` | S | — | `ok` or `err` |
+//! | `body` | B | — | the serialised value (JSON) |
+//!
+//! A record counts while `now < live_until_ms`, with `now` from the caller's clock. idem checks
+//! that on every read and in every conditional write; the `ttl` attribute only lets DynamoDB's
+//! TTL sweeper delete dead items, which it may do up to days late.
+//!
+//! # The requests
+//!
+//! Every read is strongly consistent. Every write is a single conditional request on the item,
+//! so each operation is atomic.
+//!
+//! - **reserve**: `PutItem` of the in-progress item with the condition
+//!   `attribute_not_exists(pk) OR (state = completed AND live_until_ms <= :now) OR
+//!   (state = in_progress AND live_until_ms <= :now AND fingerprint = :fp)`, with
+//!   `ReturnValues = ALL_OLD` (a replaced in-progress item means a takeover, and its owner is
+//!   reported) and `ReturnValuesOnConditionCheckFailure = ALL_OLD`: when the condition fails,
+//!   the error carries the live item, so a replay, a conflict or a mismatch costs this one
+//!   request.
+//! - **complete**: `PutItem` of the completed item on `state = in_progress AND owner = :owner`.
+//!   The item's size is checked first: a record over DynamoDB's 400 KB limit is refused with
+//!   [`ItemTooLarge`] before any request.
+//! - **release**: `DeleteItem` on the same owner condition.
+//! - **renew**: `UpdateItem` setting `live_until_ms` and `ttl`, on the same owner condition.
+//! - **get**: `GetItem` with `ConsistentRead`.
+//! - **delete**: unconditional `DeleteItem`.
+//!
+//! A failed owner condition is [`StoreError::LeaseLost`](idem_core::StoreError::LeaseLost); an
+//! item with missing or ill-typed attributes is
+//! [`StoreError::Corrupt`](idem_core::StoreError::Corrupt); any other failure (unreachable
+//! endpoint, throttling after the client's retries, a server error) is
+//! [`StoreError::Backend`](idem_core::StoreError::Backend) with a [`RequestFailed`] inside, so
+//! the caller gets `idem_core::Error::Store` and the function does not run.
+//!
+//! A call that runs the function therefore costs two requests (reserve, then complete or
+//! release), a replay, a conflict or a mismatch one, plus one renewal per third of the lease while
+//! the function runs.
+
+mod error;
+mod item;
+mod names;
+mod store;
+mod table;
+
+pub use error::{ItemTooLarge, KeyTooLong, RequestFailed};
+pub use item::{item_size, MAX_ITEM_SIZE};
+pub use names::AttributeNames;
+pub use store::DynamoDbStore;

@@ -1,0 +1,55 @@
+//! The attribute names of a record item.
+
+/// The names of the attributes a [`DynamoDbStore`](super::DynamoDbStore) writes.
+///
+/// The defaults suit a table made by [`create_table`](super::DynamoDbStore::create_table); change
+/// them to share a table whose partition key or TTL attribute is named otherwise. Every request
+/// refers to attributes through expression attribute names, so DynamoDB's reserved words are
+/// fine here.
+///
+/// ```
+/// use idem_stores::dynamodb::AttributeNames;
+/// let names = AttributeNames {
+///     key: "PK".into(),
+///     ttl: "expires".into(),
+///     ..AttributeNames::default()
+/// };
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttributeNames {
+    /// The partition key (string): the store's key prefix followed by the idempotency key.
+    /// Default `pk`.
+    pub key: String,
+    /// The record's state (string): `in_progress` or `completed`. Default `state`.
+    pub state: String,
+    /// The owner token of an in-progress record (string). Default `owner`.
+    pub owner: String,
+    /// The arguments' fingerprint (string, 64 lower-case hex digits). Default `fingerprint`.
+    pub fingerprint: String,
+    /// Until when the record counts, in milliseconds since the Unix epoch (number): the lease
+    /// deadline of an in-progress record, the expiry of a completed one. Checked by idem on every
+    /// read and in every conditional write. Default `live_until_ms`.
+    pub live_until: String,
+    /// The same instant in whole seconds, rounded up (number), for DynamoDB's TTL sweeper, which
+    /// only cleans up: it may run days late. Default `ttl`.
+    pub ttl: String,
+    /// Whether a completed call returned `ok` or a stored `err` (string). Default `outcome`.
+    pub outcome: String,
+    /// The serialised value of a completed call (binary). Default `body`.
+    pub body: String,
+}
+
+impl Default for AttributeNames {
+    fn default() -> Self {
+        AttributeNames {
+            key: "pk".into(),
+            state: "state".into(),
+            owner: "owner".into(),
+            fingerprint: "fingerprint".into(),
+            live_until: "live_until_ms".into(),
+            ttl: "ttl".into(),
+            outcome: "outcome".into(),
+            body: "body".into(),
+        }
+    }
+}

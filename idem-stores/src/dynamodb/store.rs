@@ -1,0 +1,380 @@
+//! `DynamoDbStore`: the `Store` trait over conditional writes.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::Client;
+use idem_core::{
+    Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, Store, StoreError,
+};
+
+use super::error::{ItemTooLarge, KeyTooLong, RequestFailed};
+use super::item::{self, Item, COMPLETED, IN_PROGRESS, MAX_ITEM_SIZE};
+use super::AttributeNames;
+
+/// The longest partition key DynamoDB accepts, in bytes.
+pub(crate) const MAX_PARTITION_KEY_LEN: usize = 2048;
+
+/// How often `reserve` tries again when a conditional put failed on an item that was gone (or
+/// free) by the time it was read back. Only an endpoint that does not return the old item on a
+/// failed condition ever gets there.
+const RESERVE_ATTEMPTS: usize = 3;
+
+/// The condition of `reserve`: no item, an expired completed record, or an in-progress record
+/// with the claim's fingerprint whose lease has passed.
+const RESERVE_CONDITION: &str = "attribute_not_exists(#k) \
+     OR (#st = :completed AND #lu <= :now) \
+     OR (#st = :in_progress AND #lu <= :now AND #fp = :fp)";
+
+/// The condition of `complete`, `release` and `renew`: the record is in progress and held by the
+/// caller.
+const OWNER_CONDITION: &str = "#st = :in_progress AND #own = :owner";
+
+/// A [`Store`] in a DynamoDB table: one item per key, written only with conditional requests.
+///
+/// Built from an [`aws_sdk_dynamodb::Client`] you configure (credentials, region, endpoint,
+/// retries) and a table whose partition key is a string attribute (`pk` unless
+/// [`attribute_names`](DynamoDbStore::attribute_names) says otherwise). See the
+/// [module docs](super) for the item layout and the requests.
+///
+/// ```no_run
+/// # async fn demo(client: aws_sdk_dynamodb::Client) -> Result<(), idem_core::BoxError> {
+/// use idem_stores::dynamodb::DynamoDbStore;
+/// let store = DynamoDbStore::new(client, "idempotency").key_prefix("billing#");
+/// store.create_table().await?; // development only: make tables with your infrastructure code
+/// let idem = idem_core::Idempotency::new(store);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct DynamoDbStore {
+    client: Client,
+    table: Arc<str>,
+    prefix: Arc<str>,
+    names: Arc<AttributeNames>,
+}
+
+impl DynamoDbStore {
+    /// A store in `table`, reached through `client`, with the default [`AttributeNames`] and no
+    /// key prefix.
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        DynamoDbStore {
+            client,
+            table: table.into().into(),
+            prefix: "".into(),
+            names: Arc::new(AttributeNames::default()),
+        }
+    }
+
+    /// Puts `prefix` in front of every partition key, so that idem's items can share a table
+    /// with others.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into().into();
+        self
+    }
+
+    /// Uses other attribute names.
+    pub fn attribute_names(mut self, names: AttributeNames) -> Self {
+        self.names = Arc::new(names);
+        self
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The table's name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The attribute names.
+    pub fn names(&self) -> &AttributeNames {
+        &self.names
+    }
+
+    /// The partition key value of the item for `key`: the prefix followed by the key.
+    pub fn item_key(&self, key: &Key) -> String {
+        format!("{}{}", self.prefix, key.as_str())
+    }
+
+    /// The partition key of `key` as an attribute map, for `GetItem`/`DeleteItem`/`UpdateItem`.
+    fn key_attr(&self, key: &Key) -> Result<(String, AttributeValue), StoreError> {
+        let item_key = self.checked_item_key(key)?;
+        Ok((self.names.key.clone(), AttributeValue::S(item_key)))
+    }
+
+    fn checked_item_key(&self, key: &Key) -> Result<String, StoreError> {
+        let item_key = self.item_key(key);
+        if item_key.len() > MAX_PARTITION_KEY_LEN {
+            return Err(StoreError::backend(KeyTooLong {
+                len: item_key.len(),
+            }));
+        }
+        Ok(item_key)
+    }
+
+    fn failed<E, R>(
+        &self,
+        operation: &'static str,
+        error: aws_sdk_dynamodb::error::SdkError<E, R>,
+    ) -> StoreError
+    where
+        E: std::error::Error + Send + Sync + 'static,
+        R: fmt::Debug + Send + Sync + 'static,
+    {
+        RequestFailed::new(operation, &self.table, error).into()
+    }
+
+    fn decode(&self, item: &Item) -> Result<Record, StoreError> {
+        item::decode(&self.names, item).map_err(StoreError::Corrupt)
+    }
+
+    /// One conditional put of the claim. `Ok(Err(item))` is a failed condition with the item
+    /// that failed it, if the endpoint returned it.
+    async fn put_claim(
+        &self,
+        item_key: &str,
+        claim: &Claim,
+    ) -> Result<Result<Reservation, Option<Item>>, StoreError> {
+        let names = &self.names;
+        let result = self
+            .client
+            .put_item()
+            .table_name(&*self.table)
+            .set_item(Some(item::in_progress(names, item_key, &claim.record)))
+            .condition_expression(RESERVE_CONDITION)
+            .expression_attribute_names("#k", &names.key)
+            .expression_attribute_names("#st", &names.state)
+            .expression_attribute_names("#lu", &names.live_until)
+            .expression_attribute_names("#fp", &names.fingerprint)
+            .expression_attribute_values(":completed", AttributeValue::S(COMPLETED.into()))
+            .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
+            .expression_attribute_values(":now", item::number(claim.now))
+            .expression_attribute_values(
+                ":fp",
+                AttributeValue::S(claim.record.fingerprint.to_hex()),
+            )
+            .return_values(ReturnValue::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(output) => Ok(Ok(self.reserved(output.attributes()))),
+            Err(error) => match error.as_service_error() {
+                Some(aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(
+                    failed,
+                )) => Ok(Err(failed.item().cloned())),
+                _ => Err(self.failed("PutItem", error)),
+            },
+        }
+    }
+
+    /// Tells a fresh reservation from a takeover by the item the put replaced.
+    fn reserved(&self, old: Option<&Item>) -> Reservation {
+        match old.map(|old| self.decode(old)) {
+            Some(Ok(Record::InProgress(previous))) => Reservation::TookOver {
+                previous: previous.owner,
+            },
+            // No item, or an expired completed one. The condition admitted the old item, so it
+            // had a state, an expiry and a fingerprint; it cannot have been unreadable.
+            _ => Reservation::Reserved,
+        }
+    }
+
+    /// The values of [`OWNER_CONDITION`].
+    fn owner_values(owner: &OwnerToken) -> [(String, AttributeValue); 2] {
+        [
+            (":in_progress".into(), AttributeValue::S(IN_PROGRESS.into())),
+            (
+                ":owner".into(),
+                AttributeValue::S(owner.as_str().to_owned()),
+            ),
+        ]
+    }
+
+    /// The names of [`OWNER_CONDITION`].
+    fn owner_names(&self) -> [(String, String); 2] {
+        [
+            ("#st".into(), self.names.state.clone()),
+            ("#own".into(), self.names.owner.clone()),
+        ]
+    }
+}
+
+/// Whether `record` would admit `claim`: the same rule as the reserve condition.
+fn admits(record: &Record, claim: &Claim) -> bool {
+    match record {
+        Record::Completed(completed) => completed.expires_at <= claim.now,
+        Record::InProgress(in_progress) => {
+            in_progress.lease_until <= claim.now
+                && in_progress.fingerprint == claim.record.fingerprint
+        }
+    }
+}
+
+#[async_trait]
+impl Store for DynamoDbStore {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        let item_key = self.checked_item_key(key)?;
+        for _ in 0..RESERVE_ATTEMPTS {
+            let old = match self.put_claim(&item_key, claim).await? {
+                Ok(reservation) => return Ok(reservation),
+                Err(old) => old,
+            };
+            // The item that failed the condition: one request for a replay or a conflict.
+            let record = match old {
+                Some(old) => self.decode(&old)?,
+                // An endpoint that does not return it: read it, which costs a request more.
+                None => match self.get(key).await? {
+                    Some(record) => record,
+                    None => continue,
+                },
+            };
+            if !admits(&record, claim) {
+                return Ok(Reservation::Existing(record));
+            }
+        }
+        Err(StoreError::backend(format!(
+            "DynamoDB PutItem on table `{}`: the condition failed {RESERVE_ATTEMPTS} times on an \
+             item that was free when read back",
+            self.table
+        )))
+    }
+
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        let item_key = self.checked_item_key(key)?;
+        let item = item::completed(&self.names, &item_key, record);
+        let size = item::item_size(&item);
+        if size > MAX_ITEM_SIZE {
+            return Err(StoreError::backend(ItemTooLarge {
+                size,
+                limit: MAX_ITEM_SIZE,
+            }));
+        }
+        let result = self
+            .client
+            .put_item()
+            .table_name(&*self.table)
+            .set_item(Some(item))
+            .condition_expression(OWNER_CONDITION)
+            .set_expression_attribute_names(Some(self.owner_names().into()))
+            .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Err(StoreError::LeaseLost)
+            }
+            Err(error) => Err(self.failed("PutItem", error)),
+        }
+    }
+
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        let (name, value) = self.key_attr(key)?;
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&*self.table)
+            .key(name, value)
+            .condition_expression(OWNER_CONDITION)
+            .set_expression_attribute_names(Some(self.owner_names().into()))
+            .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Err(StoreError::LeaseLost)
+            }
+            Err(error) => Err(self.failed("DeleteItem", error)),
+        }
+    }
+
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Millis,
+    ) -> Result<(), StoreError> {
+        let (name, value) = self.key_attr(key)?;
+        let result = self
+            .client
+            .update_item()
+            .table_name(&*self.table)
+            .key(name, value)
+            .update_expression("SET #lu = :lease_until, #ttl = :ttl")
+            .condition_expression(OWNER_CONDITION)
+            .set_expression_attribute_names(Some(self.owner_names().into()))
+            .expression_attribute_names("#lu", &self.names.live_until)
+            .expression_attribute_names("#ttl", &self.names.ttl)
+            .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
+            .expression_attribute_values(":lease_until", item::number(lease_until))
+            .expression_attribute_values(":ttl", item::number(item::ttl_seconds(lease_until)))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Err(StoreError::LeaseLost)
+            }
+            Err(error) => Err(self.failed("UpdateItem", error)),
+        }
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        let (name, value) = self.key_attr(key)?;
+        let output = self
+            .client
+            .get_item()
+            .table_name(&*self.table)
+            .key(name, value)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|error| self.failed("GetItem", error))?;
+        output.item().map(|item| self.decode(item)).transpose()
+    }
+
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        let (name, value) = self.key_attr(key)?;
+        self.client
+            .delete_item()
+            .table_name(&*self.table)
+            .key(name, value)
+            .send()
+            .await
+            .map_err(|error| self.failed("DeleteItem", error))?;
+        Ok(())
+    }
+}
+
+impl fmt::Debug for DynamoDbStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynamoDbStore")
+            .field("table", &self.table)
+            .field("key_prefix", &self.prefix)
+            .field("names", &self.names)
+            .finish_non_exhaustive()
+    }
+}
