@@ -3,5 +3,8 @@
 #[cfg(feature = "memory")]
 pub mod memory;
 
+#[cfg(feature = "dynamodb")]
+pub mod dynamodb;
+
 #[cfg(feature = "redis")]
 pub mod redis;
