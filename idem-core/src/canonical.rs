@@ -226,6 +226,7 @@ impl<'a> ser::Serializer for Encoder<'a> {
     fn serialize_map(self, _len: Option<usize>) -> Result<Map<'a>> {
         Ok(Map {
             out: self.out,
+            scratch: Vec::new(),
             entries: Vec::new(),
             pending_key: None,
         })
@@ -304,33 +305,43 @@ impl ser::SerializeTupleVariant for Seq<'_> {
     }
 }
 
-/// Maps and structs: entries are encoded apart, sorted by encoded key, then written.
+/// Maps and structs: entries are encoded into one scratch buffer, sorted by encoded key (then
+/// value, for determinism even with duplicate keys), then written.
 struct Map<'a> {
     out: &'a mut Vec<u8>,
-    entries: Vec<(Vec<u8>, Vec<u8>)>,
-    pending_key: Option<Vec<u8>>,
+    scratch: Vec<u8>,
+    /// Per entry: where its key starts, where its value starts, where it ends in `scratch`.
+    entries: Vec<(usize, usize, usize)>,
+    pending_key: Option<usize>,
 }
 
 impl Map<'_> {
-    fn encoded<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        value.serialize(Encoder { out: &mut out })?;
-        Ok(out)
+    fn encode_into_scratch<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<usize> {
+        let start = self.scratch.len();
+        value.serialize(Encoder {
+            out: &mut self.scratch,
+        })?;
+        Ok(start)
     }
 
     fn entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(&mut self, key: &K, value: &V) -> Result {
-        self.entries.push((Self::encoded(key)?, Self::encoded(value)?));
+        let key_start = self.encode_into_scratch(key)?;
+        let value_start = self.encode_into_scratch(value)?;
+        self.entries
+            .push((key_start, value_start, self.scratch.len()));
         Ok(())
     }
 
     fn end(mut self) -> Result {
-        self.entries.sort_unstable();
+        let scratch = &self.scratch;
+        self.entries.sort_unstable_by(|a, b| {
+            (&scratch[a.0..a.1], &scratch[a.1..a.2]).cmp(&(&scratch[b.0..b.1], &scratch[b.1..b.2]))
+        });
         self.out.push(tag::MAP);
         self.out
             .extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
-        for (key, value) in &self.entries {
-            self.out.extend_from_slice(key);
-            self.out.extend_from_slice(value);
+        for &(start, _, end) in &self.entries {
+            self.out.extend_from_slice(&scratch[start..end]);
         }
         Ok(())
     }
@@ -340,15 +351,17 @@ impl ser::SerializeMap for Map<'_> {
     type Ok = ();
     type Error = EncodeError;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result {
-        self.pending_key = Some(Self::encoded(key)?);
+        self.pending_key = Some(self.encode_into_scratch(key)?);
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        let key = self
+        let key_start = self
             .pending_key
             .take()
             .ok_or_else(|| <EncodeError as ser::Error>::custom("map value without a key"))?;
-        self.entries.push((key, Self::encoded(value)?));
+        let value_start = self.encode_into_scratch(value)?;
+        self.entries
+            .push((key_start, value_start, self.scratch.len()));
         Ok(())
     }
     fn serialize_entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(

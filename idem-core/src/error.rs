@@ -129,3 +129,53 @@ impl fmt::Display for Message {
 }
 
 impl StdError for Message {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_maps_to_its_http_status() {
+        let key = || "k".to_string();
+        let cases = [
+            (Error::InProgress { key: key() }, 409, true),
+            (Error::LeaseLost { key: key() }, 409, false),
+            (Error::Mismatch { key: key() }, 422, false),
+            (Error::InvalidKey("too long".into()), 400, false),
+            (Error::Store(Box::new(Message("down".into()))), 503, true),
+            (Error::NotInstalled, 500, false),
+            (Error::Codec(Box::new(Message("bad json".into()))), 500, false),
+            (
+                Error::CorruptRecord {
+                    key: key(),
+                    reason: "garbage".into(),
+                },
+                500,
+                false,
+            ),
+        ];
+        for (error, status, retryable) in cases {
+            assert_eq!(error.http_status(), status, "{error}");
+            assert_eq!(error.is_retryable(), retryable, "{error}");
+        }
+    }
+
+    #[test]
+    fn store_errors_become_caller_errors_with_the_key() {
+        assert!(matches!(
+            StoreError::LeaseLost.into_error("k"),
+            Error::LeaseLost { key } if key == "k"
+        ));
+        assert!(matches!(
+            StoreError::Corrupt("no fingerprint".into()).into_error("k"),
+            Error::CorruptRecord { key, reason } if key == "k" && reason == "no fingerprint"
+        ));
+        let backend = StoreError::backend(Message("connection refused".into())).into_error("k");
+        assert_eq!(backend.to_string(), "idempotency store failed: connection refused");
+    }
+
+    #[test]
+    fn not_installed_says_what_to_do() {
+        assert!(Error::NotInstalled.to_string().contains("idem_core::install"));
+    }
+}
