@@ -5,10 +5,10 @@
 //! skips; with `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
 
 use std::fs;
-use std::io;
-use std::net::{TcpStream, ToSocketAddrs};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::process::{scratch_dir, ServerCommand, ServerProcess};
 
@@ -69,7 +69,10 @@ impl TestRedis {
     }
 
     fn spawn(command: ServerCommand, data_dir: Option<PathBuf>) -> Option<TestRedis> {
-        match ServerProcess::start(command) {
+        match ServerProcess::start(command).and_then(|process| {
+            wait_for_pong(process.addr())?;
+            Ok(process)
+        }) {
             Ok(process) => Some(TestRedis {
                 url: format!("redis://{}/", process.addr()),
                 process: Some(process),
@@ -114,7 +117,11 @@ impl TestRedis {
     /// Starts the server again on the same port. Panics for a server named by
     /// `IDEM_REDIS_URL`, or if it does not come back.
     pub fn restart(&mut self) {
-        if let Err(error) = self.process().restart() {
+        let process = self.process();
+        let restarted = process
+            .restart()
+            .and_then(|()| wait_for_pong(process.addr()));
+        if let Err(error) = restarted {
             panic!("{PROGRAM} did not restart: {error}");
         }
     }
@@ -162,6 +169,32 @@ fn unavailable<T>(reason: &str) -> Option<T> {
          ==================================================================\n"
     );
     None
+}
+
+/// Sends `PING` until the server answers `+PONG`: a server that accepts connections may still
+/// be loading its data and answer `-LOADING`.
+fn wait_for_pong(addr: SocketAddr) -> io::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+        stream.set_read_timeout(Some(Duration::from_secs(1)))?;
+        stream.write_all(b"PING\r\n")?;
+        let mut reply = [0u8; 64];
+        let n = stream.read(&mut reply)?;
+        if reply[..n].starts_with(b"+PONG") {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the server answers PING with {:?}",
+                    String::from_utf8_lossy(&reply[..n])
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Checks that the host and port of a `redis://host:port/db` URL accept TCP connections.

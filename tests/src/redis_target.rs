@@ -106,8 +106,8 @@ impl RedisTarget {
         parse_commandstats(&info)
             .into_iter()
             .filter(|(name, _)| {
-                !(name == "config"
-                    || name == "info"
+                !(name == "info"
+                    || name.starts_with("config|")
                     || name.starts_with("client|")
                     || name == "client"
                     || name == "hello")

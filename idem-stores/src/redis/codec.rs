@@ -30,6 +30,9 @@ pub(crate) fn outcome_tag(outcome: &Outcome) -> &'static str {
     }
 }
 
+/// A hash's fields and values, as read.
+pub(crate) type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// What a script answered.
 #[derive(Debug)]
 pub(crate) enum Reply {
@@ -42,7 +45,7 @@ pub(crate) enum Reply {
     /// `{'took_over', previous}`
     TookOver(String),
     /// `{'existing', fields}`
-    Existing(Vec<(Vec<u8>, Vec<u8>)>),
+    Existing(Fields),
 }
 
 /// Decodes a script's reply; `{'corrupt', reason}` and anything unexpected are errors.
@@ -81,7 +84,7 @@ pub(crate) fn reservation(reply: Reply) -> Result<Reservation, StoreError> {
 }
 
 /// The field/value pairs of a hash, from a flat array (RESP2) or a map (RESP3).
-pub(crate) fn pairs(value: Value) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+pub(crate) fn pairs(value: Value) -> Result<Fields, StoreError> {
     match value {
         Value::Array(items) => {
             if items.len() % 2 != 0 {

@@ -1,0 +1,124 @@
+//! Fault tests against a Redis server the test owns: killed mid-call, restarted under a live
+//! store.
+#![cfg(feature = "redis")]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock};
+use idem_tests::redis_server::TestRedis;
+use idem_tests::redis_target::RedisTarget;
+use tokio::sync::oneshot;
+
+const LEASE: Duration = Duration::from_secs(30);
+
+fn call(idem: &Idempotency, order: &str) -> Call {
+    let key = idem.key("orders.create").part(order).finish().unwrap();
+    Call::new(key, Fingerprint::of(&order).unwrap()).lease(LEASE)
+}
+
+/// Runs the call with a body that counts its runs.
+async fn create(idem: &Idempotency, order: &str, runs: &AtomicUsize) -> Result<bool, Error> {
+    idem.run(call(idem, order), async {
+        runs.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, Error>(format!("created {order}"))
+    })
+    .await
+    .map(|done| done.replayed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_killed_between_reserve_and_complete() {
+    // Every write reaches the disk before its reply, so the reservation survives the kill.
+    let Some(redis) = TestRedis::start_persistent() else {
+        return;
+    };
+    let mut target = RedisTarget::on(redis).await;
+    let clock = ManualClock::new();
+    let idem = Idempotency::new(target.redis_store().clone()).clock(clock.clone());
+    let runs = Arc::new(AtomicUsize::new(0));
+
+    // The first call reserves the key and is held inside its body.
+    let (started_tx, started) = oneshot::channel();
+    let (finish, finish_rx) = oneshot::channel::<()>();
+    let first = tokio::spawn({
+        let (idem, runs) = (idem.clone(), runs.clone());
+        async move {
+            idem.run(call(&idem, "o-1"), async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                started_tx.send(()).unwrap();
+                finish_rx.await.unwrap();
+                Ok::<_, Error>("created o-1".to_owned())
+            })
+            .await
+        }
+    });
+    started.await.unwrap();
+    target.server().kill();
+    finish.send(()).unwrap();
+
+    // Its outcome cannot be stored: the caller is told so.
+    let err = first.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::Store(_)), "{err:?}");
+    assert_eq!(err.http_status(), 503);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // While the server is down, calls fail closed without running the body.
+    let err = create(&idem, "o-1", &runs).await.unwrap_err();
+    assert!(matches!(err, Error::Store(_)), "{err:?}");
+    let err = create(&idem, "o-2", &runs).await.unwrap_err();
+    assert!(matches!(err, Error::Store(_)), "{err:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // Back up, with the reservation: the lease still holds, so the body does not run again.
+    target.server().restart();
+    let err = create(&idem, "o-1", &runs).await.unwrap_err();
+    assert!(matches!(err, Error::InProgress { .. }), "{err:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // Once the lease has passed the key works again: the first outcome was never stored, so a
+    // retry takes the reservation over and runs the body; later retries replay it.
+    clock.advance(LEASE + Duration::from_millis(1));
+    assert!(!create(&idem, "o-1", &runs).await.unwrap());
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert!(create(&idem, "o-1", &runs).await.unwrap());
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    // Keys untouched by the outage were never consumed.
+    assert!(!create(&idem, "o-2", &runs).await.unwrap());
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_reconnects_after_a_restart() {
+    let Some(redis) = TestRedis::start_owned() else {
+        return;
+    };
+    let mut target = RedisTarget::on(redis).await;
+    let store = target.redis_store().clone();
+    let idem = Idempotency::new(store.clone());
+    let runs = AtomicUsize::new(0);
+    assert!(!create(&idem, "before", &runs).await.unwrap());
+
+    target.server().kill();
+    let err = create(&idem, "during", &runs).await.unwrap_err();
+    assert!(matches!(err, Error::Store(_)), "{err:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // A fresh server (no data kept) on the same port; the same store finds it.
+    target.server().restart();
+    assert!(!create(&idem, "after", &runs).await.unwrap());
+    assert!(create(&idem, "after", &runs).await.unwrap());
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    // Twice more, to show it is not a one-off.
+    for round in 0..2 {
+        target.server().kill();
+        target.server().restart();
+        let order = format!("round-{round}");
+        assert!(!create(&idem, &order, &runs).await.unwrap());
+        assert!(create(&idem, &order, &runs).await.unwrap());
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+}

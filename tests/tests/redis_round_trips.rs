@@ -1,0 +1,171 @@
+//! Round trips per call, counted twice: by the server (`INFO commandstats` after
+//! `CONFIG RESETSTAT`) and by the store (`RedisStore::round_trips`). The two must agree.
+//!
+//! The commands a script runs inside the server (`TYPE`, `HSET`, ...) show in
+//! `commandstats` too; only `EVAL` and `EVALSHA` come from clients, and every request of the
+//! protocol is one of them, so the server's count of requests is the calls of those two.
+#![cfg(feature = "redis")]
+
+use std::future::Future;
+
+use idem_core::{Call, Error, Fingerprint, Idempotency};
+use idem_tests::redis_server::TestRedis;
+use idem_tests::redis_target::RedisTarget;
+use tokio::sync::oneshot;
+
+/// A target on a server of this test's own, so that no other test's commands are counted.
+async fn target() -> Option<(RedisTarget, Idempotency)> {
+    let target = RedisTarget::on(TestRedis::start_owned()?).await;
+    let idem = Idempotency::new(target.redis_store().clone()).namespace("round-trips");
+    Some((target, idem))
+}
+
+fn call(idem: &Idempotency, order: &str) -> Call {
+    let key = idem.key("orders.create").part(order).finish().unwrap();
+    Call::new(key, Fingerprint::of(&(order, 3)).unwrap())
+}
+
+async fn create(idem: &Idempotency, order: &str) -> Result<(String, bool), Error> {
+    let done = idem
+        .run(call(idem, order), async {
+            Ok::<_, Error>(format!("created {order}"))
+        })
+        .await?;
+    Ok((done.value, done.replayed))
+}
+
+async fn fail(idem: &Idempotency, order: &str) -> Error {
+    idem.run(call(idem, order), async {
+        Err::<String, _>(Error::InvalidKey("declined".into()))
+    })
+    .await
+    .unwrap_err()
+}
+
+/// Runs `scenario` and returns the commands the server ran for it, and the store's count.
+async fn count<F: Future<Output = ()>>(
+    target: &RedisTarget,
+    scenario: F,
+) -> (Vec<(String, u64)>, u64) {
+    let before = target.redis_store().round_trips();
+    target.reset_command_stats().await;
+    scenario.await;
+    let server = target
+        .command_calls()
+        .await
+        .into_iter()
+        .filter(|(name, _)| name == "eval" || name == "evalsha")
+        .collect();
+    (server, target.redis_store().round_trips() - before)
+}
+
+fn total(commands: &[(String, u64)]) -> u64 {
+    commands.iter().map(|(_, calls)| calls).sum()
+}
+
+fn only(name: &str, calls: u64) -> Vec<(String, u64)> {
+    vec![(name.to_owned(), calls)]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_call_takes_the_documented_round_trips() {
+    let Some((target, idem)) = target().await else {
+        return;
+    };
+    // Load the scripts: the server learns them from the first EVAL of each.
+    create(&idem, "warm-1").await.unwrap();
+    fail(&idem, "warm-2").await;
+
+    let (server, store) = count(&target, async {
+        assert!(!create(&idem, "o-1").await.unwrap().1);
+    })
+    .await;
+    assert_eq!(server, only("evalsha", 2), "fresh call: reserve + complete");
+    assert_eq!(store, 2);
+
+    let (server, store) = count(&target, async {
+        assert!(create(&idem, "o-1").await.unwrap().1);
+    })
+    .await;
+    assert_eq!(
+        server,
+        only("evalsha", 1),
+        "replay: reserve finds the record"
+    );
+    assert_eq!(store, 1);
+
+    let (server, store) = count(&target, async {
+        let err = fail(&idem, "o-2").await;
+        assert!(matches!(err, Error::InvalidKey(_)), "{err:?}");
+    })
+    .await;
+    assert_eq!(server, only("evalsha", 2), "error: reserve + release");
+    assert_eq!(store, 2);
+
+    // A duplicate while the first call is held inside its body.
+    let (started_tx, started) = oneshot::channel();
+    let (finish, finish_rx) = oneshot::channel::<()>();
+    let first = tokio::spawn({
+        let idem = idem.clone();
+        async move {
+            idem.run(call(&idem, "o-3"), async move {
+                started_tx.send(()).unwrap();
+                finish_rx.await.unwrap();
+                Ok::<_, Error>("created o-3".to_owned())
+            })
+            .await
+        }
+    });
+    started.await.unwrap();
+    let (server, store) = count(&target, async {
+        let err = create(&idem, "o-3").await.unwrap_err();
+        assert!(matches!(err, Error::InProgress { .. }), "{err:?}");
+    })
+    .await;
+    assert_eq!(
+        server,
+        only("evalsha", 1),
+        "conflict: reserve finds the reservation"
+    );
+    assert_eq!(store, 1);
+    finish.send(()).unwrap();
+    assert!(!first.await.unwrap().unwrap().replayed);
+
+    let (server, _) = count(&target, async {
+        assert!(create(&idem, "o-3").await.unwrap().1);
+    })
+    .await;
+    assert_eq!(total(&server), 1);
+}
+
+#[tokio::test]
+async fn a_server_that_does_not_know_the_scripts_costs_one_eval_each() {
+    let Some((target, idem)) = target().await else {
+        return;
+    };
+    let mut raw = target.raw().await;
+    let _: () = idem_stores::redis::client::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let (server, store) = count(&target, async {
+        create(&idem, "cold").await.unwrap();
+    })
+    .await;
+    let mut server = server;
+    server.sort();
+    assert_eq!(
+        server,
+        vec![("eval".to_owned(), 2), ("evalsha".to_owned(), 2)],
+        "EVALSHA answered NOSCRIPT, EVAL ran the script, for reserve and for complete"
+    );
+    assert_eq!(store, 4);
+
+    let (server, store) = count(&target, async {
+        create(&idem, "cold").await.unwrap();
+    })
+    .await;
+    assert_eq!(server, only("evalsha", 1), "EVAL cached the script");
+    assert_eq!(store, 1);
+}
