@@ -2,7 +2,9 @@
 //!
 //! Every bound that generated code depends on is one of the traits below, each with a
 //! `#[diagnostic::on_unimplemented]` message that says what to change in the annotated function.
-//! The bounds sit on [`run`] and [`run_storing`] only, so a wrong type is reported once.
+//! The bounds sit on [`run`] and [`run_storing`] only, and the blanket impls are
+//! `#[diagnostic::do_not_recommend]`, so rustc reports our trait (and our message) rather than the
+//! serde or `From` bound inside it.
 
 use std::future::Future;
 use std::sync::{Arc, LazyLock};
@@ -54,6 +56,7 @@ impl<T, E> IdemResult for Result<T, E> {
 )]
 pub trait Storable: Serialize + DeserializeOwned {}
 
+#[diagnostic::do_not_recommend]
 impl<T: Serialize + DeserializeOwned> Storable for T {}
 
 /// An `Err` type that can carry the idempotency failures.
@@ -64,6 +67,7 @@ impl<T: Serialize + DeserializeOwned> Storable for T {}
 )]
 pub trait IdemError: From<Error> {}
 
+#[diagnostic::do_not_recommend]
 impl<E: From<Error>> IdemError for E {}
 
 /// An `Err` type that `store_err` can store and replay.
@@ -74,6 +78,7 @@ impl<E: From<Error>> IdemError for E {}
 )]
 pub trait StorableError: Serialize + DeserializeOwned {}
 
+#[diagnostic::do_not_recommend]
 impl<E: Serialize + DeserializeOwned> StorableError for E {}
 
 /// An argument that goes into the call's fingerprint.
@@ -84,6 +89,7 @@ impl<E: Serialize + DeserializeOwned> StorableError for E {}
 )]
 pub trait FingerprintArg: Serialize {}
 
+#[diagnostic::do_not_recommend]
 impl<T: Serialize + ?Sized> FingerprintArg for T {}
 
 /// What `store = "..."` may evaluate to.

@@ -47,9 +47,13 @@ pub(crate) fn parse(arg: &str, lit: &LitStr) -> syn::Result<Millis> {
             )
         })?;
     if ms == 0 {
+        let hint = match arg {
+            "wait" => "; leave `wait` out to fail at once with `Error::InProgress`",
+            _ => "",
+        };
         return Err(syn::Error::new(
             lit.span(),
-            format!("`{arg}` must be longer than zero, e.g. `{arg} = \"30s\"`"),
+            format!("`{arg}` must be longer than zero, e.g. `{arg} = \"30s\"`{hint}"),
         ));
     }
     Ok(Millis {

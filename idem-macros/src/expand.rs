@@ -1,7 +1,7 @@
 //! Code generation: the function as written, with a body that runs the original one through
 //! `idem_core::__private::run`.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{parse_quote, Ident, ItemFn, Path};
@@ -134,7 +134,10 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
     let prep = Ident::new("__idem_prep", Span::call_site());
 
     let handle = match &args.store {
-        Some(store) => quote_spanned!(store.span()=> #private::handle(&(#store))),
+        Some(store) => {
+            let private = respan(private.clone(), store.span());
+            quote_spanned!(store.span()=> #private::handle(&(#store)))
+        }
         None => quote!(#private::installed()),
     };
     let fn_name = func.sig.ident.to_string();
@@ -197,18 +200,24 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
             None => unreachable!("checked by Target::inspect"),
         },
     };
+    // The whole call, return type included, carries the span of the return type's first token:
+    // rustc checks the bounds of `run` at the turbofish, the call and the `.await`, and reports
+    // a failed bound once only when the three spans agree.
+    let span = ret.span();
+    let private = respan(private, span);
+    let ret = respan(ret.to_token_stream(), span);
     let run = match &args.store_err {
-        None => quote_spanned!(ret.span()=> #private::run::<#ret, _>(#prep, #body)),
-        Some(StoreErr::All) => quote_spanned! {ret.span()=>
-            #private::run_storing::<#ret, _, _>(#prep, #private::all_errors, #body)
+        None => quote_spanned!(span=> #private::run::<#ret, _>(#prep, #body).await),
+        Some(StoreErr::All) => quote_spanned! {span=>
+            #private::run_storing::<#ret, _, _>(#prep, #private::all_errors, #body).await
         },
-        Some(StoreErr::When(predicate)) => quote_spanned! {ret.span()=>
-            #private::run_storing::<#ret, _, _>(#prep, #predicate, #body)
+        Some(StoreErr::When(predicate)) => quote_spanned! {span=>
+            #private::run_storing::<#ret, _, _>(#prep, #predicate, #body).await
         },
     };
     let wrapped = quote! {
         #(#setup)*
-        #run.await
+        #run
     };
     match &target.form {
         Form::Async { .. } => func.block = parse_quote!({ #wrapped }),
@@ -218,4 +227,21 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
             }
         }
     }
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            if let TokenTree::Group(group) = &token {
+                let mut inner = Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                token = TokenTree::Group(inner);
+            } else {
+                token.set_span(span);
+            }
+            token
+        })
+        .collect()
 }

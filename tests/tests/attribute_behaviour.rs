@@ -1,5 +1,7 @@
 //! The contract of `#[idempotent]`, observed through annotated functions on the memory store:
-//! every function counts how often its body really ran.
+//! every function counts how often its body really ran. Under `clippy::all` and
+//! `unused_qualifications` so that clippy checks the generated code too.
+#![deny(warnings, unused_qualifications, clippy::all)]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

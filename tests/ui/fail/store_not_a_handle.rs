@@ -1,0 +1,14 @@
+use idem_core::idempotent;
+
+struct App {
+    name: String,
+}
+
+impl App {
+    #[idempotent(store = "self.name", key = "order")]
+    async fn charge(&self, order: String) -> Result<u64, idem_core::Error> {
+        Ok(order.len() as u64)
+    }
+}
+
+fn main() {}

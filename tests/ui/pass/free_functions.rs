@@ -1,0 +1,96 @@
+//! Free functions with every argument of the attribute.
+
+use idem_core::{idempotent, Idempotency};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+struct Customer {
+    id: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ChargeRequest {
+    order_id: String,
+    customer: Customer,
+    amount: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Receipt {
+    id: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum PayError {
+    Declined,
+    Idem(String),
+}
+
+impl PayError {
+    fn is_final(&self) -> bool {
+        matches!(self, PayError::Declined)
+    }
+}
+
+impl From<idem_core::Error> for PayError {
+    fn from(error: idem_core::Error) -> Self {
+        PayError::Idem(error.to_string())
+    }
+}
+
+struct Db;
+
+#[idempotent(key = "req.order_id + op", ttl = "24h")]
+async fn charge(req: &ChargeRequest, op: &str) -> Result<Receipt, PayError> {
+    Ok(Receipt {
+        id: format!("{}-{op}-{}", req.order_id, req.amount),
+    })
+}
+
+#[idempotent(
+    key = r#"req.customer.id + "-" + req.order_id"#,
+    ttl = "2d",
+    lease = "10s",
+    wait = "500ms",
+    scope = "tenant",
+    skip = "db",
+    store_err = "PayError::is_final",
+    name = "payments::charge_v2"
+)]
+async fn charge_v2(db: &Db, tenant: String, req: ChargeRequest) -> Result<Receipt, PayError> {
+    let _ = db;
+    if req.amount == 0 {
+        return Err(PayError::Declined);
+    }
+    Ok(Receipt { id: tenant })
+}
+
+#[idempotent(
+    fingerprint = "order",
+    store = "idem",
+    store_err = "|e: &PayError| e.is_final()"
+)]
+async fn by_fingerprint(idem: &Idempotency, order: u64, note: String) -> Result<u64, PayError> {
+    let _ = note;
+    Ok(order)
+}
+
+#[idempotent(key = "order", ttl = "10m")]
+async fn mutable_argument(mut order: String) -> Result<usize, idem_core::Error> {
+    order.push('!');
+    let len = order.len();
+    Ok(len)
+}
+
+fn main() {
+    let req = ChargeRequest {
+        order_id: "o-1".into(),
+        customer: Customer { id: 7 },
+        amount: 1,
+    };
+    let _ = charge(&req, "charge");
+    let _ = charge_v2(&Db, "acme".into(), req);
+    let idem = Idempotency::new(idem_stores::memory::MemoryStore::new());
+    let _ = by_fingerprint(&idem, 1, String::new());
+    let _ = mutable_argument("o-1".into());
+}
