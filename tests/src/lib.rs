@@ -4,3 +4,7 @@ pub mod process;
 pub mod redis_server;
 #[cfg(feature = "redis")]
 pub mod redis_target;
+pub mod moto_server;
+
+#[cfg(feature = "dynamodb")]
+pub mod dynamodb;

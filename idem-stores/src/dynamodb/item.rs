@@ -18,8 +18,9 @@ pub(crate) const COMPLETED: &str = "completed";
 const OK: &str = "ok";
 const ERR: &str = "err";
 
-/// The largest item DynamoDB stores: 400 KB, counted in binary kilobytes.
-pub const MAX_ITEM_SIZE: usize = 400 * 1024;
+/// The largest item the store writes, in bytes. DynamoDB documents its limit as 400 KB; read as
+/// decimal kilobytes that is the conservative bound, which every compatible server accepts.
+pub const MAX_ITEM_SIZE: usize = 400_000;
 
 /// DynamoDB's upper bound for the stored size of one number: 38 significant digits take at most
 /// 20 bytes, plus one.
@@ -54,8 +55,14 @@ pub(crate) fn in_progress(names: &AttributeNames, key: &str, record: &InProgress
     ])
 }
 
-/// The item of a completed record.
-pub(crate) fn completed(names: &AttributeNames, key: &str, record: &Completed) -> Item {
+/// The item of a completed record, completed by `owner`. The owner is kept so that a completion
+/// retried after its answer was lost can tell its own write from another owner's.
+pub(crate) fn completed(
+    names: &AttributeNames,
+    key: &str,
+    owner: &OwnerToken,
+    record: &Completed,
+) -> Item {
     let (outcome, body) = match &record.outcome {
         Outcome::Ok(body) => (OK, body),
         Outcome::Err(body) => (ERR, body),
@@ -64,17 +71,35 @@ pub(crate) fn completed(names: &AttributeNames, key: &str, record: &Completed) -
         (names.key.clone(), AttributeValue::S(key.to_owned())),
         (names.state.clone(), AttributeValue::S(COMPLETED.into())),
         (
+            names.owner.clone(),
+            AttributeValue::S(owner.as_str().to_owned()),
+        ),
+        (
             names.fingerprint.clone(),
             AttributeValue::S(record.fingerprint.to_hex()),
         ),
         (names.live_until.clone(), number(record.expires_at)),
         (names.ttl.clone(), number(ttl_seconds(record.expires_at))),
         (names.outcome.clone(), AttributeValue::S(outcome.into())),
-        (
-            names.body.clone(),
-            AttributeValue::B(Blob::new(body.clone())),
-        ),
+        (names.body.clone(), body_value(body)),
     ])
+}
+
+/// The body as a string when it is UTF-8 (JSON always is), else as binary. A string is readable
+/// in the console and counts the same towards the item size on every DynamoDB-compatible server.
+fn body_value(body: &[u8]) -> AttributeValue {
+    match std::str::from_utf8(body) {
+        Ok(text) => AttributeValue::S(text.to_owned()),
+        Err(_) => AttributeValue::B(Blob::new(body.to_vec())),
+    }
+}
+
+/// The owner token written on an item, if it has one.
+pub(crate) fn owner<'a>(names: &AttributeNames, item: &'a Item) -> Option<&'a str> {
+    match item.get(&names.owner) {
+        Some(AttributeValue::S(owner)) => Some(owner),
+        _ => None,
+    }
 }
 
 /// Reads a record back from an item. Anything missing or ill-typed is reported, never panicked
@@ -92,7 +117,7 @@ pub(crate) fn decode(names: &AttributeNames, item: &Item) -> Result<Record, Stri
             lease_until: live_until,
         })),
         COMPLETED => {
-            let body = fields.binary(&names.body)?.to_vec();
+            let body = fields.bytes(&names.body)?.to_vec();
             let outcome = match fields.string(&names.outcome)? {
                 OK => Outcome::Ok(body),
                 ERR => Outcome::Err(body),
@@ -143,10 +168,11 @@ impl Fields<'_> {
         }
     }
 
-    fn binary(&self, name: &str) -> Result<&[u8], String> {
+    fn bytes(&self, name: &str) -> Result<&[u8], String> {
         match self.get(name)? {
+            AttributeValue::S(text) => Ok(text.as_bytes()),
             AttributeValue::B(blob) => Ok(blob.as_ref()),
-            _ => Err(format!("attribute `{name}` is not binary")),
+            _ => Err(format!("attribute `{name}` is neither a string nor binary")),
         }
     }
 
@@ -226,7 +252,9 @@ mod tests {
                 outcome,
                 expires_at: 1_700_000_000_000,
             };
-            let item = completed(&names(), "k", &record);
+            let owner = OwnerToken::generate();
+            let item = completed(&names(), "k", &owner, &record);
+            assert_eq!(super::owner(&names(), &item), Some(owner.as_str()));
             assert_eq!(item["ttl"], number(1_700_000_000));
             assert_eq!(decode(&names(), &item), Ok(Record::Completed(record)));
         }
@@ -247,7 +275,7 @@ mod tests {
             outcome: Outcome::Ok(b"1".to_vec()),
             expires_at: 5,
         };
-        let good = completed(&names(), "k", &record);
+        let good = completed(&names(), "k", &OwnerToken::generate(), &record);
         let cases: Vec<(&str, Option<AttributeValue>)> = vec![
             ("state", None),
             ("state", Some(AttributeValue::S("done".into()))),
@@ -257,7 +285,7 @@ mod tests {
             ("live_until_ms", Some(AttributeValue::N("1.5".into()))),
             ("live_until_ms", Some(AttributeValue::S("1".into()))),
             ("body", None),
-            ("body", Some(AttributeValue::S("1".into()))),
+            ("body", Some(AttributeValue::N("1".into()))),
             ("outcome", Some(AttributeValue::S("maybe".into()))),
         ];
         for (name, value) in cases {

@@ -28,9 +28,9 @@
 //! | `fingerprint` | S | the arguments' SHA-256, hex | same |
 //! | `live_until_ms` | N | lease deadline, ms since the epoch | expiry, ms since the epoch |
 //! | `ttl` | N | `live_until_ms` in seconds, rounded up | same |
-//! | `owner` | S | owner token | — |
+//! | `owner` | S | owner token | the token of the owner that completed it |
 //! | `outcome` | S | — | `ok` or `err` |
-//! | `body` | B | — | the serialised value (JSON) |
+//! | `body` | S | — | the serialised value (JSON text; B if it is not UTF-8) |
 //!
 //! A record counts while `now < live_until_ms`, with `now` from the caller's clock. idem checks
 //! that on every read and in every conditional write; the `ttl` attribute only lets DynamoDB's
@@ -43,14 +43,16 @@
 //!
 //! - **reserve**: `PutItem` of the in-progress item with the condition
 //!   `attribute_not_exists(pk) OR (state = completed AND live_until_ms <= :now) OR
-//!   (state = in_progress AND live_until_ms <= :now AND fingerprint = :fp)`, with
-//!   `ReturnValues = ALL_OLD` (a replaced in-progress item means a takeover, and its owner is
-//!   reported) and `ReturnValuesOnConditionCheckFailure = ALL_OLD`: when the condition fails,
-//!   the error carries the live item, so a replay, a conflict or a mismatch costs this one
-//!   request.
+//!   (state = in_progress AND live_until_ms <= :now AND fingerprint = :fp)` (each expiry
+//!   comparison guarded by `attribute_type(live_until_ms, N)`), with `ReturnValues = ALL_OLD` (a
+//!   replaced in-progress item means a takeover, and its owner is reported) and
+//!   `ReturnValuesOnConditionCheckFailure = ALL_OLD`: when the condition fails, the error carries
+//!   the live item, so a replay, a conflict or a mismatch costs this one request.
 //! - **complete**: `PutItem` of the completed item on `state = in_progress AND owner = :owner`.
-//!   The item's size is checked first: a record over DynamoDB's 400 KB limit is refused with
+//!   The item's size is checked first ([`item_size`], conservatively): a record over
+//!   [`MAX_ITEM_SIZE`] bytes (DynamoDB allows 400 KB) is refused with
 //!   [`ItemTooLarge`] before any request.
+//!   A failed condition returns the old item too (`ALL_OLD`), at no extra request.
 //! - **release**: `DeleteItem` on the same owner condition.
 //! - **renew**: `UpdateItem` setting `live_until_ms` and `ttl`, on the same owner condition.
 //! - **get**: `GetItem` with `ConsistentRead`.
@@ -62,6 +64,16 @@
 //! endpoint, throttling after the client's retries, a server error) is
 //! [`StoreError::Backend`](idem_core::StoreError::Backend) with a [`RequestFailed`] inside, so
 //! the caller gets `idem_core::Error::Store` and the function does not run.
+//!
+//! # Retried requests
+//!
+//! The SDK retries throttled requests, server errors and timeouts, so a write may land twice
+//! when the answer to its first attempt was lost. Each write tolerates that: a reserve whose
+//! condition fails on an in-progress item with its own owner token wrote that item itself and
+//! counts as reserved; a completion whose condition fails on the completed item it was writing,
+//! with its own owner token, succeeded; a renewal simply applies again. A retried release finds
+//! no item and reports [`StoreError::LeaseLost`](idem_core::StoreError::LeaseLost), which the
+//! engine only logs.
 //!
 //! A call that runs the function therefore costs two requests (reserve, then complete or
 //! release), a replay, a conflict or a mismatch one, plus one renewal per third of the lease while

@@ -22,7 +22,8 @@ pub struct AttributeNames {
     pub key: String,
     /// The record's state (string): `in_progress` or `completed`. Default `state`.
     pub state: String,
-    /// The owner token of an in-progress record (string). Default `owner`.
+    /// The owner token of an in-progress record, or of the owner that completed a completed one
+    /// (string). Default `owner`.
     pub owner: String,
     /// The arguments' fingerprint (string, 64 lower-case hex digits). Default `fingerprint`.
     pub fingerprint: String,
@@ -35,7 +36,8 @@ pub struct AttributeNames {
     pub ttl: String,
     /// Whether a completed call returned `ok` or a stored `err` (string). Default `outcome`.
     pub outcome: String,
-    /// The serialised value of a completed call (binary). Default `body`.
+    /// The serialised value of a completed call: a string holding its JSON, or binary for a
+    /// value that is not UTF-8. Default `body`.
     pub body: String,
 }
 

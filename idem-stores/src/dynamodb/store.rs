@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use idem_core::{
@@ -23,10 +24,11 @@ pub(crate) const MAX_PARTITION_KEY_LEN: usize = 2048;
 const RESERVE_ATTEMPTS: usize = 3;
 
 /// The condition of `reserve`: no item, an expired completed record, or an in-progress record
-/// with the claim's fingerprint whose lease has passed.
+/// with the claim's fingerprint whose lease has passed. `attribute_type` keeps an ill-typed
+/// expiry out of the comparison, so a malformed item fails the condition and is reported.
 const RESERVE_CONDITION: &str = "attribute_not_exists(#k) \
-     OR (#st = :completed AND #lu <= :now) \
-     OR (#st = :in_progress AND #lu <= :now AND #fp = :fp)";
+     OR (#st = :completed AND attribute_type(#lu, :number) AND #lu <= :now) \
+     OR (#st = :in_progress AND attribute_type(#lu, :number) AND #lu <= :now AND #fp = :fp)";
 
 /// The condition of `complete`, `release` and `renew`: the record is in progress and held by the
 /// caller.
@@ -153,6 +155,7 @@ impl DynamoDbStore {
             .expression_attribute_values(":completed", AttributeValue::S(COMPLETED.into()))
             .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
             .expression_attribute_values(":now", item::number(claim.now))
+            .expression_attribute_values(":number", AttributeValue::S("N".into()))
             .expression_attribute_values(
                 ":fp",
                 AttributeValue::S(claim.record.fingerprint.to_hex()),
@@ -164,9 +167,9 @@ impl DynamoDbStore {
         match result {
             Ok(output) => Ok(Ok(self.reserved(output.attributes()))),
             Err(error) => match error.as_service_error() {
-                Some(aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(
-                    failed,
-                )) => Ok(Err(failed.item().cloned())),
+                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                    Ok(Err(failed.item().cloned()))
+                }
                 _ => Err(self.failed("PutItem", error)),
             },
         }
@@ -182,6 +185,13 @@ impl DynamoDbStore {
             // had a state, an expiry and a fingerprint; it cannot have been unreadable.
             _ => Reservation::Reserved,
         }
+    }
+
+    /// Whether `item` is `record`, completed by `owner`: a completion retried by the client after
+    /// its answer was lost finds its own write.
+    fn completed_by(&self, item: &Item, owner: &OwnerToken, record: &Completed) -> bool {
+        item::owner(&self.names, item) == Some(owner.as_str())
+            && matches!(self.decode(item), Ok(Record::Completed(found)) if found == *record)
     }
 
     /// The values of [`OWNER_CONDITION`].
@@ -233,6 +243,13 @@ impl Store for DynamoDbStore {
                     None => continue,
                 },
             };
+            if let Record::InProgress(found) = &record {
+                if found.owner == claim.record.owner {
+                    // This claim's own item: an earlier attempt of this request (retried by the
+                    // client after its answer was lost) wrote it.
+                    return Ok(Reservation::Reserved);
+                }
+            }
             if !admits(&record, claim) {
                 return Ok(Reservation::Existing(record));
             }
@@ -251,7 +268,7 @@ impl Store for DynamoDbStore {
         record: &Completed,
     ) -> Result<(), StoreError> {
         let item_key = self.checked_item_key(key)?;
-        let item = item::completed(&self.names, &item_key, record);
+        let item = item::completed(&self.names, &item_key, owner, record);
         let size = item::item_size(&item);
         if size > MAX_ITEM_SIZE {
             return Err(StoreError::backend(ItemTooLarge {
@@ -267,18 +284,20 @@ impl Store for DynamoDbStore {
             .condition_expression(OWNER_CONDITION)
             .set_expression_attribute_names(Some(self.owner_names().into()))
             .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
         match result {
             Ok(_) => Ok(()),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Err(StoreError::LeaseLost)
-            }
-            Err(error) => Err(self.failed("PutItem", error)),
+            Err(error) => match error.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                    match failed.item() {
+                        Some(found) if self.completed_by(found, owner, record) => Ok(()),
+                        _ => Err(StoreError::LeaseLost),
+                    }
+                }
+                _ => Err(self.failed("PutItem", error)),
+            },
         }
     }
 

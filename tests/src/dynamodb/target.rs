@@ -1,0 +1,138 @@
+//! A DynamoDB store on a fresh table, for behaviour and conformance tests.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use idem_core::testing::Target;
+use idem_core::{Key, Store};
+use idem_stores::dynamodb::DynamoDbStore;
+
+use super::{client, ClientOptions, FaultInjector, RequestLog};
+use crate::moto_server::TestMoto;
+
+/// A DynamoDB store on a table of its own, with the client's requests logged and faults
+/// injectable. Owns its server when it started one: dropping it stops the server.
+#[derive(Debug)]
+pub struct TestDynamo {
+    /// The server or endpoint.
+    pub moto: TestMoto,
+    /// The client the store uses.
+    pub client: Client,
+    /// The store, on a fresh table.
+    pub store: Arc<DynamoDbStore>,
+    /// Every request the client sent.
+    pub requests: RequestLog,
+    /// Faults to inject into the client's responses.
+    pub faults: FaultInjector,
+}
+
+impl TestDynamo {
+    /// A store on a fresh table of the test endpoint (see [`TestMoto::start`]), its client
+    /// without retries. `None` when the test should skip.
+    pub async fn start() -> Option<TestDynamo> {
+        Self::on(TestMoto::start()?, ClientOptions::default()).await
+    }
+
+    /// Like [`start`](TestDynamo::start), on a server this test owns and may kill.
+    pub async fn start_owned() -> Option<TestDynamo> {
+        Self::on(TestMoto::start_owned()?, ClientOptions::default()).await
+    }
+
+    /// A store on a fresh table of `moto`, with a client built with `options`.
+    pub async fn on(moto: TestMoto, options: ClientOptions) -> Option<TestDynamo> {
+        let requests = RequestLog::new();
+        let faults = FaultInjector::new();
+        let client = client(
+            moto.endpoint(),
+            options,
+            [requests.interceptor(), faults.interceptor()],
+        );
+        let store = DynamoDbStore::new(client.clone(), unique_table_name());
+        store
+            .create_table()
+            .await
+            .unwrap_or_else(|error| panic!("creating table `{}`: {error}", store.table()));
+        Some(TestDynamo {
+            moto,
+            client,
+            store: Arc::new(store),
+            requests,
+            faults,
+        })
+    }
+
+    /// The table's name.
+    pub fn table(&self) -> &str {
+        self.store.table()
+    }
+
+    /// Writes `item` as it is under the partition key of `key`, bypassing the store.
+    pub async fn put_raw(&self, key: &Key, mut item: HashMap<String, AttributeValue>) {
+        item.insert(
+            self.store.names().key.clone(),
+            AttributeValue::S(self.store.item_key(key)),
+        );
+        self.client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("a raw put succeeds");
+    }
+
+    /// Reads the item under `key` as it is, bypassing the store.
+    pub async fn get_raw(&self, key: &Key) -> Option<HashMap<String, AttributeValue>> {
+        self.client
+            .get_item()
+            .table_name(self.table())
+            .key(
+                self.store.names().key.clone(),
+                AttributeValue::S(self.store.item_key(key)),
+            )
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("a raw get succeeds")
+            .item
+    }
+}
+
+#[async_trait]
+impl Target for TestDynamo {
+    fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
+    /// An item with a state that is neither `in_progress` nor `completed` and no fingerprint.
+    async fn corrupt(&self, key: &Key) -> bool {
+        let names = self.store.names();
+        self.put_raw(
+            key,
+            HashMap::from([
+                (names.state.clone(), AttributeValue::S("garbage".into())),
+                (names.live_until.clone(), AttributeValue::S("soon".into())),
+            ]),
+        )
+        .await;
+        true
+    }
+}
+
+/// A table name no other test uses, even on a shared endpoint.
+pub fn unique_table_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "idem-test-{}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        idem_core::OwnerToken::generate()
+            .as_str()
+            .get(..8)
+            .unwrap_or("0")
+    )
+}

@@ -1,0 +1,150 @@
+//! DynamoDB-compatible servers for the tests: `moto_server` started on a free loopback port, or
+//! the endpoint named by `IDEM_DYNAMODB_ENDPOINT`.
+//!
+//! `moto_server` is looked up in the virtualenv that `scripts/services.sh` installs
+//! (`$IDEM_SERVICES_DIR/venv/bin`, default `~/.cache/idem-services/venv/bin`), then on `PATH`.
+//! When no server can be had, [`TestMoto::start`] prints a banner and returns `None`, so the test
+//! skips; with `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
+
+use std::io;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::process::{ServerCommand, ServerProcess};
+use crate::redis_server::{backends_required, REQUIRE_VAR};
+
+/// The environment variable naming an existing endpoint to use instead of starting a server.
+pub const ENDPOINT_VAR: &str = "IDEM_DYNAMODB_ENDPOINT";
+
+/// The environment variable naming the directory `scripts/services.sh` installs into.
+pub const SERVICES_DIR_VAR: &str = "IDEM_SERVICES_DIR";
+
+/// The program started when no endpoint is given.
+pub const PROGRAM: &str = "moto_server";
+
+/// A DynamoDB-compatible endpoint a test talks to.
+#[derive(Debug)]
+pub struct TestMoto {
+    endpoint: String,
+    process: Option<ServerProcess>,
+}
+
+impl TestMoto {
+    /// The endpoint named by `IDEM_DYNAMODB_ENDPOINT` if set, else a fresh `moto_server` on a
+    /// free loopback port. `None` (after a banner) if neither works, unless backends are
+    /// required.
+    pub fn start() -> Option<TestMoto> {
+        match std::env::var(ENDPOINT_VAR) {
+            Ok(endpoint) if !endpoint.is_empty() => match reachable(&endpoint) {
+                Ok(()) => Some(TestMoto {
+                    endpoint,
+                    process: None,
+                }),
+                Err(error) => unavailable(&format!(
+                    "{ENDPOINT_VAR}={endpoint} is not reachable: {error}"
+                )),
+            },
+            _ => Self::start_owned(),
+        }
+    }
+
+    /// A fresh `moto_server` owned by this test, which it may kill and restart (moto keeps its
+    /// tables in memory, so a restart loses them). Ignores `IDEM_DYNAMODB_ENDPOINT`.
+    pub fn start_owned() -> Option<TestMoto> {
+        let command = ServerCommand::new(program()).args(["-H", "127.0.0.1", "-p", "{port}"]);
+        match ServerProcess::start(command) {
+            Ok(process) => Some(TestMoto {
+                endpoint: format!("http://{}", process.addr()),
+                process: Some(process),
+            }),
+            Err(error) => {
+                let hint = if error.kind() == io::ErrorKind::NotFound {
+                    " (install it with scripts/services.sh)"
+                } else {
+                    ""
+                };
+                unavailable(&format!("cannot start {PROGRAM}{hint}: {error}"))
+            }
+        }
+    }
+
+    /// The endpoint URL, `http://127.0.0.1:PORT` for a started server.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Whether this test started the server (and so may kill it).
+    pub fn is_owned(&self) -> bool {
+        self.process.is_some()
+    }
+
+    /// The server process, for fault tests. Panics for an endpoint named by
+    /// `IDEM_DYNAMODB_ENDPOINT`.
+    pub fn process(&mut self) -> &mut ServerProcess {
+        self.process
+            .as_mut()
+            .expect("only a server started by the test can be killed or restarted")
+    }
+
+    /// Kills the server (SIGKILL). Panics for an endpoint named by `IDEM_DYNAMODB_ENDPOINT`.
+    pub fn kill(&mut self) {
+        self.process().kill();
+    }
+
+    /// Starts the server again on the same port, without its tables. Panics for an endpoint
+    /// named by `IDEM_DYNAMODB_ENDPOINT`, or if it does not come back.
+    pub fn restart(&mut self) {
+        if let Err(error) = self.process().restart() {
+            panic!("{PROGRAM} did not restart: {error}");
+        }
+    }
+}
+
+/// `moto_server` from the services virtualenv if it is there, else the name for a `PATH`
+/// lookup.
+pub fn program() -> PathBuf {
+    let services_dir = match std::env::var_os(SERVICES_DIR_VAR) {
+        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
+        _ => std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(".cache").join("idem-services")),
+    };
+    services_dir
+        .map(|dir| dir.join("venv").join("bin").join(PROGRAM))
+        .filter(|path| path.is_file())
+        .unwrap_or_else(|| PathBuf::from(PROGRAM))
+}
+
+fn unavailable<T>(reason: &str) -> Option<T> {
+    if backends_required() {
+        panic!("DynamoDB is required ({REQUIRE_VAR} is set) but unavailable: {reason}");
+    }
+    eprintln!(
+        "\n================= SKIPPED: no DynamoDB endpoint =================\n\
+         {reason}\n\
+         Install moto_server (scripts/services.sh) or set {ENDPOINT_VAR}=http://127.0.0.1:8000.\n\
+         Set {REQUIRE_VAR}=1 to make this a failure.\n\
+         ==================================================================\n"
+    );
+    None
+}
+
+/// Checks that the host and port of an `http://host:port` endpoint accept TCP connections.
+pub fn reachable(endpoint: &str) -> io::Result<()> {
+    let (scheme, rest) = endpoint.split_once("://").unwrap_or(("http", endpoint));
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host_port = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
+    {
+        authority.to_owned()
+    } else {
+        let port = if scheme == "https" { 443 } else { 80 };
+        format!("{authority}:{port}")
+    };
+    let addr = host_port
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::other(format!("`{host_port}` resolves to no address")))?;
+    TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map(drop)
+}

@@ -1,0 +1,11 @@
+//! The store conformance suite, unchanged, against the DynamoDB store on moto_server (or
+//! `IDEM_DYNAMODB_ENDPOINT`), a fresh table per check.
+#![cfg(feature = "dynamodb")]
+
+use idem_tests::dynamodb::TestDynamo;
+
+async fn target() -> Option<TestDynamo> {
+    TestDynamo::start().await
+}
+
+idem_core::conformance_tests!(target);

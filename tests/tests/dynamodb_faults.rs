@@ -1,0 +1,252 @@
+//! Faults on the way to DynamoDB: the server killed mid-call, throttling and server errors. The
+//! caller gets `Error::Store` with the cause, and the function never runs twice.
+//!
+//! The server is a real moto_server that the tests kill. Throttling and internal errors cannot
+//! be had from it on demand, so for those a fault injector on the client replaces the real
+//! server's response to one request (the request itself still reaches the server).
+#![cfg(feature = "dynamodb")]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use idem_core::{Call, Error, Fingerprint, Idempotency, Store, StoreError};
+use idem_tests::dynamodb::{ClientOptions, Fault, TestDynamo};
+use idem_tests::moto_server::TestMoto;
+use tokio::sync::oneshot;
+
+fn call(idem: &Idempotency, order: &str) -> Call {
+    let key = idem.key("charge").part(order).finish().unwrap();
+    Call::new(key, Fingerprint::of(&(order, 10u64)).unwrap())
+}
+
+/// Counts the runs of a side effect.
+#[derive(Clone, Default)]
+struct Runs(Arc<AtomicUsize>);
+
+impl Runs {
+    fn charge(&self) -> impl std::future::Future<Output = Result<String, Error>> + Send + 'static {
+        let runs = self.0.clone();
+        async move {
+            let run = runs.fetch_add(1, Ordering::SeqCst) + 1;
+            Ok(format!("receipt-{run}"))
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+fn assert_store_error(err: &Error, cause: &str) {
+    assert!(
+        matches!(err, Error::Store(_)),
+        "expected Error::Store, got {err:?}"
+    );
+    assert_eq!(err.http_status(), 503);
+    let text = err.to_string();
+    assert!(
+        text.contains(cause),
+        "the message names the cause `{cause}`: {text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_killed_while_the_function_runs() {
+    let Some(mut db) = TestDynamo::start_owned().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let runs = Runs::default();
+    let (started_tx, started_rx) = oneshot::channel();
+    let (proceed_tx, proceed_rx) = oneshot::channel::<()>();
+    let first = {
+        let idem = idem.clone();
+        let call = call(&idem, "o-1");
+        let charge = runs.charge();
+        tokio::spawn(async move {
+            idem.run(call, async move {
+                started_tx.send(()).unwrap();
+                proceed_rx.await.unwrap();
+                charge.await
+            })
+            .await
+        })
+    };
+    started_rx.await.unwrap();
+    db.moto.kill();
+    proceed_tx.send(()).unwrap();
+    let err = first.await.unwrap().unwrap_err();
+    assert_store_error(&err, "PutItem");
+    assert_eq!(runs.count(), 1);
+
+    // A retry while the server is down fails closed: the function does not run again.
+    let retry = idem
+        .run(call(&idem, "o-1"), runs.charge())
+        .await
+        .unwrap_err();
+    assert_store_error(&retry, "PutItem");
+    assert_eq!(runs.count(), 1, "the body never runs twice");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_down_before_the_call_fails_closed_and_recovers() {
+    let Some(mut db) = TestDynamo::start_owned().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let runs = Runs::default();
+    db.moto.kill();
+    let err = idem
+        .run(call(&idem, "o-2"), runs.charge())
+        .await
+        .unwrap_err();
+    assert_store_error(&err, "dispatch failure");
+    assert_eq!(runs.count(), 0, "no reservation, no run");
+    let err = db.store.get(call(&idem, "o-2").key()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
+
+    // moto keeps tables in memory: after a restart the table is made again.
+    db.moto.restart();
+    assert!(db.store.create_table().await.unwrap());
+    let ok = idem.run(call(&idem, "o-2"), runs.charge()).await.unwrap();
+    assert!(!ok.replayed);
+    assert_eq!(runs.count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn throttled_reserve_is_a_store_error_and_nothing_runs() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let runs = Runs::default();
+    db.faults.next(Some("PutItem"), Fault::Throttling);
+    let err = idem
+        .run(call(&idem, "o-3"), runs.charge())
+        .await
+        .unwrap_err();
+    assert_store_error(&err, "ThrottlingException");
+    assert_eq!(db.faults.pending(), 0);
+    assert_eq!(runs.count(), 0);
+    assert!(err.is_retryable());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn throttled_read_is_a_backend_error_with_the_cause() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    db.faults.next(Some("GetItem"), Fault::Throttling);
+    let err = db.store.get(call(&idem, "o-4").key()).await.unwrap_err();
+    let StoreError::Backend(source) = &err else {
+        panic!("expected Backend, got {err:?}")
+    };
+    let failed = source
+        .downcast_ref::<idem_stores::dynamodb::RequestFailed>()
+        .expect("a RequestFailed");
+    assert_eq!(failed.operation(), "GetItem");
+    assert!(err.to_string().contains("ThrottlingException"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_error_on_reserve_is_a_store_error_and_nothing_runs() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let runs = Runs::default();
+    db.faults.next(Some("PutItem"), Fault::InternalServerError);
+    let err = idem
+        .run(call(&idem, "o-5"), runs.charge())
+        .await
+        .unwrap_err();
+    assert_store_error(&err, "InternalServerError");
+    assert_eq!(runs.count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_error_on_completion_is_a_store_error_and_the_retry_replays() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let runs = Runs::default();
+    // The reserve goes through; the completion's answer is replaced with a 500. The completion
+    // itself reached the server, as when an answer is lost on the way back.
+    let faults = db.faults.clone();
+    let err = idem
+        .run(call(&idem, "o-6"), {
+            let charge = runs.charge();
+            async move {
+                faults.next(Some("PutItem"), Fault::InternalServerError);
+                charge.await
+            }
+        })
+        .await
+        .unwrap_err();
+    assert_store_error(&err, "InternalServerError");
+    assert_eq!(runs.count(), 1);
+    let retry = idem.run(call(&idem, "o-6"), runs.charge()).await.unwrap();
+    assert_eq!(retry.value, "receipt-1");
+    assert!(
+        retry.replayed,
+        "the completion landed, so the retry replays"
+    );
+    assert_eq!(runs.count(), 1, "the body never runs twice");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_retries_absorb_one_throttled_response() {
+    let Some(moto) = TestMoto::start() else {
+        return;
+    };
+    let options = ClientOptions {
+        retries: true,
+        ..ClientOptions::default()
+    };
+    let Some(db) = TestDynamo::on(moto, options).await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let runs = Runs::default();
+    // The reserve lands but its answer is replaced: the client retries, and the retry finds
+    // the claim's own item.
+    db.faults.next(Some("PutItem"), Fault::Throttling);
+    let before = db.requests.count();
+    let ok = idem.run(call(&idem, "o-7"), runs.charge()).await.unwrap();
+    assert!(!ok.replayed);
+    assert_eq!(runs.count(), 1);
+    assert_eq!(
+        db.requests.operations_since(before),
+        ["PutItem", "PutItem", "PutItem"],
+        "reserve, its retry after the throttled answer, complete"
+    );
+    let replay = idem.run(call(&idem, "o-7"), runs.charge()).await.unwrap();
+    assert!(replay.replayed);
+
+    // The completion lands but its answer is a 500: the retry finds its own completed item.
+    let faults = db.faults.clone();
+    let before = db.requests.count();
+    let ok = idem
+        .run(call(&idem, "o-8"), {
+            let charge = runs.charge();
+            async move {
+                faults.next(Some("PutItem"), Fault::InternalServerError);
+                charge.await
+            }
+        })
+        .await
+        .unwrap();
+    assert!(!ok.replayed);
+    assert_eq!(runs.count(), 2);
+    assert_eq!(
+        db.requests.operations_since(before),
+        ["PutItem", "PutItem", "PutItem"],
+        "reserve, complete, its retry after the lost answer"
+    );
+    let replay = idem.run(call(&idem, "o-8"), runs.charge()).await.unwrap();
+    assert_eq!(replay.value, ok.value);
+    assert!(replay.replayed);
+    assert_eq!(runs.count(), 2);
+}

@@ -1,0 +1,197 @@
+//! How many requests each case costs on DynamoDB, counted on the wire by an interceptor on the
+//! store's client: fresh 2, replay 1, conflict 1, mismatch 1, error with release 2.
+#![cfg(feature = "dynamodb")]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use idem_core::{Call, Error, Fingerprint, Idempotency, Store};
+use idem_tests::dynamodb::TestDynamo;
+use tokio::sync::oneshot;
+
+fn call(idem: &Idempotency, order: &str, amount: u64) -> Call {
+    let key = idem.key("charge").part(order).finish().unwrap();
+    Call::new(key, Fingerprint::of(&(order, amount)).unwrap())
+}
+
+fn ops(list: &[&str]) -> Vec<String> {
+    list.iter().map(|op| op.to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fresh_call_costs_two_and_replay_one() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let runs = AtomicUsize::new(0);
+    let charge = || async {
+        runs.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, Error>("receipt-1".to_string())
+    };
+
+    let before = db.requests.count();
+    let fresh = idem.run(call(&idem, "o-1", 10), charge()).await.unwrap();
+    assert!(!fresh.replayed);
+    assert_eq!(
+        db.requests.operations_since(before),
+        ops(&["PutItem", "PutItem"]),
+        "fresh: reserve + complete"
+    );
+
+    let before = db.requests.count();
+    let replay = idem.run(call(&idem, "o-1", 10), charge()).await.unwrap();
+    assert!(replay.replayed);
+    assert_eq!(replay.value, "receipt-1");
+    assert_eq!(
+        db.requests.operations_since(before),
+        ops(&["PutItem"]),
+        "replay: the failed reserve returns the record"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let before = db.requests.count();
+    let mismatch = idem
+        .run(call(&idem, "o-1", 99), charge())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(mismatch, Error::Mismatch { .. }),
+        "got {mismatch:?}"
+    );
+    assert_eq!(
+        db.requests.operations_since(before),
+        ops(&["PutItem"]),
+        "mismatch: one request"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conflict_costs_one() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let (started_tx, started_rx) = oneshot::channel();
+    let (finish_tx, finish_rx) = oneshot::channel::<()>();
+    let first = {
+        let idem = idem.clone();
+        let call = call(&idem, "o-2", 10);
+        tokio::spawn(async move {
+            idem.run(call, async move {
+                started_tx.send(()).unwrap();
+                finish_rx.await.unwrap();
+                Ok::<_, Error>(1u64)
+            })
+            .await
+        })
+    };
+    started_rx.await.unwrap();
+
+    let before = db.requests.count();
+    let duplicate = idem
+        .run(call(&idem, "o-2", 10), async { Ok::<_, Error>(2u64) })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(duplicate, Error::InProgress { .. }),
+        "got {duplicate:?}"
+    );
+    assert_eq!(
+        db.requests.operations_since(before),
+        ops(&["PutItem"]),
+        "conflict: one request"
+    );
+
+    finish_tx.send(()).unwrap();
+    assert_eq!(first.await.unwrap().unwrap().value, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn error_with_release_costs_two() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+
+    let before = db.requests.count();
+    let declined = idem
+        .run(call(&idem, "o-3", 10), async {
+            Err::<u64, _>(Error::InvalidKey("card declined".into()))
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(declined, Error::InvalidKey(_)));
+    assert_eq!(
+        db.requests.operations_since(before),
+        ops(&["PutItem", "DeleteItem"]),
+        "error: reserve + release"
+    );
+
+    let retry = idem
+        .run(call(&idem, "o-3", 10), async { Ok::<_, Error>(3u64) })
+        .await
+        .unwrap();
+    assert!(!retry.replayed, "the released key runs again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_ask_for_what_the_protocol_needs() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let call = call(&idem, "o-4", 10);
+    let before = db.requests.count();
+    idem.run(call.clone(), async { Ok::<_, Error>(4u64) })
+        .await
+        .unwrap();
+    let sent = db.requests.since(before);
+    let reserve = &sent[0].body;
+    assert!(
+        reserve.contains(r#""ReturnValuesOnConditionCheckFailure":"ALL_OLD""#),
+        "{reserve}"
+    );
+    assert!(reserve.contains(r#""ReturnValues":"ALL_OLD""#), "{reserve}");
+    assert!(reserve.contains("ConditionExpression"), "{reserve}");
+    let complete = &sent[1].body;
+    assert!(complete.contains("ConditionExpression"), "{complete}");
+
+    let before = db.requests.count();
+    db.store.get(call.key()).await.unwrap().expect("the record");
+    let get = db.requests.since(before);
+    assert_eq!(get.len(), 1);
+    assert_eq!(get[0].operation, "GetItem");
+    assert!(
+        get[0].body.contains(r#""ConsistentRead":true"#),
+        "{}",
+        get[0].body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn renewal_costs_one_update() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store: Arc<dyn Store> = db.store.clone();
+    let idem = Idempotency::from_arc(store.clone());
+    let call = call(&idem, "o-5", 10);
+    let now = idem_core::Clock::now(&idem_core::SystemClock);
+    let owner = idem_core::OwnerToken::generate();
+    let claim = idem_core::Claim {
+        record: idem_core::InProgress {
+            owner: owner.clone(),
+            fingerprint: *call.fingerprint(),
+            lease_until: now + 30_000,
+        },
+        now,
+    };
+    assert_eq!(
+        store.reserve(call.key(), &claim).await.unwrap(),
+        idem_core::Reservation::Reserved
+    );
+    let before = db.requests.count();
+    store.renew(call.key(), &owner, now + 60_000).await.unwrap();
+    assert_eq!(db.requests.operations_since(before), ops(&["UpdateItem"]));
+}

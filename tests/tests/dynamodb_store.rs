@@ -1,0 +1,434 @@
+//! The DynamoDB store's own behaviour: the item it writes, takeover and expiry on the server's
+//! side of the condition, malformed items, the item size limit, and configuration.
+#![cfg(feature = "dynamodb")]
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
+use idem_core::{
+    Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Key, Outcome, OwnerToken,
+    Record, Reservation, Store, StoreError,
+};
+use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, ItemTooLarge, MAX_ITEM_SIZE};
+use idem_tests::dynamodb::{unique_table_name, TestDynamo};
+
+const NOW: u64 = 1_800_000_000_000;
+
+fn key(name: &str) -> Key {
+    Idempotency::new(idem_stores_memory_free::Nothing)
+        .key("store")
+        .part(name)
+        .finish()
+        .unwrap()
+}
+
+/// A handle's key builder needs a store; this one is never called.
+mod idem_stores_memory_free {
+    use idem_core::*;
+
+    pub struct Nothing;
+
+    #[async_trait::async_trait]
+    impl Store for Nothing {
+        async fn reserve(&self, _: &Key, _: &Claim) -> Result<Reservation, StoreError> {
+            unreachable!()
+        }
+        async fn complete(&self, _: &Key, _: &OwnerToken, _: &Completed) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn release(&self, _: &Key, _: &OwnerToken) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn renew(&self, _: &Key, _: &OwnerToken, _: Millis) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn get(&self, _: &Key) -> Result<Option<Record>, StoreError> {
+            unreachable!()
+        }
+        async fn delete(&self, _: &Key) -> Result<(), StoreError> {
+            unreachable!()
+        }
+    }
+}
+
+fn fingerprint(text: &str) -> Fingerprint {
+    Fingerprint::of(text).unwrap()
+}
+
+fn claim(text: &str, lease_until: u64, now: u64) -> Claim {
+    Claim {
+        record: InProgress {
+            owner: OwnerToken::generate(),
+            fingerprint: fingerprint(text),
+            lease_until,
+        },
+        now,
+    }
+}
+
+fn completed(text: &str, body: &[u8], expires_at: u64) -> Completed {
+    Completed {
+        fingerprint: fingerprint(text),
+        outcome: Outcome::Ok(body.to_vec()),
+        expires_at,
+    }
+}
+
+fn s(text: &str) -> AttributeValue {
+    AttributeValue::S(text.into())
+}
+
+fn n(number: u64) -> AttributeValue {
+    AttributeValue::N(number.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn items_have_the_documented_layout() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let key = key("layout");
+    let claim = claim("a", NOW + 30_001, NOW);
+    db.store.reserve(&key, &claim).await.unwrap();
+    let item = db.get_raw(&key).await.unwrap();
+    let expected = HashMap::from([
+        ("pk".to_owned(), s(key.as_str())),
+        ("state".to_owned(), s("in_progress")),
+        ("owner".to_owned(), s(claim.record.owner.as_str())),
+        ("fingerprint".to_owned(), s(&fingerprint("a").to_hex())),
+        ("live_until_ms".to_owned(), n(NOW + 30_001)),
+        ("ttl".to_owned(), n((NOW + 30_001).div_ceil(1000))),
+    ]);
+    assert_eq!(item, expected);
+
+    db.store
+        .renew(&key, &claim.record.owner, NOW + 61_500)
+        .await
+        .unwrap();
+    let item = db.get_raw(&key).await.unwrap();
+    assert_eq!(item["live_until_ms"], n(NOW + 61_500));
+    assert_eq!(item["ttl"], n((NOW + 61_500).div_ceil(1000)));
+
+    let done = completed("a", b"{\"receipt\":1}", NOW + 86_400_000);
+    db.store
+        .complete(&key, &claim.record.owner, &done)
+        .await
+        .unwrap();
+    let item = db.get_raw(&key).await.unwrap();
+    let expected = HashMap::from([
+        ("pk".to_owned(), s(key.as_str())),
+        ("state".to_owned(), s("completed")),
+        ("owner".to_owned(), s(claim.record.owner.as_str())),
+        ("fingerprint".to_owned(), s(&fingerprint("a").to_hex())),
+        ("live_until_ms".to_owned(), n(NOW + 86_400_000)),
+        ("ttl".to_owned(), n((NOW + 86_400_000) / 1000)),
+        ("outcome".to_owned(), s("ok")),
+        ("body".to_owned(), s("{\"receipt\":1}")),
+    ]);
+    assert_eq!(item, expected);
+    assert_eq!(
+        db.store.get(&key).await.unwrap(),
+        Some(Record::Completed(done))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reserve_tells_fresh_takeover_and_expiry_apart() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store = &db.store;
+    let key = key("takeover");
+
+    let first = claim("a", NOW + 1_000, NOW);
+    assert_eq!(
+        store.reserve(&key, &first).await.unwrap(),
+        Reservation::Reserved
+    );
+    // The lease is live at its last millisecond and passed at its deadline.
+    let early = claim("a", NOW + 5_000, NOW + 999);
+    assert_eq!(
+        store.reserve(&key, &early).await.unwrap(),
+        Reservation::Existing(Record::InProgress(first.record.clone()))
+    );
+    let other = claim("b", NOW + 5_000, NOW + 2_000);
+    assert_eq!(
+        store.reserve(&key, &other).await.unwrap(),
+        Reservation::Existing(Record::InProgress(first.record.clone())),
+        "a lease-passed record is taken over only with the same fingerprint"
+    );
+    let second = claim("a", NOW + 5_000, NOW + 1_000);
+    assert_eq!(
+        store.reserve(&key, &second).await.unwrap(),
+        Reservation::TookOver {
+            previous: first.record.owner.clone()
+        }
+    );
+
+    let done = completed("a", b"1", NOW + 10_000);
+    store
+        .complete(&key, &second.record.owner, &done)
+        .await
+        .unwrap();
+    let live = claim("b", NOW + 20_000, NOW + 9_999);
+    assert_eq!(
+        store.reserve(&key, &live).await.unwrap(),
+        Reservation::Existing(Record::Completed(done))
+    );
+    let after_expiry = claim("b", NOW + 20_000, NOW + 10_000);
+    assert_eq!(
+        store.reserve(&key, &after_expiry).await.unwrap(),
+        Reservation::Reserved,
+        "an expired completed record is replaced, not taken over"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_items_are_corrupt_not_panics() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let good = HashMap::from([
+        ("state".to_owned(), s("completed")),
+        ("fingerprint".to_owned(), s(&fingerprint("a").to_hex())),
+        ("live_until_ms".to_owned(), n(NOW + 60_000)),
+        ("ttl".to_owned(), n(NOW / 1000 + 60)),
+        ("outcome".to_owned(), s("ok")),
+        (
+            "body".to_owned(),
+            AttributeValue::B(Blob::new(b"1".to_vec())),
+        ),
+    ]);
+    let cases: Vec<(&str, &str, Option<AttributeValue>)> = vec![
+        ("no-state", "state", None),
+        ("bad-state", "state", Some(s("finished"))),
+        ("no-fingerprint", "fingerprint", None),
+        ("short-fingerprint", "fingerprint", Some(s("abc"))),
+        ("number-fingerprint", "fingerprint", Some(n(7))),
+        ("string-expiry", "live_until_ms", Some(s("tomorrow"))),
+        (
+            "fraction-expiry",
+            "live_until_ms",
+            Some(AttributeValue::N("2000000000000.5".into())),
+        ),
+        ("no-body", "body", None),
+        ("number-body", "body", Some(n(1))),
+        (
+            "binary-state",
+            "state",
+            Some(AttributeValue::B(Blob::new(b"completed".to_vec()))),
+        ),
+        ("bad-outcome", "outcome", Some(s("maybe"))),
+        ("in-progress-without-owner", "state", Some(s("in_progress"))),
+    ];
+    for (name, attribute, value) in cases {
+        let key = key(name);
+        let mut item = good.clone();
+        match value {
+            Some(value) => item.insert(attribute.to_owned(), value),
+            None => item.remove(attribute),
+        };
+        db.put_raw(&key, item).await;
+        let got = db.store.get(&key).await;
+        assert!(
+            matches!(got, Err(StoreError::Corrupt(_))),
+            "{name}: get gave {got:?}"
+        );
+        let reserved = db.store.reserve(&key, &claim("a", NOW + 1_000, NOW)).await;
+        assert!(
+            matches!(reserved, Err(StoreError::Corrupt(_))),
+            "{name}: reserve gave {reserved:?}"
+        );
+        let owner = OwnerToken::generate();
+        let released = db.store.release(&key, &owner).await;
+        assert!(
+            matches!(released, Err(StoreError::LeaseLost)),
+            "{name}: release gave {released:?}"
+        );
+    }
+
+    let idem = Idempotency::from_arc(db.store.clone());
+    let key = idem.key("charge").part("corrupt").finish().unwrap();
+    db.put_raw(&key, HashMap::from([("state".to_owned(), n(1))]))
+        .await;
+    let err = idem
+        .run(Call::new(key, fingerprint("a")), async {
+            Ok::<_, Error>(1u64)
+        })
+        .await
+        .unwrap_err();
+    match err {
+        Error::CorruptRecord { reason, .. } => assert!(reason.contains("attribute"), "{reason}"),
+        other => panic!("expected CorruptRecord, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_results_are_refused_before_any_request() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+
+    // Just under the limit: stored and replayed.
+    let big = "x".repeat(MAX_ITEM_SIZE - 2_000);
+    let call = Call::new(
+        idem.key("big").part("fits").finish().unwrap(),
+        fingerprint("fits"),
+    );
+    let stored = idem
+        .run(call.clone(), async { Ok::<_, Error>(big.clone()) })
+        .await
+        .unwrap();
+    assert!(!stored.replayed);
+    let replayed = idem
+        .run(call, async { Ok::<_, Error>(String::new()) })
+        .await
+        .unwrap();
+    assert!(replayed.replayed);
+    assert_eq!(replayed.value.len(), big.len());
+
+    // Over the limit: the reserve goes out, the completion does not.
+    let huge = "x".repeat(MAX_ITEM_SIZE);
+    let call = Call::new(
+        idem.key("big").part("huge").finish().unwrap(),
+        fingerprint("huge"),
+    );
+    let before = db.requests.count();
+    let err = idem
+        .run(call, async { Ok::<_, Error>(huge) })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        db.requests.operations_since(before),
+        vec!["PutItem".to_owned()]
+    );
+    let Error::Store(source) = &err else {
+        panic!("expected Error::Store, got {err:?}")
+    };
+    let too_large = source
+        .downcast_ref::<ItemTooLarge>()
+        .expect("an ItemTooLarge");
+    assert!(too_large.size > MAX_ITEM_SIZE);
+    assert!(err.to_string().contains("item limit"), "{err}");
+
+    // At the store: nothing is sent.
+    let key = key("huge-direct");
+    let claim = claim("h", NOW + 30_000, NOW);
+    db.store.reserve(&key, &claim).await.unwrap();
+    let before = db.requests.count();
+    let refused = db
+        .store
+        .complete(
+            &key,
+            &claim.record.owner,
+            &completed("h", &vec![b'x'; MAX_ITEM_SIZE], NOW + 60_000),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Backend(_))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        db.requests.count(),
+        before,
+        "no request for an oversized item"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn attribute_names_and_key_prefix_are_configurable() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let names = AttributeNames {
+        key: "PK".into(),
+        state: "status".into(), // a reserved word in DynamoDB expressions
+        ttl: "expires".into(),
+        ..AttributeNames::default()
+    };
+    let store = DynamoDbStore::new(db.client.clone(), unique_table_name())
+        .key_prefix("idem#")
+        .attribute_names(names);
+    assert!(store.create_table().await.unwrap());
+    assert!(
+        !store.create_table().await.unwrap(),
+        "a second create finds the table"
+    );
+    let ttl = db
+        .client
+        .describe_time_to_live()
+        .table_name(store.table())
+        .send()
+        .await
+        .unwrap();
+    let ttl = ttl.time_to_live_description().unwrap();
+    assert_eq!(ttl.attribute_name(), Some("expires"));
+    assert_eq!(ttl.time_to_live_status(), Some(&TimeToLiveStatus::Enabled));
+
+    let idem = Idempotency::new(store.clone());
+    let call = Call::new(
+        idem.key("charge").part("o-1").finish().unwrap(),
+        fingerprint("o-1"),
+    );
+    idem.run(call.clone(), async { Ok::<_, Error>(1u64) })
+        .await
+        .unwrap();
+    assert!(
+        idem.run(call.clone(), async { Ok::<_, Error>(2u64) })
+            .await
+            .unwrap()
+            .replayed
+    );
+
+    let item = db
+        .client
+        .get_item()
+        .table_name(store.table())
+        .key("PK", s(&format!("idem#{}", call.key())))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the item under the prefixed key");
+    assert_eq!(item["status"], s("completed"));
+    assert!(item.contains_key("expires"));
+    assert!(!item.contains_key("ttl"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_table_is_a_store_error() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store = DynamoDbStore::new(db.client.clone(), "idem-no-such-table");
+    let idem = Idempotency::new(store);
+    let call = Call::new(
+        idem.key("charge").part("o-1").finish().unwrap(),
+        fingerprint("o-1"),
+    );
+    let err = idem
+        .run(call, async { Ok::<_, Error>(1u64) })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Store(_)), "{err:?}");
+    assert!(
+        err.to_string().contains("ResourceNotFoundException"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("idem-no-such-table"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_overlong_prefixed_key_is_refused_before_any_request() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store = DynamoDbStore::new(db.client.clone(), db.table()).key_prefix("p".repeat(2_100));
+    let before = db.requests.count();
+    let err = store.get(&key("long")).await.unwrap_err();
+    assert!(err.to_string().contains("2048"), "{err}");
+    assert_eq!(db.requests.count(), before);
+}
