@@ -132,12 +132,18 @@ async fn main() {
     let card = "4242-4242-4242-4242";
 
     let first = charge(&idem, &network, &request("order-1001", card, 4_200)).await;
-    show("1. charge order-1001 (the answer is lost on the way back)", &first);
+    show(
+        "1. charge order-1001 (the answer is lost on the way back)",
+        &first,
+    );
 
     let retry = charge(&idem, &network, &request("order-1001", card, 4_200)).await;
     show("2. the client retries with the same key", &retry);
     assert_eq!(first.as_ref().unwrap().id, retry.as_ref().unwrap().id);
-    println!("    the same receipt; the card was charged {} time", network.charges_for(card));
+    println!(
+        "    the same receipt; the card was charged {} time",
+        network.charges_for(card)
+    );
     assert_eq!(network.charges_for(card), 1);
 
     let slow = Arc::new(SlowCharge {
@@ -151,26 +157,52 @@ async fn main() {
         .insert("order-1002".into(), slow.clone());
     let in_flight = {
         let (idem, network) = (idem.clone(), network.clone());
-        tokio::spawn(async move {
-            charge(&idem, &network, &request("order-1002", card, 990)).await
-        })
+        tokio::spawn(
+            async move { charge(&idem, &network, &request("order-1002", card, 990)).await },
+        )
     };
     slow.started.acquire().await.unwrap().forget();
     let duplicate = charge(&idem, &network, &request("order-1002", card, 990)).await;
-    show("3. a duplicate arrives while order-1002 is still being charged", &duplicate);
-    assert!(matches!(duplicate, Err(PayError::Idempotency(idem_core::Error::InProgress { .. }))));
+    show(
+        "3. a duplicate arrives while order-1002 is still being charged",
+        &duplicate,
+    );
+    assert!(matches!(
+        duplicate,
+        Err(PayError::Idempotency(idem_core::Error::InProgress { .. }))
+    ));
     slow.proceed.add_permits(1);
-    show("   ...the first order-1002 call finishes", &in_flight.await.unwrap());
+    show(
+        "   ...the first order-1002 call finishes",
+        &in_flight.await.unwrap(),
+    );
 
     let reused = charge(&idem, &network, &request("order-1001", card, 9_999)).await;
-    show("4. the key of order-1001 is reused with another amount", &reused);
-    assert!(matches!(reused, Err(PayError::Idempotency(idem_core::Error::Mismatch { .. }))));
+    show(
+        "4. the key of order-1001 is reused with another amount",
+        &reused,
+    );
+    assert!(matches!(
+        reused,
+        Err(PayError::Idempotency(idem_core::Error::Mismatch { .. }))
+    ));
 
     let declined_card = "4000-0000-0000-0002";
-    let declined = charge(&idem, &network, &request("order-1003", declined_card, 1_500)).await;
-    show("5. order-1003 with a card that is declined (the key is released)", &declined);
+    let declined = charge(
+        &idem,
+        &network,
+        &request("order-1003", declined_card, 1_500),
+    )
+    .await;
+    show(
+        "5. order-1003 with a card that is declined (the key is released)",
+        &declined,
+    );
     let corrected = charge(&idem, &network, &request("order-1003", card, 1_500)).await;
-    show("6. the corrected retry of order-1003 with another card", &corrected);
+    show(
+        "6. the corrected retry of order-1003 with another card",
+        &corrected,
+    );
     assert!(corrected.is_ok());
 
     let charges = network.charges_for(card);

@@ -324,7 +324,11 @@ impl Map<'_> {
         Ok(start)
     }
 
-    fn entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(&mut self, key: &K, value: &V) -> Result {
+    fn entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(
+        &mut self,
+        key: &K,
+        value: &V,
+    ) -> Result {
         let key_start = self.encode_into_scratch(key)?;
         let value_start = self.encode_into_scratch(value)?;
         self.entries

@@ -124,7 +124,9 @@ impl Idempotency {
             };
             if existing.fingerprint() != &call.fingerprint {
                 tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments");
-                return Err(Error::Mismatch { key: key.to_owned() });
+                return Err(Error::Mismatch {
+                    key: key.to_owned(),
+                });
             }
             let in_progress = match existing {
                 Record::Completed(completed) => {
@@ -145,7 +147,9 @@ impl Idempotency {
                 }
                 _ => {
                     tracing::debug!(target: TARGET, key, "in progress: a duplicate is running");
-                    return Err(Error::InProgress { key: key.to_owned() });
+                    return Err(Error::InProgress {
+                        key: key.to_owned(),
+                    });
                 }
             }
         }
@@ -182,14 +186,21 @@ impl Idempotency {
             }
         };
         let stored = match &result {
-            Ok(value) => Some(serde_json::to_vec(value).map(Outcome::Ok).map_err(Error::codec)),
+            Ok(value) => Some(
+                serde_json::to_vec(value)
+                    .map(Outcome::Ok)
+                    .map_err(Error::codec),
+            ),
             Err(error) => policy.encode(error).map(|body| body.map(Outcome::Err)),
         };
         guard.disarm();
         match stored {
             None => {
                 self.release(call, &owner).await;
-                result.map(|value| Executed { value, replayed: false })
+                result.map(|value| Executed {
+                    value,
+                    replayed: false,
+                })
             }
             Some(Err(codec)) => {
                 tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised; key released");
@@ -205,7 +216,10 @@ impl Idempotency {
                 match self.store.complete(&call.key, &owner, &completed).await {
                     Ok(()) => {
                         tracing::debug!(target: TARGET, key, ok = completed.outcome.is_ok(), "completed: outcome stored");
-                        result.map(|value| Executed { value, replayed: false })
+                        result.map(|value| Executed {
+                            value,
+                            replayed: false,
+                        })
                     }
                     Err(error) => {
                         if matches!(error, StoreError::LeaseLost) {
@@ -268,7 +282,10 @@ where
 {
     match outcome {
         Outcome::Ok(body) => serde_json::from_slice(body)
-            .map(|value| Executed { value, replayed: true })
+            .map(|value| Executed {
+                value,
+                replayed: true,
+            })
             .map_err(|e| Error::codec(e).into()),
         Outcome::Err(body) => Err(policy.decode(body).unwrap_or_else(E::from)),
     }

@@ -108,7 +108,9 @@ impl StoreError {
     /// Turns this store error into the caller-facing [`Error`] for `key`.
     pub(crate) fn into_error(self, key: &str) -> Error {
         match self {
-            StoreError::LeaseLost => Error::LeaseLost { key: key.to_owned() },
+            StoreError::LeaseLost => Error::LeaseLost {
+                key: key.to_owned(),
+            },
             StoreError::Corrupt(reason) => Error::CorruptRecord {
                 key: key.to_owned(),
                 reason,
@@ -144,7 +146,11 @@ mod tests {
             (Error::InvalidKey("too long".into()), 400, false),
             (Error::Store(Box::new(Message("down".into()))), 503, true),
             (Error::NotInstalled, 500, false),
-            (Error::Codec(Box::new(Message("bad json".into()))), 500, false),
+            (
+                Error::Codec(Box::new(Message("bad json".into()))),
+                500,
+                false,
+            ),
             (
                 Error::CorruptRecord {
                     key: key(),
@@ -171,11 +177,16 @@ mod tests {
             Error::CorruptRecord { key, reason } if key == "k" && reason == "no fingerprint"
         ));
         let backend = StoreError::backend(Message("connection refused".into())).into_error("k");
-        assert_eq!(backend.to_string(), "idempotency store failed: connection refused");
+        assert_eq!(
+            backend.to_string(),
+            "idempotency store failed: connection refused"
+        );
     }
 
     #[test]
     fn not_installed_says_what_to_do() {
-        assert!(Error::NotInstalled.to_string().contains("idem_core::install"));
+        assert!(Error::NotInstalled
+            .to_string()
+            .contains("idem_core::install"));
     }
 }

@@ -122,7 +122,7 @@ impl Fingerprinter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::ser::{Serializer, Error as _};
+    use serde::ser::{Error as _, Serializer};
     use std::collections::{BTreeMap, HashMap};
 
     #[derive(Serialize)]
@@ -143,14 +143,22 @@ mod tests {
         Request {
             order_id: "o-1".into(),
             amount: 100,
-            meta: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            meta: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         }
     }
 
     #[test]
     fn hashmap_order_does_not_matter() {
-        let pairs: Vec<(String, String)> = (0..64).map(|i| (format!("k{i}"), format!("v{i}"))).collect();
-        let forward: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let pairs: Vec<(String, String)> = (0..64)
+            .map(|i| (format!("k{i}"), format!("v{i}")))
+            .collect();
+        let forward: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         let mut backward = forward.clone();
         backward.reverse();
         let reference = Fingerprint::of(&request(&forward)).unwrap();
@@ -179,8 +187,14 @@ mod tests {
         let c = Fingerprint::of(&request(&[("x", "1"), ("y", "1")])).unwrap();
         assert_ne!(a, b);
         assert_ne!(a, c);
-        assert_ne!(Fingerprint::of(&vec![1, 2]).unwrap(), Fingerprint::of(&vec![2, 1]).unwrap());
-        assert_ne!(Fingerprint::of(&Some(0)).unwrap(), Fingerprint::of(&0).unwrap());
+        assert_ne!(
+            Fingerprint::of(&vec![1, 2]).unwrap(),
+            Fingerprint::of(&vec![2, 1]).unwrap()
+        );
+        assert_ne!(
+            Fingerprint::of(&Some(0)).unwrap(),
+            Fingerprint::of(&0).unwrap()
+        );
         assert_ne!(Fingerprint::of(&"1").unwrap(), Fingerprint::of(&1).unwrap());
     }
 

@@ -212,7 +212,10 @@ mod tests {
     #[test]
     fn scope_none_and_scope_text_differ() {
         let none = KeyBuilder::new("ns", "f").scope(None).finish().unwrap();
-        let dash = KeyBuilder::new("ns", "f").scope(Some("-")).finish().unwrap();
+        let dash = KeyBuilder::new("ns", "f")
+            .scope(Some("-"))
+            .finish()
+            .unwrap();
         let empty = KeyBuilder::new("ns", "f").scope(Some("")).finish().unwrap();
         assert_ne!(none, dash);
         assert_ne!(none, empty);
@@ -240,8 +243,15 @@ mod tests {
     #[test]
     fn overlong_key_is_refused_with_the_limit() {
         let long = "x".repeat(MAX_KEY_LEN);
-        let err = KeyBuilder::new("ns", "f").scope(None).part(long.as_str()).finish().unwrap_err();
-        assert!(matches!(&err, Error::InvalidKey(m) if m.contains("1024")), "{err}");
+        let err = KeyBuilder::new("ns", "f")
+            .scope(None)
+            .part(long.as_str())
+            .finish()
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidKey(m) if m.contains("1024")),
+            "{err}"
+        );
         assert_eq!(err.http_status(), 400);
     }
 }

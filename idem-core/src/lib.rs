@@ -102,3 +102,9 @@ pub use store::Store;
 
 #[cfg(feature = "macros")]
 pub use idem_macros::idempotent;
+
+/// The examples of the `#[idempotent]` documentation, which is written in idem-macros (a crate
+/// that cannot depend on this one), compiled and run as doctests of this crate.
+#[cfg(all(doctest, feature = "macros"))]
+#[doc = include_str!("../../idem-macros/src/attribute.md")]
+pub struct IdempotentDocTests;

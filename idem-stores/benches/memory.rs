@@ -46,7 +46,11 @@ async fn charge(req: &ChargeRequest) -> Result<Receipt, Error> {
 }
 
 async fn idempotent_charge(idem: &Idempotency, req: &ChargeRequest) -> Result<Receipt, Error> {
-    let key = idem.key("bench::charge").scope(None).part(req.order_id.as_str()).finish()?;
+    let key = idem
+        .key("bench::charge")
+        .scope(None)
+        .part(req.order_id.as_str())
+        .finish()?;
     let call = Call::new(key, Fingerprint::of(req)?).ttl(Duration::from_secs(1));
     Ok(idem.run(call, charge(req)).await?.value)
 }
@@ -61,7 +65,9 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group(format!("memory store, {size}-byte request"));
 
     let replayed = request(0);
-    runtime.block_on(idempotent_charge(&idem, &replayed)).unwrap();
+    runtime
+        .block_on(idempotent_charge(&idem, &replayed))
+        .unwrap();
     let next_order = AtomicU64::new(1);
 
     group.bench_function("plain call", |b| {

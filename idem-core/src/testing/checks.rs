@@ -79,7 +79,10 @@ fn call(ctx: &Context, order: &str, amount: u64) -> Call {
         .part(order)
         .finish()
         .expect("short keys are valid");
-    Call::new(key, Fingerprint::of(&(order, amount)).expect("plain values fingerprint"))
+    Call::new(
+        key,
+        Fingerprint::of(&(order, amount)).expect("plain values fingerprint"),
+    )
 }
 
 async fn charge(
@@ -119,11 +122,27 @@ fn in_progress(key: &Key, fingerprint: Fingerprint, lease_until: u64, now: u64) 
 pub async fn fresh_call_runs_then_replays(ctx: Context) {
     let idem = ctx.handle();
     let side_effect = Charge::instant();
-    let first = charge(&idem, call(&ctx, "o-1", 100), 100, &side_effect).await.unwrap();
-    assert_eq!(first, Executed { value: "receipt-1-100".into(), replayed: false });
+    let first = charge(&idem, call(&ctx, "o-1", 100), 100, &side_effect)
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        Executed {
+            value: "receipt-1-100".into(),
+            replayed: false
+        }
+    );
     for _ in 0..3 {
-        let retry = charge(&idem, call(&ctx, "o-1", 100), 100, &side_effect).await.unwrap();
-        assert_eq!(retry, Executed { value: "receipt-1-100".into(), replayed: true });
+        let retry = charge(&idem, call(&ctx, "o-1", 100), 100, &side_effect)
+            .await
+            .unwrap();
+        assert_eq!(
+            retry,
+            Executed {
+                value: "receipt-1-100".into(),
+                replayed: true
+            }
+        );
     }
     assert_eq!(side_effect.runs(), 1, "a replay must not run the function");
 }
@@ -174,9 +193,19 @@ pub async fn concurrent_callers_run_once(ctx: Context) {
     }
     side_effect.finish();
     let owner = done_rx.recv().await.expect("the owner answers").unwrap();
-    assert_eq!(owner, Executed { value: "receipt-1-5".into(), replayed: false });
+    assert_eq!(
+        owner,
+        Executed {
+            value: "receipt-1-5".into(),
+            replayed: false
+        }
+    );
     assert_eq!(conflicts, 199);
-    assert_eq!(side_effect.runs(), 1, "200 concurrent callers must run the function once");
+    assert_eq!(
+        side_effect.runs(),
+        1,
+        "200 concurrent callers must run the function once"
+    );
 }
 
 /// Semantic 3 with waiting: 200 concurrent waiting callers all get the single execution's value.
@@ -184,7 +213,14 @@ pub async fn concurrent_waiters_all_get_the_one_result(ctx: Context) {
     let idem = ctx.handle();
     let side_effect = Charge::held();
     let tasks: Vec<_> = (0..200)
-        .map(|_| spawn_charge(&idem, call(&ctx, "o-wait", 5).wait(Duration::from_secs(30)), 5, &side_effect))
+        .map(|_| {
+            spawn_charge(
+                &idem,
+                call(&ctx, "o-wait", 5).wait(Duration::from_secs(30)),
+                5,
+                &side_effect,
+            )
+        })
         .collect();
     side_effect.wait_started().await;
     side_effect.finish();
@@ -204,8 +240,13 @@ pub async fn duplicate_in_flight_is_in_progress(ctx: Context) {
     let side_effect = Charge::held();
     let first = spawn_charge(&idem, call(&ctx, "o-2", 7), 7, &side_effect);
     side_effect.wait_started().await;
-    let duplicate = charge(&idem, call(&ctx, "o-2", 7), 7, &side_effect).await.unwrap_err();
-    assert!(matches!(duplicate, Error::InProgress { .. }), "got {duplicate:?}");
+    let duplicate = charge(&idem, call(&ctx, "o-2", 7), 7, &side_effect)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(duplicate, Error::InProgress { .. }),
+        "got {duplicate:?}"
+    );
     assert_eq!(duplicate.http_status(), 409);
     side_effect.finish();
     assert!(!first.await.unwrap().unwrap().replayed);
@@ -223,11 +264,25 @@ pub async fn waiting_duplicate_gets_the_result(ctx: Context) {
     let side_effect = Charge::held();
     let first = spawn_charge(&idem, call(&ctx, "o-3", 9), 9, &side_effect);
     side_effect.wait_started().await;
-    let waiter = spawn_charge(&observed, call(&ctx, "o-3", 9).wait(Duration::from_secs(20)), 9, &side_effect);
+    let waiter = spawn_charge(
+        &observed,
+        call(&ctx, "o-3", 9).wait(Duration::from_secs(20)),
+        9,
+        &side_effect,
+    );
     parked.acquire().await.unwrap().forget();
     side_effect.finish();
-    let waited = waiter.await.unwrap().expect("the waiter gets the first call's value");
-    assert_eq!(waited, Executed { value: "receipt-1-9".into(), replayed: true });
+    let waited = waiter
+        .await
+        .unwrap()
+        .expect("the waiter gets the first call's value");
+    assert_eq!(
+        waited,
+        Executed {
+            value: "receipt-1-9".into(),
+            replayed: true
+        }
+    );
     assert!(!first.await.unwrap().unwrap().replayed);
     assert_eq!(side_effect.runs(), 1);
 }
@@ -235,8 +290,13 @@ pub async fn waiting_duplicate_gets_the_result(ctx: Context) {
 async fn assert_mismatch_leaves_record(ctx: &Context, idem: &Idempotency, call: Call) {
     let before = ctx.store().get(call.key()).await.unwrap();
     let side_effect = Charge::instant();
-    let err = charge(idem, call.clone(), 999, &side_effect).await.unwrap_err();
-    assert!(matches!(err, Error::Mismatch { .. }), "other arguments must be refused, got {err:?}");
+    let err = charge(idem, call.clone(), 999, &side_effect)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Mismatch { .. }),
+        "other arguments must be refused, got {err:?}"
+    );
     assert_eq!(err.http_status(), 422);
     assert_eq!(side_effect.runs(), 0);
     let after = ctx.store().get(call.key()).await.unwrap();
@@ -246,7 +306,9 @@ async fn assert_mismatch_leaves_record(ctx: &Context, idem: &Idempotency, call: 
 /// Semantic 4 on a completed record.
 pub async fn mismatch_on_completed_record(ctx: Context) {
     let idem = ctx.handle();
-    charge(&idem, call(&ctx, "o-4", 10), 10, &Charge::instant()).await.unwrap();
+    charge(&idem, call(&ctx, "o-4", 10), 10, &Charge::instant())
+        .await
+        .unwrap();
     assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-4", 999)).await;
 }
 
@@ -266,7 +328,12 @@ pub async fn mismatch_on_lease_passed_record(ctx: Context) {
     let clock = ManualClock::new();
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let side_effect = Charge::held();
-    let first = spawn_charge(&idem, call(&ctx, "o-6", 10).lease(Duration::from_secs(60)), 10, &side_effect);
+    let first = spawn_charge(
+        &idem,
+        call(&ctx, "o-6", 10).lease(Duration::from_secs(60)),
+        10,
+        &side_effect,
+    );
     side_effect.wait_started().await;
     clock.advance(Duration::from_secs(61));
     assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-6", 999)).await;
@@ -280,8 +347,12 @@ pub async fn mismatch_while_waiting(ctx: Context) {
     let side_effect = Charge::held();
     let first = spawn_charge(&idem, call(&ctx, "o-7", 10), 10, &side_effect);
     side_effect.wait_started().await;
-    assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-7", 999).wait(Duration::from_secs(60)))
-        .await;
+    assert_mismatch_leaves_record(
+        &ctx,
+        &idem,
+        call(&ctx, "o-7", 999).wait(Duration::from_secs(60)),
+    )
+    .await;
     side_effect.finish();
     first.await.unwrap().unwrap();
 }
@@ -309,14 +380,24 @@ pub async fn error_releases_the_key(ctx: Context) {
         })
         .await;
     assert_eq!(declined, Err(PayError::Declined));
-    assert_eq!(ctx.store().get(call(&ctx, "o-8", 1).key()).await.unwrap(), None, "an Err must release the key");
+    assert_eq!(
+        ctx.store().get(call(&ctx, "o-8", 1).key()).await.unwrap(),
+        None,
+        "an Err must release the key"
+    );
     let retried: Result<Executed<String>, PayError> = idem
         .run(call(&ctx, "o-8", 1), async {
             runs.fetch_add(1, Ordering::SeqCst);
             Ok("ok".to_string())
         })
         .await;
-    assert_eq!(retried, Ok(Executed { value: "ok".into(), replayed: false }));
+    assert_eq!(
+        retried,
+        Ok(Executed {
+            value: "ok".into(),
+            replayed: false
+        })
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
@@ -333,7 +414,11 @@ pub async fn stored_error_is_replayed(ctx: Context) {
             .await;
         assert_eq!(result, Err(PayError::Declined));
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "a stored error must be replayed, not re-run");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "a stored error must be replayed, not re-run"
+    );
 }
 
 /// Semantic 6: a panic releases the key and propagates.
@@ -351,10 +436,16 @@ pub async fn panic_releases_the_key(ctx: Context) {
             .await
         })
     };
-    assert!(panicking.await.unwrap_err().is_panic(), "the panic must propagate");
+    assert!(
+        panicking.await.unwrap_err().is_panic(),
+        "the panic must propagate"
+    );
     let side_effect = Charge::instant();
     let retry = charge(&idem, call(&ctx, "o-10", 1), 1, &side_effect).await;
-    assert!(retry.is_ok_and(|e| !e.replayed), "a panic must release the key");
+    assert!(
+        retry.is_ok_and(|e| !e.replayed),
+        "a panic must release the key"
+    );
 }
 
 /// Semantic 6: dropping the call's future mid-flight releases the key. The retry waits less than
@@ -362,13 +453,23 @@ pub async fn panic_releases_the_key(ctx: Context) {
 pub async fn cancellation_releases_the_key(ctx: Context) {
     let idem = ctx.handle();
     let side_effect = Charge::held();
-    let first = spawn_charge(&idem, call(&ctx, "o-11", 1).lease(Duration::from_secs(60)), 1, &side_effect);
+    let first = spawn_charge(
+        &idem,
+        call(&ctx, "o-11", 1).lease(Duration::from_secs(60)),
+        1,
+        &side_effect,
+    );
     side_effect.wait_started().await;
     first.abort();
     assert!(first.await.unwrap_err().is_cancelled());
-    let retry = charge(&idem, call(&ctx, "o-11", 1).wait(Duration::from_secs(20)), 1, &Charge::instant())
-        .await
-        .expect("a cancelled call must release the key");
+    let retry = charge(
+        &idem,
+        call(&ctx, "o-11", 1).wait(Duration::from_secs(20)),
+        1,
+        &Charge::instant(),
+    )
+    .await
+    .expect("a cancelled call must release the key");
     assert!(!retry.replayed);
 }
 
@@ -383,7 +484,10 @@ pub async fn lease_is_renewed_while_running(ctx: Context) {
     // Letting real time pass is the point here: three leases' worth.
     tokio::time::sleep(lease * 3).await;
     let duplicate = charge(&idem, call(&ctx, "o-12", 1).lease(lease), 1, &side_effect).await;
-    assert!(matches!(duplicate, Err(Error::InProgress { .. })), "a renewed lease must hold, got {duplicate:?}");
+    assert!(
+        matches!(duplicate, Err(Error::InProgress { .. })),
+        "a renewed lease must hold, got {duplicate:?}"
+    );
     side_effect.finish();
     assert!(!first.await.unwrap().unwrap().replayed);
     assert_eq!(side_effect.runs(), 1);
@@ -400,13 +504,33 @@ pub async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
     stale_effect.wait_started().await;
     clock.advance(lease + Duration::from_secs(1));
     let new_effect = Charge::instant();
-    let taken = charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &new_effect).await.unwrap();
-    assert_eq!(taken, Executed { value: "receipt-1-1".into(), replayed: false });
+    let taken = charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &new_effect)
+        .await
+        .unwrap();
+    assert_eq!(
+        taken,
+        Executed {
+            value: "receipt-1-1".into(),
+            replayed: false
+        }
+    );
     stale_effect.finish();
     let refused = stale.await.unwrap().unwrap_err();
-    assert!(matches!(refused, Error::LeaseLost { .. }), "a stale owner must get LeaseLost, got {refused:?}");
-    let replay = charge(&idem, call(&ctx, "o-13", 1), 1, &Charge::instant()).await.unwrap();
-    assert_eq!(replay, Executed { value: "receipt-1-1".into(), replayed: true }, "the new owner's record must stand");
+    assert!(
+        matches!(refused, Error::LeaseLost { .. }),
+        "a stale owner must get LeaseLost, got {refused:?}"
+    );
+    let replay = charge(&idem, call(&ctx, "o-13", 1), 1, &Charge::instant())
+        .await
+        .unwrap();
+    assert_eq!(
+        replay,
+        Executed {
+            value: "receipt-1-1".into(),
+            replayed: true
+        },
+        "the new owner's record must stand"
+    );
 }
 
 /// Semantic 7 at the store level: complete, release and renew are fenced by the owner token.
@@ -416,19 +540,54 @@ pub async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
     let fingerprint = Fingerprint::of("fencing").unwrap();
     let now = crate::SystemClock.now();
     let claim = in_progress(&key, fingerprint, now + 60_000, now);
-    assert_eq!(store.reserve(&key, &claim).await.unwrap(), Reservation::Reserved);
+    assert_eq!(
+        store.reserve(&key, &claim).await.unwrap(),
+        Reservation::Reserved
+    );
     let before = store.get(&key).await.unwrap();
     assert_eq!(before, Some(Record::InProgress(claim.record.clone())));
     let intruder = OwnerToken::generate();
-    let completed = Completed { fingerprint, outcome: Outcome::Ok(b"\"x\"".to_vec()), expires_at: now + 60_000 };
-    assert!(matches!(store.complete(&key, &intruder, &completed).await, Err(StoreError::LeaseLost)));
-    assert!(matches!(store.release(&key, &intruder).await, Err(StoreError::LeaseLost)));
-    assert!(matches!(store.renew(&key, &intruder, now + 120_000).await, Err(StoreError::LeaseLost)));
-    assert_eq!(store.get(&key).await.unwrap(), before, "a non-owner must change nothing");
-    store.renew(&key, &claim.record.owner, now + 120_000).await.expect("the owner renews");
-    store.complete(&key, &claim.record.owner, &completed).await.expect("the owner completes");
-    assert_eq!(store.get(&key).await.unwrap(), Some(Record::Completed(completed)));
-    assert!(matches!(store.release(&key, &claim.record.owner).await, Err(StoreError::LeaseLost)), "a completed record can't be released");
+    let completed = Completed {
+        fingerprint,
+        outcome: Outcome::Ok(b"\"x\"".to_vec()),
+        expires_at: now + 60_000,
+    };
+    assert!(matches!(
+        store.complete(&key, &intruder, &completed).await,
+        Err(StoreError::LeaseLost)
+    ));
+    assert!(matches!(
+        store.release(&key, &intruder).await,
+        Err(StoreError::LeaseLost)
+    ));
+    assert!(matches!(
+        store.renew(&key, &intruder, now + 120_000).await,
+        Err(StoreError::LeaseLost)
+    ));
+    assert_eq!(
+        store.get(&key).await.unwrap(),
+        before,
+        "a non-owner must change nothing"
+    );
+    store
+        .renew(&key, &claim.record.owner, now + 120_000)
+        .await
+        .expect("the owner renews");
+    store
+        .complete(&key, &claim.record.owner, &completed)
+        .await
+        .expect("the owner completes");
+    assert_eq!(
+        store.get(&key).await.unwrap(),
+        Some(Record::Completed(completed))
+    );
+    assert!(
+        matches!(
+            store.release(&key, &claim.record.owner).await,
+            Err(StoreError::LeaseLost)
+        ),
+        "a completed record can't be released"
+    );
 }
 
 /// Semantic 8: once the TTL passes, the key counts as new.
@@ -437,16 +596,31 @@ pub async fn ttl_expiry_makes_the_key_new(ctx: Context) {
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let ttl = Duration::from_secs(3600);
     let side_effect = Charge::instant();
-    charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect).await.unwrap();
+    charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect)
+        .await
+        .unwrap();
     clock.advance(ttl - Duration::from_secs(1));
-    let replay = charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect).await.unwrap();
+    let replay = charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect)
+        .await
+        .unwrap();
     assert!(replay.replayed, "within the TTL the result is replayed");
     clock.advance(Duration::from_secs(2));
-    let again = charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect).await.unwrap();
-    assert_eq!(again, Executed { value: "receipt-2-1".into(), replayed: false }, "after the TTL the key is new");
+    let again = charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect)
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        Executed {
+            value: "receipt-2-1".into(),
+            replayed: false
+        },
+        "after the TTL the key is new"
+    );
     // A new payload is accepted too once the old record expired.
     clock.advance(ttl + Duration::from_secs(1));
-    let other = charge(&idem, call(&ctx, "o-14", 2), 2, &side_effect).await.unwrap();
+    let other = charge(&idem, call(&ctx, "o-14", 2), 2, &side_effect)
+        .await
+        .unwrap();
     assert!(!other.replayed);
 }
 
@@ -454,17 +628,25 @@ pub async fn ttl_expiry_makes_the_key_new(ctx: Context) {
 pub async fn store_failure_fails_closed(ctx: Context) {
     let idem = ctx.handle_with(crate::SystemClock, Probe::unreachable(ctx.store().clone()));
     let side_effect = Charge::instant();
-    let err = charge(&idem, call(&ctx, "o-15", 1), 1, &side_effect).await.unwrap_err();
+    let err = charge(&idem, call(&ctx, "o-15", 1), 1, &side_effect)
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Store(_)), "got {err:?}");
     assert_eq!(err.http_status(), 503);
-    assert_eq!(side_effect.runs(), 0, "the function must not run without a reservation");
+    assert_eq!(
+        side_effect.runs(),
+        0,
+        "the function must not run without a reservation"
+    );
 }
 
 /// A stored result that no longer decodes as the function's type is a codec error.
 pub async fn undecodable_result_is_a_codec_error(ctx: Context) {
     let idem = ctx.handle();
     let stored: Executed<String> = idem
-        .run(call(&ctx, "o-16", 1), async { Ok::<_, Error>("not a number".to_string()) })
+        .run(call(&ctx, "o-16", 1), async {
+            Ok::<_, Error>("not a number".to_string())
+        })
         .await
         .unwrap();
     assert!(!stored.replayed);
@@ -496,7 +678,9 @@ pub async fn forget_unblocks_a_key(ctx: Context) {
     let side_effect = Charge::instant();
     let key_call = call(&ctx, "o-18", 1);
     if !ctx.target().corrupt(key_call.key()).await {
-        charge(&idem, key_call.clone(), 1, &side_effect).await.unwrap();
+        charge(&idem, key_call.clone(), 1, &side_effect)
+            .await
+            .unwrap();
     }
     idem.forget(key_call.key()).await.unwrap();
     assert_eq!(ctx.store().get(key_call.key()).await.unwrap(), None);

@@ -54,7 +54,10 @@ impl Shard {
     pub(crate) fn reserve(&self, key: &Key, claim: &idem_core::Claim) -> Reservation {
         let mut slots = self.lock();
         let Some(slot) = slots.get_mut(key) else {
-            slots.insert(key.clone(), Slot::new(Record::InProgress(claim.record.clone())));
+            slots.insert(
+                key.clone(),
+                Slot::new(Record::InProgress(claim.record.clone())),
+            );
             return Reservation::Reserved;
         };
         let reservation = match &slot.record {
@@ -120,7 +123,9 @@ impl Shard {
         let before = slots.len();
         slots.retain(|_, slot| {
             let keep_until = match &slot.record {
-                Record::InProgress(in_progress) => in_progress.lease_until.saturating_add(stale_grace),
+                Record::InProgress(in_progress) => {
+                    in_progress.lease_until.saturating_add(stale_grace)
+                }
                 Record::Completed(completed) => completed.expires_at,
             };
             let keep = now < keep_until;

@@ -59,8 +59,8 @@ impl MemoryStore {
 
     /// Sweeps expired records at most once per `interval`. Set it before sharing the store.
     pub fn sweep_interval(mut self, interval: Duration) -> Self {
-        let inner = Arc::get_mut(&mut self.inner)
-            .expect("set the sweep interval before cloning the store");
+        let inner =
+            Arc::get_mut(&mut self.inner).expect("set the sweep interval before cloning the store");
         inner.sweep_interval = interval.as_millis().try_into().unwrap_or(Millis::MAX);
         self
     }
@@ -183,7 +183,10 @@ impl Store for MemoryStore {
     /// removed: woken by that change, not by polling.
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         let shard = self.shard(key);
-        let watched = shard.lock().get_mut(key).and_then(|s| s.in_progress_waiters());
+        let watched = shard
+            .lock()
+            .get_mut(key)
+            .and_then(|s| s.in_progress_waiters());
         let Some((owner, waiters)) = watched else {
             return Ok(());
         };
