@@ -71,3 +71,41 @@ pub(crate) fn display(ms: u64) -> String {
         .map(|(unit, scale)| format!("{}{unit}", ms / scale))
         .unwrap_or_else(|| format!("{ms}ms"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(text: &str) -> Result<u64, String> {
+        let lit = LitStr::new(text, proc_macro2::Span::call_site());
+        parse("ttl", &lit).map(|m| m.ms).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_unit_parses() {
+        assert_eq!(ms("500ms"), Ok(500));
+        assert_eq!(ms("30s"), Ok(30_000));
+        assert_eq!(ms("10m"), Ok(600_000));
+        assert_eq!(ms("24h"), Ok(86_400_000));
+        assert_eq!(ms("2d"), Ok(172_800_000));
+    }
+
+    #[test]
+    fn malformed_zero_and_overflowing_durations_are_refused() {
+        for bad in ["", "h", "10", "1.5h", "24 hours", "-1s", "1h30m", "10S"] {
+            let error = ms(bad).unwrap_err();
+            assert!(error.contains("invalid duration"), "{bad}: {error}");
+        }
+        assert!(ms("0s").unwrap_err().contains("longer than zero"));
+        assert!(ms("99999999999999999999d")
+            .unwrap_err()
+            .contains("too long"));
+    }
+
+    #[test]
+    fn display_picks_the_largest_exact_unit() {
+        assert_eq!(display(86_400_000), "1d");
+        assert_eq!(display(90_000), "90s");
+        assert_eq!(display(1_500), "1500ms");
+    }
+}

@@ -245,3 +245,93 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand(args: &str, item: &str) -> String {
+        idempotent(args.parse().unwrap(), item.parse().unwrap()).to_string()
+    }
+
+    #[test]
+    fn the_signature_is_kept_and_the_body_runs_through_private_run() {
+        let out = expand(
+            r#"key = "req.order_id + op", ttl = "1h""#,
+            "pub(crate) async fn charge<'a>(req: &'a Req, op: &str) -> Result<R, E> { body() }",
+        );
+        assert!(
+            out.starts_with("pub (crate) async fn charge < 'a > (req : & 'a Req , op : & str) -> Result < R , E > {"),
+            "{out}"
+        );
+        for piece in [
+            ":: idem_core :: __private :: Prepare :: new (:: idem_core :: __private :: installed () , :: core :: concat ! (:: core :: module_path ! () , \"::\" , \"charge\"))",
+            "__idem_prep . fingerprint (& req) ;",
+            "__idem_prep . fingerprint (& op) ;",
+            "__idem_prep . part (& (req . order_id)) ;",
+            "__idem_prep . part (& (op)) ;",
+            "__idem_prep . ttl_ms (3600000u64) ;",
+            ":: idem_core :: __private :: run :: < Result < R , E > , _ > (__idem_prep , async move {",
+            "body ()",
+            "body () }) . await }",
+        ] {
+            assert!(out.contains(piece), "missing `{piece}` in {out}");
+        }
+        assert!(!out.contains("compile_error"), "{out}");
+    }
+
+    #[test]
+    fn methods_are_named_by_their_self_type_and_receivers_are_not_fingerprinted() {
+        let out = expand(
+            r#"store = "self.idem""#,
+            "async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }",
+        );
+        assert!(
+            out.contains("method_name :: < Self > (\"charge\")"),
+            "{out}"
+        );
+        assert!(out.contains("handle (& (self . idem))"), "{out}");
+        assert!(out.contains("fingerprint (& order)"), "{out}");
+        assert!(!out.contains("fingerprint (& self"), "{out}");
+        assert!(out.contains("key_by_fingerprint"), "{out}");
+    }
+
+    #[test]
+    fn the_store_argument_is_not_fingerprinted_by_default() {
+        let out = expand(
+            r#"store = "idem", key = "id""#,
+            "async fn f(idem: &Idempotency, id: u64) -> Result<u64, E> { Ok(id) }",
+        );
+        assert!(out.contains("fingerprint (& id)"), "{out}");
+        assert!(!out.contains("fingerprint (& idem)"), "{out}");
+    }
+
+    #[test]
+    fn on_error_the_function_is_emitted_unchanged_with_every_error() {
+        let item = "async fn f(id: u64) -> Result<u64, E> { Ok(id) }";
+        let out = expand(r#"ttl = "soon", colour = "red", key = "nope""#, item);
+        assert!(
+            out.starts_with(&item.parse::<TokenStream>().unwrap().to_string()),
+            "{out}"
+        );
+        assert_eq!(out.matches("compile_error").count(), 3, "{out}");
+        assert!(!out.contains("__idem_prep"), "{out}");
+    }
+
+    #[test]
+    fn crate_overrides_every_path_to_idem_core() {
+        let out = expand(
+            r#"crate = "my::idem", key = "id", store_err = "all""#,
+            "async fn f(id: u64) -> Result<u64, E> { Ok(id) }",
+        );
+        assert!(!out.contains("idem_core"), "{out}");
+        assert!(
+            out.contains("my :: idem :: __private :: run_storing"),
+            "{out}"
+        );
+        assert!(
+            out.contains("my :: idem :: __private :: all_errors"),
+            "{out}"
+        );
+    }
+}

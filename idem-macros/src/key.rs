@@ -3,6 +3,7 @@
 use syn::{BinOp, Expr, ExprLit, Ident, Lit, LitStr, Member};
 
 /// One operand of a key expression.
+#[derive(Debug)]
 pub(crate) enum Operand {
     /// A string literal, used as written.
     Literal(LitStr),
@@ -93,5 +94,40 @@ fn root(expr: &Expr) -> Option<Ident> {
             root(&field.base)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn operands(text: &str) -> syn::Result<Vec<Operand>> {
+        parse(&LitStr::new(text, proc_macro2::Span::call_site()))
+    }
+
+    #[test]
+    fn operands_are_paths_rooted_at_arguments_or_literals() {
+        let parsed = operands(r#"req.customer.id + "-" + op + self.tenant + pair.0"#).unwrap();
+        let roots: Vec<String> = parsed
+            .iter()
+            .map(|o| o.root().map_or("<literal>".into(), ToString::to_string))
+            .collect();
+        assert_eq!(roots, ["req", "<literal>", "op", "self", "pair"]);
+    }
+
+    #[test]
+    fn calls_arithmetic_and_other_literals_are_refused_each() {
+        let error = operands("req.id() + a * 2 + 42 + ok").unwrap_err();
+        let messages: Vec<String> = error.into_iter().map(|e| e.to_string()).collect();
+        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert!(messages[0].contains("`req.id()`"), "{messages:?}");
+        assert!(messages[1].contains("`a * 2`"), "{messages:?}");
+        assert!(messages[2].contains("`42`"), "{messages:?}");
+    }
+
+    #[test]
+    fn an_unparsable_key_says_how_to_write_one() {
+        let error = operands("req +").unwrap_err().to_string();
+        assert!(error.contains("operands joined by `+`"), "{error}");
     }
 }
