@@ -24,8 +24,9 @@ local function corrupt(reason)
   return {'corrupt', reason}
 end
 
-local function key_type(key)
-  return redis.call('TYPE', key)['ok']
+-- The reply when a command failed because the key holds another type (WRONGTYPE).
+local function wrong_type(key)
+  return corrupt('the key holds a ' .. redis.call('TYPE', key)['ok'] .. ', not a hash')
 end
 
 -- Redis's own clock, in milliseconds. Used only to turn the caller's deadlines into the
@@ -48,15 +49,14 @@ end
 -- Checks that `key` holds an in-progress record owned by `owner`. Returns nil and the
 -- record's clock offset if so, else the reply to give: {'lost'} or {'corrupt', reason}.
 local function owned(key, owner)
-  local kind = key_type(key)
-  if kind == 'none' then
+  local f = redis.pcall('HMGET', key, 'state', 'owner', 'clock_offset')
+  if f['err'] then
+    return wrong_type(key)
+  end
+  local state, holder, offset = f[1], f[2], f[3]
+  if not state and not holder and not offset and redis.call('EXISTS', key) == 0 then
     return {'lost'}
   end
-  if kind ~= 'hash' then
-    return corrupt('the key holds a ' .. kind .. ', not a hash')
-  end
-  local f = redis.call('HMGET', key, 'state', 'owner', 'clock_offset')
-  local state, holder, offset = f[1], f[2], f[3]
   if state == 'completed' then
     return {'lost'}
   end

@@ -5,9 +5,11 @@
 local key = KEYS[1]
 local now, owner, fingerprint, lease_until, px = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
-local function write()
+local function write(replace)
   local offset = tonumber(now) - server_millis()
-  redis.call('DEL', key)
+  if replace then
+    redis.call('DEL', key)
+  end
   redis.call('HSET', key,
     'state', 'in_progress',
     'fingerprint', fingerprint,
@@ -17,16 +19,14 @@ local function write()
   redis.call('PEXPIRE', key, px)
 end
 
-local kind = key_type(key)
-if kind == 'none' then
-  write()
+local fields = redis.pcall('HGETALL', key)
+if fields['err'] then
+  return wrong_type(key)
+end
+if #fields == 0 then
+  write(false)
   return {'reserved'}
 end
-if kind ~= 'hash' then
-  return corrupt('the key holds a ' .. kind .. ', not a hash')
-end
-
-local fields = redis.call('HGETALL', key)
 local record = {}
 for i = 1, #fields, 2 do
   record[fields[i]] = fields[i + 1]
@@ -41,7 +41,7 @@ if state == 'completed' then
   if before(now, expires_at) then
     return {'existing', fields}
   end
-  write()
+  write(true)
   return {'reserved'}
 elseif state == 'in_progress' then
   local lease = record['lease_until']
@@ -59,7 +59,7 @@ elseif state == 'in_progress' then
   if not previous then
     return corrupt('field `owner` is missing')
   end
-  write()
+  write(true)
   return {'took_over', previous}
 elseif state then
   return corrupt('unknown state `' .. state .. '`')
