@@ -3,7 +3,6 @@
 use std::error::Error as StdError;
 use std::fmt;
 
-use aws_sdk_dynamodb::error::DisplayErrorContext;
 use idem_core::{BoxError, StoreError};
 
 /// A request to DynamoDB failed: the endpoint could not be reached, it answered with an error
@@ -27,7 +26,7 @@ impl RequestFailed {
         RequestFailed {
             operation,
             table: table.to_owned(),
-            detail: DisplayErrorContext(&error).to_string(),
+            detail: chain(&error),
             source: Box::new(error),
         }
     }
@@ -58,6 +57,22 @@ impl From<RequestFailed> for StoreError {
     fn from(error: RequestFailed) -> Self {
         StoreError::backend(error)
     }
+}
+
+/// The messages of `error` and of each of its sources, joined by `: `, skipping a source whose
+/// message its parent already contains.
+fn chain(error: &(dyn StdError + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let message = cause.to_string();
+        if !text.contains(&message) {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// A completed record would not fit in one DynamoDB item (400 KB). Nothing was sent.
