@@ -144,10 +144,22 @@ pub fn handle<H: AsHandle + ?Sized>(handle: &H) -> Result<Idempotency, Error> {
     Ok(handle.as_handle().clone())
 }
 
-/// The stable name of a method: its `Self` type and its own name, so that methods of two types
-/// in one module never share records.
-pub fn method_name<S: ?Sized>(name: &str) -> String {
-    format!("{}::{name}", std::any::type_name::<S>())
+/// The default name of a function: the path of `marker`, an item declared in its body, without
+/// the marker's own name. Unlike `module_path!()`, it tells apart methods of two types and of two
+/// trait impls for one type (`<impl Charger for Stripe>::charge`). `instance` holds the type names
+/// of `Self` and of the function's type parameters, so two instantiations of a generic function
+/// never share records.
+pub fn default_name<M>(_marker: M, instance: &[&str]) -> String {
+    let mut path = std::any::type_name::<M>();
+    path = path.strip_suffix("::__idem_marker").unwrap_or(path);
+    while let Some(outer) = path.strip_suffix("::{{closure}}") {
+        path = outer;
+    }
+    if instance.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}<{}>", instance.join(", "))
+    }
 }
 
 /// Accepts every error, for `store_err = "all"`.

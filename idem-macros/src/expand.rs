@@ -140,11 +140,17 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
         }
         None => quote!(#private::installed()),
     };
-    let fn_name = func.sig.ident.to_string();
-    let name = match (&args.name, target.has_receiver) {
-        (Some(name), _) => name.to_token_stream(),
-        (None, true) => quote!(&#private::method_name::<Self>(#fn_name)),
-        (None, false) => quote!(::core::concat!(::core::module_path!(), "::", #fn_name)),
+    let marker = Ident::new("__idem_marker", Span::call_site());
+    let name = match &args.name {
+        Some(name) => name.to_token_stream(),
+        None => {
+            let receiver = target.has_receiver.then(|| quote!(Self));
+            let params = func.sig.generics.type_params().map(|param| &param.ident);
+            let instance = receiver
+                .into_iter()
+                .chain(params.map(ToTokens::to_token_stream));
+            quote!(&#private::default_name(#marker, &[#(::core::any::type_name::<#instance>()),*]))
+        }
     };
 
     let mut setup = vec![quote!(let mut #prep = #private::Prepare::new(#handle, #name);)];
@@ -227,6 +233,10 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
             }
         }
     }
+    if args.name.is_none() {
+        // An item in the function's own block: its path names the function (see `default_name`).
+        func.block.stmts.insert(0, parse_quote!(fn #marker() {}));
+    }
 }
 
 /// `tokens` with every span set to `span`.
@@ -265,7 +275,8 @@ mod tests {
             "{out}"
         );
         for piece in [
-            ":: idem_core :: __private :: Prepare :: new (:: idem_core :: __private :: installed () , :: core :: concat ! (:: core :: module_path ! () , \"::\" , \"charge\"))",
+            "{ fn __idem_marker () { } let mut __idem_prep",
+            ":: idem_core :: __private :: Prepare :: new (:: idem_core :: __private :: installed () , & :: idem_core :: __private :: default_name (__idem_marker , & [])) ;",
             "__idem_prep . fingerprint (& req) ;",
             "__idem_prep . fingerprint (& op) ;",
             "__idem_prep . part (& (req . order_id)) ;",
@@ -287,7 +298,9 @@ mod tests {
             "async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }",
         );
         assert!(
-            out.contains("method_name :: < Self > (\"charge\")"),
+            out.contains(
+                "default_name (__idem_marker , & [:: core :: any :: type_name :: < Self > ()])"
+            ),
             "{out}"
         );
         assert!(out.contains("handle (& (self . idem))"), "{out}");

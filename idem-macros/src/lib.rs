@@ -9,9 +9,10 @@
 //!
 //! ```text
 //! #[idempotent(key = "req.order_id", ttl = "1h")]       async fn charge(req: &Req) -> Result<R, E> {
-//! async fn charge(req: &Req) -> Result<R, E> {   =>        let mut __idem_prep = Prepare::new(installed(), "crate::charge");
-//!     body                                                   __idem_prep.fingerprint(&req);
-//! }                                                          __idem_prep.part(&(req.order_id));
+//! async fn charge(req: &Req) -> Result<R, E> {   =>        fn __idem_marker() {}
+//!     body                                                   let mut __idem_prep = Prepare::new(installed(), &default_name(__idem_marker, &[]));
+//! }                                                          __idem_prep.fingerprint(&req);
+//!                                                            __idem_prep.part(&(req.order_id));
 //!                                                            __idem_prep.ttl_ms(3600000);
 //!                                                            run::<Result<R, E>, _>(__idem_prep, async move { body }).await
 //!                                                        }

@@ -461,3 +461,68 @@ async fn the_handle_argument_is_not_fingerprinted() {
         Err(PayError::Idem(422))
     );
 }
+
+/// A native `async fn` in a trait.
+trait Charger {
+    async fn charge(&self, order: &str) -> Result<usize, PayError>;
+}
+
+/// The same under `#[async_trait]`, whose boxed future the attribute wraps.
+#[async_trait::async_trait]
+trait BoxedCharger: Send + Sync {
+    async fn charge(&self, order: &str) -> Result<usize, PayError>;
+}
+
+impl Charger for Payments {
+    #[idempotent(store = "self.idem", key = "order")]
+    async fn charge(&self, order: &str) -> Result<usize, PayError> {
+        Ok(self.body(order, 1).await.run)
+    }
+}
+
+#[async_trait::async_trait]
+impl BoxedCharger for Payments {
+    #[idempotent(store = "self.idem", key = "order")]
+    async fn charge(&self, order: &str) -> Result<usize, PayError> {
+        Ok(self.body(order, 1).await.run)
+    }
+}
+
+#[tokio::test]
+async fn trait_impls_native_and_async_trait_are_idempotent_and_named_apart() {
+    let payments = Payments::new();
+    assert_eq!(Charger::charge(&*payments, "o-1").await, Ok(1));
+    assert_eq!(Charger::charge(&*payments, "o-1").await, Ok(1));
+
+    let boxed: Arc<dyn BoxedCharger> = payments.clone();
+    assert_eq!(boxed.charge("o-1").await, Ok(2));
+    assert_eq!(boxed.charge("o-1").await, Ok(2));
+    assert_eq!(payments.runs(), 2);
+}
+
+/// A generic function: each instantiation has records of its own.
+#[idempotent(store = "idem", key = "id", skip = "runs")]
+async fn load<T: Default + Serialize + serde::de::DeserializeOwned>(
+    idem: &Idempotency,
+    runs: &AtomicUsize,
+    id: u64,
+) -> Result<(T, usize), PayError> {
+    let _ = id;
+    Ok((T::default(), runs.fetch_add(1, Ordering::SeqCst) + 1))
+}
+
+#[tokio::test]
+async fn instantiations_of_a_generic_function_do_not_collide() {
+    let idem = Idempotency::new(MemoryStore::new());
+    let runs = AtomicUsize::new(0);
+    assert_eq!(
+        load::<String>(&idem, &runs, 1).await,
+        Ok((String::new(), 1))
+    );
+    assert_eq!(load::<u64>(&idem, &runs, 1).await, Ok((0, 2)));
+    assert_eq!(
+        load::<String>(&idem, &runs, 1).await,
+        Ok((String::new(), 1))
+    );
+    assert_eq!(load::<u64>(&idem, &runs, 1).await, Ok((0, 2)));
+}
