@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use idem_core::{Call, Fingerprint, Idempotency};
+use idem_core::{idempotent, Idempotency};
 use idem_stores::memory::MemoryStore;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
@@ -95,19 +95,11 @@ impl CardNetwork {
     }
 }
 
-/// The payment service: at most one charge per order id while the record lives (24 h).
-async fn charge(
-    idem: &Idempotency,
-    network: &CardNetwork,
-    req: &ChargeRequest,
-) -> Result<Receipt, PayError> {
-    let key = idem
-        .key("payments::charge")
-        .scope(None)
-        .part(req.order_id.as_str())
-        .finish()?;
-    let call = Call::new(key, Fingerprint::of(req)?);
-    Ok(idem.run(call, network.charge(req)).await?.value)
+/// The payment service: at most one charge per order id while the record lives (24 h). The
+/// card network is a dependency, not part of the request, so it is not fingerprinted.
+#[idempotent(key = "req.order_id", ttl = "24h", skip = "network")]
+async fn charge(network: &CardNetwork, req: &ChargeRequest) -> Result<Receipt, PayError> {
+    network.charge(req).await
 }
 
 fn request(order_id: &str, card: &str, amount: u64) -> ChargeRequest {
@@ -127,17 +119,17 @@ fn show(step: &str, result: &Result<Receipt, PayError>) {
 
 #[tokio::main]
 async fn main() {
-    let idem = Idempotency::new(MemoryStore::new());
+    idem_core::install(Idempotency::new(MemoryStore::new()));
     let network = Arc::new(CardNetwork::default());
     let card = "4242-4242-4242-4242";
 
-    let first = charge(&idem, &network, &request("order-1001", card, 4_200)).await;
+    let first = charge(&network, &request("order-1001", card, 4_200)).await;
     show(
         "1. charge order-1001 (the answer is lost on the way back)",
         &first,
     );
 
-    let retry = charge(&idem, &network, &request("order-1001", card, 4_200)).await;
+    let retry = charge(&network, &request("order-1001", card, 4_200)).await;
     show("2. the client retries with the same key", &retry);
     assert_eq!(first.as_ref().unwrap().id, retry.as_ref().unwrap().id);
     println!(
@@ -156,13 +148,11 @@ async fn main() {
         .unwrap()
         .insert("order-1002".into(), slow.clone());
     let in_flight = {
-        let (idem, network) = (idem.clone(), network.clone());
-        tokio::spawn(
-            async move { charge(&idem, &network, &request("order-1002", card, 990)).await },
-        )
+        let network = network.clone();
+        tokio::spawn(async move { charge(&network, &request("order-1002", card, 990)).await })
     };
     slow.started.acquire().await.unwrap().forget();
-    let duplicate = charge(&idem, &network, &request("order-1002", card, 990)).await;
+    let duplicate = charge(&network, &request("order-1002", card, 990)).await;
     show(
         "3. a duplicate arrives while order-1002 is still being charged",
         &duplicate,
@@ -177,7 +167,7 @@ async fn main() {
         &in_flight.await.unwrap(),
     );
 
-    let reused = charge(&idem, &network, &request("order-1001", card, 9_999)).await;
+    let reused = charge(&network, &request("order-1001", card, 9_999)).await;
     show(
         "4. the key of order-1001 is reused with another amount",
         &reused,
@@ -188,17 +178,12 @@ async fn main() {
     ));
 
     let declined_card = "4000-0000-0000-0002";
-    let declined = charge(
-        &idem,
-        &network,
-        &request("order-1003", declined_card, 1_500),
-    )
-    .await;
+    let declined = charge(&network, &request("order-1003", declined_card, 1_500)).await;
     show(
         "5. order-1003 with a card that is declined (the key is released)",
         &declined,
     );
-    let corrected = charge(&idem, &network, &request("order-1003", card, 1_500)).await;
+    let corrected = charge(&network, &request("order-1003", card, 1_500)).await;
     show(
         "6. the corrected retry of order-1003 with another card",
         &corrected,
