@@ -131,8 +131,45 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
         .clone()
         .unwrap_or_else(|| parse_quote!(::idem_core));
     let private = quote!(#krate::__private);
-    let prep = Ident::new("__idem_prep", Span::call_site());
+    let setup = setup(args, target, fingerprinted, func, &private);
+    let run = run(args, target, func, &private);
+    let wrapped = quote! {
+        #(#setup)*
+        #run
+    };
+    match &target.form {
+        Form::Async { .. } => func.block = parse_quote!({ #wrapped }),
+        Form::AsyncTrait { .. } => {
+            if let Some(block) = async_trait_body(func) {
+                *block = parse_quote!(async move { #wrapped });
+            }
+        }
+    }
+    if args.name.is_none() {
+        let marker = marker();
+        // An item in the function's own block: its path names the function (see `default_name`).
+        func.block.stmts.insert(0, parse_quote!(fn #marker() {}));
+    }
+}
 
+fn prep() -> Ident {
+    Ident::new("__idem_prep", Span::call_site())
+}
+
+fn marker() -> Ident {
+    Ident::new("__idem_marker", Span::call_site())
+}
+
+/// The statements that put the call together in `__idem_prep`: handle, name, scope,
+/// fingerprinted arguments, key parts and durations.
+fn setup(
+    args: &Args,
+    target: &Target,
+    fingerprinted: &[Ident],
+    func: &ItemFn,
+    private: &TokenStream,
+) -> Vec<TokenStream> {
+    let prep = prep();
     let handle = match &args.store {
         Some(store) => {
             let private = respan(private.clone(), store.span());
@@ -140,10 +177,10 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
         }
         None => quote!(#private::installed()),
     };
-    let marker = Ident::new("__idem_marker", Span::call_site());
     let name = match &args.name {
         Some(name) => name.to_token_stream(),
         None => {
+            let marker = marker();
             let receiver = target.has_receiver.then(|| quote!(Self));
             let params = func.sig.generics.type_params().map(|param| &param.ident);
             let instance = receiver
@@ -161,16 +198,10 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
         setup.push(quote_spanned!(arg.span()=> #prep.fingerprint(&#arg);));
     }
     match &args.key {
-        Some((_, operands)) => {
-            for operand in operands {
-                setup.push(match operand {
-                    Operand::Literal(lit) => quote_spanned!(lit.span()=> #prep.part(#lit);),
-                    Operand::Path { expr, .. } => {
-                        quote_spanned!(expr.span()=> #prep.part(&(#expr));)
-                    }
-                });
-            }
-        }
+        Some((_, operands)) => setup.extend(operands.iter().map(|operand| match operand {
+            Operand::Literal(lit) => quote_spanned!(lit.span()=> #prep.part(#lit);),
+            Operand::Path { expr, .. } => quote_spanned!(expr.span()=> #prep.part(&(#expr));),
+        })),
         None => setup.push(quote!(#prep.key_by_fingerprint();)),
     }
     for (setter, millis) in [
@@ -184,11 +215,18 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
             setup.push(quote!(#prep.#setter(#ms);));
         }
     }
+    setup
+}
 
+/// `__private::run(__idem_prep, <original body as a future>).await`.
+fn run(args: &Args, target: &Target, func: &mut ItemFn, private: &TokenStream) -> TokenStream {
+    let prep = prep();
     let ret = target.form.ret();
     let body = match &target.form {
         Form::Async { .. } => {
             let stmts = &func.block.stmts;
+            // The early return fixes the block's output type before the body is checked, so
+            // `?` and type errors in the body are reported as in the original function.
             quote! {
                 async move {
                     if let ::core::option::Option::Some(__idem_ret) =
@@ -210,9 +248,9 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
     // rustc checks the bounds of `run` at the turbofish, the call and the `.await`, and reports
     // a failed bound once only when the three spans agree.
     let span = ret.span();
-    let private = respan(private, span);
+    let private = respan(private.clone(), span);
     let ret = respan(ret.to_token_stream(), span);
-    let run = match &args.store_err {
+    match &args.store_err {
         None => quote_spanned!(span=> #private::run::<#ret, _>(#prep, #body).await),
         Some(StoreErr::All) => quote_spanned! {span=>
             #private::run_storing::<#ret, _, _>(#prep, #private::all_errors, #body).await
@@ -220,22 +258,6 @@ fn rewrite(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut Ite
         Some(StoreErr::When(predicate)) => quote_spanned! {span=>
             #private::run_storing::<#ret, _, _>(#prep, #predicate, #body).await
         },
-    };
-    let wrapped = quote! {
-        #(#setup)*
-        #run
-    };
-    match &target.form {
-        Form::Async { .. } => func.block = parse_quote!({ #wrapped }),
-        Form::AsyncTrait { .. } => {
-            if let Some(block) = async_trait_body(func) {
-                *block = parse_quote!(async move { #wrapped });
-            }
-        }
-    }
-    if args.name.is_none() {
-        // An item in the function's own block: its path names the function (see `default_name`).
-        func.block.stmts.insert(0, parse_quote!(fn #marker() {}));
     }
 }
 
