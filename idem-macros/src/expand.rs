@@ -97,7 +97,9 @@ fn check(args: &Args, target: &Target, func: &ItemFn, errors: &mut Errors) -> Ve
             )),
         }
     }
-    if args.key.is_none()
+    // After an argument error `key` may just be misspelt: say nothing about a missing one.
+    if errors.is_empty()
+        && args.key.is_none()
         && fingerprinted.is_empty()
         && target.args.iter().all(|a| a.name.is_some())
     {
@@ -351,6 +353,13 @@ mod tests {
         );
         assert_eq!(out.matches("compile_error").count(), 3, "{out}");
         assert!(!out.contains("__idem_prep"), "{out}");
+    }
+
+    #[test]
+    fn a_misspelt_key_is_reported_once() {
+        let out = expand(r#"keys = "id""#, "async fn f() -> Result<u64, E> { Ok(1) }");
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("unknown argument `keys`"), "{out}");
     }
 
     #[test]
