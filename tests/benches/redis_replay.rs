@@ -8,6 +8,9 @@
 //! Starts its own `redis-server` on a loopback port (or uses `IDEM_REDIS_URL`), completes one
 //! call, then has 64 tasks replay it through one `RedisStore` (one multiplexed connection) for
 //! a few seconds. `IDEM_BENCH_SECS` sets the length of each phase (default 5).
+//!
+//! The client runs on one Tokio worker thread, as `redis-benchmark` runs on one thread, so that
+//! on a two-core machine client and server each have a core.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -98,7 +101,7 @@ fn redis_benchmark(host: &str, port: &str, requests: u64) -> Option<(String, f64
     Some((format!("redis-benchmark {}", args.join(" ")), rate))
 }
 
-#[tokio::main]
+#[tokio::main(flavor = "multi_thread", worker_threads = 1)]
 async fn main() {
     let secs = Duration::from_secs(
         std::env::var("IDEM_BENCH_SECS")
