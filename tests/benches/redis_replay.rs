@@ -232,7 +232,7 @@ async fn main() {
     );
     println!("server time per call (INFO commandstats): {server_cost}");
     println!(
-        "phase length: {secs:?}; {TASKS} concurrent tasks; round trips per replay: {trips:.3}"
+        "phase length: {secs:?}; {TASKS} concurrent tasks on one worker thread; round trips per replay: {trips:.3}"
     );
     println!();
     println!("| what | connections | ops/s |");
