@@ -7,4 +7,6 @@ pub mod redis_server;
 #[cfg(feature = "dynamodb")]
 pub mod dynamodb;
 #[cfg(feature = "redis")]
+pub mod redis_cluster;
+#[cfg(feature = "redis")]
 pub mod redis_target;

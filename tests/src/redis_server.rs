@@ -157,7 +157,7 @@ pub fn backends_required() -> bool {
     std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "1" || v == "true")
 }
 
-fn unavailable<T>(reason: &str) -> Option<T> {
+pub(crate) fn unavailable<T>(reason: &str) -> Option<T> {
     if backends_required() {
         panic!("Redis is required ({REQUIRE_VAR} is set) but unavailable: {reason}");
     }

@@ -1,5 +1,5 @@
-//! A [`RedisStore`] on a test server, as a conformance [`Target`], with raw access to the
-//! server for corrupting records and counting the commands it ran.
+//! [`RedisStore`]s on test servers (one server, or a cluster) as conformance [`Target`]s, with
+//! raw access to the server for corrupting records and counting the commands it ran.
 
 use std::sync::Arc;
 
@@ -7,9 +7,12 @@ use async_trait::async_trait;
 use idem_core::testing::Target;
 use idem_core::{Key, OwnerToken, Store};
 use idem_stores::redis::client::aio::MultiplexedConnection;
+use idem_stores::redis::client::cluster::ClusterClient;
+use idem_stores::redis::client::cluster_async::ClusterConnection;
 use idem_stores::redis::client::{self as redis, Client};
 use idem_stores::redis::RedisStore;
 
+use crate::redis_cluster::TestRedisCluster;
 use crate::redis_server::TestRedis;
 
 /// A test server with a store on it. Every target gets a key prefix of its own, so targets may
@@ -140,6 +143,63 @@ impl Target for RedisTarget {
 
     async fn corrupt(&self, key: &Key) -> bool {
         self.set_raw(key, b"\xffnot an idempotency record").await;
+        true
+    }
+}
+
+/// A store on a Redis Cluster of this test's own.
+pub struct RedisClusterTarget {
+    cluster: TestRedisCluster,
+    store: RedisStore,
+}
+
+impl RedisClusterTarget {
+    /// A store on a fresh cluster of `nodes` primaries; `None` if there is none.
+    pub async fn start(nodes: usize) -> Option<Self> {
+        let cluster = TestRedisCluster::start(nodes)?;
+        let urls = cluster.urls();
+        let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let store = RedisStore::connect_cluster(&urls)
+            .await
+            .expect("the test cluster accepts connections")
+            .with_prefix(format!("test-{}:", OwnerToken::generate().as_str()));
+        Some(RedisClusterTarget { cluster, store })
+    }
+
+    /// The store under test.
+    pub fn redis_store(&self) -> &RedisStore {
+        &self.store
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &TestRedisCluster {
+        &self.cluster
+    }
+
+    /// A raw connection to the cluster, bypassing the store.
+    pub async fn raw(&self) -> ClusterConnection {
+        ClusterClient::new(self.cluster.urls())
+            .expect("valid node URLs")
+            .get_async_connection()
+            .await
+            .expect("the test cluster accepts connections")
+    }
+}
+
+#[async_trait]
+impl Target for RedisClusterTarget {
+    fn store(&self) -> Arc<dyn Store> {
+        Arc::new(self.store.clone())
+    }
+
+    async fn corrupt(&self, key: &Key) -> bool {
+        let mut conn = self.raw().await;
+        let _: () = redis::cmd("SET")
+            .arg(self.store.redis_key(key))
+            .arg(b"\xffnot an idempotency record")
+            .query_async(&mut conn)
+            .await
+            .expect("SET works");
         true
     }
 }

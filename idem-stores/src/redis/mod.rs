@@ -13,6 +13,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! On a Redis Cluster (feature `redis-cluster`), connect with
+//! `RedisStore::connect_cluster`: every request touches one key and names it as the script's
+//! only key, so the cluster client sends it to the node that owns the key's slot.
+//!
 //! The store runs on one multiplexed connection (a `redis::aio::ConnectionManager`): many
 //! concurrent calls share it, and it reconnects by itself when the server restarts. A request
 //! that fails because the connection dropped is sent once more on the new connection (every
@@ -82,6 +86,7 @@
 //! `HGETALL`; [`Store::delete`](idem_core::Store::delete) is `DEL`.
 
 mod codec;
+mod connection;
 mod scripts;
 mod store;
 

@@ -3,8 +3,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
 
-use redis::aio::ConnectionManager;
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value};
+
+use super::connection::Connection;
 
 /// Helpers every script starts with.
 const COMMON: &str = include_str!("lua/common.lua");
@@ -67,11 +68,11 @@ impl Counter {
     /// Sends one command.
     pub(crate) async fn query(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         cmd: &Cmd,
     ) -> Result<Value, RedisError> {
         self.0.fetch_add(1, Ordering::Relaxed);
-        cmd.query_async(conn).await
+        conn.query(cmd).await
     }
 
     /// Runs `script` on one key: `EVALSHA`, and if the server does not know the script yet
@@ -79,7 +80,7 @@ impl Counter {
     /// caches it. One round trip when the script is known, two the first time.
     pub(crate) async fn eval(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Connection,
         script: &Script,
         key: &str,
         args: &[&[u8]],

@@ -12,6 +12,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, Value};
 
 use super::codec::{self, Reply};
+use super::connection::Connection;
 use super::scripts::{Counter, Script, SCRIPTS};
 
 /// How long an in-progress key outlives its lease in Redis. Within it, an owner whose lease
@@ -38,7 +39,7 @@ const MAX_EXPIRY_MS: u64 = 1_000_000_000_000_000;
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: ConnectionManager,
+    conn: Connection,
     prefix: Arc<str>,
     counter: Arc<Counter>,
 }
@@ -63,6 +64,32 @@ impl RedisStore {
 
     /// A store on a connection you already have.
     pub fn from_connection(conn: ConnectionManager) -> Self {
+        Self::on(Connection::Single(conn))
+    }
+
+    /// Connects to the Redis Cluster that `nodes` (URLs of some of its nodes) belong to. Every
+    /// request touches one key, so it goes to the node that owns the key's slot.
+    #[cfg(feature = "redis-cluster")]
+    pub async fn connect_cluster(nodes: &[&str]) -> Result<Self, StoreError> {
+        let client = redis::cluster::ClusterClient::builder(nodes.iter().copied())
+            .connection_timeout(Duration::from_secs(1))
+            .response_timeout(Duration::from_secs(2))
+            .build()
+            .map_err(StoreError::backend)?;
+        let conn = client
+            .get_async_connection()
+            .await
+            .map_err(|error| store_error(error, "cluster connect"))?;
+        Ok(Self::from_cluster_connection(conn))
+    }
+
+    /// A store on a Redis Cluster connection you already have.
+    #[cfg(feature = "redis-cluster")]
+    pub fn from_cluster_connection(conn: redis::cluster_async::ClusterConnection) -> Self {
+        Self::on(Connection::Cluster(conn))
+    }
+
+    fn on(conn: Connection) -> Self {
         RedisStore {
             conn,
             prefix: "".into(),

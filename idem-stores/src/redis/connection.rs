@@ -1,0 +1,25 @@
+//! The connection a store sends its requests on: one server, or a Redis Cluster.
+
+use redis::aio::ConnectionManager;
+use redis::{Cmd, RedisResult, Value};
+
+/// A multiplexed connection that reconnects by itself.
+#[derive(Clone)]
+pub(crate) enum Connection {
+    /// One server (or a proxy in front of several).
+    Single(ConnectionManager),
+    /// A Redis Cluster: each request goes to the node that owns its key's slot.
+    #[cfg(feature = "redis-cluster")]
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl Connection {
+    /// Sends one command and reads its reply.
+    pub(crate) async fn query(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        match self {
+            Connection::Single(conn) => cmd.query_async(conn).await,
+            #[cfg(feature = "redis-cluster")]
+            Connection::Cluster(conn) => cmd.query_async(conn).await,
+        }
+    }
+}

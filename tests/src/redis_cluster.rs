@@ -1,0 +1,142 @@
+//! Redis Clusters for the tests: nodes started on free loopback ports and joined into one
+//! cluster, all slots assigned, every node agreeing that the cluster is up.
+//!
+//! Needs `redis-server` and `redis-cli`; where they are missing the tests skip loudly, or fail
+//! with `IDEM_REQUIRE_BACKENDS=1`.
+
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::process::{free_port, scratch_dir, ServerCommand, ServerProcess};
+use crate::redis_server::{unavailable, PROGRAM};
+
+/// The client program used to join the nodes.
+pub const CLI: &str = "redis-cli";
+
+/// A Redis Cluster of primaries only, each node a process of this test.
+#[derive(Debug)]
+pub struct TestRedisCluster {
+    nodes: Vec<ServerProcess>,
+    dir: PathBuf,
+}
+
+impl TestRedisCluster {
+    /// Starts `nodes` primaries and joins them; `None` (after a banner) if that cannot be done,
+    /// unless backends are required.
+    pub fn start(nodes: usize) -> Option<TestRedisCluster> {
+        match Self::try_start(nodes) {
+            Ok(cluster) => Some(cluster),
+            Err(error) => {
+                let hint = if error.kind() == io::ErrorKind::NotFound {
+                    " (install redis-server and redis-cli with scripts/services.sh)"
+                } else {
+                    ""
+                };
+                unavailable(&format!("cannot start a Redis Cluster{hint}: {error}"))
+            }
+        }
+    }
+
+    fn try_start(count: usize) -> io::Result<TestRedisCluster> {
+        let dir = scratch_dir("redis-cluster")?;
+        let mut cluster = TestRedisCluster {
+            nodes: Vec::with_capacity(count),
+            dir,
+        };
+        for _ in 0..count.max(1) {
+            // The cluster bus gets a port of its own: the default (port + 10000) may not exist.
+            let bus = free_port()?;
+            let config = cluster.dir.join(format!("nodes-{bus}.conf"));
+            let command = ServerCommand::new(PROGRAM)
+                .args(crate::redis_server::base_args())
+                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+                .args(["--cluster-port".to_owned(), bus.to_string()])
+                .args([
+                    "--cluster-config-file".to_owned(),
+                    config.to_string_lossy().into_owned(),
+                ]);
+            cluster.nodes.push(ServerProcess::start(command)?);
+        }
+        cluster.join()?;
+        Ok(cluster)
+    }
+
+    fn join(&self) -> io::Result<()> {
+        if let [node] = self.nodes.as_slice() {
+            cli(&[
+                "-p",
+                &node.port().to_string(),
+                "CLUSTER",
+                "ADDSLOTSRANGE",
+                "0",
+                "16383",
+            ])?;
+        } else {
+            let mut args = vec!["--cluster".to_owned(), "create".to_owned()];
+            args.extend(self.nodes.iter().map(|n| n.addr().to_string()));
+            args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
+            cli(&args.iter().map(String::as_str).collect::<Vec<_>>())?;
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for node in &self.nodes {
+            let port = node.port().to_string();
+            loop {
+                let info = cli(&["-p", &port, "CLUSTER", "INFO"])?;
+                if info.contains("cluster_state:ok") {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("node {port} never saw the cluster up:\n{info}"),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Ok(())
+    }
+
+    /// The URLs of every node.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|node| format!("redis://{}/", node.addr()))
+            .collect()
+    }
+
+    /// The nodes' ports.
+    pub fn ports(&self) -> Vec<u16> {
+        self.nodes.iter().map(ServerProcess::port).collect()
+    }
+}
+
+impl Drop for TestRedisCluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            node.kill();
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `redis-cli -h 127.0.0.1 ARGS...`; its stdout, or an error with its output.
+pub fn cli(args: &[&str]) -> io::Result<String> {
+    let output = Command::new(CLI)
+        .arg("-h")
+        .arg("127.0.0.1")
+        .args(args)
+        .output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() || stdout.starts_with("ERR") {
+        return Err(io::Error::other(format!(
+            "`{CLI} {}` failed: {stdout}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    Ok(stdout)
+}
