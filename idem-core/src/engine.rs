@@ -15,6 +15,11 @@ use crate::{
 
 const TARGET: &str = "idem";
 
+/// How often storing an outcome is tried before the call fails with [`Error::Store`].
+const COMPLETE_ATTEMPTS: u32 = 3;
+/// The pause before the second attempt; each later pause is four times longer.
+const COMPLETE_RETRY_BACKOFF: Duration = Duration::from_millis(25);
+
 fn millis(duration: Duration) -> Millis {
     duration.as_millis().try_into().unwrap_or(Millis::MAX)
 }
@@ -213,7 +218,7 @@ impl Idempotency {
                     outcome,
                     expires_at: self.clock.now().saturating_add(millis(call.ttl)),
                 };
-                match self.store.complete(&call.key, &owner, &completed).await {
+                match self.record_outcome(call, &owner, &completed).await {
                     Ok(()) => {
                         tracing::debug!(target: TARGET, key, ok = completed.outcome.is_ok(), "completed: outcome stored");
                         result.map(|value| Executed {
@@ -232,6 +237,37 @@ impl Idempotency {
                 }
             }
         }
+    }
+
+    /// Stores the completed record, retrying a backend failure: once the body has run, giving up
+    /// leaves the key reserved until the lease passes, and a retry after that runs the body again.
+    async fn record_outcome(
+        &self,
+        call: &Call,
+        owner: &OwnerToken,
+        completed: &Completed,
+    ) -> Result<(), StoreError> {
+        let key = call.key.as_str();
+        let mut backoff = COMPLETE_RETRY_BACKOFF;
+        for attempt in 1..=COMPLETE_ATTEMPTS {
+            match self.store.complete(&call.key, owner, completed).await {
+                Ok(()) => return Ok(()),
+                Err(StoreError::Backend(error)) if attempt < COMPLETE_ATTEMPTS => {
+                    tracing::warn!(target: TARGET, key, %error, attempt, "storing the outcome failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 4;
+                }
+                Err(StoreError::LeaseLost) if attempt > 1 => {
+                    // An earlier attempt may have landed and only its answer was lost.
+                    return match self.store.get(&call.key).await {
+                        Ok(Some(Record::Completed(stored))) if stored == *completed => Ok(()),
+                        _ => Err(StoreError::LeaseLost),
+                    };
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        unreachable!("the last attempt returns")
     }
 
     /// Renews the lease every third of it, forever; the caller drops it when the body is done.

@@ -687,3 +687,28 @@ pub async fn forget_unblocks_a_key(ctx: Context) {
     let again = charge(&idem, key_call, 1, &side_effect).await.unwrap();
     assert!(!again.replayed);
 }
+
+/// Once the body has run, a completion whose answer was lost is retried and recognised as
+/// stored, so the caller gets its value and retries replay it.
+pub async fn lost_completion_answer_is_retried(ctx: Context) {
+    let idem = ctx.handle_with(
+        crate::SystemClock,
+        Probe::losing_completions(ctx.store().clone(), 1),
+    );
+    let side_effect = Charge::instant();
+    let first = charge(&idem, call(&ctx, "o-19", 1), 1, &side_effect)
+        .await
+        .expect("the outcome is stored despite the lost answer");
+    assert!(!first.replayed);
+    let retry = charge(&ctx.handle(), call(&ctx, "o-19", 1), 1, &side_effect)
+        .await
+        .unwrap();
+    assert_eq!(
+        retry,
+        Executed {
+            value: first.value,
+            replayed: true
+        }
+    );
+    assert_eq!(side_effect.runs(), 1);
+}

@@ -155,7 +155,8 @@ macro_rules! conformance_tests {
             store_failure_fails_closed,
             undecodable_result_is_a_codec_error,
             corrupt_record_is_an_error_not_a_panic,
-            forget_unblocks_a_key
+            forget_unblocks_a_key,
+            lost_completion_answer_is_retried
         );
     };
 }

@@ -1,6 +1,7 @@
 //! A store that wraps the store under test to observe it or to inject a fault the real store
 //! can't produce on demand. Everything else goes to the real store.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ pub(crate) struct Probe {
     parked: Arc<Semaphore>,
     /// Fail every reservation as an unreachable backend would.
     unreachable: bool,
+    /// How many completions still lose their answer: applied, then reported as failed.
+    lost_completions: AtomicUsize,
 }
 
 impl Probe {
@@ -25,6 +28,7 @@ impl Probe {
             inner,
             parked,
             unreachable: false,
+            lost_completions: AtomicUsize::new(0),
         })
     }
 
@@ -34,6 +38,18 @@ impl Probe {
             inner,
             parked: Arc::new(Semaphore::new(0)),
             unreachable: true,
+            lost_completions: AtomicUsize::new(0),
+        })
+    }
+
+    /// Applies the next `count` completions but answers them with a backend error, as when the
+    /// connection drops after the write.
+    pub(crate) fn losing_completions(inner: Arc<dyn Store>, count: usize) -> Arc<dyn Store> {
+        Arc::new(Probe {
+            inner,
+            parked: Arc::new(Semaphore::new(0)),
+            unreachable: false,
+            lost_completions: AtomicUsize::new(count),
         })
     }
 }
@@ -53,7 +69,15 @@ impl Store for Probe {
         owner: &OwnerToken,
         record: &Completed,
     ) -> Result<(), StoreError> {
-        self.inner.complete(key, owner, record).await
+        self.inner.complete(key, owner, record).await?;
+        let lose = self
+            .lost_completions
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if lose {
+            return Err(StoreError::backend(Message("connection reset".into())));
+        }
+        Ok(())
     }
 
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
