@@ -57,6 +57,9 @@
 //! - **renew**: `UpdateItem` setting `live_until_ms` and `ttl`, on the same owner condition.
 //! - **get**: `GetItem` with `ConsistentRead`.
 //! - **delete**: unconditional `DeleteItem`.
+//! - **waiting** for an in-flight duplicate (`wait = "..."`): `GetItem` of the state attribute
+//!   only, consistent, every 10 ms backing off to 200 ms, until the record is no longer in
+//!   progress; then one reserve again.
 //!
 //! A failed owner condition is [`StoreError::LeaseLost`](idem_core::StoreError::LeaseLost); an
 //! item with missing or ill-typed attributes is
