@@ -5,10 +5,23 @@
 //! (`$IDEM_SERVICES_DIR/venv/bin`, default `~/.cache/idem-services/venv/bin`), then on `PATH`.
 //! When no server can be had, [`TestMoto::start`] prints a banner and returns `None`, so the test
 //! skips; with `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
+//!
+//! # One request at a time
+//!
+//! moto serves requests on parallel threads, and its conditional writes read the item, check the
+//! condition and write without a lock: two concurrent `PutItem`s with `attribute_not_exists`
+//! can both succeed, which DynamoDB never allows (its conditional writes are atomic per item).
+//! The conformance suite's 200-caller races hit that window under load. So the harness starts
+//! moto's own entry point (`moto.server.main`, with `moto_server`'s arguments) through the
+//! Python interpreter next to `moto_server`, with its WSGI application wrapped in one lock
+//! ([`SERIALISED_MOTO`]). moto is CPU-bound under Python's global lock anyway, so this costs
+//! little throughput. The script also lengthens the listen queue from werkzeug's 128 to 1024,
+//! so that 200 callers connecting at once are queued instead of having their connections
+//! dropped.
 
 use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::process::{ServerCommand, ServerProcess};
@@ -52,7 +65,9 @@ impl TestMoto {
     /// A fresh `moto_server` owned by this test, which it may kill and restart (moto keeps its
     /// tables in memory, so a restart loses them). Ignores `IDEM_DYNAMODB_ENDPOINT`.
     pub fn start_owned() -> Option<TestMoto> {
-        let command = ServerCommand::new(program()).args(["-H", "127.0.0.1", "-p", "{port}"]);
+        let command = ServerCommand::new(python(&program()))
+            .args(["-c", SERIALISED_MOTO])
+            .args(["-H", "127.0.0.1", "-p", "{port}"]);
         match ServerProcess::start(command) {
             Ok(process) => Some(TestMoto {
                 endpoint: format!("http://{}", process.addr()),
@@ -101,18 +116,58 @@ impl TestMoto {
     }
 }
 
-/// `moto_server` from the services virtualenv if it is there, else the name for a `PATH`
-/// lookup.
+/// moto's server with every request handled under one lock: the script given to the Python
+/// interpreter next to `moto_server`, followed by `moto_server`'s arguments.
+pub const SERIALISED_MOTO: &str = "\
+import sys, threading
+from werkzeug import serving
+from moto import server
+from moto.moto_server import werkzeug_app
+serving.BaseWSGIServer.request_queue_size = 1024
+lock = threading.Lock()
+handle = werkzeug_app.DomainDispatcherApplication.__call__
+def serialised(self, environ, start_response):
+    with lock:
+        return list(handle(self, environ, start_response))
+werkzeug_app.DomainDispatcherApplication.__call__ = serialised
+server.main(sys.argv[1:])
+";
+
+/// `moto_server` from the services virtualenv if it is there, else from `PATH`, else the bare
+/// name (which then fails to start with `NotFound`).
 pub fn program() -> PathBuf {
     let services_dir = match std::env::var_os(SERVICES_DIR_VAR) {
         Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
         _ => std::env::var_os("HOME")
             .map(|home| PathBuf::from(home).join(".cache").join("idem-services")),
     };
+    let on_path = || {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join(PROGRAM))
+            .find(|path| path.is_file())
+    };
     services_dir
         .map(|dir| dir.join("venv").join("bin").join(PROGRAM))
         .filter(|path| path.is_file())
+        .or_else(on_path)
         .unwrap_or_else(|| PathBuf::from(PROGRAM))
+}
+
+/// The Python interpreter that runs `moto_server`: the one beside it (a virtualenv's), else
+/// `python3` from `PATH`. When `moto_server` itself was not found, its bare name, so that
+/// starting fails with `NotFound` and the test skips with the install hint.
+fn python(moto_server: &Path) -> PathBuf {
+    let Some(dir) = moto_server
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+    else {
+        return moto_server.to_path_buf();
+    };
+    ["python3", "python"]
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| PathBuf::from("python3"))
 }
 
 fn unavailable<T>(reason: &str) -> Option<T> {

@@ -165,29 +165,66 @@ async fn server_error_on_reserve_is_a_store_error_and_nothing_runs() {
     assert_eq!(runs.count(), 0);
 }
 
+/// Plans `count` server errors for the completion from inside the body, after the reserve.
+fn failing_completion(
+    db: &TestDynamo,
+    runs: &Runs,
+    count: usize,
+) -> impl std::future::Future<Output = Result<String, Error>> + Send + 'static {
+    let faults = db.faults.clone();
+    let charge = runs.charge();
+    async move {
+        for _ in 0..count {
+            faults.next(Some("PutItem"), Fault::InternalServerError);
+        }
+        charge.await
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn server_error_on_completion_is_a_store_error_and_the_retry_replays() {
+async fn server_error_on_completion_is_retried_and_the_own_write_recognised() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
     let idem = Idempotency::from_arc(db.store.clone());
     let runs = Runs::default();
-    // The reserve goes through; the completion's answer is replaced with a 500. The completion
-    // itself reached the server, as when an answer is lost on the way back.
-    let faults = db.faults.clone();
+    // The completion reaches the server but its answer is replaced with a 500, as when an
+    // answer is lost on the way back. The engine stores the outcome again; that attempt's
+    // condition fails on the item the first one wrote, which the store recognises as its own.
+    let before = db.requests.count();
+    let ok = idem
+        .run(call(&idem, "o-6"), failing_completion(&db, &runs, 1))
+        .await
+        .unwrap();
+    assert!(!ok.replayed);
+    assert_eq!(runs.count(), 1);
+    assert_eq!(
+        db.requests.operations_since(before),
+        ["PutItem", "PutItem", "PutItem"],
+        "reserve, completion (answer lost), completion again"
+    );
+    let replay = idem.run(call(&idem, "o-6"), runs.charge()).await.unwrap();
+    assert_eq!(replay.value, ok.value);
+    assert!(replay.replayed);
+    assert_eq!(runs.count(), 1, "the body never runs twice");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_errors_on_every_completion_attempt_are_a_store_error() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let runs = Runs::default();
     let err = idem
-        .run(call(&idem, "o-6"), {
-            let charge = runs.charge();
-            async move {
-                faults.next(Some("PutItem"), Fault::InternalServerError);
-                charge.await
-            }
-        })
+        .run(call(&idem, "o-7"), failing_completion(&db, &runs, 3))
         .await
         .unwrap_err();
     assert_store_error(&err, "InternalServerError");
+    assert_eq!(db.faults.pending(), 0, "the engine tried three times");
     assert_eq!(runs.count(), 1);
-    let retry = idem.run(call(&idem, "o-6"), runs.charge()).await.unwrap();
+    // The writes reached the server; only their answers were lost: a retry replays.
+    let retry = idem.run(call(&idem, "o-7"), runs.charge()).await.unwrap();
     assert_eq!(retry.value, "receipt-1");
     assert!(
         retry.replayed,
@@ -214,7 +251,7 @@ async fn client_retries_absorb_one_throttled_response() {
     // the claim's own item.
     db.faults.next(Some("PutItem"), Fault::Throttling);
     let before = db.requests.count();
-    let ok = idem.run(call(&idem, "o-7"), runs.charge()).await.unwrap();
+    let ok = idem.run(call(&idem, "o-8"), runs.charge()).await.unwrap();
     assert!(!ok.replayed);
     assert_eq!(runs.count(), 1);
     assert_eq!(
@@ -222,14 +259,14 @@ async fn client_retries_absorb_one_throttled_response() {
         ["PutItem", "PutItem", "PutItem"],
         "reserve, its retry after the throttled answer, complete"
     );
-    let replay = idem.run(call(&idem, "o-7"), runs.charge()).await.unwrap();
+    let replay = idem.run(call(&idem, "o-8"), runs.charge()).await.unwrap();
     assert!(replay.replayed);
 
     // The completion lands but its answer is a 500: the retry finds its own completed item.
     let faults = db.faults.clone();
     let before = db.requests.count();
     let ok = idem
-        .run(call(&idem, "o-8"), {
+        .run(call(&idem, "o-9"), {
             let charge = runs.charge();
             async move {
                 faults.next(Some("PutItem"), Fault::InternalServerError);
@@ -245,7 +282,7 @@ async fn client_retries_absorb_one_throttled_response() {
         ["PutItem", "PutItem", "PutItem"],
         "reserve, complete, its retry after the lost answer"
     );
-    let replay = idem.run(call(&idem, "o-8"), runs.charge()).await.unwrap();
+    let replay = idem.run(call(&idem, "o-9"), runs.charge()).await.unwrap();
     assert_eq!(replay.value, ok.value);
     assert!(replay.replayed);
     assert_eq!(runs.count(), 2);

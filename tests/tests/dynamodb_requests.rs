@@ -195,3 +195,63 @@ async fn renewal_costs_one_update() {
     store.renew(call.key(), &owner, now + 60_000).await.unwrap();
     assert_eq!(db.requests.operations_since(before), ops(&["UpdateItem"]));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiting_duplicate_polls_with_small_reads() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let (started_tx, started_rx) = oneshot::channel();
+    let (finish_tx, finish_rx) = oneshot::channel::<()>();
+    let first = {
+        let idem = idem.clone();
+        let call = call(&idem, "o-6", 10);
+        tokio::spawn(async move {
+            idem.run(call, async move {
+                started_tx.send(()).unwrap();
+                finish_rx.await.unwrap();
+                Ok::<_, Error>(6u64)
+            })
+            .await
+        })
+    };
+    started_rx.await.unwrap();
+    let before = db.requests.count();
+    let waiter = {
+        let idem = idem.clone();
+        let call = call(&idem, "o-6", 10).wait(std::time::Duration::from_secs(10));
+        tokio::spawn(async move { idem.run(call, async { Ok::<_, Error>(7u64) }).await })
+    };
+    // Let the waiter poll a few times (each poll is a request), then finish the first call.
+    while db.requests.count() < before + 3 {
+        tokio::task::yield_now().await;
+    }
+    finish_tx.send(()).unwrap();
+    let first = first.await.unwrap().unwrap();
+    let waited = waiter.await.unwrap().unwrap();
+    assert_eq!(waited.value, first.value);
+    assert!(waited.replayed);
+
+    let sent = db.requests.since(before);
+    let polls: Vec<_> = sent.iter().filter(|r| r.operation == "GetItem").collect();
+    assert!(!polls.is_empty(), "{sent:?}");
+    for poll in polls {
+        assert!(poll.body.contains("ProjectionExpression"), "{}", poll.body);
+        assert!(
+            poll.body.contains(r#""ConsistentRead":true"#),
+            "{}",
+            poll.body
+        );
+    }
+    let writes: Vec<_> = sent
+        .iter()
+        .filter(|r| r.operation == "PutItem")
+        .map(|r| r.operation.as_str())
+        .collect();
+    assert_eq!(
+        writes,
+        ["PutItem", "PutItem", "PutItem"],
+        "waiter reserve, first's complete, waiter's reserve: {sent:?}"
+    );
+}

@@ -13,6 +13,8 @@ pub struct ClientOptions {
     /// Whether the SDK retries failed requests (its standard strategy, with short backoffs).
     /// Off by default, so that every request a test counts is one the store made.
     pub retries: bool,
+    /// How long connecting may take. Longer than the SDK's default, for a loaded test machine.
+    pub connect_timeout: Duration,
     /// How long one operation may take, retries included.
     pub operation_timeout: Duration,
 }
@@ -21,7 +23,8 @@ impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             retries: false,
-            operation_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            operation_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -50,6 +53,7 @@ pub fn client(
         .retry_config(retry)
         .timeout_config(
             TimeoutConfig::builder()
+                .connect_timeout(options.connect_timeout)
                 .operation_timeout(options.operation_timeout)
                 .build(),
         );
