@@ -31,9 +31,10 @@ const RESERVE_CONDITION: &str = "attribute_not_exists(#k) \
      OR (#st = :completed AND attribute_type(#lu, :number) AND #lu <= :now) \
      OR (#st = :in_progress AND attribute_type(#lu, :number) AND #lu <= :now AND #fp = :fp)";
 
-/// The first and the longest pause between two reads of a caller waiting for an in-flight
-/// duplicate.
+/// The first pause between two reads of a caller waiting for an in-flight duplicate; each later
+/// pause doubles, up to [`WAIT_POLL_MAX`].
 const WAIT_POLL_FIRST: Duration = Duration::from_millis(10);
+/// The longest pause between two reads of a waiting caller.
 const WAIT_POLL_MAX: Duration = Duration::from_millis(200);
 
 /// The condition of `complete`, `release` and `renew`: the record is in progress and held by the
