@@ -87,6 +87,7 @@ mod item;
 mod names;
 mod store;
 mod table;
+mod wait;
 
 pub use error::{ItemTooLarge, KeyTooLong, RequestFailed};
 pub use item::{item_size, MAX_ITEM_SIZE};

@@ -31,12 +31,6 @@ const RESERVE_CONDITION: &str = "attribute_not_exists(#k) \
      OR (#st = :completed AND attribute_type(#lu, :number) AND #lu <= :now) \
      OR (#st = :in_progress AND attribute_type(#lu, :number) AND #lu <= :now AND #fp = :fp)";
 
-/// The first pause between two reads of a caller waiting for an in-flight duplicate; each later
-/// pause doubles, up to [`WAIT_POLL_MAX`].
-const WAIT_POLL_FIRST: Duration = Duration::from_millis(10);
-/// The longest pause between two reads of a waiting caller.
-const WAIT_POLL_MAX: Duration = Duration::from_millis(200);
-
 /// The condition of `complete`, `release` and `renew`: the record is in progress and held by the
 /// caller.
 const OWNER_CONDITION: &str = "#st = :in_progress AND #own = :owner";
@@ -110,7 +104,7 @@ impl DynamoDbStore {
     }
 
     /// The partition key of `key` as an attribute map, for `GetItem`/`DeleteItem`/`UpdateItem`.
-    fn key_attr(&self, key: &Key) -> Result<(String, AttributeValue), StoreError> {
+    pub(crate) fn key_attr(&self, key: &Key) -> Result<(String, AttributeValue), StoreError> {
         let item_key = self.checked_item_key(key)?;
         Ok((self.names.key.clone(), AttributeValue::S(item_key)))
     }
@@ -125,7 +119,7 @@ impl DynamoDbStore {
         Ok(item_key)
     }
 
-    fn failed<E, R>(
+    pub(crate) fn failed<E, R>(
         &self,
         operation: &'static str,
         error: aws_sdk_dynamodb::error::SdkError<E, R>,
@@ -394,45 +388,10 @@ impl Store for DynamoDbStore {
         Ok(())
     }
 
-    /// Polls the record's state with small consistent reads (`GetItem` of the state attribute
-    /// only), backing off from 10 ms to 200 ms, until it is no longer in progress or `timeout`
-    /// passes. Reads cost less than the failed conditional writes a retried reserve would.
+    /// Polls the record's state with small consistent reads until it is no longer in progress
+    /// or `timeout` passes, backing off from 10 ms to 200 ms.
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let mut pause = WAIT_POLL_FIRST;
-        loop {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                return Ok(());
-            }
-            tokio::time::sleep(pause.min(left)).await;
-            if !self.in_progress(key).await? {
-                return Ok(());
-            }
-            pause = (pause * 2).min(WAIT_POLL_MAX);
-        }
-    }
-}
-
-impl DynamoDbStore {
-    /// Whether the item under `key` is an in-progress record, read consistently and alone.
-    async fn in_progress(&self, key: &Key) -> Result<bool, StoreError> {
-        let (name, value) = self.key_attr(key)?;
-        let output = self
-            .client
-            .get_item()
-            .table_name(&*self.table)
-            .key(name, value)
-            .consistent_read(true)
-            .projection_expression("#st")
-            .expression_attribute_names("#st", &self.names.state)
-            .send()
-            .await
-            .map_err(|error| self.failed("GetItem", error))?;
-        Ok(matches!(
-            output.item().and_then(|item| item.get(&self.names.state)),
-            Some(AttributeValue::S(state)) if state == IN_PROGRESS
-        ))
+        self.wait_for_change(key, timeout).await
     }
 }
 

@@ -1,0 +1,60 @@
+//! Waiting for an in-flight duplicate: polling the record's state with small reads.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use idem_core::{Key, StoreError};
+
+use super::item::IN_PROGRESS;
+use super::DynamoDbStore;
+
+/// The first pause between two reads of a caller waiting for an in-flight duplicate; each later
+/// pause doubles, up to [`WAIT_POLL_MAX`].
+const WAIT_POLL_FIRST: Duration = Duration::from_millis(10);
+/// The longest pause between two reads of a waiting caller.
+const WAIT_POLL_MAX: Duration = Duration::from_millis(200);
+
+impl DynamoDbStore {
+    /// Polls the record's state with small consistent reads (`GetItem` of the state attribute
+    /// only), backing off from 10 ms to 200 ms, until it is no longer in progress or `timeout`
+    /// passes. Reads cost less than the failed conditional writes a reserve would.
+    pub(crate) async fn wait_for_change(
+        &self,
+        key: &Key,
+        timeout: Duration,
+    ) -> Result<(), StoreError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut pause = WAIT_POLL_FIRST;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            tokio::time::sleep(pause.min(left)).await;
+            if !self.in_progress(key).await? {
+                return Ok(());
+            }
+            pause = (pause * 2).min(WAIT_POLL_MAX);
+        }
+    }
+
+    /// Whether the item under `key` is an in-progress record, read consistently and alone.
+    async fn in_progress(&self, key: &Key) -> Result<bool, StoreError> {
+        let (name, value) = self.key_attr(key)?;
+        let output = self
+            .client()
+            .get_item()
+            .table_name(self.table())
+            .key(name, value)
+            .consistent_read(true)
+            .projection_expression("#st")
+            .expression_attribute_names("#st", &self.names().state)
+            .send()
+            .await
+            .map_err(|error| self.failed("GetItem", error))?;
+        Ok(matches!(
+            output.item().and_then(|item| item.get(&self.names().state)),
+            Some(AttributeValue::S(state)) if state == IN_PROGRESS
+        ))
+    }
+}
