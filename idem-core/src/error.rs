@@ -57,6 +57,11 @@ pub enum Error {
     /// The idempotency key cannot be used, for example because it is too long (HTTP 400).
     #[error("invalid idempotency key: {0}")]
     InvalidKey(String),
+    /// The store refused a request that retrying cannot fix, such as an outcome larger than a
+    /// DynamoDB item may be (HTTP 500). When it refuses the outcome after the function ran, the
+    /// key stays reserved until its lease passes.
+    #[error("idempotency store refused the request: {0}")]
+    Rejected(#[source] BoxError),
 }
 
 impl Error {
@@ -69,7 +74,10 @@ impl Error {
             Error::Mismatch { .. } => 422,
             Error::InvalidKey(_) => 400,
             Error::Store(_) => 503,
-            Error::NotInstalled | Error::Codec(_) | Error::CorruptRecord { .. } => 500,
+            Error::NotInstalled
+            | Error::Codec(_)
+            | Error::CorruptRecord { .. }
+            | Error::Rejected(_) => 500,
         }
     }
 
@@ -94,15 +102,24 @@ pub enum StoreError {
     /// The stored record cannot be read.
     #[error("corrupt record: {0}")]
     Corrupt(String),
-    /// The backend failed or could not be reached.
+    /// The backend failed or could not be reached; the same request may succeed later.
     #[error(transparent)]
     Backend(BoxError),
+    /// The request can never succeed as it stands (a value over the backend's size limit, say);
+    /// the engine does not retry it.
+    #[error(transparent)]
+    Rejected(BoxError),
 }
 
 impl StoreError {
     /// Wraps a backend error.
     pub fn backend(source: impl Into<BoxError>) -> Self {
         StoreError::Backend(source.into())
+    }
+
+    /// Wraps the reason a request can never succeed.
+    pub fn rejected(source: impl Into<BoxError>) -> Self {
+        StoreError::Rejected(source.into())
     }
 
     /// Turns this store error into the caller-facing [`Error`] for `key`.
@@ -116,6 +133,7 @@ impl StoreError {
                 reason,
             },
             StoreError::Backend(source) => Error::Store(source),
+            StoreError::Rejected(source) => Error::Rejected(source),
         }
     }
 }

@@ -10,6 +10,8 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+pub use idem_core::testing::backends_required;
+
 use crate::process::{scratch_dir, ServerCommand, ServerProcess};
 
 /// The environment variable naming an existing server to use instead of starting one.
@@ -150,11 +152,6 @@ pub fn base_args() -> [&'static str; 8] {
         "--appendonly",
         "no",
     ]
-}
-
-/// Whether backend tests must fail rather than skip when no server can be had.
-pub fn backends_required() -> bool {
-    std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "1" || v == "true")
 }
 
 pub(crate) fn unavailable<T>(reason: &str) -> Option<T> {

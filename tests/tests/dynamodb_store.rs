@@ -304,8 +304,8 @@ async fn oversized_results_are_refused_before_any_request() {
         db.requests.operations_since(before),
         vec!["PutItem".to_owned()]
     );
-    let Error::Store(source) = &err else {
-        panic!("expected Error::Store, got {err:?}")
+    let Error::Rejected(source) = &err else {
+        panic!("expected Error::Rejected, got {err:?}")
     };
     let too_large = source
         .downcast_ref::<ItemTooLarge>()
@@ -327,7 +327,7 @@ async fn oversized_results_are_refused_before_any_request() {
         )
         .await;
     assert!(
-        matches!(refused, Err(StoreError::Backend(_))),
+        matches!(refused, Err(StoreError::Rejected(_))),
         "{refused:?}"
     );
     assert_eq!(

@@ -1,4 +1,5 @@
-//! The errors the DynamoDB store reports inside [`StoreError::Backend`].
+//! The errors the DynamoDB store reports inside [`StoreError::Backend`] (the backend failed) and
+//! [`StoreError::Rejected`] (a request that can never succeed).
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -77,7 +78,7 @@ fn chain(error: &(dyn StdError + 'static)) -> String {
 
 /// A completed record would not fit in one DynamoDB item (400 KB). Nothing was sent.
 ///
-/// Carried by [`StoreError::Backend`]. Return a smaller value from the function (an id to look
+/// Carried by [`StoreError::Rejected`], so the engine does not retry it. Return a smaller value from the function (an id to look
 /// the full result up by, for example).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ItemTooLarge {

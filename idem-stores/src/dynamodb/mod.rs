@@ -51,7 +51,8 @@
 //! - **complete**: `PutItem` of the completed item on `state = in_progress AND owner = :owner`.
 //!   The item's size is checked first ([`item_size`], conservatively): a record over
 //!   [`MAX_ITEM_SIZE`] bytes (DynamoDB allows 400 KB) is refused with
-//!   [`ItemTooLarge`] before any request.
+//!   [`ItemTooLarge`] in [`StoreError::Rejected`](idem_core::StoreError::Rejected) before any
+//!   request, so the engine does not retry it and the caller gets `idem_core::Error::Rejected`.
 //!   A failed condition returns the old item too (`ALL_OLD`), at no extra request.
 //! - **release**: `DeleteItem` on the same owner condition.
 //! - **renew**: `UpdateItem` setting `live_until_ms` and `ttl`, on the same owner condition.

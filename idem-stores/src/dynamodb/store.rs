@@ -112,7 +112,7 @@ impl DynamoDbStore {
     fn checked_item_key(&self, key: &Key) -> Result<String, StoreError> {
         let item_key = self.item_key(key);
         if item_key.len() > MAX_PARTITION_KEY_LEN {
-            return Err(StoreError::backend(KeyTooLong {
+            return Err(StoreError::rejected(KeyTooLong {
                 len: item_key.len(),
             }));
         }
@@ -272,7 +272,7 @@ impl Store for DynamoDbStore {
         let item = item::completed(&self.names, &item_key, owner, record);
         let size = item::item_size(&item);
         if size > MAX_ITEM_SIZE {
-            return Err(StoreError::backend(ItemTooLarge {
+            return Err(StoreError::rejected(ItemTooLarge {
                 size,
                 limit: MAX_ITEM_SIZE,
             }));
