@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::guard::{CatchUnwind, ReleaseOnDrop};
+use crate::guard::{CatchUnwind, Pending, Settle};
 use crate::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::{
     Call, Claim, Completed, Error, Executed, Idempotency, InProgress, Millis, Outcome, OwnerToken,
@@ -15,7 +15,7 @@ use crate::{
 
 const TARGET: &str = "idem";
 
-/// How often storing an outcome is tried before the call fails with [`Error::Store`].
+/// How often storing an outcome is tried before the call fails.
 const COMPLETE_ATTEMPTS: u32 = 3;
 /// The pause before the second attempt; each later pause is four times longer.
 const COMPLETE_RETRY_BACKOFF: Duration = Duration::from_millis(25);
@@ -88,29 +88,33 @@ impl Idempotency {
         P: ErrorPolicy<E>,
         F: Future<Output = Result<T, E>>,
     {
-        let owner = match self.acquire(&call).await? {
-            Acquired::Owner(owner) => owner,
-            Acquired::Done(completed) => return replay(policy, &completed.outcome),
-        };
-        self.execute(&call, owner, policy, body).await
+        let mut settle = Settle::new(self.store.clone(), call.key.clone(), OwnerToken::generate());
+        match self.acquire(&call, &mut settle).await? {
+            Acquired::Owner => self.execute(&call, settle, policy, body).await,
+            Acquired::Done(completed) => replay(policy, &completed.outcome),
+        }
     }
 
     /// Reserves the key, or finds the completed record to replay, waiting if the call asks to.
-    async fn acquire(&self, call: &Call) -> Result<Acquired, Error> {
+    ///
+    /// `settle` stays armed to release while a reservation may have landed without an answer
+    /// (the reserve failed or this future is dropped mid-request); a release by an owner that
+    /// holds nothing is refused by fencing, so that is harmless.
+    async fn acquire(&self, call: &Call, settle: &mut Settle) -> Result<Acquired, Error> {
         let key = call.key.as_str();
-        let owner = OwnerToken::generate();
         let started = self.clock.now();
         let wait_until = call.wait.map(|wait| started.saturating_add(millis(wait)));
         loop {
             let now = self.clock.now();
             let claim = Claim {
                 record: InProgress {
-                    owner: owner.clone(),
+                    owner: settle.owner().clone(),
                     fingerprint: call.fingerprint,
                     lease_until: now.saturating_add(millis(call.lease)),
                 },
                 now,
             };
+            settle.pending = Pending::Release;
             let reservation = self
                 .store
                 .reserve(&call.key, &claim)
@@ -119,14 +123,15 @@ impl Idempotency {
             let existing = match reservation {
                 Reservation::Reserved => {
                     tracing::debug!(target: TARGET, key, "fresh: key reserved");
-                    return Ok(Acquired::Owner(owner));
+                    return Ok(Acquired::Owner);
                 }
                 Reservation::TookOver { previous } => {
                     tracing::warn!(target: TARGET, key, previous = previous.as_str(), "taken over: the previous owner's lease passed");
-                    return Ok(Acquired::Owner(owner));
+                    return Ok(Acquired::Owner);
                 }
                 Reservation::Existing(record) => record,
             };
+            settle.settled();
             if existing.fingerprint() != &call.fingerprint {
                 tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments");
                 return Err(Error::Mismatch {
@@ -164,7 +169,7 @@ impl Idempotency {
     async fn execute<T, E, P, F>(
         &self,
         call: &Call,
-        owner: OwnerToken,
+        mut settle: Settle,
         policy: &P,
         body: F,
     ) -> Result<Executed<T>, E>
@@ -175,7 +180,7 @@ impl Idempotency {
         F: Future<Output = Result<T, E>>,
     {
         let key = call.key.as_str();
-        let mut guard = ReleaseOnDrop::new(self.store.clone(), call.key.clone(), owner.clone());
+        let owner = settle.owner().clone();
         let body = std::pin::pin!(body);
         let outcome = tokio::select! {
             biased;
@@ -185,8 +190,8 @@ impl Idempotency {
         let result = match outcome {
             Ok(result) => result,
             Err(panic) => {
-                guard.disarm();
                 self.release(call, &owner).await;
+                settle.settled();
                 panic::resume_unwind(panic);
             }
         };
@@ -198,43 +203,52 @@ impl Idempotency {
             ),
             Err(error) => policy.encode(error).map(|body| body.map(Outcome::Err)),
         };
-        guard.disarm();
-        match stored {
+        let outcome = match stored {
             None => {
                 self.release(call, &owner).await;
+                settle.settled();
+                return result.map(|value| Executed {
+                    value,
+                    replayed: false,
+                });
+            }
+            Some(Err(codec)) => {
+                // Releasing would let every retry run the side effect again, and fail the same
+                // way: keep the key reserved until its lease passes instead.
+                tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised; the key stays reserved until its lease passes");
+                settle.settled();
+                return Err(codec.into());
+            }
+            Some(Ok(outcome)) => outcome,
+        };
+        settle.pending = Pending::Complete(Completed {
+            fingerprint: call.fingerprint,
+            outcome,
+            expires_at: self.clock.now().saturating_add(millis(call.ttl)),
+        });
+        let Pending::Complete(completed) = &settle.pending else {
+            unreachable!("just set")
+        };
+        let recorded = self.record_outcome(call, &owner, completed).await;
+        settle.settled();
+        match recorded {
+            Ok(()) => {
+                tracing::debug!(target: TARGET, key, ok = result.is_ok(), "completed: outcome stored");
                 result.map(|value| Executed {
                     value,
                     replayed: false,
                 })
             }
-            Some(Err(codec)) => {
-                tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised; key released");
-                self.release(call, &owner).await;
-                Err(codec.into())
-            }
-            Some(Ok(outcome)) => {
-                let completed = Completed {
-                    fingerprint: call.fingerprint,
-                    outcome,
-                    expires_at: self.clock.now().saturating_add(millis(call.ttl)),
-                };
-                match self.record_outcome(call, &owner, &completed).await {
-                    Ok(()) => {
-                        tracing::debug!(target: TARGET, key, ok = completed.outcome.is_ok(), "completed: outcome stored");
-                        result.map(|value| Executed {
-                            value,
-                            replayed: false,
-                        })
-                    }
-                    Err(error) => {
-                        if matches!(error, StoreError::LeaseLost) {
-                            tracing::error!(target: TARGET, key, "lease lost: the outcome was not stored");
-                        } else {
-                            tracing::error!(target: TARGET, key, %error, "outcome could not be stored; the key stays reserved until its lease passes");
-                        }
-                        Err(error.into_error(key).into())
-                    }
+            Err(StoreError::LeaseLost) => {
+                tracing::error!(target: TARGET, key, "lease lost: the outcome was not stored");
+                Err(Error::LeaseLost {
+                    key: key.to_owned(),
                 }
+                .into())
+            }
+            Err(error) => {
+                tracing::error!(target: TARGET, key, %error, "outcome could not be stored; the key stays reserved until its lease passes");
+                Err(error.not_recorded(key).into())
             }
         }
     }
@@ -306,7 +320,7 @@ impl Idempotency {
 }
 
 enum Acquired {
-    Owner(OwnerToken),
+    Owner,
     Done(Completed),
 }
 

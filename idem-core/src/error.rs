@@ -81,9 +81,24 @@ impl Error {
         }
     }
 
-    /// Whether the same call may succeed if retried later with the same key and arguments.
+    /// Whether retrying the same call later is safe and may succeed: `true` for
+    /// [`InProgress`](Error::InProgress) and for a [`Store`](Error::Store) failure before the
+    /// function ran; `false` when the function ran but its outcome was not recorded
+    /// ([`OutcomeNotRecorded`]), since a retry once the lease passes would run it again.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::InProgress { .. } | Error::Store(_))
+        match self {
+            Error::InProgress { .. } => true,
+            Error::Store(source) => !source.is::<OutcomeNotRecorded>(),
+            _ => false,
+        }
+    }
+
+    /// Whether the function ran but its outcome could not be recorded ([`OutcomeNotRecorded`]).
+    pub fn ran_without_record(&self) -> bool {
+        match self {
+            Error::Store(source) | Error::Rejected(source) => source.is::<OutcomeNotRecorded>(),
+            _ => false,
+        }
     }
 
     pub(crate) fn codec(source: impl Into<BoxError>) -> Self {
@@ -122,6 +137,16 @@ impl StoreError {
         StoreError::Rejected(source.into())
     }
 
+    /// The caller-facing [`Error`] for a failure to record an outcome after the function ran.
+    pub(crate) fn not_recorded(self, key: &str) -> Error {
+        let wrap = |source| Box::new(OutcomeNotRecorded { source }) as BoxError;
+        match self {
+            StoreError::Backend(source) => Error::Store(wrap(source)),
+            StoreError::Rejected(source) => Error::Rejected(wrap(source)),
+            other => other.into_error(key),
+        }
+    }
+
     /// Turns this store error into the caller-facing [`Error`] for `key`.
     pub(crate) fn into_error(self, key: &str) -> Error {
         match self {
@@ -135,6 +160,37 @@ impl StoreError {
             StoreError::Backend(source) => Error::Store(source),
             StoreError::Rejected(source) => Error::Rejected(source),
         }
+    }
+}
+
+/// The source of an [`Error::Store`] or [`Error::Rejected`] returned after the function ran:
+/// its side effect happened but its outcome could not be recorded. The key stays reserved until
+/// the lease passes; a retry after that runs the function again, so don't retry blindly.
+#[derive(Debug)]
+pub struct OutcomeNotRecorded {
+    source: BoxError,
+}
+
+impl OutcomeNotRecorded {
+    /// Why the store refused or failed.
+    pub fn cause(&self) -> &(dyn StdError + Send + Sync + 'static) {
+        &*self.source
+    }
+}
+
+impl fmt::Display for OutcomeNotRecorded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the function ran but its outcome could not be recorded: {}",
+            self.source
+        )
+    }
+}
+
+impl StdError for OutcomeNotRecorded {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&*self.source)
     }
 }
 
@@ -199,6 +255,29 @@ mod tests {
             backend.to_string(),
             "idempotency store failed: connection refused"
         );
+    }
+
+    #[test]
+    fn a_rejected_request_is_not_retryable() {
+        let rejected = StoreError::rejected(Message("item too large".into())).into_error("k");
+        assert!(matches!(rejected, Error::Rejected(_)));
+        assert_eq!(rejected.http_status(), 500);
+        assert!(!rejected.is_retryable());
+    }
+
+    #[test]
+    fn an_unrecorded_outcome_is_not_retryable() {
+        let before = StoreError::backend(Message("down".into())).into_error("k");
+        assert!(before.is_retryable() && !before.ran_without_record());
+        let after = StoreError::backend(Message("down".into())).not_recorded("k");
+        assert!(matches!(after, Error::Store(_)));
+        assert!(!after.is_retryable() && after.ran_without_record());
+        assert_eq!(
+            after.to_string(),
+            "idempotency store failed: the function ran but its outcome could not be recorded: down"
+        );
+        let too_large = StoreError::rejected(Message("too large".into())).not_recorded("k");
+        assert!(matches!(too_large, Error::Rejected(_)) && too_large.ran_without_record());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Releasing a reservation when the body panics or its future is dropped.
+//! Settling a reservation when the caller's future is dropped or the body panics.
 
 use std::any::Any;
 use std::future::Future;
@@ -7,46 +7,70 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::{Key, OwnerToken, Store};
+use crate::{Completed, Key, OwnerToken, Store};
 
-/// Releases the reservation from a new task if dropped while armed: the caller's future was
-/// dropped mid-flight. Best effort: outside a Tokio runtime the lease runs out instead.
-pub(crate) struct ReleaseOnDrop {
-    armed: Option<(Arc<dyn Store>, Key, OwnerToken)>,
+/// What must still happen to this caller's reservation if its future is dropped now.
+pub(crate) enum Pending {
+    /// Nothing: no reservation, or it is settled.
+    Nothing,
+    /// The reservation may exist and the body has not finished: free the key.
+    Release,
+    /// The body finished: store its outcome, so that a retry does not run it again.
+    Complete(Completed),
 }
 
-impl ReleaseOnDrop {
+/// Carries out the [`Pending`] action from a new task when dropped before it was settled.
+/// Best effort: outside a Tokio runtime the lease runs out instead.
+pub(crate) struct Settle {
+    store: Arc<dyn Store>,
+    key: Key,
+    owner: OwnerToken,
+    pub(crate) pending: Pending,
+}
+
+impl Settle {
     pub(crate) fn new(store: Arc<dyn Store>, key: Key, owner: OwnerToken) -> Self {
-        ReleaseOnDrop {
-            armed: Some((store, key, owner)),
+        Settle {
+            store,
+            key,
+            owner,
+            pending: Pending::Release,
         }
     }
 
-    pub(crate) fn disarm(&mut self) {
-        self.armed = None;
+    pub(crate) fn owner(&self) -> &OwnerToken {
+        &self.owner
+    }
+
+    pub(crate) fn settled(&mut self) {
+        self.pending = Pending::Nothing;
     }
 }
 
-impl Drop for ReleaseOnDrop {
+impl Drop for Settle {
     fn drop(&mut self) {
-        let Some((store, key, owner)) = self.armed.take() else {
+        let pending = std::mem::replace(&mut self.pending, Pending::Nothing);
+        if matches!(pending, Pending::Nothing) {
+            return;
+        }
+        let (store, key, owner) = (self.store.clone(), self.key.clone(), self.owner.clone());
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(target: "idem", key = key.as_str(), "call cancelled outside a Tokio runtime; the key frees when its lease passes");
             return;
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move {
-                    match store.release(&key, &owner).await {
-                        Ok(()) => tracing::debug!(target: "idem", key = key.as_str(), "released: call cancelled"),
-                        Err(error) => tracing::warn!(target: "idem", key = key.as_str(), %error, "release after cancellation failed; the key frees when its lease passes"),
-                    }
-                });
+        runtime.spawn(async move {
+            let (what, result) = match &pending {
+                Pending::Complete(completed) => {
+                    ("completing", store.complete(&key, &owner, completed).await)
+                }
+                _ => ("releasing", store.release(&key, &owner).await),
+            };
+            let key = key.as_str();
+            match result {
+                Ok(()) => tracing::debug!(target: "idem", key, "cancelled call settled by {what}"),
+                Err(error) => tracing::warn!(target: "idem", key, %error, "{what} after cancellation failed; the key frees when its lease passes"),
             }
-            Err(_) => tracing::warn!(
-                target: "idem",
-                key = key.as_str(),
-                "call cancelled outside a Tokio runtime; the key frees when its lease passes"
-            ),
-        }
+        });
     }
 }
 

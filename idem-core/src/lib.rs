@@ -91,7 +91,7 @@ pub mod __private;
 
 pub use call::{Call, Executed, DEFAULT_LEASE, DEFAULT_TTL};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use error::{BoxError, Error, StoreError};
+pub use error::{BoxError, Error, OutcomeNotRecorded, StoreError};
 pub use fingerprint::{Fingerprint, Fingerprinter};
 pub use global::{install, installed};
 pub use handle::{Idempotency, DEFAULT_NAMESPACE};

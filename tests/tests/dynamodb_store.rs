@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
 use idem_core::{
-    Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Key, Outcome, OwnerToken,
-    Record, Reservation, Store, StoreError,
+    Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Key, Outcome,
+    OutcomeNotRecorded, OwnerToken, Record, Reservation, Store, StoreError,
 };
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, ItemTooLarge, MAX_ITEM_SIZE};
 use idem_tests::dynamodb::{unique_table_name, TestDynamo};
@@ -307,8 +307,10 @@ async fn oversized_results_are_refused_before_any_request() {
     let Error::Rejected(source) = &err else {
         panic!("expected Error::Rejected, got {err:?}")
     };
+    assert!(err.ran_without_record(), "{err}");
     let too_large = source
-        .downcast_ref::<ItemTooLarge>()
+        .downcast_ref::<OutcomeNotRecorded>()
+        .and_then(|not_recorded| not_recorded.cause().downcast_ref::<ItemTooLarge>())
         .expect("an ItemTooLarge");
     assert!(too_large.size > MAX_ITEM_SIZE);
     assert!(err.to_string().contains("item limit"), "{err}");

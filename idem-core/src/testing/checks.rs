@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use super::probes::Probe;
+use super::probes::{Held, Probe};
 use super::Context;
 use crate::Clock as _;
 use crate::{
@@ -711,4 +711,90 @@ pub async fn lost_completion_answer_is_retried(ctx: Context) {
         }
     );
     assert_eq!(side_effect.runs(), 1);
+}
+
+/// A call dropped after its reservation landed but before it heard so releases the key: the
+/// retry waits less than the lease, so it can only succeed through that release.
+pub async fn cancellation_during_reserve_releases_the_key(ctx: Context) {
+    let (store, probe) = Probe::holding(ctx.store().clone(), Held::ReserveAnswer);
+    let held = ctx.handle_with(crate::SystemClock, store);
+    let side_effect = Charge::instant();
+    let first = spawn_charge(
+        &held,
+        call(&ctx, "o-20", 1).lease(Duration::from_secs(60)),
+        1,
+        &side_effect,
+    );
+    probe.hold().reached.acquire().await.unwrap().forget();
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    let retry = charge(
+        &ctx.handle(),
+        call(&ctx, "o-20", 1).wait(Duration::from_secs(20)),
+        1,
+        &side_effect,
+    )
+    .await
+    .expect("the orphaned reservation must be released");
+    assert!(!retry.replayed);
+    assert_eq!(side_effect.runs(), 1);
+}
+
+/// A call dropped while its outcome is being stored still stores it: the body ran, so a retry
+/// must replay, not run it again.
+pub async fn cancellation_during_completion_still_records(ctx: Context) {
+    let (store, probe) = Probe::holding(ctx.store().clone(), Held::Complete);
+    let held = ctx.handle_with(crate::SystemClock, store);
+    let side_effect = Charge::instant();
+    let first = spawn_charge(&held, call(&ctx, "o-21", 1), 1, &side_effect);
+    probe.hold().reached.acquire().await.unwrap().forget();
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    let retry = charge(
+        &ctx.handle(),
+        call(&ctx, "o-21", 1).wait(Duration::from_secs(20)),
+        1,
+        &side_effect,
+    )
+    .await
+    .expect("the outcome is recorded after the cancellation");
+    assert_eq!(
+        retry,
+        Executed {
+            value: "receipt-1-1".into(),
+            replayed: true
+        }
+    );
+    assert_eq!(side_effect.runs(), 1);
+}
+
+/// An `Ok` value that can't be serialised after the body ran keeps the key reserved, so a retry
+/// is told "in progress" instead of running the side effect again.
+pub async fn unserialisable_outcome_keeps_the_key(ctx: Context) {
+    struct Unserialisable;
+    impl serde::Serialize for Unserialisable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("not today"))
+        }
+    }
+    impl<'de> serde::Deserialize<'de> for Unserialisable {
+        fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+            Ok(Unserialisable)
+        }
+    }
+    let idem = ctx.handle();
+    let runs = AtomicUsize::new(0);
+    let run = || {
+        idem.run(call(&ctx, "o-22", 1), async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Error>(Unserialisable)
+        })
+    };
+    assert!(matches!(run().await, Err(Error::Codec(_))));
+    assert!(matches!(run().await, Err(Error::InProgress { .. })));
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the side effect must not run again"
+    );
 }

@@ -156,7 +156,10 @@ macro_rules! conformance_tests {
             undecodable_result_is_a_codec_error,
             corrupt_record_is_an_error_not_a_panic,
             forget_unblocks_a_key,
-            lost_completion_answer_is_retried
+            lost_completion_answer_is_retried,
+            cancellation_during_reserve_releases_the_key,
+            cancellation_during_completion_still_records,
+            unserialisable_outcome_keeps_the_key
         );
     };
 }

@@ -19,6 +19,43 @@ pub(crate) struct Probe {
     unreachable: bool,
     /// How many completions still lose their answer: applied, then reported as failed.
     lost_completions: AtomicUsize,
+    /// Holds the first reserve after it is applied, or the first complete before it is sent.
+    hold: Option<Hold>,
+}
+
+/// Which request a [`Hold`] holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// The reserve's answer: the reservation lands, the caller doesn't hear of it yet.
+    ReserveAnswer,
+    /// The complete request itself: nothing is stored yet.
+    Complete,
+}
+
+/// Stops one request mid-way until the check lets it go on.
+pub(crate) struct Hold {
+    what: Held,
+    armed: AtomicUsize,
+    /// Gets a permit when the request is held.
+    pub(crate) reached: Semaphore,
+    /// Lets the held request go on.
+    pub(crate) proceed: Semaphore,
+}
+
+impl Hold {
+    async fn maybe_hold(&self, what: Held) {
+        let take = |n: usize| n.checked_sub(1);
+        if self.what != what
+            || self
+                .armed
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, take)
+                .is_err()
+        {
+            return;
+        }
+        self.reached.add_permits(1);
+        let _ = self.proceed.acquire().await.map(|permit| permit.forget());
+    }
 }
 
 impl Probe {
@@ -29,6 +66,7 @@ impl Probe {
             parked,
             unreachable: false,
             lost_completions: AtomicUsize::new(0),
+            hold: None,
         })
     }
 
@@ -39,6 +77,7 @@ impl Probe {
             parked: Arc::new(Semaphore::new(0)),
             unreachable: true,
             lost_completions: AtomicUsize::new(0),
+            hold: None,
         })
     }
 
@@ -50,7 +89,36 @@ impl Probe {
             parked: Arc::new(Semaphore::new(0)),
             unreachable: false,
             lost_completions: AtomicUsize::new(count),
+            hold: None,
         })
+    }
+
+    /// Holds the first request of kind `what`; returns the store and the hold to steer it.
+    pub(crate) fn holding(inner: Arc<dyn Store>, what: Held) -> (Arc<dyn Store>, Arc<Probe>) {
+        let probe = Arc::new(Probe {
+            inner,
+            parked: Arc::new(Semaphore::new(0)),
+            unreachable: false,
+            lost_completions: AtomicUsize::new(0),
+            hold: Some(Hold {
+                what,
+                armed: AtomicUsize::new(1),
+                reached: Semaphore::new(0),
+                proceed: Semaphore::new(0),
+            }),
+        });
+        (probe.clone(), probe)
+    }
+
+    /// The hold set up by [`Probe::holding`].
+    pub(crate) fn hold(&self) -> &Hold {
+        self.hold.as_ref().expect("a holding probe")
+    }
+
+    async fn maybe_hold(&self, what: Held) {
+        if let Some(hold) = &self.hold {
+            hold.maybe_hold(what).await;
+        }
     }
 }
 
@@ -60,7 +128,9 @@ impl Store for Probe {
         if self.unreachable {
             return Err(StoreError::backend(Message("connection refused".into())));
         }
-        self.inner.reserve(key, claim).await
+        let reservation = self.inner.reserve(key, claim).await?;
+        self.maybe_hold(Held::ReserveAnswer).await;
+        Ok(reservation)
     }
 
     async fn complete(
@@ -69,6 +139,7 @@ impl Store for Probe {
         owner: &OwnerToken,
         record: &Completed,
     ) -> Result<(), StoreError> {
+        self.maybe_hold(Held::Complete).await;
         self.inner.complete(key, owner, record).await?;
         let lose = self
             .lost_completions
