@@ -202,7 +202,7 @@ impl Prepare {
 
     /// Sets the scope.
     pub fn scope<S: KeyPart + ?Sized>(&mut self, scope: &S) {
-        self.scope = Some(render(scope));
+        self.scope = self.rendered(scope);
     }
 
     /// Adds a fingerprinted argument.
@@ -216,7 +216,21 @@ impl Prepare {
 
     /// Appends a key part.
     pub fn part<P: KeyPart + ?Sized>(&mut self, part: &P) {
-        self.parts.push(render(part));
+        if let Some(part) = self.rendered(part) {
+            self.parts.push(part);
+        }
+    }
+
+    /// The part's text; records an [`Error::InvalidKey`] when its `KeyPart` impl fails.
+    fn rendered<P: KeyPart + ?Sized>(&mut self, part: &P) -> Option<String> {
+        let mut text = String::new();
+        if part.write_key_part(&mut text).is_err() {
+            self.failed.get_or_insert(Error::InvalidKey(
+                "a key part's `KeyPart` implementation returned an error".into(),
+            ));
+            return None;
+        }
+        Some(text)
     }
 
     /// Uses the fingerprint's hex as the only key part (no `key = "..."` given).
@@ -264,13 +278,6 @@ impl Prepare {
         }
         Ok((handle, call))
     }
-}
-
-fn render<P: KeyPart + ?Sized>(part: &P) -> String {
-    let mut text = String::new();
-    part.write_key_part(&mut text)
-        .expect("writing to a String cannot fail");
-    text
 }
 
 /// Runs `body` as the prepared call, releasing the key on every `Err`.

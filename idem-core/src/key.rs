@@ -33,32 +33,44 @@ impl fmt::Display for Key {
 /// The encoding is `namespace|name|scope|part|part…`, where every component escapes `%` and `|`
 /// (as `%25` and `%7C`) and a missing scope is written `-` while a present one starts with `=`.
 /// Two different sequences of parts therefore never give the same key: `"ab" + "c"` is
-/// `ab|c`, `"a" + "bc"` is `a|bc`.
+/// `ab|c`, `"a" + "bc"` is `a|bc`. The scope always has its slot, whether or not
+/// [`scope`](KeyBuilder::scope) was called and whenever it was, so a key part can never pass
+/// for a scope.
 #[derive(Clone, Debug)]
 pub struct KeyBuilder {
-    encoded: String,
+    /// `namespace|name`.
+    prefix: String,
+    /// `|scope` when one was given.
+    scope: Option<String>,
+    /// `|part|part…`.
+    parts: String,
+    /// A key part whose `KeyPart` impl failed.
+    failed: bool,
 }
 
 impl KeyBuilder {
     /// Starts a key in `namespace` for the function called `name`.
     pub fn new(namespace: &str, name: &str) -> Self {
-        let mut encoded = String::with_capacity(64);
-        escape_into(&mut encoded, namespace);
-        encoded.push('|');
-        escape_into(&mut encoded, name);
-        KeyBuilder { encoded }
+        let mut prefix = String::with_capacity(64);
+        escape_into(&mut prefix, namespace);
+        prefix.push('|');
+        escape_into(&mut prefix, name);
+        KeyBuilder {
+            prefix,
+            scope: None,
+            parts: String::new(),
+            failed: false,
+        }
     }
 
-    /// Sets the scope (tenant, principal) the key belongs to; `None` for none. Must be called
-    /// once, before the first part.
+    /// Sets the scope (tenant, principal) the key belongs to; `None` (the default) for none.
     pub fn scope(mut self, scope: Option<&str>) -> Self {
-        match scope {
-            None => self.encoded.push_str("|-"),
-            Some(scope) => {
-                self.encoded.push_str("|=");
-                escape_into(&mut self.encoded, scope);
-            }
-        }
+        self.scope = scope.map(|scope| {
+            let mut encoded = String::with_capacity(scope.len() + 1);
+            encoded.push('=');
+            escape_into(&mut encoded, scope);
+            encoded
+        });
         self
     }
 
@@ -70,22 +82,33 @@ impl KeyBuilder {
 
     /// Appends one key part in place.
     pub fn push_part<P: KeyPart + ?Sized>(&mut self, part: &P) {
-        self.encoded.push('|');
-        let mut escaper = Escaper(&mut self.encoded);
-        part.write_key_part(&mut escaper)
-            .expect("writing to a String cannot fail");
+        self.parts.push('|');
+        let mut escaper = Escaper(&mut self.parts);
+        self.failed |= part.write_key_part(&mut escaper).is_err();
     }
 
-    /// Finishes the key, refusing one longer than [`MAX_KEY_LEN`].
+    /// Finishes the key, refusing one longer than [`MAX_KEY_LEN`] or one whose part failed to
+    /// write itself.
     pub fn finish(self) -> Result<Key, Error> {
-        if self.encoded.len() > MAX_KEY_LEN {
+        if self.failed {
+            return Err(Error::InvalidKey(
+                "a key part's `KeyPart` implementation returned an error".into(),
+            ));
+        }
+        let scope = self.scope.as_deref().unwrap_or("-");
+        let len = self.prefix.len() + 1 + scope.len() + self.parts.len();
+        if len > MAX_KEY_LEN {
             return Err(Error::InvalidKey(format!(
-                "the encoded key is {} bytes long, more than the limit of {MAX_KEY_LEN}; \
-                 use shorter key parts or leave `key` out to key by the arguments' fingerprint",
-                self.encoded.len()
+                "the encoded key is {len} bytes long, more than the limit of {MAX_KEY_LEN}; \
+                 use shorter key parts or leave `key` out to key by the arguments' fingerprint"
             )));
         }
-        Ok(Key(self.encoded))
+        let mut encoded = self.prefix;
+        encoded.reserve_exact(len - encoded.len());
+        encoded.push('|');
+        encoded.push_str(scope);
+        encoded.push_str(&self.parts);
+        Ok(Key(encoded))
     }
 }
 
@@ -220,6 +243,53 @@ mod tests {
         assert_ne!(none, dash);
         assert_ne!(none, empty);
         assert_ne!(dash, empty);
+    }
+
+    #[test]
+    fn a_part_cannot_pass_for_the_scope() {
+        let unscoped = KeyBuilder::new("ns", "f")
+            .part("-")
+            .part("x")
+            .finish()
+            .unwrap();
+        let none = KeyBuilder::new("ns", "f")
+            .scope(None)
+            .part("x")
+            .finish()
+            .unwrap();
+        assert_ne!(unscoped, none);
+        let fake = KeyBuilder::new("ns", "f").part("=t").finish().unwrap();
+        let real = KeyBuilder::new("ns", "f")
+            .scope(Some("t"))
+            .finish()
+            .unwrap();
+        assert_ne!(fake, real);
+        let late = KeyBuilder::new("ns", "f")
+            .part("x")
+            .scope(Some("t"))
+            .finish()
+            .unwrap();
+        let early = KeyBuilder::new("ns", "f")
+            .scope(Some("t"))
+            .part("x")
+            .finish()
+            .unwrap();
+        assert_eq!(late, early, "the scope has one slot whenever it is set");
+    }
+
+    #[test]
+    fn a_failing_key_part_is_an_invalid_key_not_a_panic() {
+        struct Broken;
+        impl KeyPart for Broken {
+            fn write_key_part(&self, _: &mut dyn fmt::Write) -> fmt::Result {
+                Err(fmt::Error)
+            }
+        }
+        let err = KeyBuilder::new("ns", "f")
+            .part(&Broken)
+            .finish()
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidKey(_)), "{err}");
     }
 
     #[test]
