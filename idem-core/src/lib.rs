@@ -97,7 +97,10 @@ pub use global::{install, installed};
 pub use handle::{Idempotency, DEFAULT_NAMESPACE};
 pub use key::{Key, KeyBuilder, KeyPart, MAX_KEY_LEN};
 pub use policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
-pub use record::{Claim, Completed, InProgress, Millis, Outcome, OwnerToken, Record, Reservation};
+pub use record::{
+    Claim, Completed, InProgress, Millis, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
+    LEASE_GRACE_MS,
+};
 pub use store::Store;
 
 #[cfg(feature = "macros")]

@@ -7,6 +7,24 @@ use crate::Fingerprint;
 /// Milliseconds since the Unix epoch, as read from the handle's [`Clock`](crate::Clock).
 pub type Millis = u64;
 
+/// How long an in-progress record whose lease passed still stands. Within the grace only a
+/// caller with the same fingerprint may take the key over (another gets
+/// [`Error::Mismatch`](crate::Error::Mismatch)), and the stale owner may still finish if no one
+/// did; after it the reservation counts as abandoned, any caller may take the key over, and
+/// stores may delete the record.
+pub const LEASE_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// [`LEASE_GRACE`] in milliseconds.
+pub const LEASE_GRACE_MS: Millis = 60_000;
+
+impl InProgress {
+    /// Whether the reservation is abandoned at `now`: its lease passed more than
+    /// [`LEASE_GRACE`] ago.
+    pub fn is_abandoned(&self, now: Millis) -> bool {
+        self.lease_until.saturating_add(LEASE_GRACE_MS) <= now
+    }
+}
+
 /// The token that identifies the caller holding an in-progress record. Complete, release and
 /// renew succeed only for the current owner (fencing).
 #[derive(Clone, PartialEq, Eq, Hash)]

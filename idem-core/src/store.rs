@@ -6,6 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::{Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, StoreError};
+#[cfg(doc)]
+use crate::{InProgress, LEASE_GRACE};
 
 /// A place to keep idempotency records: in-process memory, Redis, DynamoDB, or your own.
 ///
@@ -22,12 +24,13 @@ use crate::{Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, Stor
 /// - **Time comes from the caller.** A record is live while `now < record.live_until()`, with
 ///   `now` taken from the [`Claim`]. A store never trusts its backend's own expiry alone (that
 ///   may run late). It may delete a completed record once it expired, and an in-progress record
-///   some time after its lease passed (keep it a while: until then a retry with other arguments
-///   is refused as a mismatch rather than run).
+///   once it is abandoned ([`InProgress::is_abandoned`]).
 /// - **`reserve` is atomic.** It writes the claim if and only if the key is free: no record, an
-///   expired one, or an in-progress record *with the claim's fingerprint* whose lease has passed
-///   (a takeover). Otherwise it writes nothing and returns the record it found. Of any number of
-///   concurrent claims on a free key exactly one gets [`Reservation::Reserved`].
+///   expired completed one, an in-progress record *with the claim's fingerprint* whose lease has
+///   passed, or an abandoned in-progress record (lease passed more than [`LEASE_GRACE`] ago,
+///   whatever its fingerprint); replacing an in-progress record is a takeover. Otherwise it
+///   writes nothing and returns the record it found. Of any number of concurrent claims on a
+///   free key exactly one gets [`Reservation::Reserved`] or [`Reservation::TookOver`].
 /// - **Fencing.** `complete`, `release` and `renew` succeed only while the record under the key
 ///   is in progress and owned by `owner`; otherwise they change nothing and return
 ///   [`StoreError::LeaseLost`]. They do not check the lease deadline: an owner whose lease passed

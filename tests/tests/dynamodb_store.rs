@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
 use idem_core::{
     Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Key, Outcome,
-    OutcomeNotRecorded, OwnerToken, Record, Reservation, Store, StoreError,
+    OutcomeNotRecorded, OwnerToken, Record, Reservation, Store, StoreError, LEASE_GRACE_MS,
 };
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, ItemTooLarge, MAX_ITEM_SIZE};
 use idem_tests::dynamodb::{unique_table_name, TestDynamo};
@@ -98,7 +98,10 @@ async fn items_have_the_documented_layout() {
         ("owner".to_owned(), s(claim.record.owner.as_str())),
         ("fingerprint".to_owned(), s(&fingerprint("a").to_hex())),
         ("live_until_ms".to_owned(), n(NOW + 30_001)),
-        ("ttl".to_owned(), n((NOW + 30_001).div_ceil(1000))),
+        (
+            "ttl".to_owned(),
+            n((NOW + 30_001 + LEASE_GRACE_MS).div_ceil(1000)),
+        ),
     ]);
     assert_eq!(item, expected);
 
@@ -108,7 +111,10 @@ async fn items_have_the_documented_layout() {
         .unwrap();
     let item = db.get_raw(&key).await.unwrap();
     assert_eq!(item["live_until_ms"], n(NOW + 61_500));
-    assert_eq!(item["ttl"], n((NOW + 61_500).div_ceil(1000)));
+    assert_eq!(
+        item["ttl"],
+        n((NOW + 61_500 + LEASE_GRACE_MS).div_ceil(1000))
+    );
 
     let done = completed("a", b"{\"receipt\":1}", NOW + 86_400_000);
     db.store

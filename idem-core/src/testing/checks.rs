@@ -798,3 +798,39 @@ pub async fn unserialisable_outcome_keeps_the_key(ctx: Context) {
         "the side effect must not run again"
     );
 }
+
+/// An in-progress record whose lease passed more than [`LEASE_GRACE`](crate::LEASE_GRACE) ago
+/// is abandoned: a caller with other arguments may then take the key over, and the stale owner
+/// is fenced off.
+pub async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
+    let clock = ManualClock::new();
+    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
+    let lease = Duration::from_secs(60);
+    let stale_effect = Charge::held();
+    let stale = spawn_charge(&idem, call(&ctx, "o-23", 1).lease(lease), 1, &stale_effect);
+    stale_effect.wait_started().await;
+    clock.advance(lease + crate::LEASE_GRACE - Duration::from_secs(1));
+    assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-23", 2)).await;
+    clock.advance(Duration::from_secs(2));
+    let other = charge(
+        &idem,
+        call(&ctx, "o-23", 2).lease(lease),
+        2,
+        &Charge::instant(),
+    )
+    .await
+    .expect("an abandoned reservation is free for any caller");
+    assert_eq!(
+        other,
+        Executed {
+            value: "receipt-1-2".into(),
+            replayed: false
+        }
+    );
+    stale_effect.finish();
+    let refused = stale.await.unwrap().unwrap_err();
+    assert!(
+        matches!(refused, Error::LeaseLost { .. }),
+        "got {refused:?}"
+    );
+}

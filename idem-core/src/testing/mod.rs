@@ -159,7 +159,8 @@ macro_rules! conformance_tests {
             lost_completion_answer_is_retried,
             cancellation_during_reserve_releases_the_key,
             cancellation_during_completion_still_records,
-            unserialisable_outcome_keeps_the_key
+            unserialisable_outcome_keeps_the_key,
+            abandoned_reservation_is_free_for_anyone
         );
     };
 }

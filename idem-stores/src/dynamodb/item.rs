@@ -4,7 +4,9 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
-use idem_core::{Completed, Fingerprint, InProgress, Millis, Outcome, OwnerToken, Record};
+use idem_core::{
+    Completed, Fingerprint, InProgress, Millis, Outcome, OwnerToken, Record, LEASE_GRACE_MS,
+};
 
 use super::AttributeNames;
 
@@ -51,7 +53,12 @@ pub(crate) fn in_progress(names: &AttributeNames, key: &str, record: &InProgress
             AttributeValue::S(record.fingerprint.to_hex()),
         ),
         (names.live_until.clone(), number(record.lease_until)),
-        (names.ttl.clone(), number(ttl_seconds(record.lease_until))),
+        (
+            names.ttl.clone(),
+            number(ttl_seconds(
+                record.lease_until.saturating_add(LEASE_GRACE_MS),
+            )),
+        ),
     ])
 }
 

@@ -27,7 +27,7 @@
 //! | `state` | S | `in_progress` | `completed` |
 //! | `fingerprint` | S | the arguments' SHA-256, hex | same |
 //! | `live_until_ms` | N | lease deadline, ms since the epoch | expiry, ms since the epoch |
-//! | `ttl` | N | `live_until_ms` in seconds, rounded up | same |
+//! | `ttl` | N | `live_until_ms` plus [`LEASE_GRACE`](idem_core::LEASE_GRACE), in seconds, rounded up | `live_until_ms` in seconds, rounded up |
 //! | `owner` | S | owner token | the token of the owner that completed it |
 //! | `outcome` | S | — | `ok` or `err` |
 //! | `body` | S | — | the serialised value (JSON text; B if it is not UTF-8) |
@@ -43,7 +43,9 @@
 //!
 //! - **reserve**: `PutItem` of the in-progress item with the condition
 //!   `attribute_not_exists(pk) OR (state = completed AND live_until_ms <= :now) OR
-//!   (state = in_progress AND live_until_ms <= :now AND fingerprint = :fp)` (each expiry
+//!   (state = in_progress AND live_until_ms <= :now AND fingerprint = :fp) OR
+//!   (state = in_progress AND live_until_ms <= :abandoned)`, `:abandoned` being `now` less
+//!   [`LEASE_GRACE`](idem_core::LEASE_GRACE) (each expiry
 //!   comparison guarded by `attribute_type(live_until_ms, N)`), with `ReturnValues = ALL_OLD` (a
 //!   replaced in-progress item means a takeover, and its owner is reported) and
 //!   `ReturnValuesOnConditionCheckFailure = ALL_OLD`: when the condition fails, the error carries

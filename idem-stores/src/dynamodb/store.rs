@@ -24,12 +24,15 @@ pub(crate) const MAX_PARTITION_KEY_LEN: usize = 2048;
 /// failed condition ever gets there.
 const RESERVE_ATTEMPTS: usize = 3;
 
-/// The condition of `reserve`: no item, an expired completed record, or an in-progress record
-/// with the claim's fingerprint whose lease has passed. `attribute_type` keeps an ill-typed
-/// expiry out of the comparison, so a malformed item fails the condition and is reported.
+/// The condition of `reserve`: no item, an expired completed record, an in-progress record
+/// with the claim's fingerprint whose lease has passed, or an abandoned in-progress record (lease
+/// passed before `:abandoned`, `now` less [`idem_core::LEASE_GRACE`]). `attribute_type` keeps an
+/// ill-typed expiry out of the comparison, so a malformed item fails the condition and is
+/// reported.
 const RESERVE_CONDITION: &str = "attribute_not_exists(#k) \
      OR (#st = :completed AND attribute_type(#lu, :number) AND #lu <= :now) \
-     OR (#st = :in_progress AND attribute_type(#lu, :number) AND #lu <= :now AND #fp = :fp)";
+     OR (#st = :in_progress AND attribute_type(#lu, :number) AND #lu <= :now AND #fp = :fp) \
+     OR (#st = :in_progress AND attribute_type(#lu, :number) AND #lu <= :abandoned)";
 
 /// The condition of `complete`, `release` and `renew`: the record is in progress and held by the
 /// caller.
@@ -156,6 +159,10 @@ impl DynamoDbStore {
             .expression_attribute_values(":completed", AttributeValue::S(COMPLETED.into()))
             .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
             .expression_attribute_values(":now", item::number(claim.now))
+            .expression_attribute_values(
+                ":abandoned",
+                item::number(claim.now.saturating_sub(idem_core::LEASE_GRACE_MS)),
+            )
             .expression_attribute_values(":number", AttributeValue::S("N".into()))
             .expression_attribute_values(
                 ":fp",
@@ -346,7 +353,12 @@ impl Store for DynamoDbStore {
             .expression_attribute_names("#ttl", &self.names.ttl)
             .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
             .expression_attribute_values(":lease_until", item::number(lease_until))
-            .expression_attribute_values(":ttl", item::number(item::ttl_seconds(lease_until)))
+            .expression_attribute_values(
+                ":ttl",
+                item::number(item::ttl_seconds(
+                    lease_until.saturating_add(idem_core::LEASE_GRACE_MS),
+                )),
+            )
             .send()
             .await;
         match result {

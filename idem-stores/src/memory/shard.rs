@@ -62,7 +62,10 @@ impl Shard {
         };
         let reservation = match &slot.record {
             record if record.is_live(claim.now) => Reservation::Existing(record.clone()),
-            Record::InProgress(stale) if stale.fingerprint != claim.record.fingerprint => {
+            Record::InProgress(stale)
+                if stale.fingerprint != claim.record.fingerprint
+                    && !stale.is_abandoned(claim.now) =>
+            {
                 Reservation::Existing(slot.record.clone())
             }
             Record::InProgress(stale) => Reservation::TookOver {
@@ -116,19 +119,16 @@ impl Shard {
         }
     }
 
-    /// Drops every completed record that expired before `now`, and every in-progress record
-    /// whose lease passed more than `stale_grace` ago; returns how many.
-    pub(crate) fn purge(&self, now: Millis, stale_grace: Millis) -> usize {
+    /// Drops every completed record that expired before `now`, and every abandoned in-progress
+    /// record; returns how many.
+    pub(crate) fn purge(&self, now: Millis) -> usize {
         let mut slots = self.lock();
         let before = slots.len();
         slots.retain(|_, slot| {
-            let keep_until = match &slot.record {
-                Record::InProgress(in_progress) => {
-                    in_progress.lease_until.saturating_add(stale_grace)
-                }
-                Record::Completed(completed) => completed.expires_at,
+            let keep = match &slot.record {
+                Record::InProgress(in_progress) => !in_progress.is_abandoned(now),
+                Record::Completed(completed) => now < completed.expires_at,
             };
-            let keep = now < keep_until;
             if !keep {
                 slot.wake();
             }

@@ -16,10 +16,6 @@ use super::shard::Shard;
 /// How often, at most, expired records are swept out unless told otherwise.
 const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
-/// How long an in-progress record is kept after its lease passed: a retry with the same
-/// arguments takes it over, one with other arguments is refused as a mismatch.
-const STALE_LEASE_GRACE: Millis = 60_000;
-
 /// An in-process [`Store`]: a sharded map with per-key waiters. Clones share the records.
 ///
 /// Memory stays bounded: at most once per sweep interval (default 1 s), the reservation that
@@ -78,11 +74,7 @@ impl MemoryStore {
     /// Removes every record that stopped counting before `now` (milliseconds since the Unix
     /// epoch; in-progress records a minute after their lease passed); returns how many.
     pub fn purge_expired(&self, now: Millis) -> usize {
-        self.inner
-            .shards
-            .iter()
-            .map(|shard| shard.purge(now, STALE_LEASE_GRACE))
-            .sum()
+        self.inner.shards.iter().map(|shard| shard.purge(now)).sum()
     }
 
     fn shard(&self, key: &Key) -> &Shard {

@@ -68,10 +68,11 @@
 //! first element says what happened; `{'corrupt', reason}` becomes
 //! [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), as does a key of another type.
 //!
-//! - **reserve** (`now, owner, fingerprint, lease_until, expiry`): writes the in-progress
-//!   record if the key is absent, holds a completed record with `expires_at <= now`, or holds an
-//!   in-progress record with the same fingerprint whose `lease_until <= now` (a takeover, which
-//!   replies with the previous owner). A record already owned by this owner (a retried request)
+//! - **reserve** (`now, owner, fingerprint, lease_until, expiry, abandoned_before`): writes the
+//!   in-progress record if the key is absent, holds a completed record with `expires_at <= now`,
+//!   or holds an in-progress record whose `lease_until <= now` with the same fingerprint, or
+//!   with any fingerprint once `lease_until <= abandoned_before` (`now` less
+//!   [`LEASE_GRACE`]); a takeover replies with the previous owner. A record already owned by this owner (a retried request)
 //!   counts as reserved. Otherwise it writes nothing and replies with the record's fields, so a
 //!   replay, a conflict and a mismatch each take this one round trip.
 //! - **complete** (`owner, fingerprint, outcome, body, expires_at`): replaces the owner's

@@ -15,10 +15,10 @@ use super::codec::{self, Reply};
 use super::connection::Connection;
 use super::scripts::{Counter, Script, SCRIPTS};
 
-/// How long an in-progress key outlives its lease in Redis. Within it, an owner whose lease
-/// passed but who was not taken over can still complete or release; liveness is judged by the
-/// caller's time, so the grace never extends a lease.
-pub const LEASE_GRACE: Duration = Duration::from_secs(60);
+/// How long an in-progress key outlives its lease in Redis: until it is abandoned. Within it,
+/// an owner whose lease passed but who was not taken over can still complete or release;
+/// liveness is judged by the caller's time, so the grace never extends a lease.
+pub use idem_core::LEASE_GRACE;
 
 /// The longest expiry set on a key: about 31 000 years.
 const MAX_EXPIRY_MS: u64 = 1_000_000_000_000_000;
@@ -222,7 +222,7 @@ fn decimal(n: Millis) -> Vec<u8> {
 }
 
 fn grace_ms() -> u64 {
-    LEASE_GRACE.as_millis() as u64
+    idem_core::LEASE_GRACE_MS
 }
 
 #[async_trait]
@@ -244,6 +244,7 @@ impl Store for RedisStore {
                     record.fingerprint.to_hex().as_bytes(),
                     &decimal(record.lease_until),
                     &decimal(expiry),
+                    &decimal(claim.now.saturating_sub(grace_ms())),
                 ],
             )
             .await?;

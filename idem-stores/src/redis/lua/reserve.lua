@@ -1,9 +1,11 @@
 -- reserve: KEYS[1] = record key
--- ARGV = now, owner, fingerprint, lease_until, expiry of the new key in ms (lease + grace)
+-- ARGV = now, owner, fingerprint, lease_until, expiry of the new key in ms (lease + grace),
+--        abandoned_before (an in-progress record whose lease passed before it is abandoned)
 -- Replies {'reserved'} | {'took_over', previous owner} | {'existing', {field, value, ...}}
 --       | {'corrupt', reason}
 local key = KEYS[1]
 local now, owner, fingerprint, lease_until, px = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local abandoned_before = ARGV[6]
 
 local function write(replace)
   local offset = tonumber(now) - server_millis()
@@ -52,7 +54,10 @@ elseif state == 'in_progress' then
     -- A retry of this very claim whose reply was lost.
     return {'reserved'}
   end
-  if before(now, lease) or record['fingerprint'] ~= fingerprint then
+  if before(now, lease) then
+    return {'existing', fields}
+  end
+  if record['fingerprint'] ~= fingerprint and before(abandoned_before, lease) then
     return {'existing', fields}
   end
   local previous = record['owner']
