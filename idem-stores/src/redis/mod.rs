@@ -1,5 +1,8 @@
 //! The Redis store: idempotency records in Redis, Valkey or a Redis Cluster.
 //!
+//! Needs Redis 5 or later (or any Valkey): the scripts read the server's clock (`TIME`) before
+//! writing, which older servers allow only with script effects replication.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use idem_stores::redis::RedisStore;
