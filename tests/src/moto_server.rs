@@ -20,11 +20,11 @@
 //! dropped.
 
 use std::io;
-use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use crate::process::{ServerCommand, ServerProcess};
+use crate::process::{
+    connectable, start_failure, ServerCommand, ServerKind, ServerProcess, TestServer,
+};
 use crate::redis_server::{backends_required, REQUIRE_VAR};
 
 /// The environment variable naming an existing endpoint to use instead of starting a server.
@@ -36,12 +36,17 @@ pub const SERVICES_DIR_VAR: &str = "IDEM_SERVICES_DIR";
 /// The program started when no endpoint is given.
 pub const PROGRAM: &str = "moto_server";
 
-/// A DynamoDB-compatible endpoint a test talks to.
+/// moto: `moto_server`, ready once it accepts connections. It keeps its tables in memory, so a
+/// restart loses them.
 #[derive(Debug)]
-pub struct TestMoto {
-    endpoint: String,
-    process: Option<ServerProcess>,
+pub struct Moto;
+
+impl ServerKind for Moto {
+    const PROGRAM: &'static str = PROGRAM;
 }
+
+/// A DynamoDB-compatible endpoint a test talks to.
+pub type TestMoto = TestServer<Moto>;
 
 impl TestMoto {
     /// The endpoint named by `IDEM_DYNAMODB_ENDPOINT` if set, else a fresh `moto_server` on a
@@ -50,10 +55,7 @@ impl TestMoto {
     pub fn start() -> Option<TestMoto> {
         match std::env::var(ENDPOINT_VAR) {
             Ok(endpoint) if !endpoint.is_empty() => match reachable(&endpoint) {
-                Ok(()) => Some(TestMoto {
-                    endpoint,
-                    process: None,
-                }),
+                Ok(()) => Some(TestMoto::external(endpoint)),
                 Err(error) => unavailable(&format!(
                     "{ENDPOINT_VAR}={endpoint} is not reachable: {error}"
                 )),
@@ -69,50 +71,18 @@ impl TestMoto {
             .args(["-c", SERIALISED_MOTO])
             .args(["-H", "127.0.0.1", "-p", "{port}"]);
         match ServerProcess::start(command) {
-            Ok(process) => Some(TestMoto {
-                endpoint: format!("http://{}", process.addr()),
-                process: Some(process),
-            }),
-            Err(error) => {
-                let hint = if error.kind() == io::ErrorKind::NotFound {
-                    " (install it with scripts/services.sh)"
-                } else {
-                    ""
-                };
-                unavailable(&format!("cannot start {PROGRAM}{hint}: {error}"))
-            }
+            Ok(process) => Some(TestMoto::owned(
+                format!("http://{}", process.addr()),
+                process,
+                None,
+            )),
+            Err(error) => unavailable(&start_failure(PROGRAM, &error)),
         }
     }
 
     /// The endpoint URL, `http://127.0.0.1:PORT` for a started server.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
-    }
-
-    /// Whether this test started the server (and so may kill it).
-    pub fn is_owned(&self) -> bool {
-        self.process.is_some()
-    }
-
-    /// The server process, for fault tests. Panics for an endpoint named by
-    /// `IDEM_DYNAMODB_ENDPOINT`.
-    pub fn process(&mut self) -> &mut ServerProcess {
-        self.process
-            .as_mut()
-            .expect("only a server started by the test can be killed or restarted")
-    }
-
-    /// Kills the server (SIGKILL). Panics for an endpoint named by `IDEM_DYNAMODB_ENDPOINT`.
-    pub fn kill(&mut self) {
-        self.process().kill();
-    }
-
-    /// Starts the server again on the same port, without its tables. Panics for an endpoint
-    /// named by `IDEM_DYNAMODB_ENDPOINT`, or if it does not come back.
-    pub fn restart(&mut self) {
-        if let Err(error) = self.process().restart() {
-            panic!("{PROGRAM} did not restart: {error}");
-        }
+        self.address()
     }
 }
 
@@ -197,9 +167,5 @@ pub fn reachable(endpoint: &str) -> io::Result<()> {
         let port = if scheme == "https" { 443 } else { 80 };
         format!("{authority}:{port}")
     };
-    let addr = host_port
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| io::Error::other(format!("`{host_port}` resolves to no address")))?;
-    TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map(drop)
+    connectable(&host_port)
 }

@@ -30,7 +30,8 @@ use std::ffi::OsString;
 use std::fs::{self, File};
 use std::hash::{Hash, Hasher};
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::marker::PhantomData;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -256,6 +257,112 @@ impl Drop for ServerProcess {
         self.kill();
         let _ = fs::remove_file(&self.log);
     }
+}
+
+/// What a [`TestServer`] talks to: the program it starts, and when a started server is ready.
+pub trait ServerKind {
+    /// The program started when no external server is named.
+    const PROGRAM: &'static str;
+
+    /// Waits until a server that accepts connections on `addr` also serves requests (it may
+    /// still be loading its data). Ready at once unless the kind says otherwise.
+    fn ready(addr: SocketAddr) -> io::Result<()> {
+        let _ = addr;
+        Ok(())
+    }
+}
+
+/// A server a test talks to: one the test started on a loopback port, which it may kill and
+/// restart, or an external one named by an environment variable, which it must leave alone.
+/// An owned server is killed, and its data directory removed, when this is dropped.
+#[derive(Debug)]
+pub struct TestServer<K> {
+    address: String,
+    process: Option<ServerProcess>,
+    data_dir: Option<PathBuf>,
+    kind: PhantomData<K>,
+}
+
+impl<K: ServerKind> TestServer<K> {
+    /// A server this test started, reached at `address`, keeping its files in `data_dir`.
+    pub fn owned(address: String, process: ServerProcess, data_dir: Option<PathBuf>) -> Self {
+        TestServer {
+            address,
+            process: Some(process),
+            data_dir,
+            kind: PhantomData,
+        }
+    }
+
+    /// A server at `address` that this test did not start.
+    pub fn external(address: String) -> Self {
+        TestServer {
+            address,
+            process: None,
+            data_dir: None,
+            kind: PhantomData,
+        }
+    }
+
+    /// The address clients connect to: a URL or an endpoint.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Whether this test started the server (and so may kill it).
+    pub fn is_owned(&self) -> bool {
+        self.process.is_some()
+    }
+
+    /// The server process, for fault tests. Panics for an external server.
+    pub fn process(&mut self) -> &mut ServerProcess {
+        self.process
+            .as_mut()
+            .expect("only a server started by the test can be killed or restarted")
+    }
+
+    /// Kills the server (SIGKILL). Panics for an external server.
+    pub fn kill(&mut self) {
+        self.process().kill();
+    }
+
+    /// Starts the server again on the same port, with what its data directory kept, and waits
+    /// until it is [ready](ServerKind::ready). Panics for an external server, or if it does not
+    /// come back.
+    pub fn restart(&mut self) {
+        let process = self.process();
+        if let Err(error) = process.restart().and_then(|()| K::ready(process.addr())) {
+            panic!("{} did not restart: {error}", K::PROGRAM);
+        }
+    }
+}
+
+impl<K> Drop for TestServer<K> {
+    fn drop(&mut self) {
+        drop(self.process.take());
+        if let Some(dir) = self.data_dir.take() {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Why `program` could not be started, with the install hint when it is not installed.
+pub fn start_failure(program: &str, error: &io::Error) -> String {
+    let hint = if error.kind() == io::ErrorKind::NotFound {
+        " (install it with scripts/services.sh)"
+    } else {
+        ""
+    };
+    format!("cannot start {program}{hint}: {error}")
+}
+
+/// Checks that `host:port` accepts TCP connections within a second.
+pub fn connectable(host_port: &str) -> io::Result<()> {
+    let addr = host_port
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::other(format!("`{host_port}` resolves to no address")))?;
+    TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map(drop)
 }
 
 /// A port on 127.0.0.1 that was free a moment ago.

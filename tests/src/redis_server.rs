@@ -6,13 +6,15 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use idem_core::testing::backends_required;
 
-use crate::process::{scratch_dir, ServerCommand, ServerProcess};
+use crate::process::{
+    connectable, scratch_dir, start_failure, ServerCommand, ServerKind, ServerProcess, TestServer,
+};
 
 /// The environment variable naming an existing server to use instead of starting one.
 pub const URL_VAR: &str = "IDEM_REDIS_URL";
@@ -23,13 +25,20 @@ pub const REQUIRE_VAR: &str = "IDEM_REQUIRE_BACKENDS";
 /// The program started when no URL is given.
 pub const PROGRAM: &str = "redis-server";
 
-/// A Redis server a test talks to.
+/// Redis: `redis-server`, ready once it answers `PING`.
 #[derive(Debug)]
-pub struct TestRedis {
-    url: String,
-    process: Option<ServerProcess>,
-    data_dir: Option<PathBuf>,
+pub struct Redis;
+
+impl ServerKind for Redis {
+    const PROGRAM: &'static str = PROGRAM;
+
+    fn ready(addr: SocketAddr) -> io::Result<()> {
+        wait_for_pong(addr)
+    }
 }
+
+/// A Redis server a test talks to.
+pub type TestRedis = TestServer<Redis>;
 
 impl TestRedis {
     /// The server named by `IDEM_REDIS_URL` if set, else a fresh `redis-server` on a free
@@ -37,11 +46,7 @@ impl TestRedis {
     pub fn start() -> Option<TestRedis> {
         match std::env::var(URL_VAR) {
             Ok(url) if !url.is_empty() => match reachable(&url) {
-                Ok(()) => Some(TestRedis {
-                    url,
-                    process: None,
-                    data_dir: None,
-                }),
+                Ok(()) => Some(TestRedis::external(url)),
                 Err(error) => unavailable(&format!("{URL_VAR}={url} is not reachable: {error}")),
             },
             _ => Self::start_owned(),
@@ -75,68 +80,23 @@ impl TestRedis {
             wait_for_pong(process.addr())?;
             Ok(process)
         }) {
-            Ok(process) => Some(TestRedis {
-                url: format!("redis://{}/", process.addr()),
-                process: Some(process),
+            Ok(process) => Some(TestRedis::owned(
+                format!("redis://{}/", process.addr()),
+                process,
                 data_dir,
-            }),
+            )),
             Err(error) => {
                 if let Some(dir) = data_dir {
                     let _ = fs::remove_dir_all(dir);
                 }
-                let hint = if error.kind() == io::ErrorKind::NotFound {
-                    " (install it with scripts/services.sh)"
-                } else {
-                    ""
-                };
-                unavailable(&format!("cannot start {PROGRAM}{hint}: {error}"))
+                unavailable(&start_failure(PROGRAM, &error))
             }
         }
     }
 
     /// The server's URL.
     pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// Whether this test started the server (and so may kill it).
-    pub fn is_owned(&self) -> bool {
-        self.process.is_some()
-    }
-
-    /// The server process, for fault tests. Panics for a server named by `IDEM_REDIS_URL`.
-    pub fn process(&mut self) -> &mut ServerProcess {
-        self.process
-            .as_mut()
-            .expect("only a server started by the test can be killed or restarted")
-    }
-
-    /// Kills the server (SIGKILL). Panics for a server named by `IDEM_REDIS_URL`.
-    pub fn kill(&mut self) {
-        self.process().kill();
-    }
-
-    /// Starts the server again on the same port. Panics for a server named by
-    /// `IDEM_REDIS_URL`, or if it does not come back.
-    pub fn restart(&mut self) {
-        let process = self.process();
-        let restarted = process
-            .restart()
-            .and_then(|()| wait_for_pong(process.addr()));
-        if let Err(error) = restarted {
-            panic!("{PROGRAM} did not restart: {error}");
-        }
-    }
-}
-
-impl Drop for TestRedis {
-    fn drop(&mut self) {
-        if let Some(mut process) = self.process.take() {
-            process.kill();
-        }
-        if let Some(dir) = self.data_dir.take() {
-            let _ = fs::remove_dir_all(dir);
-        }
+        self.address()
     }
 }
 
@@ -204,9 +164,5 @@ fn reachable(url: &str) -> io::Result<()> {
     } else {
         format!("{host_port}:6379")
     };
-    let addr = host_port
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| io::Error::other(format!("`{host_port}` resolves to no address")))?;
-    TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map(drop)
+    connectable(&host_port)
 }

@@ -5,9 +5,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, Store};
+use idem_core::{Call, Error, Executed, Fingerprint, Idempotency, Store};
 use idem_tests::dynamodb::TestDynamo;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 fn call(idem: &Idempotency, order: &str, amount: u64) -> Call {
     let key = idem.key("charge").part(order).finish().unwrap();
@@ -16,6 +17,32 @@ fn call(idem: &Idempotency, order: &str, amount: u64) -> Call {
 
 fn ops(list: &[&str]) -> Vec<String> {
     list.iter().map(|op| op.to_string()).collect()
+}
+
+/// Starts a call for `order` whose body returns `value` once the returned sender fires, and
+/// waits until the body runs, so the key is held in progress.
+async fn start_and_hold(
+    idem: &Idempotency,
+    order: &str,
+    value: u64,
+) -> (
+    oneshot::Sender<()>,
+    JoinHandle<Result<Executed<u64>, Error>>,
+) {
+    let (started_tx, started_rx) = oneshot::channel();
+    let (finish_tx, finish_rx) = oneshot::channel::<()>();
+    let idem = idem.clone();
+    let call = call(&idem, order, 10);
+    let first = tokio::spawn(async move {
+        idem.run(call, async move {
+            started_tx.send(()).unwrap();
+            finish_rx.await.unwrap();
+            Ok::<_, Error>(value)
+        })
+        .await
+    });
+    started_rx.await.unwrap();
+    (finish_tx, first)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -72,21 +99,7 @@ async fn conflict_costs_one() {
         return;
     };
     let idem = Idempotency::from_arc(db.store.clone());
-    let (started_tx, started_rx) = oneshot::channel();
-    let (finish_tx, finish_rx) = oneshot::channel::<()>();
-    let first = {
-        let idem = idem.clone();
-        let call = call(&idem, "o-2", 10);
-        tokio::spawn(async move {
-            idem.run(call, async move {
-                started_tx.send(()).unwrap();
-                finish_rx.await.unwrap();
-                Ok::<_, Error>(1u64)
-            })
-            .await
-        })
-    };
-    started_rx.await.unwrap();
+    let (finish_tx, first) = start_and_hold(&idem, "o-2", 1).await;
 
     let before = db.requests.count();
     let duplicate = idem
@@ -202,21 +215,7 @@ async fn a_waiting_duplicate_polls_with_small_reads() {
         return;
     };
     let idem = Idempotency::from_arc(db.store.clone());
-    let (started_tx, started_rx) = oneshot::channel();
-    let (finish_tx, finish_rx) = oneshot::channel::<()>();
-    let first = {
-        let idem = idem.clone();
-        let call = call(&idem, "o-6", 10);
-        tokio::spawn(async move {
-            idem.run(call, async move {
-                started_tx.send(()).unwrap();
-                finish_rx.await.unwrap();
-                Ok::<_, Error>(6u64)
-            })
-            .await
-        })
-    };
-    started_rx.await.unwrap();
+    let (finish_tx, first) = start_and_hold(&idem, "o-6", 6).await;
     let before = db.requests.count();
     let waiter = {
         let idem = idem.clone();

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use idem_core::{
@@ -122,16 +125,33 @@ impl DynamoDbStore {
         Ok(item_key)
     }
 
-    pub(crate) fn failed<E, R>(
-        &self,
-        operation: &'static str,
-        error: aws_sdk_dynamodb::error::SdkError<E, R>,
-    ) -> StoreError
+    pub(crate) fn failed<E, R>(&self, operation: &'static str, error: SdkError<E, R>) -> StoreError
     where
         E: std::error::Error + Send + Sync + 'static,
         R: fmt::Debug + Send + Sync + 'static,
     {
         RequestFailed::new(operation, &self.table, error).into()
+    }
+
+    /// The answer to a request conditioned on [`OWNER_CONDITION`]: a failed condition means the
+    /// key is no longer held by the owner, so the lease was lost.
+    fn owner_checked<O, E, R>(
+        &self,
+        operation: &'static str,
+        result: Result<O, SdkError<E, R>>,
+        condition_failed: impl FnOnce(&E) -> bool,
+    ) -> Result<(), StoreError>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+        R: fmt::Debug + Send + Sync + 'static,
+    {
+        match result {
+            Ok(_) => Ok(()),
+            Err(error) if error.as_service_error().is_some_and(condition_failed) => {
+                Err(StoreError::LeaseLost)
+            }
+            Err(error) => Err(self.failed(operation, error)),
+        }
     }
 
     fn decode(&self, item: &Item) -> Result<Record, StoreError> {
@@ -321,17 +341,11 @@ impl Store for DynamoDbStore {
             .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Err(StoreError::LeaseLost)
-            }
-            Err(error) => Err(self.failed("DeleteItem", error)),
-        }
+        self.owner_checked(
+            "DeleteItem",
+            result,
+            DeleteItemError::is_conditional_check_failed_exception,
+        )
     }
 
     async fn renew(
@@ -361,17 +375,11 @@ impl Store for DynamoDbStore {
             )
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Err(StoreError::LeaseLost)
-            }
-            Err(error) => Err(self.failed("UpdateItem", error)),
-        }
+        self.owner_checked(
+            "UpdateItem",
+            result,
+            UpdateItemError::is_conditional_check_failed_exception,
+        )
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
