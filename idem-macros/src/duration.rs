@@ -67,7 +67,7 @@ pub(crate) fn display(ms: u64) -> String {
     UNITS
         .iter()
         .rev()
-        .find(|(_, scale)| ms % scale == 0)
+        .find(|(_, scale)| ms.is_multiple_of(*scale))
         .map(|(unit, scale)| format!("{}{unit}", ms / scale))
         .unwrap_or_else(|| format!("{ms}ms"))
 }
