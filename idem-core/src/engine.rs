@@ -8,6 +8,7 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use crate::guard::{CatchUnwind, Pending, Settle};
 use crate::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
+use crate::renewal::Renewal;
 use crate::{
     Call, Claim, Completed, Error, Executed, Idempotency, InProgress, Millis, Outcome, OwnerToken,
     Record, Reservation, StoreError,
@@ -182,11 +183,16 @@ impl Idempotency {
         let key = call.key.as_str();
         let owner = settle.owner().clone();
         let body = std::pin::pin!(body);
-        let outcome = tokio::select! {
-            biased;
-            outcome = CatchUnwind(body) => outcome,
-            never = self.renew_lease(call, &owner) => match never {},
-        };
+        let renewal = Renewal::start(
+            self.store.clone(),
+            self.clock.clone(),
+            call.key.clone(),
+            owner.clone(),
+            call.lease,
+        )
+        .await;
+        let outcome = CatchUnwind(body).await;
+        drop(renewal);
         let result = match outcome {
             Ok(result) => result,
             Err(panic) => {
@@ -282,30 +288,6 @@ impl Idempotency {
             }
         }
         unreachable!("the last attempt returns")
-    }
-
-    /// Renews the lease every third of it, forever; the caller drops it when the body is done.
-    async fn renew_lease(&self, call: &Call, owner: &OwnerToken) -> std::convert::Infallible {
-        let key = call.key.as_str();
-        let every = (call.lease / 3).max(Duration::from_millis(1));
-        let mut lost = false;
-        loop {
-            tokio::time::sleep(every).await;
-            if lost {
-                continue;
-            }
-            let lease_until = self.clock.now().saturating_add(millis(call.lease));
-            match self.store.renew(&call.key, owner, lease_until).await {
-                Ok(()) => {}
-                Err(StoreError::LeaseLost) => {
-                    tracing::error!(target: TARGET, key, "lease lost while running: another caller took the key over");
-                    lost = true;
-                }
-                Err(error) => {
-                    tracing::warn!(target: TARGET, key, %error, "lease renewal failed; retrying");
-                }
-            }
-        }
     }
 
     async fn release(&self, call: &Call, owner: &OwnerToken) {

@@ -81,6 +81,7 @@ mod handle;
 mod key;
 mod policy;
 mod record;
+mod renewal;
 mod store;
 
 #[cfg(feature = "testing")]

@@ -834,3 +834,37 @@ pub async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
         "got {refused:?}"
     );
 }
+
+/// The lease is renewed from a task of its own: a body that holds its worker thread for three
+/// leases still keeps the key, and a duplicate meanwhile is told "in progress".
+pub async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
+    let idem = ctx.handle();
+    let lease = Duration::from_millis(300);
+    let started = Arc::new(Semaphore::new(0));
+    let blocking = {
+        let (idem, call, started) = (
+            idem.clone(),
+            call(&ctx, "o-24", 1).lease(lease),
+            started.clone(),
+        );
+        tokio::spawn(async move {
+            idem.run(call, async {
+                started.add_permits(1);
+                // Holding the worker thread is the point here.
+                std::thread::sleep(lease * 4);
+                Ok::<_, Error>("blocked".to_string())
+            })
+            .await
+        })
+    };
+    started.acquire().await.unwrap().forget();
+    tokio::time::sleep(lease * 2).await;
+    let side_effect = Charge::instant();
+    let duplicate = charge(&idem, call(&ctx, "o-24", 1).lease(lease), 1, &side_effect).await;
+    assert!(
+        matches!(duplicate, Err(Error::InProgress { .. })),
+        "the lease must be renewed while the body blocks, got {duplicate:?}"
+    );
+    assert_eq!(side_effect.runs(), 0);
+    assert!(!blocking.await.unwrap().unwrap().replayed);
+}

@@ -160,7 +160,8 @@ macro_rules! conformance_tests {
             cancellation_during_reserve_releases_the_key,
             cancellation_during_completion_still_records,
             unserialisable_outcome_keeps_the_key,
-            abandoned_reservation_is_free_for_anyone
+            abandoned_reservation_is_free_for_anyone,
+            lease_is_renewed_while_the_body_blocks_its_thread
         );
     };
 }
