@@ -48,7 +48,6 @@ async fn charge(req: &ChargeRequest) -> Result<Receipt, Error> {
 async fn idempotent_charge(idem: &Idempotency, req: &ChargeRequest) -> Result<Receipt, Error> {
     let key = idem
         .key("bench::charge")
-        .scope(None)
         .part(req.order_id.as_str())
         .finish()?;
     let call = Call::new(key, Fingerprint::of(req)?).ttl(Duration::from_secs(1));

@@ -16,12 +16,7 @@ async fn expired_records_are_purged_so_memory_stays_bounded() {
     let idem = Idempotency::new(store.clone()).clock(clock.clone());
     let ttl = Duration::from_secs(1);
     for order in 0..100_000u32 {
-        let key = idem
-            .key("charge")
-            .scope(None)
-            .part(&order)
-            .finish()
-            .unwrap();
+        let key = idem.key("charge").part(&order).finish().unwrap();
         let call = Call::new(key, Fingerprint::of(&order).unwrap()).ttl(ttl);
         idem.run(call, async { Ok::<_, Error>(order) })
             .await
@@ -30,12 +25,7 @@ async fn expired_records_are_purged_so_memory_stays_bounded() {
     assert_eq!(store.len(), 100_000);
 
     clock.advance(ttl * 2);
-    let key = idem
-        .key("charge")
-        .scope(None)
-        .part("after")
-        .finish()
-        .unwrap();
+    let key = idem.key("charge").part("after").finish().unwrap();
     idem.run(Call::new(key, Fingerprint::empty()), async {
         Ok::<_, Error>(0)
     })
@@ -70,7 +60,7 @@ fn claim(now: u64) -> Claim {
 async fn waiters_are_woken_by_completion_not_polling() {
     let store = MemoryStore::new();
     let idem = Idempotency::new(store.clone());
-    let key = idem.key("wait").scope(None).finish().unwrap();
+    let key = idem.key("wait").finish().unwrap();
     let now = idem_core::SystemClock.now();
     let claim = claim(now);
     assert_eq!(
@@ -116,7 +106,6 @@ async fn a_key_with_a_finished_record_does_not_block_waiters() {
     let store = MemoryStore::new();
     let key = Idempotency::new(store.clone())
         .key("none")
-        .scope(None)
         .finish()
         .unwrap();
     // No record at all: returns at once instead of waiting out the hour.

@@ -28,7 +28,7 @@ async fn without_an_installed_handle_the_body_does_not_run_then_the_installed_on
 
     // The record is in the installed store, under the function's default name.
     let name = concat!(module_path!(), "::", "charge");
-    let key = idem.key(name).scope(None).part("o-1").finish().unwrap();
+    let key = idem.key(name).part("o-1").finish().unwrap();
     assert!(
         idem.store().get(&key).await.unwrap().is_some(),
         "no record under {key}"

@@ -10,8 +10,8 @@ use super::probes::{Held, Probe};
 use super::Context;
 use crate::Clock as _;
 use crate::{
-    Call, Claim, Completed, Error, Executed, Fingerprint, Idempotency, InProgress, Key,
-    ManualClock, Outcome, OwnerToken, Record, Reservation, Store, StoreError,
+    Call, Claim, Completed, Error, Executed, Fingerprint, Idempotency, InProgress, ManualClock,
+    Outcome, OwnerToken, Record, Reservation, Store, StoreError,
 };
 
 /// A side effect that counts its runs and can be held mid-flight.
@@ -75,7 +75,6 @@ fn call(ctx: &Context, order: &str, amount: u64) -> Call {
     let key = ctx
         .handle()
         .key("charge")
-        .scope(None)
         .part(order)
         .finish()
         .expect("short keys are valid");
@@ -106,8 +105,7 @@ fn spawn_charge(
     tokio::spawn(async move { charge(&idem, call, amount, &side_effect).await })
 }
 
-fn in_progress(key: &Key, fingerprint: Fingerprint, lease_until: u64, now: u64) -> Claim {
-    let _ = key;
+fn in_progress(fingerprint: Fingerprint, lease_until: u64, now: u64) -> Claim {
     Claim {
         record: InProgress {
             owner: OwnerToken::generate(),
@@ -156,7 +154,7 @@ pub async fn concurrent_reservations_admit_exactly_one(ctx: Context) {
         .map(|_| {
             let store = ctx.store().clone();
             let key = key.clone();
-            let claim = in_progress(&key, fingerprint, now + 60_000, now);
+            let claim = in_progress(fingerprint, now + 60_000, now);
             tokio::spawn(async move { store.reserve(&key, &claim).await })
         })
         .collect();
@@ -539,7 +537,7 @@ pub async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
     let key = ctx.key("fencing");
     let fingerprint = Fingerprint::of("fencing").unwrap();
     let now = crate::SystemClock.now();
-    let claim = in_progress(&key, fingerprint, now + 60_000, now);
+    let claim = in_progress(fingerprint, now + 60_000, now);
     assert_eq!(
         store.reserve(&key, &claim).await.unwrap(),
         Reservation::Reserved

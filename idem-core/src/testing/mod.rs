@@ -87,7 +87,6 @@ impl Context {
     pub fn key(&self, name: &str) -> Key {
         self.handle()
             .key(name)
-            .scope(None)
             .finish()
             .expect("short keys are valid")
     }
