@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde::{de::DeserializeOwned, Serialize};
 
 pub use crate::{
-    installed, Call, Error, Fingerprinter, Idempotency, KeyBuilder, KeyPart, ReleaseErrors,
-    StoreErrorsWhen,
+    installed, Call, Error, Fingerprinter, Idempotency, KeyBuilder, KeyPart, OnAbort,
+    ReleaseErrors, StoreErrorsWhen,
 };
 pub use serde;
 
@@ -181,6 +181,7 @@ pub struct Prepare {
     ttl: Option<Duration>,
     lease: Option<Duration>,
     wait: Option<Duration>,
+    on_abort: OnAbort,
 }
 
 impl Prepare {
@@ -197,6 +198,7 @@ impl Prepare {
             ttl: None,
             lease: None,
             wait: None,
+            on_abort: OnAbort::Hold,
         }
     }
 
@@ -253,6 +255,11 @@ impl Prepare {
         self.wait = Some(Duration::from_millis(ms));
     }
 
+    /// Sets what an abort after the body started does (`on_abort = "..."`).
+    pub fn on_abort(&mut self, on_abort: OnAbort) {
+        self.on_abort = on_abort;
+    }
+
     fn finish(self) -> Result<(Idempotency, Call), Error> {
         let handle = self.handle?;
         if let Some(error) = self.failed {
@@ -266,7 +273,7 @@ impl Prepare {
         for part in &self.parts {
             key.push_part(part.as_str());
         }
-        let mut call = Call::new(key.finish()?, fingerprint);
+        let mut call = Call::new(key.finish()?, fingerprint).on_abort(self.on_abort);
         if let Some(ttl) = self.ttl {
             call = call.ttl(ttl);
         }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{Fingerprint, Key};
+use crate::{Fingerprint, Key, OnAbort};
 
 /// How long a completed record is replayed unless told otherwise: 24 hours, as Stripe does.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -31,6 +31,8 @@ pub struct Call {
     pub(crate) ttl: Duration,
     pub(crate) lease: Duration,
     pub(crate) wait: Option<Duration>,
+    pub(crate) renew_every: Option<Duration>,
+    pub(crate) on_abort: OnAbort,
 }
 
 impl Call {
@@ -43,6 +45,8 @@ impl Call {
             ttl: DEFAULT_TTL,
             lease: DEFAULT_LEASE,
             wait: None,
+            renew_every: None,
+            on_abort: OnAbort::Hold,
         }
     }
 
@@ -64,6 +68,33 @@ impl Call {
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = Some(wait);
         self
+    }
+
+    /// How often the lease is renewed while the call holds it; by default every third of the
+    /// lease. Raised to at least 1 ms and capped at half the lease.
+    ///
+    /// Every store judges leases by the callers' clocks, so the interval sets how much clock
+    /// skew between two processes is tolerated: a duplicate takes the key over only when its
+    /// clock is ahead of the owner's by more than `lease - renew_every` (less the time a renewal
+    /// takes to reach the store). With the defaults (30 s, renewed every 10 s) that is about
+    /// 20 s.
+    pub fn renew_every(mut self, interval: Duration) -> Self {
+        self.renew_every = Some(interval);
+        self
+    }
+
+    /// What a panic or a dropped future does to the key once the body has been polled
+    /// ([`OnAbort::Hold`] unless told otherwise).
+    pub fn on_abort(mut self, on_abort: OnAbort) -> Self {
+        self.on_abort = on_abort;
+        self
+    }
+
+    /// The interval at which the lease is renewed.
+    pub(crate) fn renewal_interval(&self) -> Duration {
+        self.renew_every
+            .unwrap_or(self.lease / 3)
+            .clamp(Duration::from_millis(1), self.lease / 2)
     }
 
     /// The stored key.

@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::guard::{CatchUnwind, Pending, Settle};
-use crate::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
-use crate::renewal::Renewal;
-use crate::{
-    Call, Claim, Completed, Error, Executed, Idempotency, InProgress, Millis, Outcome, OwnerToken,
-    Record, Reservation, StoreError,
-};
+use std::sync::Arc;
 
-const TARGET: &str = "idem";
+use crate::guard::{CatchUnwind, Settle};
+use crate::lease::{Lease, Loss};
+use crate::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
+use crate::renewal::{Renew, Renewal};
+use crate::{
+    fencing, Call, CallContext, Claim, Completed, Error, Executed, Idempotency, InProgress, Millis,
+    OnAbort, Outcome, OwnerToken, Record, Reservation, StoreError, TARGET,
+};
 
 /// How often storing an outcome is tried before the call fails.
 const COMPLETE_ATTEMPTS: u32 = 3;
@@ -36,8 +37,11 @@ impl Idempotency {
     ///   [`Call::wait`] its outcome once it finishes.
     /// - The key was used with another fingerprint: [`Error::Mismatch`].
     ///
-    /// `body` is a future, so nothing in it happens unless the key is reserved. If it panics or
-    /// the returned future is dropped, the reservation is released.
+    /// `body` is a future, so nothing in it happens unless the key is reserved. While it runs,
+    /// [`context`](crate::context) tells it its key, attempt and fencing token. If it panics or
+    /// the returned future is dropped after `body` was first polled, [`Call::on_abort`] says
+    /// what happens to the key (by default it is held until the lease passes); before that, the
+    /// reservation is released.
     ///
     /// ```
     /// # async fn demo(idem: idem_core::Idempotency) -> Result<(), idem_core::Error> {
@@ -91,8 +95,8 @@ impl Idempotency {
     {
         let mut settle = Settle::new(self.store.clone(), call.key.clone(), OwnerToken::generate());
         match self.acquire(&call, &mut settle).await? {
-            Acquired::Owner => self.execute(&call, settle, policy, body).await,
-            Acquired::Done(completed) => replay(policy, &completed.outcome),
+            Acquired::Owner(held) => self.execute(&call, settle, held, policy, body).await,
+            Acquired::Done(completed) => replay(policy, &call, &completed.outcome),
         }
     }
 
@@ -112,27 +116,29 @@ impl Idempotency {
                     owner: settle.owner().clone(),
                     fingerprint: call.fingerprint,
                     lease_until: now.saturating_add(millis(call.lease)),
+                    fencing_token: fencing::propose(now),
+                    attempt: 1,
                 },
                 now,
             };
-            settle.pending = Pending::Release;
+            settle.arm_release();
             let reservation = self
                 .store
                 .reserve(&call.key, &claim)
                 .await
                 .map_err(|e| e.into_error(key))?;
             let existing = match reservation {
-                Reservation::Reserved => {
-                    tracing::debug!(target: TARGET, key, "fresh: key reserved");
-                    return Ok(Acquired::Owner);
+                Reservation::Reserved(held) => {
+                    tracing::debug!(target: TARGET, key, fencing_token = held.fencing_token, "fresh: key reserved");
+                    return Ok(Acquired::Owner(held));
                 }
-                Reservation::TookOver { previous } => {
-                    tracing::warn!(target: TARGET, key, previous = previous.as_str(), "taken over: the previous owner's lease passed");
-                    return Ok(Acquired::Owner);
+                Reservation::TookOver { previous, record } => {
+                    tracing::warn!(target: TARGET, key, previous = previous.as_str(), attempt = record.attempt, fencing_token = record.fencing_token, "taken over: the previous owner's lease passed");
+                    return Ok(Acquired::Owner(record));
                 }
                 Reservation::Existing(record) => record,
             };
-            settle.settled();
+            settle.disarm();
             if existing.fingerprint() != &call.fingerprint {
                 tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments");
                 return Err(Error::Mismatch {
@@ -160,17 +166,22 @@ impl Idempotency {
                     tracing::debug!(target: TARGET, key, "in progress: a duplicate is running");
                     return Err(Error::InProgress {
                         key: key.to_owned(),
+                        retry_after: Duration::from_millis(
+                            in_progress.lease_until.saturating_sub(now),
+                        ),
                     });
                 }
             }
         }
     }
 
-    /// Runs the body as the key's owner, then records or releases.
+    /// Runs the body as the key's owner, renewing the lease until the outcome is recorded or
+    /// the key released.
     async fn execute<T, E, P, F>(
         &self,
         call: &Call,
         mut settle: Settle,
+        held: InProgress,
         policy: &P,
         body: F,
     ) -> Result<Executed<T>, E>
@@ -182,22 +193,36 @@ impl Idempotency {
     {
         let key = call.key.as_str();
         let owner = settle.owner().clone();
-        let body = std::pin::pin!(body);
-        let renewal = Renewal::start(
-            self.store.clone(),
-            self.clock.clone(),
-            call.key.clone(),
-            owner.clone(),
-            call.lease,
-        )
+        let lease = Arc::new(Lease::new(held.lease_until));
+        let renewal = Renewal::start(Renew {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            key: call.key.clone(),
+            owner: owner.clone(),
+            lease: call.lease,
+            every: call.renewal_interval(),
+            state: lease.clone(),
+        })
         .await;
-        let outcome = CatchUnwind(body).await;
-        drop(renewal);
+        let context = CallContext::new(
+            call.key.clone(),
+            held.attempt,
+            held.fencing_token,
+            lease.clone(),
+        );
+        match call.on_abort {
+            OnAbort::Hold => settle.disarm(),
+            OnAbort::Release => settle.arm_release(),
+            OnAbort::Fail => settle.arm_complete(self.completed(call, Outcome::Aborted)),
+        }
+        // No await between arming and the first poll: a drop from here on is an abort.
+        let outcome = CatchUnwind(std::pin::pin!(context.scope(body))).await;
         let result = match outcome {
             Ok(result) => result,
             Err(panic) => {
-                self.release(call, &owner).await;
-                settle.settled();
+                self.settle_panic(call, &owner, &lease).await;
+                settle.disarm();
+                drop(renewal);
                 panic::resume_unwind(panic);
             }
         };
@@ -211,8 +236,9 @@ impl Idempotency {
         };
         let outcome = match stored {
             None => {
+                settle.arm_release();
                 self.release(call, &owner).await;
-                settle.settled();
+                settle.disarm();
                 return result.map(|value| Executed {
                     value,
                     replayed: false,
@@ -222,21 +248,16 @@ impl Idempotency {
                 // Releasing would let every retry run the side effect again, and fail the same
                 // way: keep the key reserved until its lease passes instead.
                 tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised; the key stays reserved until its lease passes");
-                settle.settled();
-                return Err(codec.into());
+                settle.disarm();
+                return Err(codec.after_run(key).into());
             }
             Some(Ok(outcome)) => outcome,
         };
-        settle.pending = Pending::Complete(Completed {
-            fingerprint: call.fingerprint,
-            outcome,
-            expires_at: self.clock.now().saturating_add(millis(call.ttl)),
-        });
-        let Pending::Complete(completed) = &settle.pending else {
-            unreachable!("just set")
-        };
-        let recorded = self.record_outcome(call, &owner, completed).await;
-        settle.settled();
+        let completed = self.completed(call, outcome);
+        settle.arm_complete(completed.clone());
+        let recorded = self.record_outcome(call, &owner, &completed, &lease).await;
+        settle.disarm();
+        drop(renewal);
         match recorded {
             Ok(()) => {
                 tracing::debug!(target: TARGET, key, ok = result.is_ok(), "completed: outcome stored");
@@ -245,34 +266,71 @@ impl Idempotency {
                     replayed: false,
                 })
             }
-            Err(StoreError::LeaseLost) => {
-                tracing::error!(target: TARGET, key, "lease lost: the outcome was not stored");
-                Err(Error::LeaseLost {
-                    key: key.to_owned(),
-                }
-                .into())
-            }
             Err(error) => {
-                tracing::error!(target: TARGET, key, %error, "outcome could not be stored; the key stays reserved until its lease passes");
-                Err(error.not_recorded(key).into())
+                tracing::error!(target: TARGET, key, %error, "the function ran but its outcome was not stored");
+                Err(error.into_error(key).after_run(key).into())
             }
         }
     }
 
-    /// Stores the completed record, retrying a backend failure: once the body has run, giving up
-    /// leaves the key reserved until the lease passes, and a retry after that runs the body again.
+    /// The completed record of `call` with `outcome`, expiring a TTL from now.
+    fn completed(&self, call: &Call, outcome: Outcome) -> Completed {
+        Completed {
+            fingerprint: call.fingerprint,
+            outcome,
+            expires_at: self.clock.now().saturating_add(millis(call.ttl)),
+        }
+    }
+
+    /// Does what [`Call::on_abort`] says after the body panicked.
+    async fn settle_panic(&self, call: &Call, owner: &OwnerToken, lease: &Lease) {
+        let key = call.key.as_str();
+        match call.on_abort {
+            OnAbort::Hold => {
+                tracing::error!(target: TARGET, key, "the function panicked; the key is held until its lease passes");
+            }
+            OnAbort::Release => self.release(call, owner).await,
+            OnAbort::Fail => {
+                let aborted = self.completed(call, Outcome::Aborted);
+                match self.record_outcome(call, owner, &aborted, lease).await {
+                    Ok(()) => {
+                        tracing::error!(target: TARGET, key, "the function panicked; recorded as aborted")
+                    }
+                    Err(error) => {
+                        tracing::error!(target: TARGET, key, %error, "the function panicked and recording it failed; the key is held until its lease passes")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stores the completed record, retrying a backend failure while the lease holds: once the
+    /// body has run, giving up leaves the key reserved until the lease passes, and a retry
+    /// after that runs the body again. A retry that would outlast the lease is not made: by
+    /// then another caller may have taken the key over.
     async fn record_outcome(
         &self,
         call: &Call,
         owner: &OwnerToken,
         completed: &Completed,
+        lease: &Lease,
     ) -> Result<(), StoreError> {
         let key = call.key.as_str();
+        if lease.loss() == Some(Loss::TakenOver) {
+            return Err(StoreError::LeaseLost);
+        }
         let mut backoff = COMPLETE_RETRY_BACKOFF;
         for attempt in 1..=COMPLETE_ATTEMPTS {
             match self.store.complete(&call.key, owner, completed).await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::Backend(error)) if attempt < COMPLETE_ATTEMPTS => {
+                    if lease.loss() == Some(Loss::TakenOver) {
+                        return Err(StoreError::LeaseLost);
+                    }
+                    if self.clock.now().saturating_add(millis(backoff)) >= lease.until() {
+                        tracing::error!(target: TARGET, key, %error, "storing the outcome failed and the lease passes before a retry");
+                        return Err(StoreError::Backend(error));
+                    }
                     tracing::warn!(target: TARGET, key, %error, attempt, "storing the outcome failed; retrying");
                     tokio::time::sleep(backoff).await;
                     backoff *= 4;
@@ -302,11 +360,12 @@ impl Idempotency {
 }
 
 enum Acquired {
-    Owner,
+    /// This call holds the key, as this record.
+    Owner(InProgress),
     Done(Completed),
 }
 
-fn replay<T, E, P>(policy: &P, outcome: &Outcome) -> Result<Executed<T>, E>
+fn replay<T, E, P>(policy: &P, call: &Call, outcome: &Outcome) -> Result<Executed<T>, E>
 where
     T: DeserializeOwned,
     E: From<Error>,
@@ -320,5 +379,9 @@ where
             })
             .map_err(|e| Error::codec(e).into()),
         Outcome::Err(body) => Err(policy.decode(body).unwrap_or_else(E::from)),
+        Outcome::Aborted => Err(Error::Aborted {
+            key: call.key.as_str().to_owned(),
+        }
+        .into()),
     }
 }

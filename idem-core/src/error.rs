@@ -2,6 +2,7 @@
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::time::Duration;
 
 /// A boxed error from a store's backend or a codec.
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
@@ -10,15 +11,29 @@ pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 ///
 /// Every variant maps to an HTTP status through [`Error::http_status`], so a web handler can answer
 /// a client the way the Idempotency-Key draft and Stripe do.
+///
+/// # After the function ran
+///
+/// Once the function has run, its side effect may have happened. Every failure from then on
+/// is [`Error::NotRecorded`], whatever its cause: [`ran_without_record`](Error::ran_without_record)
+/// is `true`, the status is 500 and [`is_retryable`](Error::is_retryable) is `false`. A client
+/// must not retry such a call blindly: the key answers [`Error::InProgress`] until the lease
+/// passes, and a retry after that runs the function again. Check the effect first (look the
+/// payment up with the provider, by the key you passed it from
+/// [`CallContext::key`](crate::CallContext::key)), or remove the record with
+/// [`Idempotency::forget`](crate::Idempotency::forget) once you know.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// Another call with the same key is still running (HTTP 409). Retry later, or ask the call to
-    /// wait for it (`wait = "10s"`).
+    /// Another call with the same key is still running (HTTP 409). Retry after `retry_after`,
+    /// or ask the call to wait for it (`wait = "10s"`).
     #[error("a call with idempotency key `{key}` is already in progress")]
     InProgress {
         /// The stored key.
         key: String,
+        /// How long until the running call's lease passes, as last renewed: the earliest a
+        /// retry can take over if that call died. Fit for a `Retry-After` header.
+        retry_after: Duration,
     },
     /// The key was used before with other arguments (HTTP 422). A key must not be reused for a
     /// different request.
@@ -27,14 +42,34 @@ pub enum Error {
         /// The stored key.
         key: String,
     },
-    /// The store could not be reached or failed (HTTP 503). The function did not run, or its
-    /// result could not be recorded.
+    /// The store could not be reached or failed (HTTP 503). The function did not run.
     #[error("idempotency store failed: {0}")]
     Store(#[source] BoxError),
     /// This call's reservation was taken over by another caller after its lease passed, so its
-    /// result was not recorded (HTTP 409).
+    /// result was not recorded. Only ever the cause of an [`Error::NotRecorded`].
     #[error("lease on idempotency key `{key}` was lost to another caller")]
     LeaseLost {
+        /// The stored key.
+        key: String,
+    },
+    /// The function ran but its outcome was not recorded (HTTP 500, not retryable): see
+    /// [After the function ran](Error#after-the-function-ran). `cause` says why (the store
+    /// failed or refused, the lease was lost, the value could not be serialised).
+    #[error("the function ran but its outcome under idempotency key `{key}` was not recorded")]
+    NotRecorded {
+        /// The stored key.
+        key: String,
+        /// Why the outcome was not recorded.
+        #[source]
+        cause: Box<Error>,
+    },
+    /// The first call with this key was aborted (a panic or a dropped future) after its function
+    /// started, under `on_abort = "fail"` (HTTP 500, not retryable): its effect is unknown, and
+    /// the first result stands until the TTL passes.
+    #[error(
+        "the call with idempotency key `{key}` was aborted after it started; its effect is unknown"
+    )]
+    Aborted {
         /// The stored key.
         key: String,
     },
@@ -58,23 +93,25 @@ pub enum Error {
     #[error("invalid idempotency key: {0}")]
     InvalidKey(String),
     /// The store refused a request that retrying cannot fix, such as an outcome larger than a
-    /// DynamoDB item may be (HTTP 500). When it refuses the outcome after the function ran, the
-    /// key stays reserved until its lease passes.
+    /// DynamoDB item may be (HTTP 500).
     #[error("idempotency store refused the request: {0}")]
     Rejected(#[source] BoxError),
 }
 
 impl Error {
-    /// The HTTP status code this error stands for: 409 for [`InProgress`](Error::InProgress) and
-    /// [`LeaseLost`](Error::LeaseLost), 422 for [`Mismatch`](Error::Mismatch), 400 for
-    /// [`InvalidKey`](Error::InvalidKey), 503 for [`Store`](Error::Store), 500 otherwise.
+    /// The HTTP status code this error stands for: 409 for [`InProgress`](Error::InProgress),
+    /// 422 for [`Mismatch`](Error::Mismatch), 400 for [`InvalidKey`](Error::InvalidKey), 503 for
+    /// [`Store`](Error::Store), 500 otherwise (every failure after the function ran among them).
     pub fn http_status(&self) -> u16 {
         match self {
-            Error::InProgress { .. } | Error::LeaseLost { .. } => 409,
+            Error::InProgress { .. } => 409,
             Error::Mismatch { .. } => 422,
             Error::InvalidKey(_) => 400,
             Error::Store(_) => 503,
-            Error::NotInstalled
+            Error::LeaseLost { .. }
+            | Error::NotRecorded { .. }
+            | Error::Aborted { .. }
+            | Error::NotInstalled
             | Error::Codec(_)
             | Error::CorruptRecord { .. }
             | Error::Rejected(_) => 500,
@@ -82,27 +119,30 @@ impl Error {
     }
 
     /// Whether retrying the same call later is safe and may succeed: `true` for
-    /// [`InProgress`](Error::InProgress) and for a [`Store`](Error::Store) failure before the
-    /// function ran; `false` when the function ran but its outcome was not recorded
-    /// ([`OutcomeNotRecorded`]), since a retry once the lease passes would run it again.
+    /// [`InProgress`](Error::InProgress) and for a [`Store`](Error::Store) failure (the function
+    /// did not run); `false` otherwise, and always once the function ran.
     pub fn is_retryable(&self) -> bool {
-        match self {
-            Error::InProgress { .. } => true,
-            Error::Store(source) => !source.is::<OutcomeNotRecorded>(),
-            _ => false,
-        }
+        matches!(self, Error::InProgress { .. } | Error::Store(_))
     }
 
-    /// Whether the function ran but its outcome could not be recorded ([`OutcomeNotRecorded`]).
+    /// Whether the function ran but its outcome was not recorded ([`NotRecorded`](Error::NotRecorded)).
     pub fn ran_without_record(&self) -> bool {
-        match self {
-            Error::Store(source) | Error::Rejected(source) => source.is::<OutcomeNotRecorded>(),
-            _ => false,
-        }
+        matches!(self, Error::NotRecorded { .. } | Error::LeaseLost { .. })
     }
 
     pub(crate) fn codec(source: impl Into<BoxError>) -> Self {
         Error::Codec(source.into())
+    }
+
+    /// This error, raised after the function ran under `key`.
+    pub(crate) fn after_run(self, key: &str) -> Self {
+        match self {
+            Error::NotRecorded { .. } => self,
+            cause => Error::NotRecorded {
+                key: key.to_owned(),
+                cause: Box::new(cause),
+            },
+        }
     }
 }
 
@@ -137,16 +177,6 @@ impl StoreError {
         StoreError::Rejected(source.into())
     }
 
-    /// The caller-facing [`Error`] for a failure to record an outcome after the function ran.
-    pub(crate) fn not_recorded(self, key: &str) -> Error {
-        let wrap = |source| Box::new(OutcomeNotRecorded { source }) as BoxError;
-        match self {
-            StoreError::Backend(source) => Error::Store(wrap(source)),
-            StoreError::Rejected(source) => Error::Rejected(wrap(source)),
-            other => other.into_error(key),
-        }
-    }
-
     /// Turns this store error into the caller-facing [`Error`] for `key`.
     pub(crate) fn into_error(self, key: &str) -> Error {
         match self {
@@ -160,37 +190,6 @@ impl StoreError {
             StoreError::Backend(source) => Error::Store(source),
             StoreError::Rejected(source) => Error::Rejected(source),
         }
-    }
-}
-
-/// The source of an [`Error::Store`] or [`Error::Rejected`] returned after the function ran:
-/// its side effect happened but its outcome could not be recorded. The key stays reserved until
-/// the lease passes; a retry after that runs the function again, so don't retry blindly.
-#[derive(Debug)]
-pub struct OutcomeNotRecorded {
-    source: BoxError,
-}
-
-impl OutcomeNotRecorded {
-    /// Why the store refused or failed.
-    pub fn cause(&self) -> &(dyn StdError + Send + Sync + 'static) {
-        &*self.source
-    }
-}
-
-impl fmt::Display for OutcomeNotRecorded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the function ran but its outcome could not be recorded: {}",
-            self.source
-        )
-    }
-}
-
-impl StdError for OutcomeNotRecorded {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        Some(&*self.source)
     }
 }
 
@@ -214,8 +213,16 @@ mod tests {
     fn every_error_maps_to_its_http_status() {
         let key = || "k".to_string();
         let cases = [
-            (Error::InProgress { key: key() }, 409, true),
-            (Error::LeaseLost { key: key() }, 409, false),
+            (
+                Error::InProgress {
+                    key: key(),
+                    retry_after: Duration::from_secs(3),
+                },
+                409,
+                true,
+            ),
+            (Error::LeaseLost { key: key() }, 500, false),
+            (Error::Aborted { key: key() }, 500, false),
             (Error::Mismatch { key: key() }, 422, false),
             (Error::InvalidKey("too long".into()), 400, false),
             (Error::Store(Box::new(Message("down".into()))), 503, true),
@@ -266,18 +273,34 @@ mod tests {
     }
 
     #[test]
-    fn an_unrecorded_outcome_is_not_retryable() {
-        let before = StoreError::backend(Message("down".into())).into_error("k");
-        assert!(before.is_retryable() && !before.ran_without_record());
-        let after = StoreError::backend(Message("down".into())).not_recorded("k");
-        assert!(matches!(after, Error::Store(_)));
-        assert!(!after.is_retryable() && after.ran_without_record());
-        assert_eq!(
-            after.to_string(),
-            "idempotency store failed: the function ran but its outcome could not be recorded: down"
+    fn every_failure_after_the_run_is_not_recorded_and_not_retryable() {
+        let causes = [
+            StoreError::backend(Message("down".into())).into_error("k"),
+            StoreError::rejected(Message("too large".into())).into_error("k"),
+            StoreError::LeaseLost.into_error("k"),
+            StoreError::Corrupt("garbage".into()).into_error("k"),
+            Error::codec(Message("bad json".into())),
+        ];
+        for cause in causes {
+            let before = cause.to_string();
+            let after = cause.after_run("k");
+            assert!(after.ran_without_record(), "{after}");
+            assert!(!after.is_retryable(), "{after}");
+            assert_eq!(after.http_status(), 500);
+            let source = std::error::Error::source(&after).expect("the cause is the source");
+            assert_eq!(source.to_string(), before);
+            assert!(
+                !after.to_string().contains(&before),
+                "the cause is not repeated"
+            );
+        }
+        let twice = StoreError::LeaseLost
+            .into_error("k")
+            .after_run("k")
+            .after_run("k");
+        assert!(
+            matches!(twice, Error::NotRecorded { cause, .. } if matches!(*cause, Error::LeaseLost { .. }))
         );
-        let too_large = StoreError::rejected(Message("too large".into())).not_recorded("k");
-        assert!(matches!(too_large, Error::Rejected(_)) && too_large.ran_without_record());
     }
 
     #[test]

@@ -7,28 +7,30 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::{Completed, Key, OwnerToken, Store};
+use crate::{Completed, Key, OwnerToken, Store, TARGET};
 
 /// What must still happen to this caller's reservation if its future is dropped now.
-pub(crate) enum Pending {
-    /// Nothing: no reservation, or it is settled.
+enum Pending {
+    /// Nothing: no reservation, it is settled, or it is held until its lease passes.
     Nothing,
-    /// The reservation may exist and the body has not finished: free the key.
+    /// The reservation may exist and dropping it must free the key.
     Release,
-    /// The body finished: store its outcome, so that a retry does not run it again.
+    /// Store this outcome: the body finished, or was aborted under
+    /// [`OnAbort::Fail`](crate::OnAbort::Fail).
     Complete(Completed),
 }
 
-/// Carries out the [`Pending`] action from a new task when dropped before it was settled.
+/// Carries out the pending action from a new task when dropped before it was settled.
 /// Best effort: outside a Tokio runtime the lease runs out instead.
 pub(crate) struct Settle {
     store: Arc<dyn Store>,
     key: Key,
     owner: OwnerToken,
-    pub(crate) pending: Pending,
+    pending: Pending,
 }
 
 impl Settle {
+    /// A settle for `owner`'s call, armed to release.
     pub(crate) fn new(store: Arc<dyn Store>, key: Key, owner: OwnerToken) -> Self {
         Settle {
             store,
@@ -42,7 +44,18 @@ impl Settle {
         &self.owner
     }
 
-    pub(crate) fn settled(&mut self) {
+    /// A drop from now on frees the key.
+    pub(crate) fn arm_release(&mut self) {
+        self.pending = Pending::Release;
+    }
+
+    /// A drop from now on stores `completed`.
+    pub(crate) fn arm_complete(&mut self, completed: Completed) {
+        self.pending = Pending::Complete(completed);
+    }
+
+    /// A drop from now on leaves the reservation as it is.
+    pub(crate) fn disarm(&mut self) {
         self.pending = Pending::Nothing;
     }
 }
@@ -55,7 +68,7 @@ impl Drop for Settle {
         }
         let (store, key, owner) = (self.store.clone(), self.key.clone(), self.owner.clone());
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(target: "idem", key = key.as_str(), "call cancelled outside a Tokio runtime; the key frees when its lease passes");
+            tracing::warn!(target: TARGET, key = key.as_str(), "call cancelled outside a Tokio runtime; the key frees when its lease passes");
             return;
         };
         runtime.spawn(async move {
@@ -67,8 +80,8 @@ impl Drop for Settle {
             };
             let key = key.as_str();
             match result {
-                Ok(()) => tracing::debug!(target: "idem", key, "cancelled call settled by {what}"),
-                Err(error) => tracing::warn!(target: "idem", key, %error, "{what} after cancellation failed; the key frees when its lease passes"),
+                Ok(()) => tracing::debug!(target: TARGET, key, "cancelled call settled by {what}"),
+                Err(error) => tracing::warn!(target: TARGET, key, %error, "{what} after cancellation failed; the key frees when its lease passes"),
             }
         });
     }

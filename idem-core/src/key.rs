@@ -20,6 +20,19 @@ impl Key {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The key under a store's own `prefix`: the prefix escaped like every key component, a
+    /// `|`, then the key. The first unescaped `|` ends the prefix, so no prefix and key pair can
+    /// spell another pair's (`"billing"` + `idem|…` is `billing|idem|…`, while `""` +
+    /// `billingidem|…` is `|billingidem|…`); an empty prefix keeps its delimiter for that
+    /// reason.
+    pub fn with_prefix(&self, prefix: &str) -> String {
+        let mut prefixed = String::with_capacity(prefix.len() + 1 + self.0.len());
+        escape_into(&mut prefixed, prefix);
+        prefixed.push('|');
+        prefixed.push_str(&self.0);
+        prefixed
+    }
 }
 
 impl fmt::Display for Key {
@@ -308,6 +321,20 @@ mod tests {
             .finish()
             .unwrap();
         assert_eq!(key.as_str(), "idem|payments::charge|=tenant-7|order-42|3");
+    }
+
+    #[test]
+    fn store_prefixes_are_delimited() {
+        let key = |namespace: &str| KeyBuilder::new(namespace, "charge").finish().unwrap();
+        let billing = key("idem").with_prefix("billing");
+        let joined = key("billingidem").with_prefix("");
+        assert_eq!(billing, "billing|idem|charge|-");
+        assert_eq!(joined, "|billingidem|charge|-");
+        assert_ne!(
+            key("b").with_prefix("a|"),
+            key("").with_prefix("a"),
+            "a `|` in the prefix is escaped"
+        );
     }
 
     #[test]

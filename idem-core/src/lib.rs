@@ -18,7 +18,7 @@
 //! #   async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
 //! #     let mut map = self.0.lock().unwrap();
 //! #     match map.get(key) { Some(r) if r.is_live(claim.now) => Ok(Reservation::Existing(r.clone())),
-//! #       _ => { map.insert(key.clone(), Record::InProgress(claim.record.clone())); Ok(Reservation::Reserved) } } }
+//! #       _ => { map.insert(key.clone(), Record::InProgress(claim.record.clone())); Ok(Reservation::Reserved(claim.record.clone())) } } }
 //! #   async fn complete(&self, key: &Key, _: &OwnerToken, c: &Completed) -> Result<(), StoreError> {
 //! #     self.0.lock().unwrap().insert(key.clone(), Record::Completed(c.clone())); Ok(()) }
 //! #   async fn release(&self, key: &Key, _: &OwnerToken) -> Result<(), StoreError> { self.0.lock().unwrap().remove(key); Ok(()) }
@@ -54,11 +54,16 @@
 //!   function runs; only the caller that reserved it runs it.
 //! - `Ok` values are stored for the TTL (default 24 h, counted from completion) and replayed.
 //! - An `Err` releases the key by default; a `store_err` policy stores chosen errors instead.
-//!   Panics and dropped futures release the key too.
-//! - The lease (default 30 s) is renewed every third of it while the function runs; when a
+//! - A panic or a dropped future after the function started holds the key until its lease
+//!   passes, as a crash would ([`OnAbort`] chooses `Release` or `Fail` instead); before the
+//!   function started, the key is released.
+//! - The lease (default 30 s) is renewed every third of it until the outcome is stored; when a
 //!   process dies, another caller with the same arguments takes the key over once the lease has
 //!   passed. Complete, release and renew are fenced by the owner token, so a stale owner gets
-//!   [`Error::LeaseLost`] and never overwrites the new owner's record.
+//!   [`Error::NotRecorded`] and never overwrites the new owner's record.
+//! - Inside the function, [`context`] gives the key (to pass on to a downstream provider), the
+//!   attempt, a fencing token that grows with every reservation, and a lease-lost signal.
+//! - Every failure after the function ran is [`Error::NotRecorded`]: HTTP 500, not retryable.
 //! - A store failure fails the call closed: the function does not run ([`Error::Store`]).
 //! - Keys encode their parts unambiguously and include a namespace, the function's name and an
 //!   optional scope (see [`KeyBuilder`]).
@@ -69,16 +74,20 @@
 //! ([`testing`] module, with the `conformance_tests!` macro).
 #![warn(missing_docs)]
 
+mod abort;
 mod call;
 mod canonical;
 mod clock;
+mod context;
 mod engine;
 mod error;
+mod fencing;
 mod fingerprint;
 mod global;
 mod guard;
 mod handle;
 mod key;
+mod lease;
 mod policy;
 mod record;
 mod renewal;
@@ -90,9 +99,11 @@ pub mod testing;
 #[doc(hidden)]
 pub mod __private;
 
+pub use abort::OnAbort;
 pub use call::{Call, Executed, DEFAULT_LEASE, DEFAULT_TTL};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use error::{BoxError, Error, OutcomeNotRecorded, StoreError};
+pub use context::{context, CallContext};
+pub use error::{BoxError, Error, StoreError};
 pub use fingerprint::{Fingerprint, Fingerprinter};
 pub use global::{install, installed};
 pub use handle::{Idempotency, DEFAULT_NAMESPACE};
@@ -103,6 +114,9 @@ pub use record::{
     LEASE_GRACE_MS,
 };
 pub use store::Store;
+
+/// The `tracing` target of every event idem-core emits.
+pub(crate) const TARGET: &str = "idem";
 
 #[cfg(feature = "macros")]
 pub use idem_macros::idempotent;

@@ -23,6 +23,28 @@ impl InProgress {
     pub fn is_abandoned(&self, now: Millis) -> bool {
         self.lease_until.saturating_add(LEASE_GRACE_MS) <= now
     }
+
+    /// The record this claim's record becomes when it takes `previous` over: the same record
+    /// with the attempt counted on from `previous` when both are the same call (same
+    /// fingerprint), and a fencing token above `previous`'s.
+    ///
+    /// Every store writes exactly this on a takeover.
+    pub fn taking_over(&self, previous: &InProgress) -> InProgress {
+        let attempt = if previous.fingerprint == self.fingerprint {
+            previous.attempt.saturating_add(1)
+        } else {
+            1
+        };
+        InProgress {
+            owner: self.owner.clone(),
+            fingerprint: self.fingerprint,
+            lease_until: self.lease_until,
+            fencing_token: self
+                .fencing_token
+                .max(previous.fencing_token.saturating_add(1)),
+            attempt,
+        }
+    }
 }
 
 /// The token that identifies the caller holding an in-progress record. Complete, release and
@@ -95,6 +117,16 @@ pub struct InProgress {
     pub fingerprint: Fingerprint,
     /// After this instant another caller with the same fingerprint may take the key over.
     pub lease_until: Millis,
+    /// Grows with every reservation of the key: on a takeover the store writes the larger of
+    /// the claim's token and the previous one plus one
+    /// ([`taking_over`](InProgress::taking_over)); a claim proposes one derived from its clock
+    /// (a thousand per millisecond), so a reservation of a key that was released or expired
+    /// gets a larger token too while the callers' clocks agree. Stays below 2^53, so scripts
+    /// that count in doubles (Redis's Lua) hold it exactly.
+    pub fencing_token: u64,
+    /// 1 for the first reservation of this call, one more for each takeover by the same
+    /// call (same fingerprint).
+    pub attempt: u32,
 }
 
 /// A finished call's stored outcome.
@@ -115,13 +147,18 @@ pub enum Outcome {
     Ok(Vec<u8>),
     /// The serialised `Err` value (JSON), stored by a `store_err` policy.
     Err(Vec<u8>),
+    /// The call was aborted (panic or dropped future) after its body started, under
+    /// [`OnAbort::Fail`](crate::OnAbort::Fail): replayed as
+    /// [`Error::Aborted`](crate::Error::Aborted). Has no body.
+    Aborted,
 }
 
 impl Outcome {
-    /// The serialised value.
+    /// The serialised value; empty for [`Outcome::Aborted`].
     pub fn body(&self) -> &[u8] {
         match self {
             Outcome::Ok(body) | Outcome::Err(body) => body,
+            Outcome::Aborted => &[],
         }
     }
 
@@ -144,13 +181,17 @@ pub struct Claim {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Reservation {
-    /// The key was free (absent or expired); the claim is now stored.
-    Reserved,
-    /// The key held an in-progress record with the claim's fingerprint whose lease had passed;
-    /// the claim replaced it.
+    /// The key was free (absent or expired); the claim's record is now stored (or, for a
+    /// retried request, was stored by its first attempt): it is returned as stored.
+    Reserved(InProgress),
+    /// The key held an in-progress record whose lease had passed (with the claim's
+    /// fingerprint, or abandoned); the claim replaced it.
     TookOver {
         /// The owner whose lease passed.
         previous: OwnerToken,
+        /// The record now stored: the claim's record
+        /// [`taking_over`](InProgress::taking_over) the previous one.
+        record: InProgress,
     },
     /// The key holds a live record (or an in-progress record with another fingerprint, whose
     /// lease may have passed); nothing was written.

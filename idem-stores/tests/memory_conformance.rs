@@ -22,7 +22,8 @@ impl Target for Memory {
 }
 
 async fn memory() -> Option<Memory> {
-    Some(Memory(MemoryStore::new()))
+    // No sweeping: expired records must be judged expired on read, not merely swept away.
+    Some(Memory(MemoryStore::builder().no_sweeping().build()))
 }
 
 idem_core::conformance_tests!(memory);

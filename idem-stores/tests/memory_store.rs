@@ -31,10 +31,11 @@ async fn expired_records_are_purged_so_memory_stays_bounded() {
     })
     .await
     .unwrap();
+    store.sweeps_finished().await;
     assert_eq!(
         store.len(),
         1,
-        "the next reservation sweeps every expired record"
+        "the next reservation has every expired record swept"
     );
 
     clock.advance(Duration::from_secs(25 * 60 * 60));
@@ -48,6 +49,8 @@ fn claim(now: u64) -> Claim {
             owner: OwnerToken::generate(),
             fingerprint: Fingerprint::empty(),
             lease_until: now + 600_000,
+            fencing_token: now * 1000,
+            attempt: 1,
         },
         now,
     }
@@ -65,7 +68,7 @@ async fn waiters_are_woken_by_completion_not_polling() {
     let claim = claim(now);
     assert_eq!(
         store.reserve(&key, &claim).await.unwrap(),
-        Reservation::Reserved
+        Reservation::Reserved(claim.record.clone())
     );
 
     let waiter = {
@@ -116,4 +119,107 @@ async fn a_key_with_a_finished_record_does_not_block_waiters() {
     .await
     .expect("returns at once")
     .unwrap();
+}
+
+/// A full store fails a new reservation closed, evicts no live record, and makes room from
+/// expired records when there are some.
+#[tokio::test]
+async fn a_full_store_fails_closed_and_evicts_nothing_live() {
+    let store = MemoryStore::builder().max_records(3).build();
+    let clock = ManualClock::new();
+    let idem = Idempotency::new(store.clone()).clock(clock.clone());
+    let call = |order: u32, ttl: Duration| {
+        let key = idem.key("charge").part(&order).finish().unwrap();
+        Call::new(key, Fingerprint::of(&order).unwrap()).ttl(ttl)
+    };
+    let hour = Duration::from_secs(3600);
+    for order in 0..3 {
+        idem.run(call(order, hour), async { Ok::<_, Error>(order) })
+            .await
+            .unwrap();
+    }
+    let mut ran = false;
+    let full = idem
+        .run(call(3, hour), async {
+            ran = true;
+            Ok::<_, Error>(3)
+        })
+        .await
+        .unwrap_err();
+    assert!(!ran, "a full store must not run the function");
+    assert!(matches!(full, Error::Store(_)), "{full:?}");
+    assert_eq!(full.http_status(), 503);
+    assert!(
+        full.to_string().contains("maximum of 3 live records"),
+        "{full}"
+    );
+    for order in 0..3 {
+        let replay = idem
+            .run(call(order, hour), async { Ok::<_, Error>(99) })
+            .await
+            .unwrap();
+        assert_eq!(
+            (replay.value, replay.replayed),
+            (order, true),
+            "live records stay"
+        );
+    }
+    clock.advance(hour * 2);
+    let fresh = idem
+        .run(call(3, hour), async { Ok::<_, Error>(3) })
+        .await
+        .expect("expired records make room");
+    assert!(!fresh.replayed);
+    assert_eq!(store.len(), 1);
+}
+
+/// The sweep interval is honoured: no sweep before it passes, one after.
+#[tokio::test]
+async fn sweeps_run_once_per_interval() {
+    let store = MemoryStore::builder()
+        .sweep_interval(Duration::from_secs(60))
+        .build();
+    let clock = ManualClock::new();
+    let idem = Idempotency::new(store.clone()).clock(clock.clone());
+    let run = |order: u32| {
+        let key = idem.key("charge").part(&order).finish().unwrap();
+        let call = Call::new(key, Fingerprint::of(&order).unwrap()).ttl(Duration::from_secs(1));
+        idem.run(call, async move { Ok::<_, Error>(order) })
+    };
+    run(0).await.unwrap();
+    run(1).await.unwrap();
+    clock.advance(Duration::from_secs(30));
+    run(2).await.unwrap();
+    store.sweeps_finished().await;
+    assert_eq!(store.len(), 3, "no sweep within the interval");
+    clock.advance(Duration::from_secs(31));
+    run(3).await.unwrap();
+    store.sweeps_finished().await;
+    assert_eq!(
+        store.len(),
+        1,
+        "the sweep after the interval removed the expired records"
+    );
+}
+
+/// Without sweeping, expired records stay until purged, and still count as expired.
+#[tokio::test]
+async fn without_sweeping_expired_records_stay_but_do_not_count() {
+    let store = MemoryStore::builder().no_sweeping().build();
+    let clock = ManualClock::new();
+    let idem = Idempotency::new(store.clone()).clock(clock.clone());
+    let key = idem.key("charge").finish().unwrap();
+    let call = || Call::new(key.clone(), Fingerprint::empty()).ttl(Duration::from_secs(1));
+    idem.run(call(), async { Ok::<_, Error>(1) }).await.unwrap();
+    clock.advance(Duration::from_secs(2));
+    let other = idem.key("other").finish().unwrap();
+    idem.run(Call::new(other, Fingerprint::empty()), async {
+        Ok::<_, Error>(2)
+    })
+    .await
+    .unwrap();
+    store.sweeps_finished().await;
+    assert_eq!(store.len(), 2, "nothing swept");
+    let again = idem.run(call(), async { Ok::<_, Error>(3) }).await.unwrap();
+    assert_eq!((again.value, again.replayed), (3, false), "expired on read");
 }

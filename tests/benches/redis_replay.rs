@@ -170,6 +170,8 @@ async fn main() {
                         owner: OwnerToken::generate(),
                         fingerprint,
                         lease_until: now + 30_000,
+                        fencing_token: now * 1000,
+                        attempt: 1,
                     },
                     now,
                 };

@@ -37,6 +37,19 @@ impl Runs {
     }
 }
 
+/// The body ran but its outcome could not be stored: not retryable, 500, the cause named.
+fn assert_not_recorded(err: &Error, cause: &str) {
+    let Error::NotRecorded { cause: inner, .. } = err else {
+        panic!("expected Error::NotRecorded, got {err:?}")
+    };
+    assert!(
+        err.ran_without_record() && !err.is_retryable(),
+        "a client must not retry blindly: {err:?}"
+    );
+    assert_eq!(err.http_status(), 500);
+    assert_store_error(inner, cause);
+}
+
 fn assert_store_error(err: &Error, cause: &str) {
     assert!(
         matches!(err, Error::Store(_)),
@@ -76,7 +89,7 @@ async fn server_killed_while_the_function_runs() {
     db.moto.kill();
     proceed_tx.send(()).unwrap();
     let err = first.await.unwrap().unwrap_err();
-    assert_store_error(&err, "PutItem");
+    assert_not_recorded(&err, "PutItem");
     assert_eq!(runs.count(), 1);
 
     // A retry while the server is down fails closed: the function does not run again.
@@ -210,7 +223,7 @@ async fn server_error_on_completion_is_retried_and_the_own_write_recognised() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn server_errors_on_every_completion_attempt_are_a_store_error() {
+async fn server_errors_on_every_completion_attempt_are_not_recorded() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
@@ -220,7 +233,7 @@ async fn server_errors_on_every_completion_attempt_are_a_store_error() {
         .run(call(&idem, "o-7"), failing_completion(&db, &runs, 3))
         .await
         .unwrap_err();
-    assert_store_error(&err, "InternalServerError");
+    assert_not_recorded(&err, "InternalServerError");
     assert_eq!(db.faults.pending(), 0, "the engine tried three times");
     assert_eq!(runs.count(), 1);
     // The writes reached the server; only their answers were lost: a retry replays.

@@ -165,7 +165,10 @@ async fn requests_ask_for_what_the_protocol_needs() {
         reserve.contains(r#""ReturnValuesOnConditionCheckFailure":"ALL_OLD""#),
         "{reserve}"
     );
-    assert!(reserve.contains(r#""ReturnValues":"ALL_OLD""#), "{reserve}");
+    assert!(
+        !reserve.contains(r#""ReturnValues""#),
+        "a put on a free key needs no old item back: {reserve}"
+    );
     assert!(reserve.contains("ConditionExpression"), "{reserve}");
     let complete = &sent[1].body;
     assert!(complete.contains("ConditionExpression"), "{complete}");
@@ -197,12 +200,14 @@ async fn renewal_costs_one_update() {
             owner: owner.clone(),
             fingerprint: *call.fingerprint(),
             lease_until: now + 30_000,
+            fencing_token: now * 1000,
+            attempt: 1,
         },
         now,
     };
     assert_eq!(
         store.reserve(call.key(), &claim).await.unwrap(),
-        idem_core::Reservation::Reserved
+        idem_core::Reservation::Reserved(claim.record.clone())
     );
     let before = db.requests.count();
     store.renew(call.key(), &owner, now + 60_000).await.unwrap();

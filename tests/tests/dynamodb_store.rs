@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
 use idem_core::{
-    Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Key, Outcome,
-    OutcomeNotRecorded, OwnerToken, Record, Reservation, Store, StoreError, LEASE_GRACE_MS,
+    Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Key, Outcome, OwnerToken,
+    Record, Reservation, Store, StoreError, LEASE_GRACE_MS,
 };
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, ItemTooLarge, MAX_ITEM_SIZE};
 use idem_tests::dynamodb::{unique_table_name, TestDynamo};
@@ -62,6 +62,8 @@ fn claim(text: &str, lease_until: u64, now: u64) -> Claim {
             owner: OwnerToken::generate(),
             fingerprint: fingerprint(text),
             lease_until,
+            fencing_token: now * 1000,
+            attempt: 1,
         },
         now,
     }
@@ -93,11 +95,13 @@ async fn items_have_the_documented_layout() {
     db.store.reserve(&key, &claim).await.unwrap();
     let item = db.get_raw(&key).await.unwrap();
     let expected = HashMap::from([
-        ("pk".to_owned(), s(key.as_str())),
+        ("pk".to_owned(), s(&format!("|{key}"))),
         ("state".to_owned(), s("in_progress")),
         ("owner".to_owned(), s(claim.record.owner.as_str())),
         ("fingerprint".to_owned(), s(&fingerprint("a").to_hex())),
         ("live_until_ms".to_owned(), n(NOW + 30_001)),
+        ("fencing_token".to_owned(), n(NOW * 1000)),
+        ("attempt".to_owned(), n(1)),
         (
             "ttl".to_owned(),
             n((NOW + 30_001 + LEASE_GRACE_MS).div_ceil(1000)),
@@ -123,7 +127,7 @@ async fn items_have_the_documented_layout() {
         .unwrap();
     let item = db.get_raw(&key).await.unwrap();
     let expected = HashMap::from([
-        ("pk".to_owned(), s(key.as_str())),
+        ("pk".to_owned(), s(&format!("|{key}"))),
         ("state".to_owned(), s("completed")),
         ("owner".to_owned(), s(claim.record.owner.as_str())),
         ("fingerprint".to_owned(), s(&fingerprint("a").to_hex())),
@@ -150,7 +154,7 @@ async fn reserve_tells_fresh_takeover_and_expiry_apart() {
     let first = claim("a", NOW + 1_000, NOW);
     assert_eq!(
         store.reserve(&key, &first).await.unwrap(),
-        Reservation::Reserved
+        Reservation::Reserved(first.record.clone())
     );
     // The lease is live at its last millisecond and passed at its deadline.
     let early = claim("a", NOW + 5_000, NOW + 999);
@@ -165,11 +169,25 @@ async fn reserve_tells_fresh_takeover_and_expiry_apart() {
         "a lease-passed record is taken over only with the same fingerprint"
     );
     let second = claim("a", NOW + 5_000, NOW + 1_000);
+    let before = db.requests.count();
+    let taken = second.record.taking_over(&first.record);
     assert_eq!(
         store.reserve(&key, &second).await.unwrap(),
         Reservation::TookOver {
-            previous: first.record.owner.clone()
+            previous: first.record.owner.clone(),
+            record: taken.clone(),
         }
+    );
+    assert_eq!(
+        db.requests.operations_since(before),
+        vec!["PutItem".to_owned(), "PutItem".to_owned()],
+        "a takeover is a put on a free key, then a put conditioned on the record it found"
+    );
+    assert_eq!(taken.attempt, 2);
+    assert!(taken.fencing_token > first.record.fencing_token);
+    assert_eq!(
+        store.get(&key).await.unwrap(),
+        Some(Record::InProgress(taken))
     );
 
     let done = completed("a", b"1", NOW + 10_000);
@@ -185,7 +203,7 @@ async fn reserve_tells_fresh_takeover_and_expiry_apart() {
     let after_expiry = claim("b", NOW + 20_000, NOW + 10_000);
     assert_eq!(
         store.reserve(&key, &after_expiry).await.unwrap(),
-        Reservation::Reserved,
+        Reservation::Reserved(after_expiry.record.clone()),
         "an expired completed record is replaced, not taken over"
     );
 }
@@ -310,16 +328,19 @@ async fn oversized_results_are_refused_before_any_request() {
         db.requests.operations_since(before),
         vec!["PutItem".to_owned()]
     );
-    let Error::Rejected(source) = &err else {
-        panic!("expected Error::Rejected, got {err:?}")
+    let Error::NotRecorded { cause, .. } = &err else {
+        panic!("expected Error::NotRecorded, got {err:?}")
     };
-    assert!(err.ran_without_record(), "{err}");
+    let Error::Rejected(source) = &**cause else {
+        panic!("expected a Rejected cause, got {cause:?}")
+    };
+    assert!(err.ran_without_record() && !err.is_retryable(), "{err}");
+    assert_eq!(err.http_status(), 500);
     let too_large = source
-        .downcast_ref::<OutcomeNotRecorded>()
-        .and_then(|not_recorded| not_recorded.cause().downcast_ref::<ItemTooLarge>())
+        .downcast_ref::<ItemTooLarge>()
         .expect("an ItemTooLarge");
     assert!(too_large.size > MAX_ITEM_SIZE);
-    assert!(err.to_string().contains("item limit"), "{err}");
+    assert!(cause.to_string().contains("item limit"), "{cause}");
 
     // At the store: nothing is sent.
     let key = key("huge-direct");
@@ -394,7 +415,7 @@ async fn attribute_names_and_key_prefix_are_configurable() {
         .client
         .get_item()
         .table_name(store.table())
-        .key("PK", s(&format!("idem#{}", call.key())))
+        .key("PK", s(&format!("idem#|{}", call.key())))
         .consistent_read(true)
         .send()
         .await

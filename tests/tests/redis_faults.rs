@@ -58,10 +58,14 @@ async fn server_killed_between_reserve_and_complete() {
     target.server().kill();
     finish.send(()).unwrap();
 
-    // Its outcome cannot be stored: the caller is told so.
+    // Its outcome cannot be stored: the caller is told so, and not invited to retry.
     let err = first.await.unwrap().unwrap_err();
-    assert!(matches!(err, Error::Store(_)), "{err:?}");
-    assert_eq!(err.http_status(), 503);
+    assert!(
+        matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store(_))),
+        "{err:?}"
+    );
+    assert!(err.ran_without_record() && !err.is_retryable(), "{err:?}");
+    assert_eq!(err.http_status(), 500);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 
     // While the server is down, calls fail closed without running the body.

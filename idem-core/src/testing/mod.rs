@@ -145,8 +145,10 @@ macro_rules! conformance_tests {
             mismatch_while_waiting,
             error_releases_the_key,
             stored_error_is_replayed,
-            panic_releases_the_key,
-            cancellation_releases_the_key,
+            drop_after_start_holds_the_key,
+            panic_after_start_holds_the_key,
+            on_abort_release_frees_the_key,
+            on_abort_fail_records_the_abort,
             lease_is_renewed_while_running,
             lease_takeover_fences_the_stale_owner,
             only_the_owner_completes_releases_or_renews,
@@ -160,7 +162,11 @@ macro_rules! conformance_tests {
             cancellation_during_completion_still_records,
             unserialisable_outcome_keeps_the_key,
             abandoned_reservation_is_free_for_anyone,
-            lease_is_renewed_while_the_body_blocks_its_thread
+            lease_is_renewed_while_the_body_blocks_its_thread,
+            context_is_set_only_inside_a_body,
+            attempt_and_fencing_token_grow_across_a_takeover,
+            lease_lost_fires_when_another_owner_took_over,
+            renewal_continues_through_a_slow_completion
         );
     };
 }

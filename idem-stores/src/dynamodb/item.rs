@@ -19,6 +19,7 @@ pub(crate) const IN_PROGRESS: &str = "in_progress";
 pub(crate) const COMPLETED: &str = "completed";
 const OK: &str = "ok";
 const ERR: &str = "err";
+const ABORTED: &str = "aborted";
 
 /// The largest item the store writes, in bytes. DynamoDB documents its limit as 400 KB; read as
 /// decimal kilobytes that is the conservative bound, which every compatible server accepts.
@@ -53,6 +54,8 @@ pub(crate) fn in_progress(names: &AttributeNames, key: &str, record: &InProgress
             AttributeValue::S(record.fingerprint.to_hex()),
         ),
         (names.live_until.clone(), number(record.lease_until)),
+        (names.fencing_token.clone(), number(record.fencing_token)),
+        (names.attempt.clone(), number(record.attempt.into())),
         (
             names.ttl.clone(),
             number(ttl_seconds(
@@ -71,10 +74,11 @@ pub(crate) fn completed(
     record: &Completed,
 ) -> Item {
     let (outcome, body) = match &record.outcome {
-        Outcome::Ok(body) => (OK, body),
-        Outcome::Err(body) => (ERR, body),
+        Outcome::Ok(body) => (OK, Some(body)),
+        Outcome::Err(body) => (ERR, Some(body)),
+        Outcome::Aborted => (ABORTED, None),
     };
-    HashMap::from([
+    let mut item = HashMap::from([
         (names.key.clone(), AttributeValue::S(key.to_owned())),
         (names.state.clone(), AttributeValue::S(COMPLETED.into())),
         (
@@ -88,8 +92,11 @@ pub(crate) fn completed(
         (names.live_until.clone(), number(record.expires_at)),
         (names.ttl.clone(), number(ttl_seconds(record.expires_at))),
         (names.outcome.clone(), AttributeValue::S(outcome.into())),
-        (names.body.clone(), body_value(body)),
-    ])
+    ]);
+    if let Some(body) = body {
+        item.insert(names.body.clone(), body_value(body));
+    }
+    item
 }
 
 /// The body as a string when it is UTF-8 (JSON always is), else as binary. A string is readable
@@ -122,15 +129,21 @@ pub(crate) fn decode(names: &AttributeNames, item: &Item) -> Result<Record, Stri
             owner: OwnerToken::from_string(fields.string(&names.owner)?.to_owned()),
             fingerprint,
             lease_until: live_until,
+            fencing_token: fields.millis(&names.fencing_token)?,
+            attempt: fields
+                .millis(&names.attempt)?
+                .try_into()
+                .map_err(|_| format!("attribute `{}` is too large", names.attempt))?,
         })),
         COMPLETED => {
-            let body = fields.bytes(&names.body)?.to_vec();
+            let body = || fields.bytes(&names.body).map(<[u8]>::to_vec);
             let outcome = match fields.string(&names.outcome)? {
-                OK => Outcome::Ok(body),
-                ERR => Outcome::Err(body),
+                OK => Outcome::Ok(body()?),
+                ERR => Outcome::Err(body()?),
+                ABORTED => Outcome::Aborted,
                 other => {
                     return Err(format!(
-                        "attribute `{}` is `{other}`, not `{OK}` or `{ERR}`",
+                        "attribute `{}` is `{other}`, not `{OK}`, `{ERR}` or `{ABORTED}`",
                         names.outcome
                     ))
                 }
@@ -242,6 +255,8 @@ mod tests {
             owner: OwnerToken::generate(),
             fingerprint: fingerprint(),
             lease_until: 1_700_000_000_123,
+            fencing_token: 1_700_000_000_000_000,
+            attempt: 2,
         };
         let item = in_progress(&names(), "k", &record);
         // The sweeper may delete an in-progress item only once it is abandoned.
@@ -254,6 +269,7 @@ mod tests {
         for outcome in [
             Outcome::Ok(b"{\"id\":1}".to_vec()),
             Outcome::Err(b"\"declined\"".to_vec()),
+            Outcome::Aborted,
         ] {
             let record = Completed {
                 fingerprint: fingerprint(),
@@ -312,6 +328,8 @@ mod tests {
                 owner: OwnerToken::generate(),
                 fingerprint: fingerprint(),
                 lease_until: 5,
+                fencing_token: 5_000,
+                attempt: 1,
             },
         );
         item.remove("owner");

@@ -31,13 +31,19 @@ pub struct AttributeNames {
     /// deadline of an in-progress record, the expiry of a completed one. Checked by idem on every
     /// read and in every conditional write. Default `live_until_ms`.
     pub live_until: String,
+    /// The fencing token of an in-progress record (number). Default `fencing_token`.
+    pub fencing_token: String,
+    /// The attempt of an in-progress record: 1, one more per takeover by the same call
+    /// (number). Default `attempt`.
+    pub attempt: String,
     /// The same instant in whole seconds, rounded up (number), for DynamoDB's TTL sweeper, which
     /// only cleans up: it may run days late. Default `ttl`.
     pub ttl: String,
-    /// Whether a completed call returned `ok` or a stored `err` (string). Default `outcome`.
+    /// Whether a completed call returned `ok`, a stored `err`, or was `aborted` (string).
+    /// Default `outcome`.
     pub outcome: String,
     /// The serialised value of a completed call: a string holding its JSON, or binary for a
-    /// value that is not UTF-8. Default `body`.
+    /// value that is not UTF-8; absent for an aborted call. Default `body`.
     pub body: String,
 }
 
@@ -49,6 +55,8 @@ impl Default for AttributeNames {
             owner: "owner".into(),
             fingerprint: "fingerprint".into(),
             live_until: "live_until_ms".into(),
+            fencing_token: "fencing_token".into(),
+            attempt: "attempt".into(),
             ttl: "ttl".into(),
             outcome: "outcome".into(),
             body: "body".into(),

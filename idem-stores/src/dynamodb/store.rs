@@ -5,14 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use idem_core::{
-    Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, Store, StoreError,
+    Claim, Completed, InProgress, Key, Millis, OwnerToken, Record, Reservation, Store, StoreError,
 };
 
 use super::error::{ItemTooLarge, KeyTooLong, RequestFailed};
@@ -22,20 +23,21 @@ use super::AttributeNames;
 /// The longest partition key DynamoDB accepts, in bytes.
 pub(crate) const MAX_PARTITION_KEY_LEN: usize = 2048;
 
-/// How often `reserve` tries again when a conditional put failed on an item that was gone (or
-/// free) by the time it was read back. Only an endpoint that does not return the old item on a
-/// failed condition ever gets there.
+/// How many conditional puts `reserve` makes at most: one on a free key, then one more each
+/// time the item that failed the condition turns out free or taken over (a takeover is a
+/// second put, conditioned on the exact record read).
 const RESERVE_ATTEMPTS: usize = 3;
 
-/// The condition of `reserve`: no item, an expired completed record, an in-progress record
-/// with the claim's fingerprint whose lease has passed, or an abandoned in-progress record (lease
-/// passed before `:abandoned`, `now` less [`idem_core::LEASE_GRACE`]). `attribute_type` keeps an
-/// ill-typed expiry out of the comparison, so a malformed item fails the condition and is
-/// reported.
-const RESERVE_CONDITION: &str = "attribute_not_exists(#k) \
-     OR (#st = :completed AND attribute_type(#lu, :number) AND #lu <= :now) \
-     OR (#st = :in_progress AND attribute_type(#lu, :number) AND #lu <= :now AND #fp = :fp) \
-     OR (#st = :in_progress AND attribute_type(#lu, :number) AND #lu <= :abandoned)";
+/// The condition of a reservation of a free key: no item, or an expired completed record.
+/// `attribute_type` keeps an ill-typed expiry out of the comparison, so a malformed item fails
+/// the condition and is reported.
+const FREE_CONDITION: &str = "attribute_not_exists(#k) \
+     OR (#st = :completed AND attribute_type(#lu, :number) AND #lu <= :now)";
+
+/// The condition of a takeover: the item is still exactly the in-progress record that was
+/// read (same owner, lease not renewed since).
+const TAKEOVER_CONDITION: &str =
+    "#st = :in_progress AND #own = :previous AND #lu = :previous_lease";
 
 /// The condition of `complete`, `release` and `renew`: the record is in progress and held by the
 /// caller.
@@ -104,9 +106,10 @@ impl DynamoDbStore {
         &self.names
     }
 
-    /// The partition key value of the item for `key`: the prefix followed by the key.
+    /// The partition key value of the item for `key`: the prefix and the key, delimited so
+    /// that no prefix and key pair can equal another ([`Key::with_prefix`]).
     pub fn item_key(&self, key: &Key) -> String {
-        format!("{}{}", self.prefix, key.as_str())
+        key.with_prefix(&self.prefix)
     }
 
     /// The partition key of `key` as an attribute map, for `GetItem`/`DeleteItem`/`UpdateItem`.
@@ -158,9 +161,9 @@ impl DynamoDbStore {
         item::decode(&self.names, item).map_err(StoreError::Corrupt)
     }
 
-    /// One conditional put of the claim. `Ok(Err(item))` is a failed condition with the item
-    /// that failed it, if the endpoint returned it.
-    async fn put_claim(
+    /// One conditional put of the claim's record on a free key. `Ok(Err(item))` is a failed
+    /// condition with the item that failed it, if the endpoint returned it.
+    async fn put_free(
         &self,
         item_key: &str,
         claim: &Claim,
@@ -171,47 +174,68 @@ impl DynamoDbStore {
             .put_item()
             .table_name(&*self.table)
             .set_item(Some(item::in_progress(names, item_key, &claim.record)))
-            .condition_expression(RESERVE_CONDITION)
+            .condition_expression(FREE_CONDITION)
             .expression_attribute_names("#k", &names.key)
             .expression_attribute_names("#st", &names.state)
             .expression_attribute_names("#lu", &names.live_until)
-            .expression_attribute_names("#fp", &names.fingerprint)
             .expression_attribute_values(":completed", AttributeValue::S(COMPLETED.into()))
-            .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
             .expression_attribute_values(":now", item::number(claim.now))
-            .expression_attribute_values(
-                ":abandoned",
-                item::number(claim.now.saturating_sub(idem_core::LEASE_GRACE_MS)),
-            )
             .expression_attribute_values(":number", AttributeValue::S("N".into()))
-            .expression_attribute_values(
-                ":fp",
-                AttributeValue::S(claim.record.fingerprint.to_hex()),
-            )
-            .return_values(ReturnValue::AllOld)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
+        self.reserved_or_failed(result, || Reservation::Reserved(claim.record.clone()))
+    }
+
+    /// One conditional put of the claim's record taking `previous` over, if the item still
+    /// holds exactly `previous`.
+    async fn put_takeover(
+        &self,
+        item_key: &str,
+        claim: &Claim,
+        previous: &InProgress,
+    ) -> Result<Result<Reservation, Option<Item>>, StoreError> {
+        let names = &self.names;
+        let record = claim.record.taking_over(previous);
+        let result = self
+            .client
+            .put_item()
+            .table_name(&*self.table)
+            .set_item(Some(item::in_progress(names, item_key, &record)))
+            .condition_expression(TAKEOVER_CONDITION)
+            .expression_attribute_names("#st", &names.state)
+            .expression_attribute_names("#own", &names.owner)
+            .expression_attribute_names("#lu", &names.live_until)
+            .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
+            .expression_attribute_values(
+                ":previous",
+                AttributeValue::S(previous.owner.as_str().to_owned()),
+            )
+            .expression_attribute_values(":previous_lease", item::number(previous.lease_until))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        self.reserved_or_failed(result, || Reservation::TookOver {
+            previous: previous.owner.clone(),
+            record,
+        })
+    }
+
+    /// The answer to a reserving put: `reservation` when it landed, the item that failed its
+    /// condition when it did not.
+    fn reserved_or_failed<O>(
+        &self,
+        result: Result<O, SdkError<PutItemError, HttpResponse>>,
+        reservation: impl FnOnce() -> Reservation,
+    ) -> Result<Result<Reservation, Option<Item>>, StoreError> {
         match result {
-            Ok(output) => Ok(Ok(self.reserved(output.attributes()))),
+            Ok(_) => Ok(Ok(reservation())),
             Err(error) => match error.as_service_error() {
                 Some(PutItemError::ConditionalCheckFailedException(failed)) => {
                     Ok(Err(failed.item().cloned()))
                 }
                 _ => Err(self.failed("PutItem", error)),
             },
-        }
-    }
-
-    /// Tells a fresh reservation from a takeover by the item the put replaced.
-    fn reserved(&self, old: Option<&Item>) -> Reservation {
-        match old.map(|old| self.decode(old)) {
-            Some(Ok(Record::InProgress(previous))) => Reservation::TookOver {
-                previous: previous.owner,
-            },
-            // No item, or an expired completed one. The condition admitted the old item, so it
-            // had a state, an expiry and a fingerprint; it cannot have been unreadable.
-            _ => Reservation::Reserved,
         }
     }
 
@@ -242,14 +266,30 @@ impl DynamoDbStore {
     }
 }
 
-/// Whether `record` would admit `claim`: the same rule as the reserve condition.
-fn admits(record: &Record, claim: &Claim) -> bool {
+/// What a reservation does about the record that failed its condition.
+enum Next {
+    /// Put the claim on a free key again: the record is gone or expired by now.
+    PutFree,
+    /// Take this in-progress record over: its lease passed.
+    TakeOver(InProgress),
+    /// The claim's own record, written by an earlier attempt of the request.
+    Held(InProgress),
+    /// Hand the live record to the caller.
+    Existing(Record),
+}
+
+fn next_step(record: Record, claim: &Claim) -> Next {
     match record {
-        Record::Completed(completed) => completed.expires_at <= claim.now,
-        Record::InProgress(in_progress) => {
-            in_progress.lease_until <= claim.now
-                && in_progress.fingerprint == claim.record.fingerprint
+        Record::InProgress(found) if found.owner == claim.record.owner => Next::Held(found),
+        Record::InProgress(found)
+            if found.lease_until <= claim.now
+                && (found.fingerprint == claim.record.fingerprint
+                    || found.is_abandoned(claim.now)) =>
+        {
+            Next::TakeOver(found)
         }
+        Record::Completed(completed) if completed.expires_at <= claim.now => Next::PutFree,
+        live => Next::Existing(live),
     }
 }
 
@@ -257,34 +297,30 @@ fn admits(record: &Record, claim: &Claim) -> bool {
 impl Store for DynamoDbStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         let item_key = self.checked_item_key(key)?;
+        let mut put = self.put_free(&item_key, claim).await?;
         for _ in 0..RESERVE_ATTEMPTS {
-            let old = match self.put_claim(&item_key, claim).await? {
+            let old = match put {
                 Ok(reservation) => return Ok(reservation),
                 Err(old) => old,
             };
             // The item that failed the condition: one request for a replay or a conflict.
             let record = match old {
-                Some(old) => self.decode(&old)?,
+                Some(old) => Some(self.decode(&old)?),
                 // An endpoint that does not return it: read it, which costs a request more.
-                None => match self.get(key).await? {
-                    Some(record) => record,
-                    None => continue,
-                },
+                None => self.get(key).await?,
             };
-            if let Record::InProgress(found) = &record {
-                if found.owner == claim.record.owner {
-                    // This claim's own item: an earlier attempt of this request (retried by the
-                    // client after its answer was lost) wrote it.
-                    return Ok(Reservation::Reserved);
+            put = match record.map(|record| next_step(record, claim)) {
+                None | Some(Next::PutFree) => self.put_free(&item_key, claim).await?,
+                Some(Next::TakeOver(previous)) => {
+                    self.put_takeover(&item_key, claim, &previous).await?
                 }
-            }
-            if !admits(&record, claim) {
-                return Ok(Reservation::Existing(record));
-            }
+                Some(Next::Held(found)) => return Ok(Reservation::Reserved(found)),
+                Some(Next::Existing(record)) => return Ok(Reservation::Existing(record)),
+            };
         }
         Err(StoreError::backend(format!(
             "DynamoDB PutItem on table `{}`: the condition failed {RESERVE_ATTEMPTS} times on an \
-             item that was free when read back",
+             item that changed under it",
             self.table
         )))
     }

@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use idem_core::{Key, Millis, OwnerToken, Record, Reservation};
 use tokio::sync::Notify;
 
+use super::capacity::Capacity;
+
 /// A record and the waiters that want to hear when it changes.
 pub(crate) struct Slot {
     pub(crate) record: Record,
@@ -51,14 +53,24 @@ impl Shard {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn reserve(&self, key: &Key, claim: &idem_core::Claim) -> Reservation {
+    /// Reserves `key` for `claim`. A new key takes a record's room from `room`; `None` when
+    /// there is none left.
+    pub(crate) fn reserve(
+        &self,
+        key: &Key,
+        claim: &idem_core::Claim,
+        room: &Capacity,
+    ) -> Option<Reservation> {
         let mut slots = self.lock();
         let Some(slot) = slots.get_mut(key) else {
+            if !room.take() {
+                return None;
+            }
             slots.insert(
                 key.clone(),
                 Slot::new(Record::InProgress(claim.record.clone())),
             );
-            return Reservation::Reserved;
+            return Some(Reservation::Reserved(claim.record.clone()));
         };
         let reservation = match &slot.record {
             record if record.is_live(claim.now) => Reservation::Existing(record.clone()),
@@ -70,14 +82,17 @@ impl Shard {
             }
             Record::InProgress(stale) => Reservation::TookOver {
                 previous: stale.owner.clone(),
+                record: claim.record.taking_over(stale),
             },
-            Record::Completed(_) => Reservation::Reserved,
+            Record::Completed(_) => Reservation::Reserved(claim.record.clone()),
         };
-        if !matches!(reservation, Reservation::Existing(_)) {
-            slot.wake();
-            *slot = Slot::new(Record::InProgress(claim.record.clone()));
-        }
-        reservation
+        let written = match &reservation {
+            Reservation::Reserved(record) | Reservation::TookOver { record, .. } => record,
+            _ => return Some(reservation),
+        };
+        slot.wake();
+        *slot = Slot::new(Record::InProgress(written.clone()));
+        Some(reservation)
     }
 
     /// Applies `change` to `owner`'s in-progress record; `false` if `owner` does not hold it.
@@ -103,9 +118,11 @@ impl Shard {
         }
     }
 
-    pub(crate) fn remove(slots: &mut HashMap<Key, Slot>, key: &Key) {
+    /// Removes the record under `key`, giving its room back to `room`.
+    pub(crate) fn remove(slots: &mut HashMap<Key, Slot>, key: &Key, room: &Capacity) {
         if let Some(old) = slots.remove(key) {
             old.wake();
+            room.give_back(1);
         }
     }
 
@@ -120,8 +137,8 @@ impl Shard {
     }
 
     /// Drops every completed record that expired before `now`, and every abandoned in-progress
-    /// record; returns how many.
-    pub(crate) fn purge(&self, now: Millis) -> usize {
+    /// record, giving their room back; returns how many.
+    pub(crate) fn purge(&self, now: Millis, room: &Capacity) -> usize {
         let mut slots = self.lock();
         let before = slots.len();
         slots.retain(|_, slot| {
@@ -134,7 +151,9 @@ impl Shard {
             }
             keep
         });
-        before - slots.len()
+        let purged = before - slots.len();
+        room.give_back(purged);
+        purged
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -1,6 +1,7 @@
 //! `MemoryStore`: the `Store` implementation over the shards.
 
 use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -11,17 +12,18 @@ use idem_core::{
     Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, Store, StoreError,
 };
 
-use super::shard::Shard;
-
-/// How often, at most, expired records are swept out unless told otherwise.
-const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+use super::builder::MemoryStoreBuilder;
+use super::capacity::Capacity;
+use super::shard::{Shard, Slot};
+use super::StoreFull;
 
 /// An in-process [`Store`]: a sharded map with per-key waiters. Clones share the records.
 ///
 /// Memory stays bounded: at most once per sweep interval (default 1 s), the reservation that
-/// notices the interval has passed removes every completed record past its expiry and every
-/// in-progress record whose lease passed more than a minute ago, so the map holds the live
-/// records plus those that expired since the last sweep.
+/// notices the interval has passed has a blocking task remove every completed record past its
+/// expiry and every in-progress record whose lease passed more than a minute ago, so the map
+/// holds the live records plus those that expired since the last sweep. A hard bound on the
+/// number of records is set with [`MemoryStoreBuilder::max_records`].
 #[derive(Clone)]
 pub struct MemoryStore {
     inner: Arc<Inner>,
@@ -30,35 +32,42 @@ pub struct MemoryStore {
 struct Inner {
     shards: Box<[Shard]>,
     hasher: RandomState,
-    sweep_interval: Millis,
+    room: Capacity,
+    sweep_interval: Option<Millis>,
     next_sweep: AtomicU64,
+    /// Held while a sweep runs in the background.
+    sweeping: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl MemoryStore {
-    /// A store with one shard per 4 available CPUs' worth of contention (at least 16).
+    /// A store with the default settings: see [`MemoryStoreBuilder`].
     pub fn new() -> Self {
-        let cpus = std::thread::available_parallelism().map_or(4, usize::from);
-        Self::with_shards((cpus * 4).next_power_of_two().max(16))
+        Self::builder().build()
     }
 
-    /// A store with `shards` shards (at least one).
+    /// Starts building a store with other settings.
+    pub fn builder() -> MemoryStoreBuilder {
+        MemoryStoreBuilder::default()
+    }
+
+    /// A store with `shards` shards (at least one) and otherwise the default settings.
     pub fn with_shards(shards: usize) -> Self {
+        Self::builder().shards(shards).build()
+    }
+
+    pub(crate) fn from_builder(builder: MemoryStoreBuilder) -> Self {
         MemoryStore {
             inner: Arc::new(Inner {
-                shards: (0..shards.max(1)).map(|_| Shard::default()).collect(),
+                shards: (0..builder.shards).map(|_| Shard::default()).collect(),
                 hasher: RandomState::new(),
-                sweep_interval: DEFAULT_SWEEP_INTERVAL.as_millis() as Millis,
+                room: Capacity::new(builder.max_records),
+                sweep_interval: builder
+                    .sweep_interval
+                    .map(|interval| interval.as_millis().try_into().unwrap_or(Millis::MAX)),
                 next_sweep: AtomicU64::new(0),
+                sweeping: Arc::default(),
             }),
         }
-    }
-
-    /// Sweeps expired records at most once per `interval`. Set it before sharing the store.
-    pub fn sweep_interval(mut self, interval: Duration) -> Self {
-        let inner =
-            Arc::get_mut(&mut self.inner).expect("set the sweep interval before cloning the store");
-        inner.sweep_interval = interval.as_millis().try_into().unwrap_or(Millis::MAX);
-        self
     }
 
     /// The number of records held, including expired ones not yet swept.
@@ -74,7 +83,17 @@ impl MemoryStore {
     /// Removes every record that stopped counting before `now` (milliseconds since the Unix
     /// epoch; in-progress records a minute after their lease passed); returns how many.
     pub fn purge_expired(&self, now: Millis) -> usize {
-        self.inner.shards.iter().map(|shard| shard.purge(now)).sum()
+        let room = &self.inner.room;
+        self.inner
+            .shards
+            .iter()
+            .map(|shard| shard.purge(now, room))
+            .sum()
+    }
+
+    /// Resolves once no sweep runs in the background (at once if none does).
+    pub async fn sweeps_finished(&self) {
+        drop(self.inner.sweeping.lock().await);
     }
 
     fn shard(&self, key: &Key) -> &Shard {
@@ -82,19 +101,39 @@ impl MemoryStore {
         &self.inner.shards[index]
     }
 
+    /// Starts a sweep when one is due: in a blocking task of the current Tokio runtime, or
+    /// here outside one.
     fn sweep_if_due(&self, now: Millis) {
+        let Some(interval) = self.inner.sweep_interval else {
+            return;
+        };
         let due = self.inner.next_sweep.load(Ordering::Relaxed);
         if now < due {
             return;
         }
-        let next = now.saturating_add(self.inner.sweep_interval);
+        let next = now.saturating_add(interval);
         if self
             .inner
             .next_sweep
             .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
+            .is_err()
         {
-            self.purge_expired(now);
+            return;
+        }
+        let Ok(sweeping) = self.inner.sweeping.clone().try_lock_owned() else {
+            return; // the last sweep still runs
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let store = self.clone();
+                runtime.spawn_blocking(move || {
+                    store.purge_expired(now);
+                    drop(sweeping);
+                });
+            }
+            Err(_) => {
+                self.purge_expired(now);
+            }
         }
     }
 
@@ -102,7 +141,7 @@ impl MemoryStore {
         &self,
         key: &Key,
         owner: &OwnerToken,
-        change: impl FnOnce(&mut std::collections::HashMap<Key, super::shard::Slot>),
+        change: impl FnOnce(&mut HashMap<Key, Slot>),
     ) -> Result<(), StoreError> {
         if self.shard(key).update_owned(key, owner, change) {
             Ok(())
@@ -131,7 +170,15 @@ impl std::fmt::Debug for MemoryStore {
 impl Store for MemoryStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         self.sweep_if_due(claim.now);
-        Ok(self.shard(key).reserve(key, claim))
+        let room = &self.inner.room;
+        if let Some(reservation) = self.shard(key).reserve(key, claim, room) {
+            return Ok(reservation);
+        }
+        // Full: expired records make room; live ones are never evicted.
+        self.purge_expired(claim.now);
+        self.shard(key)
+            .reserve(key, claim, room)
+            .ok_or_else(|| StoreError::backend(StoreFull { max: room.max() }))
     }
 
     async fn complete(
@@ -146,7 +193,8 @@ impl Store for MemoryStore {
     }
 
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
-        self.update_owned(key, owner, |slots| Shard::remove(slots, key))
+        let room = &self.inner.room;
+        self.update_owned(key, owner, |slots| Shard::remove(slots, key, room))
     }
 
     async fn renew(
@@ -167,7 +215,7 @@ impl Store for MemoryStore {
     }
 
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
-        Shard::remove(&mut self.shard(key).lock(), key);
+        Shard::remove(&mut self.shard(key).lock(), key, &self.inner.room);
         Ok(())
     }
 

@@ -12,6 +12,8 @@ pub(crate) mod field {
     pub(crate) const FINGERPRINT: &str = "fingerprint";
     pub(crate) const OWNER: &str = "owner";
     pub(crate) const LEASE_UNTIL: &str = "lease_until";
+    pub(crate) const FENCING_TOKEN: &str = "fencing_token";
+    pub(crate) const ATTEMPT: &str = "attempt";
     pub(crate) const OUTCOME: &str = "outcome";
     pub(crate) const BODY: &str = "body";
     pub(crate) const EXPIRES_AT: &str = "expires_at";
@@ -22,11 +24,12 @@ pub(crate) const IN_PROGRESS: &str = "in_progress";
 /// `state` of a stored outcome.
 pub(crate) const COMPLETED: &str = "completed";
 
-/// The `outcome` field of a stored outcome: `ok` or `err`.
+/// The `outcome` field of a stored outcome: `ok`, `err` or `aborted`.
 pub(crate) fn outcome_tag(outcome: &Outcome) -> &'static str {
     match outcome {
         Outcome::Ok(_) => "ok",
         Outcome::Err(_) => "err",
+        Outcome::Aborted => "aborted",
     }
 }
 
@@ -42,8 +45,15 @@ pub(crate) enum Reply {
     Lost,
     /// `{'reserved'}`
     Reserved,
-    /// `{'took_over', previous}`
-    TookOver(String),
+    /// `{'took_over', previous, attempt, fencing_token}`
+    TookOver {
+        previous: String,
+        attempt: u32,
+        fencing_token: u64,
+    },
+    /// `{'held', fields}`: the caller's own record, written by an earlier attempt of the
+    /// request.
+    Held(Fields),
     /// `{'existing', fields}`
     Existing(Fields),
 }
@@ -62,20 +72,45 @@ pub(crate) fn reply(value: Value) -> Result<Reply, StoreError> {
         (b"ok", 1) => Ok(Reply::Ok),
         (b"lost", 1) => Ok(Reply::Lost),
         (b"reserved", 1) => Ok(Reply::Reserved),
-        (b"took_over", 2) => Ok(Reply::TookOver(text(items.pop(), "previous owner")?)),
+        (b"took_over", 4) => {
+            let fencing_token = number(items.pop(), "fencing token")?;
+            let attempt = number(items.pop(), "attempt")?;
+            let previous = text(items.pop(), "previous owner")?;
+            Ok(Reply::TookOver {
+                previous,
+                attempt,
+                fencing_token,
+            })
+        }
+        (b"held", 2) => Ok(Reply::Held(pairs(items.pop().unwrap_or(Value::Nil))?)),
         (b"existing", 2) => Ok(Reply::Existing(pairs(items.pop().unwrap_or(Value::Nil))?)),
         (b"corrupt", 2) => Err(StoreError::Corrupt(text(items.pop(), "reason")?)),
         _ => Err(unexpected(&Value::Array(items))),
     }
 }
 
-/// The reservation a reserve reply stands for.
-pub(crate) fn reservation(reply: Reply) -> Result<Reservation, StoreError> {
+/// The reservation a reply to reserving `claimed` stands for.
+pub(crate) fn reservation(reply: Reply, claimed: &InProgress) -> Result<Reservation, StoreError> {
     match reply {
-        Reply::Reserved => Ok(Reservation::Reserved),
-        Reply::TookOver(previous) => Ok(Reservation::TookOver {
+        Reply::Reserved => Ok(Reservation::Reserved(claimed.clone())),
+        Reply::TookOver {
+            previous,
+            attempt,
+            fencing_token,
+        } => Ok(Reservation::TookOver {
             previous: OwnerToken::from_string(previous),
+            record: InProgress {
+                attempt,
+                fencing_token,
+                ..claimed.clone()
+            },
         }),
+        Reply::Held(fields) => match record(&fields)? {
+            Record::InProgress(held) => Ok(Reservation::Reserved(held)),
+            other => Err(StoreError::backend(format!(
+                "reserve replied with a held record that is not in progress: {other:?}"
+            ))),
+        },
         Reply::Existing(fields) => record(&fields).map(Reservation::Existing),
         other => Err(StoreError::backend(format!(
             "unexpected reply to reserve: {other:?}"
@@ -127,6 +162,13 @@ pub(crate) fn record(fields: &[(Vec<u8>, Vec<u8>)]) -> Result<Record, StoreError
                 .map_err(|_| StoreError::Corrupt(format!("field `{name}` is not a timestamp")))
         })
     };
+    let count = |name: &str| {
+        utf8(name).and_then(|value| {
+            value
+                .parse::<u64>()
+                .map_err(|_| StoreError::Corrupt(format!("field `{name}` is not a number")))
+        })
+    };
     let fingerprint = utf8(field::FINGERPRINT).and_then(|hex| {
         Fingerprint::from_hex(hex).ok_or_else(|| {
             StoreError::Corrupt(format!(
@@ -140,12 +182,17 @@ pub(crate) fn record(fields: &[(Vec<u8>, Vec<u8>)]) -> Result<Record, StoreError
             owner: OwnerToken::from_string(utf8(field::OWNER)?.to_owned()),
             fingerprint,
             lease_until: millis(field::LEASE_UNTIL)?,
+            fencing_token: count(field::FENCING_TOKEN)?,
+            attempt: count(field::ATTEMPT)?.try_into().map_err(|_| {
+                StoreError::Corrupt(format!("field `{}` is too large", field::ATTEMPT))
+            })?,
         })),
         COMPLETED => {
-            let body = get(field::BODY)?.to_vec();
+            let body = || get(field::BODY).map(<[u8]>::to_vec);
             let outcome = match utf8(field::OUTCOME)? {
-                "ok" => Outcome::Ok(body),
-                "err" => Outcome::Err(body),
+                "ok" => Outcome::Ok(body()?),
+                "err" => Outcome::Err(body()?),
+                "aborted" => Outcome::Aborted,
                 other => {
                     return Err(StoreError::Corrupt(format!("unknown outcome `{other}`")));
                 }
@@ -167,6 +214,12 @@ fn bytes(value: Value) -> Result<Vec<u8>, StoreError> {
         Value::Int(n) => Ok(n.to_string().into_bytes()),
         other => Err(unexpected(&other)),
     }
+}
+
+fn number<N: std::str::FromStr>(value: Option<Value>, what: &str) -> Result<N, StoreError> {
+    let text = text(value, what)?;
+    text.parse()
+        .map_err(|_| StoreError::backend(format!("{what} `{text}` is not a number")))
 }
 
 fn text(value: Option<Value>, what: &str) -> Result<String, StoreError> {
@@ -201,6 +254,8 @@ mod tests {
             ("fingerprint", &fp),
             ("owner", "o1"),
             ("lease_until", "1700"),
+            ("fencing_token", "1700000000000000"),
+            ("attempt", "2"),
             ("clock_offset", "-3"),
         ]))
         .unwrap();
@@ -210,6 +265,8 @@ mod tests {
                 owner: OwnerToken::from_string("o1".into()),
                 fingerprint: Fingerprint::empty(),
                 lease_until: 1700,
+                fencing_token: 1_700_000_000_000_000,
+                attempt: 2,
             })
         );
         let done = record(&fields(&[

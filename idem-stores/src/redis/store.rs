@@ -109,12 +109,10 @@ impl RedisStore {
         &self.prefix
     }
 
-    /// The Redis key that holds the record of `key`.
+    /// The Redis key that holds the record of `key`: the prefix and the key, delimited so that
+    /// no prefix and key pair can equal another ([`Key::with_prefix`]).
     pub fn redis_key(&self, key: &Key) -> String {
-        let mut redis_key = String::with_capacity(self.prefix.len() + key.as_str().len());
-        redis_key.push_str(&self.prefix);
-        redis_key.push_str(key.as_str());
-        redis_key
+        key.with_prefix(&self.prefix)
     }
 
     /// How many requests this store (and its clones) sent to the server so far: each is one
@@ -245,10 +243,11 @@ impl Store for RedisStore {
                     &decimal(record.lease_until),
                     &decimal(expiry),
                     &decimal(claim.now.saturating_sub(grace_ms())),
+                    &decimal(record.fencing_token),
                 ],
             )
             .await?;
-        codec::reservation(reply)
+        codec::reservation(reply, record)
     }
 
     async fn complete(

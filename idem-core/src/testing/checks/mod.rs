@@ -1,5 +1,11 @@
 //! The conformance checks. Each panics with a message saying which semantic broke.
 
+mod aborts;
+mod call_context;
+
+pub use aborts::*;
+pub use call_context::*;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +14,7 @@ use tokio::sync::Semaphore;
 
 use super::probes::{Held, Probe};
 use super::Context;
+use crate::fencing;
 use crate::Clock as _;
 use crate::{
     Call, Claim, Completed, Error, Executed, Fingerprint, Idempotency, InProgress, ManualClock,
@@ -15,7 +22,8 @@ use crate::{
 };
 
 /// A side effect that counts its runs and can be held mid-flight.
-struct Charge {
+pub(crate) struct Charge {
+    name: &'static str,
     runs: AtomicUsize,
     started: Semaphore,
     proceed: Semaphore,
@@ -24,7 +32,13 @@ struct Charge {
 
 impl Charge {
     fn new(hold: bool) -> Arc<Self> {
+        Self::named("receipt", hold)
+    }
+
+    /// A charge whose receipts start with `name`, to tell two side effects' receipts apart.
+    pub(crate) fn named(name: &'static str, hold: bool) -> Arc<Self> {
         Arc::new(Charge {
+            name,
             runs: AtomicUsize::new(0),
             started: Semaphore::new(0),
             proceed: Semaphore::new(0),
@@ -32,16 +46,16 @@ impl Charge {
         })
     }
 
-    fn instant() -> Arc<Self> {
+    pub(crate) fn instant() -> Arc<Self> {
         Self::new(false)
     }
 
     /// A charge that, once started, waits for [`Charge::finish`].
-    fn held() -> Arc<Self> {
+    pub(crate) fn held() -> Arc<Self> {
         Self::new(true)
     }
 
-    async fn run(&self, amount: u64) -> String {
+    pub(crate) async fn run(&self, amount: u64) -> String {
         let run = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
         self.started.add_permits(1);
         if self.hold {
@@ -51,10 +65,10 @@ impl Charge {
                 .expect("semaphore never closed")
                 .forget();
         }
-        format!("receipt-{run}-{amount}")
+        format!("{}-{run}-{amount}", self.name)
     }
 
-    async fn wait_started(&self) {
+    pub(crate) async fn wait_started(&self) {
         self.started
             .acquire()
             .await
@@ -62,16 +76,16 @@ impl Charge {
             .forget();
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.proceed.add_permits(1);
     }
 
-    fn runs(&self) -> usize {
+    pub(crate) fn runs(&self) -> usize {
         self.runs.load(Ordering::SeqCst)
     }
 }
 
-fn call(ctx: &Context, order: &str, amount: u64) -> Call {
+pub(crate) fn call(ctx: &Context, order: &str, amount: u64) -> Call {
     let key = ctx
         .handle()
         .key("charge")
@@ -84,7 +98,7 @@ fn call(ctx: &Context, order: &str, amount: u64) -> Call {
     )
 }
 
-async fn charge(
+pub(crate) async fn charge(
     idem: &Idempotency,
     call: Call,
     amount: u64,
@@ -94,7 +108,7 @@ async fn charge(
         .await
 }
 
-fn spawn_charge(
+pub(crate) fn spawn_charge(
     idem: &Idempotency,
     call: Call,
     amount: u64,
@@ -111,6 +125,8 @@ fn in_progress(fingerprint: Fingerprint, lease_until: u64, now: u64) -> Claim {
             owner: OwnerToken::generate(),
             fingerprint,
             lease_until,
+            fencing_token: fencing::propose(now),
+            attempt: 1,
         },
         now,
     }
@@ -161,7 +177,7 @@ pub async fn concurrent_reservations_admit_exactly_one(ctx: Context) {
     let mut reserved = 0;
     for task in tasks {
         match task.await.unwrap().expect("reserve succeeds") {
-            Reservation::Reserved => reserved += 1,
+            Reservation::Reserved(_) => reserved += 1,
             Reservation::Existing(Record::InProgress(_)) => {}
             other => panic!("unexpected reservation {other:?}"),
         }
@@ -285,7 +301,7 @@ pub async fn waiting_duplicate_gets_the_result(ctx: Context) {
     assert_eq!(side_effect.runs(), 1);
 }
 
-async fn assert_mismatch_leaves_record(ctx: &Context, idem: &Idempotency, call: Call) {
+pub(crate) async fn assert_mismatch_leaves_record(ctx: &Context, idem: &Idempotency, call: Call) {
     let before = ctx.store().get(call.key()).await.unwrap();
     let side_effect = Charge::instant();
     let err = charge(idem, call.clone(), 999, &side_effect)
@@ -419,56 +435,16 @@ pub async fn stored_error_is_replayed(ctx: Context) {
     );
 }
 
-/// Semantic 6: a panic releases the key and propagates.
-pub async fn panic_releases_the_key(ctx: Context) {
-    let idem = ctx.handle();
-    let panicking = {
-        let (idem, call) = (idem.clone(), call(&ctx, "o-10", 1));
-        tokio::spawn(async move {
-            idem.run(call, async {
-                if true {
-                    panic!("card network exploded");
-                }
-                Ok::<String, Error>(String::new())
-            })
-            .await
-        })
-    };
+/// Asserts that `error` says the body ran and its outcome was refused because another owner
+/// holds the key.
+pub(crate) fn assert_lease_lost_after_run(error: &Error) {
     assert!(
-        panicking.await.unwrap_err().is_panic(),
-        "the panic must propagate"
+        matches!(error, Error::NotRecorded { cause, .. } if matches!(**cause, Error::LeaseLost { .. })),
+        "a stale owner must get NotRecorded caused by LeaseLost, got {error:?}"
     );
-    let side_effect = Charge::instant();
-    let retry = charge(&idem, call(&ctx, "o-10", 1), 1, &side_effect).await;
-    assert!(
-        retry.is_ok_and(|e| !e.replayed),
-        "a panic must release the key"
-    );
-}
-
-/// Semantic 6: dropping the call's future mid-flight releases the key. The retry waits less than
-/// the lease, so it can only succeed through the release.
-pub async fn cancellation_releases_the_key(ctx: Context) {
-    let idem = ctx.handle();
-    let side_effect = Charge::held();
-    let first = spawn_charge(
-        &idem,
-        call(&ctx, "o-11", 1).lease(Duration::from_secs(60)),
-        1,
-        &side_effect,
-    );
-    side_effect.wait_started().await;
-    first.abort();
-    assert!(first.await.unwrap_err().is_cancelled());
-    let retry = charge(
-        &idem,
-        call(&ctx, "o-11", 1).wait(Duration::from_secs(20)),
-        1,
-        &Charge::instant(),
-    )
-    .await
-    .expect("a cancelled call must release the key");
-    assert!(!retry.replayed);
+    assert!(error.ran_without_record(), "{error}");
+    assert!(!error.is_retryable(), "{error}");
+    assert_eq!(error.http_status(), 500);
 }
 
 /// Semantic 7: while the function runs longer than its lease, the lease is renewed, so no one
@@ -501,30 +477,27 @@ pub async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
     let stale = spawn_charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &stale_effect);
     stale_effect.wait_started().await;
     clock.advance(lease + Duration::from_secs(1));
-    let new_effect = Charge::instant();
+    let new_effect = Charge::named("new", false);
     let taken = charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &new_effect)
         .await
         .unwrap();
     assert_eq!(
         taken,
         Executed {
-            value: "receipt-1-1".into(),
+            value: "new-1-1".into(),
             replayed: false
         }
     );
     stale_effect.finish();
     let refused = stale.await.unwrap().unwrap_err();
-    assert!(
-        matches!(refused, Error::LeaseLost { .. }),
-        "a stale owner must get LeaseLost, got {refused:?}"
-    );
+    assert_lease_lost_after_run(&refused);
     let replay = charge(&idem, call(&ctx, "o-13", 1), 1, &Charge::instant())
         .await
         .unwrap();
     assert_eq!(
         replay,
         Executed {
-            value: "receipt-1-1".into(),
+            value: "new-1-1".into(),
             replayed: true
         },
         "the new owner's record must stand"
@@ -540,7 +513,7 @@ pub async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
     let claim = in_progress(fingerprint, now + 60_000, now);
     assert_eq!(
         store.reserve(&key, &claim).await.unwrap(),
-        Reservation::Reserved
+        Reservation::Reserved(claim.record.clone())
     );
     let before = store.get(&key).await.unwrap();
     assert_eq!(before, Some(Record::InProgress(claim.record.clone())));
@@ -769,6 +742,7 @@ pub async fn cancellation_during_completion_still_records(ctx: Context) {
 /// An `Ok` value that can't be serialised after the body ran keeps the key reserved, so a retry
 /// is told "in progress" instead of running the side effect again.
 pub async fn unserialisable_outcome_keeps_the_key(ctx: Context) {
+    #[derive(Debug)]
     struct Unserialisable;
     impl serde::Serialize for Unserialisable {
         fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
@@ -788,7 +762,12 @@ pub async fn unserialisable_outcome_keeps_the_key(ctx: Context) {
             Ok::<_, Error>(Unserialisable)
         })
     };
-    assert!(matches!(run().await, Err(Error::Codec(_))));
+    let err = run().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Codec(_))),
+        "got {err:?}"
+    );
+    assert!(err.ran_without_record() && !err.is_retryable());
     assert!(matches!(run().await, Err(Error::InProgress { .. })));
     assert_eq!(
         runs.load(Ordering::SeqCst),
@@ -827,10 +806,7 @@ pub async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
     );
     stale_effect.finish();
     let refused = stale.await.unwrap().unwrap_err();
-    assert!(
-        matches!(refused, Error::LeaseLost { .. }),
-        "got {refused:?}"
-    );
+    assert_lease_lost_after_run(&refused);
 }
 
 /// The lease is renewed from a task of its own: a body that holds its worker thread for three
