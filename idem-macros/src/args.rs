@@ -15,6 +15,7 @@ pub(crate) const VALID: &[&str] = &[
     "key",
     "ttl",
     "lease",
+    "on_abort",
     "scope",
     "fingerprint",
     "skip",
@@ -33,6 +34,7 @@ pub(crate) struct Args {
     pub(crate) ttl: Option<Millis>,
     pub(crate) lease: Option<Millis>,
     pub(crate) wait: Option<Millis>,
+    pub(crate) on_abort: Option<OnAbort>,
     pub(crate) scope: Option<Expr>,
     pub(crate) selection: Option<Selection>,
     pub(crate) store_err: Option<StoreErr>,
@@ -54,6 +56,39 @@ impl Selection {
         match self {
             Selection::Only(names) => ("fingerprint", names),
             Selection::Skip(names) => ("skip", names),
+        }
+    }
+}
+
+/// What a panic or a dropped future does once the body started (`on_abort = "..."`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnAbort {
+    Hold,
+    Release,
+    Fail,
+}
+
+impl OnAbort {
+    /// The variant of `idem_core::OnAbort` it stands for.
+    pub(crate) fn variant(self) -> &'static str {
+        match self {
+            OnAbort::Hold => "Hold",
+            OnAbort::Release => "Release",
+            OnAbort::Fail => "Fail",
+        }
+    }
+
+    fn parse(lit: &LitStr) -> syn::Result<OnAbort> {
+        match lit.value().trim() {
+            "hold" => Ok(OnAbort::Hold),
+            "release" => Ok(OnAbort::Release),
+            "fail" => Ok(OnAbort::Fail),
+            other => Err(syn::Error::new(
+                lit.span(),
+                format!(
+                    "invalid value `{other}` for `on_abort`: write `hold`, `release` or `fail`"
+                ),
+            )),
         }
     }
 }
@@ -95,6 +130,7 @@ fn example(name: &str) -> &'static str {
         "key" => "key = \"req.order_id + op\"",
         "ttl" => "ttl = \"24h\"",
         "lease" => "lease = \"30s\"",
+        "on_abort" => "on_abort = \"hold\"",
         "scope" => "scope = \"req.tenant\"",
         "fingerprint" => "fingerprint = \"req, op\"",
         "skip" => "skip = \"db\"",
@@ -171,6 +207,7 @@ impl Args {
                 };
                 *slot = Some(millis);
             }
+            "on_abort" => self.on_abort = Some(OnAbort::parse(lit)?),
             "scope" => self.scope = Some(expression(name, lit)?),
             "fingerprint" | "skip" => {
                 let names = idents(name, lit)?;

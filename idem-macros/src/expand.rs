@@ -97,9 +97,14 @@ fn check(args: &Args, target: &Target, func: &ItemFn, errors: &mut Errors) -> Ve
             )),
         }
     }
-    // After an argument error `key` may just be misspelt: say nothing about a missing one.
-    if errors.is_empty()
-        && args.key.is_none()
+    // After an argument error `key` (or `scope`, `skip`...) may just be misspelt: say nothing
+    // about a missing one.
+    if !errors.is_empty() {
+        return fingerprinted;
+    }
+    if let Some(error) = crate::exclusion::implicit_exclusion(args, target, func, &fingerprinted) {
+        errors.push(error);
+    } else if args.key.is_none()
         && fingerprinted.is_empty()
         && target.args.iter().all(|a| a.name.is_some())
     {
@@ -117,7 +122,7 @@ fn check(args: &Args, target: &Target, func: &ItemFn, errors: &mut Errors) -> Ve
 
 /// The argument `store = "..."` reads the handle from (`store = "idem"`, `store = "ctx.idem"`):
 /// plumbing, not payload, so it is left out of the default fingerprint.
-fn store_root(expr: &syn::Expr) -> Option<Ident> {
+pub(crate) fn store_root(expr: &syn::Expr) -> Option<Ident> {
     match expr {
         syn::Expr::Path(path) => path.path.get_ident().cloned(),
         syn::Expr::Field(field) => store_root(&field.base),
@@ -216,6 +221,10 @@ fn setup(
             let ms = millis.ms;
             setup.push(quote!(#prep.#setter(#ms);));
         }
+    }
+    if let Some(on_abort) = args.on_abort {
+        let variant = Ident::new(on_abort.variant(), Span::call_site());
+        setup.push(quote!(#prep.on_abort(#private::OnAbort::#variant);));
     }
     setup
 }
@@ -318,7 +327,7 @@ mod tests {
     #[test]
     fn methods_are_named_by_their_self_type_and_receivers_are_not_fingerprinted() {
         let out = expand(
-            r#"store = "self.idem""#,
+            r#"store = "self.idem", scope = "self.tenant""#,
             "async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }",
         );
         assert!(
@@ -360,6 +369,100 @@ mod tests {
         let out = expand(r#"keys = "id""#, "async fn f() -> Result<u64, E> { Ok(1) }");
         assert_eq!(out.matches("compile_error").count(), 1, "{out}");
         assert!(out.contains("unknown argument `keys`"), "{out}");
+    }
+
+    #[test]
+    fn on_abort_is_set_through_private_only_when_given() {
+        let item = "async fn f(id: u64) -> Result<u64, E> { Ok(id) }";
+        let out = expand(r#"key = "id", on_abort = "release""#, item);
+        assert!(
+            out.contains(
+                "__idem_prep . on_abort (:: idem_core :: __private :: OnAbort :: Release) ;"
+            ),
+            "{out}"
+        );
+        let out = expand(r#"key = "id", on_abort = " fail ""#, item);
+        assert!(out.contains("OnAbort :: Fail"), "{out}");
+        let out = expand(r#"key = "id""#, item);
+        assert!(!out.contains("on_abort"), "{out}");
+    }
+
+    #[test]
+    fn an_unknown_on_abort_lists_the_choices() {
+        let item = "async fn f(id: u64) -> Result<u64, E> { Ok(id) }";
+        let out = expand(r#"key = "id", on_abort = "later""#, item);
+        assert!(
+            out.contains("invalid value `later` for `on_abort`: write `hold`, `release` or `fail`"),
+            "{out}"
+        );
+        let out = expand(r#"key = "id", on_abort = hold"#, item);
+        assert!(out.contains("`on_abort` takes a string"), "{out}");
+    }
+
+    #[test]
+    fn with_no_key_a_store_root_left_out_implicitly_is_an_error() {
+        let item = "async fn transfer(ctx: &Ctx, to: String, amount: u64) -> Result<u64, E> { Ok(amount) }";
+        let out = expand(r#"store = "ctx.idem""#, item);
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        for piece in [
+            "`ctx` (the root of `store`) is left out of it",
+            "only in `ctx` gets",
+            r#"`fingerprint = \"to, amount\"` or `skip = \"ctx\"`"#,
+        ] {
+            assert!(out.contains(piece), "missing `{piece}` in {out}");
+        }
+        for chosen in [
+            r#"key = "to""#,
+            r#"scope = "ctx.user""#,
+            r#"skip = "ctx""#,
+            r#"skip = "amount""#,
+            r#"fingerprint = "to, amount""#,
+        ] {
+            let out = expand(&format!(r#"store = "ctx.idem", {chosen}"#), item);
+            assert!(!out.contains("compile_error"), "{chosen}: {out}");
+        }
+    }
+
+    #[test]
+    fn with_no_key_a_receiver_left_out_implicitly_is_an_error() {
+        let item = "async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }";
+        let out = expand("", item);
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("and `self` is left out of it"), "{out}");
+        assert!(out.contains(r#"`fingerprint = \"order\"`"#), "{out}");
+        assert!(!out.contains("skip ="), "{out}");
+
+        let out = expand(r#"store = "self.idem""#, item);
+        assert!(out.contains("and `self` is left out of it"), "{out}");
+        let out = expand(
+            r#"store = "ctx.idem""#,
+            "async fn f(&self, ctx: &Ctx, id: u64) -> Result<u64, E> { Ok(id) }",
+        );
+        assert!(
+            out.contains("`self` and `ctx` (the root of `store`) are left out"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_misspelt_key_is_not_taken_for_an_implicit_exclusion() {
+        let out = expand(
+            r#"store = "self.idem", keys = "order""#,
+            "async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }",
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("unknown argument `keys`"), "{out}");
+    }
+
+    #[test]
+    fn a_handle_passed_whole_is_not_an_implicit_exclusion() {
+        let out = expand(
+            r#"store = "idem""#,
+            "async fn f(idem: &Idempotency, id: u64) -> Result<u64, E> { Ok(id) }",
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("fingerprint (& id)"), "{out}");
+        assert!(!out.contains("fingerprint (& idem)"), "{out}");
     }
 
     #[test]

@@ -19,10 +19,10 @@
 //! ```
 //!
 //! Everything that can be checked from the tokens is checked here (argument names, durations,
-//! key operands, the function's form); the rest (a `Result` return type, a storable `Ok` type,
-//! an error type with `From<idem_core::Error>`, serialisable fingerprinted arguments) is left to
-//! trait bounds on `__private::run` whose `#[diagnostic::on_unimplemented]` messages say what to
-//! change.
+//! `on_abort`, key operands, what a key-less call leaves out of its fingerprint, the function's
+//! form); the rest (a `Result` return type, a storable `Ok` type, an error type with
+//! `From<idem_core::Error>`, serialisable fingerprinted arguments) is left to trait bounds on
+//! `__private::run` whose `#[diagnostic::on_unimplemented]` messages say what to change.
 //!
 //! Modules: `args` parses the attribute's arguments, `duration` its durations, `key` the key
 //! expression, `target` inspects the function, `expand` writes the new body.
@@ -30,6 +30,7 @@
 mod args;
 mod duration;
 mod errors;
+mod exclusion;
 mod expand;
 mod key;
 mod target;

@@ -121,7 +121,7 @@ impl Payments {
         Ok(self.body(order, 1).await)
     }
 
-    #[idempotent(store = "self.idem")]
+    #[idempotent(store = "self.idem", fingerprint = "order, amount")]
     async fn charge_by_arguments(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
         Ok(self.body(order, amount).await)
     }
@@ -158,12 +158,46 @@ impl Payments {
         Err(PayError::Unavailable)
     }
 
-    /// Panics on the first run.
+    /// Panics on the first run; a panic holds the key (`on_abort = "hold"`, the default).
     #[idempotent(store = "self.idem", key = "order")]
     async fn charge_panicking(&self, order: &str) -> Result<Receipt, PayError> {
+        Ok(self.panicking_body(order).await)
+    }
+
+    /// Panics on the first run, which releases the key.
+    #[idempotent(store = "self.idem", key = "order", on_abort = "release")]
+    async fn charge_panicking_releasing(&self, order: &str) -> Result<Receipt, PayError> {
+        Ok(self.panicking_body(order).await)
+    }
+
+    /// Panics on the first run, which is recorded as the key's final outcome.
+    #[idempotent(store = "self.idem", key = "order", on_abort = "fail")]
+    async fn charge_panicking_failing(&self, order: &str) -> Result<Receipt, PayError> {
+        Ok(self.panicking_body(order).await)
+    }
+
+    async fn panicking_body(&self, order: &str) -> Receipt {
         let receipt = self.body(order, 1).await;
         assert!(receipt.run > 1, "the gateway client panicked");
-        Ok(receipt)
+        receipt
+    }
+
+    /// A cancelled call releases the key.
+    #[idempotent(store = "self.idem", key = "order", wait = "10s", on_abort = "release")]
+    async fn charge_waiting_releasing(
+        &self,
+        order: &str,
+        amount: u64,
+    ) -> Result<Receipt, PayError> {
+        Ok(self.body(order, amount).await)
+    }
+
+    /// What the body learns from `idem_core::context()`: its attempt and stored key.
+    #[idempotent(store = "self.idem", key = "order")]
+    async fn charge_in_context(&self, order: &str) -> Result<(u32, String), PayError> {
+        self.body(order, 1).await;
+        let ctx = idem_core::context().expect("set while the body runs");
+        Ok((ctx.attempt(), ctx.key().as_str().to_owned()))
     }
 }
 
@@ -313,15 +347,30 @@ async fn store_err_all_replays_every_error() {
     assert_eq!(payments.runs(), 1);
 }
 
+async fn panic_in(
+    call: impl std::future::Future<Output = Result<Receipt, PayError>> + Send + 'static,
+) {
+    let panicked = tokio::spawn(call).await;
+    assert!(panicked.unwrap_err().is_panic());
+}
+
 #[tokio::test]
-async fn a_panic_releases_the_key() {
-    let payments = Payments::new();
-    let panicked = tokio::spawn({
+async fn a_panic_holds_the_key_until_its_lease_passes() {
+    let clock = ManualClock::new();
+    let payments = Payments::on(Idempotency::new(MemoryStore::new()).clock(clock.clone()));
+    panic_in({
         let payments = payments.clone();
         async move { payments.charge_panicking("o-1").await }
     })
     .await;
-    assert!(panicked.unwrap_err().is_panic());
+    // The charge may have gone out: a retry is told it is in progress, as after a crash.
+    assert_eq!(
+        payments.charge_panicking("o-1").await,
+        Err(PayError::Idem(409))
+    );
+    assert_eq!(payments.runs(), 1);
+
+    clock.advance(idem_core::DEFAULT_LEASE + Duration::from_secs(1));
     assert_eq!(
         payments.charge_panicking("o-1").await,
         Ok(receipt("o-1", 1, 2))
@@ -330,10 +379,43 @@ async fn a_panic_releases_the_key() {
 }
 
 #[tokio::test]
-async fn a_cancelled_call_releases_the_key() {
+async fn with_on_abort_release_a_panic_releases_the_key() {
     let payments = Payments::new();
+    panic_in({
+        let payments = payments.clone();
+        async move { payments.charge_panicking_releasing("o-1").await }
+    })
+    .await;
+    assert_eq!(
+        payments.charge_panicking_releasing("o-1").await,
+        Ok(receipt("o-1", 1, 2))
+    );
+    assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test]
+async fn with_on_abort_fail_a_panic_is_the_final_outcome() {
+    let clock = ManualClock::new();
+    let payments = Payments::on(Idempotency::new(MemoryStore::new()).clock(clock.clone()));
+    panic_in({
+        let payments = payments.clone();
+        async move { payments.charge_panicking_failing("o-1").await }
+    })
+    .await;
+    clock.advance(idem_core::DEFAULT_LEASE + Duration::from_secs(1));
+    for _ in 0..2 {
+        assert_eq!(
+            payments.charge_panicking_failing("o-1").await,
+            Err(PayError::Idem(500))
+        );
+    }
+    assert_eq!(payments.runs(), 1);
+}
+
+/// Starts `charge_waiting` or `charge` for `o-1`, lets its body reach the gate and drops it.
+async fn cancel_mid_body<F: std::future::Future>(payments: &Payments, call: F) {
     payments.gate.close();
-    let mut call = Box::pin(payments.charge_waiting("o-1", 100));
+    let mut call = Box::pin(call);
     tokio::select! {
         biased;
         _ = &mut call => panic!("the body is held at the gate"),
@@ -341,14 +423,37 @@ async fn a_cancelled_call_releases_the_key() {
     }
     drop(call);
     payments.gate.hold.store(false, Ordering::SeqCst);
+}
+
+#[tokio::test]
+async fn a_cancelled_call_holds_the_key() {
+    let payments = Payments::new();
+    cancel_mid_body(&payments, payments.charge("o-1", 100)).await;
+    assert_eq!(payments.charge("o-1", 100).await, Err(PayError::Idem(409)));
+    assert_eq!(payments.runs(), 1);
+}
+
+#[tokio::test]
+async fn with_on_abort_release_a_cancelled_call_releases_the_key() {
+    let payments = Payments::new();
+    cancel_mid_body(&payments, payments.charge_waiting_releasing("o-1", 100)).await;
 
     // The release is sent from a task of its own; the retry waits for it (not for the lease,
     // which is longer than `wait`) and then runs.
     assert_eq!(
-        payments.charge_waiting("o-1", 100).await,
+        payments.charge_waiting_releasing("o-1", 100).await,
         Ok(receipt("o-1", 100, 2))
     );
     assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test]
+async fn the_body_sees_its_call_context() {
+    let payments = Payments::new();
+    let (attempt, key) = payments.charge_in_context("o-1").await.unwrap();
+    assert_eq!(attempt, 1);
+    assert!(key.ends_with("|o-1"), "{key}");
+    assert!(idem_core::context().is_none(), "only inside the body");
 }
 
 #[tokio::test]

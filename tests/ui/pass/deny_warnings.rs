@@ -31,6 +31,7 @@ impl Payments {
         store = "self.idem",
         key = "order",
         wait = "1s",
+        on_abort = "release",
         store_err = "PayError::is_final"
     )]
     pub async fn charge(&self, order: &str, amount: u64) -> Result<u64, PayError> {

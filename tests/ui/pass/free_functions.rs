@@ -51,6 +51,7 @@ async fn charge(req: &ChargeRequest, op: &str) -> Result<Receipt, PayError> {
     key = r#"req.customer.id + "-" + req.order_id"#,
     ttl = "2d",
     lease = "10s",
+    on_abort = "fail",
     wait = "500ms",
     scope = "tenant",
     skip = "db",

@@ -57,7 +57,7 @@ struct Repo<T> {
 }
 
 impl<T: Serialize + DeserializeOwned + Clone + Send + Sync> Repo<T> {
-    #[idempotent(store = "self.idem")]
+    #[idempotent(store = "self.idem", fingerprint = "item")]
     async fn insert(&self, item: T) -> Result<Vec<T>, idem_core::Error> {
         let mut items = self.items.clone();
         items.push(item);
