@@ -59,6 +59,27 @@ impl TestRedis {
         Self::spawn(ServerCommand::new(PROGRAM).args(base_args()), None)
     }
 
+    /// Like [`start_owned`](TestRedis::start_owned), with `extra` arguments for the server
+    /// (`--maxmemory-policy allkeys-lru`, `--replicaof 127.0.0.1 6379`...).
+    pub fn start_with(extra: &[&str]) -> Option<TestRedis> {
+        Self::spawn(
+            ServerCommand::new(PROGRAM)
+                .args(base_args())
+                .args(extra.iter().copied()),
+            None,
+        )
+    }
+
+    /// The loopback port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.url()
+            .trim_end_matches('/')
+            .rsplit(':')
+            .next()
+            .and_then(|port| port.parse().ok())
+            .expect("the URL ends with a port")
+    }
+
     /// Like [`start_owned`](TestRedis::start_owned), but the server writes every change to an
     /// append-only file (fsync always) in a scratch directory, so records survive a kill and a
     /// restart.

@@ -30,6 +30,22 @@ impl RedisTarget {
         Some(Self::on(redis).await)
     }
 
+    /// A store on a server of this test's own, so that no other test's commands are counted;
+    /// `None` if there is none.
+    pub async fn on_owned() -> Option<Self> {
+        Some(Self::on(TestRedis::start_owned()?).await)
+    }
+
+    /// The server's URL.
+    pub fn url(&self) -> &str {
+        self.redis.url()
+    }
+
+    /// The key prefix of this target's stores.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// A store on `redis`, with a fresh key prefix.
     pub async fn on(redis: TestRedis) -> Self {
         let prefix = format!("test-{}:", OwnerToken::generate().as_str());

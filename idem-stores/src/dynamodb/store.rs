@@ -53,7 +53,7 @@ const OWNER_CONDITION: &str = "#st = :in_progress AND #own = :owner";
 /// ```no_run
 /// # async fn demo(client: aws_sdk_dynamodb::Client) -> Result<(), idem_core::BoxError> {
 /// use idem_stores::dynamodb::DynamoDbStore;
-/// let store = DynamoDbStore::new(client, "idempotency").key_prefix("billing#");
+/// let store = DynamoDbStore::new(client, "idempotency").key_prefix("billing");
 /// store.create_table().await?; // development only: make tables with your infrastructure code
 /// let idem = idem_core::Idempotency::new(store);
 /// # Ok(()) }

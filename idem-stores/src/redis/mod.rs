@@ -8,7 +8,7 @@
 //! use idem_stores::redis::RedisStore;
 //!
 //! let store = RedisStore::builder(redis::Client::open("redis://127.0.0.1:6379")?)
-//!     .prefix("billing:")
+//!     .prefix("billing")
 //!     .connect()
 //!     .await?;
 //! let idem = idem_core::Idempotency::new(store);
@@ -34,6 +34,8 @@
 //! | replay of a completed call | 1 |
 //! | duplicate while the first runs (`Error::InProgress`) | 1 |
 //! | `Err` that releases the key: reserve, then release | 2 |
+//! | takeover after a lease passed | 1, like a fresh reserve |
+//! | with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas) | one `WAIT` more after each reserve and complete |
 //!
 //! Scripts are sent by SHA-1 (`EVALSHA`); the first time a server sees one (after a restart,
 //! say) it answers `NOSCRIPT` and the store sends the source with `EVAL`, one extra round trip
@@ -41,8 +43,10 @@
 //!
 //! # Record layout
 //!
-//! A record is one hash under `prefix + key` (the key as [`idem_core::Key`] encodes it, e.g.
-//! `idem|payments::charge|-|order-42`). Every operation touches that one key only, so the
+//! A record is one hash under the store's prefix and the key, delimited so that no prefix and
+//! key pair can equal another ([`Key::with_prefix`](idem_core::Key::with_prefix): the prefix
+//! `billing` gives `billing|idem|payments::charge|-|order-42`, no prefix gives
+//! `|idem|payments::charge|-|order-42`). Every operation touches that one key only, so the
 //! store works on a Redis Cluster.
 //!
 //! | field | in progress | completed | content |
@@ -51,9 +55,11 @@
 //! | `fingerprint` | ✓ | ✓ | SHA-256 of the arguments, 64 lower-case hex digits |
 //! | `owner` | ✓ | ✓ | the owner token; kept on completion so a repeated completion is recognised |
 //! | `lease_until` | ✓ | | lease deadline, decimal milliseconds since the Unix epoch |
+//! | `fencing_token` | ✓ | | the reservation's fencing token, decimal (below 2^53) |
+//! | `attempt` | ✓ | | 1, one more per takeover by the same call |
 //! | `clock_offset` | ✓ | | the caller's clock minus Redis's clock (`TIME`) at reservation, in ms |
-//! | `outcome` | | ✓ | `ok` or `err` |
-//! | `body` | | ✓ | the serialised value (JSON bytes) |
+//! | `outcome` | | ✓ | `ok`, `err` or `aborted` |
+//! | `body` | | ✓ | the serialised value (JSON bytes); empty when aborted |
 //! | `expires_at` | | ✓ | end of the TTL, decimal milliseconds since the Unix epoch |
 //!
 //! Times are the engine's (its [`Clock`](idem_core::Clock)), passed in by the caller; the
@@ -71,30 +77,68 @@
 //! first element says what happened; `{'corrupt', reason}` becomes
 //! [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), as does a key of another type.
 //!
-//! - **reserve** (`now, owner, fingerprint, lease_until, expiry, abandoned_before`): writes the
-//!   in-progress record if the key is absent, holds a completed record with `expires_at <= now`,
-//!   or holds an in-progress record whose `lease_until <= now` with the same fingerprint, or
-//!   with any fingerprint once `lease_until <= abandoned_before` (`now` less
-//!   [`LEASE_GRACE`]); a takeover replies with the previous owner. A record already owned by this owner (a retried request)
-//!   counts as reserved. Otherwise it writes nothing and replies with the record's fields, so a
-//!   replay, a conflict and a mismatch each take this one round trip.
+//! - **reserve** (`now, owner, fingerprint, lease_until, expiry, abandoned_before,
+//!   fencing_token`): writes the in-progress record if the key is absent, holds a completed
+//!   record with `expires_at <= now`, or holds an in-progress record whose `lease_until <= now`
+//!   with the same fingerprint, or with any fingerprint once `lease_until <= abandoned_before`
+//!   (`now` less [`LEASE_GRACE`]). A takeover writes the attempt and fencing token of
+//!   [`InProgress::taking_over`](idem_core::InProgress::taking_over), publishes `taken_over`
+//!   and replies with the previous owner, the attempt and the token. A record already owned by
+//!   this owner (a retried request) is replied as held. Otherwise it writes nothing and replies
+//!   with the record's fields, so a replay, a conflict and a mismatch each take this one round
+//!   trip.
 //! - **complete** (`owner, fingerprint, outcome, body, expires_at`): replaces the owner's
-//!   in-progress record with the completed one; `{'lost'}` if the key is absent, completed by
-//!   someone else, or held by another owner. A record this owner already completed replies
-//!   `{'ok'}` again.
-//! - **release** (`owner`): deletes the owner's in-progress record, else `{'lost'}`.
+//!   in-progress record with the completed one and publishes `completed`; `{'lost'}` if the key
+//!   is absent, completed by someone else, or held by another owner. A record this owner already
+//!   completed replies `{'ok'}` again.
+//! - **release** (`owner`): deletes the owner's in-progress record and publishes `released`,
+//!   else `{'lost'}`.
 //! - **renew** (`owner, lease_until, grace`): moves the owner's lease and the key's expiry,
 //!   else `{'lost'}`.
 //!
 //! Reading a record without changing it ([`Store::get`](idem_core::Store::get)) is a plain
 //! `HGETALL`; [`Store::delete`](idem_core::Store::delete) is `DEL`.
+//!
+//! # Waiting for a duplicate
+//!
+//! A caller that waits for an in-flight duplicate (`wait = "10s"`) is woken by the
+//! publication of the script that ends the record, not by polling. Each store keeps one
+//! subscription connection, opened on the first wait, subscribed to the channel of every key a
+//! local caller waits on (the channel is named like the key; one `SUBSCRIBE` however many
+//! callers wait on it). After subscribing, a waiter reads the record's state once (`HMGET`), so
+//! a change just before the subscription is not missed; then it sleeps until woken, polling
+//! the state every 1 to 5 s (jittered) only as a safety net should a publication be lost with
+//! the connection. 100 callers waiting on one key cost the server one `SUBSCRIBE`, one `HMGET`
+//! each, and one reserve each before and after the wake-up (`redis_waiting.rs` measures it).
+//! A store made with [`RedisStore::from_connection`] has no client to subscribe with; its
+//! waiters poll the state with small reads, backing off from 10 ms to 500 ms with jitter. On a
+//! Redis Cluster, publications reach every node, and the store subscribes on the first node
+//! given to [`RedisStore::connect_cluster`].
+//!
+//! # Eviction, replication and failover
+//!
+//! A reservation is a key like any other: a server whose `maxmemory-policy` lets it evict keys
+//! may drop one under memory pressure, and a duplicate then runs the function again. The store
+//! reads the policy at connect and warns through `tracing` unless it is `noeviction`
+//! ([`RedisStore::eviction_policy`]).
+//!
+//! Redis replicates asynchronously. When a primary fails over, writes it acknowledged but had
+//! not yet passed on are lost: a lost reservation lets a duplicate run at once, a lost outcome
+//! lets a retry run the function again. Where a failover can happen (Sentinel, a managed
+//! service, a cluster), [`RedisStoreBuilder::wait_for_replicas`] has each reservation and
+//! completion wait for replicas to acknowledge it (`WAIT`) and fails the call closed when they
+//! don't; that narrows the window but does not close it, since a failover may still promote a
+//! replica that missed the write. For at-most-once across failovers, pass
+//! [`CallContext::key`](idem_core::CallContext::key) to the downstream provider as its own
+//! idempotency key.
 
 mod codec;
 mod connection;
 mod scripts;
 mod store;
+mod wake;
 
-pub use store::{RedisStore, RedisStoreBuilder, LEASE_GRACE};
+pub use store::{NotReplicated, RedisStore, RedisStoreBuilder, LEASE_GRACE};
 
 /// The `redis` crate this store is built on, for building clients and connection settings.
 pub use ::redis as client;

@@ -14,6 +14,7 @@ use redis::{Client, RedisError, Value};
 use super::codec::{self, Reply};
 use super::connection::Connection;
 use super::scripts::{Counter, Script, SCRIPTS};
+use super::wake::{Backoff, Wakeups, POLLING, SAFETY_NET};
 
 /// How long an in-progress key outlives its lease in Redis: until it is abandoned. Within it,
 /// an owner whose lease passed but who was not taken over can still complete or release;
@@ -34,7 +35,7 @@ const MAX_EXPIRY_MS: u64 = 1_000_000_000_000_000;
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use idem_stores::redis::RedisStore;
 /// let store = RedisStore::connect("redis://127.0.0.1:6379").await?;
-/// let idem = idem_core::Idempotency::new(store.with_prefix("orders:"));
+/// let idem = idem_core::Idempotency::new(store.with_prefix("orders"));
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -42,6 +43,10 @@ pub struct RedisStore {
     conn: Connection,
     prefix: Arc<str>,
     counter: Arc<Counter>,
+    /// Wake-ups for waiting callers; `None` on a connection given without its client.
+    wakeups: Option<Arc<Wakeups>>,
+    /// `WAIT` for this many replicas, this long, after each reservation and completion.
+    replicas: Option<(u32, Duration)>,
 }
 
 impl RedisStore {
@@ -59,12 +64,16 @@ impl RedisStore {
             client,
             config: default_config(),
             prefix: String::new(),
+            replicas: None,
         }
     }
 
-    /// A store on a connection you already have.
+    /// A store on a connection you already have. Without the client it came from, the store
+    /// cannot subscribe to wake-ups, so callers that wait for a duplicate poll the record
+    /// (backing off from 10 ms to 500 ms); build the store with [`RedisStore::builder`] to
+    /// have them woken instead.
     pub fn from_connection(conn: ConnectionManager) -> Self {
-        Self::on(Connection::Single(conn))
+        Self::on(Connection::Single(conn), None)
     }
 
     /// Connects to the Redis Cluster that `nodes` (URLs of some of its nodes) belong to. Every
@@ -80,20 +89,59 @@ impl RedisStore {
             .get_async_connection()
             .await
             .map_err(|error| store_error(error, "cluster connect"))?;
-        Ok(Self::from_cluster_connection(conn))
+        // A publication reaches subscribers on every node of a cluster, so waiting callers
+        // subscribe on the first node given.
+        let wakeups = nodes
+            .first()
+            .and_then(|node| Client::open(*node).ok())
+            .map(Wakeups::new);
+        let store = Self::on(Connection::Cluster(conn), wakeups);
+        store.warn_unless_noeviction().await;
+        Ok(store)
     }
 
-    /// A store on a Redis Cluster connection you already have.
+    /// A store on a Redis Cluster connection you already have. Callers that wait for a
+    /// duplicate poll the record (see [`RedisStore::from_connection`]).
     #[cfg(feature = "redis-cluster")]
     pub fn from_cluster_connection(conn: redis::cluster_async::ClusterConnection) -> Self {
-        Self::on(Connection::Cluster(conn))
+        Self::on(Connection::Cluster(conn), None)
     }
 
-    fn on(conn: Connection) -> Self {
+    fn on(conn: Connection, wakeups: Option<Arc<Wakeups>>) -> Self {
         RedisStore {
             conn,
             prefix: "".into(),
             counter: Arc::default(),
+            wakeups,
+            replicas: None,
+        }
+    }
+
+    /// The server's `maxmemory-policy`, or `None` where `CONFIG GET` is not allowed (some
+    /// managed services). Anything but `noeviction` lets Redis evict a reservation under memory
+    /// pressure, and then a duplicate runs the function again.
+    pub async fn eviction_policy(&self) -> Result<Option<String>, StoreError> {
+        let mut cmd = redis::cmd("CONFIG");
+        cmd.arg("GET").arg("maxmemory-policy");
+        let value = match self.query(&cmd, "CONFIG GET").await {
+            Ok(value) => value,
+            Err(error) => {
+                tracing::debug!(target: "idem::redis", %error, "cannot read maxmemory-policy");
+                return Ok(None);
+            }
+        };
+        Ok(codec::pairs(value)?
+            .into_iter()
+            .next()
+            .and_then(|(_, policy)| String::from_utf8(policy).ok()))
+    }
+
+    /// Warns through `tracing` when the server may evict records.
+    async fn warn_unless_noeviction(&self) {
+        if let Ok(Some(policy)) = self.eviction_policy().await {
+            if policy != "noeviction" {
+                tracing::warn!(target: "idem::redis", policy = policy.as_str(), "maxmemory-policy is not `noeviction`: under memory pressure Redis may evict a reservation, and a duplicate then runs the function again");
+            }
         }
     }
 
@@ -136,6 +184,85 @@ impl RedisStore {
             .and_then(codec::reply)
     }
 
+    /// With [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas), waits until enough
+    /// replicas acknowledged the write just made on this connection.
+    async fn replicate(&self, what: &str) -> Result<(), StoreError> {
+        let Some((replicas, timeout)) = self.replicas else {
+            return Ok(());
+        };
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(replicas).arg(timeout.as_millis().max(1) as u64);
+        let acked = match self.query(&wait, "WAIT").await? {
+            Value::Int(acked) => acked,
+            other => {
+                return Err(StoreError::backend(format!(
+                    "unexpected reply to WAIT: {other:?}"
+                )))
+            }
+        };
+        if acked < i64::from(replicas) {
+            return Err(StoreError::backend(NotReplicated {
+                what: what.to_owned(),
+                acked,
+                wanted: replicas,
+            }));
+        }
+        Ok(())
+    }
+
+    /// The state and owner of the record under `redis_key`, to tell whether it changed.
+    async fn holder(&self, redis_key: &str) -> Option<Value> {
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(redis_key).arg("state").arg("owner");
+        self.query(&cmd, "HMGET").await.ok()
+    }
+
+    /// Waits until the record under `redis_key` may have changed, or `timeout` passes: woken by
+    /// its publication where a subscription can be had, else by polling `backoff`.
+    async fn wait_for_change(&self, redis_key: &str, timeout: Duration) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let interest = match &self.wakeups {
+            Some(wakeups) => wakeups.subscribe(redis_key).await,
+            None => None,
+        };
+        let backoff: Backoff = if interest.is_some() {
+            SAFETY_NET
+        } else {
+            POLLING
+        };
+        let mut seen = None;
+        for pause in backoff.pauses() {
+            let notified = interest.as_ref().map(|i| i.notify.notified());
+            tokio::pin!(notified);
+            if let Some(notified) = notified.as_mut().as_pin_mut() {
+                notified.enable();
+            }
+            // Read after subscribing: a change before it is seen here, one after it wakes us.
+            let holder = self.holder(redis_key).await;
+            let in_progress = matches!(&holder, Some(Value::Array(fields))
+                if matches!(fields.first(), Some(Value::BulkString(state)) if state == b"in_progress"));
+            match &seen {
+                _ if !in_progress => return,
+                Some(before) if *before != holder => return,
+                _ => seen = Some(holder),
+            }
+            let pause = pause.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+            if pause.is_zero() {
+                return;
+            }
+            let woken = async {
+                match notified.as_pin_mut() {
+                    Some(notified) => notified.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = woken => return,
+                () = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+
     /// Sends a plain command, retrying once if the connection failed.
     async fn query(&self, cmd: &redis::Cmd, what: &str) -> Result<Value, StoreError> {
         let mut conn = self.conn.clone();
@@ -156,12 +283,13 @@ impl fmt::Debug for RedisStore {
     }
 }
 
-/// Builds a [`RedisStore`] on a client: key prefix and connection settings.
+/// Builds a [`RedisStore`] on a client: key prefix, connection settings, replication.
 #[derive(Debug)]
 pub struct RedisStoreBuilder {
     client: Client,
     config: ConnectionManagerConfig,
     prefix: String,
+    replicas: Option<(u32, Duration)>,
 }
 
 impl RedisStoreBuilder {
@@ -179,21 +307,68 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// Connects now; fails if the server cannot be reached.
+    /// After each reservation and each completion, waits up to `timeout` for `replicas`
+    /// replicas to acknowledge it (`WAIT`), one round trip more each. With fewer, the request
+    /// fails: a reservation fails closed (the function does not run, the key is released), a
+    /// completion is retried and otherwise reported as not recorded.
+    ///
+    /// Redis replicates asynchronously: a primary that fails right after acknowledging a write
+    /// may not have passed it on, and the promoted replica then has no reservation (a duplicate
+    /// runs) or no outcome (a retry runs the function again). `WAIT` narrows that window to
+    /// writes the replicas have not acknowledged; it does not make Redis strongly consistent
+    /// (a failover may still pick a replica that missed the write).
+    pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.replicas = Some((replicas, timeout));
+        self
+    }
+
+    /// Connects now; fails if the server cannot be reached. Warns through `tracing` when the
+    /// server's `maxmemory-policy` is not `noeviction`.
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
-        let conn = ConnectionManager::new_with_config(self.client, self.config)
+        let conn = ConnectionManager::new_with_config(self.client.clone(), self.config.clone())
             .await
             .map_err(|error| store_error(error, "connect"))?;
-        Ok(RedisStore::from_connection(conn).with_prefix(self.prefix))
+        let store = self.on(conn);
+        store.warn_unless_noeviction().await;
+        Ok(store)
     }
 
     /// Connects on the first request. Must be called inside a Tokio runtime.
     pub fn connect_lazy(self) -> Result<RedisStore, StoreError> {
-        let conn = ConnectionManager::new_lazy_with_config(self.client, self.config)
-            .map_err(|error| store_error(error, "connect"))?;
-        Ok(RedisStore::from_connection(conn).with_prefix(self.prefix))
+        let conn =
+            ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone())
+                .map_err(|error| store_error(error, "connect"))?;
+        Ok(self.on(conn))
+    }
+
+    fn on(self, conn: ConnectionManager) -> RedisStore {
+        let mut store = RedisStore::on(Connection::Single(conn), Some(Wakeups::new(self.client)))
+            .with_prefix(self.prefix);
+        store.replicas = self.replicas;
+        store
     }
 }
+
+/// Why a write was refused with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas):
+/// fewer replicas acknowledged it in time than asked for.
+#[derive(Debug)]
+pub struct NotReplicated {
+    what: String,
+    acked: i64,
+    wanted: u32,
+}
+
+impl fmt::Display for NotReplicated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Redis {}: {} of {} replicas acknowledged the write in time",
+            self.what, self.acked, self.wanted
+        )
+    }
+}
+
+impl std::error::Error for NotReplicated {}
 
 fn default_config() -> ConnectionManagerConfig {
     ConnectionManagerConfig::new()
@@ -247,7 +422,11 @@ impl Store for RedisStore {
                 ],
             )
             .await?;
-        codec::reservation(reply, record)
+        let reservation = codec::reservation(reply, record)?;
+        if !matches!(reservation, Reservation::Existing(_)) {
+            self.replicate("reserve").await?;
+        }
+        Ok(reservation)
     }
 
     async fn complete(
@@ -269,7 +448,8 @@ impl Store for RedisStore {
                 ],
             )
             .await?;
-        fenced(reply, "complete")
+        fenced(reply, "complete")?;
+        self.replicate("complete").await
     }
 
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
@@ -314,6 +494,15 @@ impl Store for RedisStore {
         self.query(redis::cmd("DEL").arg(self.redis_key(key)), "DEL")
             .await
             .map(drop)
+    }
+
+    /// Waits for the record's publication (complete, release, takeover) through the store's
+    /// subscription, checking the record once after subscribing and then, as a safety net,
+    /// every 1 to 5 s; without a subscription it polls the record's state, backing off from
+    /// 10 ms to 500 ms. Every pause is jittered.
+    async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
+        self.wait_for_change(&self.redis_key(key), timeout).await;
+        Ok(())
     }
 }
 

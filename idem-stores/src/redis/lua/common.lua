@@ -1,4 +1,6 @@
 -- Shared by every script (prepended to each).
+-- Scripts that end an in-progress record (complete, release, a takeover) publish its state on
+-- the channel named like the key, which waiting callers subscribe to.
 -- Timestamps are decimal milliseconds and compared as strings, exactly, without going
 -- through Lua's doubles.
 

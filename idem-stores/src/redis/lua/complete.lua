@@ -25,4 +25,5 @@ redis.call('HSET', key,
   'body', body,
   'expires_at', expires_at)
 redis.call('PEXPIRE', key, expiry(remaining))
+redis.call('PUBLISH', key, 'completed')
 return {'ok'}

@@ -6,4 +6,5 @@ if refusal then
   return refusal
 end
 redis.call('DEL', key)
+redis.call('PUBLISH', key, 'released')
 return {'ok'}

@@ -80,6 +80,7 @@ elseif state == 'in_progress' then
   end
   local token = math.max(fencing, previous_token + 1)
   write(true, attempt, token)
+  redis.call('PUBLISH', key, 'taken_over')
   return {'took_over', previous, tostring(attempt), string.format('%.0f', token)}
 elseif state then
   return corrupt('unknown state `' .. state .. '`')

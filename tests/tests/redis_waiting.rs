@@ -1,0 +1,284 @@
+//! Waiting on Redis: what callers waiting for one in-flight key cost the server, woken by
+//! publication or polling; the eviction-policy check; `WAIT` for replicas.
+#![cfg(feature = "redis")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem_core::{
+    Call, Claim, Completed, Error, Fingerprint, Idempotency, Key, Millis, OwnerToken, Record,
+    Reservation, Store, StoreError,
+};
+use idem_stores::redis::client::aio::ConnectionManager;
+use idem_stores::redis::client::{self as redis, Client};
+use idem_stores::redis::{NotReplicated, RedisStore};
+use idem_tests::redis_server::TestRedis;
+use idem_tests::redis_target::RedisTarget;
+use tokio::sync::{oneshot, Semaphore};
+
+const WAITERS: usize = 100;
+/// How long the first call holds the key while the waiters wait.
+const HELD_FOR: Duration = Duration::from_secs(2);
+
+fn call(idem: &Idempotency, order: &str) -> Call {
+    let key = idem.key("orders.create").part(order).finish().unwrap();
+    Call::new(key, Fingerprint::of(order).unwrap())
+}
+
+/// The server's command counts while `WAITERS` callers wait `HELD_FOR` for one running call
+/// through `store`, and check that each of them got its outcome.
+async fn cost_of_waiting(
+    target: &RedisTarget,
+    store: impl Store,
+    order: &str,
+) -> Vec<(String, u64)> {
+    let idem = Idempotency::new(store).namespace("waiting");
+    let (started_tx, started) = oneshot::channel();
+    let (finish, finish_rx) = oneshot::channel::<()>();
+    let first = tokio::spawn({
+        let (idem, call) = (idem.clone(), call(&idem, order));
+        async move {
+            idem.run(call, async move {
+                started_tx.send(()).unwrap();
+                finish_rx.await.unwrap();
+                Ok::<_, Error>("created".to_owned())
+            })
+            .await
+        }
+    });
+    started.await.unwrap();
+    target.reset_command_stats().await;
+    let parked = Arc::new(Semaphore::new(0));
+    let waiters: Vec<_> = (0..WAITERS)
+        .map(|_| {
+            let (idem, parked) = (idem.clone(), parked.clone());
+            let call = call(&idem, order).wait(Duration::from_secs(30));
+            tokio::spawn(async move {
+                parked.add_permits(1);
+                idem.run(call, async { Ok::<_, Error>("ran again".to_owned()) })
+                    .await
+            })
+        })
+        .collect();
+    parked.acquire_many(WAITERS as u32).await.unwrap().forget();
+    // Letting time pass is what is measured: the key stays in progress this long.
+    tokio::time::sleep(HELD_FOR).await;
+    finish.send(()).unwrap();
+    assert!(!first.await.unwrap().unwrap().replayed);
+    for waiter in waiters {
+        let waited = waiter
+            .await
+            .unwrap()
+            .expect("every waiter gets the outcome");
+        assert_eq!(waited.value, "created");
+        assert!(waited.replayed);
+    }
+    target.command_calls().await
+}
+
+fn calls(commands: &[(String, u64)], name: &str) -> u64 {
+    commands
+        .iter()
+        .filter(|(command, _)| command == name)
+        .map(|(_, calls)| calls)
+        .sum()
+}
+
+/// The Redis store without its own `changed`: `Store::changed`'s default, which sleeps 25 ms
+/// and has the engine run the reserve script again, as the store did before it subscribed.
+struct DefaultWaiting(RedisStore);
+
+#[async_trait::async_trait]
+impl Store for DefaultWaiting {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        self.0.reserve(key, claim).await
+    }
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        self.0.complete(key, owner, record).await
+    }
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        self.0.release(key, owner).await
+    }
+    async fn renew(&self, key: &Key, owner: &OwnerToken, until: Millis) -> Result<(), StoreError> {
+        self.0.renew(key, owner, until).await
+    }
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        self.0.get(key).await
+    }
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        self.0.delete(key).await
+    }
+}
+
+/// 100 callers waiting two seconds for one key: with the store's subscription each runs the
+/// reserve script twice (before and after its wake-up); polling runs reads all along, and the
+/// trait's default poll runs the reserve script every 25 ms. The table is the measurement; the
+/// assertions are the wake-up's promise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_are_woken_by_publication_not_polling() {
+    let Some(target) = RedisTarget::on_owned().await else {
+        return;
+    };
+    let subscribed = cost_of_waiting(&target, target.another_store().await, "o-1").await;
+    let conn = ConnectionManager::new(Client::open(target.url()).unwrap())
+        .await
+        .unwrap();
+    let polling = RedisStore::from_connection(conn).with_prefix(target.prefix());
+    let polled = cost_of_waiting(&target, polling, "o-2").await;
+    let default = DefaultWaiting(target.another_store().await);
+    let defaulted = cost_of_waiting(&target, default, "o-3").await;
+
+    eprintln!("{WAITERS} callers waiting {HELD_FOR:?} for one key, commands on the server:");
+    eprintln!("| command | woken by publication | polling reads | default 25 ms poll |");
+    eprintln!("|---|---|---|---|");
+    for name in ["evalsha", "hmget", "subscribe", "unsubscribe", "publish"] {
+        let counts = [&subscribed, &polled, &defaulted].map(|c| calls(c, name));
+        eprintln!("| {name} | {} | {} | {} |", counts[0], counts[1], counts[2]);
+    }
+    let total = |commands: &[(String, u64)]| commands.iter().map(|(_, n)| n).sum::<u64>();
+    eprintln!(
+        "| all, scripts' own commands included | {} | {} | {} |",
+        total(&subscribed),
+        total(&polled),
+        total(&defaulted)
+    );
+
+    assert_eq!(
+        calls(&subscribed, "subscribe"),
+        1,
+        "one subscription for all waiters"
+    );
+    let scripts = calls(&subscribed, "evalsha");
+    assert!(
+        scripts <= 2 * WAITERS as u64 + 5,
+        "each waiter reserves before and after its wake-up, got {scripts} scripts: {subscribed:?}"
+    );
+    assert!(
+        calls(&subscribed, "hmget") < calls(&polled, "hmget"),
+        "publication must spare the polling reads: {subscribed:?} vs {polled:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_eviction_policy_is_read_at_connect() {
+    let Some(evicting) = TestRedis::start_with(&["--maxmemory-policy", "allkeys-lru"]) else {
+        return;
+    };
+    let store = RedisStore::connect(evicting.url()).await.unwrap();
+    assert_eq!(
+        store.eviction_policy().await.unwrap().as_deref(),
+        Some("allkeys-lru")
+    );
+    let Some(safe) = TestRedis::start_owned() else {
+        return;
+    };
+    let store = RedisStore::connect(safe.url()).await.unwrap();
+    assert_eq!(
+        store.eviction_policy().await.unwrap().as_deref(),
+        Some("noeviction")
+    );
+}
+
+/// Waits until `primary` reports `replicas` connected replicas in sync.
+async fn wait_for_sync(primary: &TestRedis, replicas: usize) {
+    let mut conn = Client::open(primary.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let synced = format!("connected_slaves:{replicas}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if info.contains(&synced) && info.contains("state=online") {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the replica did not sync: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_replicas_waits_after_reserve_and_complete() {
+    let Some(primary) = TestRedis::start_owned() else {
+        return;
+    };
+    let port = primary.port().to_string();
+    let Some(_replica) = TestRedis::start_with(&["--replicaof", "127.0.0.1", &port]) else {
+        return;
+    };
+    wait_for_sync(&primary, 1).await;
+    let target = RedisTarget::on(primary).await;
+    let store = RedisStore::builder(Client::open(target.url()).unwrap())
+        .prefix(target.prefix())
+        .wait_for_replicas(1, Duration::from_secs(5))
+        .connect()
+        .await
+        .unwrap();
+    let idem = Idempotency::new(store);
+    // Loads the scripts, so that the count below has one request per script.
+    idem.run(call(&idem, "warm-up"), async { Ok::<_, Error>(0u64) })
+        .await
+        .unwrap();
+    target.reset_command_stats().await;
+    let done = idem
+        .run(call(&idem, "o-1"), async { Ok::<_, Error>(1u64) })
+        .await
+        .unwrap();
+    assert!(!done.replayed);
+    let commands = target.command_calls().await;
+    assert_eq!(calls(&commands, "wait"), 2, "{commands:?}");
+    assert_eq!(calls(&commands, "evalsha"), 2, "{commands:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_few_replicas_fail_the_call_closed() {
+    let Some(target) = RedisTarget::on_owned().await else {
+        return;
+    };
+    let store = RedisStore::builder(Client::open(target.url()).unwrap())
+        .prefix(target.prefix())
+        .wait_for_replicas(1, Duration::from_millis(50))
+        .connect()
+        .await
+        .unwrap();
+    let idem = Idempotency::new(store);
+    let mut ran = false;
+    let err = idem
+        .run(call(&idem, "o-1"), async {
+            ran = true;
+            Ok::<_, Error>(1u64)
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        !ran,
+        "the function must not run on an unreplicated reservation"
+    );
+    let Error::Store(source) = &err else {
+        panic!("expected Error::Store, got {err:?}")
+    };
+    assert!(source.downcast_ref::<NotReplicated>().is_some(), "{source}");
+    assert!(err.is_retryable());
+    // The reservation was released, so a store without the requirement runs the call.
+    let plain = Idempotency::new(target.another_store().await);
+    let done = plain
+        .run(call(&plain, "o-1").wait(Duration::from_secs(5)), async {
+            Ok::<_, Error>(2u64)
+        })
+        .await
+        .unwrap();
+    assert_eq!((done.value, done.replayed), (2, false));
+}
