@@ -23,14 +23,16 @@
 //!
 //! | attribute | type | in-progress record | completed record |
 //! |---|---|---|---|
-//! | `pk` | S | key prefix + idempotency key | same |
+//! | `pk` | S | key prefix, `\|`, idempotency key ([`Key::with_prefix`](idem_core::Key::with_prefix)) | same |
 //! | `state` | S | `in_progress` | `completed` |
 //! | `fingerprint` | S | the arguments' SHA-256, hex | same |
 //! | `live_until_ms` | N | lease deadline, ms since the epoch | expiry, ms since the epoch |
 //! | `ttl` | N | `live_until_ms` plus [`LEASE_GRACE`](idem_core::LEASE_GRACE), in seconds, rounded up | `live_until_ms` in seconds, rounded up |
 //! | `owner` | S | owner token | the token of the owner that completed it |
-//! | `outcome` | S | — | `ok` or `err` |
-//! | `body` | S | — | the serialised value (JSON text; B if it is not UTF-8) |
+//! | `fencing_token` | N | the reservation's fencing token | — |
+//! | `attempt` | N | 1, one more per takeover by the same call | — |
+//! | `outcome` | S | — | `ok`, `err` or `aborted` |
+//! | `body` | S | — | the serialised value (JSON text; B if it is not UTF-8); absent when aborted |
 //!
 //! A record counts while `now < live_until_ms`, with `now` from the caller's clock. idem checks
 //! that on every read and in every conditional write; the `ttl` attribute only lets DynamoDB's
@@ -42,14 +44,17 @@
 //! so each operation is atomic.
 //!
 //! - **reserve**: `PutItem` of the in-progress item with the condition
-//!   `attribute_not_exists(pk) OR (state = completed AND live_until_ms <= :now) OR
-//!   (state = in_progress AND live_until_ms <= :now AND fingerprint = :fp) OR
-//!   (state = in_progress AND live_until_ms <= :abandoned)`, `:abandoned` being `now` less
-//!   [`LEASE_GRACE`](idem_core::LEASE_GRACE) (each expiry
-//!   comparison guarded by `attribute_type(live_until_ms, N)`), with `ReturnValues = ALL_OLD` (a
-//!   replaced in-progress item means a takeover, and its owner is reported) and
+//!   `attribute_not_exists(pk) OR (state = completed AND live_until_ms <= :now)` (the expiry
+//!   comparison guarded by `attribute_type(live_until_ms, N)`) and
 //!   `ReturnValuesOnConditionCheckFailure = ALL_OLD`: when the condition fails, the error carries
-//!   the live item, so a replay, a conflict or a mismatch costs this one request.
+//!   the item, so a replay, a conflict or a mismatch costs this one request.
+//! - **takeover**: when that item is an in-progress record whose lease passed (with the claim's
+//!   fingerprint, or abandoned: lease passed more than [`LEASE_GRACE`](idem_core::LEASE_GRACE)
+//!   ago), a second `PutItem` writes the record of
+//!   [`InProgress::taking_over`](idem_core::InProgress::taking_over) (attempt and fencing token
+//!   counted on from the old item) on the condition `state = in_progress AND owner = :previous
+//!   AND live_until_ms = :previous_lease`: the item is still exactly the record read. A put can't
+//!   compute the next attempt and token from the old item, so a takeover costs two requests.
 //! - **complete**: `PutItem` of the completed item on `state = in_progress AND owner = :owner`.
 //!   The item's size is checked first ([`item_size`], conservatively): a record over
 //!   [`MAX_ITEM_SIZE`] bytes (DynamoDB allows 400 KB) is refused with
@@ -82,8 +87,17 @@
 //! engine only logs.
 //!
 //! A call that runs the function therefore costs two requests (reserve, then complete or
-//! release), a replay, a conflict or a mismatch one, plus one renewal per third of the lease while
-//! the function runs.
+//! release), a replay, a conflict or a mismatch one, a takeover one more, plus one renewal per
+//! third of the lease until the outcome is stored.
+//!
+//! # Global Tables
+//!
+//! DynamoDB checks a condition against the item in the region that receives the write, and
+//! replicates between regions afterwards, last writer winning. With a Global Table, two callers
+//! in two regions can therefore both reserve one key and both run the function. Keep idem's
+//! table in one region (callers elsewhere pay the latency), or route every call for a key to one
+//! region, and pass [`CallContext::key`](idem_core::CallContext::key) to the downstream provider
+//! as its idempotency key so that it deduplicates what slips through.
 
 mod error;
 mod item;
