@@ -54,6 +54,8 @@ impl std::fmt::Display for PayError {
 struct SlowCharge {
     started: Semaphore,
     proceed: Semaphore,
+    /// Whether the card is charged before the hold (only the answer is slow) or after it.
+    charged_first: bool,
 }
 
 /// The card network: records every charge it makes.
@@ -67,10 +69,23 @@ impl CardNetwork {
     /// Charges the card; cards ending in `0002` are declined.
     pub async fn charge(&self, req: &ChargeRequest) -> Result<Receipt, PayError> {
         let slow = self.slow.lock().unwrap().get(&req.order_id).cloned();
+        let charged_first = slow.as_ref().is_some_and(|slow| slow.charged_first);
+        let receipt = if charged_first {
+            Some(self.record(req)?)
+        } else {
+            None
+        };
         if let Some(slow) = slow {
             slow.started.add_permits(1);
             slow.proceed.acquire().await.unwrap().forget();
         }
+        match receipt {
+            Some(receipt) => Ok(receipt),
+            None => self.record(req),
+        }
+    }
+
+    fn record(&self, req: &ChargeRequest) -> Result<Receipt, PayError> {
         if req.card.ends_with("0002") {
             return Err(PayError::Declined);
         }
@@ -88,10 +103,11 @@ impl CardNetwork {
         charges.iter().filter(|(c, _)| c == card).count()
     }
 
-    fn hold(&self, order_id: &str) -> Arc<SlowCharge> {
+    fn hold(&self, order_id: &str, charged_first: bool) -> Arc<SlowCharge> {
         let slow = Arc::new(SlowCharge {
             started: Semaphore::new(0),
             proceed: Semaphore::new(0),
+            charged_first,
         });
         self.slow
             .lock()
@@ -141,7 +157,7 @@ pub async fn play(payments: Arc<impl Payments>) {
     println!("    the same receipt; the card was charged {charged} time");
     assert_eq!(charged, 1);
 
-    let slow = payments.network().hold("order-1002");
+    let slow = payments.network().hold("order-1002", false);
     let in_flight = {
         let payments = payments.clone();
         tokio::spawn(async move { payments.charge(request("order-1002", card, 990)).await })
@@ -188,7 +204,29 @@ pub async fn play(payments: Arc<impl Payments>) {
     );
     assert!(corrected.is_ok());
 
+    let answer_lost = payments.network().hold("order-1004", true);
+    let disconnected = {
+        let payments = payments.clone();
+        tokio::spawn(async move { payments.charge(request("order-1004", card, 2_500)).await })
+    };
+    answer_lost.started.acquire().await.unwrap().forget();
+    disconnected.abort();
+    let _ = disconnected.await;
+    println!("7. order-1004 is charged, then the client disconnects and the server drops the call");
+    let retry = payments.charge(request("order-1004", card, 2_500)).await;
+    show(
+        "8. the client retries order-1004 at once (the key is held: on_abort = \"hold\")",
+        &retry,
+    );
+    let Err(PayError::Idempotency(idem_core::Error::InProgress { retry_after, .. })) = retry else {
+        panic!("a dropped call must hold its key, got {retry:?}");
+    };
+    println!(
+        "    retry after {} s, once the lease passes; the card was charged once for it",
+        retry_after.as_secs_f64().ceil()
+    );
+
     let charges = payments.network().charges_for(card);
-    println!("\ncard {card} was charged {charges} times for 3 orders: once per order.");
-    assert_eq!(charges, 3);
+    println!("\ncard {card} was charged {charges} times for 4 orders: once per order.");
+    assert_eq!(charges, 4);
 }
