@@ -166,7 +166,8 @@ macro_rules! conformance_tests {
             context_is_set_only_inside_a_body,
             attempt_and_fencing_token_grow_across_a_takeover,
             lease_lost_fires_when_another_owner_took_over,
-            renewal_continues_through_a_slow_completion
+            renewal_continues_through_a_slow_completion,
+            completion_retries_stop_before_the_lease_passes
         );
     };
 }

@@ -9,7 +9,9 @@ use async_trait::async_trait;
 use tokio::sync::Semaphore;
 
 use crate::error::Message;
-use crate::{Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, Store, StoreError};
+use crate::{
+    Claim, Completed, Key, ManualClock, Millis, OwnerToken, Record, Reservation, Store, StoreError,
+};
 
 pub(crate) struct Probe {
     inner: Arc<dyn Store>,
@@ -21,6 +23,11 @@ pub(crate) struct Probe {
     lost_completions: AtomicUsize,
     /// Holds the first reserve after it is applied, or the first complete before it is sent.
     hold: Option<Hold>,
+    /// Fails every completion without applying it, moving this clock on by the given time
+    /// each time, as an outage that lasts.
+    outage: Option<(ManualClock, Duration)>,
+    /// How many completions were asked for.
+    pub(crate) completions: AtomicUsize,
 }
 
 /// Which request a [`Hold`] holds.
@@ -67,6 +74,8 @@ impl Probe {
             unreachable: false,
             lost_completions: AtomicUsize::new(0),
             hold: None,
+            outage: None,
+            completions: AtomicUsize::new(0),
         })
     }
 
@@ -78,6 +87,8 @@ impl Probe {
             unreachable: true,
             lost_completions: AtomicUsize::new(0),
             hold: None,
+            outage: None,
+            completions: AtomicUsize::new(0),
         })
     }
 
@@ -90,6 +101,8 @@ impl Probe {
             unreachable: false,
             lost_completions: AtomicUsize::new(count),
             hold: None,
+            outage: None,
+            completions: AtomicUsize::new(0),
         })
     }
 
@@ -106,8 +119,28 @@ impl Probe {
                 reached: Semaphore::new(0),
                 proceed: Semaphore::new(0),
             }),
+            outage: None,
+            completions: AtomicUsize::new(0),
         });
         (probe.clone(), probe)
+    }
+
+    /// Fails every completion with a backend error, without applying it, and moves `clock` on
+    /// by `each` per failure: a store outage during which time passes.
+    pub(crate) fn failing_completions(
+        inner: Arc<dyn Store>,
+        clock: ManualClock,
+        each: Duration,
+    ) -> Arc<Probe> {
+        Arc::new(Probe {
+            inner,
+            parked: Arc::new(Semaphore::new(0)),
+            unreachable: false,
+            lost_completions: AtomicUsize::new(0),
+            hold: None,
+            outage: Some((clock, each)),
+            completions: AtomicUsize::new(0),
+        })
     }
 
     /// The hold set up by [`Probe::holding`].
@@ -139,7 +172,12 @@ impl Store for Probe {
         owner: &OwnerToken,
         record: &Completed,
     ) -> Result<(), StoreError> {
+        self.completions.fetch_add(1, Ordering::SeqCst);
         self.maybe_hold(Held::Complete).await;
+        if let Some((clock, each)) = &self.outage {
+            clock.advance(*each);
+            return Err(StoreError::backend(Message("connection refused".into())));
+        }
         self.inner.complete(key, owner, record).await?;
         let lose = self
             .lost_completions

@@ -194,3 +194,34 @@ pub async fn renewal_continues_through_a_slow_completion(ctx: Context) {
     );
     assert_eq!(side_effect.runs(), 1);
 }
+
+/// Semantic 7: once the body ran, storing its outcome is retried only while the lease holds;
+/// a retry that would outlast it is not made, since another caller may own the key by then.
+pub async fn completion_retries_stop_before_the_lease_passes(ctx: Context) {
+    let clock = ManualClock::new();
+    let lease = Duration::from_secs(60);
+    // Each failed completion takes 50 s of the 60 s lease: after the second, less of the lease
+    // is left than the next pause, so the engine stops after two attempts instead of three.
+    let outage = Probe::failing_completions(ctx.store().clone(), clock.clone(), lease * 5 / 6);
+    let store: std::sync::Arc<dyn crate::Store> = outage.clone();
+    let idem = ctx.handle_with(clock, store);
+    let side_effect = Charge::instant();
+    let err = charge(
+        &idem,
+        call(&ctx, "o-ctx-5", 1).lease(lease),
+        1,
+        &side_effect,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store(_))),
+        "got {err:?}"
+    );
+    assert_eq!(
+        outage.completions.load(Ordering::SeqCst),
+        2,
+        "the third attempt would come after the lease passed"
+    );
+    assert_eq!(side_effect.runs(), 1);
+}
