@@ -24,7 +24,9 @@ pub mod checks;
 mod probes;
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -98,16 +100,60 @@ pub fn backends_required() -> bool {
     std::env::var("IDEM_REQUIRE_BACKENDS").is_ok_and(|v| v == "1" || v == "true")
 }
 
-/// Runs one check on a multi-threaded runtime: builds the target with `factory`, skipping (or
-/// failing, see [`backends_required`]) when it returns `None`.
-pub fn run<T, F, Fut, C, CFut>(name: &str, factory: F, check: C)
+/// How long one check may take before it fails, naming itself: a broken store must fail the
+/// suite, not hang it.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One conformance check: its name and its function.
+#[derive(Clone, Copy)]
+pub struct Check {
+    /// The check's name, as its `#[test]` is named.
+    pub name: &'static str,
+    /// Runs the check; panics when the store breaks the contract.
+    pub run: fn(Context) -> BoxFuture,
+}
+
+/// The future of a running check.
+pub type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+impl std::fmt::Debug for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Every check of the suite, in the order [`conformance_tests!`](crate::conformance_tests)
+/// generates them.
+pub fn all_checks() -> Vec<Check> {
+    crate::__with_checks!(list)
+}
+
+/// Runs `check` against `target` on the current runtime, failing with the check's name if it
+/// takes longer than `timeout`.
+pub async fn run_check(check: Check, target: Arc<dyn Target>, timeout: Duration) {
+    let running = (check.run)(Context::new(target));
+    if tokio::time::timeout(timeout, running).await.is_err() {
+        panic!(
+            "conformance check `{}` timed out after {timeout:?}: a store that breaks the contract \
+             can leave it waiting forever; see which wait it reports above, if any",
+            check.name
+        );
+    }
+}
+
+/// Runs the check called `name` on a multi-threaded runtime: builds the target with `factory`,
+/// skipping (or failing, see [`backends_required`]) when it returns `None`. Fails after
+/// [`CHECK_TIMEOUT`].
+pub fn run<T, F, Fut>(name: &str, factory: F)
 where
     T: Target,
     F: FnOnce() -> Fut,
     Fut: Future<Output = Option<T>>,
-    C: FnOnce(Context) -> CFut,
-    CFut: Future<Output = ()>,
 {
+    let check = all_checks()
+        .into_iter()
+        .find(|check| check.name == name)
+        .unwrap_or_else(|| panic!("no conformance check named `{name}`"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
@@ -122,8 +168,17 @@ where
             eprintln!("SKIPPED conformance check `{name}`: no store to test (set IDEM_REQUIRE_BACKENDS=1 to fail instead)");
             return;
         };
-        check(Context::new(Arc::new(target))).await;
+        run_check(check, Arc::new(target), CHECK_TIMEOUT).await;
     });
+}
+
+/// Waits for `future`, failing with `what` it was waiting for after `within`: the checks wrap
+/// every wait that a broken store could make endless.
+pub(crate) async fn waiting_for<F: Future>(what: &str, within: Duration, future: F) -> F::Output {
+    match tokio::time::timeout(within, future).await {
+        Ok(output) => output,
+        Err(_) => panic!("timed out after {within:?} waiting for {what}"),
+    }
 }
 
 /// Generates one `#[test]` per conformance check for the target built by `$factory`, an
@@ -131,8 +186,18 @@ where
 #[macro_export]
 macro_rules! conformance_tests {
     ($factory:path) => {
-        $crate::__conformance_tests!(
-            $factory;
+        $crate::__with_checks!(tests $factory);
+    };
+}
+
+/// Expands `$mode` (`tests FACTORY` or `list`) of [`__checks`](crate::__checks) with the name of
+/// every check: the one list of checks, which the generated tests and [`all_checks`] share.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_checks {
+    ($mode:ident $($factory:path)?) => {
+        $crate::__checks! {
+            $mode [$($factory)?]
             fresh_call_runs_then_replays,
             concurrent_reservations_admit_exactly_one,
             concurrent_callers_run_once,
@@ -167,18 +232,30 @@ macro_rules! conformance_tests {
             attempt_and_fencing_token_grow_across_a_takeover,
             lease_lost_fires_when_another_owner_took_over,
             renewal_continues_through_a_slow_completion,
-            completion_retries_stop_before_the_lease_passes
-        );
+            completion_retries_stop_before_the_lease_passes,
+            lease_passes_exactly_at_its_deadline,
+            ttl_passes_exactly_at_expiry,
+            abandonment_starts_exactly_a_grace_after_the_lease,
+            fenced_writes_never_recreate_a_record,
+            a_completed_record_is_not_renewed,
+            ttl_is_counted_from_completion,
+        }
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __conformance_tests {
-    ($factory:path; $($check:ident),* $(,)?) => {$(
+macro_rules! __checks {
+    (tests [$factory:path] $($check:ident),* $(,)?) => {$(
         #[test]
         fn $check() {
-            $crate::testing::run(stringify!($check), $factory, $crate::testing::checks::$check);
+            $crate::testing::run(stringify!($check), $factory);
         }
     )*};
+    (list [] $($check:ident),* $(,)?) => {
+        vec![$($crate::testing::Check {
+            name: stringify!($check),
+            run: |ctx| ::std::boxed::Box::pin($crate::testing::checks::$check(ctx)),
+        }),*]
+    };
 }

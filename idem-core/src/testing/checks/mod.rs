@@ -2,9 +2,16 @@
 
 mod aborts;
 mod call_context;
+mod edges;
 
 pub use aborts::*;
 pub use call_context::*;
+pub use edges::*;
+
+/// How long a check waits for an answer that a correct store gives at once (or within its
+/// polling interval): past it, the store is taken to have admitted a duplicate into a held
+/// body, or never to wake a waiter.
+pub(crate) const PROMPTLY: Duration = Duration::from_secs(10);
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -13,6 +20,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::probes::{Held, Probe};
+use super::waiting_for;
 use super::Context;
 use crate::fencing;
 use crate::Clock as _;
@@ -200,7 +208,12 @@ pub async fn concurrent_callers_run_once(ctx: Context) {
     }
     let mut conflicts = 0;
     for _ in 0..199 {
-        match done_rx.recv().await.expect("every caller answers") {
+        let answer = waiting_for(
+            "199 duplicates to be told InProgress (a store that admits one parks it in the held body)",
+            PROMPTLY,
+            done_rx.recv(),
+        );
+        match answer.await.expect("every caller answers") {
             Err(Error::InProgress { .. }) => conflicts += 1,
             other => panic!("while the first call runs, others must get InProgress, got {other:?}"),
         }
@@ -222,9 +235,14 @@ pub async fn concurrent_callers_run_once(ctx: Context) {
     );
 }
 
-/// Semantic 3 with waiting: 200 concurrent waiting callers all get the single execution's value.
+/// Semantic 3 with waiting: 200 concurrent waiting callers all get the single execution's
+/// value, and they did wait for it: the body finishes only once some of them are parked.
 pub async fn concurrent_waiters_all_get_the_one_result(ctx: Context) {
-    let idem = ctx.handle();
+    let parked = Arc::new(Semaphore::new(0));
+    let idem = ctx.handle_with(
+        crate::SystemClock,
+        Probe::observing(ctx.store().clone(), parked.clone()),
+    );
     let side_effect = Charge::held();
     let tasks: Vec<_> = (0..200)
         .map(|_| {
@@ -237,10 +255,18 @@ pub async fn concurrent_waiters_all_get_the_one_result(ctx: Context) {
         })
         .collect();
     side_effect.wait_started().await;
+    let waited = parked.acquire_many(100);
+    waiting_for("100 duplicates to wait", PROMPTLY, waited)
+        .await
+        .unwrap()
+        .forget();
     side_effect.finish();
     let mut fresh = 0;
     for task in tasks {
-        let executed = task.await.unwrap().expect("waiters get the result");
+        let executed = waiting_for("a waiter to be woken", PROMPTLY, task)
+            .await
+            .unwrap()
+            .expect("waiters get the result");
         assert_eq!(executed.value, "receipt-1-5");
         fresh += usize::from(!executed.replayed);
     }
@@ -254,9 +280,14 @@ pub async fn duplicate_in_flight_is_in_progress(ctx: Context) {
     let side_effect = Charge::held();
     let first = spawn_charge(&idem, call(&ctx, "o-2", 7), 7, &side_effect);
     side_effect.wait_started().await;
-    let duplicate = charge(&idem, call(&ctx, "o-2", 7), 7, &side_effect)
-        .await
-        .unwrap_err();
+    let duplicate = charge(&idem, call(&ctx, "o-2", 7), 7, &side_effect);
+    let duplicate = waiting_for(
+        "the duplicate to be refused (a store that admits it parks it in the held body)",
+        PROMPTLY,
+        duplicate,
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(duplicate, Error::InProgress { .. }),
         "got {duplicate:?}"
@@ -284,12 +315,19 @@ pub async fn waiting_duplicate_gets_the_result(ctx: Context) {
         9,
         &side_effect,
     );
-    parked.acquire().await.unwrap().forget();
-    side_effect.finish();
-    let waited = waiter
+    waiting_for("the duplicate to wait", PROMPTLY, parked.acquire())
         .await
         .unwrap()
-        .expect("the waiter gets the first call's value");
+        .forget();
+    side_effect.finish();
+    let waited = waiting_for(
+        "the waiter to be woken by the completion, well before its 20 s wait ends",
+        PROMPTLY,
+        waiter,
+    )
+    .await
+    .unwrap()
+    .expect("the waiter gets the first call's value");
     assert_eq!(
         waited,
         Executed {
@@ -358,15 +396,25 @@ pub async fn mismatch_on_lease_passed_record(ctx: Context) {
 /// Semantic 4 for a caller that asked to wait: refused at once, not parked.
 pub async fn mismatch_while_waiting(ctx: Context) {
     let idem = ctx.handle();
+    let parked = Arc::new(Semaphore::new(0));
+    let observed = ctx.handle_with(
+        crate::SystemClock,
+        Probe::observing(ctx.store().clone(), parked.clone()),
+    );
     let side_effect = Charge::held();
     let first = spawn_charge(&idem, call(&ctx, "o-7", 10), 10, &side_effect);
     side_effect.wait_started().await;
     assert_mismatch_leaves_record(
         &ctx,
-        &idem,
+        &observed,
         call(&ctx, "o-7", 999).wait(Duration::from_secs(60)),
     )
     .await;
+    assert_eq!(
+        parked.available_permits(),
+        0,
+        "a mismatch must be refused at once, never parked"
+    );
     side_effect.finish();
     first.await.unwrap().unwrap();
 }
@@ -457,7 +505,13 @@ pub async fn lease_is_renewed_while_running(ctx: Context) {
     side_effect.wait_started().await;
     // Letting real time pass is the point here: three leases' worth.
     tokio::time::sleep(lease * 3).await;
-    let duplicate = charge(&idem, call(&ctx, "o-12", 1).lease(lease), 1, &side_effect).await;
+    let duplicate = charge(&idem, call(&ctx, "o-12", 1).lease(lease), 1, &side_effect);
+    let duplicate = waiting_for(
+        "the duplicate to be refused (a store that lets it take over parks it in the held body)",
+        PROMPTLY,
+        duplicate,
+    )
+    .await;
     assert!(
         matches!(duplicate, Err(Error::InProgress { .. })),
         "a renewed lease must hold, got {duplicate:?}"
@@ -596,6 +650,9 @@ pub async fn ttl_expiry_makes_the_key_new(ctx: Context) {
 }
 
 /// Semantic 9: when the store fails, the function does not run and the caller gets `Store`.
+///
+/// The failure is injected by a probe in front of the store, so this checks the engine, and
+/// passes for any store; each store's own fault tests kill its real server.
 pub async fn store_failure_fails_closed(ctx: Context) {
     let idem = ctx.handle_with(crate::SystemClock, Probe::unreachable(ctx.store().clone()));
     let side_effect = Charge::instant();
@@ -612,6 +669,9 @@ pub async fn store_failure_fails_closed(ctx: Context) {
 }
 
 /// A stored result that no longer decodes as the function's type is a codec error.
+///
+/// The store only has to hand back the bytes it was given, which every other check needs too;
+/// the decoding is the engine's.
 pub async fn undecodable_result_is_a_codec_error(ctx: Context) {
     let idem = ctx.handle();
     let stored: Executed<String> = idem
