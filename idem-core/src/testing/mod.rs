@@ -20,6 +20,7 @@
 //!
 //! Each check uses keys in a namespace of its own, so one store may serve every check.
 
+pub mod broken;
 pub mod checks;
 mod probes;
 

@@ -521,8 +521,9 @@ pub async fn lease_is_renewed_while_running(ctx: Context) {
     assert_eq!(side_effect.runs(), 1);
 }
 
-/// Semantic 7: after the lease passes another caller takes over; the stale owner's completion
-/// is refused with `LeaseLost` and the new owner's record stands.
+/// Semantic 7: after the lease passes another caller takes over; the stale owner's completion,
+/// made while the new owner still runs, is refused with `LeaseLost` and the new owner's record
+/// stands.
 pub async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
     let clock = ManualClock::new();
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
@@ -531,20 +532,21 @@ pub async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
     let stale = spawn_charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &stale_effect);
     stale_effect.wait_started().await;
     clock.advance(lease + Duration::from_secs(1));
-    let new_effect = Charge::named("new", false);
-    let taken = charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &new_effect)
-        .await
-        .unwrap();
+    // The stale owner finishes while the new one still runs, and again once it finished.
+    let new_effect = Charge::named("new", true);
+    let taken = spawn_charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &new_effect);
+    new_effect.wait_started().await;
+    stale_effect.finish();
+    let refused = stale.await.unwrap().unwrap_err();
+    assert_lease_lost_after_run(&refused);
+    new_effect.finish();
     assert_eq!(
-        taken,
+        taken.await.unwrap().unwrap(),
         Executed {
             value: "new-1-1".into(),
             replayed: false
         }
     );
-    stale_effect.finish();
-    let refused = stale.await.unwrap().unwrap_err();
-    assert_lease_lost_after_run(&refused);
     let replay = charge(&idem, call(&ctx, "o-13", 1), 1, &Charge::instant())
         .await
         .unwrap();
