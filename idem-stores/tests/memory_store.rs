@@ -104,21 +104,32 @@ async fn waiters_are_woken_by_completion_not_polling() {
     );
 }
 
+/// A waiter on a key whose record is finished, or missing, returns at once instead of waiting
+/// out its hour.
 #[tokio::test]
 async fn a_key_with_a_finished_record_does_not_block_waiters() {
     let store = MemoryStore::new();
-    let key = Idempotency::new(store.clone())
-        .key("none")
-        .finish()
-        .unwrap();
-    // No record at all: returns at once instead of waiting out the hour.
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        store.changed(&key, Duration::from_secs(3600)),
-    )
+    let idem = Idempotency::new(store.clone());
+    let done = idem.key("done").finish().unwrap();
+    idem.run(Call::new(done.clone(), Fingerprint::empty()), async {
+        Ok::<_, Error>(1)
+    })
     .await
-    .expect("returns at once")
     .unwrap();
+    assert!(matches!(
+        store.get(&done).await.unwrap(),
+        Some(idem_core::Record::Completed(_))
+    ));
+    let none = idem.key("none").finish().unwrap();
+    for key in [done, none] {
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            store.changed(&key, Duration::from_secs(3600)),
+        )
+        .await
+        .expect("returns at once")
+        .unwrap();
+    }
 }
 
 /// A full store fails a new reservation closed, evicts no live record, and makes room from

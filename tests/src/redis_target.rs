@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures_util::StreamExt;
 use idem_core::testing::Target;
 use idem_core::{Key, OwnerToken, Store};
 use idem_stores::redis::client::aio::MultiplexedConnection;
@@ -112,6 +113,40 @@ impl RedisTarget {
             .expect("CONFIG RESETSTAT works");
     }
 
+    /// Runs `scenario` and returns its output with the commands clients sent the server
+    /// meanwhile, in order, as `MONITOR` saw them: commands scripts ran inside the server are
+    /// left out, so every request counts once and a stray plain command shows. The raw
+    /// connection's own set-up is left out too.
+    pub async fn client_commands<F: std::future::Future>(
+        &self,
+        scenario: F,
+    ) -> (F::Output, Vec<String>) {
+        let client = Client::open(self.redis.url()).expect("a valid Redis URL");
+        let monitor = client.get_async_monitor().await.expect("MONITOR works");
+        let mut lines = monitor.into_on_message::<String>();
+        let output = scenario.await;
+        // Everything the server ran before this marker is in the stream before it.
+        let marker = format!("end-of-scenario-{}", OwnerToken::generate().as_str());
+        let mut raw = self.raw().await;
+        let _: String = redis::cmd("ECHO")
+            .arg(&marker)
+            .query_async(&mut raw)
+            .await
+            .expect("ECHO works");
+        let mut commands = Vec::new();
+        while let Some(line) = lines.next().await {
+            if line.contains(&marker) {
+                return (output, commands);
+            }
+            if let Some(command) = client_command(&line) {
+                if !matches!(command.as_str(), "CLIENT" | "HELLO") {
+                    commands.push(command);
+                }
+            }
+        }
+        panic!("the MONITOR stream ended before the marker");
+    }
+
     /// The commands the server ran since the last reset, from `INFO commandstats`, leaving out
     /// the `CONFIG` and `INFO` commands of the measurement itself, and the connection set-up
     /// (`CLIENT`, `HELLO`) of the raw connection used to measure.
@@ -133,6 +168,17 @@ impl RedisTarget {
             })
             .collect()
     }
+}
+
+/// The name of the command a `MONITOR` line shows a client sending, in upper case; `None` for
+/// commands a script ran inside the server (`[0 lua]`) and lines that are not commands.
+fn client_command(line: &str) -> Option<String> {
+    // `1700000000.123456 [0 127.0.0.1:50000] "EVALSHA" "..."`
+    let (source, rest) = line.split_once("] ")?;
+    if source.ends_with(" lua") {
+        return None;
+    }
+    Some(rest.split('"').nth(1)?.to_uppercase())
 }
 
 /// `(command, calls)` for every `cmdstat_NAME:calls=N,...` line.
@@ -217,5 +263,23 @@ impl Target for RedisClusterTarget {
             .await
             .expect("SET works");
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::client_command;
+
+    #[test]
+    fn monitor_lines_tell_clients_from_scripts() {
+        assert_eq!(
+            client_command(r#"1700000000.123456 [0 127.0.0.1:50000] "EVALSHA" "abc" "1""#),
+            Some("EVALSHA".to_owned())
+        );
+        assert_eq!(
+            client_command(r#"1700000000.123456 [0 lua] "HGETALL" "k""#),
+            None
+        );
+        assert_eq!(client_command("OK"), None);
     }
 }

@@ -116,6 +116,29 @@ impl Payments {
         Ok(self.body(order, amount).await)
     }
 
+    /// A lease of one second, and a stable name instead of the default.
+    #[idempotent(
+        store = "self.idem",
+        key = "order",
+        lease = "1s",
+        name = "payments.charge.v1"
+    )]
+    async fn charge_briefly(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
+        Ok(self.body(order, amount).await)
+    }
+
+    /// Fingerprints `amount` only: `note` may change between retries.
+    #[idempotent(store = "self.idem", key = "order", fingerprint = "amount")]
+    async fn charge_with_note(
+        &self,
+        order: &str,
+        amount: u64,
+        note: &str,
+    ) -> Result<Receipt, PayError> {
+        let _ = note;
+        Ok(self.body(order, amount).await)
+    }
+
     #[idempotent(store = "self.idem", scope = "tenant", key = "order")]
     async fn charge_for(&self, tenant: &str, order: &str) -> Result<Receipt, PayError> {
         Ok(self.body(order, 1).await)
@@ -536,10 +559,19 @@ async fn methods_of_two_types_with_the_same_name_do_not_collide() {
     assert_eq!(invoices.create(7).await, Ok(2));
 }
 
-/// A free function on a handle passed as an argument, which is not fingerprinted.
-#[idempotent(store = "idem", key = "\"fixed\"", skip = "runs")]
+/// A request context that carries the handle next to data that differs on every request.
+#[derive(Serialize)]
+struct RequestContext {
+    #[serde(skip)]
+    idem: Idempotency,
+    request_id: u64,
+}
+
+/// A free function whose handle comes from an argument: that argument is the root of `store`,
+/// so it is left out of the fingerprint.
+#[idempotent(store = "ctx.idem", key = "\"fixed\"", skip = "runs")]
 async fn send_welcome_mail(
-    idem: &Idempotency,
+    ctx: &RequestContext,
     runs: &AtomicUsize,
     to: &str,
 ) -> Result<usize, PayError> {
@@ -550,21 +582,77 @@ async fn send_welcome_mail(
 #[tokio::test]
 async fn the_handle_argument_is_not_fingerprinted() {
     let idem = Idempotency::new(MemoryStore::new());
+    let request = |request_id| RequestContext {
+        idem: idem.clone(),
+        request_id,
+    };
     let runs = AtomicUsize::new(0);
     assert_eq!(
-        send_welcome_mail(&idem, &runs, "a@example.com").await,
+        send_welcome_mail(&request(1), &runs, "a@example.com").await,
         Ok(1)
     );
-    // Same key, same `to`: a replay, whatever the handle argument is.
+    // Same key, same `to`, another request id in the context: a replay, so the context (which
+    // serialises differently) is not fingerprinted.
     assert_eq!(
-        send_welcome_mail(&idem.clone(), &runs, "a@example.com").await,
+        send_welcome_mail(&request(2), &runs, "a@example.com").await,
         Ok(1)
     );
     // Same key, other `to`: a mismatch, so `to` is fingerprinted.
     assert_eq!(
-        send_welcome_mail(&idem, &runs, "b@example.com").await,
+        send_welcome_mail(&request(3), &runs, "b@example.com").await,
         Err(PayError::Idem(422))
     );
+}
+
+#[tokio::test]
+async fn lease_sets_how_long_a_crashed_call_holds_the_key() {
+    let clock = ManualClock::new();
+    let payments = Payments::on(Idempotency::new(MemoryStore::new()).clock(clock.clone()));
+    cancel_mid_body(&payments, payments.charge_briefly("o-1", 5)).await;
+    assert_eq!(
+        payments.charge_briefly("o-1", 5).await,
+        Err(PayError::Idem(409))
+    );
+    // One second, not the default thirty: then the same call takes the key over.
+    clock.advance(Duration::from_millis(1_001));
+    assert_eq!(
+        payments.charge_briefly("o-1", 5).await,
+        Ok(receipt("o-1", 5, 2))
+    );
+}
+
+#[tokio::test]
+async fn name_is_the_stable_name_in_the_key() {
+    let payments = Payments::new();
+    payments.charge_briefly("o-1", 5).await.unwrap();
+    let key = payments
+        .idem
+        .key("payments.charge.v1")
+        .part("o-1")
+        .finish()
+        .unwrap();
+    assert!(
+        payments.idem.store().get(&key).await.unwrap().is_some(),
+        "the record is under the given name: {key}"
+    );
+}
+
+#[tokio::test]
+async fn fingerprint_lists_the_fingerprinted_arguments() {
+    let payments = Payments::new();
+    let first = payments.charge_with_note("o-1", 5, "first try").await;
+    assert_eq!(first, Ok(receipt("o-1", 5, 1)));
+    assert_eq!(
+        payments.charge_with_note("o-1", 5, "second try").await,
+        first,
+        "`note` is not fingerprinted: a replay"
+    );
+    assert_eq!(
+        payments.charge_with_note("o-1", 6, "first try").await,
+        Err(PayError::Idem(422)),
+        "`amount` is: a mismatch"
+    );
+    assert_eq!(payments.runs(), 1);
 }
 
 /// A native `async fn` in a trait.

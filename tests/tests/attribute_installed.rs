@@ -33,4 +33,11 @@ async fn without_an_installed_handle_the_body_does_not_run_then_the_installed_on
         idem.store().get(&key).await.unwrap().is_some(),
         "no record under {key}"
     );
+
+    // Installing another handle replaces the first: its store has no record, so the body runs.
+    let other = Idempotency::new(MemoryStore::new()).namespace("billing");
+    idem_core::install(other.clone());
+    assert_eq!(charge("o-1").await.unwrap(), 2);
+    assert_eq!(charge("o-1").await.unwrap(), 2);
+    assert!(other.store().get(&key).await.unwrap().is_some());
 }
