@@ -198,6 +198,7 @@ async fn sweeps_run_once_per_interval() {
         idem.run(call, async move { Ok::<_, Error>(order) })
     };
     run(0).await.unwrap();
+    store.sweeps_finished().await;
     run(1).await.unwrap();
     clock.advance(Duration::from_secs(30));
     run(2).await.unwrap();
@@ -222,6 +223,7 @@ async fn without_sweeping_expired_records_stay_but_do_not_count() {
     let key = idem.key("charge").finish().unwrap();
     let call = || Call::new(key.clone(), Fingerprint::empty()).ttl(Duration::from_secs(1));
     idem.run(call(), async { Ok::<_, Error>(1) }).await.unwrap();
+    store.sweeps_finished().await;
     clock.advance(Duration::from_secs(2));
     let other = idem.key("other").finish().unwrap();
     idem.run(Call::new(other, Fingerprint::empty()), async {
@@ -233,4 +235,11 @@ async fn without_sweeping_expired_records_stay_but_do_not_count() {
     assert_eq!(store.len(), 2, "nothing swept");
     let again = idem.run(call(), async { Ok::<_, Error>(3) }).await.unwrap();
     assert_eq!((again.value, again.replayed), (3, false), "expired on read");
+}
+
+#[test]
+fn the_builder_sets_the_shards() {
+    let store = MemoryStore::builder().shards(3).build();
+    assert!(format!("{store:?}").contains("shards: 3"), "{store:?}");
+    assert!(format!("{:?}", MemoryStore::with_shards(5)).contains("shards: 5"));
 }

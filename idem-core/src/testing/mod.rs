@@ -240,6 +240,12 @@ macro_rules! __with_checks {
             fenced_writes_never_recreate_a_record,
             a_completed_record_is_not_renewed,
             ttl_is_counted_from_completion,
+            a_wait_that_ends_is_in_progress,
+            completion_is_tried_three_times,
+            a_lost_completion_is_not_mistaken_for_another_owners,
+            on_abort_release_after_a_wait_frees_the_key,
+            renewal_failures_are_retried_while_the_lease_holds,
+            lease_lost_fires_when_renewals_fail_until_the_lease_passes,
         }
     };
 }

@@ -26,6 +26,11 @@ pub(crate) struct Probe {
     /// Fails every completion without applying it, moving this clock on by the given time
     /// each time, as an outage that lasts.
     outage: Option<(ManualClock, Duration)>,
+    /// Whether the first completion is lost while another owner takes the key over and
+    /// completes it with this record.
+    overtaken_by: Option<Completed>,
+    /// How many renewals still fail with a backend error, without being applied.
+    failing_renewals: AtomicUsize,
     /// How many completions were asked for.
     pub(crate) completions: AtomicUsize,
 }
@@ -66,29 +71,34 @@ impl Hold {
 }
 
 impl Probe {
-    /// Reports parked waiters on `parked`.
-    pub(crate) fn observing(inner: Arc<dyn Store>, parked: Arc<Semaphore>) -> Arc<dyn Store> {
-        Arc::new(Probe {
+    /// A probe that passes everything through.
+    fn over(inner: Arc<dyn Store>) -> Probe {
+        Probe {
             inner,
-            parked,
+            parked: Arc::new(Semaphore::new(0)),
             unreachable: false,
             lost_completions: AtomicUsize::new(0),
             hold: None,
             outage: None,
+            overtaken_by: None,
+            failing_renewals: AtomicUsize::new(0),
             completions: AtomicUsize::new(0),
+        }
+    }
+
+    /// Reports parked waiters on `parked`.
+    pub(crate) fn observing(inner: Arc<dyn Store>, parked: Arc<Semaphore>) -> Arc<dyn Store> {
+        Arc::new(Probe {
+            parked,
+            ..Probe::over(inner)
         })
     }
 
     /// Refuses every reservation with a backend error.
     pub(crate) fn unreachable(inner: Arc<dyn Store>) -> Arc<dyn Store> {
         Arc::new(Probe {
-            inner,
-            parked: Arc::new(Semaphore::new(0)),
             unreachable: true,
-            lost_completions: AtomicUsize::new(0),
-            hold: None,
-            outage: None,
-            completions: AtomicUsize::new(0),
+            ..Probe::over(inner)
         })
     }
 
@@ -96,31 +106,21 @@ impl Probe {
     /// connection drops after the write.
     pub(crate) fn losing_completions(inner: Arc<dyn Store>, count: usize) -> Arc<dyn Store> {
         Arc::new(Probe {
-            inner,
-            parked: Arc::new(Semaphore::new(0)),
-            unreachable: false,
             lost_completions: AtomicUsize::new(count),
-            hold: None,
-            outage: None,
-            completions: AtomicUsize::new(0),
+            ..Probe::over(inner)
         })
     }
 
     /// Holds the first request of kind `what`; returns the store and the hold to steer it.
     pub(crate) fn holding(inner: Arc<dyn Store>, what: Held) -> (Arc<dyn Store>, Arc<Probe>) {
         let probe = Arc::new(Probe {
-            inner,
-            parked: Arc::new(Semaphore::new(0)),
-            unreachable: false,
-            lost_completions: AtomicUsize::new(0),
             hold: Some(Hold {
                 what,
                 armed: AtomicUsize::new(1),
                 reached: Semaphore::new(0),
                 proceed: Semaphore::new(0),
             }),
-            outage: None,
-            completions: AtomicUsize::new(0),
+            ..Probe::over(inner)
         });
         (probe.clone(), probe)
     }
@@ -133,14 +133,44 @@ impl Probe {
         each: Duration,
     ) -> Arc<Probe> {
         Arc::new(Probe {
-            inner,
-            parked: Arc::new(Semaphore::new(0)),
-            unreachable: false,
-            lost_completions: AtomicUsize::new(0),
-            hold: None,
             outage: Some((clock, each)),
-            completions: AtomicUsize::new(0),
+            ..Probe::over(inner)
         })
+    }
+
+    /// Loses the first completion with a backend error, unapplied, while another owner takes
+    /// the key over and completes it with `theirs`.
+    pub(crate) fn overtaken(inner: Arc<dyn Store>, theirs: Completed) -> Arc<dyn Store> {
+        Arc::new(Probe {
+            overtaken_by: Some(theirs),
+            ..Probe::over(inner)
+        })
+    }
+
+    /// Fails the next `count` renewals with a backend error, unapplied.
+    pub(crate) fn failing_renewals(inner: Arc<dyn Store>, count: usize) -> Arc<dyn Store> {
+        Arc::new(Probe {
+            failing_renewals: AtomicUsize::new(count),
+            ..Probe::over(inner)
+        })
+    }
+
+    /// Writes `theirs` as another owner would after taking `key` over.
+    async fn overtake(&self, key: &Key, theirs: &Completed) -> Result<(), StoreError> {
+        let other = OwnerToken::generate();
+        self.inner.delete(key).await?;
+        let claim = Claim {
+            record: crate::InProgress {
+                owner: other.clone(),
+                fingerprint: theirs.fingerprint,
+                lease_until: theirs.expires_at,
+                fencing_token: 0,
+                attempt: 2,
+            },
+            now: 0,
+        };
+        self.inner.reserve(key, &claim).await?;
+        self.inner.complete(key, &other, theirs).await
     }
 
     /// The hold set up by [`Probe::holding`].
@@ -172,8 +202,12 @@ impl Store for Probe {
         owner: &OwnerToken,
         record: &Completed,
     ) -> Result<(), StoreError> {
-        self.completions.fetch_add(1, Ordering::SeqCst);
+        let attempt = self.completions.fetch_add(1, Ordering::SeqCst);
         self.maybe_hold(Held::Complete).await;
+        if let (Some(theirs), 0) = (&self.overtaken_by, attempt) {
+            self.overtake(key, theirs).await?;
+            return Err(StoreError::backend(Message("connection reset".into())));
+        }
         if let Some((clock, each)) = &self.outage {
             clock.advance(*each);
             return Err(StoreError::backend(Message("connection refused".into())));
@@ -199,6 +233,13 @@ impl Store for Probe {
         owner: &OwnerToken,
         lease_until: Millis,
     ) -> Result<(), StoreError> {
+        let fail = self
+            .failing_renewals
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if fail {
+            return Err(StoreError::backend(Message("connection refused".into())));
+        }
         self.inner.renew(key, owner, lease_until).await
     }
 

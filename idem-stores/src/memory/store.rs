@@ -107,22 +107,24 @@ impl MemoryStore {
         let Some(interval) = self.inner.sweep_interval else {
             return;
         };
-        let due = self.inner.next_sweep.load(Ordering::Relaxed);
-        if now < due {
+        if now < self.inner.next_sweep.load(Ordering::Relaxed) {
             return;
         }
+        // While the last sweep still runs, the next one stays due.
+        let Ok(sweeping) = self.inner.sweeping.clone().try_lock_owned() else {
+            return;
+        };
+        let due = self.inner.next_sweep.load(Ordering::Relaxed);
         let next = now.saturating_add(interval);
-        if self
-            .inner
-            .next_sweep
-            .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
+        if now < due
+            || self
+                .inner
+                .next_sweep
+                .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
         {
             return;
         }
-        let Ok(sweeping) = self.inner.sweeping.clone().try_lock_owned() else {
-            return; // the last sweep still runs
-        };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 let store = self.clone();

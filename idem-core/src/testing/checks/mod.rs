@@ -3,10 +3,12 @@
 mod aborts;
 mod call_context;
 mod edges;
+mod faults;
 
 pub use aborts::*;
 pub use call_context::*;
 pub use edges::*;
+pub use faults::*;
 
 /// How long a check waits for an answer that a correct store gives at once (or within its
 /// polling interval): past it, the store is taken to have admitted a duplicate into a held
