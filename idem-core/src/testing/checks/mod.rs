@@ -78,9 +78,9 @@ impl Charge {
         format!("{}-{run}-{amount}", self.name)
     }
 
+    /// Waits for the body to start, which a store that refuses a free key never lets it.
     pub(crate) async fn wait_started(&self) {
-        self.started
-            .acquire()
+        waiting_for("the body to start", PROMPTLY, self.started.acquire())
             .await
             .expect("semaphore never closed")
             .forget();
