@@ -23,6 +23,7 @@ async fn expired_records_are_purged_so_memory_stays_bounded() {
             .unwrap();
     }
     assert_eq!(store.len(), 100_000);
+    assert!(!store.is_empty());
 
     clock.advance(ttl * 2);
     let key = idem.key("charge").part("after").finish().unwrap();
@@ -184,7 +185,7 @@ async fn a_full_store_fails_closed_and_evicts_nothing_live() {
     assert_eq!(store.len(), 1);
 }
 
-/// The sweep interval is honoured: no sweep before it passes, one after.
+/// The sweep interval is honoured: no sweep before it passes, one as soon as it has.
 #[tokio::test]
 async fn sweeps_run_once_per_interval() {
     let store = MemoryStore::builder()
@@ -204,7 +205,7 @@ async fn sweeps_run_once_per_interval() {
     run(2).await.unwrap();
     store.sweeps_finished().await;
     assert_eq!(store.len(), 3, "no sweep within the interval");
-    clock.advance(Duration::from_secs(31));
+    clock.advance(Duration::from_secs(30));
     run(3).await.unwrap();
     store.sweeps_finished().await;
     assert_eq!(
@@ -242,4 +243,23 @@ fn the_builder_sets_the_shards() {
     let store = MemoryStore::builder().shards(3).build();
     assert!(format!("{store:?}").contains("shards: 3"), "{store:?}");
     assert!(format!("{:?}", MemoryStore::with_shards(5)).contains("shards: 5"));
+}
+
+/// A completed record is purged at its expiry, not a millisecond later; one still live stays.
+#[tokio::test]
+async fn purging_removes_a_record_exactly_at_its_expiry() {
+    let store = MemoryStore::builder().no_sweeping().build();
+    let clock = ManualClock::new();
+    let idem = Idempotency::new(store.clone()).clock(clock.clone());
+    let key = idem.key("charge").finish().unwrap();
+    let call = Call::new(key, Fingerprint::empty()).ttl(Duration::from_secs(1));
+    idem.run(call, async { Ok::<_, Error>(1) }).await.unwrap();
+    let expiry = clock.now() + 1_000;
+    assert_eq!(
+        store.purge_expired(expiry - 1),
+        0,
+        "live a millisecond before"
+    );
+    assert_eq!(store.purge_expired(expiry), 1, "gone at its expiry");
+    assert!(store.is_empty());
 }
