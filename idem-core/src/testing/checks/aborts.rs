@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use super::{call, Context};
+use super::{call, Context, PROMPTLY};
+use crate::testing::waiting_for;
 use crate::{Call, Error, Executed, Idempotency, OnAbort, Outcome, Record};
 
 /// The lease of a call that is aborted: short, since the holding checks wait for it to pass.
@@ -41,7 +42,10 @@ async fn abort_after_start(idem: &Idempotency, call: Call, how: Abort, runs: &Ar
             .await
         })
     };
-    started.acquire().await.unwrap().forget();
+    waiting_for("the body to start", PROMPTLY, started.acquire())
+        .await
+        .unwrap()
+        .forget();
     if matches!(how, Abort::Drop) {
         task.abort();
     }

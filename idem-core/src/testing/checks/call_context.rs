@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, Semaphore};
 
-use super::{assert_lease_lost_after_run, call, charge, Charge, Context};
+use super::{assert_lease_lost_after_run, call, charge, Charge, Context, PROMPTLY};
 use crate::testing::probes::{Held, Probe};
+use crate::testing::waiting_for;
 use crate::{CallContext, Error, Executed, InProgress, ManualClock, Record};
 
 /// The in-progress record under the context's key, as the store holds it.
@@ -56,7 +57,9 @@ pub async fn attempt_and_fencing_token_grow_across_a_takeover(ctx: Context) {
             .await
         })
     };
-    let first = seen_rx.await.unwrap();
+    let first = waiting_for("the body to start", PROMPTLY, seen_rx)
+        .await
+        .unwrap();
     assert_eq!(first.attempt(), 1);
     let stored = held_record(&ctx, &first).await;
     assert_eq!(
@@ -130,7 +133,10 @@ pub async fn lease_lost_fires_when_another_owner_took_over(ctx: Context) {
             .await
         })
     };
-    started.acquire().await.unwrap().forget();
+    waiting_for("the body to start", PROMPTLY, started.acquire())
+        .await
+        .unwrap()
+        .forget();
     clock.advance(lease + Duration::from_secs(1));
     let new = charge(
         &idem,
@@ -164,7 +170,14 @@ pub async fn renewal_continues_through_a_slow_completion(ctx: Context) {
         let first_call = call(&ctx, "o-ctx-4", 1).lease(lease);
         tokio::spawn(async move { charge(&slow, first_call, 1, &side_effect).await })
     };
-    probe.hold().reached.acquire().await.unwrap().forget();
+    waiting_for(
+        "the completion to be sent",
+        PROMPTLY,
+        probe.hold().reached.acquire(),
+    )
+    .await
+    .unwrap()
+    .forget();
     // Letting real time pass is the point here: three leases' worth of a stuck completion.
     tokio::time::sleep(lease * 3).await;
     let idem = ctx.handle();

@@ -114,7 +114,10 @@ pub async fn on_abort_release_after_a_wait_frees_the_key(ctx: Context) {
             .await
         })
     };
-    holding.acquire().await.unwrap().forget();
+    waiting_for("the first body to start", PROMPTLY, holding.acquire())
+        .await
+        .unwrap()
+        .forget();
     let started = Arc::new(Semaphore::new(0));
     let ran = Arc::new(AtomicUsize::new(0));
     let parked = Arc::new(Semaphore::new(0));

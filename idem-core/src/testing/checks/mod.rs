@@ -760,7 +760,14 @@ pub async fn cancellation_during_reserve_releases_the_key(ctx: Context) {
         1,
         &side_effect,
     );
-    probe.hold().reached.acquire().await.unwrap().forget();
+    waiting_for(
+        "the held request to be sent",
+        PROMPTLY,
+        probe.hold().reached.acquire(),
+    )
+    .await
+    .unwrap()
+    .forget();
     first.abort();
     assert!(first.await.unwrap_err().is_cancelled());
     let retry = charge(
@@ -782,7 +789,14 @@ pub async fn cancellation_during_completion_still_records(ctx: Context) {
     let held = ctx.handle_with(crate::SystemClock, store);
     let side_effect = Charge::instant();
     let first = spawn_charge(&held, call(&ctx, "o-21", 1), 1, &side_effect);
-    probe.hold().reached.acquire().await.unwrap().forget();
+    waiting_for(
+        "the held request to be sent",
+        PROMPTLY,
+        probe.hold().reached.acquire(),
+    )
+    .await
+    .unwrap()
+    .forget();
     first.abort();
     assert!(first.await.unwrap_err().is_cancelled());
     let retry = charge(
@@ -895,7 +909,10 @@ pub async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
             .await
         })
     };
-    started.acquire().await.unwrap().forget();
+    waiting_for("the body to start", PROMPTLY, started.acquire())
+        .await
+        .unwrap()
+        .forget();
     tokio::time::sleep(lease * 2).await;
     let side_effect = Charge::instant();
     let duplicate = charge(&idem, call(&ctx, "o-24", 1).lease(lease), 1, &side_effect).await;
