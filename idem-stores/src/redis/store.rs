@@ -221,8 +221,13 @@ impl RedisStore {
     /// its publication where a subscription can be had, else by polling `backoff`.
     async fn wait_for_change(&self, redis_key: &str, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
+        // Connecting the subscription counts against the wait: a server that doesn't answer
+        // leaves the caller polling, not stuck.
         let interest = match &self.wakeups {
-            Some(wakeups) => wakeups.subscribe(redis_key).await,
+            Some(wakeups) => tokio::time::timeout(timeout, wakeups.subscribe(redis_key))
+                .await
+                .ok()
+                .flatten(),
             None => None,
         };
         let backoff: Backoff = if interest.is_some() {
