@@ -201,6 +201,8 @@ async fn sweeps_run_once_per_interval() {
     run(0).await.unwrap();
     store.sweeps_finished().await;
     run(1).await.unwrap();
+    // A sweep that still ran would let the next one be skipped rather than shown.
+    store.sweeps_finished().await;
     clock.advance(Duration::from_secs(30));
     run(2).await.unwrap();
     store.sweeps_finished().await;
