@@ -110,21 +110,17 @@ impl MemoryStore {
         if now < self.inner.next_sweep.load(Ordering::Relaxed) {
             return;
         }
-        // While the last sweep still runs, the next one stays due.
+        // While the last sweep still runs, the next one stays due. Only the holder of this
+        // lock moves the next sweep, so nothing races the check and the store below.
         let Ok(sweeping) = self.inner.sweeping.clone().try_lock_owned() else {
             return;
         };
-        let due = self.inner.next_sweep.load(Ordering::Relaxed);
-        let next = now.saturating_add(interval);
-        if now < due
-            || self
-                .inner
-                .next_sweep
-                .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-        {
+        if now < self.inner.next_sweep.load(Ordering::Relaxed) {
             return;
         }
+        self.inner
+            .next_sweep
+            .store(now.saturating_add(interval), Ordering::Relaxed);
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 let store = self.clone();
