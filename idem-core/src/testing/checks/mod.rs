@@ -748,36 +748,36 @@ pub async fn lost_completion_answer_is_retried(ctx: Context) {
     assert_eq!(side_effect.runs(), 1);
 }
 
-/// A call dropped after its reservation landed but before it heard so releases the key: the
-/// retry waits less than the lease, so it can only succeed through that release.
-pub async fn cancellation_during_reserve_releases_the_key(ctx: Context) {
-    let (store, probe) = Probe::holding(ctx.store().clone(), Held::ReserveAnswer);
+/// Starts a call (with a 60 s lease) through a probe that holds the request `what`, drops the
+/// call while it is held, and returns a retry's result: the retry waits 20 s, less than the
+/// lease, so it succeeds only if the dropped call released or completed the key.
+async fn retry_after_dropping_during(
+    ctx: &Context,
+    what: Held,
+    order: &str,
+    side_effect: &Arc<Charge>,
+) -> Result<Executed<String>, Error> {
+    let (store, probe) = Probe::holding(ctx.store().clone(), what);
     let held = ctx.handle_with(crate::SystemClock, store);
-    let side_effect = Charge::instant();
-    let first = spawn_charge(
-        &held,
-        call(&ctx, "o-20", 1).lease(Duration::from_secs(60)),
-        1,
-        &side_effect,
-    );
-    waiting_for(
-        "the held request to be sent",
-        PROMPTLY,
-        probe.hold().reached.acquire(),
-    )
-    .await
-    .unwrap()
-    .forget();
+    let lease = Duration::from_secs(60);
+    let first = spawn_charge(&held, call(ctx, order, 1).lease(lease), 1, side_effect);
+    let reached = probe.hold().reached.acquire();
+    waiting_for("the held request to be sent", PROMPTLY, reached)
+        .await
+        .unwrap()
+        .forget();
     first.abort();
     assert!(first.await.unwrap_err().is_cancelled());
-    let retry = charge(
-        &ctx.handle(),
-        call(&ctx, "o-20", 1).wait(Duration::from_secs(20)),
-        1,
-        &side_effect,
-    )
-    .await
-    .expect("the orphaned reservation must be released");
+    let retry = call(ctx, order, 1).wait(Duration::from_secs(20));
+    charge(&ctx.handle(), retry, 1, side_effect).await
+}
+
+/// A call dropped after its reservation landed but before it heard so releases the key.
+pub async fn cancellation_during_reserve_releases_the_key(ctx: Context) {
+    let side_effect = Charge::instant();
+    let retry = retry_after_dropping_during(&ctx, Held::ReserveAnswer, "o-20", &side_effect)
+        .await
+        .expect("the orphaned reservation must be released");
     assert!(!retry.replayed);
     assert_eq!(side_effect.runs(), 1);
 }
@@ -785,28 +785,10 @@ pub async fn cancellation_during_reserve_releases_the_key(ctx: Context) {
 /// A call dropped while its outcome is being stored still stores it: the body ran, so a retry
 /// must replay, not run it again.
 pub async fn cancellation_during_completion_still_records(ctx: Context) {
-    let (store, probe) = Probe::holding(ctx.store().clone(), Held::Complete);
-    let held = ctx.handle_with(crate::SystemClock, store);
     let side_effect = Charge::instant();
-    let first = spawn_charge(&held, call(&ctx, "o-21", 1), 1, &side_effect);
-    waiting_for(
-        "the held request to be sent",
-        PROMPTLY,
-        probe.hold().reached.acquire(),
-    )
-    .await
-    .unwrap()
-    .forget();
-    first.abort();
-    assert!(first.await.unwrap_err().is_cancelled());
-    let retry = charge(
-        &ctx.handle(),
-        call(&ctx, "o-21", 1).wait(Duration::from_secs(20)),
-        1,
-        &side_effect,
-    )
-    .await
-    .expect("the outcome is recorded after the cancellation");
+    let retry = retry_after_dropping_during(&ctx, Held::Complete, "o-21", &side_effect)
+        .await
+        .expect("the outcome is recorded after the cancellation");
     assert_eq!(
         retry,
         Executed {
