@@ -86,6 +86,14 @@ impl Context {
             .clock(clock)
     }
 
+    /// A handle on the store under test, through a probe that adds a permit to the returned
+    /// semaphore each time a caller starts waiting for a duplicate.
+    pub(crate) fn observed_handle(&self) -> (Idempotency, Arc<tokio::sync::Semaphore>) {
+        let parked = Arc::new(tokio::sync::Semaphore::new(0));
+        let store = probes::Probe::observing(self.store.clone(), parked.clone());
+        (self.handle_with(SystemClock, store), parked)
+    }
+
     /// A key of this check's namespace.
     pub fn key(&self, name: &str) -> Key {
         self.handle()

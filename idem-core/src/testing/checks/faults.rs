@@ -120,11 +120,7 @@ pub async fn on_abort_release_after_a_wait_frees_the_key(ctx: Context) {
         .forget();
     let started = Arc::new(Semaphore::new(0));
     let ran = Arc::new(AtomicUsize::new(0));
-    let parked = Arc::new(Semaphore::new(0));
-    let observed = ctx.handle_with(
-        crate::SystemClock,
-        Probe::observing(ctx.store().clone(), parked.clone()),
-    );
+    let (observed, parked) = ctx.observed_handle();
     let waiter = {
         let (idem, started, ran) = (observed, started.clone(), ran.clone());
         let call = call(&ctx, order, 1)

@@ -240,11 +240,7 @@ pub async fn concurrent_callers_run_once(ctx: Context) {
 /// Semantic 3 with waiting: 200 concurrent waiting callers all get the single execution's
 /// value, and they did wait for it: the body finishes only once some of them are parked.
 pub async fn concurrent_waiters_all_get_the_one_result(ctx: Context) {
-    let parked = Arc::new(Semaphore::new(0));
-    let idem = ctx.handle_with(
-        crate::SystemClock,
-        Probe::observing(ctx.store().clone(), parked.clone()),
-    );
+    let (idem, parked) = ctx.observed_handle();
     let side_effect = Charge::held();
     let tasks: Vec<_> = (0..200)
         .map(|_| {
@@ -303,11 +299,7 @@ pub async fn duplicate_in_flight_is_in_progress(ctx: Context) {
 /// Semantic 3 with `wait`: a duplicate parked while the first call runs gets its value.
 pub async fn waiting_duplicate_gets_the_result(ctx: Context) {
     let idem = ctx.handle();
-    let parked = Arc::new(Semaphore::new(0));
-    let observed = ctx.handle_with(
-        crate::SystemClock,
-        Probe::observing(ctx.store().clone(), parked.clone()),
-    );
+    let (observed, parked) = ctx.observed_handle();
     let side_effect = Charge::held();
     let first = spawn_charge(&idem, call(&ctx, "o-3", 9), 9, &side_effect);
     side_effect.wait_started().await;
@@ -398,11 +390,7 @@ pub async fn mismatch_on_lease_passed_record(ctx: Context) {
 /// Semantic 4 for a caller that asked to wait: refused at once, not parked.
 pub async fn mismatch_while_waiting(ctx: Context) {
     let idem = ctx.handle();
-    let parked = Arc::new(Semaphore::new(0));
-    let observed = ctx.handle_with(
-        crate::SystemClock,
-        Probe::observing(ctx.store().clone(), parked.clone()),
-    );
+    let (observed, parked) = ctx.observed_handle();
     let side_effect = Charge::held();
     let first = spawn_charge(&idem, call(&ctx, "o-7", 10), 10, &side_effect);
     side_effect.wait_started().await;
