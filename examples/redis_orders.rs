@@ -164,7 +164,7 @@ async fn main() -> ExitCode {
     };
     println!("records in Redis at {url}\n");
     let service = OrderService {
-        idem: Idempotency::new(store.clone()).namespace("shop"),
+        idem: Idempotency::new(store.clone()).with_namespace("shop"),
         warehouse: Warehouse::default(),
     };
     service.warehouse.restock("blue-widget", 10);

@@ -273,15 +273,15 @@ impl Prepare {
         for part in &self.parts {
             key.push_part(part.as_str());
         }
-        let mut call = Call::new(key.finish()?, fingerprint).on_abort(self.on_abort);
+        let mut call = Call::new(key.finish()?, fingerprint).with_on_abort(self.on_abort);
         if let Some(ttl) = self.ttl {
-            call = call.ttl(ttl);
+            call = call.with_ttl(ttl);
         }
         if let Some(lease) = self.lease {
-            call = call.lease(lease);
+            call = call.with_lease(lease);
         }
         if let Some(wait) = self.wait {
-            call = call.wait(wait);
+            call = call.with_wait(wait);
         }
         Ok((handle, call))
     }

@@ -20,8 +20,8 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// use std::time::Duration;
 /// let key = idem.key("payments.charge").scope(Some("tenant-7")).part("order-42").finish()?;
 /// let call = Call::new(key, Fingerprint::of(&("order-42", 1_000))?)
-///     .ttl(Duration::from_secs(3600))
-///     .wait(Duration::from_secs(5));
+///     .with_ttl(Duration::from_secs(3600))
+///     .with_wait(Duration::from_secs(5));
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
@@ -51,21 +51,21 @@ impl Call {
     }
 
     /// How long the outcome is replayed, counted from completion. Zero is raised to 1 ms.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl.max(Duration::from_millis(1));
         self
     }
 
     /// How long the reservation holds without renewal. Raised to at least 3 ms so that it can
     /// be renewed every third.
-    pub fn lease(mut self, lease: Duration) -> Self {
+    pub fn with_lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_millis(3));
         self
     }
 
     /// Wait up to `wait` for an in-flight duplicate to finish and return its outcome, instead of
     /// failing at once with [`Error::InProgress`](crate::Error::InProgress).
-    pub fn wait(mut self, wait: Duration) -> Self {
+    pub fn with_wait(mut self, wait: Duration) -> Self {
         self.wait = Some(wait);
         self
     }
@@ -78,20 +78,21 @@ impl Call {
     /// clock is ahead of the owner's by more than `lease - renew_every` (less the time a renewal
     /// takes to reach the store). With the defaults (30 s, renewed every 10 s) that is about
     /// 20 s.
-    pub fn renew_every(mut self, interval: Duration) -> Self {
+    pub fn with_renew_every(mut self, interval: Duration) -> Self {
         self.renew_every = Some(interval);
         self
     }
 
     /// What a panic or a dropped future does to the key once the body has been polled
     /// ([`OnAbort::Hold`] unless told otherwise).
-    pub fn on_abort(mut self, on_abort: OnAbort) -> Self {
+    pub fn with_on_abort(mut self, on_abort: OnAbort) -> Self {
         self.on_abort = on_abort;
         self
     }
 
-    /// The interval at which the lease is renewed.
-    pub(crate) fn renewal_interval(&self) -> Duration {
+    /// How often the lease is renewed: [`with_renew_every`](Call::with_renew_every)'s interval
+    /// within its bounds, or a third of the lease.
+    pub fn renew_every(&self) -> Duration {
         self.renew_every
             .unwrap_or(self.lease / 3)
             .clamp(Duration::from_millis(1), self.lease / 2)
@@ -105,6 +106,27 @@ impl Call {
     /// The arguments' fingerprint.
     pub fn fingerprint(&self) -> &Fingerprint {
         &self.fingerprint
+    }
+
+    /// How long the outcome is replayed, counted from completion.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// How long the reservation holds without renewal.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// How long a duplicate waits for an in-flight call; `None` when it answers
+    /// [`Error::InProgress`](crate::Error::InProgress) at once.
+    pub fn wait(&self) -> Option<Duration> {
+        self.wait
+    }
+
+    /// What a panic or a dropped future does to the key once the body has been polled.
+    pub fn on_abort(&self) -> OnAbort {
+        self.on_abort
     }
 }
 

@@ -2,15 +2,16 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
-use crate::Millis;
+use crate::time::saturating_millis;
+use crate::Timestamp;
 
 /// The source of "now" for leases and expiry. Stores never read a clock of their own: every
 /// expiry check uses the `now` the engine passes, so a [`ManualClock`] can drive expiry in tests.
 pub trait Clock: Send + Sync + 'static {
-    /// Milliseconds since the Unix epoch.
-    fn now(&self) -> Millis;
+    /// The current time.
+    fn now(&self) -> Timestamp;
 }
 
 /// The system's wall clock.
@@ -18,11 +19,8 @@ pub trait Clock: Send + Sync + 'static {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
-    fn now(&self) -> Millis {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as Millis)
-            .unwrap_or(0)
+    fn now(&self) -> Timestamp {
+        Timestamp::from_system_time(SystemTime::now())
     }
 }
 
@@ -34,7 +32,7 @@ impl Clock for SystemClock {
 /// let clock = ManualClock::new();
 /// let before = clock.now();
 /// clock.advance(Duration::from_secs(60));
-/// assert_eq!(clock.now(), before + 60_000);
+/// assert_eq!(clock.now(), before + Duration::from_secs(60));
 /// ```
 #[derive(Clone, Debug)]
 pub struct ManualClock(Arc<AtomicU64>);
@@ -42,12 +40,12 @@ pub struct ManualClock(Arc<AtomicU64>);
 impl ManualClock {
     /// A clock that starts at the current wall-clock time.
     pub fn new() -> Self {
-        ManualClock(Arc::new(AtomicU64::new(SystemClock.now())))
+        ManualClock(Arc::new(AtomicU64::new(SystemClock.now().as_millis())))
     }
 
     /// Moves the clock forward.
     pub fn advance(&self, by: Duration) {
-        self.0.fetch_add(by.as_millis() as u64, Ordering::SeqCst);
+        self.0.fetch_add(saturating_millis(by), Ordering::SeqCst);
     }
 }
 
@@ -58,7 +56,7 @@ impl Default for ManualClock {
 }
 
 impl Clock for ManualClock {
-    fn now(&self) -> Millis {
-        self.0.load(Ordering::SeqCst)
+    fn now(&self) -> Timestamp {
+        Timestamp::from_millis(self.0.load(Ordering::SeqCst))
     }
 }

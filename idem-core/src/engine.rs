@@ -13,7 +13,7 @@ use crate::lease::{Lease, Loss};
 use crate::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::renewal::{Renew, Renewal};
 use crate::{
-    fencing, Call, CallContext, Claim, Completed, Error, Executed, Idempotency, InProgress, Millis,
+    fencing, Call, CallContext, Claim, Completed, Error, Executed, Idempotency, InProgress,
     OnAbort, Outcome, OwnerToken, Record, Reservation, StoreError, TARGET,
 };
 
@@ -21,10 +21,6 @@ use crate::{
 const COMPLETE_ATTEMPTS: u32 = 3;
 /// The pause before the second attempt; each later pause is four times longer.
 const COMPLETE_RETRY_BACKOFF: Duration = Duration::from_millis(25);
-
-fn millis(duration: Duration) -> Millis {
-    duration.as_millis().try_into().unwrap_or(Millis::MAX)
-}
 
 impl Idempotency {
     /// Runs `body` at most once for `call`'s key, releasing the key when it returns `Err`.
@@ -96,7 +92,7 @@ impl Idempotency {
         let mut settle = Settle::new(self.store.clone(), call.key.clone(), OwnerToken::generate());
         match self.acquire(&call, &mut settle).await? {
             Acquired::Owner(held) => self.execute(&call, settle, held, policy, body).await,
-            Acquired::Done(completed) => replay(policy, &call, &completed.outcome),
+            Acquired::Done(completed) => replay(policy, &call, completed.outcome()),
         }
     }
 
@@ -108,19 +104,13 @@ impl Idempotency {
     async fn acquire(&self, call: &Call, settle: &mut Settle) -> Result<Acquired, Error> {
         let key = call.key.as_str();
         let started = self.clock.now();
-        let wait_until = call.wait.map(|wait| started.saturating_add(millis(wait)));
+        let wait_until = call.wait.map(|wait| started + wait);
         loop {
             let now = self.clock.now();
-            let claim = Claim {
-                record: InProgress {
-                    owner: settle.owner().clone(),
-                    fingerprint: call.fingerprint,
-                    lease_until: now.saturating_add(millis(call.lease)),
-                    fencing_token: fencing::propose(now),
-                    attempt: 1,
-                },
-                now,
-            };
+            let record =
+                InProgress::new(settle.owner().clone(), call.fingerprint, now + call.lease)
+                    .with_fencing_token(fencing::propose(now));
+            let claim = Claim::new(record, now);
             settle.arm_release();
             let reservation = self
                 .store
@@ -129,11 +119,11 @@ impl Idempotency {
                 .map_err(|e| e.into_error(key))?;
             let existing = match reservation {
                 Reservation::Reserved(held) => {
-                    tracing::debug!(target: TARGET, key, fencing_token = held.fencing_token, "fresh: key reserved");
+                    tracing::debug!(target: TARGET, key, fencing_token = held.fencing_token(), "fresh: key reserved");
                     return Ok(Acquired::Owner(held));
                 }
                 Reservation::TookOver { previous, record } => {
-                    tracing::warn!(target: TARGET, key, previous = previous.as_str(), attempt = record.attempt, fencing_token = record.fencing_token, "taken over: the previous owner's lease passed");
+                    tracing::warn!(target: TARGET, key, previous = previous.as_str(), attempt = record.attempt(), fencing_token = record.fencing_token(), "taken over: the previous owner's lease passed");
                     return Ok(Acquired::Owner(record));
                 }
                 Reservation::Existing(record) => record,
@@ -155,8 +145,10 @@ impl Idempotency {
             match wait_until {
                 Some(until) if now < until => {
                     // Wake at the latest when the other owner's lease passes, to take over.
-                    let until = until.min(in_progress.lease_until.saturating_add(1));
-                    let timeout = Duration::from_millis(until.saturating_sub(now).max(1));
+                    let until = until.min(in_progress.lease_until() + Duration::from_millis(1));
+                    let timeout = until
+                        .saturating_duration_since(now)
+                        .max(Duration::from_millis(1));
                     self.store
                         .changed(&call.key, timeout)
                         .await
@@ -166,9 +158,7 @@ impl Idempotency {
                     tracing::debug!(target: TARGET, key, "in progress: a duplicate is running");
                     return Err(Error::InProgress {
                         key: key.to_owned(),
-                        retry_after: Duration::from_millis(
-                            in_progress.lease_until.saturating_sub(now),
-                        ),
+                        retry_after: in_progress.lease_until().saturating_duration_since(now),
                     });
                 }
             }
@@ -193,21 +183,21 @@ impl Idempotency {
     {
         let key = call.key.as_str();
         let owner = settle.owner().clone();
-        let lease = Arc::new(Lease::new(held.lease_until));
+        let lease = Arc::new(Lease::new(held.lease_until()));
         let renewal = Renewal::start(Renew {
             store: self.store.clone(),
             clock: self.clock.clone(),
             key: call.key.clone(),
             owner: owner.clone(),
             lease: call.lease,
-            every: call.renewal_interval(),
+            every: call.renew_every(),
             state: lease.clone(),
         })
         .await;
         let context = CallContext::new(
             call.key.clone(),
-            held.attempt,
-            held.fencing_token,
+            held.attempt(),
+            held.fencing_token(),
             lease.clone(),
         );
         match call.on_abort {
@@ -275,11 +265,7 @@ impl Idempotency {
 
     /// The completed record of `call` with `outcome`, expiring a TTL from now.
     fn completed(&self, call: &Call, outcome: Outcome) -> Completed {
-        Completed {
-            fingerprint: call.fingerprint,
-            outcome,
-            expires_at: self.clock.now().saturating_add(millis(call.ttl)),
-        }
+        Completed::new(call.fingerprint, outcome, self.clock.now() + call.ttl)
     }
 
     /// Does what [`Call::on_abort`] says after the body panicked.
@@ -327,7 +313,7 @@ impl Idempotency {
                     if lease.loss() == Some(Loss::TakenOver) {
                         return Err(StoreError::LeaseLost);
                     }
-                    if self.clock.now().saturating_add(millis(backoff)) >= lease.until() {
+                    if self.clock.now() + backoff >= lease.until() {
                         tracing::error!(target: TARGET, key, %error, "storing the outcome failed and the lease passes before a retry");
                         return Err(StoreError::Backend(error));
                     }

@@ -43,8 +43,14 @@ pub enum Error {
         key: String,
     },
     /// The store could not be reached or failed (HTTP 503). The function did not run.
-    #[error("idempotency store failed: {0}")]
-    Store(#[source] BoxError),
+    #[error("idempotency store failed on key `{key}`")]
+    Store {
+        /// The stored key.
+        key: String,
+        /// The backend's error.
+        #[source]
+        source: BoxError,
+    },
     /// This call's reservation was taken over by another caller after its lease passed, so its
     /// result was not recorded. Only ever the cause of an [`Error::NotRecorded`].
     #[error("lease on idempotency key `{key}` was lost to another caller")]
@@ -77,8 +83,8 @@ pub enum Error {
     /// Call [`idem_core::install`](crate::install) at start-up or pass `store = "..."`.
     #[error("no idempotency handle installed: call `idem_core::install(handle)` at start-up or pass `store = \"...\"` to `#[idempotent]`")]
     NotInstalled,
-    /// A result or error could not be serialised or deserialised (HTTP 500).
-    #[error("idempotency codec failed: {0}")]
+    /// A result, an error or an argument could not be serialised or deserialised (HTTP 500).
+    #[error("idempotency codec failed")]
     Codec(#[source] BoxError),
     /// A record in the store is malformed (HTTP 500). The key stays blocked until the record
     /// expires or is removed with [`Idempotency::forget`](crate::Idempotency::forget).
@@ -94,8 +100,14 @@ pub enum Error {
     InvalidKey(String),
     /// The store refused a request that retrying cannot fix, such as an outcome larger than a
     /// DynamoDB item may be (HTTP 500).
-    #[error("idempotency store refused the request: {0}")]
-    Rejected(#[source] BoxError),
+    #[error("idempotency store refused the request on key `{key}`")]
+    Rejected {
+        /// The stored key.
+        key: String,
+        /// Why the store refused.
+        #[source]
+        source: BoxError,
+    },
 }
 
 impl Error {
@@ -107,14 +119,14 @@ impl Error {
             Error::InProgress { .. } => 409,
             Error::Mismatch { .. } => 422,
             Error::InvalidKey(_) => 400,
-            Error::Store(_) => 503,
+            Error::Store { .. } => 503,
             Error::LeaseLost { .. }
             | Error::NotRecorded { .. }
             | Error::Aborted { .. }
             | Error::NotInstalled
             | Error::Codec(_)
             | Error::CorruptRecord { .. }
-            | Error::Rejected(_) => 500,
+            | Error::Rejected { .. } => 500,
         }
     }
 
@@ -122,7 +134,7 @@ impl Error {
     /// [`InProgress`](Error::InProgress) and for a [`Store`](Error::Store) failure (the function
     /// did not run); `false` otherwise, and always once the function ran.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::InProgress { .. } | Error::Store(_))
+        matches!(self, Error::InProgress { .. } | Error::Store { .. })
     }
 
     /// Whether the function ran but its outcome was not recorded ([`NotRecorded`](Error::NotRecorded)).
@@ -187,8 +199,14 @@ impl StoreError {
                 key: key.to_owned(),
                 reason,
             },
-            StoreError::Backend(source) => Error::Store(source),
-            StoreError::Rejected(source) => Error::Rejected(source),
+            StoreError::Backend(source) => Error::Store {
+                key: key.to_owned(),
+                source,
+            },
+            StoreError::Rejected(source) => Error::Rejected {
+                key: key.to_owned(),
+                source,
+            },
         }
     }
 }
@@ -225,7 +243,14 @@ mod tests {
             (Error::Aborted { key: key() }, 500, false),
             (Error::Mismatch { key: key() }, 422, false),
             (Error::InvalidKey("too long".into()), 400, false),
-            (Error::Store(Box::new(Message("down".into()))), 503, true),
+            (
+                Error::Store {
+                    key: key(),
+                    source: Box::new(Message("down".into())),
+                },
+                503,
+                true,
+            ),
             (Error::NotInstalled, 500, false),
             (
                 Error::Codec(Box::new(Message("bad json".into()))),
@@ -258,16 +283,14 @@ mod tests {
             Error::CorruptRecord { key, reason } if key == "k" && reason == "no fingerprint"
         ));
         let backend = StoreError::backend(Message("connection refused".into())).into_error("k");
-        assert_eq!(
-            backend.to_string(),
-            "idempotency store failed: connection refused"
-        );
+        assert!(matches!(&backend, Error::Store { key, .. } if key == "k"));
+        assert_eq!(backend.to_string(), "idempotency store failed on key `k`");
     }
 
     #[test]
     fn a_rejected_request_is_not_retryable() {
         let rejected = StoreError::rejected(Message("item too large".into())).into_error("k");
-        assert!(matches!(rejected, Error::Rejected(_)));
+        assert!(matches!(&rejected, Error::Rejected { key, .. } if key == "k"));
         assert_eq!(rejected.http_status(), 500);
         assert!(!rejected.is_retryable());
     }
@@ -301,6 +324,36 @@ mod tests {
         assert!(
             matches!(twice, Error::NotRecorded { cause, .. } if matches!(*cause, Error::LeaseLost { .. }))
         );
+    }
+
+    /// Walks `error`'s chain as `anyhow`'s `{:#}` prints it.
+    fn chain(error: &dyn StdError) -> Vec<String> {
+        let mut messages = vec![error.to_string()];
+        let mut next = error.source();
+        while let Some(cause) = next {
+            messages.push(cause.to_string());
+            next = cause.source();
+        }
+        messages
+    }
+
+    #[test]
+    fn a_cause_is_either_in_the_message_or_the_source_never_both() {
+        let cause = || Message("connection refused".into());
+        let errors = [
+            StoreError::backend(cause()).into_error("k"),
+            StoreError::rejected(cause()).into_error("k"),
+            Error::codec(cause()),
+            StoreError::backend(cause()).into_error("k").after_run("k"),
+        ];
+        for error in errors {
+            let chain = chain(&error);
+            let mentions = chain
+                .iter()
+                .filter(|message| message.contains("connection refused"))
+                .count();
+            assert_eq!(mentions, 1, "{chain:?}");
+        }
     }
 
     #[test]

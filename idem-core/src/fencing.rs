@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::Millis;
+use crate::Timestamp;
 
 /// Tokens per millisecond of the clock.
 const PER_MILLI: u64 = 1000;
@@ -14,8 +14,8 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 /// an earlier clock reading: `now` in thousandths of a millisecond. A key released or expired
 /// and then reserved again therefore gets a larger token than before while the callers' clocks
 /// agree; on a takeover the store also keeps it above the previous owner's.
-pub(crate) fn propose(now: Millis) -> u64 {
-    let floor = now.saturating_mul(PER_MILLI);
+pub(crate) fn propose(now: Timestamp) -> u64 {
+    let floor = now.as_millis().saturating_mul(PER_MILLI);
     let previous = LAST
         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
             Some(floor.max(last.saturating_add(1)))
@@ -30,10 +30,10 @@ mod tests {
 
     #[test]
     fn tokens_grow_even_within_one_millisecond() {
-        let first = propose(1_700_000_000_000);
-        let second = propose(1_700_000_000_000);
+        let first = propose(Timestamp::from_millis(1_700_000_000_000));
+        let second = propose(Timestamp::from_millis(1_700_000_000_000));
         assert!(first >= 1_700_000_000_000_000);
         assert!(second > first);
-        assert!(propose(1_700_000_000_001) > second);
+        assert!(propose(Timestamp::from_millis(1_700_000_000_001)) > second);
     }
 }

@@ -1,6 +1,7 @@
 //! Fingerprints: SHA-256 over the canonical encoding of a call's arguments.
 
 use std::fmt;
+use std::str::FromStr;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -48,22 +49,37 @@ impl Fingerprint {
         }
         hex
     }
+}
 
-    /// Parses the output of [`to_hex`](Fingerprint::to_hex).
-    pub fn from_hex(hex: &str) -> Option<Self> {
+impl FromStr for Fingerprint {
+    type Err = ParseFingerprintError;
+
+    /// Parses the output of [`to_hex`](Fingerprint::to_hex): 64 hex digits.
+    fn from_str(hex: &str) -> Result<Self, Self::Err> {
         let bytes = hex.as_bytes();
         if bytes.len() != 64 {
-            return None;
+            return Err(ParseFingerprintError);
         }
         let mut digest = [0u8; 32];
         for (slot, pair) in digest.iter_mut().zip(bytes.chunks_exact(2)) {
-            let high = (pair[0] as char).to_digit(16)?;
-            let low = (pair[1] as char).to_digit(16)?;
-            *slot = (high * 16 + low) as u8;
+            let digit = |c: u8| (c as char).to_digit(16).ok_or(ParseFingerprintError);
+            *slot = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
         }
-        Some(Fingerprint(digest))
+        Ok(Fingerprint(digest))
     }
 }
+
+/// Why a text is not a fingerprint: it is not 64 hex digits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParseFingerprintError;
+
+impl fmt::Display for ParseFingerprintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a fingerprint is 64 hex digits")
+    }
+}
+
+impl std::error::Error for ParseFingerprintError {}
 
 impl fmt::Debug for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -222,8 +238,9 @@ mod tests {
     #[test]
     fn hex_round_trips() {
         let fp = Fingerprint::of("x").unwrap();
-        assert_eq!(Fingerprint::from_hex(&fp.to_hex()), Some(fp));
-        assert_eq!(Fingerprint::from_hex("zz"), None);
+        assert_eq!(fp.to_hex().parse(), Ok(fp));
+        assert_eq!("zz".parse::<Fingerprint>(), Err(ParseFingerprintError));
+        assert!("g".repeat(64).parse::<Fingerprint>().is_err());
     }
 
     struct Failing;

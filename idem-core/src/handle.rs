@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::{Clock, Error, Key, KeyBuilder, Store, SystemClock};
 
-/// The namespace keys live in unless [`Idempotency::namespace`] says otherwise.
+/// The namespace keys live in unless [`Idempotency::with_namespace`] says otherwise.
 pub const DEFAULT_NAMESPACE: &str = "idem";
 
 /// A handle on a store, shared by every idempotent call that uses it. Cheap to clone.
@@ -16,11 +16,11 @@ pub const DEFAULT_NAMESPACE: &str = "idem";
 /// #   async fn reserve(&self, _: &idem_core::Key, _: &idem_core::Claim) -> Result<idem_core::Reservation, idem_core::StoreError> { unimplemented!() }
 /// #   async fn complete(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: &idem_core::Completed) -> Result<(), idem_core::StoreError> { unimplemented!() }
 /// #   async fn release(&self, _: &idem_core::Key, _: &idem_core::OwnerToken) -> Result<(), idem_core::StoreError> { unimplemented!() }
-/// #   async fn renew(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: u64) -> Result<(), idem_core::StoreError> { unimplemented!() }
+/// #   async fn renew(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: idem_core::Timestamp) -> Result<(), idem_core::StoreError> { unimplemented!() }
 /// #   async fn get(&self, _: &idem_core::Key) -> Result<Option<idem_core::Record>, idem_core::StoreError> { unimplemented!() }
 /// #   async fn delete(&self, _: &idem_core::Key) -> Result<(), idem_core::StoreError> { unimplemented!() }
 /// # }
-/// let idem = idem_core::Idempotency::new(MyStore::default()).namespace("billing");
+/// let idem = idem_core::Idempotency::new(MyStore::default()).with_namespace("billing");
 /// idem_core::install(idem.clone()); // the default for every #[idempotent] fn
 /// ```
 #[derive(Clone)]
@@ -47,14 +47,14 @@ impl Idempotency {
 
     /// Puts every key of this handle in `namespace`, so that several services can share one
     /// store without sharing records.
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+    pub fn with_namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = namespace.into().into();
         self
     }
 
     /// Reads time from `clock` instead of the system clock (a [`ManualClock`](crate::ManualClock)
     /// in tests).
-    pub fn clock(mut self, clock: impl Clock) -> Self {
+    pub fn with_clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
         self
     }
@@ -62,6 +62,16 @@ impl Idempotency {
     /// The store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
+    }
+
+    /// The namespace every key of this handle lives in.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The clock leases and expiry are read from.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// Starts the key of a call to the function called `name`. Finish it with

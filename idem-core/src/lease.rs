@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use tokio::sync::Notify;
 
-use crate::Millis;
+use crate::Timestamp;
 
 /// Why a lease was lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,21 +29,21 @@ pub(crate) struct Lease {
 }
 
 impl Lease {
-    pub(crate) fn new(until: Millis) -> Self {
+    pub(crate) fn new(until: Timestamp) -> Self {
         Lease {
-            until: AtomicU64::new(until),
+            until: AtomicU64::new(until.as_millis()),
             lost: AtomicU8::new(HELD),
             on_loss: Notify::new(),
         }
     }
 
     /// The deadline of the last renewal that reached the store.
-    pub(crate) fn until(&self) -> Millis {
-        self.until.load(Ordering::SeqCst)
+    pub(crate) fn until(&self) -> Timestamp {
+        Timestamp::from_millis(self.until.load(Ordering::SeqCst))
     }
 
-    pub(crate) fn renewed(&self, until: Millis) {
-        self.until.store(until, Ordering::SeqCst);
+    pub(crate) fn renewed(&self, until: Timestamp) {
+        self.until.store(until.as_millis(), Ordering::SeqCst);
     }
 
     /// Records the loss (the first one reported stands) and wakes everyone waiting for it.

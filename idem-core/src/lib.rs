@@ -17,12 +17,12 @@
 //! # #[async_trait::async_trait] impl Store for TinyStore {
 //! #   async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
 //! #     let mut map = self.0.lock().unwrap();
-//! #     match map.get(key) { Some(r) if r.is_live(claim.now) => Ok(Reservation::Existing(r.clone())),
-//! #       _ => { map.insert(key.clone(), Record::InProgress(claim.record.clone())); Ok(Reservation::Reserved(claim.record.clone())) } } }
+//! #     match map.get(key) { Some(r) if r.is_live(claim.now()) => Ok(Reservation::Existing(r.clone())),
+//! #       _ => { map.insert(key.clone(), Record::InProgress(claim.record().clone())); Ok(Reservation::Reserved(claim.record().clone())) } } }
 //! #   async fn complete(&self, key: &Key, _: &OwnerToken, c: &Completed) -> Result<(), StoreError> {
 //! #     self.0.lock().unwrap().insert(key.clone(), Record::Completed(c.clone())); Ok(()) }
 //! #   async fn release(&self, key: &Key, _: &OwnerToken) -> Result<(), StoreError> { self.0.lock().unwrap().remove(key); Ok(()) }
-//! #   async fn renew(&self, _: &Key, _: &OwnerToken, _: u64) -> Result<(), StoreError> { Ok(()) }
+//! #   async fn renew(&self, _: &Key, _: &OwnerToken, _: Timestamp) -> Result<(), StoreError> { Ok(()) }
 //! #   async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> { Ok(self.0.lock().unwrap().get(key).cloned()) }
 //! #   async fn delete(&self, key: &Key) -> Result<(), StoreError> { self.0.lock().unwrap().remove(key); Ok(()) }
 //! # }
@@ -92,6 +92,7 @@ mod policy;
 mod record;
 mod renewal;
 mod store;
+mod time;
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -104,16 +105,17 @@ pub use call::{Call, Executed, DEFAULT_LEASE, DEFAULT_TTL};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::{context, CallContext};
 pub use error::{BoxError, Error, StoreError};
-pub use fingerprint::{Fingerprint, Fingerprinter};
+pub use fingerprint::{Fingerprint, Fingerprinter, ParseFingerprintError};
 pub use global::{install, installed};
 pub use handle::{Idempotency, DEFAULT_NAMESPACE};
 pub use key::{Key, KeyBuilder, KeyPart, MAX_KEY_LEN};
 pub use policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 pub use record::{
-    Claim, Completed, InProgress, Millis, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
+    Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
     LEASE_GRACE_MS,
 };
 pub use store::Store;
+pub use time::Timestamp;
 
 /// The `tracing` target of every event idem-core emits.
 pub(crate) const TARGET: &str = "idem";

@@ -1,27 +1,178 @@
 //! The records a store keeps under a key.
 
 use std::fmt;
+use std::time::Duration;
 
-use crate::Fingerprint;
-
-/// Milliseconds since the Unix epoch, as read from the handle's [`Clock`](crate::Clock).
-pub type Millis = u64;
+use crate::{Fingerprint, Timestamp};
 
 /// How long an in-progress record whose lease passed still stands. Within the grace only a
 /// caller with the same fingerprint may take the key over (another gets
 /// [`Error::Mismatch`](crate::Error::Mismatch)), and the stale owner may still finish if no one
 /// did; after it the reservation counts as abandoned, any caller may take the key over, and
 /// stores may delete the record.
-pub const LEASE_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+pub const LEASE_GRACE: Duration = Duration::from_secs(60);
 
-/// [`LEASE_GRACE`] in milliseconds.
-pub const LEASE_GRACE_MS: Millis = 60_000;
+/// [`LEASE_GRACE`] in milliseconds, for stores that compute in numbers.
+pub const LEASE_GRACE_MS: u64 = LEASE_GRACE.as_millis() as u64;
+
+/// The token that identifies the caller holding an in-progress record. Complete, release and
+/// renew succeed only for the current owner (fencing).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct OwnerToken(String);
+
+impl OwnerToken {
+    /// A new random token.
+    pub fn generate() -> Self {
+        OwnerToken(uuid::Uuid::new_v4().simple().to_string())
+    }
+
+    /// The token's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for OwnerToken {
+    /// Rebuilds a token read back from a store.
+    fn from(token: String) -> Self {
+        OwnerToken(token)
+    }
+}
+
+impl fmt::Debug for OwnerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OwnerToken({})", self.0)
+    }
+}
+
+/// A record under a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Record {
+    /// A caller has reserved the key and is running the function.
+    InProgress(InProgress),
+    /// The function finished and its outcome is stored for replay.
+    Completed(Completed),
+}
+
+impl Record {
+    /// The fingerprint of the call that created the record.
+    pub fn fingerprint(&self) -> &Fingerprint {
+        match self {
+            Record::InProgress(p) => p.fingerprint(),
+            Record::Completed(c) => c.fingerprint(),
+        }
+    }
+
+    /// When the record stops counting: the lease deadline of an in-progress record, the expiry
+    /// of a completed one. A record is live while `now < live_until()`.
+    pub fn live_until(&self) -> Timestamp {
+        match self {
+            Record::InProgress(p) => p.lease_until(),
+            Record::Completed(c) => c.expires_at(),
+        }
+    }
+
+    /// Whether the record still counts at `now`.
+    pub fn is_live(&self, now: Timestamp) -> bool {
+        now < self.live_until()
+    }
+}
+
+/// A reservation: who runs the function, and until when the reservation holds without renewal.
+///
+/// ```
+/// use std::time::Duration;
+/// use idem_core::{Fingerprint, InProgress, OwnerToken, Timestamp};
+/// let now = Timestamp::from_millis(1_700_000_000_000);
+/// let record = InProgress::new(OwnerToken::generate(), Fingerprint::empty(), now + Duration::from_secs(30))
+///     .with_fencing_token(7)
+///     .with_attempt(2);
+/// assert_eq!(record.attempt(), 2);
+/// assert!(!record.is_abandoned(now));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InProgress {
+    owner: OwnerToken,
+    fingerprint: Fingerprint,
+    lease_until: Timestamp,
+    fencing_token: u64,
+    attempt: u32,
+}
 
 impl InProgress {
+    /// `owner`'s reservation for a call fingerprinted `fingerprint`, leased until `lease_until`:
+    /// attempt 1, fencing token 0 until [`with_fencing_token`](InProgress::with_fencing_token)
+    /// says otherwise.
+    pub fn new(owner: OwnerToken, fingerprint: Fingerprint, lease_until: Timestamp) -> Self {
+        InProgress {
+            owner,
+            fingerprint,
+            lease_until,
+            fencing_token: 0,
+            attempt: 1,
+        }
+    }
+
+    /// The same record with `fencing_token`.
+    pub fn with_fencing_token(mut self, fencing_token: u64) -> Self {
+        self.fencing_token = fencing_token;
+        self
+    }
+
+    /// The same record counted as attempt `attempt`.
+    pub fn with_attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt;
+        self
+    }
+
+    /// The same record leased until `lease_until`.
+    pub fn with_lease_until(mut self, lease_until: Timestamp) -> Self {
+        self.lease_until = lease_until;
+        self
+    }
+
+    /// Moves the lease deadline, as a renewal does.
+    pub fn set_lease_until(&mut self, lease_until: Timestamp) {
+        self.lease_until = lease_until;
+    }
+
+    /// The caller running the function.
+    pub fn owner(&self) -> &OwnerToken {
+        &self.owner
+    }
+
+    /// The fingerprint of that caller's arguments.
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
+    }
+
+    /// After this instant another caller with the same fingerprint may take the key over.
+    pub fn lease_until(&self) -> Timestamp {
+        self.lease_until
+    }
+
+    /// Grows with every reservation of the key: on a takeover the store writes the larger of
+    /// the claim's token and the previous one plus one
+    /// ([`taking_over`](InProgress::taking_over)); a claim proposes one derived from its clock
+    /// (a thousand per millisecond), so a reservation of a key that was released or expired
+    /// gets a larger token too while the callers' clocks agree. Stays below 2^53, so scripts
+    /// that count in doubles (Redis's Lua) hold it exactly.
+    pub fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    /// 1 for the first reservation of this call, one more for each takeover by the same
+    /// call (same fingerprint).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
     /// Whether the reservation is abandoned at `now`: its lease passed more than
     /// [`LEASE_GRACE`] ago.
-    pub fn is_abandoned(&self, now: Millis) -> bool {
-        self.lease_until.saturating_add(LEASE_GRACE_MS) <= now
+    pub fn is_abandoned(&self, now: Timestamp) -> bool {
+        self.lease_until + LEASE_GRACE <= now
     }
 
     /// The record this claim's record becomes when it takes `previous` over: the same record
@@ -47,101 +198,49 @@ impl InProgress {
     }
 }
 
-/// The token that identifies the caller holding an in-progress record. Complete, release and
-/// renew succeed only for the current owner (fencing).
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct OwnerToken(String);
-
-impl OwnerToken {
-    /// A new random token.
-    pub fn generate() -> Self {
-        OwnerToken(uuid::Uuid::new_v4().simple().to_string())
-    }
-
-    /// Rebuilds a token read back from a store.
-    pub fn from_string(token: String) -> Self {
-        OwnerToken(token)
-    }
-
-    /// The token's text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for OwnerToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "OwnerToken({})", self.0)
-    }
-}
-
-/// A record under a key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Record {
-    /// A caller has reserved the key and is running the function.
-    InProgress(InProgress),
-    /// The function finished and its outcome is stored for replay.
-    Completed(Completed),
-}
-
-impl Record {
-    /// The fingerprint of the call that created the record.
-    pub fn fingerprint(&self) -> &Fingerprint {
-        match self {
-            Record::InProgress(p) => &p.fingerprint,
-            Record::Completed(c) => &c.fingerprint,
-        }
-    }
-
-    /// When the record stops counting: the lease deadline of an in-progress record, the expiry
-    /// of a completed one. A record is live while `now < live_until()`.
-    pub fn live_until(&self) -> Millis {
-        match self {
-            Record::InProgress(p) => p.lease_until,
-            Record::Completed(c) => c.expires_at,
-        }
-    }
-
-    /// Whether the record still counts at `now`.
-    pub fn is_live(&self, now: Millis) -> bool {
-        now < self.live_until()
-    }
-}
-
-/// A reservation: who runs the function, and until when the reservation holds without renewal.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InProgress {
-    /// The caller running the function.
-    pub owner: OwnerToken,
-    /// The fingerprint of that caller's arguments.
-    pub fingerprint: Fingerprint,
-    /// After this instant another caller with the same fingerprint may take the key over.
-    pub lease_until: Millis,
-    /// Grows with every reservation of the key: on a takeover the store writes the larger of
-    /// the claim's token and the previous one plus one
-    /// ([`taking_over`](InProgress::taking_over)); a claim proposes one derived from its clock
-    /// (a thousand per millisecond), so a reservation of a key that was released or expired
-    /// gets a larger token too while the callers' clocks agree. Stays below 2^53, so scripts
-    /// that count in doubles (Redis's Lua) hold it exactly.
-    pub fencing_token: u64,
-    /// 1 for the first reservation of this call, one more for each takeover by the same
-    /// call (same fingerprint).
-    pub attempt: u32,
-}
-
 /// A finished call's stored outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Completed {
+    fingerprint: Fingerprint,
+    outcome: Outcome,
+    expires_at: Timestamp,
+}
+
+impl Completed {
+    /// The outcome of a call fingerprinted `fingerprint`, replayed until `expires_at`.
+    pub fn new(fingerprint: Fingerprint, outcome: Outcome, expires_at: Timestamp) -> Self {
+        Completed {
+            fingerprint,
+            outcome,
+            expires_at,
+        }
+    }
+
     /// The fingerprint of the call's arguments.
-    pub fingerprint: Fingerprint,
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
+    }
+
     /// What the function returned, serialised.
-    pub outcome: Outcome,
+    pub fn outcome(&self) -> &Outcome {
+        &self.outcome
+    }
+
     /// Until when the outcome is replayed; after it the key counts as new.
-    pub expires_at: Millis,
+    pub fn expires_at(&self) -> Timestamp {
+        self.expires_at
+    }
+
+    /// The outcome, taken out of the record.
+    pub fn into_outcome(self) -> Outcome {
+        self.outcome
+    }
 }
 
 /// A stored return value.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The serialised `Ok` value (JSON).
     Ok(Vec<u8>),
@@ -170,11 +269,27 @@ impl Outcome {
 
 /// What a caller asks of [`Store::reserve`](crate::Store::reserve).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Claim {
+    record: InProgress,
+    now: Timestamp,
+}
+
+impl Claim {
+    /// A claim to write `record` if the key is free at `now`.
+    pub fn new(record: InProgress, now: Timestamp) -> Self {
+        Claim { record, now }
+    }
+
     /// The record to write if the key is free.
-    pub record: InProgress,
+    pub fn record(&self) -> &InProgress {
+        &self.record
+    }
+
     /// The current time, for judging expiry and leases.
-    pub now: Millis,
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
 }
 
 /// The answer of [`Store::reserve`](crate::Store::reserve).

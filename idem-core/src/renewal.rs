@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use crate::lease::{Lease, Loss};
-use crate::{Clock, Key, Millis, OwnerToken, Store, StoreError};
+use crate::{Clock, Key, OwnerToken, Store, StoreError};
 
 /// The first pause before a failed renewal is tried again; it doubles up to the interval.
 const RETRY_BACKOFF: Duration = Duration::from_millis(10);
@@ -51,7 +51,6 @@ impl Drop for Renewal {
 
 impl Renew {
     async fn run(self) {
-        let lease_ms: Millis = self.lease.as_millis().try_into().unwrap_or(Millis::MAX);
         let mut interval =
             tokio::time::interval_at(tokio::time::Instant::now() + self.every, self.every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -62,7 +61,7 @@ impl Renew {
                 // Renewing after the deadline is still safe: the store refuses it if another
                 // caller took over, and otherwise no one holds the key but this call.
                 let now = self.clock.now();
-                let until = now.saturating_add(lease_ms);
+                let until = now + self.lease;
                 match self.store.renew(&self.key, &self.owner, until).await {
                     Ok(()) => {
                         self.state.renewed(until);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::{Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, StoreError};
+use crate::{Claim, Completed, Key, OwnerToken, Record, Reservation, StoreError, Timestamp};
 #[cfg(doc)]
 use crate::{InProgress, LEASE_GRACE};
 
@@ -22,7 +22,7 @@ use crate::{InProgress, LEASE_GRACE};
 /// # The contract
 ///
 /// - **Time comes from the caller.** A record is live while `now < record.live_until()`, with
-///   `now` taken from the [`Claim`]. A store never trusts its backend's own expiry alone (that
+///   `now` taken from the [`Claim`] ([`Claim::now`]). A store never trusts its backend's own expiry alone (that
 ///   may run late). It may delete a completed record once it expired, and an in-progress record
 ///   once it is abandoned ([`InProgress::is_abandoned`]).
 /// - **`reserve` is atomic.** It writes the claim if and only if the key is free: no record, an
@@ -61,7 +61,7 @@ pub trait Store: Send + Sync + 'static {
         &self,
         key: &Key,
         owner: &OwnerToken,
-        lease_until: Millis,
+        lease_until: Timestamp,
     ) -> Result<(), StoreError>;
 
     /// Reads the record under `key`, live or not. `None` if there is none.
@@ -104,7 +104,7 @@ impl<S: Store + ?Sized> Store for Arc<S> {
         &self,
         key: &Key,
         owner: &OwnerToken,
-        lease_until: Millis,
+        lease_until: Timestamp,
     ) -> Result<(), StoreError> {
         (**self).renew(key, owner, lease_until).await
     }

@@ -50,7 +50,7 @@ async fn idempotent_charge(idem: &Idempotency, req: &ChargeRequest) -> Result<Re
         .key("bench::charge")
         .part(req.order_id.as_str())
         .finish()?;
-    let call = Call::new(key, Fingerprint::of(req)?).ttl(Duration::from_secs(1));
+    let call = Call::new(key, Fingerprint::of(req)?).with_ttl(Duration::from_secs(1));
     Ok(idem.run(call, charge(req)).await?.value)
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use idem_core::{
     Call, Claim, Clock, Completed, Error, Fingerprint, Idempotency, InProgress, ManualClock,
-    Outcome, OwnerToken, Reservation, Store,
+    Outcome, OwnerToken, Reservation, Store, Timestamp,
 };
 use idem_stores::memory::MemoryStore;
 
@@ -13,11 +13,11 @@ use idem_stores::memory::MemoryStore;
 async fn expired_records_are_purged_so_memory_stays_bounded() {
     let store = MemoryStore::new();
     let clock = ManualClock::new();
-    let idem = Idempotency::new(store.clone()).clock(clock.clone());
+    let idem = Idempotency::new(store.clone()).with_clock(clock.clone());
     let ttl = Duration::from_secs(1);
     for order in 0..100_000u32 {
         let key = idem.key("charge").part(&order).finish().unwrap();
-        let call = Call::new(key, Fingerprint::of(&order).unwrap()).ttl(ttl);
+        let call = Call::new(key, Fingerprint::of(&order).unwrap()).with_ttl(ttl);
         idem.run(call, async { Ok::<_, Error>(order) })
             .await
             .unwrap();
@@ -44,17 +44,11 @@ async fn expired_records_are_purged_so_memory_stays_bounded() {
     assert!(store.is_empty());
 }
 
-fn claim(now: u64) -> Claim {
-    Claim {
-        record: InProgress {
-            owner: OwnerToken::generate(),
-            fingerprint: Fingerprint::empty(),
-            lease_until: now + 600_000,
-            fencing_token: now * 1000,
-            attempt: 1,
-        },
-        now,
-    }
+fn claim(now: Timestamp) -> Claim {
+    let lease_until = now + Duration::from_secs(600);
+    let record = InProgress::new(OwnerToken::generate(), Fingerprint::empty(), lease_until)
+        .with_fencing_token(now.as_millis() * 1000);
+    Claim::new(record, now)
 }
 
 /// Waiters are woken by the change itself: with Tokio's clock paused, half an hour passes
@@ -69,7 +63,7 @@ async fn waiters_are_woken_by_completion_not_polling() {
     let claim = claim(now);
     assert_eq!(
         store.reserve(&key, &claim).await.unwrap(),
-        Reservation::Reserved(claim.record.clone())
+        Reservation::Reserved(claim.record().clone())
     );
 
     let waiter = {
@@ -89,13 +83,13 @@ async fn waiters_are_woken_by_completion_not_polling() {
         "nothing changed, so the waiter must still wait"
     );
 
-    let completed = Completed {
-        fingerprint: Fingerprint::empty(),
-        outcome: Outcome::Ok(b"1".to_vec()),
-        expires_at: now + 600_000,
-    };
+    let completed = Completed::new(
+        Fingerprint::empty(),
+        Outcome::Ok(b"1".to_vec()),
+        now + Duration::from_secs(600),
+    );
     store
-        .complete(&key, &claim.record.owner, &completed)
+        .complete(&key, claim.record().owner(), &completed)
         .await
         .unwrap();
     let waited = waiter.await.unwrap();
@@ -139,10 +133,10 @@ async fn a_key_with_a_finished_record_does_not_block_waiters() {
 async fn a_full_store_fails_closed_and_evicts_nothing_live() {
     let store = MemoryStore::builder().max_records(3).build();
     let clock = ManualClock::new();
-    let idem = Idempotency::new(store.clone()).clock(clock.clone());
+    let idem = Idempotency::new(store.clone()).with_clock(clock.clone());
     let call = |order: u32, ttl: Duration| {
         let key = idem.key("charge").part(&order).finish().unwrap();
-        Call::new(key, Fingerprint::of(&order).unwrap()).ttl(ttl)
+        Call::new(key, Fingerprint::of(&order).unwrap()).with_ttl(ttl)
     };
     let hour = Duration::from_secs(3600);
     for order in 0..3 {
@@ -159,11 +153,12 @@ async fn a_full_store_fails_closed_and_evicts_nothing_live() {
         .await
         .unwrap_err();
     assert!(!ran, "a full store must not run the function");
-    assert!(matches!(full, Error::Store(_)), "{full:?}");
+    assert!(matches!(full, Error::Store { .. }), "{full:?}");
     assert_eq!(full.http_status(), 503);
+    let cause = std::error::Error::source(&full).expect("the store's error is the source");
     assert!(
-        full.to_string().contains("maximum of 3 live records"),
-        "{full}"
+        cause.to_string().contains("maximum of 3 live records"),
+        "{cause}"
     );
     for order in 0..3 {
         let replay = idem
@@ -192,10 +187,11 @@ async fn sweeps_run_once_per_interval() {
         .sweep_interval(Duration::from_secs(60))
         .build();
     let clock = ManualClock::new();
-    let idem = Idempotency::new(store.clone()).clock(clock.clone());
+    let idem = Idempotency::new(store.clone()).with_clock(clock.clone());
     let run = |order: u32| {
         let key = idem.key("charge").part(&order).finish().unwrap();
-        let call = Call::new(key, Fingerprint::of(&order).unwrap()).ttl(Duration::from_secs(1));
+        let call =
+            Call::new(key, Fingerprint::of(&order).unwrap()).with_ttl(Duration::from_secs(1));
         idem.run(call, async move { Ok::<_, Error>(order) })
     };
     run(0).await.unwrap();
@@ -222,9 +218,9 @@ async fn sweeps_run_once_per_interval() {
 async fn without_sweeping_expired_records_stay_but_do_not_count() {
     let store = MemoryStore::builder().no_sweeping().build();
     let clock = ManualClock::new();
-    let idem = Idempotency::new(store.clone()).clock(clock.clone());
+    let idem = Idempotency::new(store.clone()).with_clock(clock.clone());
     let key = idem.key("charge").finish().unwrap();
-    let call = || Call::new(key.clone(), Fingerprint::empty()).ttl(Duration::from_secs(1));
+    let call = || Call::new(key.clone(), Fingerprint::empty()).with_ttl(Duration::from_secs(1));
     idem.run(call(), async { Ok::<_, Error>(1) }).await.unwrap();
     store.sweeps_finished().await;
     clock.advance(Duration::from_secs(2));
@@ -244,7 +240,7 @@ async fn without_sweeping_expired_records_stay_but_do_not_count() {
 fn the_builder_sets_the_shards() {
     let store = MemoryStore::builder().shards(3).build();
     assert!(format!("{store:?}").contains("shards: 3"), "{store:?}");
-    assert!(format!("{:?}", MemoryStore::with_shards(5)).contains("shards: 5"));
+    assert!(format!("{:?}", MemoryStore::builder().shards(5).build()).contains("shards: 5"));
 }
 
 /// A completed record is purged at its expiry, not a millisecond later; one still live stays.
@@ -252,13 +248,13 @@ fn the_builder_sets_the_shards() {
 async fn purging_removes_a_record_exactly_at_its_expiry() {
     let store = MemoryStore::builder().no_sweeping().build();
     let clock = ManualClock::new();
-    let idem = Idempotency::new(store.clone()).clock(clock.clone());
+    let idem = Idempotency::new(store.clone()).with_clock(clock.clone());
     let key = idem.key("charge").finish().unwrap();
-    let call = Call::new(key, Fingerprint::empty()).ttl(Duration::from_secs(1));
+    let call = Call::new(key, Fingerprint::empty()).with_ttl(Duration::from_secs(1));
     idem.run(call, async { Ok::<_, Error>(1) }).await.unwrap();
-    let expiry = clock.now() + 1_000;
+    let expiry = clock.now() + Duration::from_secs(1);
     assert_eq!(
-        store.purge_expired(expiry - 1),
+        store.purge_expired(expiry - Duration::from_millis(1)),
         0,
         "live a millisecond before"
     );

@@ -165,16 +165,10 @@ async fn main() {
             let (store, key) = (store.clone(), key.clone());
             async move {
                 let now = SystemClock.now();
-                let claim = Claim {
-                    record: InProgress {
-                        owner: OwnerToken::generate(),
-                        fingerprint,
-                        lease_until: now + 30_000,
-                        fencing_token: now * 1000,
-                        attempt: 1,
-                    },
-                    now,
-                };
+                let lease_until = now + Duration::from_secs(30);
+                let record = InProgress::new(OwnerToken::generate(), fingerprint, lease_until)
+                    .with_fencing_token(now.as_millis() * 1000);
+                let claim = Claim::new(record, now);
                 let found = store.reserve(&key, &claim).await.unwrap();
                 assert!(matches!(found, Reservation::Existing(_)));
             }

@@ -380,7 +380,7 @@ async fn panic_in(
 #[tokio::test]
 async fn a_panic_holds_the_key_until_its_lease_passes() {
     let clock = ManualClock::new();
-    let payments = Payments::on(Idempotency::new(MemoryStore::new()).clock(clock.clone()));
+    let payments = Payments::on(Idempotency::new(MemoryStore::new()).with_clock(clock.clone()));
     panic_in({
         let payments = payments.clone();
         async move { payments.charge_panicking("o-1").await }
@@ -419,7 +419,7 @@ async fn with_on_abort_release_a_panic_releases_the_key() {
 #[tokio::test]
 async fn with_on_abort_fail_a_panic_is_the_final_outcome() {
     let clock = ManualClock::new();
-    let payments = Payments::on(Idempotency::new(MemoryStore::new()).clock(clock.clone()));
+    let payments = Payments::on(Idempotency::new(MemoryStore::new()).with_clock(clock.clone()));
     panic_in({
         let payments = payments.clone();
         async move { payments.charge_panicking_failing("o-1").await }
@@ -482,7 +482,7 @@ async fn the_body_sees_its_call_context() {
 #[tokio::test]
 async fn a_record_expires_after_its_ttl() {
     let clock = ManualClock::new();
-    let payments = Payments::on(Idempotency::new(MemoryStore::new()).clock(clock.clone()));
+    let payments = Payments::on(Idempotency::new(MemoryStore::new()).with_clock(clock.clone()));
     assert_eq!(
         payments.charge_for_an_hour("o-1", 1).await,
         Ok(receipt("o-1", 1, 1))
@@ -607,7 +607,7 @@ async fn the_handle_argument_is_not_fingerprinted() {
 #[tokio::test]
 async fn lease_sets_how_long_a_crashed_call_holds_the_key() {
     let clock = ManualClock::new();
-    let payments = Payments::on(Idempotency::new(MemoryStore::new()).clock(clock.clone()));
+    let payments = Payments::on(Idempotency::new(MemoryStore::new()).with_clock(clock.clone()));
     cancel_mid_body(&payments, payments.charge_briefly("o-1", 5)).await;
     assert_eq!(
         payments.charge_briefly("o-1", 5).await,

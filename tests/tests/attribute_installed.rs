@@ -20,7 +20,7 @@ async fn without_an_installed_handle_the_body_does_not_run_then_the_installed_on
     assert!(matches!(error, idem_core::Error::NotInstalled), "{error}");
     assert_eq!(RUNS.load(Ordering::SeqCst), 0);
 
-    let idem = Idempotency::new(MemoryStore::new()).namespace("billing");
+    let idem = Idempotency::new(MemoryStore::new()).with_namespace("billing");
     idem_core::install(idem.clone());
     assert_eq!(charge("o-1").await.unwrap(), 1);
     assert_eq!(charge("o-1").await.unwrap(), 1);
@@ -35,7 +35,7 @@ async fn without_an_installed_handle_the_body_does_not_run_then_the_installed_on
     );
 
     // Installing another handle replaces the first: its store has no record, so the body runs.
-    let other = Idempotency::new(MemoryStore::new()).namespace("billing");
+    let other = Idempotency::new(MemoryStore::new()).with_namespace("billing");
     idem_core::install(other.clone());
     assert_eq!(charge("o-1").await.unwrap(), 2);
     assert_eq!(charge("o-1").await.unwrap(), 2);

@@ -52,7 +52,7 @@ fn assert_not_recorded(err: &Error, cause: &str) {
 
 fn assert_store_error(err: &Error, cause: &str) {
     assert!(
-        matches!(err, Error::Store(_)),
+        matches!(err, Error::Store { .. }),
         "expected Error::Store, got {err:?}"
     );
     assert_eq!(err.http_status(), 503);

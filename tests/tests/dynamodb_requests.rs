@@ -195,22 +195,22 @@ async fn renewal_costs_one_update() {
     let call = call(&idem, "o-5", 10);
     let now = idem_core::Clock::now(&idem_core::SystemClock);
     let owner = idem_core::OwnerToken::generate();
-    let claim = idem_core::Claim {
-        record: idem_core::InProgress {
-            owner: owner.clone(),
-            fingerprint: *call.fingerprint(),
-            lease_until: now + 30_000,
-            fencing_token: now * 1000,
-            attempt: 1,
-        },
-        now,
-    };
+    let record = idem_core::InProgress::new(
+        owner.clone(),
+        *call.fingerprint(),
+        now + std::time::Duration::from_secs(30),
+    )
+    .with_fencing_token(now.as_millis() * 1000);
+    let claim = idem_core::Claim::new(record, now);
     assert_eq!(
         store.reserve(call.key(), &claim).await.unwrap(),
-        idem_core::Reservation::Reserved(claim.record.clone())
+        idem_core::Reservation::Reserved(claim.record().clone())
     );
     let before = db.requests.count();
-    store.renew(call.key(), &owner, now + 60_000).await.unwrap();
+    store
+        .renew(call.key(), &owner, now + std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
     assert_eq!(db.requests.operations_since(before), ops(&["UpdateItem"]));
 }
 
@@ -224,7 +224,7 @@ async fn a_waiting_duplicate_polls_with_small_reads() {
     let before = db.requests.count();
     let waiter = {
         let idem = idem.clone();
-        let call = call(&idem, "o-6", 10).wait(std::time::Duration::from_secs(10));
+        let call = call(&idem, "o-6", 10).with_wait(std::time::Duration::from_secs(10));
         tokio::spawn(async move { idem.run(call, async { Ok::<_, Error>(7u64) }).await })
     };
     // Let the waiter poll twice, then finish the first call.

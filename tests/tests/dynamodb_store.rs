@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
 use idem_core::{
     Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Key, Outcome, OwnerToken,
-    Record, Reservation, Store, StoreError, LEASE_GRACE_MS,
+    Record, Reservation, Store, StoreError, Timestamp, LEASE_GRACE_MS,
 };
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, ItemTooLarge, MAX_ITEM_SIZE};
 use idem_tests::dynamodb::{unique_table_name, TestDynamo};
@@ -40,7 +40,7 @@ mod idem_stores_memory_free {
         async fn release(&self, _: &Key, _: &OwnerToken) -> Result<(), StoreError> {
             unreachable!()
         }
-        async fn renew(&self, _: &Key, _: &OwnerToken, _: Millis) -> Result<(), StoreError> {
+        async fn renew(&self, _: &Key, _: &OwnerToken, _: Timestamp) -> Result<(), StoreError> {
             unreachable!()
         }
         async fn get(&self, _: &Key) -> Result<Option<Record>, StoreError> {
@@ -56,25 +56,23 @@ fn fingerprint(text: &str) -> Fingerprint {
     Fingerprint::of(text).unwrap()
 }
 
+/// `millis` after the epoch.
+fn at(millis: u64) -> Timestamp {
+    Timestamp::from_millis(millis)
+}
+
 fn claim(text: &str, lease_until: u64, now: u64) -> Claim {
-    Claim {
-        record: InProgress {
-            owner: OwnerToken::generate(),
-            fingerprint: fingerprint(text),
-            lease_until,
-            fencing_token: now * 1000,
-            attempt: 1,
-        },
-        now,
-    }
+    let record = InProgress::new(OwnerToken::generate(), fingerprint(text), at(lease_until))
+        .with_fencing_token(now * 1000);
+    Claim::new(record, at(now))
 }
 
 fn completed(text: &str, body: &[u8], expires_at: u64) -> Completed {
-    Completed {
-        fingerprint: fingerprint(text),
-        outcome: Outcome::Ok(body.to_vec()),
-        expires_at,
-    }
+    Completed::new(
+        fingerprint(text),
+        Outcome::Ok(body.to_vec()),
+        at(expires_at),
+    )
 }
 
 fn s(text: &str) -> AttributeValue {
@@ -97,7 +95,7 @@ async fn items_have_the_documented_layout() {
     let expected = HashMap::from([
         ("pk".to_owned(), s(&format!("|{key}"))),
         ("state".to_owned(), s("in_progress")),
-        ("owner".to_owned(), s(claim.record.owner.as_str())),
+        ("owner".to_owned(), s(claim.record().owner().as_str())),
         ("fingerprint".to_owned(), s(&fingerprint("a").to_hex())),
         ("live_until_ms".to_owned(), n(NOW + 30_001)),
         ("fencing_token".to_owned(), n(NOW * 1000)),
@@ -110,7 +108,7 @@ async fn items_have_the_documented_layout() {
     assert_eq!(item, expected);
 
     db.store
-        .renew(&key, &claim.record.owner, NOW + 61_500)
+        .renew(&key, claim.record().owner(), at(NOW + 61_500))
         .await
         .unwrap();
     let item = db.get_raw(&key).await.unwrap();
@@ -122,14 +120,14 @@ async fn items_have_the_documented_layout() {
 
     let done = completed("a", b"{\"receipt\":1}", NOW + 86_400_000);
     db.store
-        .complete(&key, &claim.record.owner, &done)
+        .complete(&key, claim.record().owner(), &done)
         .await
         .unwrap();
     let item = db.get_raw(&key).await.unwrap();
     let expected = HashMap::from([
         ("pk".to_owned(), s(&format!("|{key}"))),
         ("state".to_owned(), s("completed")),
-        ("owner".to_owned(), s(claim.record.owner.as_str())),
+        ("owner".to_owned(), s(claim.record().owner().as_str())),
         ("fingerprint".to_owned(), s(&fingerprint("a").to_hex())),
         ("live_until_ms".to_owned(), n(NOW + 86_400_000)),
         ("ttl".to_owned(), n((NOW + 86_400_000) / 1000)),
@@ -154,27 +152,27 @@ async fn reserve_tells_fresh_takeover_and_expiry_apart() {
     let first = claim("a", NOW + 1_000, NOW);
     assert_eq!(
         store.reserve(&key, &first).await.unwrap(),
-        Reservation::Reserved(first.record.clone())
+        Reservation::Reserved(first.record().clone())
     );
     // The lease is live at its last millisecond and passed at its deadline.
     let early = claim("a", NOW + 5_000, NOW + 999);
     assert_eq!(
         store.reserve(&key, &early).await.unwrap(),
-        Reservation::Existing(Record::InProgress(first.record.clone()))
+        Reservation::Existing(Record::InProgress(first.record().clone()))
     );
     let other = claim("b", NOW + 5_000, NOW + 2_000);
     assert_eq!(
         store.reserve(&key, &other).await.unwrap(),
-        Reservation::Existing(Record::InProgress(first.record.clone())),
+        Reservation::Existing(Record::InProgress(first.record().clone())),
         "a lease-passed record is taken over only with the same fingerprint"
     );
     let second = claim("a", NOW + 5_000, NOW + 1_000);
     let before = db.requests.count();
-    let taken = second.record.taking_over(&first.record);
+    let taken = second.record().taking_over(first.record());
     assert_eq!(
         store.reserve(&key, &second).await.unwrap(),
         Reservation::TookOver {
-            previous: first.record.owner.clone(),
+            previous: first.record().owner().clone(),
             record: taken.clone(),
         }
     );
@@ -183,8 +181,8 @@ async fn reserve_tells_fresh_takeover_and_expiry_apart() {
         vec!["PutItem".to_owned(), "PutItem".to_owned()],
         "a takeover is a put on a free key, then a put conditioned on the record it found"
     );
-    assert_eq!(taken.attempt, 2);
-    assert!(taken.fencing_token > first.record.fencing_token);
+    assert_eq!(taken.attempt(), 2);
+    assert!(taken.fencing_token() > first.record().fencing_token());
     assert_eq!(
         store.get(&key).await.unwrap(),
         Some(Record::InProgress(taken))
@@ -192,7 +190,7 @@ async fn reserve_tells_fresh_takeover_and_expiry_apart() {
 
     let done = completed("a", b"1", NOW + 10_000);
     store
-        .complete(&key, &second.record.owner, &done)
+        .complete(&key, second.record().owner(), &done)
         .await
         .unwrap();
     let live = claim("b", NOW + 20_000, NOW + 9_999);
@@ -203,7 +201,7 @@ async fn reserve_tells_fresh_takeover_and_expiry_apart() {
     let after_expiry = claim("b", NOW + 20_000, NOW + 10_000);
     assert_eq!(
         store.reserve(&key, &after_expiry).await.unwrap(),
-        Reservation::Reserved(after_expiry.record.clone()),
+        Reservation::Reserved(after_expiry.record().clone()),
         "an expired completed record is replaced, not taken over"
     );
 }
@@ -331,7 +329,7 @@ async fn oversized_results_are_refused_before_any_request() {
     let Error::NotRecorded { cause, .. } = &err else {
         panic!("expected Error::NotRecorded, got {err:?}")
     };
-    let Error::Rejected(source) = &**cause else {
+    let Error::Rejected { source, .. } = &**cause else {
         panic!("expected a Rejected cause, got {cause:?}")
     };
     assert!(err.ran_without_record() && !err.is_retryable(), "{err}");
@@ -340,7 +338,7 @@ async fn oversized_results_are_refused_before_any_request() {
         .downcast_ref::<ItemTooLarge>()
         .expect("an ItemTooLarge");
     assert!(too_large.size > MAX_ITEM_SIZE);
-    assert!(cause.to_string().contains("item limit"), "{cause}");
+    assert!(source.to_string().contains("item limit"), "{source}");
 
     // At the store: nothing is sent.
     let key = key("huge-direct");
@@ -351,7 +349,7 @@ async fn oversized_results_are_refused_before_any_request() {
         .store
         .complete(
             &key,
-            &claim.record.owner,
+            claim.record().owner(),
             &completed("h", &vec![b'x'; MAX_ITEM_SIZE], NOW + 60_000),
         )
         .await;
@@ -442,12 +440,10 @@ async fn a_missing_table_is_a_store_error() {
         .run(call, async { Ok::<_, Error>(1u64) })
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Store(_)), "{err:?}");
-    assert!(
-        err.to_string().contains("ResourceNotFoundException"),
-        "{err}"
-    );
-    assert!(err.to_string().contains("idem-no-such-table"), "{err}");
+    assert!(matches!(err, Error::Store { .. }), "{err:?}");
+    let report = format!("{:#}", anyhow::Error::new(err));
+    assert!(report.contains("ResourceNotFoundException"), "{report}");
+    assert!(report.contains("idem-no-such-table"), "{report}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

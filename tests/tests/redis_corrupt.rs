@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use idem_core::{
     Call, Completed, Error, Fingerprint, Idempotency, Outcome, OwnerToken, Store, StoreError,
+    Timestamp,
 };
 use idem_stores::redis::client::{self as redis, aio::MultiplexedConnection};
 use idem_tests::redis_target::RedisTarget;
@@ -150,15 +151,15 @@ async fn garbage_under_a_key_is_an_error_not_a_panic() {
 
         // The fenced operations refuse too, and change nothing.
         let owner = OwnerToken::generate();
-        let completed = Completed {
+        let completed = Completed::new(
             fingerprint,
-            outcome: Outcome::Ok(b"1".to_vec()),
-            expires_at: u64::MAX / 2,
-        };
+            Outcome::Ok(b"1".to_vec()),
+            Timestamp::from_millis(u64::MAX / 2),
+        );
         let results = [
             store.complete(&key, &owner, &completed).await,
             store.release(&key, &owner).await,
-            store.renew(&key, &owner, 1).await,
+            store.renew(&key, &owner, Timestamp::from_millis(1)).await,
         ];
         for result in results {
             assert!(

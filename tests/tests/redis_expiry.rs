@@ -16,8 +16,8 @@ const LEASE: Duration = Duration::from_secs(30);
 fn call(idem: &Idempotency, order: &str) -> Call {
     let key = idem.key("orders.create").part(order).finish().unwrap();
     Call::new(key, Fingerprint::of(&order).unwrap())
-        .ttl(TTL)
-        .lease(LEASE)
+        .with_ttl(TTL)
+        .with_lease(LEASE)
 }
 
 async fn pttl(target: &RedisTarget, call: &Call) -> i64 {
@@ -45,7 +45,7 @@ async fn keys_expire_in_redis_and_by_the_callers_clock() {
     // The caller's clock runs ten days ahead of the server's.
     let clock = ManualClock::new();
     clock.advance(Duration::from_secs(10 * 24 * 3600));
-    let idem = Idempotency::new(target.redis_store().clone()).clock(clock.clone());
+    let idem = Idempotency::new(target.redis_store().clone()).with_clock(clock.clone());
 
     // In progress: the key lives for the lease plus the grace.
     let (started_tx, started) = oneshot::channel();

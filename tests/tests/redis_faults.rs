@@ -15,7 +15,7 @@ const LEASE: Duration = Duration::from_secs(30);
 
 fn call(idem: &Idempotency, order: &str) -> Call {
     let key = idem.key("orders.create").part(order).finish().unwrap();
-    Call::new(key, Fingerprint::of(&order).unwrap()).lease(LEASE)
+    Call::new(key, Fingerprint::of(&order).unwrap()).with_lease(LEASE)
 }
 
 /// Runs the call with a body that counts its runs.
@@ -36,7 +36,7 @@ async fn server_killed_between_reserve_and_complete() {
     };
     let mut target = RedisTarget::on(redis).await;
     let clock = ManualClock::new();
-    let idem = Idempotency::new(target.redis_store().clone()).clock(clock.clone());
+    let idem = Idempotency::new(target.redis_store().clone()).with_clock(clock.clone());
     let runs = Arc::new(AtomicUsize::new(0));
 
     // The first call reserves the key and is held inside its body.
@@ -61,7 +61,7 @@ async fn server_killed_between_reserve_and_complete() {
     // Its outcome cannot be stored: the caller is told so, and not invited to retry.
     let err = first.await.unwrap().unwrap_err();
     assert!(
-        matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store(_))),
+        matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store { .. })),
         "{err:?}"
     );
     assert!(err.ran_without_record() && !err.is_retryable(), "{err:?}");
@@ -70,9 +70,9 @@ async fn server_killed_between_reserve_and_complete() {
 
     // While the server is down, calls fail closed without running the body.
     let err = create(&idem, "o-1", &runs).await.unwrap_err();
-    assert!(matches!(err, Error::Store(_)), "{err:?}");
+    assert!(matches!(err, Error::Store { .. }), "{err:?}");
     let err = create(&idem, "o-2", &runs).await.unwrap_err();
-    assert!(matches!(err, Error::Store(_)), "{err:?}");
+    assert!(matches!(err, Error::Store { .. }), "{err:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 
     // Back up, with the reservation: the lease still holds, so the body does not run again.
@@ -107,7 +107,7 @@ async fn store_reconnects_after_a_restart() {
 
     target.server().kill();
     let err = create(&idem, "during", &runs).await.unwrap_err();
-    assert!(matches!(err, Error::Store(_)), "{err:?}");
+    assert!(matches!(err, Error::Store { .. }), "{err:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 
     // A fresh server (no data kept) on the same port; the same store finds it.

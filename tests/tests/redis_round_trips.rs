@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 /// A target on a server of this test's own, so that no other test's commands are counted.
 async fn target() -> Option<(RedisTarget, Idempotency)> {
     let target = RedisTarget::on(TestRedis::start_owned()?).await;
-    let idem = Idempotency::new(target.redis_store().clone()).namespace("round-trips");
+    let idem = Idempotency::new(target.redis_store().clone()).with_namespace("round-trips");
     Some((target, idem))
 }
 

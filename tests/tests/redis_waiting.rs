@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem_core::{
-    Call, Claim, Completed, Error, Fingerprint, Idempotency, Key, Millis, OwnerToken, Record,
-    Reservation, Store, StoreError,
+    Call, Claim, Completed, Error, Fingerprint, Idempotency, Key, OwnerToken, Record, Reservation,
+    Store, StoreError, Timestamp,
 };
 use idem_stores::redis::client::aio::ConnectionManager;
 use idem_stores::redis::client::{self as redis, Client};
@@ -32,7 +32,7 @@ async fn cost_of_waiting(
     store: impl Store,
     order: &str,
 ) -> Vec<(String, u64)> {
-    let idem = Idempotency::new(store).namespace("waiting");
+    let idem = Idempotency::new(store).with_namespace("waiting");
     let (started_tx, started) = oneshot::channel();
     let (finish, finish_rx) = oneshot::channel::<()>();
     let first = tokio::spawn({
@@ -52,7 +52,7 @@ async fn cost_of_waiting(
     let waiters: Vec<_> = (0..WAITERS)
         .map(|_| {
             let (idem, parked) = (idem.clone(), parked.clone());
-            let call = call(&idem, order).wait(Duration::from_secs(30));
+            let call = call(&idem, order).with_wait(Duration::from_secs(30));
             tokio::spawn(async move {
                 parked.add_permits(1);
                 idem.run(call, async { Ok::<_, Error>("ran again".to_owned()) })
@@ -104,7 +104,12 @@ impl Store for DefaultWaiting {
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
         self.0.release(key, owner).await
     }
-    async fn renew(&self, key: &Key, owner: &OwnerToken, until: Millis) -> Result<(), StoreError> {
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        until: Timestamp,
+    ) -> Result<(), StoreError> {
         self.0.renew(key, owner, until).await
     }
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
@@ -267,7 +272,7 @@ async fn too_few_replicas_fail_the_call_closed() {
         !ran,
         "the function must not run on an unreplicated reservation"
     );
-    let Error::Store(source) = &err else {
+    let Error::Store { source, .. } = &err else {
         panic!("expected Error::Store, got {err:?}")
     };
     assert!(source.downcast_ref::<NotReplicated>().is_some(), "{source}");
@@ -275,9 +280,10 @@ async fn too_few_replicas_fail_the_call_closed() {
     // The reservation was released, so a store without the requirement runs the call.
     let plain = Idempotency::new(target.another_store().await);
     let done = plain
-        .run(call(&plain, "o-1").wait(Duration::from_secs(5)), async {
-            Ok::<_, Error>(2u64)
-        })
+        .run(
+            call(&plain, "o-1").with_wait(Duration::from_secs(5)),
+            async { Ok::<_, Error>(2u64) },
+        )
         .await
         .unwrap();
     assert_eq!((done.value, done.replayed), (2, false));

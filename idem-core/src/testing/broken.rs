@@ -8,7 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::{
-    Claim, Completed, InProgress, Key, Millis, OwnerToken, Record, Reservation, Store, StoreError,
+    Claim, Completed, Fingerprint, InProgress, Key, OwnerToken, Record, Reservation, Store,
+    StoreError, Timestamp,
 };
 
 /// The rule a [`Broken`] store breaks.
@@ -107,25 +108,21 @@ impl Broken {
     /// The owner holding `key` in progress, if any.
     async fn holder(&self, key: &Key) -> Result<Option<OwnerToken>, StoreError> {
         Ok(match self.inner.get(key).await? {
-            Some(Record::InProgress(held)) => Some(held.owner),
+            Some(Record::InProgress(held)) => Some(held.owner().clone()),
             _ => None,
         })
     }
 
-    /// Writes an in-progress record for `owner` under a missing key.
+    /// Writes `owner`'s in-progress record, leased until `lease_until`, under a missing key.
     async fn recreate(
         &self,
         key: &Key,
         owner: &OwnerToken,
-        record: InProgress,
+        fingerprint: Fingerprint,
+        lease_until: Timestamp,
     ) -> Result<(), StoreError> {
-        let claim = Claim {
-            record: InProgress {
-                owner: owner.clone(),
-                ..record
-            },
-            now: 0,
-        };
+        let record = InProgress::new(owner.clone(), fingerprint, lease_until);
+        let claim = Claim::new(record, Timestamp::EPOCH);
         self.inner.reserve(key, &claim).await.map(drop)
     }
 }
@@ -139,7 +136,7 @@ impl Store for Broken {
                     self.inner.delete(key).await?;
                     return self.inner.reserve(key, claim).await;
                 }
-                Ok(Reservation::Reserved(claim.record.clone()))
+                Ok(Reservation::Reserved(claim.record().clone()))
             }
             Fault::ExpiryIgnoredOnRead => match self.inner.get(key).await? {
                 Some(Record::Completed(done)) => Ok(Reservation::Existing(Record::Completed(done))),
@@ -147,24 +144,29 @@ impl Store for Broken {
             },
             Fault::FingerprintIgnored => Ok(match self.inner.reserve(key, claim).await? {
                 Reservation::Existing(Record::Completed(done)) => {
-                    Reservation::Existing(Record::Completed(Completed {
-                        fingerprint: claim.record.fingerprint,
-                        ..done
-                    }))
+                    Reservation::Existing(Record::Completed(Completed::new(
+                        *claim.record().fingerprint(),
+                        done.outcome().clone(),
+                        done.expires_at(),
+                    )))
                 }
                 Reservation::Existing(Record::InProgress(held)) => {
-                    Reservation::Existing(Record::InProgress(InProgress {
-                        fingerprint: claim.record.fingerprint,
-                        ..held
-                    }))
+                    let posing = InProgress::new(
+                        held.owner().clone(),
+                        *claim.record().fingerprint(),
+                        held.lease_until(),
+                    )
+                    .with_fencing_token(held.fencing_token())
+                    .with_attempt(held.attempt());
+                    Reservation::Existing(Record::InProgress(posing))
                 }
                 other => other,
             }),
             Fault::TakeoverOneSecondEarly => {
-                let early = Claim {
-                    now: claim.now + 1_000,
-                    ..claim.clone()
-                };
+                let early = Claim::new(
+                    claim.record().clone(),
+                    claim.now() + std::time::Duration::from_secs(1),
+                );
                 self.inner.reserve(key, &early).await
             }
             Fault::NeverReportsTakeover => Ok(match self.inner.reserve(key, claim).await? {
@@ -187,14 +189,8 @@ impl Store for Broken {
                 self.inner.complete(key, &holder, record).await
             }
             Fault::RecreatesMissing if self.inner.get(key).await?.is_none() => {
-                let placeholder = InProgress {
-                    owner: owner.clone(),
-                    fingerprint: record.fingerprint,
-                    lease_until: record.expires_at,
-                    fencing_token: 0,
-                    attempt: 1,
-                };
-                self.recreate(key, owner, placeholder).await?;
+                self.recreate(key, owner, *record.fingerprint(), record.expires_at())
+                    .await?;
                 self.inner.complete(key, owner, record).await
             }
             _ => self.inner.complete(key, owner, record).await,
@@ -215,7 +211,7 @@ impl Store for Broken {
         &self,
         key: &Key,
         owner: &OwnerToken,
-        lease_until: Millis,
+        lease_until: Timestamp,
     ) -> Result<(), StoreError> {
         match self.fault {
             Fault::RenewDoesNotExtend => match self.holder(key).await? {
@@ -223,14 +219,8 @@ impl Store for Broken {
                 _ => Err(StoreError::LeaseLost),
             },
             Fault::RecreatesMissing if self.inner.get(key).await?.is_none() => {
-                let placeholder = InProgress {
-                    owner: owner.clone(),
-                    fingerprint: crate::Fingerprint::empty(),
-                    lease_until,
-                    fencing_token: 0,
-                    attempt: 1,
-                };
-                self.recreate(key, owner, placeholder).await
+                self.recreate(key, owner, Fingerprint::empty(), lease_until)
+                    .await
             }
             Fault::RenewsCompleted => match self.inner.get(key).await? {
                 Some(Record::Completed(_)) => Ok(()),

@@ -82,8 +82,8 @@ impl Context {
     /// namespace, on `clock`.
     pub fn handle_with(&self, clock: impl Clock, store: Arc<dyn Store>) -> Idempotency {
         Idempotency::from_arc(store)
-            .namespace(self.namespace.clone())
-            .clock(clock)
+            .with_namespace(self.namespace.clone())
+            .with_clock(clock)
     }
 
     /// A handle on the store under test, through a probe that adds a permit to the returned

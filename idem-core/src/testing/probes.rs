@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 
 use crate::error::Message;
 use crate::{
-    Claim, Completed, Key, ManualClock, Millis, OwnerToken, Record, Reservation, Store, StoreError,
+    Claim, Completed, Key, ManualClock, OwnerToken, Record, Reservation, Store, StoreError,
 };
 
 pub(crate) struct Probe {
@@ -159,16 +159,10 @@ impl Probe {
     async fn overtake(&self, key: &Key, theirs: &Completed) -> Result<(), StoreError> {
         let other = OwnerToken::generate();
         self.inner.delete(key).await?;
-        let claim = Claim {
-            record: crate::InProgress {
-                owner: other.clone(),
-                fingerprint: theirs.fingerprint,
-                lease_until: theirs.expires_at,
-                fencing_token: 0,
-                attempt: 2,
-            },
-            now: 0,
-        };
+        let record =
+            crate::InProgress::new(other.clone(), *theirs.fingerprint(), theirs.expires_at())
+                .with_attempt(2);
+        let claim = Claim::new(record, crate::Timestamp::EPOCH);
         self.inner.reserve(key, &claim).await?;
         self.inner.complete(key, &other, theirs).await
     }
@@ -231,7 +225,7 @@ impl Store for Probe {
         &self,
         key: &Key,
         owner: &OwnerToken,
-        lease_until: Millis,
+        lease_until: crate::Timestamp,
     ) -> Result<(), StoreError> {
         let fail = self
             .failing_renewals

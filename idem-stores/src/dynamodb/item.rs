@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::{
-    Completed, Fingerprint, InProgress, Millis, Outcome, OwnerToken, Record, LEASE_GRACE_MS,
+    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, StoreError, Timestamp,
+    LEASE_GRACE,
 };
 
 use super::AttributeNames;
@@ -34,10 +35,15 @@ pub(crate) fn number(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
+/// A point in time as a number attribute: milliseconds since the epoch.
+pub(crate) fn time(at: Timestamp) -> AttributeValue {
+    number(at.as_millis())
+}
+
 /// The TTL attribute's value for a record live until `live_until`: whole seconds, rounded up so
 /// that DynamoDB's sweeper never removes a record that idem still counts as live.
-pub(crate) fn ttl_seconds(live_until: Millis) -> u64 {
-    live_until.div_ceil(1000)
+pub(crate) fn ttl_seconds(live_until: Timestamp) -> u64 {
+    live_until.as_millis().div_ceil(1000)
 }
 
 /// The item of an in-progress record.
@@ -47,20 +53,18 @@ pub(crate) fn in_progress(names: &AttributeNames, key: &str, record: &InProgress
         (names.state.clone(), AttributeValue::S(IN_PROGRESS.into())),
         (
             names.owner.clone(),
-            AttributeValue::S(record.owner.as_str().to_owned()),
+            AttributeValue::S(record.owner().as_str().to_owned()),
         ),
         (
             names.fingerprint.clone(),
-            AttributeValue::S(record.fingerprint.to_hex()),
+            AttributeValue::S(record.fingerprint().to_hex()),
         ),
-        (names.live_until.clone(), number(record.lease_until)),
-        (names.fencing_token.clone(), number(record.fencing_token)),
-        (names.attempt.clone(), number(record.attempt.into())),
+        (names.live_until.clone(), time(record.lease_until())),
+        (names.fencing_token.clone(), number(record.fencing_token())),
+        (names.attempt.clone(), number(record.attempt().into())),
         (
             names.ttl.clone(),
-            number(ttl_seconds(
-                record.lease_until.saturating_add(LEASE_GRACE_MS),
-            )),
+            number(ttl_seconds(record.lease_until() + LEASE_GRACE)),
         ),
     ])
 }
@@ -72,11 +76,16 @@ pub(crate) fn completed(
     key: &str,
     owner: &OwnerToken,
     record: &Completed,
-) -> Item {
-    let (outcome, body) = match &record.outcome {
+) -> Result<Item, StoreError> {
+    let (outcome, body) = match record.outcome() {
         Outcome::Ok(body) => (OK, Some(body)),
         Outcome::Err(body) => (ERR, Some(body)),
         Outcome::Aborted => (ABORTED, None),
+        other => {
+            return Err(StoreError::rejected(format!(
+                "this version of the DynamoDB store cannot hold the outcome {other:?}"
+            )))
+        }
     };
     let mut item = HashMap::from([
         (names.key.clone(), AttributeValue::S(key.to_owned())),
@@ -87,16 +96,16 @@ pub(crate) fn completed(
         ),
         (
             names.fingerprint.clone(),
-            AttributeValue::S(record.fingerprint.to_hex()),
+            AttributeValue::S(record.fingerprint().to_hex()),
         ),
-        (names.live_until.clone(), number(record.expires_at)),
-        (names.ttl.clone(), number(ttl_seconds(record.expires_at))),
+        (names.live_until.clone(), time(record.expires_at())),
+        (names.ttl.clone(), number(ttl_seconds(record.expires_at()))),
         (names.outcome.clone(), AttributeValue::S(outcome.into())),
     ]);
     if let Some(body) = body {
         item.insert(names.body.clone(), body_value(body));
     }
-    item
+    Ok(item)
 }
 
 /// The body as a string when it is UTF-8 (JSON always is), else as binary. A string is readable
@@ -121,20 +130,22 @@ pub(crate) fn owner<'a>(names: &AttributeNames, item: &'a Item) -> Option<&'a st
 pub(crate) fn decode(names: &AttributeNames, item: &Item) -> Result<Record, String> {
     let fields = Fields { names, item };
     let fingerprint = fields.string(&names.fingerprint)?;
-    let fingerprint = Fingerprint::from_hex(fingerprint)
-        .ok_or_else(|| format!("attribute `{}` is not 64 hex digits", names.fingerprint))?;
-    let live_until = fields.millis(&names.live_until)?;
+    let fingerprint: Fingerprint = fingerprint
+        .parse()
+        .map_err(|_| format!("attribute `{}` is not 64 hex digits", names.fingerprint))?;
+    let live_until = Timestamp::from_millis(fields.whole_number(&names.live_until)?);
     match fields.string(&names.state)? {
-        IN_PROGRESS => Ok(Record::InProgress(InProgress {
-            owner: OwnerToken::from_string(fields.string(&names.owner)?.to_owned()),
-            fingerprint,
-            lease_until: live_until,
-            fencing_token: fields.millis(&names.fencing_token)?,
-            attempt: fields
-                .millis(&names.attempt)?
+        IN_PROGRESS => {
+            let owner = OwnerToken::from(fields.string(&names.owner)?.to_owned());
+            let attempt = fields
+                .whole_number(&names.attempt)?
                 .try_into()
-                .map_err(|_| format!("attribute `{}` is too large", names.attempt))?,
-        })),
+                .map_err(|_| format!("attribute `{}` is too large", names.attempt))?;
+            let record = InProgress::new(owner, fingerprint, live_until)
+                .with_fencing_token(fields.whole_number(&names.fencing_token)?)
+                .with_attempt(attempt);
+            Ok(Record::InProgress(record))
+        }
         COMPLETED => {
             let body = || fields.bytes(&names.body).map(<[u8]>::to_vec);
             let outcome = match fields.string(&names.outcome)? {
@@ -148,11 +159,11 @@ pub(crate) fn decode(names: &AttributeNames, item: &Item) -> Result<Record, Stri
                     ))
                 }
             };
-            Ok(Record::Completed(Completed {
+            Ok(Record::Completed(Completed::new(
                 fingerprint,
                 outcome,
-                expires_at: live_until,
-            }))
+                live_until,
+            )))
         }
         other => Err(format!(
             "attribute `{}` is `{other}`, not `{IN_PROGRESS}` or `{COMPLETED}`",
@@ -196,11 +207,11 @@ impl Fields<'_> {
         }
     }
 
-    fn millis(&self, name: &str) -> Result<Millis, String> {
+    fn whole_number(&self, name: &str) -> Result<u64, String> {
         match self.get(name)? {
-            AttributeValue::N(number) => number.parse().map_err(|_| {
-                format!("attribute `{name}` is `{number}`, not a whole number of milliseconds")
-            }),
+            AttributeValue::N(number) => number
+                .parse()
+                .map_err(|_| format!("attribute `{name}` is `{number}`, not a whole number")),
             _ => Err(format!("attribute `{name}` is not a number")),
         }
     }
@@ -251,13 +262,10 @@ mod tests {
 
     #[test]
     fn in_progress_round_trips() {
-        let record = InProgress {
-            owner: OwnerToken::generate(),
-            fingerprint: fingerprint(),
-            lease_until: 1_700_000_000_123,
-            fencing_token: 1_700_000_000_000_000,
-            attempt: 2,
-        };
+        let lease_until = Timestamp::from_millis(1_700_000_000_123);
+        let record = InProgress::new(OwnerToken::generate(), fingerprint(), lease_until)
+            .with_fencing_token(1_700_000_000_000_000)
+            .with_attempt(2);
         let item = in_progress(&names(), "k", &record);
         // The sweeper may delete an in-progress item only once it is abandoned.
         assert_eq!(item["ttl"], number(1_700_000_061));
@@ -271,13 +279,10 @@ mod tests {
             Outcome::Err(b"\"declined\"".to_vec()),
             Outcome::Aborted,
         ] {
-            let record = Completed {
-                fingerprint: fingerprint(),
-                outcome,
-                expires_at: 1_700_000_000_000,
-            };
+            let expires_at = Timestamp::from_millis(1_700_000_000_000);
+            let record = Completed::new(fingerprint(), outcome, expires_at);
             let owner = OwnerToken::generate();
-            let item = completed(&names(), "k", &owner, &record);
+            let item = completed(&names(), "k", &owner, &record).unwrap();
             assert_eq!(super::owner(&names(), &item), Some(owner.as_str()));
             assert_eq!(item["ttl"], number(1_700_000_000));
             assert_eq!(decode(&names(), &item), Ok(Record::Completed(record)));
@@ -286,20 +291,17 @@ mod tests {
 
     #[test]
     fn ttl_rounds_up() {
-        assert_eq!(ttl_seconds(0), 0);
-        assert_eq!(ttl_seconds(1), 1);
-        assert_eq!(ttl_seconds(1000), 1);
-        assert_eq!(ttl_seconds(1001), 2);
+        assert_eq!(ttl_seconds(Timestamp::from_millis(0)), 0);
+        assert_eq!(ttl_seconds(Timestamp::from_millis(1)), 1);
+        assert_eq!(ttl_seconds(Timestamp::from_millis(1000)), 1);
+        assert_eq!(ttl_seconds(Timestamp::from_millis(1001)), 2);
     }
 
     #[test]
     fn malformed_items_are_reported() {
-        let record = Completed {
-            fingerprint: fingerprint(),
-            outcome: Outcome::Ok(b"1".to_vec()),
-            expires_at: 5,
-        };
-        let good = completed(&names(), "k", &OwnerToken::generate(), &record);
+        let five = Timestamp::from_millis(5);
+        let record = Completed::new(fingerprint(), Outcome::Ok(b"1".to_vec()), five);
+        let good = completed(&names(), "k", &OwnerToken::generate(), &record).unwrap();
         let cases: Vec<(&str, Option<AttributeValue>)> = vec![
             ("state", None),
             ("state", Some(AttributeValue::S("done".into()))),
@@ -324,13 +326,7 @@ mod tests {
         let mut item = in_progress(
             &names(),
             "k",
-            &InProgress {
-                owner: OwnerToken::generate(),
-                fingerprint: fingerprint(),
-                lease_until: 5,
-                fencing_token: 5_000,
-                attempt: 1,
-            },
+            &InProgress::new(OwnerToken::generate(), fingerprint(), five).with_fencing_token(5_000),
         );
         item.remove("owner");
         assert!(decode(&names(), &item).unwrap_err().contains("owner"));

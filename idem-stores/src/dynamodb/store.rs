@@ -13,7 +13,8 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use idem_core::{
-    Claim, Completed, InProgress, Key, Millis, OwnerToken, Record, Reservation, Store, StoreError,
+    Claim, Completed, InProgress, Key, OwnerToken, Record, Reservation, Store, StoreError,
+    Timestamp,
 };
 
 use super::error::{ItemTooLarge, KeyTooLong, RequestFailed};
@@ -173,18 +174,18 @@ impl DynamoDbStore {
             .client
             .put_item()
             .table_name(&*self.table)
-            .set_item(Some(item::in_progress(names, item_key, &claim.record)))
+            .set_item(Some(item::in_progress(names, item_key, claim.record())))
             .condition_expression(FREE_CONDITION)
             .expression_attribute_names("#k", &names.key)
             .expression_attribute_names("#st", &names.state)
             .expression_attribute_names("#lu", &names.live_until)
             .expression_attribute_values(":completed", AttributeValue::S(COMPLETED.into()))
-            .expression_attribute_values(":now", item::number(claim.now))
+            .expression_attribute_values(":now", item::time(claim.now()))
             .expression_attribute_values(":number", AttributeValue::S("N".into()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        self.reserved_or_failed(result, || Reservation::Reserved(claim.record.clone()))
+        self.reserved_or_failed(result, || Reservation::Reserved(claim.record().clone()))
     }
 
     /// One conditional put of the claim's record taking `previous` over, if the item still
@@ -196,7 +197,7 @@ impl DynamoDbStore {
         previous: &InProgress,
     ) -> Result<Result<Reservation, Option<Item>>, StoreError> {
         let names = &self.names;
-        let record = claim.record.taking_over(previous);
+        let record = claim.record().taking_over(previous);
         let result = self
             .client
             .put_item()
@@ -209,14 +210,14 @@ impl DynamoDbStore {
             .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
             .expression_attribute_values(
                 ":previous",
-                AttributeValue::S(previous.owner.as_str().to_owned()),
+                AttributeValue::S(previous.owner().as_str().to_owned()),
             )
-            .expression_attribute_values(":previous_lease", item::number(previous.lease_until))
+            .expression_attribute_values(":previous_lease", item::time(previous.lease_until()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
         self.reserved_or_failed(result, || Reservation::TookOver {
-            previous: previous.owner.clone(),
+            previous: previous.owner().clone(),
             record,
         })
     }
@@ -280,15 +281,15 @@ enum Next {
 
 fn next_step(record: Record, claim: &Claim) -> Next {
     match record {
-        Record::InProgress(found) if found.owner == claim.record.owner => Next::Held(found),
+        Record::InProgress(found) if found.owner() == claim.record().owner() => Next::Held(found),
         Record::InProgress(found)
-            if found.lease_until <= claim.now
-                && (found.fingerprint == claim.record.fingerprint
-                    || found.is_abandoned(claim.now)) =>
+            if found.lease_until() <= claim.now()
+                && (found.fingerprint() == claim.record().fingerprint()
+                    || found.is_abandoned(claim.now())) =>
         {
             Next::TakeOver(found)
         }
-        Record::Completed(completed) if completed.expires_at <= claim.now => Next::PutFree,
+        Record::Completed(completed) if completed.expires_at() <= claim.now() => Next::PutFree,
         live => Next::Existing(live),
     }
 }
@@ -332,7 +333,7 @@ impl Store for DynamoDbStore {
         record: &Completed,
     ) -> Result<(), StoreError> {
         let item_key = self.checked_item_key(key)?;
-        let item = item::completed(&self.names, &item_key, owner, record);
+        let item = item::completed(&self.names, &item_key, owner, record)?;
         let size = item::item_size(&item);
         if size > MAX_ITEM_SIZE {
             return Err(StoreError::rejected(ItemTooLarge {
@@ -388,7 +389,7 @@ impl Store for DynamoDbStore {
         &self,
         key: &Key,
         owner: &OwnerToken,
-        lease_until: Millis,
+        lease_until: Timestamp,
     ) -> Result<(), StoreError> {
         let (name, value) = self.key_attr(key)?;
         let result = self
@@ -402,12 +403,10 @@ impl Store for DynamoDbStore {
             .expression_attribute_names("#lu", &self.names.live_until)
             .expression_attribute_names("#ttl", &self.names.ttl)
             .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
-            .expression_attribute_values(":lease_until", item::number(lease_until))
+            .expression_attribute_values(":lease_until", item::time(lease_until))
             .expression_attribute_values(
                 ":ttl",
-                item::number(item::ttl_seconds(
-                    lease_until.saturating_add(idem_core::LEASE_GRACE_MS),
-                )),
+                item::number(item::ttl_seconds(lease_until + idem_core::LEASE_GRACE)),
             )
             .send()
             .await;

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use idem_core::{Key, Millis, OwnerToken, Record, Reservation};
+use idem_core::{Key, OwnerToken, Record, Reservation, Timestamp};
 use tokio::sync::Notify;
 
 use super::capacity::Capacity;
@@ -35,7 +35,7 @@ impl Slot {
         let Record::InProgress(in_progress) = &self.record else {
             return None;
         };
-        let owner = in_progress.owner.clone();
+        let owner = in_progress.owner().clone();
         let waiters = self.waiters.get_or_insert_with(Default::default).clone();
         Some((owner, waiters))
     }
@@ -68,23 +68,23 @@ impl Shard {
             }
             slots.insert(
                 key.clone(),
-                Slot::new(Record::InProgress(claim.record.clone())),
+                Slot::new(Record::InProgress(claim.record().clone())),
             );
-            return Some(Reservation::Reserved(claim.record.clone()));
+            return Some(Reservation::Reserved(claim.record().clone()));
         };
         let reservation = match &slot.record {
-            record if record.is_live(claim.now) => Reservation::Existing(record.clone()),
+            record if record.is_live(claim.now()) => Reservation::Existing(record.clone()),
             Record::InProgress(stale)
-                if stale.fingerprint != claim.record.fingerprint
-                    && !stale.is_abandoned(claim.now) =>
+                if stale.fingerprint() != claim.record().fingerprint()
+                    && !stale.is_abandoned(claim.now()) =>
             {
                 Reservation::Existing(slot.record.clone())
             }
             Record::InProgress(stale) => Reservation::TookOver {
-                previous: stale.owner.clone(),
-                record: claim.record.taking_over(stale),
+                previous: stale.owner().clone(),
+                record: claim.record().taking_over(stale),
             },
-            Record::Completed(_) => Reservation::Reserved(claim.record.clone()),
+            _ => Reservation::Reserved(claim.record().clone()),
         };
         let written = match &reservation {
             Reservation::Reserved(record) | Reservation::TookOver { record, .. } => record,
@@ -104,7 +104,7 @@ impl Shard {
     ) -> bool {
         let mut slots = self.lock();
         match slots.get(key).map(|slot| &slot.record) {
-            Some(Record::InProgress(in_progress)) if in_progress.owner == *owner => {
+            Some(Record::InProgress(in_progress)) if in_progress.owner() == owner => {
                 change(&mut slots);
                 true
             }
@@ -126,25 +126,25 @@ impl Shard {
         }
     }
 
-    pub(crate) fn renew(slots: &mut HashMap<Key, Slot>, key: &Key, lease_until: Millis) {
+    pub(crate) fn renew(slots: &mut HashMap<Key, Slot>, key: &Key, lease_until: Timestamp) {
         if let Some(Slot {
             record: Record::InProgress(in_progress),
             ..
         }) = slots.get_mut(key)
         {
-            in_progress.lease_until = lease_until;
+            in_progress.set_lease_until(lease_until);
         }
     }
 
     /// Drops every completed record that expired before `now`, and every abandoned in-progress
     /// record, giving their room back; returns how many.
-    pub(crate) fn purge(&self, now: Millis, room: &Capacity) -> usize {
+    pub(crate) fn purge(&self, now: Timestamp, room: &Capacity) -> usize {
         let mut slots = self.lock();
         let before = slots.len();
         slots.retain(|_, slot| {
             let keep = match &slot.record {
                 Record::InProgress(in_progress) => !in_progress.is_abandoned(now),
-                Record::Completed(completed) => now < completed.expires_at,
+                record => record.is_live(now),
             };
             if !keep {
                 slot.wake();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_core::{
-    Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, Store, StoreError,
+    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
 
 use super::builder::MemoryStoreBuilder;
@@ -33,7 +33,7 @@ struct Inner {
     shards: Box<[Shard]>,
     hasher: RandomState,
     room: Capacity,
-    sweep_interval: Option<Millis>,
+    sweep_interval: Option<Duration>,
     next_sweep: AtomicU64,
     /// Held while a sweep runs in the background.
     sweeping: Arc<tokio::sync::Mutex<()>>,
@@ -50,20 +50,13 @@ impl MemoryStore {
         MemoryStoreBuilder::default()
     }
 
-    /// A store with `shards` shards (at least one) and otherwise the default settings.
-    pub fn with_shards(shards: usize) -> Self {
-        Self::builder().shards(shards).build()
-    }
-
     pub(crate) fn from_builder(builder: MemoryStoreBuilder) -> Self {
         MemoryStore {
             inner: Arc::new(Inner {
                 shards: (0..builder.shards).map(|_| Shard::default()).collect(),
                 hasher: RandomState::new(),
                 room: Capacity::new(builder.max_records),
-                sweep_interval: builder
-                    .sweep_interval
-                    .map(|interval| interval.as_millis().try_into().unwrap_or(Millis::MAX)),
+                sweep_interval: builder.sweep_interval,
                 next_sweep: AtomicU64::new(0),
                 sweeping: Arc::default(),
             }),
@@ -80,9 +73,9 @@ impl MemoryStore {
         self.len() == 0
     }
 
-    /// Removes every record that stopped counting before `now` (milliseconds since the Unix
-    /// epoch; in-progress records a minute after their lease passed); returns how many.
-    pub fn purge_expired(&self, now: Millis) -> usize {
+    /// Removes every record that stopped counting before `now` (in-progress records a
+    /// [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease passed); returns how many.
+    pub fn purge_expired(&self, now: Timestamp) -> usize {
         let room = &self.inner.room;
         self.inner
             .shards
@@ -103,11 +96,11 @@ impl MemoryStore {
 
     /// Starts a sweep when one is due: in a blocking task of the current Tokio runtime, or
     /// here outside one.
-    fn sweep_if_due(&self, now: Millis) {
+    fn sweep_if_due(&self, now: Timestamp) {
         let Some(interval) = self.inner.sweep_interval else {
             return;
         };
-        if now < self.inner.next_sweep.load(Ordering::Relaxed) {
+        if now.as_millis() < self.inner.next_sweep.load(Ordering::Relaxed) {
             return;
         }
         // While the last sweep still runs, the next one stays due. Only the holder of this
@@ -115,12 +108,12 @@ impl MemoryStore {
         let Ok(sweeping) = self.inner.sweeping.clone().try_lock_owned() else {
             return;
         };
-        if now < self.inner.next_sweep.load(Ordering::Relaxed) {
+        if now.as_millis() < self.inner.next_sweep.load(Ordering::Relaxed) {
             return;
         }
         self.inner
             .next_sweep
-            .store(now.saturating_add(interval), Ordering::Relaxed);
+            .store((now + interval).as_millis(), Ordering::Relaxed);
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 let store = self.clone();
@@ -167,13 +160,13 @@ impl std::fmt::Debug for MemoryStore {
 #[async_trait]
 impl Store for MemoryStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
-        self.sweep_if_due(claim.now);
+        self.sweep_if_due(claim.now());
         let room = &self.inner.room;
         if let Some(reservation) = self.shard(key).reserve(key, claim, room) {
             return Ok(reservation);
         }
         // Full: expired records make room; live ones are never evicted.
-        self.purge_expired(claim.now);
+        self.purge_expired(claim.now());
         self.shard(key)
             .reserve(key, claim, room)
             .ok_or_else(|| StoreError::backend(StoreFull { max: room.max() }))
@@ -199,7 +192,7 @@ impl Store for MemoryStore {
         &self,
         key: &Key,
         owner: &OwnerToken,
-        lease_until: Millis,
+        lease_until: Timestamp,
     ) -> Result<(), StoreError> {
         self.update_owned(key, owner, |slots| Shard::renew(slots, key, lease_until))
     }
@@ -234,7 +227,7 @@ impl Store for MemoryStore {
         // The record may have changed between the first look and `enable`.
         let unchanged = matches!(
             shard.lock().get(key).map(|slot| &slot.record),
-            Some(Record::InProgress(in_progress)) if in_progress.owner == owner
+            Some(Record::InProgress(in_progress)) if *in_progress.owner() == owner
         );
         if unchanged {
             let _ = tokio::time::timeout(timeout, notified).await;

@@ -1,8 +1,8 @@
 //! The record as hash fields, and the scripts' replies as values.
 
 use idem_core::{
-    Completed, Fingerprint, InProgress, Millis, Outcome, OwnerToken, Record, Reservation,
-    StoreError,
+    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, Reservation, StoreError,
+    Timestamp,
 };
 use redis::Value;
 
@@ -25,11 +25,14 @@ pub(crate) const IN_PROGRESS: &str = "in_progress";
 pub(crate) const COMPLETED: &str = "completed";
 
 /// The `outcome` field of a stored outcome: `ok`, `err` or `aborted`.
-pub(crate) fn outcome_tag(outcome: &Outcome) -> &'static str {
+pub(crate) fn outcome_tag(outcome: &Outcome) -> Result<&'static str, StoreError> {
     match outcome {
-        Outcome::Ok(_) => "ok",
-        Outcome::Err(_) => "err",
-        Outcome::Aborted => "aborted",
+        Outcome::Ok(_) => Ok("ok"),
+        Outcome::Err(_) => Ok("err"),
+        Outcome::Aborted => Ok("aborted"),
+        other => Err(StoreError::rejected(format!(
+            "this version of the Redis store cannot hold the outcome {other:?}"
+        ))),
     }
 }
 
@@ -98,12 +101,11 @@ pub(crate) fn reservation(reply: Reply, claimed: &InProgress) -> Result<Reservat
             attempt,
             fencing_token,
         } => Ok(Reservation::TookOver {
-            previous: OwnerToken::from_string(previous),
-            record: InProgress {
-                attempt,
-                fencing_token,
-                ..claimed.clone()
-            },
+            previous: OwnerToken::from(previous),
+            record: claimed
+                .clone()
+                .with_attempt(attempt)
+                .with_fencing_token(fencing_token),
         }),
         Reply::Held(fields) => match record(&fields)? {
             Record::InProgress(held) => Ok(Reservation::Reserved(held)),
@@ -155,10 +157,11 @@ pub(crate) fn record(fields: &[(Vec<u8>, Vec<u8>)]) -> Result<Record, StoreError
                 .map_err(|_| StoreError::Corrupt(format!("field `{name}` is not UTF-8")))
         })
     };
-    let millis = |name: &str| {
+    let time = |name: &str| {
         utf8(name).and_then(|value| {
             value
-                .parse::<Millis>()
+                .parse()
+                .map(Timestamp::from_millis)
                 .map_err(|_| StoreError::Corrupt(format!("field `{name}` is not a timestamp")))
         })
     };
@@ -170,7 +173,7 @@ pub(crate) fn record(fields: &[(Vec<u8>, Vec<u8>)]) -> Result<Record, StoreError
         })
     };
     let fingerprint = utf8(field::FINGERPRINT).and_then(|hex| {
-        Fingerprint::from_hex(hex).ok_or_else(|| {
+        hex.parse::<Fingerprint>().map_err(|_| {
             StoreError::Corrupt(format!(
                 "field `{}` is not a fingerprint",
                 field::FINGERPRINT
@@ -178,15 +181,16 @@ pub(crate) fn record(fields: &[(Vec<u8>, Vec<u8>)]) -> Result<Record, StoreError
         })
     })?;
     match utf8(field::STATE)? {
-        IN_PROGRESS => Ok(Record::InProgress(InProgress {
-            owner: OwnerToken::from_string(utf8(field::OWNER)?.to_owned()),
-            fingerprint,
-            lease_until: millis(field::LEASE_UNTIL)?,
-            fencing_token: count(field::FENCING_TOKEN)?,
-            attempt: count(field::ATTEMPT)?.try_into().map_err(|_| {
+        IN_PROGRESS => {
+            let owner = OwnerToken::from(utf8(field::OWNER)?.to_owned());
+            let attempt = count(field::ATTEMPT)?.try_into().map_err(|_| {
                 StoreError::Corrupt(format!("field `{}` is too large", field::ATTEMPT))
-            })?,
-        })),
+            })?;
+            let record = InProgress::new(owner, fingerprint, time(field::LEASE_UNTIL)?)
+                .with_fencing_token(count(field::FENCING_TOKEN)?)
+                .with_attempt(attempt);
+            Ok(Record::InProgress(record))
+        }
         COMPLETED => {
             let body = || get(field::BODY).map(<[u8]>::to_vec);
             let outcome = match utf8(field::OUTCOME)? {
@@ -197,11 +201,11 @@ pub(crate) fn record(fields: &[(Vec<u8>, Vec<u8>)]) -> Result<Record, StoreError
                     return Err(StoreError::Corrupt(format!("unknown outcome `{other}`")));
                 }
             };
-            Ok(Record::Completed(Completed {
+            Ok(Record::Completed(Completed::new(
                 fingerprint,
                 outcome,
-                expires_at: millis(field::EXPIRES_AT)?,
-            }))
+                time(field::EXPIRES_AT)?,
+            )))
         }
         other => Err(StoreError::Corrupt(format!("unknown state `{other}`"))),
     }
@@ -261,13 +265,15 @@ mod tests {
         .unwrap();
         assert_eq!(
             pending,
-            Record::InProgress(InProgress {
-                owner: OwnerToken::from_string("o1".into()),
-                fingerprint: Fingerprint::empty(),
-                lease_until: 1700,
-                fencing_token: 1_700_000_000_000_000,
-                attempt: 2,
-            })
+            Record::InProgress(
+                InProgress::new(
+                    OwnerToken::from("o1".to_owned()),
+                    Fingerprint::empty(),
+                    Timestamp::from_millis(1700)
+                )
+                .with_fencing_token(1_700_000_000_000_000)
+                .with_attempt(2)
+            )
         );
         let done = record(&fields(&[
             ("state", "completed"),
@@ -279,11 +285,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             done,
-            Record::Completed(Completed {
-                fingerprint: Fingerprint::empty(),
-                outcome: Outcome::Err(b"{\"x\":1}".to_vec()),
-                expires_at: 99,
-            })
+            Record::Completed(Completed::new(
+                Fingerprint::empty(),
+                Outcome::Err(b"{\"x\":1}".to_vec()),
+                Timestamp::from_millis(99)
+            ))
         );
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_core::{
-    Claim, Completed, Key, Millis, OwnerToken, Record, Reservation, Store, StoreError,
+    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, Value};
@@ -395,35 +395,35 @@ fn store_error(error: RedisError, what: &str) -> StoreError {
     StoreError::backend(format!("Redis {what} failed: {error}"))
 }
 
-fn decimal(n: Millis) -> Vec<u8> {
+fn decimal(n: u64) -> Vec<u8> {
     n.to_string().into_bytes()
 }
 
-fn grace_ms() -> u64 {
-    idem_core::LEASE_GRACE_MS
+/// A point in time as the scripts take it: milliseconds since the epoch.
+fn time(at: Timestamp) -> Vec<u8> {
+    decimal(at.as_millis())
 }
 
 #[async_trait]
 impl Store for RedisStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
-        let record = &claim.record;
-        let expiry = record
-            .lease_until
-            .saturating_sub(claim.now)
-            .saturating_add(grace_ms())
-            .clamp(1, MAX_EXPIRY_MS);
+        let record = claim.record();
+        let expiry = (record.lease_until() + LEASE_GRACE)
+            .saturating_duration_since(claim.now())
+            .as_millis()
+            .clamp(1, u128::from(MAX_EXPIRY_MS)) as u64;
         let reply = self
             .eval(
                 &SCRIPTS.reserve,
                 key,
                 &[
-                    &decimal(claim.now),
-                    record.owner.as_str().as_bytes(),
-                    record.fingerprint.to_hex().as_bytes(),
-                    &decimal(record.lease_until),
+                    &time(claim.now()),
+                    record.owner().as_str().as_bytes(),
+                    record.fingerprint().to_hex().as_bytes(),
+                    &time(record.lease_until()),
                     &decimal(expiry),
-                    &decimal(claim.now.saturating_sub(grace_ms())),
-                    &decimal(record.fencing_token),
+                    &time(claim.now() - LEASE_GRACE),
+                    &decimal(record.fencing_token()),
                 ],
             )
             .await?;
@@ -446,10 +446,10 @@ impl Store for RedisStore {
                 key,
                 &[
                     owner.as_str().as_bytes(),
-                    record.fingerprint.to_hex().as_bytes(),
-                    codec::outcome_tag(&record.outcome).as_bytes(),
-                    record.outcome.body(),
-                    &decimal(record.expires_at),
+                    record.fingerprint().to_hex().as_bytes(),
+                    codec::outcome_tag(record.outcome())?.as_bytes(),
+                    record.outcome().body(),
+                    &time(record.expires_at()),
                 ],
             )
             .await?;
@@ -468,7 +468,7 @@ impl Store for RedisStore {
         &self,
         key: &Key,
         owner: &OwnerToken,
-        lease_until: Millis,
+        lease_until: Timestamp,
     ) -> Result<(), StoreError> {
         let reply = self
             .eval(
@@ -476,8 +476,8 @@ impl Store for RedisStore {
                 key,
                 &[
                     owner.as_str().as_bytes(),
-                    &decimal(lease_until),
-                    &decimal(grace_ms()),
+                    &time(lease_until),
+                    &decimal(idem_core::LEASE_GRACE_MS),
                 ],
             )
             .await?;

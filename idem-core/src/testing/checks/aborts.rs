@@ -71,8 +71,8 @@ async fn retry(idem: &Idempotency, call: Call, runs: &AtomicUsize) -> Result<Exe
 async fn assert_abort_holds(ctx: &Context, order: &str, how: Abort) {
     let idem = ctx.handle();
     let runs = Arc::new(AtomicUsize::new(0));
-    abort_after_start(&idem, call(ctx, order, 1).lease(LEASE), how, &runs).await;
-    let duplicate = retry(&idem, call(ctx, order, 1).lease(LEASE), &runs).await;
+    abort_after_start(&idem, call(ctx, order, 1).with_lease(LEASE), how, &runs).await;
+    let duplicate = retry(&idem, call(ctx, order, 1).with_lease(LEASE), &runs).await;
     match duplicate {
         Err(Error::InProgress { retry_after, .. }) => assert!(
             retry_after <= LEASE,
@@ -82,7 +82,7 @@ async fn assert_abort_holds(ctx: &Context, order: &str, how: Abort) {
     }
     let taken_over = retry(
         &idem,
-        call(ctx, order, 1).lease(LEASE).wait(RETRY_WAIT),
+        call(ctx, order, 1).with_lease(LEASE).with_wait(RETRY_WAIT),
         &runs,
     )
     .await
@@ -115,9 +115,11 @@ pub async fn on_abort_release_frees_the_key(ctx: Context) {
     for (order, how) in [("o-abort-3", Abort::Drop), ("o-abort-4", Abort::Panic)] {
         let runs = Arc::new(AtomicUsize::new(0));
         let long = Duration::from_secs(600);
-        let aborted = call(&ctx, order, 1).lease(long).on_abort(OnAbort::Release);
+        let aborted = call(&ctx, order, 1)
+            .with_lease(long)
+            .with_on_abort(OnAbort::Release);
         abort_after_start(&idem, aborted, how, &runs).await;
-        let retried = retry(&idem, call(&ctx, order, 1).wait(RETRY_WAIT), &runs)
+        let retried = retry(&idem, call(&ctx, order, 1).with_wait(RETRY_WAIT), &runs)
             .await
             .unwrap_or_else(|e| panic!("on_abort = release ({how:?}) must free the key: {e:?}"));
         assert_eq!(
@@ -138,11 +140,13 @@ pub async fn on_abort_fail_records_the_abort(ctx: Context) {
     for (order, how) in [("o-abort-5", Abort::Drop), ("o-abort-6", Abort::Panic)] {
         let runs = Arc::new(AtomicUsize::new(0));
         let long = Duration::from_secs(600);
-        let aborted = call(&ctx, order, 1).lease(long).on_abort(OnAbort::Fail);
+        let aborted = call(&ctx, order, 1)
+            .with_lease(long)
+            .with_on_abort(OnAbort::Fail);
         let key = aborted.key().clone();
         abort_after_start(&idem, aborted, how, &runs).await;
         for _ in 0..2 {
-            let err = retry(&idem, call(&ctx, order, 1).wait(RETRY_WAIT), &runs)
+            let err = retry(&idem, call(&ctx, order, 1).with_wait(RETRY_WAIT), &runs)
                 .await
                 .expect_err("an aborted call's outcome stands");
             assert!(
@@ -159,7 +163,7 @@ pub async fn on_abort_fail_records_the_abort(ctx: Context) {
         );
         let stored = ctx.store().get(&key).await.unwrap();
         assert!(
-            matches!(&stored, Some(Record::Completed(c)) if c.outcome == Outcome::Aborted),
+            matches!(&stored, Some(Record::Completed(c)) if *c.outcome() == Outcome::Aborted),
             "the store must hold the aborted outcome, got {stored:?}"
         );
     }

@@ -48,7 +48,7 @@ pub async fn attempt_and_fencing_token_grow_across_a_takeover(ctx: Context) {
     let (seen_tx, seen_rx) = oneshot::channel();
     let stale = {
         let (idem, stale_effect) = (idem.clone(), stale_effect.clone());
-        let stale_call = call(&ctx, "o-ctx-2", 1).lease(lease);
+        let stale_call = call(&ctx, "o-ctx-2", 1).with_lease(lease);
         tokio::spawn(async move {
             idem.run(stale_call, async {
                 let _ = seen_tx.send(crate::context().expect("a context"));
@@ -63,12 +63,12 @@ pub async fn attempt_and_fencing_token_grow_across_a_takeover(ctx: Context) {
     assert_eq!(first.attempt(), 1);
     let stored = held_record(&ctx, &first).await;
     assert_eq!(
-        (stored.attempt, stored.fencing_token),
+        (stored.attempt(), stored.fencing_token()),
         (1, first.fencing_token())
     );
     clock.advance(lease + Duration::from_secs(1));
     let (seen_tx, seen_rx) = oneshot::channel();
-    idem.run(call(&ctx, "o-ctx-2", 1).lease(lease), async {
+    idem.run(call(&ctx, "o-ctx-2", 1).with_lease(lease), async {
         let context = crate::context().expect("a context");
         let stored = held_record(&ctx, &context).await;
         let _ = seen_tx.send((context, stored));
@@ -89,7 +89,7 @@ pub async fn attempt_and_fencing_token_grow_across_a_takeover(ctx: Context) {
         second.fencing_token()
     );
     assert_eq!(
-        (stored.attempt, stored.fencing_token),
+        (stored.attempt(), stored.fencing_token()),
         (2, second.fencing_token()),
         "the store must hold what the takeover reported"
     );
@@ -120,8 +120,8 @@ pub async fn lease_lost_fires_when_another_owner_took_over(ctx: Context) {
     let stale = {
         let (idem, started, fired) = (idem.clone(), started.clone(), fired.clone());
         let stale_call = call(&ctx, "o-ctx-3", 1)
-            .lease(lease)
-            .renew_every(Duration::from_millis(20));
+            .with_lease(lease)
+            .with_renew_every(Duration::from_millis(20));
         tokio::spawn(async move {
             idem.run(stale_call, async {
                 let context = crate::context().expect("a context");
@@ -140,7 +140,7 @@ pub async fn lease_lost_fires_when_another_owner_took_over(ctx: Context) {
     clock.advance(lease + Duration::from_secs(1));
     let new = charge(
         &idem,
-        call(&ctx, "o-ctx-3", 1).lease(lease),
+        call(&ctx, "o-ctx-3", 1).with_lease(lease),
         1,
         &Charge::instant(),
     )
@@ -167,7 +167,7 @@ pub async fn renewal_continues_through_a_slow_completion(ctx: Context) {
     let side_effect = Charge::instant();
     let first = {
         let (slow, side_effect) = (slow.clone(), side_effect.clone());
-        let first_call = call(&ctx, "o-ctx-4", 1).lease(lease);
+        let first_call = call(&ctx, "o-ctx-4", 1).with_lease(lease);
         tokio::spawn(async move { charge(&slow, first_call, 1, &side_effect).await })
     };
     waiting_for(
@@ -183,7 +183,7 @@ pub async fn renewal_continues_through_a_slow_completion(ctx: Context) {
     let idem = ctx.handle();
     let duplicate = charge(
         &idem,
-        call(&ctx, "o-ctx-4", 1).lease(lease),
+        call(&ctx, "o-ctx-4", 1).with_lease(lease),
         1,
         &side_effect,
     )
@@ -221,14 +221,14 @@ pub async fn completion_retries_stop_before_the_lease_passes(ctx: Context) {
     let side_effect = Charge::instant();
     let err = charge(
         &idem,
-        call(&ctx, "o-ctx-5", 1).lease(lease),
+        call(&ctx, "o-ctx-5", 1).with_lease(lease),
         1,
         &side_effect,
     )
     .await
     .unwrap_err();
     assert!(
-        matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store(_))),
+        matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store { .. })),
         "got {err:?}"
     );
     assert_eq!(

@@ -9,36 +9,37 @@ use super::{call, charge, Charge, Context};
 use crate::Clock as _;
 use crate::{
     fencing, Claim, Completed, Executed, Fingerprint, InProgress, Key, ManualClock, Outcome,
-    OwnerToken, Record, Reservation, StoreError, SystemClock, LEASE_GRACE_MS,
+    OwnerToken, Record, Reservation, StoreError, SystemClock, Timestamp, LEASE_GRACE,
 };
 
-fn claim(what: &str, lease_until: u64, now: u64) -> Claim {
-    Claim {
-        record: InProgress {
-            owner: OwnerToken::generate(),
-            fingerprint: Fingerprint::of(what).expect("text fingerprints"),
-            lease_until,
-            fencing_token: fencing::propose(now),
-            attempt: 1,
-        },
-        now,
-    }
+fn ms(millis: u64) -> Duration {
+    Duration::from_millis(millis)
 }
 
-fn completed(what: &str, expires_at: u64) -> Completed {
-    Completed {
-        fingerprint: Fingerprint::of(what).expect("text fingerprints"),
-        outcome: Outcome::Ok(b"\"done\"".to_vec()),
-        expires_at,
-    }
+fn claim(what: &str, lease_until: Timestamp, now: Timestamp) -> Claim {
+    let fingerprint = Fingerprint::of(what).expect("text fingerprints");
+    let record = InProgress::new(OwnerToken::generate(), fingerprint, lease_until)
+        .with_fencing_token(fencing::propose(now));
+    Claim::new(record, now)
+}
+
+fn completed(what: &str, expires_at: Timestamp) -> Completed {
+    let fingerprint = Fingerprint::of(what).expect("text fingerprints");
+    Completed::new(fingerprint, Outcome::Ok(b"\"done\"".to_vec()), expires_at)
 }
 
 /// Reserves `key` with a fresh claim for `what`, asserting it is free.
-async fn reserved(ctx: &Context, key: &Key, what: &str, lease_until: u64, now: u64) -> Claim {
+async fn reserved(
+    ctx: &Context,
+    key: &Key,
+    what: &str,
+    lease_until: Timestamp,
+    now: Timestamp,
+) -> Claim {
     let first = claim(what, lease_until, now);
     assert_eq!(
         ctx.store().reserve(key, &first).await.unwrap(),
-        Reservation::Reserved(first.record.clone()),
+        Reservation::Reserved(first.record().clone()),
         "a free key is reserved as claimed"
     );
     first
@@ -50,24 +51,24 @@ pub async fn lease_passes_exactly_at_its_deadline(ctx: Context) {
     let store = ctx.store();
     let key = ctx.key("edge-lease");
     let now = SystemClock.now();
-    let first = reserved(&ctx, &key, "a", now + 1_000, now).await;
-    let early = claim("a", now + 5_000, now + 999);
+    let first = reserved(&ctx, &key, "a", now + ms(1_000), now).await;
+    let early = claim("a", now + ms(5_000), now + ms(999));
     assert_eq!(
         store.reserve(&key, &early).await.unwrap(),
-        Reservation::Existing(Record::InProgress(first.record.clone())),
+        Reservation::Existing(Record::InProgress(first.record().clone())),
         "one millisecond before its deadline the lease holds"
     );
-    let taker = claim("a", now + 5_000, now + 1_000);
-    let written = taker.record.taking_over(&first.record);
+    let taker = claim("a", now + ms(5_000), now + ms(1_000));
+    let written = taker.record().taking_over(first.record());
     assert_eq!(
         store.reserve(&key, &taker).await.unwrap(),
         Reservation::TookOver {
-            previous: first.record.owner.clone(),
+            previous: first.record().owner().clone(),
             record: written.clone(),
         },
         "at its deadline the lease has passed: a takeover, reported as one"
     );
-    assert_eq!(written.attempt, 2);
+    assert_eq!(written.attempt(), 2);
     assert_eq!(
         store.get(&key).await.unwrap(),
         Some(Record::InProgress(written)),
@@ -81,23 +82,23 @@ pub async fn ttl_passes_exactly_at_expiry(ctx: Context) {
     let store = ctx.store();
     let key = ctx.key("edge-ttl");
     let now = SystemClock.now();
-    let first = reserved(&ctx, &key, "a", now + 1_000, now).await;
+    let first = reserved(&ctx, &key, "a", now + ms(1_000), now).await;
     // A minute, so that a backend's own expiry timer (clean-up only) can't interfere.
-    let done = completed("a", now + 60_000);
+    let done = completed("a", now + ms(60_000));
     store
-        .complete(&key, &first.record.owner, &done)
+        .complete(&key, first.record().owner(), &done)
         .await
         .unwrap();
-    let early = claim("a", now + 90_000, now + 59_999);
+    let early = claim("a", now + ms(90_000), now + ms(59_999));
     assert_eq!(
         store.reserve(&key, &early).await.unwrap(),
         Reservation::Existing(Record::Completed(done)),
         "one millisecond before its expiry the record replays"
     );
-    let after = claim("a", now + 90_000, now + 60_000);
+    let after = claim("a", now + ms(90_000), now + ms(60_000));
     assert_eq!(
         store.reserve(&key, &after).await.unwrap(),
-        Reservation::Reserved(after.record.clone()),
+        Reservation::Reserved(after.record().clone()),
         "at its expiry the key is free"
     );
 }
@@ -108,21 +109,21 @@ pub async fn abandonment_starts_exactly_a_grace_after_the_lease(ctx: Context) {
     let store = ctx.store();
     let key = ctx.key("edge-abandoned");
     let now = SystemClock.now();
-    let first = reserved(&ctx, &key, "a", now + 1_000, now).await;
-    let abandoned_at = now + 1_000 + LEASE_GRACE_MS;
-    let early = claim("b", abandoned_at + 5_000, abandoned_at - 1);
+    let first = reserved(&ctx, &key, "a", now + ms(1_000), now).await;
+    let abandoned_at = now + ms(1_000) + LEASE_GRACE;
+    let early = claim("b", abandoned_at + ms(5_000), abandoned_at - ms(1));
     assert_eq!(
         store.reserve(&key, &early).await.unwrap(),
-        Reservation::Existing(Record::InProgress(first.record.clone())),
+        Reservation::Existing(Record::InProgress(first.record().clone())),
         "within the grace another call is refused"
     );
-    let other = claim("b", abandoned_at + 5_000, abandoned_at);
-    let written = other.record.taking_over(&first.record);
-    assert_eq!(written.attempt, 1, "another call starts at attempt 1");
+    let other = claim("b", abandoned_at + ms(5_000), abandoned_at);
+    let written = other.record().taking_over(first.record());
+    assert_eq!(written.attempt(), 1, "another call starts at attempt 1");
     assert_eq!(
         store.reserve(&key, &other).await.unwrap(),
         Reservation::TookOver {
-            previous: first.record.owner.clone(),
+            previous: first.record().owner().clone(),
             record: written,
         }
     );
@@ -135,8 +136,8 @@ pub async fn fenced_writes_never_recreate_a_record(ctx: Context) {
     let now = SystemClock.now();
     for (name, released) in [("edge-released", true), ("edge-deleted", false)] {
         let key = ctx.key(name);
-        let first = reserved(&ctx, &key, "a", now + 60_000, now).await;
-        let owner = &first.record.owner;
+        let first = reserved(&ctx, &key, "a", now + ms(60_000), now).await;
+        let owner = first.record().owner();
         if released {
             store.release(&key, owner).await.unwrap();
         } else {
@@ -144,12 +145,12 @@ pub async fn fenced_writes_never_recreate_a_record(ctx: Context) {
         }
         assert!(matches!(
             store
-                .complete(&key, owner, &completed("a", now + 60_000))
+                .complete(&key, owner, &completed("a", now + ms(60_000)))
                 .await,
             Err(StoreError::LeaseLost)
         ));
         assert!(matches!(
-            store.renew(&key, owner, now + 120_000).await,
+            store.renew(&key, owner, now + ms(120_000)).await,
             Err(StoreError::LeaseLost)
         ));
         assert!(matches!(
@@ -170,15 +171,15 @@ pub async fn a_completed_record_is_not_renewed(ctx: Context) {
     let store = ctx.store();
     let key = ctx.key("edge-completed");
     let now = SystemClock.now();
-    let first = reserved(&ctx, &key, "a", now + 60_000, now).await;
-    let done = completed("a", now + 60_000);
+    let first = reserved(&ctx, &key, "a", now + ms(60_000), now).await;
+    let done = completed("a", now + ms(60_000));
     store
-        .complete(&key, &first.record.owner, &done)
+        .complete(&key, first.record().owner(), &done)
         .await
         .unwrap();
     assert!(matches!(
         store
-            .renew(&key, &first.record.owner, now + 3_600_000)
+            .renew(&key, first.record().owner(), now + ms(3_600_000))
             .await,
         Err(StoreError::LeaseLost)
     ));
@@ -195,7 +196,11 @@ pub async fn ttl_is_counted_from_completion(ctx: Context) {
     let clock = ManualClock::new();
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let hour = Duration::from_secs(3600);
-    let long_call = || call(&ctx, "o-edge-1", 1).ttl(hour).lease(hour * 3);
+    let long_call = || {
+        call(&ctx, "o-edge-1", 1)
+            .with_ttl(hour)
+            .with_lease(hour * 3)
+    };
     let first = idem
         .run(long_call(), async {
             // The body runs for two hours of the clock.

@@ -22,7 +22,7 @@ pub async fn a_wait_that_ends_is_in_progress(ctx: Context) {
     side_effect.wait_started().await;
     let waiting = charge(
         &idem,
-        call(&ctx, "o-fault-1", 1).wait(Duration::from_millis(300)),
+        call(&ctx, "o-fault-1", 1).with_wait(Duration::from_millis(300)),
         1,
         &side_effect,
     );
@@ -47,7 +47,7 @@ pub async fn completion_is_tried_three_times(ctx: Context) {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store(_))),
+        matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store { .. })),
         "got {err:?}"
     );
     assert_eq!(outage.completions.load(Ordering::SeqCst), 3);
@@ -63,11 +63,11 @@ pub async fn completion_is_tried_three_times(ctx: Context) {
 /// record is exactly ours: another owner's completed record means the lease was lost.
 pub async fn a_lost_completion_is_not_mistaken_for_another_owners(ctx: Context) {
     let first = call(&ctx, "o-fault-3", 1);
-    let theirs = Completed {
-        fingerprint: *first.fingerprint(),
-        outcome: Outcome::Ok(b"\"theirs\"".to_vec()),
-        expires_at: crate::Clock::now(&crate::SystemClock) + 3_600_000,
-    };
+    let theirs = Completed::new(
+        *first.fingerprint(),
+        Outcome::Ok(b"\"theirs\"".to_vec()),
+        crate::Clock::now(&crate::SystemClock) + Duration::from_secs(3600),
+    );
     let idem = ctx.handle_with(
         crate::SystemClock,
         Probe::overtaken(ctx.store().clone(), theirs),
@@ -104,7 +104,7 @@ pub async fn on_abort_release_after_a_wait_frees_the_key(ctx: Context) {
     let holding = Arc::new(Semaphore::new(0));
     let first = {
         let (idem, gate, holding) = (idem.clone(), gate.clone(), holding.clone());
-        let call = call(&ctx, order, 1).lease(long);
+        let call = call(&ctx, order, 1).with_lease(long);
         tokio::spawn(async move {
             idem.run(call, async move {
                 holding.add_permits(1);
@@ -124,9 +124,9 @@ pub async fn on_abort_release_after_a_wait_frees_the_key(ctx: Context) {
     let waiter = {
         let (idem, started, ran) = (observed, started.clone(), ran.clone());
         let call = call(&ctx, order, 1)
-            .lease(long)
-            .wait(Duration::from_secs(60))
-            .on_abort(OnAbort::Release);
+            .with_lease(long)
+            .with_wait(Duration::from_secs(60))
+            .with_on_abort(OnAbort::Release);
         tokio::spawn(async move {
             idem.run(call, async move {
                 ran.fetch_add(1, Ordering::SeqCst);
@@ -152,7 +152,7 @@ pub async fn on_abort_release_after_a_wait_frees_the_key(ctx: Context) {
     assert!(waiter.await.unwrap_err().is_cancelled());
     let retried = charge(
         &idem,
-        call(&ctx, order, 1).wait(Duration::from_secs(5)),
+        call(&ctx, order, 1).with_wait(Duration::from_secs(5)),
         1,
         &Charge::instant(),
     )
@@ -174,7 +174,7 @@ pub async fn renewal_failures_are_retried_while_the_lease_holds(ctx: Context) {
     let side_effect = Charge::held();
     let first = {
         let (idem, lost, side_effect) = (idem.clone(), lost.clone(), side_effect.clone());
-        let call = call(&ctx, "o-fault-5", 1).lease(lease);
+        let call = call(&ctx, "o-fault-5", 1).with_lease(lease);
         tokio::spawn(async move {
             idem.run(call, async move {
                 let value = side_effect.run(1).await;
@@ -191,7 +191,7 @@ pub async fn renewal_failures_are_retried_while_the_lease_holds(ctx: Context) {
     let other = ctx.handle();
     let duplicate = charge(
         &other,
-        call(&ctx, "o-fault-5", 1).lease(lease),
+        call(&ctx, "o-fault-5", 1).with_lease(lease),
         1,
         &side_effect,
     );
@@ -214,7 +214,7 @@ pub async fn lease_lost_fires_when_renewals_fail_until_the_lease_passes(ctx: Con
         Probe::failing_renewals(ctx.store().clone(), usize::MAX),
     );
     let fired = idem
-        .run(call(&ctx, "o-fault-6", 1).lease(lease), async {
+        .run(call(&ctx, "o-fault-6", 1).with_lease(lease), async {
             let context = crate::context().expect("a context");
             let lost = waiting_for("lease_lost() to fire", PROMPTLY, context.lease_lost());
             lost.await;

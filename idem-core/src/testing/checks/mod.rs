@@ -28,7 +28,7 @@ use crate::fencing;
 use crate::Clock as _;
 use crate::{
     Call, Claim, Completed, Error, Executed, Fingerprint, Idempotency, InProgress, ManualClock,
-    Outcome, OwnerToken, Record, Reservation, Store, StoreError,
+    Outcome, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
 
 /// A side effect that counts its runs and can be held mid-flight.
@@ -129,17 +129,10 @@ pub(crate) fn spawn_charge(
     tokio::spawn(async move { charge(&idem, call, amount, &side_effect).await })
 }
 
-fn in_progress(fingerprint: Fingerprint, lease_until: u64, now: u64) -> Claim {
-    Claim {
-        record: InProgress {
-            owner: OwnerToken::generate(),
-            fingerprint,
-            lease_until,
-            fencing_token: fencing::propose(now),
-            attempt: 1,
-        },
-        now,
-    }
+fn in_progress(fingerprint: Fingerprint, lease_until: Timestamp, now: Timestamp) -> Claim {
+    let record = InProgress::new(OwnerToken::generate(), fingerprint, lease_until)
+        .with_fencing_token(fencing::propose(now));
+    Claim::new(record, now)
 }
 
 /// Semantics 1 and 2: the first call runs, a retry gets the same value back without running.
@@ -180,7 +173,7 @@ pub async fn concurrent_reservations_admit_exactly_one(ctx: Context) {
         .map(|_| {
             let store = ctx.store().clone();
             let key = key.clone();
-            let claim = in_progress(fingerprint, now + 60_000, now);
+            let claim = in_progress(fingerprint, now + Duration::from_secs(60), now);
             tokio::spawn(async move { store.reserve(&key, &claim).await })
         })
         .collect();
@@ -246,7 +239,7 @@ pub async fn concurrent_waiters_all_get_the_one_result(ctx: Context) {
         .map(|_| {
             spawn_charge(
                 &idem,
-                call(&ctx, "o-wait", 5).wait(Duration::from_secs(30)),
+                call(&ctx, "o-wait", 5).with_wait(Duration::from_secs(30)),
                 5,
                 &side_effect,
             )
@@ -305,7 +298,7 @@ pub async fn waiting_duplicate_gets_the_result(ctx: Context) {
     side_effect.wait_started().await;
     let waiter = spawn_charge(
         &observed,
-        call(&ctx, "o-3", 9).wait(Duration::from_secs(20)),
+        call(&ctx, "o-3", 9).with_wait(Duration::from_secs(20)),
         9,
         &side_effect,
     );
@@ -376,7 +369,7 @@ pub async fn mismatch_on_lease_passed_record(ctx: Context) {
     let side_effect = Charge::held();
     let first = spawn_charge(
         &idem,
-        call(&ctx, "o-6", 10).lease(Duration::from_secs(60)),
+        call(&ctx, "o-6", 10).with_lease(Duration::from_secs(60)),
         10,
         &side_effect,
     );
@@ -397,7 +390,7 @@ pub async fn mismatch_while_waiting(ctx: Context) {
     assert_mismatch_leaves_record(
         &ctx,
         &observed,
-        call(&ctx, "o-7", 999).wait(Duration::from_secs(60)),
+        call(&ctx, "o-7", 999).with_wait(Duration::from_secs(60)),
     )
     .await;
     assert_eq!(
@@ -491,11 +484,21 @@ pub async fn lease_is_renewed_while_running(ctx: Context) {
     let idem = ctx.handle();
     let lease = Duration::from_millis(300);
     let side_effect = Charge::held();
-    let first = spawn_charge(&idem, call(&ctx, "o-12", 1).lease(lease), 1, &side_effect);
+    let first = spawn_charge(
+        &idem,
+        call(&ctx, "o-12", 1).with_lease(lease),
+        1,
+        &side_effect,
+    );
     side_effect.wait_started().await;
     // Letting real time pass is the point here: three leases' worth.
     tokio::time::sleep(lease * 3).await;
-    let duplicate = charge(&idem, call(&ctx, "o-12", 1).lease(lease), 1, &side_effect);
+    let duplicate = charge(
+        &idem,
+        call(&ctx, "o-12", 1).with_lease(lease),
+        1,
+        &side_effect,
+    );
     let duplicate = waiting_for(
         "the duplicate to be refused (a store that lets it take over parks it in the held body)",
         PROMPTLY,
@@ -519,12 +522,22 @@ pub async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let lease = Duration::from_secs(60);
     let stale_effect = Charge::held();
-    let stale = spawn_charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &stale_effect);
+    let stale = spawn_charge(
+        &idem,
+        call(&ctx, "o-13", 1).with_lease(lease),
+        1,
+        &stale_effect,
+    );
     stale_effect.wait_started().await;
     clock.advance(lease + Duration::from_secs(1));
     // The stale owner finishes while the new one still runs, and again once it finished.
     let new_effect = Charge::named("new", true);
-    let taken = spawn_charge(&idem, call(&ctx, "o-13", 1).lease(lease), 1, &new_effect);
+    let taken = spawn_charge(
+        &idem,
+        call(&ctx, "o-13", 1).with_lease(lease),
+        1,
+        &new_effect,
+    );
     new_effect.wait_started().await;
     stale_effect.finish();
     let refused = stale.await.unwrap().unwrap_err();
@@ -556,19 +569,19 @@ pub async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
     let key = ctx.key("fencing");
     let fingerprint = Fingerprint::of("fencing").unwrap();
     let now = crate::SystemClock.now();
-    let claim = in_progress(fingerprint, now + 60_000, now);
+    let claim = in_progress(fingerprint, now + Duration::from_secs(60), now);
     assert_eq!(
         store.reserve(&key, &claim).await.unwrap(),
-        Reservation::Reserved(claim.record.clone())
+        Reservation::Reserved(claim.record().clone())
     );
     let before = store.get(&key).await.unwrap();
-    assert_eq!(before, Some(Record::InProgress(claim.record.clone())));
+    assert_eq!(before, Some(Record::InProgress(claim.record().clone())));
     let intruder = OwnerToken::generate();
-    let completed = Completed {
+    let completed = Completed::new(
         fingerprint,
-        outcome: Outcome::Ok(b"\"x\"".to_vec()),
-        expires_at: now + 60_000,
-    };
+        Outcome::Ok(b"\"x\"".to_vec()),
+        now + Duration::from_secs(60),
+    );
     assert!(matches!(
         store.complete(&key, &intruder, &completed).await,
         Err(StoreError::LeaseLost)
@@ -578,7 +591,9 @@ pub async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
         Err(StoreError::LeaseLost)
     ));
     assert!(matches!(
-        store.renew(&key, &intruder, now + 120_000).await,
+        store
+            .renew(&key, &intruder, now + Duration::from_secs(120))
+            .await,
         Err(StoreError::LeaseLost)
     ));
     assert_eq!(
@@ -587,11 +602,11 @@ pub async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
         "a non-owner must change nothing"
     );
     store
-        .renew(&key, &claim.record.owner, now + 120_000)
+        .renew(&key, claim.record().owner(), now + Duration::from_secs(120))
         .await
         .expect("the owner renews");
     store
-        .complete(&key, &claim.record.owner, &completed)
+        .complete(&key, claim.record().owner(), &completed)
         .await
         .expect("the owner completes");
     assert_eq!(
@@ -600,7 +615,7 @@ pub async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
     );
     assert!(
         matches!(
-            store.release(&key, &claim.record.owner).await,
+            store.release(&key, claim.record().owner()).await,
             Err(StoreError::LeaseLost)
         ),
         "a completed record can't be released"
@@ -613,16 +628,16 @@ pub async fn ttl_expiry_makes_the_key_new(ctx: Context) {
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let ttl = Duration::from_secs(3600);
     let side_effect = Charge::instant();
-    charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect)
+    charge(&idem, call(&ctx, "o-14", 1).with_ttl(ttl), 1, &side_effect)
         .await
         .unwrap();
     clock.advance(ttl - Duration::from_secs(1));
-    let replay = charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect)
+    let replay = charge(&idem, call(&ctx, "o-14", 1).with_ttl(ttl), 1, &side_effect)
         .await
         .unwrap();
     assert!(replay.replayed, "within the TTL the result is replayed");
     clock.advance(Duration::from_secs(2));
-    let again = charge(&idem, call(&ctx, "o-14", 1).ttl(ttl), 1, &side_effect)
+    let again = charge(&idem, call(&ctx, "o-14", 1).with_ttl(ttl), 1, &side_effect)
         .await
         .unwrap();
     assert_eq!(
@@ -651,7 +666,7 @@ pub async fn store_failure_fails_closed(ctx: Context) {
     let err = charge(&idem, call(&ctx, "o-15", 1), 1, &side_effect)
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Store(_)), "got {err:?}");
+    assert!(matches!(err, Error::Store { .. }), "got {err:?}");
     assert_eq!(err.http_status(), 503);
     assert_eq!(
         side_effect.runs(),
@@ -748,7 +763,7 @@ async fn retry_after_dropping_during(
     let (store, probe) = Probe::holding(ctx.store().clone(), what);
     let held = ctx.handle_with(crate::SystemClock, store);
     let lease = Duration::from_secs(60);
-    let first = spawn_charge(&held, call(ctx, order, 1).lease(lease), 1, side_effect);
+    let first = spawn_charge(&held, call(ctx, order, 1).with_lease(lease), 1, side_effect);
     let reached = probe.hold().reached.acquire();
     waiting_for("the held request to be sent", PROMPTLY, reached)
         .await
@@ -756,7 +771,7 @@ async fn retry_after_dropping_during(
         .forget();
     first.abort();
     assert!(first.await.unwrap_err().is_cancelled());
-    let retry = call(ctx, order, 1).wait(Duration::from_secs(20));
+    let retry = call(ctx, order, 1).with_wait(Duration::from_secs(20));
     charge(&ctx.handle(), retry, 1, side_effect).await
 }
 
@@ -832,14 +847,19 @@ pub async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let lease = Duration::from_secs(60);
     let stale_effect = Charge::held();
-    let stale = spawn_charge(&idem, call(&ctx, "o-23", 1).lease(lease), 1, &stale_effect);
+    let stale = spawn_charge(
+        &idem,
+        call(&ctx, "o-23", 1).with_lease(lease),
+        1,
+        &stale_effect,
+    );
     stale_effect.wait_started().await;
     clock.advance(lease + crate::LEASE_GRACE - Duration::from_secs(1));
     assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-23", 2)).await;
     clock.advance(Duration::from_secs(2));
     let other = charge(
         &idem,
-        call(&ctx, "o-23", 2).lease(lease),
+        call(&ctx, "o-23", 2).with_lease(lease),
         2,
         &Charge::instant(),
     )
@@ -866,7 +886,7 @@ pub async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
     let blocking = {
         let (idem, call, started) = (
             idem.clone(),
-            call(&ctx, "o-24", 1).lease(lease),
+            call(&ctx, "o-24", 1).with_lease(lease),
             started.clone(),
         );
         tokio::spawn(async move {
@@ -885,7 +905,13 @@ pub async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
         .forget();
     tokio::time::sleep(lease * 2).await;
     let side_effect = Charge::instant();
-    let duplicate = charge(&idem, call(&ctx, "o-24", 1).lease(lease), 1, &side_effect).await;
+    let duplicate = charge(
+        &idem,
+        call(&ctx, "o-24", 1).with_lease(lease),
+        1,
+        &side_effect,
+    )
+    .await;
     assert!(
         matches!(duplicate, Err(Error::InProgress { .. })),
         "the lease must be renewed while the body blocks, got {duplicate:?}"
