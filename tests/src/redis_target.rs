@@ -221,10 +221,11 @@ impl RedisClusterTarget {
         let cluster = TestRedisCluster::start(nodes)?;
         let urls = cluster.urls();
         let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
-        let store = RedisStore::connect_cluster(&urls)
+        let store = RedisStore::cluster_builder(&urls)
+            .prefix(format!("test-{}:", OwnerToken::generate().as_str()))
+            .connect()
             .await
-            .expect("the test cluster accepts connections")
-            .with_prefix(format!("test-{}:", OwnerToken::generate().as_str()));
+            .expect("the test cluster accepts connections");
         Some(RedisClusterTarget { cluster, store })
     }
 

@@ -375,9 +375,10 @@ async fn attribute_names_and_key_prefix_are_configurable() {
         ttl: "expires".into(),
         ..AttributeNames::default()
     };
-    let store = DynamoDbStore::new(db.client.clone(), unique_table_name())
-        .key_prefix("idem#")
-        .attribute_names(names);
+    let store = DynamoDbStore::builder(db.client.clone(), unique_table_name())
+        .prefix("idem#")
+        .attribute_names(names)
+        .build();
     assert!(store.create_table().await.unwrap());
     assert!(
         !store.create_table().await.unwrap(),
@@ -451,7 +452,9 @@ async fn an_overlong_prefixed_key_is_refused_before_any_request() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let store = DynamoDbStore::new(db.client.clone(), db.table()).key_prefix("p".repeat(2_100));
+    let store = DynamoDbStore::builder(db.client.clone(), db.table())
+        .prefix("p".repeat(2_100))
+        .build();
     let before = db.requests.count();
     let err = store.get(&key("long")).await.unwrap_err();
     assert!(err.to_string().contains("2048"), "{err}");

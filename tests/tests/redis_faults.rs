@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock};
+use idem_stores::redis::RequestFailed;
 use idem_tests::redis_server::TestRedis;
 use idem_tests::redis_target::RedisTarget;
 use tokio::sync::oneshot;
@@ -70,7 +71,21 @@ async fn server_killed_between_reserve_and_complete() {
 
     // While the server is down, calls fail closed without running the body.
     let err = create(&idem, "o-1", &runs).await.unwrap_err();
-    assert!(matches!(err, Error::Store { .. }), "{err:?}");
+    let Error::Store { key, source } = &err else {
+        panic!("expected Error::Store, got {err:?}")
+    };
+    assert!(key.ends_with("o-1"), "{key}");
+    let failed = source
+        .downcast_ref::<RequestFailed>()
+        .expect("the redis crate's error, typed");
+    assert_eq!(failed.operation(), "reserve");
+    let redis_error = failed.redis_error();
+    assert!(
+        redis_error.is_io_error()
+            || redis_error.is_connection_dropped()
+            || redis_error.is_timeout(),
+        "{redis_error:?}"
+    );
     let err = create(&idem, "o-2", &runs).await.unwrap_err();
     assert!(matches!(err, Error::Store { .. }), "{err:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 1);

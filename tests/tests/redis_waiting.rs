@@ -133,7 +133,11 @@ async fn waiters_are_woken_by_publication_not_polling() {
     let conn = ConnectionManager::new(Client::open(target.url()).unwrap())
         .await
         .unwrap();
-    let polling = RedisStore::from_connection(conn).with_prefix(target.prefix());
+    let polling = RedisStore::connection_builder(conn)
+        .prefix(target.prefix())
+        .connect()
+        .await
+        .unwrap();
     let polled = cost_of_waiting(&target, polling, "o-2").await;
     let default = DefaultWaiting(target.another_store().await);
     let defaulted = cost_of_waiting(&target, default, "o-3").await;

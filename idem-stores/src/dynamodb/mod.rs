@@ -99,6 +99,7 @@
 //! region, and pass [`CallContext::key`](idem_core::CallContext::key) to the downstream provider
 //! as its idempotency key so that it deduplicates what slips through.
 
+mod builder;
 mod error;
 mod item;
 mod names;
@@ -106,6 +107,7 @@ mod store;
 mod table;
 mod wait;
 
+pub use builder::DynamoDbStoreBuilder;
 pub use error::{ItemTooLarge, KeyTooLong, RequestFailed};
 pub use item::{item_size, MAX_ITEM_SIZE};
 pub use names::AttributeNames;

@@ -19,7 +19,7 @@ use idem_core::{
 
 use super::error::{ItemTooLarge, KeyTooLong, RequestFailed};
 use super::item::{self, Item, COMPLETED, IN_PROGRESS, MAX_ITEM_SIZE};
-use super::AttributeNames;
+use super::{AttributeNames, DynamoDbStoreBuilder};
 
 /// The longest partition key DynamoDB accepts, in bytes.
 pub(crate) const MAX_PARTITION_KEY_LEN: usize = 2048;
@@ -48,13 +48,13 @@ const OWNER_CONDITION: &str = "#st = :in_progress AND #own = :owner";
 ///
 /// Built from an [`aws_sdk_dynamodb::Client`] you configure (credentials, region, endpoint,
 /// retries) and a table whose partition key is a string attribute (`pk` unless
-/// [`attribute_names`](DynamoDbStore::attribute_names) says otherwise). See the
+/// [`attribute_names`](DynamoDbStoreBuilder::attribute_names) says otherwise). See the
 /// [module docs](super) for the item layout and the requests.
 ///
 /// ```no_run
 /// # async fn demo(client: aws_sdk_dynamodb::Client) -> Result<(), idem_core::BoxError> {
 /// use idem_stores::dynamodb::DynamoDbStore;
-/// let store = DynamoDbStore::new(client, "idempotency").key_prefix("billing");
+/// let store = DynamoDbStore::new(client, "idempotency");
 /// store.create_table().await?; // development only: make tables with your infrastructure code
 /// let idem = idem_core::Idempotency::new(store);
 /// # Ok(()) }
@@ -71,25 +71,31 @@ impl DynamoDbStore {
     /// A store in `table`, reached through `client`, with the default [`AttributeNames`] and no
     /// key prefix.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self::builder(client, table).build()
+    }
+
+    /// Starts building a store in `table` with a key prefix or other attribute names.
+    pub fn builder(client: Client, table: impl Into<String>) -> DynamoDbStoreBuilder {
+        DynamoDbStoreBuilder::new(client, table.into())
+    }
+
+    pub(crate) fn from_parts(
+        client: Client,
+        table: Arc<str>,
+        prefix: Arc<str>,
+        names: Arc<AttributeNames>,
+    ) -> Self {
         DynamoDbStore {
             client,
-            table: table.into().into(),
-            prefix: "".into(),
-            names: Arc::new(AttributeNames::default()),
+            table,
+            prefix,
+            names,
         }
     }
 
-    /// Puts `prefix` in front of every partition key, so that idem's items can share a table
-    /// with others.
-    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into().into();
-        self
-    }
-
-    /// Uses other attribute names.
-    pub fn attribute_names(mut self, names: AttributeNames) -> Self {
-        self.names = Arc::new(names);
-        self
+    /// The prefix in front of every partition key.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
     }
 
     /// The client.
@@ -454,7 +460,7 @@ impl fmt::Debug for DynamoDbStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DynamoDbStore")
             .field("table", &self.table)
-            .field("key_prefix", &self.prefix)
+            .field("prefix", &self.prefix)
             .field("names", &self.names)
             .finish_non_exhaustive()
     }

@@ -110,10 +110,10 @@
 //! the state every 1 to 5 s (jittered) only as a safety net should a publication be lost with
 //! the connection. 100 callers waiting on one key cost the server one `SUBSCRIBE`, one `HMGET`
 //! each, and one reserve each before and after the wake-up (`redis_waiting.rs` measures it).
-//! A store made with [`RedisStore::from_connection`] has no client to subscribe with; its
+//! A store made with [`RedisStore::connection_builder`] has no client to subscribe with; its
 //! waiters poll the state with small reads, backing off from 10 ms to 500 ms with jitter. On a
 //! Redis Cluster, publications reach every node, and the store subscribes on the first node
-//! given to [`RedisStore::connect_cluster`].
+//! given to `RedisStore::cluster_builder`.
 //!
 //! # Eviction, replication and failover
 //!
@@ -132,13 +132,17 @@
 //! [`CallContext::key`](idem_core::CallContext::key) to the downstream provider as its own
 //! idempotency key.
 
+mod builder;
 mod codec;
 mod connection;
+mod error;
 mod scripts;
 mod store;
 mod wake;
 
-pub use store::{NotReplicated, RedisStore, RedisStoreBuilder, LEASE_GRACE};
+pub use builder::RedisStoreBuilder;
+pub use error::{NotReplicated, RequestFailed};
+pub use store::{RedisStore, LEASE_GRACE};
 
 /// The `redis` crate this store is built on, for building clients and connection settings.
 pub use ::redis as client;

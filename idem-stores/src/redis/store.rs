@@ -8,11 +8,13 @@ use async_trait::async_trait;
 use idem_core::{
     Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, RedisError, Value};
+use redis::aio::ConnectionManager;
+use redis::{Client, Value};
 
+use super::builder::RedisStoreBuilder;
 use super::codec::{self, Reply};
 use super::connection::Connection;
+use super::error::{is_connection_error, store_error, NotReplicated};
 use super::scripts::{Counter, Script, SCRIPTS};
 use super::wake::{Backoff, Wakeups, POLLING, SAFETY_NET};
 
@@ -35,7 +37,7 @@ const MAX_EXPIRY_MS: u64 = 1_000_000_000_000_000;
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use idem_stores::redis::RedisStore;
 /// let store = RedisStore::connect("redis://127.0.0.1:6379").await?;
-/// let idem = idem_core::Idempotency::new(store.with_prefix("orders"));
+/// let idem = idem_core::Idempotency::new(store);
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -52,68 +54,62 @@ pub struct RedisStore {
 impl RedisStore {
     /// Connects to the server at `url` (`redis://[user:password@]host:port[/db]`,
     /// `rediss://` with TLS where the `redis` crate is built with it) with the default
-    /// connection settings.
+    /// settings.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let client = Client::open(url).map_err(StoreError::backend)?;
+        let client = Client::open(url).map_err(|error| store_error(error, "connect"))?;
         Self::builder(client).connect().await
     }
 
-    /// Starts building a store on an existing client.
+    /// Starts building a store on one server (or a proxy in front of several), reached
+    /// through `client`.
     pub fn builder(client: Client) -> RedisStoreBuilder {
-        RedisStoreBuilder {
-            client,
-            config: default_config(),
-            prefix: String::new(),
-            replicas: None,
-        }
+        RedisStoreBuilder::on_client(client)
     }
 
-    /// A store on a connection you already have. Without the client it came from, the store
-    /// cannot subscribe to wake-ups, so callers that wait for a duplicate poll the record
-    /// (backing off from 10 ms to 500 ms); build the store with [`RedisStore::builder`] to
-    /// have them woken instead.
-    pub fn from_connection(conn: ConnectionManager) -> Self {
-        Self::on(Connection::Single(conn), None)
+    /// Starts building a store on a connection you already have. Without the client it came
+    /// from, the store cannot subscribe to wake-ups, so callers that wait for a duplicate poll
+    /// the record (backing off from 10 ms to 500 ms); build the store with
+    /// [`RedisStore::builder`] to have them woken instead.
+    pub fn connection_builder(conn: ConnectionManager) -> RedisStoreBuilder {
+        RedisStoreBuilder::on_connection(conn)
     }
 
-    /// Connects to the Redis Cluster that `nodes` (URLs of some of its nodes) belong to. Every
-    /// request touches one key, so it goes to the node that owns the key's slot.
+    /// Connects to the Redis Cluster that `nodes` (URLs of some of its nodes) belong to, with
+    /// the default settings. Every request touches one key, so it goes to the node that owns
+    /// the key's slot.
     #[cfg(feature = "redis-cluster")]
     pub async fn connect_cluster(nodes: &[&str]) -> Result<Self, StoreError> {
-        let client = redis::cluster::ClusterClient::builder(nodes.iter().copied())
-            .connection_timeout(Duration::from_secs(1))
-            .response_timeout(Duration::from_secs(2))
-            .build()
-            .map_err(StoreError::backend)?;
-        let conn = client
-            .get_async_connection()
-            .await
-            .map_err(|error| store_error(error, "cluster connect"))?;
-        // A publication reaches subscribers on every node of a cluster, so waiting callers
-        // subscribe on the first node given.
-        let wakeups = nodes
-            .first()
-            .and_then(|node| Client::open(*node).ok())
-            .map(Wakeups::new);
-        let store = Self::on(Connection::Cluster(conn), wakeups);
-        store.warn_unless_noeviction().await;
-        Ok(store)
+        Self::cluster_builder(nodes).connect().await
     }
 
-    /// A store on a Redis Cluster connection you already have. Callers that wait for a
-    /// duplicate poll the record (see [`RedisStore::from_connection`]).
+    /// Starts building a store on the Redis Cluster that `nodes` (URLs of some of its nodes)
+    /// belong to.
     #[cfg(feature = "redis-cluster")]
-    pub fn from_cluster_connection(conn: redis::cluster_async::ClusterConnection) -> Self {
-        Self::on(Connection::Cluster(conn), None)
+    pub fn cluster_builder(nodes: &[&str]) -> RedisStoreBuilder {
+        RedisStoreBuilder::on_cluster(nodes.iter().map(|node| (*node).to_owned()).collect())
     }
 
-    fn on(conn: Connection, wakeups: Option<Arc<Wakeups>>) -> Self {
+    /// Starts building a store on a Redis Cluster connection you already have. Callers that
+    /// wait for a duplicate poll the record (see [`RedisStore::connection_builder`]).
+    #[cfg(feature = "redis-cluster")]
+    pub fn cluster_connection_builder(
+        conn: redis::cluster_async::ClusterConnection,
+    ) -> RedisStoreBuilder {
+        RedisStoreBuilder::on_cluster_connection(conn)
+    }
+
+    pub(crate) fn on(
+        conn: Connection,
+        wakeups: Option<Arc<Wakeups>>,
+        prefix: String,
+        replicas: Option<(u32, Duration)>,
+    ) -> Self {
         RedisStore {
             conn,
-            prefix: "".into(),
+            prefix: prefix.into(),
             counter: Arc::default(),
             wakeups,
-            replicas: None,
+            replicas,
         }
     }
 
@@ -137,19 +133,12 @@ impl RedisStore {
     }
 
     /// Warns through `tracing` when the server may evict records.
-    async fn warn_unless_noeviction(&self) {
+    pub(crate) async fn warn_unless_noeviction(&self) {
         if let Ok(Some(policy)) = self.eviction_policy().await {
             if policy != "noeviction" {
                 tracing::warn!(target: "idem::redis", policy = policy.as_str(), "maxmemory-policy is not `noeviction`: under memory pressure Redis may evict a reservation, and a duplicate then runs the function again");
             }
         }
-    }
-
-    /// Puts `prefix` in front of every key this store reads or writes (default: none; keys
-    /// already start with the handle's namespace).
-    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into().into();
-        self
     }
 
     /// The prefix in front of every key.
@@ -286,113 +275,6 @@ impl fmt::Debug for RedisStore {
             .field("round_trips", &self.round_trips())
             .finish_non_exhaustive()
     }
-}
-
-/// Builds a [`RedisStore`] on a client: key prefix, connection settings, replication.
-#[derive(Debug)]
-pub struct RedisStoreBuilder {
-    client: Client,
-    config: ConnectionManagerConfig,
-    prefix: String,
-    replicas: Option<(u32, Duration)>,
-}
-
-impl RedisStoreBuilder {
-    /// Puts `prefix` in front of every key (default: none).
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// Replaces the connection settings. The defaults fail a request after 2 s without an
-    /// answer and give up reconnecting after about half a second, so that a call fails closed
-    /// quickly while the server is down; the next request tries to reconnect again.
-    pub fn connection_config(mut self, config: ConnectionManagerConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// After each reservation and each completion, waits up to `timeout` for `replicas`
-    /// replicas to acknowledge it (`WAIT`), one round trip more each. With fewer, the request
-    /// fails: a reservation fails closed (the function does not run, the key is released), a
-    /// completion is retried and otherwise reported as not recorded.
-    ///
-    /// Redis replicates asynchronously: a primary that fails right after acknowledging a write
-    /// may not have passed it on, and the promoted replica then has no reservation (a duplicate
-    /// runs) or no outcome (a retry runs the function again). `WAIT` narrows that window to
-    /// writes the replicas have not acknowledged; it does not make Redis strongly consistent
-    /// (a failover may still pick a replica that missed the write).
-    pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
-        self.replicas = Some((replicas, timeout));
-        self
-    }
-
-    /// Connects now; fails if the server cannot be reached. Warns through `tracing` when the
-    /// server's `maxmemory-policy` is not `noeviction`.
-    pub async fn connect(self) -> Result<RedisStore, StoreError> {
-        let conn = ConnectionManager::new_with_config(self.client.clone(), self.config.clone())
-            .await
-            .map_err(|error| store_error(error, "connect"))?;
-        let store = self.on(conn);
-        store.warn_unless_noeviction().await;
-        Ok(store)
-    }
-
-    /// Connects on the first request. Must be called inside a Tokio runtime.
-    pub fn connect_lazy(self) -> Result<RedisStore, StoreError> {
-        let conn =
-            ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone())
-                .map_err(|error| store_error(error, "connect"))?;
-        Ok(self.on(conn))
-    }
-
-    fn on(self, conn: ConnectionManager) -> RedisStore {
-        let mut store = RedisStore::on(Connection::Single(conn), Some(Wakeups::new(self.client)))
-            .with_prefix(self.prefix);
-        store.replicas = self.replicas;
-        store
-    }
-}
-
-/// Why a write was refused with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas):
-/// fewer replicas acknowledged it in time than asked for.
-#[derive(Debug)]
-pub struct NotReplicated {
-    what: String,
-    acked: i64,
-    wanted: u32,
-}
-
-impl fmt::Display for NotReplicated {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Redis {}: {} of {} replicas acknowledged the write in time",
-            self.what, self.acked, self.wanted
-        )
-    }
-}
-
-impl std::error::Error for NotReplicated {}
-
-fn default_config() -> ConnectionManagerConfig {
-    ConnectionManagerConfig::new()
-        .set_response_timeout(Some(Duration::from_secs(2)))
-        .set_connection_timeout(Some(Duration::from_secs(1)))
-        .set_number_of_retries(3)
-        .set_min_delay(Duration::from_millis(50))
-        .set_max_delay(Duration::from_millis(500))
-}
-
-fn is_connection_error(error: &RedisError) -> bool {
-    error.is_io_error() || error.is_connection_dropped() || error.is_timeout()
-}
-
-fn store_error(error: RedisError, what: &str) -> StoreError {
-    if error.code() == Some("WRONGTYPE") {
-        return StoreError::Corrupt(format!("the key does not hold a hash: {error}"));
-    }
-    StoreError::backend(format!("Redis {what} failed: {error}"))
 }
 
 fn decimal(n: u64) -> Vec<u8> {
