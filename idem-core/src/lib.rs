@@ -73,6 +73,7 @@
 //! Implement [`Store`] and run the conformance suite from the `testing` feature against it
 //! ([`testing`] module, with the `conformance_tests!` macro).
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod abort;
 mod call;
@@ -95,6 +96,7 @@ mod store;
 mod time;
 
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
 #[doc(hidden)]
@@ -121,6 +123,7 @@ pub use time::Timestamp;
 pub(crate) const TARGET: &str = "idem";
 
 #[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use idem_macros::idempotent;
 
 /// The examples of the `#[idempotent]` documentation, which is written in idem-macros (a crate

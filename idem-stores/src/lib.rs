@@ -1,10 +1,27 @@
-//! Stores for idem.
+//! Stores for idem: where idempotency records live.
+//!
+//! Each store is behind a feature of its own, so an application builds only the backend it
+//! uses:
+//!
+//! | feature | store | backend |
+//! |---|---|---|
+//! | `memory` (default) | [`memory::MemoryStore`] | this process: tests, single-instance services |
+//! | `redis` | `redis::RedisStore` | Redis 5+ or Valkey, one server or behind a proxy |
+//! | `redis-cluster` | `redis::RedisStore::cluster_builder` | a Redis Cluster |
+//! | `dynamodb` | `dynamodb::DynamoDbStore` | Amazon DynamoDB or a compatible server |
+//!
+//! Every store passes idem-core's conformance suite (`idem_core::testing`) against a real
+//! server.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "memory")]
+#[cfg_attr(docsrs, doc(cfg(feature = "memory")))]
 pub mod memory;
 
 #[cfg(feature = "dynamodb")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub mod dynamodb;
 
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;

@@ -51,15 +51,14 @@ fn assert_not_recorded(err: &Error, cause: &str) {
 }
 
 fn assert_store_error(err: &Error, cause: &str) {
-    assert!(
-        matches!(err, Error::Store { .. }),
-        "expected Error::Store, got {err:?}"
-    );
+    let Error::Store { source, .. } = err else {
+        panic!("expected Error::Store, got {err:?}")
+    };
     assert_eq!(err.http_status(), 503);
-    let text = err.to_string();
+    let text = source.to_string();
     assert!(
         text.contains(cause),
-        "the message names the cause `{cause}`: {text}"
+        "the source names the cause `{cause}`: {text}"
     );
 }
 

@@ -78,6 +78,7 @@ impl RedisStore {
     /// the default settings. Every request touches one key, so it goes to the node that owns
     /// the key's slot.
     #[cfg(feature = "redis-cluster")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis-cluster")))]
     pub async fn connect_cluster(nodes: &[&str]) -> Result<Self, StoreError> {
         Self::cluster_builder(nodes).connect().await
     }
@@ -85,6 +86,7 @@ impl RedisStore {
     /// Starts building a store on the Redis Cluster that `nodes` (URLs of some of its nodes)
     /// belong to.
     #[cfg(feature = "redis-cluster")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis-cluster")))]
     pub fn cluster_builder(nodes: &[&str]) -> RedisStoreBuilder {
         RedisStoreBuilder::on_cluster(nodes.iter().map(|node| (*node).to_owned()).collect())
     }
@@ -92,6 +94,7 @@ impl RedisStore {
     /// Starts building a store on a Redis Cluster connection you already have. Callers that
     /// wait for a duplicate poll the record (see [`RedisStore::connection_builder`]).
     #[cfg(feature = "redis-cluster")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis-cluster")))]
     pub fn cluster_connection_builder(
         conn: redis::cluster_async::ClusterConnection,
     ) -> RedisStoreBuilder {
