@@ -23,6 +23,9 @@
 pub mod broken;
 pub mod checks;
 mod probes;
+mod reference;
+
+pub use reference::ReferenceStore;
 
 use std::future::Future;
 use std::pin::Pin;
