@@ -140,6 +140,9 @@ mod scripts;
 mod store;
 mod wake;
 
+/// The `tracing` target of every event the Redis store emits.
+const TARGET: &str = "idem::redis";
+
 pub use builder::RedisStoreBuilder;
 pub use error::{NotReplicated, RequestFailed};
 pub use store::{RedisStore, LEASE_GRACE};

@@ -92,7 +92,7 @@ impl Counter {
         }
         match self.query(conn, &evalsha).await {
             Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                tracing::debug!(target: "idem::redis", script = script.name(), "script not cached on the server; sending its source");
+                tracing::debug!(target: super::TARGET, script = script.name(), "script not cached on the server; sending its source");
                 let mut eval = redis::cmd("EVAL");
                 eval.arg(script.source()).arg(1).arg(key);
                 for arg in args {

@@ -125,7 +125,7 @@ impl RedisStore {
         let value = match self.query(&cmd, "CONFIG GET").await {
             Ok(value) => value,
             Err(error) => {
-                tracing::debug!(target: "idem::redis", %error, "cannot read maxmemory-policy");
+                tracing::debug!(target: super::TARGET, %error, "cannot read maxmemory-policy");
                 return Ok(None);
             }
         };
@@ -139,7 +139,7 @@ impl RedisStore {
     pub(crate) async fn warn_unless_noeviction(&self) {
         if let Ok(Some(policy)) = self.eviction_policy().await {
             if policy != "noeviction" {
-                tracing::warn!(target: "idem::redis", policy = policy.as_str(), "maxmemory-policy is not `noeviction`: under memory pressure Redis may evict a reservation, and a duplicate then runs the function again");
+                tracing::warn!(target: super::TARGET, policy = policy.as_str(), "maxmemory-policy is not `noeviction`: under memory pressure Redis may evict a reservation, and a duplicate then runs the function again");
             }
         }
     }

@@ -114,7 +114,7 @@ impl Wakeups {
                 match sink.subscribe(channel).await {
                     Ok(()) => true,
                     Err(error) => {
-                        tracing::debug!(target: "idem::redis", %error, "subscribing for wake-ups failed; polling");
+                        tracing::debug!(target: super::TARGET, %error, "subscribing for wake-ups failed; polling");
                         self.lock().sink = None;
                         false
                     }
@@ -132,7 +132,7 @@ impl Wakeups {
         let pubsub = match self.client.get_async_pubsub().await {
             Ok(pubsub) => pubsub,
             Err(error) => {
-                tracing::debug!(target: "idem::redis", %error, "no connection for wake-ups; polling");
+                tracing::debug!(target: super::TARGET, %error, "no connection for wake-ups; polling");
                 return None;
             }
         };
