@@ -1,5 +1,4 @@
 //! The conformance suite on the memory store.
-#![cfg(feature = "memory")]
 
 use std::sync::Arc;
 

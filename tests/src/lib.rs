@@ -1,5 +1,6 @@
 //! Test support shared by the integration tests.
 
+pub mod harness;
 pub mod moto_server;
 pub mod process;
 pub mod redis_server;

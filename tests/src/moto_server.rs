@@ -3,8 +3,9 @@
 //!
 //! `moto_server` is looked up in the virtualenv that `scripts/services.sh` installs
 //! (`$IDEM_SERVICES_DIR/venv/bin`, default `~/.cache/idem-services/venv/bin`), then on `PATH`.
-//! When no server can be had, [`TestMoto::start`] prints a banner and returns `None`, so the test
-//! skips; with `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
+//! When no server can be had, [`TestMoto::start`] returns `None`, and the test returns early: the
+//! [harness](crate::harness) reports it as ignored, with the reason. With
+//! `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
 //!
 //! # One request at a time
 //!
@@ -50,8 +51,7 @@ pub type TestMoto = TestServer<Moto>;
 
 impl TestMoto {
     /// The endpoint named by `IDEM_DYNAMODB_ENDPOINT` if set, else a fresh `moto_server` on a
-    /// free loopback port. `None` (after a banner) if neither works, unless backends are
-    /// required.
+    /// free loopback port. `None` if neither works, unless backends are required.
     pub fn start() -> Option<TestMoto> {
         match std::env::var(ENDPOINT_VAR) {
             Ok(endpoint) if !endpoint.is_empty() => match reachable(&endpoint) {
@@ -125,7 +125,7 @@ pub fn program() -> PathBuf {
 
 /// The Python interpreter that runs `moto_server`: the one beside it (a virtualenv's), else
 /// `python3` from `PATH`. When `moto_server` itself was not found, its bare name, so that
-/// starting fails with `NotFound` and the test skips with the install hint.
+/// starting fails with `NotFound` and the test is ignored with the install hint.
 fn python(moto_server: &Path) -> PathBuf {
     let Some(dir) = moto_server
         .parent()
@@ -144,12 +144,12 @@ fn unavailable<T>(reason: &str) -> Option<T> {
     if backends_required() {
         panic!("DynamoDB is required ({REQUIRE_VAR} is set) but unavailable: {reason}");
     }
-    eprintln!(
-        "\n================= SKIPPED: no DynamoDB endpoint =================\n\
-         {reason}\n\
-         Install moto_server (scripts/services.sh) or set {ENDPOINT_VAR}=http://127.0.0.1:8000.\n\
-         Set {REQUIRE_VAR}=1 to make this a failure.\n\
-         ==================================================================\n"
+    crate::harness::server_unavailable(
+        reason,
+        &format!(
+            "No DynamoDB endpoint: install moto_server (scripts/services.sh) or set \
+             {ENDPOINT_VAR}=http://127.0.0.1:8000. Set {REQUIRE_VAR}=1 to make this a failure."
+        ),
     );
     None
 }

@@ -22,8 +22,9 @@
 //! ```
 //!
 //! Start errors are `io::Error`s: [`io::ErrorKind::NotFound`] when the program is not
-//! installed (callers skip the test then), [`io::ErrorKind::TimedOut`] when it never accepted
-//! connections, [`io::ErrorKind::Other`] when it exited early; the message includes its log.
+//! installed (the test is then reported as ignored), [`io::ErrorKind::TimedOut`] when it never
+//! accepted connections, [`io::ErrorKind::Other`] when it exited early; the message includes its
+//! log.
 
 use std::collections::hash_map::DefaultHasher;
 use std::ffi::OsString;

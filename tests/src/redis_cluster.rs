@@ -1,8 +1,8 @@
 //! Redis Clusters for the tests: nodes started on free loopback ports and joined into one
 //! cluster, all slots assigned, every node agreeing that the cluster is up.
 //!
-//! Needs `redis-server` and `redis-cli`; where they are missing the tests skip loudly, or fail
-//! with `IDEM_REQUIRE_BACKENDS=1`.
+//! Needs `redis-server` and `redis-cli`; where they are missing the tests are reported as
+//! ignored, or fail with `IDEM_REQUIRE_BACKENDS=1`.
 
 use std::fs;
 use std::io;
@@ -24,7 +24,7 @@ pub struct TestRedisCluster {
 }
 
 impl TestRedisCluster {
-    /// Starts `nodes` primaries and joins them; `None` (after a banner) if that cannot be done,
+    /// Starts `nodes` primaries and joins them; `None` if that cannot be done,
     /// unless backends are required.
     pub fn start(nodes: usize) -> Option<TestRedisCluster> {
         match Self::try_start(nodes) {

@@ -1,8 +1,9 @@
 //! Redis servers for the tests: one started on a free loopback port, or the one named by
 //! `IDEM_REDIS_URL`.
 //!
-//! When neither can be had, [`TestRedis::start`] prints a banner and returns `None`, so the test
-//! skips; with `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
+//! When neither can be had, [`TestRedis::start`] returns `None`, and the test returns early: the
+//! [harness](crate::harness) reports it as ignored, with the reason. With
+//! `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -19,7 +20,7 @@ use crate::process::{
 /// The environment variable naming an existing server to use instead of starting one.
 pub const URL_VAR: &str = "IDEM_REDIS_URL";
 
-/// The environment variable that turns skips into failures.
+/// The environment variable that makes a missing server a failure, not an ignored test.
 pub const REQUIRE_VAR: &str = "IDEM_REQUIRE_BACKENDS";
 
 /// The program started when no URL is given.
@@ -42,7 +43,7 @@ pub type TestRedis = TestServer<Redis>;
 
 impl TestRedis {
     /// The server named by `IDEM_REDIS_URL` if set, else a fresh `redis-server` on a free
-    /// loopback port. `None` (after a banner) if neither works, unless backends are required.
+    /// loopback port. `None` if neither works, unless backends are required.
     pub fn start() -> Option<TestRedis> {
         match std::env::var(URL_VAR) {
             Ok(url) if !url.is_empty() => match reachable(&url) {
@@ -139,12 +140,12 @@ pub(crate) fn unavailable<T>(reason: &str) -> Option<T> {
     if backends_required() {
         panic!("Redis is required ({REQUIRE_VAR} is set) but unavailable: {reason}");
     }
-    eprintln!(
-        "\n==================== SKIPPED: no Redis server ====================\n\
-         {reason}\n\
-         Install redis-server (scripts/services.sh) or set {URL_VAR}=redis://127.0.0.1:6379.\n\
-         Set {REQUIRE_VAR}=1 to make this a failure.\n\
-         ==================================================================\n"
+    crate::harness::server_unavailable(
+        reason,
+        &format!(
+            "No Redis server: install redis-server (scripts/services.sh) or set \
+             {URL_VAR}=redis://127.0.0.1:6379. Set {REQUIRE_VAR}=1 to make this a failure."
+        ),
     );
     None
 }

@@ -1,6 +1,5 @@
 //! The store conformance suite, unchanged, against the DynamoDB store on moto_server (or
 //! `IDEM_DYNAMODB_ENDPOINT`), a fresh table per check.
-#![cfg(feature = "dynamodb")]
 
 use idem_tests::dynamodb::TestDynamo;
 

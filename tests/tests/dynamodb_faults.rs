@@ -4,7 +4,6 @@
 //! The server is a real moto_server that the tests kill. Throttling and internal errors cannot
 //! be had from it on demand, so for those a fault injector on the client replaces the real
 //! server's response to one request (the request itself still reaches the server).
-#![cfg(feature = "dynamodb")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -62,7 +61,6 @@ fn assert_store_error(err: &Error, cause: &str) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn server_killed_while_the_function_runs() {
     let Some(mut db) = TestDynamo::start_owned().await else {
         return;
@@ -100,7 +98,6 @@ async fn server_killed_while_the_function_runs() {
     assert_eq!(runs.count(), 1, "the body never runs twice");
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn server_down_before_the_call_fails_closed_and_recovers() {
     let Some(mut db) = TestDynamo::start_owned().await else {
         return;
@@ -125,7 +122,6 @@ async fn server_down_before_the_call_fails_closed_and_recovers() {
     assert_eq!(runs.count(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn throttled_reserve_is_a_store_error_and_nothing_runs() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -143,7 +139,6 @@ async fn throttled_reserve_is_a_store_error_and_nothing_runs() {
     assert!(err.is_retryable());
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn throttled_read_is_a_backend_error_with_the_cause() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -161,7 +156,6 @@ async fn throttled_read_is_a_backend_error_with_the_cause() {
     assert!(err.to_string().contains("ThrottlingException"), "{err}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn server_error_on_reserve_is_a_store_error_and_nothing_runs() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -193,7 +187,6 @@ fn failing_completion(
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn server_error_on_completion_is_retried_and_the_own_write_recognised() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -221,7 +214,6 @@ async fn server_error_on_completion_is_retried_and_the_own_write_recognised() {
     assert_eq!(runs.count(), 1, "the body never runs twice");
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn server_errors_on_every_completion_attempt_are_not_recorded() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -245,7 +237,6 @@ async fn server_errors_on_every_completion_attempt_are_not_recorded() {
     assert_eq!(runs.count(), 1, "the body never runs twice");
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn client_retries_absorb_one_throttled_response() {
     let Some(moto) = TestMoto::start() else {
         return;
@@ -298,4 +289,15 @@ async fn client_retries_absorb_one_throttled_response() {
     assert_eq!(replay.value, ok.value);
     assert!(replay.replayed);
     assert_eq!(runs.count(), 2);
+}
+
+idem_tests::backend_tests! {
+    async server_killed_while_the_function_runs,
+    async server_down_before_the_call_fails_closed_and_recovers,
+    async throttled_reserve_is_a_store_error_and_nothing_runs,
+    async throttled_read_is_a_backend_error_with_the_cause,
+    async server_error_on_reserve_is_a_store_error_and_nothing_runs,
+    async server_error_on_completion_is_retried_and_the_own_write_recognised,
+    async server_errors_on_every_completion_attempt_are_not_recorded,
+    async client_retries_absorb_one_throttled_response,
 }

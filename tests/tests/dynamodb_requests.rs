@@ -1,6 +1,5 @@
 //! How many requests each case costs on DynamoDB, counted on the wire by an interceptor on the
 //! store's client: fresh 2, replay 1, conflict 1, mismatch 1, error with release 2.
-#![cfg(feature = "dynamodb")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -45,7 +44,6 @@ async fn start_and_hold(
     (finish_tx, first)
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn fresh_call_costs_two_and_replay_one() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -93,7 +91,6 @@ async fn fresh_call_costs_two_and_replay_one() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn conflict_costs_one() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -120,7 +117,6 @@ async fn conflict_costs_one() {
     assert_eq!(first.await.unwrap().unwrap().value, 1);
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn error_with_release_costs_two() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -148,7 +144,6 @@ async fn error_with_release_costs_two() {
     assert!(!retry.replayed, "the released key runs again");
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn requests_ask_for_what_the_protocol_needs() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -185,7 +180,6 @@ async fn requests_ask_for_what_the_protocol_needs() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn renewal_costs_one_update() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -214,7 +208,6 @@ async fn renewal_costs_one_update() {
     assert_eq!(db.requests.operations_since(before), ops(&["UpdateItem"]));
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn a_waiting_duplicate_polls_with_small_reads() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -269,4 +262,13 @@ async fn a_waiting_duplicate_polls_with_small_reads() {
         ["PutItem", "PutItem", "PutItem"],
         "waiter reserve, first's complete, waiter's reserve: {sent:?}"
     );
+}
+
+idem_tests::backend_tests! {
+    async fresh_call_costs_two_and_replay_one,
+    async conflict_costs_one,
+    async error_with_release_costs_two,
+    async requests_ask_for_what_the_protocol_needs,
+    async renewal_costs_one_update,
+    async a_waiting_duplicate_polls_with_small_reads,
 }

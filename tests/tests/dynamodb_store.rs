@@ -1,6 +1,5 @@
 //! The DynamoDB store's own behaviour: the item it writes, takeover and expiry on the server's
 //! side of the condition, malformed items, the item size limit, and configuration.
-#![cfg(feature = "dynamodb")]
 
 use std::collections::HashMap;
 
@@ -83,7 +82,6 @@ fn n(number: u64) -> AttributeValue {
     AttributeValue::N(number.to_string())
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn items_have_the_documented_layout() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -141,7 +139,6 @@ async fn items_have_the_documented_layout() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn reserve_tells_fresh_takeover_and_expiry_apart() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -206,7 +203,6 @@ async fn reserve_tells_fresh_takeover_and_expiry_apart() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn malformed_items_are_corrupt_not_panics() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -286,7 +282,6 @@ async fn malformed_items_are_corrupt_not_panics() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn oversized_results_are_refused_before_any_request() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -364,7 +359,6 @@ async fn oversized_results_are_refused_before_any_request() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn attribute_names_and_key_prefix_are_configurable() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -426,7 +420,6 @@ async fn attribute_names_and_key_prefix_are_configurable() {
     assert!(!item.contains_key("ttl"));
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn a_missing_table_is_a_store_error() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -447,7 +440,6 @@ async fn a_missing_table_is_a_store_error() {
     assert!(report.contains("idem-no-such-table"), "{report}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn an_overlong_prefixed_key_is_refused_before_any_request() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -459,4 +451,14 @@ async fn an_overlong_prefixed_key_is_refused_before_any_request() {
     let err = store.get(&key("long")).await.unwrap_err();
     assert!(err.to_string().contains("2048"), "{err}");
     assert_eq!(db.requests.count(), before);
+}
+
+idem_tests::backend_tests! {
+    async items_have_the_documented_layout,
+    async reserve_tells_fresh_takeover_and_expiry_apart,
+    async malformed_items_are_corrupt_not_panics,
+    async oversized_results_are_refused_before_any_request,
+    async attribute_names_and_key_prefix_are_configurable,
+    async a_missing_table_is_a_store_error,
+    async an_overlong_prefixed_key_is_refused_before_any_request,
 }

@@ -1,6 +1,5 @@
 //! The Redis store on a three-node Redis Cluster: keys spread over every node, each request
 //! routed to the node that owns its key.
-#![cfg(feature = "redis")]
 
 use idem_core::{Call, Error, Fingerprint, Idempotency};
 use idem_tests::redis_cluster::cli;
@@ -13,7 +12,6 @@ fn call(idem: &Idempotency, order: usize) -> Call {
     Call::new(key, Fingerprint::of(&order).unwrap())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_spread_over_every_node_and_replay_in_one_round_trip() {
     let Some(target) = RedisClusterTarget::start(3).await else {
         return;
@@ -66,4 +64,8 @@ async fn keys_spread_over_every_node_and_replay_in_one_round_trip() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Mismatch { .. }), "{err:?}");
+}
+
+idem_tests::backend_tests! {
+    async keys_spread_over_every_node_and_replay_in_one_round_trip,
 }

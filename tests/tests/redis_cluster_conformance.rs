@@ -1,5 +1,4 @@
 //! The store conformance suite, unchanged, against a Redis Cluster (one node holding every slot: cluster mode, cluster client; `redis_cluster.rs` spreads keys over three nodes).
-#![cfg(feature = "redis")]
 
 use idem_tests::redis_target::RedisClusterTarget;
 

@@ -1,6 +1,5 @@
 //! Many callers of one key, through two independent stores (two service instances): the body
 //! runs exactly once.
-#![cfg(feature = "redis")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -30,7 +29,6 @@ async fn next(received: &mut mpsc::UnboundedReceiver<Answer>) -> Answer {
         .expect("a result")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_callers_on_two_stores_run_the_body_once() {
     let Some(target) = RedisTarget::start().await else {
         return;
@@ -93,4 +91,8 @@ async fn a_thousand_callers_on_two_stores_run_the_body_once() {
         assert_eq!(done.value, "charged");
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+idem_tests::backend_tests! {
+    async a_thousand_callers_on_two_stores_run_the_body_once,
 }

@@ -1,5 +1,4 @@
 //! The store conformance suite, unchanged, against Redis.
-#![cfg(feature = "redis")]
 
 use idem_tests::redis_target::RedisTarget;
 

@@ -1,6 +1,5 @@
 //! Garbage under a key gives `StoreError::Corrupt` / `Error::CorruptRecord`, never a panic, and
 //! never runs the function.
-#![cfg(feature = "redis")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -115,7 +114,6 @@ async fn write(conn: &mut MultiplexedConnection, redis_key: &str, commands: &[Ve
     }
 }
 
-#[tokio::test]
 async fn garbage_under_a_key_is_an_error_not_a_panic() {
     let Some(target) = RedisTarget::start().await else {
         return;
@@ -181,4 +179,8 @@ async fn garbage_under_a_key_is_an_error_not_a_panic() {
         assert!(!done.replayed, "{what}");
     }
     assert_eq!(runs.load(Ordering::SeqCst), spoilers("").len());
+}
+
+idem_tests::backend_tests! {
+    async garbage_under_a_key_is_an_error_not_a_panic,
 }

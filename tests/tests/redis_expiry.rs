@@ -1,6 +1,5 @@
 //! Expiry: the key gets a Redis expiry for clean-up, while liveness is judged by the caller's
 //! clock, even when that clock is far from the server's.
-#![cfg(feature = "redis")]
 
 use std::time::Duration;
 
@@ -37,7 +36,6 @@ fn assert_close(pttl: i64, expected: Duration, what: &str) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_expire_in_redis_and_by_the_callers_clock() {
     let Some(target) = RedisTarget::start().await else {
         return;
@@ -87,4 +85,8 @@ async fn keys_expire_in_redis_and_by_the_callers_clock() {
         .unwrap();
     assert!(!again.replayed);
     assert_eq!(again.value, 3);
+}
+
+idem_tests::backend_tests! {
+    async keys_expire_in_redis_and_by_the_callers_clock,
 }

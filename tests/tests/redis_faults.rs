@@ -1,6 +1,5 @@
 //! Fault tests against a Redis server the test owns: killed mid-call, restarted under a live
 //! store.
-#![cfg(feature = "redis")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -29,7 +28,6 @@ async fn create(idem: &Idempotency, order: &str, runs: &AtomicUsize) -> Result<b
     .map(|done| done.replayed)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_killed_between_reserve_and_complete() {
     // Every write reaches the disk before its reply, so the reservation survives the kill.
     let Some(redis) = TestRedis::start_persistent() else {
@@ -109,7 +107,6 @@ async fn server_killed_between_reserve_and_complete() {
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn store_reconnects_after_a_restart() {
     let Some(redis) = TestRedis::start_owned() else {
         return;
@@ -140,4 +137,9 @@ async fn store_reconnects_after_a_restart() {
         assert!(create(&idem, &order, &runs).await.unwrap());
     }
     assert_eq!(runs.load(Ordering::SeqCst), 4);
+}
+
+idem_tests::backend_tests! {
+    async server_killed_between_reserve_and_complete,
+    async store_reconnects_after_a_restart,
 }

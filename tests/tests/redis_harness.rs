@@ -1,12 +1,10 @@
 //! The test harness itself: a server it starts accepts connections, refuses them once killed,
 //! and comes back on the same port.
-#![cfg(feature = "redis")]
 
 use std::net::TcpStream;
 
 use idem_tests::redis_server::TestRedis;
 
-#[test]
 fn owned_server_is_killed_and_restarted_on_its_port() {
     let Some(mut redis) = TestRedis::start_owned() else {
         return;
@@ -34,4 +32,8 @@ fn owned_server_is_killed_and_restarted_on_its_port() {
         TcpStream::connect(addr).is_err(),
         "dropping the handle kills the server"
     );
+}
+
+idem_tests::backend_tests! {
+    fn owned_server_is_killed_and_restarted_on_its_port,
 }

@@ -1,7 +1,6 @@
 //! Round trips per call, counted twice: by the server (every command a client sent, as
 //! `MONITOR` shows it, leaving out the commands scripts run inside the server) and by the store
 //! (`RedisStore::round_trips`). The two must agree, and a stray plain command shows.
-#![cfg(feature = "redis")]
 
 use std::future::Future;
 
@@ -52,7 +51,6 @@ async fn count<F: Future<Output = ()>>(target: &RedisTarget, scenario: F) -> Vec
     sent
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_call_takes_the_documented_round_trips() {
     let Some((target, idem)) = target().await else {
         return;
@@ -115,7 +113,6 @@ async fn each_call_takes_the_documented_round_trips() {
     assert_eq!(sent, ["EVALSHA"], "replay of the call that ran meanwhile");
 }
 
-#[tokio::test]
 async fn a_server_that_does_not_know_the_scripts_costs_one_eval_each() {
     let Some((target, idem)) = target().await else {
         return;
@@ -141,4 +138,9 @@ async fn a_server_that_does_not_know_the_scripts_costs_one_eval_each() {
     })
     .await;
     assert_eq!(sent, ["EVALSHA"], "EVAL cached the script");
+}
+
+idem_tests::backend_tests! {
+    async each_call_takes_the_documented_round_trips,
+    async a_server_that_does_not_know_the_scripts_costs_one_eval_each,
 }

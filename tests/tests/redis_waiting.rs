@@ -1,6 +1,5 @@
 //! Waiting on Redis: what callers waiting for one in-flight key cost the server, woken by
 //! publication or polling; the eviction-policy check; `WAIT` for replicas.
-#![cfg(feature = "redis")]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,7 +123,6 @@ impl Store for DefaultWaiting {
 /// reserve script twice (before and after its wake-up); polling runs reads all along, and the
 /// trait's default poll runs the reserve script every 25 ms. The table is the measurement; the
 /// assertions are the wake-up's promise.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_are_woken_by_publication_not_polling() {
     let Some(target) = RedisTarget::on_owned().await else {
         return;
@@ -173,7 +171,6 @@ async fn waiters_are_woken_by_publication_not_polling() {
     );
 }
 
-#[tokio::test]
 async fn the_eviction_policy_is_read_at_connect() {
     let Some(evicting) = TestRedis::start_with(&["--maxmemory-policy", "allkeys-lru"]) else {
         return;
@@ -219,7 +216,6 @@ async fn wait_for_sync(primary: &TestRedis, replicas: usize) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_for_replicas_waits_after_reserve_and_complete() {
     let Some(primary) = TestRedis::start_owned() else {
         return;
@@ -252,7 +248,6 @@ async fn wait_for_replicas_waits_after_reserve_and_complete() {
     assert_eq!(calls(&commands, "evalsha"), 2, "{commands:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_few_replicas_fail_the_call_closed() {
     let Some(target) = RedisTarget::on_owned().await else {
         return;
@@ -291,4 +286,11 @@ async fn too_few_replicas_fail_the_call_closed() {
         .await
         .unwrap();
     assert_eq!((done.value, done.replayed), (2, false));
+}
+
+idem_tests::backend_tests! {
+    async waiters_are_woken_by_publication_not_polling,
+    async the_eviction_policy_is_read_at_connect,
+    async wait_for_replicas_waits_after_reserve_and_complete,
+    async too_few_replicas_fail_the_call_closed,
 }

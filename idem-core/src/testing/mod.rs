@@ -1,9 +1,19 @@
 //! The store conformance suite: every semantic of idem checked against a real store.
 //!
-//! Implement [`Target`] for your store and generate one `#[test]` per check with
-//! [`conformance_tests!`](crate::conformance_tests):
+//! Implement [`Target`] for your store and give the suite a test target of its own, without
+//! libtest's harness, whose `main` [`conformance_tests!`](crate::conformance_tests) writes:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! idem-core = { version = "0.1", features = ["testing"] }
+//!
+//! [[test]]
+//! name = "conformance"
+//! harness = false
+//! ```
 //!
 //! ```ignore
+//! // tests/conformance.rs
 //! struct MyTarget { store: Arc<MyStore> }
 //!
 //! #[async_trait::async_trait]
@@ -12,27 +22,35 @@
 //!     async fn corrupt(&self, key: &idem_core::Key) -> bool { /* write garbage */ true }
 //! }
 //!
-//! // `None` means "no server here": the tests skip, or fail when IDEM_REQUIRE_BACKENDS=1.
-//! async fn target() -> Option<MyTarget> { Some(MyTarget::connect().await) }
+//! // `None` means "no server here": every check is reported as ignored, or fails when
+//! // IDEM_REQUIRE_BACKENDS=1.
+//! async fn target() -> Option<MyTarget> { MyTarget::connect().await.ok() }
 //!
 //! idem_core::conformance_tests!(target);
 //! ```
 //!
-//! Each check uses keys in a namespace of its own, so one store may serve every check.
+//! Each check is a test named after it, so `cargo test --test conformance -- --exact NAME` runs
+//! one, and a filter runs some. Each check uses keys in a namespace of its own, so one target
+//! serves them all: it is built once, by the first check that runs, on a runtime they share.
 
 pub mod broken;
-pub mod checks;
+#[macro_use]
+mod check;
+mod checks;
 mod probes;
 mod reference;
+mod suite;
 
 pub use reference::ReferenceStore;
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+
+pub use check::{BoxFuture, Check};
+pub use suite::{main, run_suite, Arguments, Conclusion};
 
 use crate::{Clock, Idempotency, Key, Store, SystemClock};
 
@@ -116,28 +134,10 @@ pub fn backends_required() -> bool {
 /// suite, not hang it.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One conformance check: its name and its function.
-#[derive(Clone, Copy)]
-pub struct Check {
-    /// The check's name, as its `#[test]` is named.
-    pub name: &'static str,
-    /// Runs the check; panics when the store breaks the contract.
-    pub run: fn(Context) -> BoxFuture,
-}
-
-/// The future of a running check.
-pub type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-impl std::fmt::Debug for Check {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name)
-    }
-}
-
 /// Every check of the suite, in the order [`conformance_tests!`](crate::conformance_tests)
-/// generates them.
+/// lists them.
 pub fn all_checks() -> Vec<Check> {
-    crate::__with_checks!(list)
+    checks::all()
 }
 
 /// Runs `check` against `target` on the current runtime, failing with the check's name if it
@@ -153,37 +153,6 @@ pub async fn run_check(check: Check, target: Arc<dyn Target>, timeout: Duration)
     }
 }
 
-/// Runs the check called `name` on a multi-threaded runtime: builds the target with `factory`,
-/// skipping (or failing, see [`backends_required`]) when it returns `None`. Fails after
-/// [`CHECK_TIMEOUT`].
-pub fn run<T, F, Fut>(name: &str, factory: F)
-where
-    T: Target,
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let check = all_checks()
-        .into_iter()
-        .find(|check| check.name == name)
-        .unwrap_or_else(|| panic!("no conformance check named `{name}`"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("a Tokio runtime");
-    runtime.block_on(async {
-        let Some(target) = factory().await else {
-            assert!(
-                !backends_required(),
-                "conformance check `{name}`: no store to test and IDEM_REQUIRE_BACKENDS=1"
-            );
-            eprintln!("SKIPPED conformance check `{name}`: no store to test (set IDEM_REQUIRE_BACKENDS=1 to fail instead)");
-            return;
-        };
-        run_check(check, Arc::new(target), CHECK_TIMEOUT).await;
-    });
-}
-
 /// Waits for `future`, failing with `what` it was waiting for after `within`: the checks wrap
 /// every wait that a broken store could make endless.
 pub(crate) async fn waiting_for<F: Future>(what: &str, within: Duration, future: F) -> F::Output {
@@ -193,87 +162,14 @@ pub(crate) async fn waiting_for<F: Future>(what: &str, within: Duration, future:
     }
 }
 
-/// Generates one `#[test]` per conformance check for the target built by `$factory`, an
-/// `async fn() -> Option<impl Target>`.
+/// Expands to the `main` of a test target with `harness = false` that runs every conformance
+/// check, each as a test of its own, against the target built by `$factory`, an
+/// `async fn() -> Option<impl Target>`. See the [module docs](crate::testing).
 #[macro_export]
 macro_rules! conformance_tests {
     ($factory:path) => {
-        $crate::__with_checks!(tests $factory);
-    };
-}
-
-/// Expands `$mode` (`tests FACTORY` or `list`) of [`__checks`](crate::__checks) with the name of
-/// every check: the one list of checks, which the generated tests and [`all_checks`] share.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __with_checks {
-    ($mode:ident $($factory:path)?) => {
-        $crate::__checks! {
-            $mode [$($factory)?]
-            fresh_call_runs_then_replays,
-            concurrent_reservations_admit_exactly_one,
-            concurrent_callers_run_once,
-            concurrent_waiters_all_get_the_one_result,
-            duplicate_in_flight_is_in_progress,
-            waiting_duplicate_gets_the_result,
-            mismatch_on_completed_record,
-            mismatch_on_in_progress_record,
-            mismatch_on_lease_passed_record,
-            mismatch_while_waiting,
-            error_releases_the_key,
-            stored_error_is_replayed,
-            drop_after_start_holds_the_key,
-            panic_after_start_holds_the_key,
-            on_abort_release_frees_the_key,
-            on_abort_fail_records_the_abort,
-            lease_is_renewed_while_running,
-            lease_takeover_fences_the_stale_owner,
-            only_the_owner_completes_releases_or_renews,
-            ttl_expiry_makes_the_key_new,
-            store_failure_fails_closed,
-            undecodable_result_is_a_codec_error,
-            corrupt_record_is_an_error_not_a_panic,
-            forget_unblocks_a_key,
-            lost_completion_answer_is_retried,
-            cancellation_during_reserve_releases_the_key,
-            cancellation_during_completion_still_records,
-            unserialisable_outcome_keeps_the_key,
-            abandoned_reservation_is_free_for_anyone,
-            lease_is_renewed_while_the_body_blocks_its_thread,
-            context_is_set_only_inside_a_body,
-            attempt_and_fencing_token_grow_across_a_takeover,
-            lease_lost_fires_when_another_owner_took_over,
-            renewal_continues_through_a_slow_completion,
-            completion_retries_stop_before_the_lease_passes,
-            lease_passes_exactly_at_its_deadline,
-            ttl_passes_exactly_at_expiry,
-            abandonment_starts_exactly_a_grace_after_the_lease,
-            fenced_writes_never_recreate_a_record,
-            a_completed_record_is_not_renewed,
-            ttl_is_counted_from_completion,
-            a_wait_that_ends_is_in_progress,
-            completion_is_tried_three_times,
-            a_lost_completion_is_not_mistaken_for_another_owners,
-            on_abort_release_after_a_wait_frees_the_key,
-            renewal_failures_are_retried_while_the_lease_holds,
-            lease_lost_fires_when_renewals_fail_until_the_lease_passes,
+        fn main() -> ::std::process::ExitCode {
+            $crate::testing::main($factory)
         }
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __checks {
-    (tests [$factory:path] $($check:ident),* $(,)?) => {$(
-        #[test]
-        fn $check() {
-            $crate::testing::run(stringify!($check), $factory);
-        }
-    )*};
-    (list [] $($check:ident),* $(,)?) => {
-        vec![$($crate::testing::Check {
-            name: stringify!($check),
-            run: |ctx| ::std::boxed::Box::pin($crate::testing::checks::$check(ctx)),
-        }),*]
     };
 }

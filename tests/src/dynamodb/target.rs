@@ -32,7 +32,7 @@ pub struct TestDynamo {
 
 impl TestDynamo {
     /// A store on a fresh table of the test endpoint (see [`TestMoto::start`]), its client
-    /// without retries. `None` when the test should skip.
+    /// without retries. `None` when no server can be had (the test is then ignored).
     pub async fn start() -> Option<TestDynamo> {
         Self::on(TestMoto::start()?, ClientOptions::default()).await
     }

@@ -10,6 +10,14 @@ use super::{call, Context, PROMPTLY};
 use crate::testing::waiting_for;
 use crate::{Call, Error, Executed, Idempotency, OnAbort, Outcome, Record};
 
+/// This file's checks. Check functions are private, so one left out of this list is dead code.
+pub(super) const CHECKS: &[crate::testing::Check] = &[
+    check!(drop_after_start_holds_the_key),
+    check!(panic_after_start_holds_the_key),
+    check!(on_abort_release_frees_the_key),
+    check!(on_abort_fail_records_the_abort),
+];
+
 /// The lease of a call that is aborted: short, since the holding checks wait for it to pass.
 const LEASE: Duration = Duration::from_secs(1);
 /// How long a retry waits for an aborted call's key.
@@ -99,18 +107,18 @@ async fn assert_abort_holds(ctx: &Context, order: &str, how: Abort) {
 }
 
 /// Semantic 6: a dropped call whose body started holds the key until its lease passes.
-pub async fn drop_after_start_holds_the_key(ctx: Context) {
+async fn drop_after_start_holds_the_key(ctx: Context) {
     assert_abort_holds(&ctx, "o-abort-1", Abort::Drop).await;
 }
 
 /// Semantic 6: a panic in a started body holds the key until its lease passes, and propagates.
-pub async fn panic_after_start_holds_the_key(ctx: Context) {
+async fn panic_after_start_holds_the_key(ctx: Context) {
     assert_abort_holds(&ctx, "o-abort-2", Abort::Panic).await;
 }
 
 /// Semantic 6, `release`: the key is freed at once, so a retry runs as a first attempt long
 /// before the lease passes.
-pub async fn on_abort_release_frees_the_key(ctx: Context) {
+async fn on_abort_release_frees_the_key(ctx: Context) {
     let idem = ctx.handle();
     for (order, how) in [("o-abort-3", Abort::Drop), ("o-abort-4", Abort::Panic)] {
         let runs = Arc::new(AtomicUsize::new(0));
@@ -135,7 +143,7 @@ pub async fn on_abort_release_frees_the_key(ctx: Context) {
 
 /// Semantic 6, `fail`: the abort is recorded as the call's final outcome; every retry gets
 /// `Aborted` (500, not retryable) and the body never runs again.
-pub async fn on_abort_fail_records_the_abort(ctx: Context) {
+async fn on_abort_fail_records_the_abort(ctx: Context) {
     let idem = ctx.handle();
     for (order, how) in [("o-abort-5", Abort::Drop), ("o-abort-6", Abort::Panic)] {
         let runs = Arc::new(AtomicUsize::new(0));

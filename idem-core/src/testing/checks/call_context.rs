@@ -12,6 +12,15 @@ use crate::testing::probes::{Held, Probe};
 use crate::testing::waiting_for;
 use crate::{CallContext, Error, Executed, InProgress, ManualClock, Record};
 
+/// This file's checks. Check functions are private, so one left out of this list is dead code.
+pub(super) const CHECKS: &[crate::testing::Check] = &[
+    check!(context_is_set_only_inside_a_body),
+    check!(attempt_and_fencing_token_grow_across_a_takeover),
+    check!(lease_lost_fires_when_another_owner_took_over),
+    check!(renewal_continues_through_a_slow_completion),
+    check!(completion_retries_stop_before_the_lease_passes),
+];
+
 /// The in-progress record under the context's key, as the store holds it.
 async fn held_record(ctx: &Context, context: &CallContext) -> InProgress {
     match ctx.store().get(context.key()).await.unwrap() {
@@ -21,7 +30,7 @@ async fn held_record(ctx: &Context, context: &CallContext) -> InProgress {
 }
 
 /// `context()` is `Some` inside a running body, with the call's key, and `None` outside.
-pub async fn context_is_set_only_inside_a_body(ctx: Context) {
+async fn context_is_set_only_inside_a_body(ctx: Context) {
     assert!(crate::context().is_none(), "no context outside a body");
     let idem = ctx.handle();
     let first = call(&ctx, "o-ctx-1", 1);
@@ -40,7 +49,7 @@ pub async fn context_is_set_only_inside_a_body(ctx: Context) {
 /// Semantic 7: a takeover is the record's second attempt and gets a larger fencing token, as
 /// the store holds them; the stale owner is fenced; a later reservation's token is larger
 /// still.
-pub async fn attempt_and_fencing_token_grow_across_a_takeover(ctx: Context) {
+async fn attempt_and_fencing_token_grow_across_a_takeover(ctx: Context) {
     let clock = ManualClock::new();
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let lease = Duration::from_secs(60);
@@ -111,7 +120,7 @@ pub async fn attempt_and_fencing_token_grow_across_a_takeover(ctx: Context) {
 
 /// Semantic 7: when another caller takes the key over, the stale owner's renewal learns it,
 /// `lease_lost()` fires in its body, and its call ends as not recorded.
-pub async fn lease_lost_fires_when_another_owner_took_over(ctx: Context) {
+async fn lease_lost_fires_when_another_owner_took_over(ctx: Context) {
     let clock = ManualClock::new();
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let lease = Duration::from_secs(60);
@@ -160,7 +169,7 @@ pub async fn lease_lost_fires_when_another_owner_took_over(ctx: Context) {
 
 /// Semantic 7: the lease is renewed until the outcome is stored, so a completion slower than
 /// the lease does not let a duplicate take over.
-pub async fn renewal_continues_through_a_slow_completion(ctx: Context) {
+async fn renewal_continues_through_a_slow_completion(ctx: Context) {
     let lease = Duration::from_millis(300);
     let (store, probe) = Probe::holding(ctx.store().clone(), Held::Complete);
     let slow = ctx.handle_with(crate::SystemClock, store);
@@ -210,7 +219,7 @@ pub async fn renewal_continues_through_a_slow_completion(ctx: Context) {
 
 /// Semantic 7: once the body ran, storing its outcome is retried only while the lease holds;
 /// a retry that would outlast it is not made, since another caller may own the key by then.
-pub async fn completion_retries_stop_before_the_lease_passes(ctx: Context) {
+async fn completion_retries_stop_before_the_lease_passes(ctx: Context) {
     let clock = ManualClock::new();
     let lease = Duration::from_secs(60);
     // Each failed completion takes 50 s of the 60 s lease: after the second, less of the lease

@@ -12,6 +12,16 @@ use crate::{
     OwnerToken, Record, Reservation, StoreError, SystemClock, Timestamp, LEASE_GRACE,
 };
 
+/// This file's checks. Check functions are private, so one left out of this list is dead code.
+pub(super) const CHECKS: &[crate::testing::Check] = &[
+    check!(lease_passes_exactly_at_its_deadline),
+    check!(ttl_passes_exactly_at_expiry),
+    check!(abandonment_starts_exactly_a_grace_after_the_lease),
+    check!(fenced_writes_never_recreate_a_record),
+    check!(a_completed_record_is_not_renewed),
+    check!(ttl_is_counted_from_completion),
+];
+
 fn ms(millis: u64) -> Duration {
     Duration::from_millis(millis)
 }
@@ -47,7 +57,7 @@ async fn reserved(
 
 /// Semantic 7 at the store: a lease holds through its last millisecond and has passed at its
 /// deadline; the same call then takes over, reported as `TookOver` with the record written.
-pub async fn lease_passes_exactly_at_its_deadline(ctx: Context) {
+async fn lease_passes_exactly_at_its_deadline(ctx: Context) {
     let store = ctx.store();
     let key = ctx.key("edge-lease");
     let now = SystemClock.now();
@@ -78,7 +88,7 @@ pub async fn lease_passes_exactly_at_its_deadline(ctx: Context) {
 
 /// Semantic 8 at the store: a completed record replays through its last millisecond and is
 /// gone at its expiry.
-pub async fn ttl_passes_exactly_at_expiry(ctx: Context) {
+async fn ttl_passes_exactly_at_expiry(ctx: Context) {
     let store = ctx.store();
     let key = ctx.key("edge-ttl");
     let now = SystemClock.now();
@@ -105,7 +115,7 @@ pub async fn ttl_passes_exactly_at_expiry(ctx: Context) {
 
 /// At the store: another call may take a reservation over exactly `LEASE_GRACE` after its
 /// lease passed, not a millisecond before, and starts at attempt 1.
-pub async fn abandonment_starts_exactly_a_grace_after_the_lease(ctx: Context) {
+async fn abandonment_starts_exactly_a_grace_after_the_lease(ctx: Context) {
     let store = ctx.store();
     let key = ctx.key("edge-abandoned");
     let now = SystemClock.now();
@@ -131,7 +141,7 @@ pub async fn abandonment_starts_exactly_a_grace_after_the_lease(ctx: Context) {
 
 /// Fencing at the store: once a record was released or deleted, its former owner's complete,
 /// renew and release are refused and recreate nothing.
-pub async fn fenced_writes_never_recreate_a_record(ctx: Context) {
+async fn fenced_writes_never_recreate_a_record(ctx: Context) {
     let store = ctx.store();
     let now = SystemClock.now();
     for (name, released) in [("edge-released", true), ("edge-deleted", false)] {
@@ -167,7 +177,7 @@ pub async fn fenced_writes_never_recreate_a_record(ctx: Context) {
 
 /// Fencing at the store: a completed record is not renewed, not even by the owner that
 /// completed it, and keeps its expiry.
-pub async fn a_completed_record_is_not_renewed(ctx: Context) {
+async fn a_completed_record_is_not_renewed(ctx: Context) {
     let store = ctx.store();
     let key = ctx.key("edge-completed");
     let now = SystemClock.now();
@@ -192,7 +202,7 @@ pub async fn a_completed_record_is_not_renewed(ctx: Context) {
 
 /// Semantic 8: the TTL is counted from completion, so a body that runs long still has its
 /// outcome replayed for the whole TTL.
-pub async fn ttl_is_counted_from_completion(ctx: Context) {
+async fn ttl_is_counted_from_completion(ctx: Context) {
     let clock = ManualClock::new();
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let hour = Duration::from_secs(3600);

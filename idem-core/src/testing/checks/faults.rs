@@ -13,9 +13,19 @@ use crate::testing::probes::Probe;
 use crate::testing::waiting_for;
 use crate::{Completed, Error, Executed, ManualClock, OnAbort, Outcome};
 
+/// This file's checks. Check functions are private, so one left out of this list is dead code.
+pub(super) const CHECKS: &[crate::testing::Check] = &[
+    check!(a_wait_that_ends_is_in_progress),
+    check!(completion_is_tried_three_times),
+    check!(a_lost_completion_is_not_mistaken_for_another_owners),
+    check!(on_abort_release_after_a_wait_frees_the_key),
+    check!(renewal_failures_are_retried_while_the_lease_holds),
+    check!(lease_lost_fires_when_renewals_fail_until_the_lease_passes),
+];
+
 /// Semantic 3 with `wait`: when the wait ends before the running call does, the duplicate is
 /// told `InProgress`, not kept waiting for the call.
-pub async fn a_wait_that_ends_is_in_progress(ctx: Context) {
+async fn a_wait_that_ends_is_in_progress(ctx: Context) {
     let idem = ctx.handle();
     let side_effect = Charge::held();
     let first = spawn_charge(&idem, call(&ctx, "o-fault-1", 1), 1, &side_effect);
@@ -37,7 +47,7 @@ pub async fn a_wait_that_ends_is_in_progress(ctx: Context) {
 
 /// Storing an outcome is tried three times against a failing store, then the call ends as not
 /// recorded; the key stays reserved.
-pub async fn completion_is_tried_three_times(ctx: Context) {
+async fn completion_is_tried_three_times(ctx: Context) {
     let clock = ManualClock::new();
     let outage = Probe::failing_completions(ctx.store().clone(), clock.clone(), Duration::ZERO);
     let store: Arc<dyn crate::Store> = outage.clone();
@@ -61,7 +71,7 @@ pub async fn completion_is_tried_three_times(ctx: Context) {
 
 /// A completion whose answer was lost, retried and refused, is recognised as ours only if the
 /// record is exactly ours: another owner's completed record means the lease was lost.
-pub async fn a_lost_completion_is_not_mistaken_for_another_owners(ctx: Context) {
+async fn a_lost_completion_is_not_mistaken_for_another_owners(ctx: Context) {
     let first = call(&ctx, "o-fault-3", 1);
     let theirs = Completed::new(
         *first.fingerprint(),
@@ -95,7 +105,7 @@ pub async fn a_lost_completion_is_not_mistaken_for_another_owners(ctx: Context) 
 
 /// Semantic 6, `release`: a call that waited for a duplicate and then ran its body still
 /// releases when it is dropped.
-pub async fn on_abort_release_after_a_wait_frees_the_key(ctx: Context) {
+async fn on_abort_release_after_a_wait_frees_the_key(ctx: Context) {
     let idem = ctx.handle();
     let order = "o-fault-4";
     let long = Duration::from_secs(600);
@@ -164,7 +174,7 @@ pub async fn on_abort_release_after_a_wait_frees_the_key(ctx: Context) {
 
 /// Semantic 7: a renewal that fails is tried again while the lease holds, so a short store
 /// outage neither loses the key nor fires `lease_lost()`.
-pub async fn renewal_failures_are_retried_while_the_lease_holds(ctx: Context) {
+async fn renewal_failures_are_retried_while_the_lease_holds(ctx: Context) {
     let lease = Duration::from_millis(600);
     let idem = ctx.handle_with(
         crate::SystemClock,
@@ -207,7 +217,7 @@ pub async fn renewal_failures_are_retried_while_the_lease_holds(ctx: Context) {
 
 /// Semantic 7: when no renewal reaches the store before the lease passes, `lease_lost()`
 /// fires in the body.
-pub async fn lease_lost_fires_when_renewals_fail_until_the_lease_passes(ctx: Context) {
+async fn lease_lost_fires_when_renewals_fail_until_the_lease_passes(ctx: Context) {
     let lease = Duration::from_millis(300);
     let idem = ctx.handle_with(
         crate::SystemClock,

@@ -5,10 +5,17 @@ mod call_context;
 mod edges;
 mod faults;
 
-pub use aborts::*;
-pub use call_context::*;
-pub use edges::*;
-pub use faults::*;
+/// Every check: this file's, then each theme's.
+pub(super) fn all() -> Vec<crate::testing::Check> {
+    [
+        CHECKS,
+        aborts::CHECKS,
+        call_context::CHECKS,
+        edges::CHECKS,
+        faults::CHECKS,
+    ]
+    .concat()
+}
 
 /// How long a check waits for an answer that a correct store gives at once (or within its
 /// polling interval): past it, the store is taken to have admitted a duplicate into a held
@@ -30,6 +37,36 @@ use crate::{
     Call, Claim, Completed, Error, Executed, Fingerprint, Idempotency, InProgress, ManualClock,
     Outcome, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
+
+/// This file's checks. Check functions are private, so one left out of this list is dead code.
+pub(super) const CHECKS: &[crate::testing::Check] = &[
+    check!(fresh_call_runs_then_replays),
+    check!(concurrent_reservations_admit_exactly_one),
+    check!(concurrent_callers_run_once),
+    check!(concurrent_waiters_all_get_the_one_result),
+    check!(duplicate_in_flight_is_in_progress),
+    check!(waiting_duplicate_gets_the_result),
+    check!(mismatch_on_completed_record),
+    check!(mismatch_on_in_progress_record),
+    check!(mismatch_on_lease_passed_record),
+    check!(mismatch_while_waiting),
+    check!(error_releases_the_key),
+    check!(stored_error_is_replayed),
+    check!(lease_is_renewed_while_running),
+    check!(lease_takeover_fences_the_stale_owner),
+    check!(only_the_owner_completes_releases_or_renews),
+    check!(ttl_expiry_makes_the_key_new),
+    check!(store_failure_fails_closed),
+    check!(undecodable_result_is_a_codec_error),
+    check!(corrupt_record_is_an_error_not_a_panic),
+    check!(forget_unblocks_a_key),
+    check!(lost_completion_answer_is_retried),
+    check!(cancellation_during_reserve_releases_the_key),
+    check!(cancellation_during_completion_still_records),
+    check!(unserialisable_outcome_keeps_the_key),
+    check!(abandoned_reservation_is_free_for_anyone),
+    check!(lease_is_renewed_while_the_body_blocks_its_thread),
+];
 
 /// A side effect that counts its runs and can be held mid-flight.
 pub(crate) struct Charge {
@@ -136,7 +173,7 @@ fn in_progress(fingerprint: Fingerprint, lease_until: Timestamp, now: Timestamp)
 }
 
 /// Semantics 1 and 2: the first call runs, a retry gets the same value back without running.
-pub async fn fresh_call_runs_then_replays(ctx: Context) {
+async fn fresh_call_runs_then_replays(ctx: Context) {
     let idem = ctx.handle();
     let side_effect = Charge::instant();
     let first = charge(&idem, call(&ctx, "o-1", 100), 100, &side_effect)
@@ -165,7 +202,7 @@ pub async fn fresh_call_runs_then_replays(ctx: Context) {
 }
 
 /// Semantic 1 at the store level: of 200 concurrent reservations of one key exactly one wins.
-pub async fn concurrent_reservations_admit_exactly_one(ctx: Context) {
+async fn concurrent_reservations_admit_exactly_one(ctx: Context) {
     let key = ctx.key("race");
     let fingerprint = Fingerprint::of("race").unwrap();
     let now = crate::SystemClock.now();
@@ -190,7 +227,7 @@ pub async fn concurrent_reservations_admit_exactly_one(ctx: Context) {
 
 /// Semantics 1 and 3: 200 concurrent callers on one key, exactly one execution; the other 199
 /// are told the call is in progress while it runs.
-pub async fn concurrent_callers_run_once(ctx: Context) {
+async fn concurrent_callers_run_once(ctx: Context) {
     let idem = ctx.handle();
     let side_effect = Charge::held();
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -232,7 +269,7 @@ pub async fn concurrent_callers_run_once(ctx: Context) {
 
 /// Semantic 3 with waiting: 200 concurrent waiting callers all get the single execution's
 /// value, and they did wait for it: the body finishes only once some of them are parked.
-pub async fn concurrent_waiters_all_get_the_one_result(ctx: Context) {
+async fn concurrent_waiters_all_get_the_one_result(ctx: Context) {
     let (idem, parked) = ctx.observed_handle();
     let side_effect = Charge::held();
     let tasks: Vec<_> = (0..200)
@@ -266,7 +303,7 @@ pub async fn concurrent_waiters_all_get_the_one_result(ctx: Context) {
 }
 
 /// Semantic 3: a duplicate that arrives mid-flight gets `InProgress` (409) at once.
-pub async fn duplicate_in_flight_is_in_progress(ctx: Context) {
+async fn duplicate_in_flight_is_in_progress(ctx: Context) {
     let idem = ctx.handle();
     let side_effect = Charge::held();
     let first = spawn_charge(&idem, call(&ctx, "o-2", 7), 7, &side_effect);
@@ -290,7 +327,7 @@ pub async fn duplicate_in_flight_is_in_progress(ctx: Context) {
 }
 
 /// Semantic 3 with `wait`: a duplicate parked while the first call runs gets its value.
-pub async fn waiting_duplicate_gets_the_result(ctx: Context) {
+async fn waiting_duplicate_gets_the_result(ctx: Context) {
     let idem = ctx.handle();
     let (observed, parked) = ctx.observed_handle();
     let side_effect = Charge::held();
@@ -343,7 +380,7 @@ pub(crate) async fn assert_mismatch_leaves_record(ctx: &Context, idem: &Idempote
 }
 
 /// Semantic 4 on a completed record.
-pub async fn mismatch_on_completed_record(ctx: Context) {
+async fn mismatch_on_completed_record(ctx: Context) {
     let idem = ctx.handle();
     charge(&idem, call(&ctx, "o-4", 10), 10, &Charge::instant())
         .await
@@ -352,7 +389,7 @@ pub async fn mismatch_on_completed_record(ctx: Context) {
 }
 
 /// Semantic 4 on an in-progress record: mismatch, not "in progress".
-pub async fn mismatch_on_in_progress_record(ctx: Context) {
+async fn mismatch_on_in_progress_record(ctx: Context) {
     let idem = ctx.handle();
     let side_effect = Charge::held();
     let first = spawn_charge(&idem, call(&ctx, "o-5", 10), 10, &side_effect);
@@ -363,7 +400,7 @@ pub async fn mismatch_on_in_progress_record(ctx: Context) {
 }
 
 /// Semantic 4 on an in-progress record whose lease passed: no takeover with other arguments.
-pub async fn mismatch_on_lease_passed_record(ctx: Context) {
+async fn mismatch_on_lease_passed_record(ctx: Context) {
     let clock = ManualClock::new();
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let side_effect = Charge::held();
@@ -381,7 +418,7 @@ pub async fn mismatch_on_lease_passed_record(ctx: Context) {
 }
 
 /// Semantic 4 for a caller that asked to wait: refused at once, not parked.
-pub async fn mismatch_while_waiting(ctx: Context) {
+async fn mismatch_while_waiting(ctx: Context) {
     let idem = ctx.handle();
     let (observed, parked) = ctx.observed_handle();
     let side_effect = Charge::held();
@@ -415,7 +452,7 @@ impl From<Error> for PayError {
 }
 
 /// Semantic 5: an `Err` releases the key; the corrected retry runs.
-pub async fn error_releases_the_key(ctx: Context) {
+async fn error_releases_the_key(ctx: Context) {
     let idem = ctx.handle();
     let runs = AtomicUsize::new(0);
     let declined: Result<Executed<String>, PayError> = idem
@@ -447,7 +484,7 @@ pub async fn error_releases_the_key(ctx: Context) {
 }
 
 /// Semantic 5 with a `store_err` policy: a final error is stored and replayed.
-pub async fn stored_error_is_replayed(ctx: Context) {
+async fn stored_error_is_replayed(ctx: Context) {
     let idem = ctx.handle();
     let runs = AtomicUsize::new(0);
     for _ in 0..3 {
@@ -480,7 +517,7 @@ pub(crate) fn assert_lease_lost_after_run(error: &Error) {
 
 /// Semantic 7: while the function runs longer than its lease, the lease is renewed, so no one
 /// takes the key over.
-pub async fn lease_is_renewed_while_running(ctx: Context) {
+async fn lease_is_renewed_while_running(ctx: Context) {
     let idem = ctx.handle();
     let lease = Duration::from_millis(300);
     let side_effect = Charge::held();
@@ -517,7 +554,7 @@ pub async fn lease_is_renewed_while_running(ctx: Context) {
 /// Semantic 7: after the lease passes another caller takes over; the stale owner's completion,
 /// made while the new owner still runs, is refused with `LeaseLost` and the new owner's record
 /// stands.
-pub async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
+async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
     let clock = ManualClock::new();
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let lease = Duration::from_secs(60);
@@ -564,7 +601,7 @@ pub async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
 }
 
 /// Semantic 7 at the store level: complete, release and renew are fenced by the owner token.
-pub async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
+async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
     let store = ctx.store();
     let key = ctx.key("fencing");
     let fingerprint = Fingerprint::of("fencing").unwrap();
@@ -623,7 +660,7 @@ pub async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
 }
 
 /// Semantic 8: once the TTL passes, the key counts as new.
-pub async fn ttl_expiry_makes_the_key_new(ctx: Context) {
+async fn ttl_expiry_makes_the_key_new(ctx: Context) {
     let clock = ManualClock::new();
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let ttl = Duration::from_secs(3600);
@@ -660,7 +697,7 @@ pub async fn ttl_expiry_makes_the_key_new(ctx: Context) {
 ///
 /// The failure is injected by a probe in front of the store, so this checks the engine, and
 /// passes for any store; each store's own fault tests kill its real server.
-pub async fn store_failure_fails_closed(ctx: Context) {
+async fn store_failure_fails_closed(ctx: Context) {
     let idem = ctx.handle_with(crate::SystemClock, Probe::unreachable(ctx.store().clone()));
     let side_effect = Charge::instant();
     let err = charge(&idem, call(&ctx, "o-15", 1), 1, &side_effect)
@@ -679,7 +716,7 @@ pub async fn store_failure_fails_closed(ctx: Context) {
 ///
 /// The store only has to hand back the bytes it was given, which every other check needs too;
 /// the decoding is the engine's.
-pub async fn undecodable_result_is_a_codec_error(ctx: Context) {
+async fn undecodable_result_is_a_codec_error(ctx: Context) {
     let idem = ctx.handle();
     let stored: Executed<String> = idem
         .run(call(&ctx, "o-16", 1), async {
@@ -697,7 +734,7 @@ pub async fn undecodable_result_is_a_codec_error(ctx: Context) {
 
 /// A record the store can't decode yields `CorruptRecord`, never a panic, and never runs the
 /// function.
-pub async fn corrupt_record_is_an_error_not_a_panic(ctx: Context) {
+async fn corrupt_record_is_an_error_not_a_panic(ctx: Context) {
     let key_call = call(&ctx, "o-17", 1);
     if !ctx.target().corrupt(key_call.key()).await {
         eprintln!("conformance: this store cannot hold a malformed record; check passes vacuously");
@@ -711,7 +748,7 @@ pub async fn corrupt_record_is_an_error_not_a_panic(ctx: Context) {
 }
 
 /// `forget` removes any record, corrupt ones included, so the key runs again.
-pub async fn forget_unblocks_a_key(ctx: Context) {
+async fn forget_unblocks_a_key(ctx: Context) {
     let idem = ctx.handle();
     let side_effect = Charge::instant();
     let key_call = call(&ctx, "o-18", 1);
@@ -728,7 +765,7 @@ pub async fn forget_unblocks_a_key(ctx: Context) {
 
 /// Once the body has run, a completion whose answer was lost is retried and recognised as
 /// stored, so the caller gets its value and retries replay it.
-pub async fn lost_completion_answer_is_retried(ctx: Context) {
+async fn lost_completion_answer_is_retried(ctx: Context) {
     let idem = ctx.handle_with(
         crate::SystemClock,
         Probe::losing_completions(ctx.store().clone(), 1),
@@ -776,7 +813,7 @@ async fn retry_after_dropping_during(
 }
 
 /// A call dropped after its reservation landed but before it heard so releases the key.
-pub async fn cancellation_during_reserve_releases_the_key(ctx: Context) {
+async fn cancellation_during_reserve_releases_the_key(ctx: Context) {
     let side_effect = Charge::instant();
     let retry = retry_after_dropping_during(&ctx, Held::ReserveAnswer, "o-20", &side_effect)
         .await
@@ -787,7 +824,7 @@ pub async fn cancellation_during_reserve_releases_the_key(ctx: Context) {
 
 /// A call dropped while its outcome is being stored still stores it: the body ran, so a retry
 /// must replay, not run it again.
-pub async fn cancellation_during_completion_still_records(ctx: Context) {
+async fn cancellation_during_completion_still_records(ctx: Context) {
     let side_effect = Charge::instant();
     let retry = retry_after_dropping_during(&ctx, Held::Complete, "o-21", &side_effect)
         .await
@@ -804,7 +841,7 @@ pub async fn cancellation_during_completion_still_records(ctx: Context) {
 
 /// An `Ok` value that can't be serialised after the body ran keeps the key reserved, so a retry
 /// is told "in progress" instead of running the side effect again.
-pub async fn unserialisable_outcome_keeps_the_key(ctx: Context) {
+async fn unserialisable_outcome_keeps_the_key(ctx: Context) {
     #[derive(Debug)]
     struct Unserialisable;
     impl serde::Serialize for Unserialisable {
@@ -842,7 +879,7 @@ pub async fn unserialisable_outcome_keeps_the_key(ctx: Context) {
 /// An in-progress record whose lease passed more than [`LEASE_GRACE`](crate::LEASE_GRACE) ago
 /// is abandoned: a caller with other arguments may then take the key over, and the stale owner
 /// is fenced off.
-pub async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
+async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
     let clock = ManualClock::new();
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let lease = Duration::from_secs(60);
@@ -879,7 +916,7 @@ pub async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
 
 /// The lease is renewed from a task of its own: a body that holds its worker thread for three
 /// leases still keeps the key, and a duplicate meanwhile is told "in progress".
-pub async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
+async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
     let idem = ctx.handle();
     let lease = Duration::from_millis(300);
     let started = Arc::new(Semaphore::new(0));

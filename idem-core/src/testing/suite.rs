@@ -1,0 +1,151 @@
+//! The conformance suite as a test binary's harness: one libtest-mimic trial per check, all on
+//! one target and one runtime.
+//!
+//! The target is built on the first trial that runs, so listing or filtering the checks out
+//! starts no server. When the factory returns `None`, every trial is reported as ignored, with
+//! the reason, or fails when [`backends_required`].
+
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, OnceLock};
+
+pub use libtest_mimic::{Arguments, Conclusion};
+use libtest_mimic::{Completion, Failed, Trial};
+
+use super::{all_checks, backends_required, run_check, Check, Target, CHECK_TIMEOUT};
+
+/// Runs every check as a test of this binary, against the target `factory` builds, with the
+/// command line's options (`--exact NAME`, `--list`, a filter...). What
+/// [`conformance_tests!`](crate::conformance_tests) expands to.
+pub fn main<T, F, Fut>(factory: F) -> ExitCode
+where
+    T: Target,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = Option<T>> + 'static,
+{
+    run_suite(&Arguments::from_args(), factory).exit_code()
+}
+
+/// Runs every check with `args` against the target `factory` builds, once, on the first check
+/// that runs. Prints like `cargo test` and returns the counts.
+pub fn run_suite<T, F, Fut>(args: &Arguments, factory: F) -> Conclusion
+where
+    T: Target,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = Option<T>> + 'static,
+{
+    let suite = Arc::new(Suite::new(args, factory));
+    let trials = all_checks()
+        .into_iter()
+        .map(|check| {
+            let suite = suite.clone();
+            Trial::ignorable_test(check.name, move || suite.run(check))
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(args, trials);
+    if let Ok(suite) = Arc::try_unwrap(suite) {
+        suite.shut_down();
+    }
+    conclusion
+}
+
+/// Why the checks did not run when the factory returned `None`.
+const NO_STORE: &str = "no store to test: the factory returned `None`";
+
+/// What every trial shares: the runtime, and the target once built.
+struct Suite {
+    runtime: tokio::runtime::Runtime,
+    factory: Mutex<Option<Factory>>,
+    target: OnceLock<Built>,
+}
+
+type Factory = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = Option<Arc<dyn Target>>>>> + Send>;
+
+/// What the factory gave.
+enum Built {
+    Target(Arc<dyn Target>),
+    Nothing,
+    Panicked(String),
+}
+
+impl Suite {
+    fn new<T, F, Fut>(args: &Arguments, factory: F) -> Self
+    where
+        T: Target,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Option<T>> + 'static,
+    {
+        let parallel = args
+            .test_threads
+            .or_else(|| std::thread::available_parallelism().ok().map(Into::into))
+            .unwrap_or(1);
+        let factory: Factory = Box::new(move || {
+            let building = factory();
+            Box::pin(async move { Some(Arc::new(building.await?) as Arc<dyn Target>) })
+        });
+        Suite {
+            // Four workers per check running at once: some checks hold a worker on purpose (a
+            // blocking body) or race hundreds of callers, and the others' leases must still be
+            // renewed meanwhile.
+            runtime: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(4 * parallel)
+                .enable_all()
+                .build()
+                .expect("a Tokio runtime"),
+            factory: Mutex::new(Some(factory)),
+            target: OnceLock::new(),
+        }
+    }
+
+    fn run(&self, check: Check) -> Result<Completion, Failed> {
+        match self.target() {
+            Built::Target(target) => {
+                self.runtime
+                    .block_on(run_check(check, target.clone(), CHECK_TIMEOUT));
+                Ok(Completion::Completed)
+            }
+            Built::Nothing if backends_required() => {
+                Err(format!("{NO_STORE}, and IDEM_REQUIRE_BACKENDS=1 requires one").into())
+            }
+            Built::Nothing => Ok(Completion::ignored_with(NO_STORE)),
+            Built::Panicked(message) => {
+                Err(format!("building the store to test panicked: {message}").into())
+            }
+        }
+    }
+
+    /// The target, built by the first caller; the others wait for it.
+    fn target(&self) -> &Built {
+        self.target.get_or_init(|| {
+            let factory = self
+                .factory
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take()
+                .expect("the target is built once");
+            let built = panic::catch_unwind(AssertUnwindSafe(|| self.runtime.block_on(factory())));
+            match built {
+                Ok(Some(target)) => Built::Target(target),
+                Ok(None) => Built::Nothing,
+                Err(payload) => Built::Panicked(panic_message(payload.as_ref())),
+            }
+        })
+    }
+
+    /// Drops the target (stopping any server it owns), then the runtime without waiting for
+    /// tasks a failed check left behind.
+    fn shut_down(self) {
+        drop(self.target);
+        self.runtime.shutdown_background();
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|message| (*message).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
