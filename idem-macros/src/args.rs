@@ -316,3 +316,20 @@ fn idents(name: &str, lit: &LitStr) -> syn::Result<Vec<Ident>> {
             )
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::expand_text;
+
+    #[test]
+    fn an_unknown_on_abort_lists_the_choices() {
+        let item = "async fn f(id: u64) -> Result<u64, E> { Ok(id) }";
+        let out = expand_text(r#"key = "id", on_abort = "later""#, item);
+        assert!(
+            out.contains("invalid value `later` for `on_abort`: write `hold`, `release` or `fail`"),
+            "{out}"
+        );
+        let out = expand_text(r#"key = "id", on_abort = hold"#, item);
+        assert!(out.contains("`on_abort` takes a string"), "{out}");
+    }
+}

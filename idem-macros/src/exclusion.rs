@@ -60,7 +60,7 @@ fn left_out_implicitly(args: &Args, target: &Target, func: &ItemFn) -> Vec<LeftO
     let store = args.store.as_ref();
     let handle = store.and_then(handle_argument);
     let root = store
-        .and_then(crate::expand::store_root)
+        .and_then(crate::check::store_root)
         .filter(|root| Some(root) != handle.as_ref());
     let receiver = func
         .sig

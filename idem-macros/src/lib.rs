@@ -24,10 +24,13 @@
 //! `From<idem_core::Error>`, serialisable fingerprinted arguments) is left to trait bounds on
 //! `__private::run` whose `#[diagnostic::on_unimplemented]` messages say what to change.
 //!
-//! Modules: `args` parses the attribute's arguments, `duration` its durations, `key` the key
-//! expression, `target` inspects the function, `expand` writes the new body.
+//! Modules, in the order they run: `args` parses the attribute's arguments (`duration` its
+//! durations, `key` the key expression), `target` inspects the function, `check` checks the
+//! arguments against it (`exclusion` what a key-less call leaves out), `expand` writes the new
+//! body.
 
 mod args;
+mod check;
 mod duration;
 mod errors;
 mod exclusion;
@@ -35,10 +38,70 @@ mod expand;
 mod key;
 mod target;
 
-use proc_macro::TokenStream;
+use proc_macro2::TokenStream;
+use quote::{quote, ToTokens};
+use syn::ItemFn;
+
+use crate::args::Args;
+use crate::errors::Errors;
+use crate::target::Target;
 
 #[cfg_attr(not(doctest), doc = include_str!("attribute.md"))]
 #[proc_macro_attribute]
-pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::idempotent(args.into(), item.into()).into()
+pub fn idempotent(
+    args: proc_macro::TokenStream,
+    item: proc_macro::TokenStream,
+) -> proc_macro::TokenStream {
+    attribute(args.into(), item.into()).into()
+}
+
+/// Expands `#[idempotent(args)] item`: parse, check, expand. On error the item is emitted
+/// unchanged next to every error, so that callers and IDEs keep working.
+fn attribute(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let args = Args::parse(args, &mut errors);
+    let Ok(mut func) = syn::parse2::<ItemFn>(item.clone()) else {
+        errors.push(syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "`#[idempotent]` goes on an `async fn` (a free function or a method with a body)",
+        ));
+        return with_errors(item, errors);
+    };
+    let Some(target) = Target::inspect(&func, &mut errors) else {
+        return with_errors(item, errors);
+    };
+    let fingerprinted = check::check(&args, &target, &func, &mut errors);
+    if !errors.is_empty() {
+        return with_errors(item, errors);
+    }
+    expand::expand(&args, &target, &fingerprinted, &mut func);
+    func.into_token_stream()
+}
+
+fn with_errors(item: TokenStream, errors: Errors) -> TokenStream {
+    let errors = errors.into_compile_errors();
+    quote!(#item #errors)
+}
+
+/// The expansion of `#[idempotent(args)] item` as text, for tests.
+#[cfg(test)]
+fn expand_text(args: &str, item: &str) -> String {
+    attribute(args.parse().unwrap(), item.parse().unwrap()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_error_the_function_is_emitted_unchanged_with_every_error() {
+        let item = "async fn f(id: u64) -> Result<u64, E> { Ok(id) }";
+        let out = expand_text(r#"ttl = "soon", colour = "red", key = "nope""#, item);
+        assert!(
+            out.starts_with(&item.parse::<TokenStream>().unwrap().to_string()),
+            "{out}"
+        );
+        assert_eq!(out.matches("compile_error").count(), 3, "{out}");
+        assert!(!out.contains("__idem_prep"), "{out}");
+    }
 }
