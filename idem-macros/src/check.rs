@@ -58,7 +58,7 @@ pub(crate) fn check(
         errors.push(error);
     } else if args.key.is_none()
         && fingerprinted.is_empty()
-        && target.args.iter().all(|a| a.name.is_some())
+        && target.inputs.iter().all(|input| input.name.is_some())
     {
         errors.push(syn::Error::new(
             Span::call_site(),
@@ -77,8 +77,8 @@ pub(crate) fn check(
 fn fingerprinted(args: &Args, target: &Target, errors: &mut Errors) -> Vec<Ident> {
     let store_root = args.store.as_ref().and_then(store_root);
     let mut fingerprinted = Vec::new();
-    for arg in &target.args {
-        let selected = match (&args.selection, &arg.name) {
+    for input in &target.inputs {
+        let selected = match (&args.selection, &input.name) {
             (Some(Selection::Only(names)), Some(name)) => names.contains(name),
             (Some(Selection::Only(_)), None) => false,
             (Some(Selection::Skip(names)), Some(name)) => {
@@ -90,10 +90,10 @@ fn fingerprinted(args: &Args, target: &Target, errors: &mut Errors) -> Vec<Ident
         if !selected {
             continue;
         }
-        match &arg.name {
+        match &input.name {
             Some(name) => fingerprinted.push(name.clone()),
             None => errors.push(syn::Error::new(
-                arg.span,
+                input.span,
                 "`#[idempotent]` cannot fingerprint a destructuring pattern: bind the argument to \
                  a name and destructure it in the body, or list the fingerprinted arguments with \
                  `fingerprint = \"...\"`",

@@ -29,6 +29,7 @@
 //! arguments against it (`exclusion` what a key-less call leaves out), `expand` writes the new
 //! body.
 
+mod arg;
 mod args;
 mod check;
 mod duration;

@@ -27,7 +27,7 @@ impl Form {
 }
 
 /// One argument of the function.
-pub(crate) struct Arg {
+pub(crate) struct Input {
     /// Its name, or `None` for a destructuring pattern.
     pub(crate) name: Option<Ident>,
     pub(crate) span: Span,
@@ -37,7 +37,7 @@ pub(crate) struct Arg {
 pub(crate) struct Target {
     pub(crate) form: Form,
     pub(crate) has_receiver: bool,
-    pub(crate) args: Vec<Arg>,
+    pub(crate) inputs: Vec<Input>,
 }
 
 impl Target {
@@ -80,11 +80,11 @@ impl Target {
             },
         };
         let mut has_receiver = false;
-        let mut args = Vec::new();
+        let mut inputs = Vec::new();
         for input in &sig.inputs {
             match input {
                 FnArg::Receiver(_) => has_receiver = true,
-                FnArg::Typed(typed) => args.push(Arg {
+                FnArg::Typed(typed) => inputs.push(Input {
                     name: match &*typed.pat {
                         Pat::Ident(pat) if pat.subpat.is_none() => Some(pat.ident.clone()),
                         _ => None,
@@ -96,7 +96,7 @@ impl Target {
         Some(Target {
             form,
             has_receiver,
-            args,
+            inputs,
         })
     }
 
@@ -107,9 +107,9 @@ impl Target {
             names.push("`self`".into());
         }
         names.extend(
-            self.args
+            self.inputs
                 .iter()
-                .filter_map(|a| a.name.as_ref())
+                .filter_map(|input| input.name.as_ref())
                 .map(|n| format!("`{n}`")),
         );
         if names.is_empty() {
@@ -120,7 +120,9 @@ impl Target {
     }
 
     pub(crate) fn has_arg(&self, name: &Ident) -> bool {
-        self.args.iter().any(|a| a.name.as_ref() == Some(name))
+        self.inputs
+            .iter()
+            .any(|input| input.name.as_ref() == Some(name))
     }
 }
 
