@@ -41,7 +41,7 @@ mod target;
 
 use proc_macro2::TokenStream;
 use quote::{quote, ToTokens};
-use syn::ItemFn;
+use syn::Item;
 
 use crate::args::Args;
 use crate::errors::Errors;
@@ -61,12 +61,20 @@ pub fn idempotent(
 fn attribute(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let args = Args::parse(args, &mut errors);
-    let Ok(mut func) = syn::parse2::<ItemFn>(item.clone()) else {
-        errors.push(syn::Error::new(
-            proc_macro2::Span::call_site(),
-            "`#[idempotent]` goes on an `async fn` (a free function or a method with a body)",
-        ));
-        return with_errors(item, errors);
+    let mut func = match syn::parse2::<Item>(item.clone()) {
+        Ok(Item::Fn(func)) => func,
+        Ok(_) => {
+            errors.push(syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "`#[idempotent]` goes on an `async fn` (a free function or a method with a body)",
+            ));
+            return with_errors(item, errors);
+        }
+        // The item is not valid Rust as syn reads it: its own error says where and why.
+        Err(error) => {
+            errors.push(error);
+            return with_errors(item, errors);
+        }
     };
     let Some(target) = Target::inspect(&func, &mut errors) else {
         return with_errors(item, errors);
@@ -104,5 +112,22 @@ mod tests {
         );
         assert_eq!(out.matches("compile_error").count(), 3, "{out}");
         assert!(!out.contains("__idem_prep"), "{out}");
+    }
+
+    #[test]
+    fn an_item_syn_cannot_parse_gets_syns_own_error() {
+        let out = expand_text(
+            r#"key = "id""#,
+            "async fn f(id: u64) -> Result<u64, E> { let = id; Ok(id) }",
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(!out.contains("goes on an `async fn`"), "{out}");
+        assert!(out.contains("expected"), "{out}");
+    }
+
+    #[test]
+    fn an_item_that_is_not_a_function_is_told_where_the_attribute_goes() {
+        let out = expand_text(r#"key = "id""#, "struct Charge { id: u64 }");
+        assert!(out.contains("goes on an `async fn`"), "{out}");
     }
 }
