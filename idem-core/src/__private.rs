@@ -162,6 +162,16 @@ pub fn default_name<M>(_marker: M, instance: &[&str]) -> String {
     }
 }
 
+/// Fails to compile a `lease` longer than [`DEFAULT_TTL`](crate::DEFAULT_TTL) given without a `ttl`. The attribute
+/// checks `lease` against a `ttl` it is given; the default is this crate's, so it is checked here,
+/// in a `const` the attribute generates.
+pub const fn lease_within_default_ttl(lease_ms: u64) {
+    assert!(
+        lease_ms as u128 <= crate::DEFAULT_TTL.as_millis(),
+        "`lease` is longer than the default `ttl` (`idem_core::DEFAULT_TTL`): shorten `lease` or give a longer `ttl`"
+    );
+}
+
 /// Accepts every error, for `store_err = "all"`.
 pub fn all_errors<E>(_: &E) -> bool {
     true

@@ -101,6 +101,13 @@ fn setup(
             setup.push(quote!(#prep.#setter(#ms);));
         }
     }
+    if let (Some(lease), None) = (&args.lease, &args.ttl) {
+        // Checked against the default TTL where it is defined, at compile time all the same.
+        let span = lease.lit.span();
+        let private = respan(private.clone(), span);
+        let ms = lease.ms;
+        setup.push(quote_spanned!(span=> const _: () = #private::lease_within_default_ttl(#ms);));
+    }
     if let Some(on_abort) = args.on_abort {
         let variant = Ident::new(on_abort.variant(), Span::call_site());
         setup.push(quote!(#prep.on_abort(#private::OnAbort::#variant);));
@@ -248,5 +255,21 @@ mod tests {
             out.contains("my :: idem :: __private :: all_errors"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn without_ttl_nothing_sets_it_and_lease_is_checked_against_the_default_by_idem_core() {
+        let item = "async fn f(id: u64) -> Result<u64, E> { Ok(id) }";
+        let out = expand_text(r#"key = "id", lease = "1m""#, item);
+        assert!(!out.contains("ttl_ms"), "{out}");
+        assert!(
+            out.contains(
+                "const _ : () = :: idem_core :: __private :: lease_within_default_ttl (60000u64) ;"
+            ),
+            "{out}"
+        );
+        let out = expand_text(r#"key = "id", lease = "1m", ttl = "1h""#, item);
+        assert!(out.contains("ttl_ms (3600000u64)"), "{out}");
+        assert!(!out.contains("lease_within_default_ttl"), "{out}");
     }
 }
