@@ -97,7 +97,7 @@ mod store;
 pub mod testing;
 
 #[doc(hidden)]
-pub mod __private;
+pub mod __private01;
 
 pub use abort::OnAbort;
 pub use call::{Call, Executed, DEFAULT_LEASE, DEFAULT_TTL};

@@ -1,5 +1,5 @@
 //! Code generation: the function as written, with a body that runs the original one through
-//! `idem_core::__private::run`.
+//! `idem_core::__private01::run`.
 
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
@@ -10,13 +10,13 @@ use crate::args::{Args, StoreErr};
 use crate::key::Operand;
 use crate::target::{async_trait_body, Form, Target};
 
-/// Replaces the body of `func` with one that runs the original body through `__private::run`.
+/// Replaces the body of `func` with one that runs the original body through `__private01::run`.
 pub(crate) fn expand(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut ItemFn) {
     let krate: Path = args
         .krate
         .clone()
         .unwrap_or_else(|| parse_quote!(::idem_core));
-    let private = quote!(#krate::__private);
+    let private = quote!(#krate::__private01);
     let setup = setup(args, target, fingerprinted, func, &private);
     let run = run(args, target, func, &private);
     let wrapped = quote! {
@@ -115,7 +115,7 @@ fn setup(
     setup
 }
 
-/// `__private::run(__idem_prep, <original body as a future>).await`.
+/// `__private01::run(__idem_prep, <original body as a future>).await`.
 fn run(args: &Args, target: &Target, func: &mut ItemFn, private: &TokenStream) -> TokenStream {
     let prep = prep();
     let ret = target.form.ret();
@@ -191,13 +191,13 @@ mod tests {
         );
         for piece in [
             "{ fn __idem_marker () { } let mut __idem_prep",
-            ":: idem_core :: __private :: Prepare :: new (:: idem_core :: __private :: installed () , & :: idem_core :: __private :: default_name (__idem_marker , & [])) ;",
+            ":: idem_core :: __private01 :: Prepare :: new (:: idem_core :: __private01 :: installed () , & :: idem_core :: __private01 :: default_name (__idem_marker , & [])) ;",
             "__idem_prep . fingerprint (& req) ;",
             "__idem_prep . fingerprint (& op) ;",
             "__idem_prep . part (& (req . order_id)) ;",
             "__idem_prep . part (& (op)) ;",
             "__idem_prep . ttl_ms (3600000u64) ;",
-            ":: idem_core :: __private :: run :: < Result < R , E > , _ > (__idem_prep , async move {",
+            ":: idem_core :: __private01 :: run :: < Result < R , E > , _ > (__idem_prep , async move {",
             "body ()",
             "body () }) . await }",
         ] {
@@ -230,7 +230,7 @@ mod tests {
         let out = expand_text(r#"key = "id", on_abort = "release""#, item);
         assert!(
             out.contains(
-                "__idem_prep . on_abort (:: idem_core :: __private :: OnAbort :: Release) ;"
+                "__idem_prep . on_abort (:: idem_core :: __private01 :: OnAbort :: Release) ;"
             ),
             "{out}"
         );
@@ -248,11 +248,11 @@ mod tests {
         );
         assert!(!out.contains("idem_core"), "{out}");
         assert!(
-            out.contains("my :: idem :: __private :: run_storing"),
+            out.contains("my :: idem :: __private01 :: run_storing"),
             "{out}"
         );
         assert!(
-            out.contains("my :: idem :: __private :: all_errors"),
+            out.contains("my :: idem :: __private01 :: all_errors"),
             "{out}"
         );
     }
@@ -264,7 +264,7 @@ mod tests {
         assert!(!out.contains("ttl_ms"), "{out}");
         assert!(
             out.contains(
-                "const _ : () = :: idem_core :: __private :: lease_within_default_ttl (60000u64) ;"
+                "const _ : () = :: idem_core :: __private01 :: lease_within_default_ttl (60000u64) ;"
             ),
             "{out}"
         );

@@ -3,8 +3,8 @@
 //!
 //! The attribute keeps the function's signature token for token and generates nothing beside
 //! it; only the body changes. The new body collects the call's key parts and fingerprinted
-//! arguments into `idem_core::__private::Prepare` and hands the original body, as an
-//! `async move` block, to `idem_core::__private::run`, which reserves the key, runs the body at
+//! arguments into `idem_core::__private01::Prepare` and hands the original body, as an
+//! `async move` block, to `idem_core::__private01::run`, which reserves the key, runs the body at
 //! most once, stores the outcome and replays it to retries:
 //!
 //! ```text
@@ -22,7 +22,7 @@
 //! `on_abort`, key operands, what a key-less call leaves out of its fingerprint, the function's
 //! form); the rest (a `Result` return type, a storable `Ok` type, an error type with
 //! `From<idem_core::Error>`, serialisable fingerprinted arguments) is left to trait bounds on
-//! `__private::run` whose `#[diagnostic::on_unimplemented]` messages say what to change.
+//! `__private01::run` whose `#[diagnostic::on_unimplemented]` messages say what to change.
 //!
 //! Modules, in the order they run: `args` parses the attribute's arguments (`duration` its
 //! durations, `key` the key expression), `target` inspects the function, `check` checks the
