@@ -11,6 +11,7 @@
 //! `#[diagnostic::do_not_recommend]`, so rustc reports our trait (and our message) rather than the
 //! serde or `From` bound inside it.
 
+use std::fmt::Display;
 use std::future::Future;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -147,27 +148,20 @@ pub fn handle<H: AsHandle + ?Sized>(handle: &H) -> Result<Idempotency, Error> {
     Ok(handle.as_handle().clone())
 }
 
-/// The default name of a function: the path of `marker`, an item declared in its body, without
-/// the marker's own name. Unlike `module_path!()`, it tells apart methods of two types and of two
-/// trait impls for one type (`<impl Charger for Stripe>::charge`). `instance` holds the type names
-/// of `Self` and of the function's type parameters, so two instantiations of a generic function
-/// never share records.
-pub fn default_name<M>(_marker: M, instance: &[&str]) -> String {
-    let mut path = std::any::type_name::<M>();
-    path = path.strip_suffix("::__idem_marker").unwrap_or(path);
-    while let Some(outer) = path.strip_suffix("::{{closure}}") {
-        path = outer;
-    }
-    if instance.is_empty() {
-        path.to_owned()
-    } else {
-        format!("{path}<{}>", instance.join(", "))
-    }
+/// The default name of a generic function: `path`, spelt by the attribute, followed by what each
+/// type and const parameter stands for in this call (`my_app::load[T = u64]`), so that two
+/// instantiations never share records. A type is spelt by [`std::any::type_name`].
+pub fn instance_name(path: &str, params: &[(&str, &dyn Display)]) -> String {
+    let params: Vec<String> = params
+        .iter()
+        .map(|(param, value)| format!("{param} = {value}"))
+        .collect();
+    format!("{path}[{}]", params.join(", "))
 }
 
-/// Fails to compile a `lease` longer than [`DEFAULT_TTL`](crate::DEFAULT_TTL) given without a `ttl`. The attribute
-/// checks `lease` against a `ttl` it is given; the default is this crate's, so it is checked here,
-/// in a `const` the attribute generates.
+/// Fails to compile a `lease` longer than [`DEFAULT_TTL`](crate::DEFAULT_TTL) given without a
+/// `ttl`. The attribute checks `lease` against a `ttl` it is given; the default is this crate's,
+/// so it is checked here, in a `const` the attribute generates.
 pub const fn lease_within_default_ttl(lease_ms: u64) {
     assert!(
         lease_ms as u128 <= crate::DEFAULT_TTL.as_millis(),

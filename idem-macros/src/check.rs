@@ -7,6 +7,7 @@ use syn::{Ident, ItemFn};
 use crate::args::{Args, Selection};
 use crate::errors::Errors;
 use crate::key::Operand;
+use crate::name::Owner;
 use crate::target::Target;
 
 /// Checks `args` against the function, reporting every problem into `errors`, and returns the
@@ -72,6 +73,29 @@ pub(crate) fn check(
     fingerprinted
 }
 
+/// Checks that the function can have a default name if it needs one: a method is named after
+/// its impl, which only `#[idempotent]` on the impl block can see.
+pub(crate) fn named(
+    args: &Args,
+    target: &Target,
+    func: &ItemFn,
+    owner: Option<&Owner>,
+    errors: &mut Errors,
+) {
+    if args.name.is_some() || owner.is_some() || !target.in_impl {
+        return;
+    }
+    let fn_name = &func.sig.ident;
+    errors.push(syn::Error::new(
+        fn_name.span(),
+        format!(
+            "the default name of `{fn_name}` includes the type it is a method of, which \
+             `#[idempotent]` on a method cannot see: put `#[idempotent]` on its `impl` block as \
+             well, or give it a stable `name = \"...\"`"
+        ),
+    ));
+}
+
 /// The arguments that `fingerprint`, `skip` and `store` leave in the fingerprint; a
 /// destructuring pattern among them is an error, as it has no name to fingerprint.
 fn fingerprinted(args: &Args, target: &Target, errors: &mut Errors) -> Vec<Ident> {
@@ -116,7 +140,7 @@ pub(crate) fn store_root(expr: &syn::Expr) -> Option<Ident> {
 
 #[cfg(test)]
 mod tests {
-    use crate::expand_text;
+    use crate::{expand_method_text, expand_text};
 
     #[test]
     fn the_store_argument_is_not_fingerprinted_by_default() {
@@ -162,15 +186,15 @@ mod tests {
     #[test]
     fn with_no_key_a_receiver_left_out_implicitly_is_an_error() {
         let item = "async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }";
-        let out = expand_text("", item);
+        let out = expand_method_text("", item);
         assert_eq!(out.matches("compile_error").count(), 1, "{out}");
         assert!(out.contains("and `self` is left out of it"), "{out}");
         assert!(out.contains(r#"`fingerprint = \"order\"`"#), "{out}");
         assert!(!out.contains("skip ="), "{out}");
 
-        let out = expand_text(r#"store = "self.idem""#, item);
+        let out = expand_method_text(r#"store = "self.idem""#, item);
         assert!(out.contains("and `self` is left out of it"), "{out}");
-        let out = expand_text(
+        let out = expand_method_text(
             r#"store = "ctx.idem""#,
             "async fn f(&self, ctx: &Ctx, id: u64) -> Result<u64, E> { Ok(id) }",
         );
@@ -182,7 +206,7 @@ mod tests {
 
     #[test]
     fn a_misspelt_key_is_not_taken_for_an_implicit_exclusion() {
-        let out = expand_text(
+        let out = expand_method_text(
             r#"store = "self.idem", keys = "order""#,
             "async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }",
         );
@@ -199,5 +223,27 @@ mod tests {
         assert!(!out.contains("compile_error"), "{out}");
         assert!(out.contains("fingerprint (& id)"), "{out}");
         assert!(!out.contains("fingerprint (& idem)"), "{out}");
+    }
+
+    #[test]
+    fn a_method_needs_its_impl_or_a_name() {
+        let needs = "put `#[idempotent]` on its `impl` block as well";
+        for method in [
+            "async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }",
+            "async fn open(id: u64) -> Result<Self, E> { Ok(Self { id }) }",
+            "async fn open(id: u64) -> Result<u64, E> { Self::check(id) }",
+        ] {
+            let out = expand_text(r#"key = "id""#, method);
+            assert!(out.contains(needs), "{out}");
+            assert!(out.contains("the default name of"), "{out}");
+            let out = expand_text(r#"key = "id", name = "tickets.open""#, method);
+            assert!(!out.contains(needs), "{out}");
+            assert!(!expand_method_text(r#"key = "id""#, method).contains(needs));
+        }
+        let out = expand_text(
+            r#"key = "id""#,
+            "async fn open(id: u64) -> Result<u64, E> { Ok(id) }",
+        );
+        assert!(!out.contains("compile_error"), "{out}");
     }
 }

@@ -8,16 +8,23 @@ use syn::{parse_quote, Ident, ItemFn, Path};
 
 use crate::args::{Args, StoreErr};
 use crate::key::Operand;
+use crate::name::{self, Owner};
 use crate::target::{async_trait_body, Form, Target};
 
 /// Replaces the body of `func` with one that runs the original body through `__private01::run`.
-pub(crate) fn expand(args: &Args, target: &Target, fingerprinted: &[Ident], func: &mut ItemFn) {
+pub(crate) fn expand(
+    args: &Args,
+    target: &Target,
+    fingerprinted: &[Ident],
+    owner: Option<&Owner>,
+    func: &mut ItemFn,
+) {
     let krate: Path = args
         .krate
         .clone()
         .unwrap_or_else(|| parse_quote!(::idem_core));
     let private = quote!(#krate::__private01);
-    let setup = setup(args, target, fingerprinted, func, &private);
+    let setup = setup(args, fingerprinted, owner, func, &private);
     let run = run(args, target, func, &private);
     let wrapped = quote! {
         #(#setup)*
@@ -31,27 +38,18 @@ pub(crate) fn expand(args: &Args, target: &Target, fingerprinted: &[Ident], func
             }
         }
     }
-    if args.name.is_none() {
-        let marker = marker();
-        // An item in the function's own block: its path names the function (see `default_name`).
-        func.block.stmts.insert(0, parse_quote!(fn #marker() {}));
-    }
 }
 
 fn prep() -> Ident {
     Ident::new("__idem_prep", Span::call_site())
 }
 
-fn marker() -> Ident {
-    Ident::new("__idem_marker", Span::call_site())
-}
-
 /// The statements that put the call together in `__idem_prep`: handle, name, scope,
 /// fingerprinted arguments, key parts and durations.
 fn setup(
     args: &Args,
-    target: &Target,
     fingerprinted: &[Ident],
+    owner: Option<&Owner>,
     func: &ItemFn,
     private: &TokenStream,
 ) -> Vec<TokenStream> {
@@ -65,15 +63,7 @@ fn setup(
     };
     let name = match &args.name {
         Some(name) => name.to_token_stream(),
-        None => {
-            let marker = marker();
-            let receiver = target.has_receiver.then(|| quote!(Self));
-            let params = func.sig.generics.type_params().map(|param| &param.ident);
-            let instance = receiver
-                .into_iter()
-                .chain(params.map(ToTokens::to_token_stream));
-            quote!(&#private::default_name(#marker, &[#(::core::any::type_name::<#instance>()),*]))
-        }
+        None => name::default_name(func, owner, private),
     };
 
     let mut setup = vec![quote!(let mut #prep = #private::Prepare::new(#handle, #name);)];
@@ -177,7 +167,7 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
 
 #[cfg(test)]
 mod tests {
-    use crate::expand_text;
+    use crate::{expand_method_text, expand_text};
 
     #[test]
     fn the_signature_is_kept_and_the_body_runs_through_private_run() {
@@ -190,8 +180,7 @@ mod tests {
             "{out}"
         );
         for piece in [
-            "{ fn __idem_marker () { } let mut __idem_prep",
-            ":: idem_core :: __private01 :: Prepare :: new (:: idem_core :: __private01 :: installed () , & :: idem_core :: __private01 :: default_name (__idem_marker , & [])) ;",
+            r#"{ let mut __idem_prep = :: idem_core :: __private01 :: Prepare :: new (:: idem_core :: __private01 :: installed () , :: core :: concat ! (:: core :: module_path ! () , "::charge")) ;"#,
             "__idem_prep . fingerprint (& req) ;",
             "__idem_prep . fingerprint (& op) ;",
             "__idem_prep . part (& (req . order_id)) ;",
@@ -208,14 +197,12 @@ mod tests {
 
     #[test]
     fn methods_are_named_by_their_self_type_and_receivers_are_not_fingerprinted() {
-        let out = expand_text(
+        let out = expand_method_text(
             r#"store = "self.idem", scope = "self.tenant""#,
             "async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }",
         );
         assert!(
-            out.contains(
-                "default_name (__idem_marker , & [:: core :: any :: type_name :: < Self > ()])"
-            ),
+            out.contains(r#"Prepare :: new (:: idem_core :: __private01 :: handle (& (self . idem)) , :: core :: concat ! (:: core :: module_path ! () , "::Service::charge")) ;"#),
             "{out}"
         );
         assert!(out.contains("handle (& (self . idem))"), "{out}");

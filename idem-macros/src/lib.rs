@@ -9,14 +9,16 @@
 //!
 //! ```text
 //! #[idempotent(key = "req.order_id", ttl = "1h")]       async fn charge(req: &Req) -> Result<R, E> {
-//! async fn charge(req: &Req) -> Result<R, E> {   =>        fn __idem_marker() {}
-//!     body                                                   let mut __idem_prep = Prepare::new(installed(), &default_name(__idem_marker, &[]));
-//! }                                                          __idem_prep.fingerprint(&req);
-//!                                                            __idem_prep.part(&(req.order_id));
+//! async fn charge(req: &Req) -> Result<R, E> {   =>        let mut __idem_prep = Prepare::new(installed(), concat!(module_path!(), "::charge"));
+//!     body                                                   __idem_prep.fingerprint(&req);
+//! }                                                          __idem_prep.part(&(req.order_id));
 //!                                                            __idem_prep.ttl_ms(3600000);
 //!                                                            run::<Result<R, E>, _>(__idem_prep, async move { body }).await
 //!                                                        }
 //! ```
+//!
+//! On an `impl` block the attribute expands the `#[idempotent(...)]` functions inside, which
+//! are then named after the block (`name`); a method's own attribute cannot see its block.
 //!
 //! Everything that can be checked from the tokens is checked here (argument names, durations,
 //! `on_abort`, key operands, what a key-less call leaves out of its fingerprint, the function's
@@ -24,10 +26,10 @@
 //! `From<idem_core::Error>`, serialisable fingerprinted arguments) is left to trait bounds on
 //! `__private01::run` whose `#[diagnostic::on_unimplemented]` messages say what to change.
 //!
-//! Modules, in the order they run: `args` parses the attribute's arguments (`duration` its
-//! durations, `key` the key expression), `target` inspects the function, `check` checks the
-//! arguments against it (`exclusion` what a key-less call leaves out), `expand` writes the new
-//! body.
+//! Modules, in the order they run: `methods` handles an `impl` block, `args` parses the
+//! attribute's arguments (`arg` their names, `duration` durations, `key` the key expression),
+//! `target` inspects the function, `check` checks the arguments against it (`exclusion` what a
+//! key-less call leaves out), `expand` writes the new body (`name` the default name).
 
 mod arg;
 mod args;
@@ -37,14 +39,17 @@ mod errors;
 mod exclusion;
 mod expand;
 mod key;
+mod methods;
+mod name;
 mod target;
 
 use proc_macro2::TokenStream;
 use quote::{quote, ToTokens};
-use syn::Item;
+use syn::{Item, ItemFn};
 
 use crate::args::Args;
 use crate::errors::Errors;
+use crate::name::Owner;
 use crate::target::Target;
 
 #[cfg_attr(not(doctest), doc = include_str!("attribute.md"))]
@@ -56,39 +61,44 @@ pub fn idempotent(
     attribute(args.into(), item.into()).into()
 }
 
-/// Expands `#[idempotent(args)] item`: parse, check, expand. On error the item is emitted
-/// unchanged next to every error, so that callers and IDEs keep working.
+/// Expands `#[idempotent(args)] item`, on a function or on an impl block.
 fn attribute(args: TokenStream, item: TokenStream) -> TokenStream {
+    match syn::parse2::<Item>(item.clone()) {
+        Ok(Item::Fn(func)) => function(args, func, None),
+        Ok(Item::Impl(block)) => methods::impl_block(args, block),
+        Ok(_) => with_errors(
+            item,
+            syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "`#[idempotent]` goes on an `async fn` (a free function or a method with a body), \
+                 or on the `impl` block of such methods",
+            ),
+        ),
+        // The item is not valid Rust as syn reads it: its own error says where and why.
+        Err(error) => with_errors(item, error),
+    }
+}
+
+/// Expands `#[idempotent(args)]` on `func`, a method of `owner` if given: parse, check, expand.
+/// On error the function is emitted unchanged next to every error, so that callers and IDEs
+/// keep working.
+fn function(args: TokenStream, mut func: ItemFn, owner: Option<&Owner>) -> TokenStream {
     let mut errors = Errors::default();
     let args = Args::parse(args, &mut errors);
-    let mut func = match syn::parse2::<Item>(item.clone()) {
-        Ok(Item::Fn(func)) => func,
-        Ok(_) => {
-            errors.push(syn::Error::new(
-                proc_macro2::Span::call_site(),
-                "`#[idempotent]` goes on an `async fn` (a free function or a method with a body)",
-            ));
-            return with_errors(item, errors);
-        }
-        // The item is not valid Rust as syn reads it: its own error says where and why.
-        Err(error) => {
-            errors.push(error);
-            return with_errors(item, errors);
-        }
-    };
     let Some(target) = Target::inspect(&func, &mut errors) else {
-        return with_errors(item, errors);
+        return with_errors(func.into_token_stream(), errors);
     };
     let fingerprinted = check::check(&args, &target, &func, &mut errors);
+    check::named(&args, &target, &func, owner, &mut errors);
     if !errors.is_empty() {
-        return with_errors(item, errors);
+        return with_errors(func.into_token_stream(), errors);
     }
-    expand::expand(&args, &target, &fingerprinted, &mut func);
+    expand::expand(&args, &target, &fingerprinted, owner, &mut func);
     func.into_token_stream()
 }
 
-fn with_errors(item: TokenStream, errors: Errors) -> TokenStream {
-    let errors = errors.into_compile_errors();
+fn with_errors(item: TokenStream, errors: impl Into<Errors>) -> TokenStream {
+    let errors = errors.into().into_compile_errors();
     quote!(#item #errors)
 }
 
@@ -96,6 +106,14 @@ fn with_errors(item: TokenStream, errors: Errors) -> TokenStream {
 #[cfg(test)]
 fn expand_text(args: &str, item: &str) -> String {
     attribute(args.parse().unwrap(), item.parse().unwrap()).to_string()
+}
+
+/// The expansion of `method`, under `#[idempotent(args)]`, in an `impl Service` block under
+/// `#[idempotent]`, as text, for tests.
+#[cfg(test)]
+fn expand_method_text(args: &str, method: &str) -> String {
+    let block = format!("impl Service {{ #[idempotent({args})] {method} }}");
+    expand_text("", &block)
 }
 
 #[cfg(test)]

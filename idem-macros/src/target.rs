@@ -1,6 +1,7 @@
 //! The function the attribute is on: which form it has and what its arguments are called.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{
     Block, Expr, ExprAsync, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType,
@@ -37,6 +38,8 @@ pub(crate) struct Input {
 pub(crate) struct Target {
     pub(crate) form: Form,
     pub(crate) has_receiver: bool,
+    /// Whether it is certainly in an `impl` or a trait: it has a receiver or mentions `Self`.
+    pub(crate) in_impl: bool,
     pub(crate) inputs: Vec<Input>,
 }
 
@@ -93,9 +96,13 @@ impl Target {
                 }),
             }
         }
+        let in_impl = has_receiver
+            || mentions_self(sig.to_token_stream())
+            || mentions_self(func.block.to_token_stream());
         Some(Target {
             form,
             has_receiver,
+            in_impl,
             inputs,
         })
     }
@@ -124,6 +131,15 @@ impl Target {
             .iter()
             .any(|input| input.name.as_ref() == Some(name))
     }
+}
+
+/// Whether `tokens` use the type `Self`, which only exists in an `impl` or a trait.
+fn mentions_self(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|token| match token {
+        TokenTree::Ident(ident) => ident == "Self",
+        TokenTree::Group(group) => mentions_self(group.stream()),
+        _ => false,
+    })
 }
 
 /// The body's async block under `#[async_trait]`, to be wrapped.
