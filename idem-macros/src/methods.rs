@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
-use syn::{Attribute, ImplItem, ItemFn, ItemImpl, Meta};
+use syn::{Attribute, ImplItem, ImplItemFn, ItemFn, ItemImpl, Meta};
 
 use crate::errors::Errors;
 use crate::name::Owner;
@@ -21,33 +21,21 @@ pub(crate) fn impl_block(args: TokenStream, mut block: ItemImpl) -> TokenStream 
     }
     let owner = Owner::of(&block);
     let mut methods = 0;
-    for item in &mut block.items {
-        let ImplItem::Fn(method) = item else {
-            continue;
-        };
-        let Some(index) = method.attrs.iter().position(is_idempotent) else {
-            continue;
-        };
-        methods += 1;
-        let attr = method.attrs.remove(index);
-        let Some(args) = arguments(&attr, &mut errors) else {
-            continue;
-        };
-        if let Some(default) = &method.defaultness {
-            errors.push(syn::Error::new(
-                default.span,
-                "`#[idempotent]` cannot go on a `default fn`",
-            ));
-            continue;
-        }
-        let func = ItemFn {
-            attrs: std::mem::take(&mut method.attrs),
-            vis: method.vis.clone(),
-            sig: method.sig.clone(),
-            block: Box::new(method.block.clone()),
-        };
-        *item = ImplItem::Verbatim(crate::function(args, func, Some(&owner)));
-    }
+    let items = std::mem::take(&mut block.items);
+    block.items = items
+        .into_iter()
+        .map(|item| match item {
+            ImplItem::Fn(mut method) => match method.attrs.iter().position(is_idempotent) {
+                Some(index) => {
+                    methods += 1;
+                    let attr = method.attrs.remove(index);
+                    expand(&attr, method, &owner, &mut errors)
+                }
+                None => ImplItem::Fn(method),
+            },
+            other => other,
+        })
+        .collect();
     if methods == 0 && errors.is_empty() {
         errors.push(syn::Error::new(
             block.impl_token.span,
@@ -58,6 +46,27 @@ pub(crate) fn impl_block(args: TokenStream, mut block: ItemImpl) -> TokenStream 
     }
     let errors = errors.into_compile_errors();
     quote!(#block #errors)
+}
+
+/// `method` expanded by `attr`, its `#[idempotent(...)]`, as a method of `owner`.
+fn expand(attr: &Attribute, method: ImplItemFn, owner: &Owner, errors: &mut Errors) -> ImplItem {
+    let Some(args) = arguments(attr, errors) else {
+        return ImplItem::Fn(method);
+    };
+    if let Some(default) = &method.defaultness {
+        errors.push(syn::Error::new(
+            default.span,
+            "`#[idempotent]` cannot go on a `default fn`",
+        ));
+        return ImplItem::Fn(method);
+    }
+    let func = ItemFn {
+        attrs: method.attrs,
+        vis: method.vis,
+        sig: method.sig,
+        block: Box::new(method.block),
+    };
+    ImplItem::Verbatim(crate::function(args, func, Some(owner)))
 }
 
 /// Whether `attr` is `#[idempotent(...)]`, however its path is written.

@@ -24,6 +24,7 @@ pub(crate) struct Owner {
 }
 
 impl Owner {
+    /// The owner of the functions in `block`.
     pub(crate) fn of(block: &ItemImpl) -> Owner {
         let self_ty = spell(block.self_ty.to_token_stream());
         let spelt = match &block.trait_ {
@@ -107,8 +108,8 @@ pub(crate) fn default_name(
 /// `HashMap<K, V>`, `&'a mut (dyn Charger + Send)`, `fn(u8) -> u8`.
 fn spell(tokens: TokenStream) -> String {
     let mut out = String::new();
-    // The word just written, if the last token was one: a word or a keyword before a group is
-    // followed by a space.
+    // The word just written, if the last token was one: a keyword before a group is followed by
+    // a space (`mut (A, B)`), a name is not (`fn(u8)`).
     let mut word: Option<String> = None;
     let mut tokens = tokens.into_iter().peekable();
     while let Some(token) = tokens.next() {
