@@ -100,7 +100,7 @@ mod time;
 pub mod testing;
 
 #[doc(hidden)]
-pub mod __private;
+pub mod __private01;
 
 pub use abort::OnAbort;
 pub use call::{Call, Executed, DEFAULT_LEASE, DEFAULT_TTL};

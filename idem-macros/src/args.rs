@@ -6,25 +6,10 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Ident, Lit, LitStr, Path, Token};
 
+use crate::arg::Arg;
 use crate::duration::{self, Millis};
 use crate::errors::Errors;
 use crate::key::{self, Operand};
-
-/// Every argument the attribute takes, in the order the docs list them.
-pub(crate) const VALID: &[&str] = &[
-    "key",
-    "ttl",
-    "lease",
-    "on_abort",
-    "scope",
-    "fingerprint",
-    "skip",
-    "wait",
-    "store_err",
-    "store",
-    "name",
-    "crate",
-];
 
 /// The arguments of one `#[idempotent(...)]`, checked on their own (not yet against the
 /// function).
@@ -52,10 +37,11 @@ pub(crate) enum Selection {
 }
 
 impl Selection {
-    pub(crate) fn names(&self) -> (&'static str, &[Ident]) {
+    /// The argument it was given with, and the names it lists.
+    pub(crate) fn names(&self) -> (Arg, &[Ident]) {
         match self {
-            Selection::Only(names) => ("fingerprint", names),
-            Selection::Skip(names) => ("skip", names),
+            Selection::Only(names) => (Arg::Fingerprint, names),
+            Selection::Skip(names) => (Arg::Skip, names),
         }
     }
 }
@@ -101,54 +87,21 @@ pub(crate) enum StoreErr {
     When(Expr),
 }
 
-/// One `name = value` pair as written.
+/// One `name = value` pair as written; the value may be missing.
 struct RawArg {
     name: Ident,
-    value: Expr,
+    value: Option<Expr>,
 }
 
 impl Parse for RawArg {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let name = Ident::parse_any(input)?;
-        if !input.peek(Token![=]) {
-            return Err(syn::Error::new(
-                name.span(),
-                format!(
-                    "`{name}` needs a value, e.g. `{}`",
-                    example(&name.to_string())
-                ),
-            ));
-        }
-        input.parse::<Token![=]>()?;
-        let value = input.parse()?;
+        let value = match input.parse::<Option<Token![=]>>()? {
+            Some(_) => Some(input.parse()?),
+            None => None,
+        };
         Ok(RawArg { name, value })
     }
-}
-
-fn example(name: &str) -> &'static str {
-    match name {
-        "key" => "key = \"req.order_id + op\"",
-        "ttl" => "ttl = \"24h\"",
-        "lease" => "lease = \"30s\"",
-        "on_abort" => "on_abort = \"hold\"",
-        "scope" => "scope = \"req.tenant\"",
-        "fingerprint" => "fingerprint = \"req, op\"",
-        "skip" => "skip = \"db\"",
-        "wait" => "wait = \"10s\"",
-        "store_err" => "store_err = \"all\"",
-        "store" => "store = \"self.idem\"",
-        "name" => "name = \"payments::charge\"",
-        "crate" => "crate = \"idem_core\"",
-        _ => "key = \"...\"",
-    }
-}
-
-fn valid_list() -> String {
-    VALID
-        .iter()
-        .map(|name| format!("`{name}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 impl Args {
@@ -163,31 +116,30 @@ impl Args {
             }
         };
         let mut args = Args::default();
-        let mut seen: Vec<String> = Vec::new();
+        let mut seen: Vec<Arg> = Vec::new();
         for RawArg { name, value } in raw {
-            let text = name.to_string();
-            if !VALID.contains(&text.as_str()) {
+            let Some(arg) = Arg::named(&name.to_string()) else {
                 errors.push(syn::Error::new(
                     name.span(),
                     format!(
-                        "unknown argument `{text}`; valid arguments are {}",
-                        valid_list()
+                        "unknown argument `{name}`; valid arguments are {}",
+                        Arg::list()
                     ),
                 ));
                 continue;
-            }
-            if seen.contains(&text) {
+            };
+            if seen.contains(&arg) {
                 errors.push(syn::Error::new(
                     name.span(),
-                    format!("duplicate argument `{text}`; give each argument once"),
+                    format!("duplicate argument `{arg}`; give each argument once"),
                 ));
                 continue;
             }
-            seen.push(text.clone());
-            let Some(lit) = string(&text, &value, errors) else {
+            seen.push(arg);
+            let Some(lit) = string(arg, &name, value.as_ref(), errors) else {
                 continue;
             };
-            if let Err(error) = args.set(&text, &lit) {
+            if let Err(error) = args.set(arg, &lit) {
                 errors.push(error);
             }
         }
@@ -195,47 +147,41 @@ impl Args {
         args
     }
 
-    fn set(&mut self, name: &str, lit: &LitStr) -> syn::Result<()> {
-        match name {
-            "key" => self.key = Some((lit.clone(), key::parse(lit)?)),
-            "ttl" | "lease" | "wait" => {
-                let millis = duration::parse(name, lit)?;
-                let slot = match name {
-                    "ttl" => &mut self.ttl,
-                    "lease" => &mut self.lease,
-                    _ => &mut self.wait,
-                };
-                *slot = Some(millis);
-            }
-            "on_abort" => self.on_abort = Some(OnAbort::parse(lit)?),
-            "scope" => self.scope = Some(expression(name, lit)?),
-            "fingerprint" | "skip" => {
-                let names = idents(name, lit)?;
+    fn set(&mut self, arg: Arg, lit: &LitStr) -> syn::Result<()> {
+        match arg {
+            Arg::Key => self.key = Some((lit.clone(), key::parse(lit)?)),
+            Arg::Ttl => self.ttl = Some(duration::parse(arg, lit)?),
+            Arg::Lease => self.lease = Some(duration::parse(arg, lit)?),
+            Arg::Wait => self.wait = Some(duration::parse(arg, lit)?),
+            Arg::OnAbort => self.on_abort = Some(OnAbort::parse(lit)?),
+            Arg::Scope => self.scope = Some(expression(arg, lit)?),
+            Arg::Fingerprint | Arg::Skip => {
+                let names = idents(arg, lit)?;
                 if let Some(other) = &self.selection {
                     return Err(syn::Error::new(
                         lit.span(),
                         format!(
-                            "`{name}` cannot be combined with `{}`: list the fingerprinted \
+                            "`{arg}` cannot be combined with `{}`: list the fingerprinted \
                              arguments with `fingerprint`, or the others with `skip`",
                             other.names().0
                         ),
                     ));
                 }
-                self.selection = Some(if name == "skip" {
+                self.selection = Some(if arg == Arg::Skip {
                     Selection::Skip(names)
                 } else {
                     Selection::Only(names)
                 });
             }
-            "store_err" => {
+            Arg::StoreErr => {
                 self.store_err = Some(if lit.value().trim() == "all" {
                     StoreErr::All
                 } else {
-                    StoreErr::When(expression(name, lit)?)
+                    StoreErr::When(expression(arg, lit)?)
                 });
             }
-            "store" => self.store = Some(expression(name, lit)?),
-            "name" => {
+            Arg::Store => self.store = Some(expression(arg, lit)?),
+            Arg::Name => {
                 if lit.value().trim().is_empty() {
                     return Err(syn::Error::new(
                         lit.span(),
@@ -244,7 +190,7 @@ impl Args {
                 }
                 self.name = Some(lit.clone());
             }
-            _ => {
+            Arg::Crate => {
                 self.krate = Some(lit.parse::<Path>().map_err(|_| {
                     syn::Error::new(
                         lit.span(),
@@ -256,53 +202,54 @@ impl Args {
         Ok(())
     }
 
+    /// Checks `lease` against an explicit `ttl`. The default TTL is idem-core's to know: a
+    /// `lease` given without a `ttl` is checked against it by the generated code (see
+    /// `expand`), so the macro never spells the default itself.
     fn check_lease(&self, errors: &mut Errors) {
-        let Some(lease) = &self.lease else {
+        let (Some(lease), Some(ttl)) = (&self.lease, &self.ttl) else {
             return;
         };
-        let (ttl, ttl_text) = match &self.ttl {
-            Some(ttl) => (ttl.ms, format!("`ttl` ({})", duration::display(ttl.ms))),
-            None => (DEFAULT_TTL_MS, "the default `ttl` (24h)".to_owned()),
-        };
-        if lease.ms > ttl {
+        if lease.ms > ttl.ms {
             errors.push(syn::Error::new(
                 lease.lit.span(),
                 format!(
-                    "`lease` ({}) is longer than {ttl_text}: shorten `lease` or lengthen `ttl`",
-                    duration::display(lease.ms)
+                    "`lease` ({}) is longer than `ttl` ({}): shorten `lease` or lengthen `ttl`",
+                    duration::display(lease.ms),
+                    duration::display(ttl.ms)
                 ),
             ));
         }
     }
 }
 
-const DEFAULT_TTL_MS: u64 = 24 * 3_600_000;
-
 /// The string literal an argument's value must be.
-fn string(name: &str, value: &Expr, errors: &mut Errors) -> Option<LitStr> {
-    if let Expr::Lit(ExprLit {
-        lit: Lit::Str(lit), ..
-    }) = value
-    {
-        return Some(lit.clone());
+fn string(arg: Arg, name: &Ident, value: Option<&Expr>, errors: &mut Errors) -> Option<LitStr> {
+    match value {
+        Some(Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        })) => return Some(lit.clone()),
+        Some(value) => errors.push(syn::Error::new(
+            value.span(),
+            format!("`{arg}` takes a string, e.g. `{}`", arg.example()),
+        )),
+        None => errors.push(syn::Error::new(
+            name.span(),
+            format!("`{arg}` needs a value, e.g. `{}`", arg.example()),
+        )),
     }
-    errors.push(syn::Error::new(
-        value.span(),
-        format!("`{name}` takes a string, e.g. `{}`", example(name)),
-    ));
     None
 }
 
-fn expression(name: &str, lit: &LitStr) -> syn::Result<Expr> {
+fn expression(arg: Arg, lit: &LitStr) -> syn::Result<Expr> {
     lit.parse::<Expr>().map_err(|error| {
         syn::Error::new(
             lit.span(),
-            format!("`{name}` must be a Rust expression: {error}"),
+            format!("`{arg}` must be a Rust expression: {error}"),
         )
     })
 }
 
-fn idents(name: &str, lit: &LitStr) -> syn::Result<Vec<Ident>> {
+fn idents(arg: Arg, lit: &LitStr) -> syn::Result<Vec<Ident>> {
     let parser = Punctuated::<Ident, Token![,]>::parse_terminated;
     lit.parse_with(parser)
         .map(|names| names.into_iter().collect())
@@ -310,9 +257,38 @@ fn idents(name: &str, lit: &LitStr) -> syn::Result<Vec<Ident>> {
             syn::Error::new(
                 lit.span(),
                 format!(
-                    "`{name}` takes argument names separated by commas, e.g. `{}`",
-                    example(name)
+                    "`{arg}` takes argument names separated by commas, e.g. `{}`",
+                    arg.example()
                 ),
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::expand_text;
+
+    #[test]
+    fn an_unknown_on_abort_lists_the_choices() {
+        let item = "async fn f(id: u64) -> Result<u64, E> { Ok(id) }";
+        let out = expand_text(r#"key = "id", on_abort = "later""#, item);
+        assert!(
+            out.contains("invalid value `later` for `on_abort`: write `hold`, `release` or `fail`"),
+            "{out}"
+        );
+        let out = expand_text(r#"key = "id", on_abort = hold"#, item);
+        assert!(out.contains("`on_abort` takes a string"), "{out}");
+    }
+
+    #[test]
+    fn a_name_without_a_value_is_reported_with_an_example() {
+        let item = "async fn f(id: u64) -> Result<u64, E> { Ok(id) }";
+        let out = expand_text(r#"key = "id", ttl, keys"#, item);
+        assert_eq!(out.matches("compile_error").count(), 2, "{out}");
+        assert!(
+            out.contains(r#"`ttl` needs a value, e.g. `ttl = \"24h\"`"#),
+            "{out}"
+        );
+        assert!(out.contains("unknown argument `keys`"), "{out}");
+    }
 }

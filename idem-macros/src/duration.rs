@@ -2,6 +2,8 @@
 
 use syn::LitStr;
 
+use crate::arg::Arg;
+
 /// A duration given to the attribute, in milliseconds, with the literal it came from.
 #[derive(Clone)]
 pub(crate) struct Millis {
@@ -18,7 +20,7 @@ const UNITS: &[(&str, u64)] = &[
 ];
 
 /// Parses `"<number><unit>"` with unit `ms`, `s`, `m`, `h` or `d`; zero is refused.
-pub(crate) fn parse(arg: &str, lit: &LitStr) -> syn::Result<Millis> {
+pub(crate) fn parse(arg: Arg, lit: &LitStr) -> syn::Result<Millis> {
     let text = lit.value();
     let text = text.trim();
     let digits = text.bytes().take_while(u8::is_ascii_digit).count();
@@ -47,9 +49,10 @@ pub(crate) fn parse(arg: &str, lit: &LitStr) -> syn::Result<Millis> {
             )
         })?;
     if ms == 0 {
-        let hint = match arg {
-            "wait" => "; leave `wait` out to fail at once with `Error::InProgress`",
-            _ => "",
+        let hint = if arg == Arg::Wait {
+            "; leave `wait` out to fail at once with `Error::InProgress`"
+        } else {
+            ""
         };
         return Err(syn::Error::new(
             lit.span(),
@@ -78,7 +81,9 @@ mod tests {
 
     fn ms(text: &str) -> Result<u64, String> {
         let lit = LitStr::new(text, proc_macro2::Span::call_site());
-        parse("ttl", &lit).map(|m| m.ms).map_err(|e| e.to_string())
+        parse(Arg::Ttl, &lit)
+            .map(|m| m.ms)
+            .map_err(|e| e.to_string())
     }
 
     #[test]

@@ -22,3 +22,9 @@ impl Errors {
         self.0.map(|e| e.to_compile_error()).unwrap_or_default()
     }
 }
+
+impl From<syn::Error> for Errors {
+    fn from(error: syn::Error) -> Self {
+        Errors(Some(error))
+    }
+}

@@ -60,7 +60,7 @@ fn left_out_implicitly(args: &Args, target: &Target, func: &ItemFn) -> Vec<LeftO
     let store = args.store.as_ref();
     let handle = store.and_then(handle_argument);
     let root = store
-        .and_then(crate::expand::store_root)
+        .and_then(crate::check::store_root)
         .filter(|root| Some(root) != handle.as_ref());
     let receiver = func
         .sig
@@ -72,13 +72,13 @@ fn left_out_implicitly(args: &Args, target: &Target, func: &ItemFn) -> Vec<LeftO
             is_store_root: false,
         });
     let store_arg = root.and_then(|root| {
-        let arg = target
-            .args
+        let input = target
+            .inputs
             .iter()
-            .find(|a| a.name.as_ref() == Some(&root))?;
+            .find(|input| input.name.as_ref() == Some(&root))?;
         Some(LeftOut {
             name: root.to_string(),
-            span: arg.span,
+            span: input.span,
             is_store_root: true,
         })
     });

@@ -1,6 +1,7 @@
 //! The function the attribute is on: which form it has and what its arguments are called.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{
     Block, Expr, ExprAsync, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType,
@@ -27,7 +28,7 @@ impl Form {
 }
 
 /// One argument of the function.
-pub(crate) struct Arg {
+pub(crate) struct Input {
     /// Its name, or `None` for a destructuring pattern.
     pub(crate) name: Option<Ident>,
     pub(crate) span: Span,
@@ -37,7 +38,9 @@ pub(crate) struct Arg {
 pub(crate) struct Target {
     pub(crate) form: Form,
     pub(crate) has_receiver: bool,
-    pub(crate) args: Vec<Arg>,
+    /// Whether it is certainly in an `impl` or a trait: it has a receiver or mentions `Self`.
+    pub(crate) in_impl: bool,
+    pub(crate) inputs: Vec<Input>,
 }
 
 impl Target {
@@ -80,11 +83,11 @@ impl Target {
             },
         };
         let mut has_receiver = false;
-        let mut args = Vec::new();
+        let mut inputs = Vec::new();
         for input in &sig.inputs {
             match input {
                 FnArg::Receiver(_) => has_receiver = true,
-                FnArg::Typed(typed) => args.push(Arg {
+                FnArg::Typed(typed) => inputs.push(Input {
                     name: match &*typed.pat {
                         Pat::Ident(pat) if pat.subpat.is_none() => Some(pat.ident.clone()),
                         _ => None,
@@ -93,10 +96,14 @@ impl Target {
                 }),
             }
         }
+        let in_impl = has_receiver
+            || mentions_self(sig.to_token_stream())
+            || mentions_self(func.block.to_token_stream());
         Some(Target {
             form,
             has_receiver,
-            args,
+            in_impl,
+            inputs,
         })
     }
 
@@ -107,9 +114,9 @@ impl Target {
             names.push("`self`".into());
         }
         names.extend(
-            self.args
+            self.inputs
                 .iter()
-                .filter_map(|a| a.name.as_ref())
+                .filter_map(|input| input.name.as_ref())
                 .map(|n| format!("`{n}`")),
         );
         if names.is_empty() {
@@ -120,8 +127,19 @@ impl Target {
     }
 
     pub(crate) fn has_arg(&self, name: &Ident) -> bool {
-        self.args.iter().any(|a| a.name.as_ref() == Some(name))
+        self.inputs
+            .iter()
+            .any(|input| input.name.as_ref() == Some(name))
     }
+}
+
+/// Whether `tokens` use the type `Self`, which only exists in an `impl` or a trait.
+fn mentions_self(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|token| match token {
+        TokenTree::Ident(ident) => ident == "Self",
+        TokenTree::Group(group) => mentions_self(group.stream()),
+        _ => false,
+    })
 }
 
 /// The body's async block under `#[async_trait]`, to be wrapped.

@@ -74,6 +74,7 @@ struct Payments {
     gate: Gate,
 }
 
+#[idempotent]
 impl Payments {
     fn new() -> Arc<Self> {
         Self::on(Idempotency::new(MemoryStore::new()))
@@ -535,6 +536,7 @@ async fn two_functions_with_the_same_key_do_not_collide() {
 struct Orders(Arc<Payments>);
 struct Invoices(Arc<Payments>);
 
+#[idempotent]
 impl Orders {
     #[idempotent(store = "self.0.idem", key = "id")]
     async fn create(&self, id: u64) -> Result<usize, PayError> {
@@ -542,6 +544,7 @@ impl Orders {
     }
 }
 
+#[idempotent]
 impl Invoices {
     #[idempotent(store = "self.0.idem", key = "id")]
     async fn create(&self, id: u64) -> Result<usize, PayError> {
@@ -666,6 +669,7 @@ trait BoxedCharger: Send + Sync {
     async fn charge(&self, order: &str) -> Result<usize, PayError>;
 }
 
+#[idempotent]
 impl Charger for Payments {
     #[idempotent(store = "self.idem", key = "order")]
     async fn charge(&self, order: &str) -> Result<usize, PayError> {
@@ -674,6 +678,7 @@ impl Charger for Payments {
 }
 
 #[async_trait::async_trait]
+#[idempotent]
 impl BoxedCharger for Payments {
     #[idempotent(store = "self.idem", key = "order")]
     async fn charge(&self, order: &str) -> Result<usize, PayError> {
@@ -718,4 +723,71 @@ async fn instantiations_of_a_generic_function_do_not_collide() {
         Ok((String::new(), 1))
     );
     assert_eq!(load::<u64>(&idem, &runs, 1).await, Ok((0, 2)));
+}
+
+/// A generic type: its methods are named after the impl as written, with the type `T` stands
+/// for in the call.
+struct Drawer<T>(Idempotency, std::marker::PhantomData<T>);
+
+#[idempotent]
+impl<T: Default + Serialize + serde::de::DeserializeOwned> Drawer<T> {
+    #[idempotent(store = "self.0", key = "id")]
+    async fn open(&self, id: u64) -> Result<T, PayError> {
+        let _ = id;
+        Ok(T::default())
+    }
+}
+
+/// Whether `idem`'s store has a record under function name `name` and key part `part`.
+async fn recorded<P: idem_core::KeyPart + ?Sized>(
+    idem: &Idempotency,
+    name: &str,
+    part: &P,
+) -> bool {
+    let key = idem.key(name).part(part).finish().unwrap();
+    idem.store().get(&key).await.unwrap().is_some()
+}
+
+/// The default name is spelt from the source, not by the compiler: written out here in full, so
+/// that any change to the rule (which would orphan every stored record) fails this test.
+#[tokio::test]
+async fn default_names_are_the_module_the_impl_the_function_and_the_instantiation() {
+    let payments = Payments::new();
+    let idem = &payments.idem;
+    payments.charge("o-1", 1).await.unwrap();
+    Charger::charge(&*payments, "o-2").await.unwrap();
+    BoxedCharger::charge(&*payments, "o-3").await.unwrap();
+    let runs = AtomicUsize::new(0);
+    load::<String>(idem, &runs, 4).await.unwrap();
+    load::<u64>(idem, &runs, 4).await.unwrap();
+    Drawer::<u8>(idem.clone(), std::marker::PhantomData)
+        .open(5)
+        .await
+        .unwrap();
+    let request = RequestContext {
+        idem: idem.clone(),
+        request_id: 1,
+    };
+    send_welcome_mail(&request, &runs, "a@example.com")
+        .await
+        .unwrap();
+
+    for (name, part) in [
+        ("attribute_behaviour::Payments::charge", "o-1"),
+        ("attribute_behaviour::<Payments as Charger>::charge", "o-2"),
+        (
+            "attribute_behaviour::<Payments as BoxedCharger>::charge",
+            "o-3",
+        ),
+        ("attribute_behaviour::send_welcome_mail", "fixed"),
+    ] {
+        assert!(recorded(idem, name, part).await, "no record under {name}");
+    }
+    for (name, part) in [
+        ("attribute_behaviour::load[T = alloc::string::String]", 4u64),
+        ("attribute_behaviour::load[T = u64]", 4),
+        ("attribute_behaviour::Drawer<T>::open[T = u8]", 5),
+    ] {
+        assert!(recorded(idem, name, &part).await, "no record under {name}");
+    }
 }

@@ -5,6 +5,7 @@ struct Account {
     owner: String,
 }
 
+#[idempotent]
 impl Account {
     // A deposit into Bob's account would replay the receipt of one into Alice's: `self` is in
     // neither the key nor the fingerprint.

@@ -1,4 +1,5 @@
-//! Trait impls: native `async fn` in traits and `#[async_trait]`.
+//! Trait impls: native `async fn` in traits and `#[async_trait]`, with `#[idempotent]` on the impl
+//! before or after `#[async_trait]`.
 
 use async_trait::async_trait;
 use idem_core::{idempotent, Idempotency};
@@ -17,6 +18,7 @@ struct Stripe {
     idem: Idempotency,
 }
 
+#[idempotent]
 impl Charger for Stripe {
     #[idempotent(store = "self.idem", key = "order")]
     async fn charge(&self, order: String, amount: u64) -> Result<u64, idem_core::Error> {
@@ -24,6 +26,7 @@ impl Charger for Stripe {
     }
 }
 
+#[idempotent]
 #[async_trait]
 impl SendCharger for Stripe {
     #[idempotent(store = "self.idem", key = "order", ttl = "1h")]

@@ -34,7 +34,28 @@ async fn shadowing(
     ::core::result::Result::Ok(order + __idem_other)
 }
 
+#[idempotent(key = "id")]
+async fn generic<T: ::serde::Serialize, const N: usize>(
+    id: u64,
+    order: T,
+) -> ::core::result::Result<usize, ::idem_core::Error> {
+    let _ = (id, order);
+    ::core::result::Result::Ok(N)
+}
+
+struct Service;
+
+#[idempotent]
+impl Service {
+    #[idempotent(key = "order")]
+    async fn charge(&self, order: u64) -> ::core::result::Result<u64, ::idem_core::Error> {
+        ::core::result::Result::Ok(order)
+    }
+}
+
 fn main() {
     drop(charge(::std::string::String::new()));
     drop(shadowing(1, 2));
+    drop(generic::<u8, 3>(1, 2));
+    drop(Service.charge(1));
 }

@@ -1,4 +1,5 @@
-//! Methods (`&self`, `&mut self`, by value), generic functions and generic impls.
+//! Methods (`&self`, `&mut self`, by value), generic functions and generic impls. Each impl with
+//! idempotent methods carries `#[idempotent]` too, which names the methods after it.
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ struct Service {
     tenant: String,
 }
 
+#[idempotent]
 impl Service {
     #[idempotent(store = "self.idem", scope = "self.tenant", key = "order")]
     async fn charge(&self, order: &str, amount: u64) -> Result<u64, idem_core::Error> {
@@ -43,8 +45,9 @@ struct Ticket {
     id: u64,
 }
 
+#[idempotent]
 impl Ticket {
-    /// Associated functions without `self` are named like free functions.
+    /// Associated functions without `self` are named after the impl as well.
     #[idempotent(key = "id")]
     async fn open(id: u64) -> Result<Self, idem_core::Error> {
         Ok(Ticket { id })
@@ -56,6 +59,7 @@ struct Repo<T> {
     items: Vec<T>,
 }
 
+#[idempotent]
 impl<T: Serialize + DeserializeOwned + Clone + Send + Sync> Repo<T> {
     #[idempotent(store = "self.idem", fingerprint = "item")]
     async fn insert(&self, item: T) -> Result<Vec<T>, idem_core::Error> {

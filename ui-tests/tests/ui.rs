@@ -1,5 +1,5 @@
 //! Compile-time behaviour of `#[idempotent]`: what must compile, and the message of every
-//! misuse (`tests/ui/fail/*.stderr`). Regenerate the messages with `TRYBUILD=overwrite`.
+//! misuse (`ui/fail/*.stderr`). Regenerate the messages with `TRYBUILD=overwrite`.
 
 #[test]
 fn ui() {

@@ -4,6 +4,7 @@ struct App {
     name: String,
 }
 
+#[idempotent]
 impl App {
     #[idempotent(store = "self.name", key = "order")]
     async fn charge(&self, order: String) -> Result<u64, idem_core::Error> {

@@ -26,6 +26,7 @@ pub struct Payments {
     idem: Idempotency,
 }
 
+#[idempotent]
 impl Payments {
     #[idempotent(
         store = "self.idem",
