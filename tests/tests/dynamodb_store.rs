@@ -435,7 +435,12 @@ async fn a_missing_table_is_a_store_error() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Store { .. }), "{err:?}");
-    let report = format!("{:#}", anyhow::Error::new(err));
+    let mut report = err.to_string();
+    let mut cause = std::error::Error::source(&err);
+    while let Some(inner) = cause {
+        report.push_str(&format!(": {inner}"));
+        cause = inner.source();
+    }
     assert!(report.contains("ResourceNotFoundException"), "{report}");
     assert!(report.contains("idem-no-such-table"), "{report}");
 }
