@@ -166,6 +166,7 @@ pub(crate) async fn waiting_for<F: Future>(what: &str, within: Duration, future:
 /// check, each as a test of its own, against the target built by `$factory`, an
 /// `async fn() -> Option<impl Target>`. See the [module docs](crate::testing).
 #[macro_export]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 macro_rules! conformance_tests {
     ($factory:path) => {
         fn main() -> ::std::process::ExitCode {
