@@ -124,6 +124,12 @@ impl Context {
     }
 }
 
+/// The payload of a panic a check raises on purpose, inside a body, to see what the engine
+/// does with the key. [`conformance_tests!`](crate::conformance_tests) leaves these out of its
+/// output; a harness of your own may do the same with a panic hook.
+#[derive(Debug)]
+pub struct IntendedPanic(pub &'static str);
+
 /// Whether backend tests must fail instead of skipping when their server is missing
 /// (`IDEM_REQUIRE_BACKENDS=1`).
 pub fn backends_required() -> bool {

@@ -42,7 +42,7 @@ async fn abort_after_start(idem: &Idempotency, call: Call, how: Abort, runs: &Ar
                 runs.fetch_add(1, Ordering::SeqCst);
                 started.add_permits(1);
                 if matches!(how, Abort::Panic) {
-                    panic!("card network exploded");
+                    std::panic::panic_any(crate::testing::IntendedPanic("card network exploded"));
                 }
                 std::future::pending::<()>().await;
                 Ok::<String, Error>(String::new())
