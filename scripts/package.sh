@@ -6,6 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Cargo verifies each package against a local registry of the ones before it, unpacked under
+# $CARGO_HOME/registry/src/-<hash of the registry's path>/, and never unpacks a name and version
+# it finds there again: a second run from the same path would verify the first run's sources.
+# Remove those unpacked copies (local registries only; crates.io's directory is not touched).
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+rm -rf "$cargo_home"/registry/src/-*/idem-*
+
 cargo package -p idem-macros -p idem-core -p idem-stores "$@"
 
 for feature in memory redis redis-cluster dynamodb; do
