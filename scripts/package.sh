@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo package -p idem-macros -p idem-core -p idem-stores "$@"
+cargo package -p idem-macros -p idem-core -p idem-stores -p idem-http "$@"
 
 for feature in memory redis redis-cluster dynamodb; do
     cargo check -p idem-stores --no-default-features --features "$feature"
