@@ -71,12 +71,15 @@ pub(crate) fn key_missing() -> Response<Body> {
     .into_response()
 }
 
-pub(crate) fn key_invalid(reason: &str) -> Response<Body> {
+pub(crate) fn key_invalid(received: &str, reason: &str) -> Response<Body> {
     Problem::new(
         problem::KEY_INVALID,
         StatusCode::BAD_REQUEST,
         "Invalid idempotency key",
-        format!("{reason}; send one `Idempotency-Key` of 1 to 255 visible ASCII characters"),
+        format!(
+            "idempotency key `{received}` is invalid: {reason}; send one `Idempotency-Key` of 1 \
+             to 255 visible ASCII characters"
+        ),
     )
     .into_response()
 }

@@ -136,7 +136,8 @@ impl IdempotencyLayerBuilder {
 
     /// Whose keys these are: a principal or tenant read from the request head, or `None` for a
     /// request without one. Two scopes never share a record. Replaces the default, a SHA-256
-    /// digest of the `Authorization` header.
+    /// digest of the `Authorization` header, under which a request without `Authorization` is
+    /// unscoped: all such requests share one key space.
     ///
     /// The scope is stored in the key: digest anything secret (a session cookie) first.
     pub fn scope<F>(mut self, scope: F) -> Self

@@ -28,6 +28,22 @@ pub(crate) fn read(headers: &HeaderMap) -> KeyHeader {
     parse(value.as_bytes())
 }
 
+/// The `Idempotency-Key` values as received, for the detail of a 400: lossy, and cut short so
+/// that a huge header does not make a huge answer.
+pub(crate) fn as_received(headers: &HeaderMap) -> String {
+    const SHOWN: usize = 300;
+    let values: Vec<String> = headers
+        .get_all(IDEMPOTENCY_KEY)
+        .iter()
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        .collect();
+    let joined = values.join(", ");
+    match joined.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}...", &joined[..cut]),
+        None => joined,
+    }
+}
+
 fn parse(raw: &[u8]) -> KeyHeader {
     let raw = trim(raw);
     let key = match raw {
@@ -110,6 +126,7 @@ mod tests {
         headers.append(IDEMPOTENCY_KEY, "a".parse().unwrap());
         headers.append(IDEMPOTENCY_KEY, "b".parse().unwrap());
         assert!(matches!(read(&headers), KeyHeader::Invalid(_)));
+        assert_eq!(as_received(&headers), "a, b");
         assert_eq!(read(&HeaderMap::new()), KeyHeader::Absent);
     }
 }

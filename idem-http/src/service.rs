@@ -97,7 +97,10 @@ where
         KeyHeader::Present(key) => key,
         KeyHeader::Absent if config.require_key => return Ok(answer::key_missing()),
         KeyHeader::Absent => return pass_through(inner, request).await,
-        KeyHeader::Invalid(reason) => return Ok(answer::key_invalid(reason)),
+        KeyHeader::Invalid(reason) => {
+            let received = key_header::as_received(request.headers());
+            return Ok(answer::key_invalid(&received, reason));
+        }
     };
     let (parts, body) = request.into_parts();
     let limit = config.max_request_body;

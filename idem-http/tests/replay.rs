@@ -158,3 +158,24 @@ async fn a_custom_scope_replaces_the_authorization_digest() {
     assert!(!send(as_tenant("globex", "alice")).await.replayed());
     assert_eq!(payments.runs(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listed_headers_are_part_of_the_fingerprint() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .fingerprint_headers([http::HeaderName::from_static("x-account")])
+        .build();
+    let server = serve(app(layer, payments.clone())).await;
+    let for_account = |account: &str| {
+        server
+            .post("/payments", Some("pay-1"), "{}")
+            .header("x-account", account)
+    };
+
+    send(for_account("acct-1")).await;
+    assert!(send(for_account("acct-1")).await.replayed());
+    send(for_account("acct-2"))
+        .await
+        .assert_problem(422, problem::KEY_REUSED, Some("pay-1"));
+    assert_eq!(payments.runs(), 1);
+}

@@ -190,7 +190,10 @@ pub fn app(layer: IdempotencyLayer, payments: Arc<Payments>) -> Router {
     Router::new()
         .route(
             "/payments",
-            post(create_payment).get(list_payments).put(create_payment),
+            post(create_payment)
+                .get(list_payments)
+                .put(create_payment)
+                .patch(create_payment),
         )
         .route("/refunds", post(create_payment))
         .with_state(payments)
