@@ -17,7 +17,7 @@ pub const DEFAULT_MAX_REQUEST_BODY: usize = 1024 * 1024;
 pub const DEFAULT_MAX_RESPONSE_BODY: usize = 1024 * 1024;
 
 /// The stable name keys are stored under, next to the namespace and scope.
-const KEY_NAME: &str = "http";
+pub(crate) const KEY_NAME: &str = "http";
 
 type ScopeFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
 type StoreWhenFn = dyn Fn(StatusCode) -> bool + Send + Sync;
@@ -65,12 +65,6 @@ pub(crate) struct Config {
     pub(crate) wait: Option<Duration>,
     pub(crate) ttl: Duration,
     pub(crate) lease: Option<Duration>,
-}
-
-impl Config {
-    pub(crate) fn key_name(&self) -> &'static str {
-        KEY_NAME
-    }
 }
 
 /// Builds an [`IdempotencyLayer`] with settings other than the defaults.

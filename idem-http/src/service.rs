@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use crate::answer;
 use crate::body::{self, Body, BoxError, Read};
-use crate::config::Config;
+use crate::config::{Config, KEY_NAME};
 use crate::key_header::{self, KeyHeader};
 use crate::stored::StoredResponse;
 use crate::{fingerprint, TARGET};
@@ -76,6 +76,8 @@ impl<E> From<idem_core::Error> for Unstored<E> {
     }
 }
 
+/// Answers one request: passed through, refused by the layer (400, 413), or run under the
+/// engine in a task of its own.
 async fn handle<S, ReqBody, ResBody>(
     config: Arc<Config>,
     inner: S,
@@ -149,12 +151,7 @@ fn call(
     parts: &http::request::Parts,
     body: &[u8],
 ) -> Result<Call, idem_core::Error> {
-    let stored_key = config
-        .idem
-        .key(config.key_name())
-        .scope(scope)
-        .part(key)
-        .finish()?;
+    let stored_key = config.idem.key(KEY_NAME).scope(scope).part(key).finish()?;
     let fingerprint = fingerprint::of_request(parts, body, &config.fingerprint_headers)?;
     let mut call = Call::new(stored_key, fingerprint).with_ttl(config.ttl);
     if let Some(wait) = config.wait {
