@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every example, so that their own assertions run too: the payment scenario on the memory
-# store, then the Redis and DynamoDB examples against a redis-server and a moto_server started
-# here on free loopback ports and stopped on exit. Needs what scripts/services.sh installs.
+# Runs every example, so that their own assertions run too: the payment scenario and the axum
+# server on the memory store, then the Redis and DynamoDB examples against a redis-server and a
+# moto_server started here on free loopback ports and stopped on exit. Needs what
+# scripts/services.sh installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,8 @@ wait_for_port() {
 
 echo "examples: payments (memory store)"
 cargo run -q -p idem-examples --all-features --example payments
+echo "examples: axum_payments (memory store, real HTTP on loopback)"
+cargo run -q -p idem-examples --all-features --example axum_payments
 
 redis_port=$(free_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \

@@ -1,0 +1,112 @@
+//! The request's fingerprint: method, path, canonical query, listed headers and body.
+
+use http::header::CONTENT_TYPE;
+use http::request::Parts;
+use http::HeaderName;
+use idem_core::{Error, Fingerprint, Fingerprinter};
+use serde::{Serialize, Serializer};
+
+/// Fingerprints a buffered request, so that a retry matches only when it asks for the same
+/// thing.
+pub(crate) fn of_request(
+    parts: &Parts,
+    body: &[u8],
+    headers: &[HeaderName],
+) -> Result<Fingerprint, Error> {
+    let mut fp = Fingerprinter::new();
+    fp.add(parts.method.as_str())?;
+    fp.add(parts.uri.path())?;
+    fp.add(&sorted_query(parts.uri.query().unwrap_or("")))?;
+    for name in headers {
+        let values: Vec<Raw<'_>> = parts
+            .headers
+            .get_all(name)
+            .iter()
+            .map(|value| Raw(value.as_bytes()))
+            .collect();
+        fp.add(&(name.as_str(), values))?;
+    }
+    match json_value(parts, body) {
+        Some(value) => fp.add(&BodyPrint::Json(value))?,
+        None => fp.add(&BodyPrint::Bytes(Raw(body)))?,
+    };
+    Ok(fp.finish())
+}
+
+/// The query's `name=value` pairs in sorted order, so that `?a=1&b=2` and `?b=2&a=1` match.
+fn sorted_query(query: &str) -> Vec<&str> {
+    let mut pairs: Vec<&str> = query.split('&').filter(|pair| !pair.is_empty()).collect();
+    pairs.sort_unstable();
+    pairs
+}
+
+/// The parsed body when it is JSON, so that key order and whitespace don't matter.
+fn json_value(parts: &Parts, body: &[u8]) -> Option<serde_json::Value> {
+    let content_type = parts.headers.get(CONTENT_TYPE)?.to_str().ok()?;
+    let essence = content_type.split(';').next()?.trim().to_ascii_lowercase();
+    let is_json = essence == "application/json" || essence.ends_with("+json");
+    if !is_json {
+        return None;
+    }
+    serde_json::from_slice(body).ok()
+}
+
+#[derive(Serialize)]
+enum BodyPrint<'a> {
+    Json(serde_json::Value),
+    Bytes(Raw<'a>),
+}
+
+/// Bytes fingerprinted as one byte string rather than a sequence of numbers.
+struct Raw<'a>(&'a [u8]);
+
+impl Serialize for Raw<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn print(method: &str, uri: &str, content_type: Option<&str>, body: &str) -> Fingerprint {
+        let mut builder = http::Request::builder().method(method).uri(uri);
+        if let Some(content_type) = content_type {
+            builder = builder.header(CONTENT_TYPE, content_type);
+        }
+        let parts = builder.body(()).unwrap().into_parts().0;
+        of_request(&parts, body.as_bytes(), &[]).unwrap()
+    }
+
+    #[test]
+    fn json_bodies_match_by_value() {
+        let json = Some("application/json; charset=utf-8");
+        assert_eq!(
+            print("POST", "/p", json, r#"{"a":1,"b":[1,2]}"#),
+            print("POST", "/p", json, r#"{ "b": [1, 2], "a": 1 }"#),
+        );
+        assert_ne!(
+            print("POST", "/p", json, r#"{"a":1}"#),
+            print("POST", "/p", json, r#"{"a":2}"#),
+        );
+    }
+
+    #[test]
+    fn other_bodies_match_by_bytes() {
+        let text = Some("text/plain");
+        assert_ne!(
+            print("POST", "/p", text, r#"{"a":1,"b":2}"#),
+            print("POST", "/p", text, r#"{"b":2,"a":1}"#),
+        );
+    }
+
+    #[test]
+    fn method_path_and_query_count_but_query_order_does_not() {
+        let base = print("POST", "/p?a=1&b=2", None, "x");
+        assert_eq!(base, print("POST", "/p?b=2&a=1", None, "x"));
+        assert_ne!(base, print("PATCH", "/p?a=1&b=2", None, "x"));
+        assert_ne!(base, print("POST", "/q?a=1&b=2", None, "x"));
+        assert_ne!(base, print("POST", "/p?a=1&b=3", None, "x"));
+    }
+}

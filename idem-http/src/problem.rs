@@ -1,0 +1,128 @@
+//! The RFC 9457 `application/problem+json` answers of the layer, and their stable `type` URIs,
+//! one per case.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderValue, Response, StatusCode};
+use serde::Serialize;
+
+use crate::body::{self, Body};
+
+const BASE: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/";
+
+/// `type` of the 400 for a request without a key when the layer requires one.
+pub const KEY_MISSING: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.KEY_MISSING.html";
+/// `type` of the 400 for a malformed key, or two `Idempotency-Key` headers.
+pub const KEY_INVALID: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.KEY_INVALID.html";
+/// `type` of the 413 for a request body over the layer's limit.
+pub const BODY_TOO_LARGE: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.BODY_TOO_LARGE.html";
+/// `type` of the 400 for a request body that could not be read.
+pub const BODY_UNREADABLE: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.BODY_UNREADABLE.html";
+/// `type` of the 409 for a request whose key is still being processed.
+pub const IN_PROGRESS: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.IN_PROGRESS.html";
+/// `type` of the answer (422 by default) for a key reused with another request.
+pub const KEY_REUSED: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.KEY_REUSED.html";
+/// `type` of the 503 for an idempotency store that cannot be reached: nothing ran.
+pub const STORE_UNAVAILABLE: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.STORE_UNAVAILABLE.html";
+/// `type` of the 500 for a request that was handled but whose response was not recorded: do
+/// not retry it blindly.
+pub const NOT_RECORDED: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.NOT_RECORDED.html";
+/// `type` of the 500 for any other failure of the idempotency machinery.
+pub const FAILED: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.FAILED.html";
+
+/// One problem answer, before it becomes a response.
+#[derive(Debug, Serialize)]
+pub(crate) struct Problem {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    title: &'static str,
+    status: u16,
+    detail: String,
+    #[serde(skip)]
+    retry_after: Option<Duration>,
+}
+
+impl Problem {
+    pub(crate) fn new(
+        kind: &'static str,
+        status: StatusCode,
+        title: &'static str,
+        detail: String,
+    ) -> Self {
+        debug_assert!(kind.starts_with(BASE));
+        Problem {
+            kind,
+            title,
+            status: status.as_u16(),
+            detail,
+            retry_after: None,
+        }
+    }
+
+    pub(crate) fn with_retry_after(mut self, retry_after: Duration) -> Self {
+        self.retry_after = Some(retry_after);
+        self
+    }
+
+    pub(crate) fn into_response(self) -> Response<Body> {
+        let json = serde_json::to_vec(&self).expect("a problem serialises");
+        let mut response = Response::new(body::full(Bytes::from(json)));
+        *response.status_mut() =
+            StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let headers = response.headers_mut();
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if let Some(retry_after) = self.retry_after {
+            headers.insert(RETRY_AFTER, HeaderValue::from(whole_seconds(retry_after)));
+        }
+        response
+    }
+}
+
+/// Rounds up to whole seconds, and to at least one, so that a client never retries at once.
+fn whole_seconds(duration: Duration) -> u64 {
+    let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
+    seconds.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_rounds_up_to_whole_seconds() {
+        assert_eq!(whole_seconds(Duration::from_millis(29_001)), 30);
+        assert_eq!(whole_seconds(Duration::from_secs(30)), 30);
+        assert_eq!(whole_seconds(Duration::ZERO), 1);
+    }
+
+    #[test]
+    fn every_type_is_under_the_problem_module() {
+        for kind in [
+            KEY_MISSING,
+            KEY_INVALID,
+            BODY_TOO_LARGE,
+            BODY_UNREADABLE,
+            IN_PROGRESS,
+            KEY_REUSED,
+            STORE_UNAVAILABLE,
+            NOT_RECORDED,
+            FAILED,
+        ] {
+            assert!(kind.starts_with(BASE), "{kind}");
+            assert!(kind.ends_with(".html"), "{kind}");
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! What the client is told when the store fails.
+
+mod support;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use idem_core::Idempotency;
+use idem_http::{problem, IdempotencyLayer};
+use support::{app, send, serve, FaultyStore, Payments};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_store_gets_a_503_and_nothing_runs() {
+    let payments = Arc::new(Payments::default());
+    let store = Arc::new(FaultyStore::default());
+    store.unreachable.store(true, Ordering::SeqCst);
+    let layer = IdempotencyLayer::new(Idempotency::from_arc(store.clone()));
+    let server = serve(app(layer, payments.clone())).await;
+
+    send(server.post("/payments", Some("pay-1"), "{}"))
+        .await
+        .assert_problem(503, problem::STORE_UNAVAILABLE, Some("pay-1"));
+    assert_eq!(payments.runs(), 0);
+
+    store.unreachable.store(false, Ordering::SeqCst);
+    let retry = send(server.post("/payments", Some("pay-1"), "{}")).await;
+    assert_eq!(retry.status, 201);
+    assert_eq!(payments.runs(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handled_request_whose_response_was_not_recorded_gets_a_500() {
+    let payments = Arc::new(Payments::default());
+    let store = Arc::new(FaultyStore::default());
+    store.complete_fails.store(true, Ordering::SeqCst);
+    let layer = IdempotencyLayer::new(Idempotency::from_arc(store.clone()));
+    let server = serve(app(layer, payments.clone())).await;
+
+    send(server.post("/payments", Some("pay-1"), "{}"))
+        .await
+        .assert_problem(500, problem::NOT_RECORDED, Some("pay-1"));
+    assert_eq!(payments.runs(), 1);
+
+    store.complete_fails.store(false, Ordering::SeqCst);
+    send(server.post("/payments", Some("pay-1"), "{}"))
+        .await
+        .assert_problem(409, problem::IN_PROGRESS, Some("pay-1"));
+    assert_eq!(
+        payments.runs(),
+        1,
+        "the key stays held: the effect may have happened"
+    );
+}

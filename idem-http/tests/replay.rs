@@ -1,0 +1,181 @@
+//! What a retry gets back, and which retries count as the same request.
+
+mod support;
+
+use std::sync::Arc;
+
+use idem_http::{problem, IdempotencyLayer, MismatchStatus};
+use support::{app, memory, send, serve, Payments};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_gets_the_stored_status_body_and_allowed_headers() {
+    let payments = Arc::new(Payments::default());
+    let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
+
+    let first = send(server.post("/payments", Some("pay-1"), r#"{"amount":1000}"#)).await;
+    assert_eq!(first.status, 201);
+    assert!(!first.replayed());
+    assert_eq!(first.header("set-cookie"), Some("session=secret"));
+
+    let retry = send(server.post("/payments", Some("pay-1"), r#"{"amount":1000}"#)).await;
+    assert_eq!(payments.runs(), 1);
+    assert_eq!(retry.status, 201);
+    assert!(retry.replayed());
+    assert_eq!(retry.body, first.body, "the body, byte for byte");
+    assert_eq!(retry.header("content-type"), Some("application/json"));
+    assert_eq!(retry.header("location"), Some("/payments/1"));
+    assert_eq!(retry.header("set-cookie"), None);
+    assert_eq!(retry.header("x-request-id"), None, "not on the allow-list");
+    assert_ne!(
+        retry.header("date"),
+        Some("Mon, 01 Jan 2001 00:00:00 GMT"),
+        "the stored Date is never replayed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_added_to_the_allow_list_are_replayed() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .replay_headers([http::HeaderName::from_static("x-request-id")])
+        .build();
+    let server = serve(app(layer, payments.clone())).await;
+
+    send(server.post("/payments", Some("pay-1"), "{}")).await;
+    let retry = send(server.post("/payments", Some("pay-1"), "{}")).await;
+    assert!(retry.replayed());
+    assert_eq!(retry.header("x-request-id"), Some("1"));
+    assert_eq!(retry.header("location"), Some("/payments/1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_body_with_its_keys_reordered_replays_and_a_changed_one_gets_422() {
+    let payments = Arc::new(Payments::default());
+    let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
+
+    let first = send(server.post(
+        "/payments",
+        Some("pay-1"),
+        r#"{"amount":1000,"currency":"eur"}"#,
+    ))
+    .await;
+    let reordered = send(server.post(
+        "/payments",
+        Some("pay-1"),
+        r#"{ "currency": "eur", "amount": 1000 }"#,
+    ))
+    .await;
+    assert!(reordered.replayed());
+    assert_eq!(reordered.body, first.body);
+
+    let changed = send(server.post(
+        "/payments",
+        Some("pay-1"),
+        r#"{"amount":2000,"currency":"eur"}"#,
+    ))
+    .await;
+    changed.assert_problem(422, problem::KEY_REUSED, Some("pay-1"));
+    let other_path = send(server.post(
+        "/refunds",
+        Some("pay-1"),
+        r#"{"amount":1000,"currency":"eur"}"#,
+    ))
+    .await;
+    other_path.assert_problem(422, problem::KEY_REUSED, Some("pay-1"));
+    assert_eq!(payments.runs(), 1);
+
+    let again = send(server.post(
+        "/payments",
+        Some("pay-1"),
+        r#"{"amount":1000,"currency":"eur"}"#,
+    ))
+    .await;
+    assert!(
+        again.replayed(),
+        "a refused mismatch leaves the record as it was"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mismatch_status_can_be_400_or_409() {
+    for (choice, status) in [
+        (MismatchStatus::BadRequest, 400),
+        (MismatchStatus::Conflict, 409),
+    ] {
+        let payments = Arc::new(Payments::default());
+        let layer = IdempotencyLayer::builder(memory())
+            .mismatch_status(choice)
+            .build();
+        let server = serve(app(layer, payments.clone())).await;
+        send(server.post("/payments", Some("pay-1"), r#"{"amount":1}"#)).await;
+        send(server.post("/payments", Some("pay-1"), r#"{"amount":2}"#))
+            .await
+            .assert_problem(status, problem::KEY_REUSED, Some("pay-1"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_principals_with_the_same_key_both_run() {
+    let payments = Arc::new(Payments::default());
+    let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
+    let as_principal = |token: &str| {
+        server
+            .post("/payments", Some("pay-1"), "{}")
+            .header("authorization", format!("Bearer {token}"))
+    };
+
+    let alice = send(as_principal("alice")).await;
+    let bob = send(as_principal("bob")).await;
+    assert!(!alice.replayed() && !bob.replayed());
+    assert_eq!(alice.json()["principal"], "Bearer alice");
+    assert_eq!(bob.json()["principal"], "Bearer bob");
+    assert_eq!(payments.runs(), 2);
+
+    let alice_again = send(as_principal("alice")).await;
+    assert!(alice_again.replayed());
+    assert_eq!(alice_again.body, alice.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_scope_replaces_the_authorization_digest() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .scope(|parts| Some(parts.headers.get("x-tenant")?.to_str().ok()?.to_owned()))
+        .build();
+    let server = serve(app(layer, payments.clone())).await;
+    let as_tenant = |tenant: &str, token: &str| {
+        server
+            .post("/payments", Some("pay-1"), "{}")
+            .header("x-tenant", tenant)
+            .header("authorization", token)
+    };
+
+    assert!(!send(as_tenant("acme", "alice")).await.replayed());
+    assert!(
+        send(as_tenant("acme", "bob")).await.replayed(),
+        "one tenant, one key space"
+    );
+    assert!(!send(as_tenant("globex", "alice")).await.replayed());
+    assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listed_headers_are_part_of_the_fingerprint() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .fingerprint_headers([http::HeaderName::from_static("x-account")])
+        .build();
+    let server = serve(app(layer, payments.clone())).await;
+    let for_account = |account: &str| {
+        server
+            .post("/payments", Some("pay-1"), "{}")
+            .header("x-account", account)
+    };
+
+    send(for_account("acct-1")).await;
+    assert!(send(for_account("acct-1")).await.replayed());
+    send(for_account("acct-2"))
+        .await
+        .assert_problem(422, problem::KEY_REUSED, Some("pay-1"));
+    assert_eq!(payments.runs(), 1);
+}

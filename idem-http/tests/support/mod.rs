@@ -1,0 +1,314 @@
+//! A real axum server on loopback with the layer in front of a payments handler, a real HTTP
+//! client, and a store whose faults the tests control.
+
+#![allow(dead_code)] // each test file uses part of it
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use idem_core::{
+    Claim, Completed, Idempotency, Key, OwnerToken, Record, Reservation, Store, StoreError,
+    Timestamp,
+};
+use idem_http::IdempotencyLayer;
+use idem_stores::memory::MemoryStore;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, Notify, Semaphore};
+
+/// How long a test waits for something that must happen before it calls it a hang.
+pub const HANG: Duration = Duration::from_secs(60);
+
+/// A server listening on a free loopback port, and a client for it.
+pub struct Server {
+    pub url: String,
+    pub client: reqwest::Client,
+}
+
+/// Serves `app` on 127.0.0.1 on a free port until the test ends.
+pub async fn serve(app: Router) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Server {
+        url: format!("http://{addr}"),
+        client: reqwest::Client::new(),
+    }
+}
+
+impl Server {
+    /// A POST of `body` to `path`, with `key` as its `Idempotency-Key` when given.
+    pub fn post(&self, path: &str, key: Option<&str>, body: &str) -> reqwest::RequestBuilder {
+        let request = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        match key {
+            Some(key) => request.header("idempotency-key", key),
+            None => request,
+        }
+    }
+}
+
+/// What the payments handler does, and what the tests see of it.
+pub struct Payments {
+    /// How many times the handler started.
+    pub runs: AtomicUsize,
+    /// How many times it finished.
+    pub finished: AtomicUsize,
+    /// The status it answers (201 unless set).
+    pub status: std::sync::Mutex<Option<StatusCode>>,
+    /// When set, the handler waits for a permit before answering.
+    pub hold: AtomicBool,
+    pub permits: Semaphore,
+    /// Told each time the handler starts.
+    pub started_tx: std::sync::Mutex<Option<mpsc::UnboundedSender<()>>>,
+    /// The size of the answer's body, when set: a streamed body of that many bytes.
+    pub streamed_len: std::sync::Mutex<Option<usize>>,
+}
+
+impl Default for Payments {
+    fn default() -> Self {
+        Payments {
+            runs: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+            status: Default::default(),
+            hold: AtomicBool::new(false),
+            permits: Semaphore::new(0),
+            started_tx: Default::default(),
+            streamed_len: Default::default(),
+        }
+    }
+}
+
+impl Payments {
+    /// A handler that waits for [`release`](Payments::release) before it answers, and reports
+    /// each start on the returned channel.
+    pub fn held() -> (Arc<Self>, mpsc::UnboundedReceiver<()>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let payments = Payments::default();
+        payments.hold.store(true, Ordering::SeqCst);
+        *payments.started_tx.lock().unwrap() = Some(tx);
+        (Arc::new(payments), rx)
+    }
+
+    pub fn answering(status: StatusCode) -> Arc<Self> {
+        let payments = Payments::default();
+        *payments.status.lock().unwrap() = Some(status);
+        Arc::new(payments)
+    }
+
+    pub fn release(&self) {
+        self.permits.add_permits(1);
+    }
+
+    pub fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+}
+
+async fn create_payment(
+    State(payments): State<Arc<Payments>>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    let run = payments.runs.fetch_add(1, Ordering::SeqCst) + 1;
+    if let Some(started) = &*payments.started_tx.lock().unwrap() {
+        let _ = started.send(());
+    }
+    if payments.hold.load(Ordering::SeqCst) {
+        payments.permits.acquire().await.unwrap().forget();
+    }
+    payments.finished.fetch_add(1, Ordering::SeqCst);
+    let status = payments
+        .status
+        .lock()
+        .unwrap()
+        .unwrap_or(StatusCode::CREATED);
+    let principal = headers
+        .get("authorization")
+        .map(|value| value.to_str().unwrap().to_owned());
+    let mut response = if let Some(len) = *payments.streamed_len.lock().unwrap() {
+        let chunks = (0..len.div_ceil(1024))
+            .map(move |i| Ok::<_, std::io::Error>(vec![b'x'; 1024.min(len - i * 1024)]));
+        let stream = futures_stream(chunks.collect());
+        (status, axum::body::Body::from_stream(stream)).into_response()
+    } else {
+        let json = serde_json::json!({ "payment": run, "request": body, "principal": principal });
+        (status, axum::Json(json)).into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        "location",
+        HeaderValue::from_str(&format!("/payments/{run}")).unwrap(),
+    );
+    headers.insert("set-cookie", HeaderValue::from_static("session=secret"));
+    headers.insert(
+        "date",
+        HeaderValue::from_static("Mon, 01 Jan 2001 00:00:00 GMT"),
+    );
+    headers.insert(
+        "x-request-id",
+        HeaderValue::from_str(&run.to_string()).unwrap(),
+    );
+    response
+}
+
+/// A stream of already-made items.
+fn futures_stream<T: Send + 'static>(items: Vec<T>) -> impl futures_core::Stream<Item = T> + Send {
+    Items(items.into_iter())
+}
+
+struct Items<T>(std::vec::IntoIter<T>);
+
+impl<T> futures_core::Stream for Items<T> {
+    type Item = T;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        std::task::Poll::Ready(self.0.next())
+    }
+}
+
+impl<T> Unpin for Items<T> {}
+
+async fn list_payments(State(payments): State<Arc<Payments>>) -> String {
+    let run = payments.runs.fetch_add(1, Ordering::SeqCst) + 1;
+    format!("listed {run}")
+}
+
+/// The payments router behind `layer`.
+pub fn app(layer: IdempotencyLayer, payments: Arc<Payments>) -> Router {
+    Router::new()
+        .route(
+            "/payments",
+            post(create_payment)
+                .get(list_payments)
+                .put(create_payment)
+                .patch(create_payment),
+        )
+        .route("/refunds", post(create_payment))
+        .with_state(payments)
+        .layer(layer)
+}
+
+/// A memory store whose faults the test switches on.
+#[derive(Default)]
+pub struct FaultyStore {
+    pub memory: MemoryStore,
+    /// Every operation fails, as when the store cannot be reached.
+    pub unreachable: AtomicBool,
+    /// Storing an outcome fails.
+    pub complete_fails: AtomicBool,
+    /// Told each time a caller waits for a key to change.
+    pub waiting: Notify,
+}
+
+fn down() -> StoreError {
+    StoreError::backend("connection refused")
+}
+
+#[async_trait::async_trait]
+impl Store for FaultyStore {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        if self.unreachable.load(Ordering::SeqCst) {
+            return Err(down());
+        }
+        self.memory.reserve(key, claim).await
+    }
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        if self.complete_fails.load(Ordering::SeqCst) || self.unreachable.load(Ordering::SeqCst) {
+            return Err(down());
+        }
+        self.memory.complete(key, owner, record).await
+    }
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        self.memory.release(key, owner).await
+    }
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.memory.renew(key, owner, lease_until).await
+    }
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        self.memory.get(key).await
+    }
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        self.memory.delete(key).await
+    }
+    async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
+        self.waiting.notify_one();
+        self.memory.changed(key, timeout).await
+    }
+}
+
+/// A handle on a fresh memory store.
+pub fn memory() -> Idempotency {
+    Idempotency::new(MemoryStore::new())
+}
+
+/// The status, headers and body of an answer.
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: bytes::Bytes,
+}
+
+impl Answer {
+    pub async fn of(response: reqwest::Response) -> Answer {
+        Answer {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+            body: response.bytes().await.unwrap(),
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|value| value.to_str().unwrap())
+    }
+
+    pub fn replayed(&self) -> bool {
+        self.header("idempotent-replayed") == Some("true")
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+
+    /// Checks that this is a problem answer of `kind` and `status` whose detail names `key`.
+    pub fn assert_problem(&self, status: u16, kind: &str, key: Option<&str>) {
+        assert_eq!(self.status, status, "{:?}", self.body);
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json")
+        );
+        let problem = self.json();
+        assert_eq!(problem["type"], kind);
+        assert_eq!(problem["status"], status);
+        if let Some(key) = key {
+            let detail = problem["detail"].as_str().unwrap();
+            assert!(detail.contains(key), "{detail}");
+        }
+    }
+}
+
+/// Sends `request` and reads its answer.
+pub async fn send(request: reqwest::RequestBuilder) -> Answer {
+    Answer::of(request.send().await.unwrap()).await
+}
