@@ -5,7 +5,8 @@
 //! `/usr/lib/postgresql/<version>/bin` (newest first; Debian keeps them off `PATH`), then on
 //! `PATH`. PostgreSQL refuses to run as root, so as root the cluster runs as the `postgres`
 //! user, or `nobody`. It listens on 127.0.0.1 only, with its socket in its data directory,
-//! trusts local connections and does not fsync.
+//! trusts local connections and does not fsync (a killed server keeps every commit: its WAL
+//! is written at commit, only not flushed to disk).
 //!
 //! When no server can be had, [`TestPostgres::start`] returns `None`, and the test returns
 //! early: the [harness](crate::harness) reports it as ignored, with the reason. With
@@ -85,11 +86,17 @@ impl TestPostgres {
     /// A fresh cluster owned by this test, which it may kill and restart; its data survive a
     /// restart. Ignores `IDEM_POSTGRES_URL`.
     pub fn start_owned() -> Option<TestPostgres> {
+        Self::start_owned_with(&[])
+    }
+
+    /// Like [`start_owned`](TestPostgres::start_owned), with `extra` arguments for `postgres`
+    /// (`-c shared_preload_libraries=pg_stat_statements`...).
+    pub fn start_owned_with(extra: &[&str]) -> Option<TestPostgres> {
         let dir = match scratch_dir("postgres") {
             Ok(dir) => dir,
             Err(error) => return unavailable(&format!("no scratch directory: {error}")),
         };
-        match init_and_start(&dir) {
+        match init_and_start(&dir, extra) {
             Ok(process) => Some(TestPostgres::owned(
                 format!("postgres://{SUPERUSER}@{}", process.addr()),
                 process,
@@ -129,7 +136,7 @@ impl TestPostgres {
 }
 
 /// Runs `initdb` into `dir`, then starts `postgres` on it and waits until it is ready.
-fn init_and_start(dir: &Path) -> io::Result<ServerProcess> {
+fn init_and_start(dir: &Path, extra: &[&str]) -> io::Result<ServerProcess> {
     let user = unprivileged_user()?;
     if let Some((uid, gid)) = user {
         std::os::unix::fs::chown(dir, Some(uid), Some(gid))?;
@@ -159,13 +166,14 @@ fn init_and_start(dir: &Path) -> io::Result<ServerProcess> {
     let mut command = ServerCommand::new(program(PROGRAM))
         .args(["-D", &data, "-p", "{port}", "-k", &data])
         .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
-        .args(["-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+        .args(["-c", "full_page_writes=off"])
         .args([
             "-c",
             "max_connections=200",
             "-c",
             "log_min_messages=warning",
-        ]);
+        ])
+        .args(extra.iter().copied());
     if let Some((uid, gid)) = user {
         command = command.user(uid, gid);
     }

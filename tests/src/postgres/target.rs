@@ -41,6 +41,11 @@ impl TestPg {
 
     /// A store on a fresh database of `server`, through a pool of 16 connections.
     pub async fn on(server: TestPostgres) -> TestPg {
+        Self::on_with(server, Self::pool_options()).await
+    }
+
+    /// A store on a fresh database of `server`, through a pool built with `options`.
+    pub async fn on_with(server: TestPostgres, options: PgPoolOptions) -> TestPg {
         let database = unique_database_name();
         let mut admin = PgConnection::connect(&format!("{}/postgres", server.server_url()))
             .await
@@ -51,7 +56,7 @@ impl TestPg {
             .unwrap_or_else(|error| panic!("creating database {database}: {error}"));
         let _ = admin.close().await;
         let url = format!("{}/{database}", server.server_url());
-        let pool = Self::pool_options().connect(&url).await.expect("a pool");
+        let pool = options.connect(&url).await.expect("a pool");
         let store = PostgresStore::new(pool.clone());
         store.migrate().await.expect("the table is created");
         TestPg {
