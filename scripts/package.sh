@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 cargo package -p idem-macros -p idem-core -p idem-stores "$@"
 
-for feature in memory redis redis-cluster dynamodb; do
+for feature in memory redis redis-cluster dynamodb postgres; do
     cargo check -p idem-stores --no-default-features --features "$feature"
 done
 cargo check -p idem-core --no-default-features
