@@ -9,7 +9,7 @@
 //! | `redis` | `redis::RedisStore` | Redis 5+ or Valkey, one server or behind a proxy |
 //! | `redis-cluster` | `redis::RedisStore::cluster_builder` | a Redis Cluster |
 //! | `dynamodb` | `dynamodb::DynamoDbStore` | Amazon DynamoDB or a compatible server |
-//! | `postgres` | `postgres::PostgresStore` | PostgreSQL 12+, through a `sqlx::PgPool` |
+//! | `postgres` | `postgres::PostgresStore` | PostgreSQL, through a `sqlx::PgPool` |
 //!
 //! Every store passes idem-core's conformance suite (`idem_core::testing`) against a real
 //! server.
