@@ -92,7 +92,14 @@
 //! not run.
 //!
 //! A call that runs the function costs two statements (reserve, then complete or release), a
-//! replay, a conflict or a mismatch one, plus one renewal per third of the lease.
+//! replay, a conflict or a mismatch one, plus one renewal per third of the lease. sqlx
+//! prepares each statement once per connection, which costs one round trip more the first time
+//! a connection sends it.
+//!
+//! The statements expect READ COMMITTED, PostgreSQL's default. A session whose
+//! `default_transaction_isolation` is REPEATABLE READ or SERIALIZABLE turns some races on one
+//! key into serialization failures, which are backend errors: the caller gets
+//! `idem_core::Error::Store`, which is safe to retry, and no body runs twice.
 //!
 //! # Completing in your transaction
 //!
