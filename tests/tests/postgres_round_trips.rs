@@ -2,8 +2,12 @@
 //! executed on the table) and by the store (`PostgresStore::round_trips`). The two must agree.
 
 use std::future::Future;
+use std::time::Duration;
 
-use idem_core::{Call, Error, Fingerprint, Idempotency};
+use idem_core::{
+    Call, Claim, Clock, Error, Fingerprint, Idempotency, InProgress, OwnerToken, Reservation,
+    Store, SystemClock, Timestamp,
+};
 use idem_tests::postgres::TestPg;
 use idem_tests::postgres_server::TestPostgres;
 use tokio::sync::oneshot;
@@ -129,6 +133,26 @@ async fn each_call_takes_the_documented_round_trips() {
     assert_eq!(sent, 1, "conflict: reserve finds the reservation");
     finish.send(()).unwrap();
     assert!(!first.await.unwrap().unwrap().replayed);
+
+    // A takeover of a reservation whose lease passed is the reservation itself.
+    let key = call(&idem, "o-4", 1).key().clone();
+    let now = SystemClock.now();
+    let lease = Duration::from_secs(30);
+    let claim = |at: Timestamp| {
+        let record = InProgress::new(OwnerToken::generate(), Fingerprint::empty(), at + lease);
+        Claim::new(record, at)
+    };
+    target.store.reserve(&key, &claim(now)).await.unwrap();
+    let sent = count(&target, async {
+        let took = target
+            .store
+            .reserve(&key, &claim(now + lease))
+            .await
+            .unwrap();
+        assert!(matches!(took, Reservation::TookOver { .. }), "{took:?}");
+    })
+    .await;
+    assert_eq!(sent, 1, "takeover: one statement");
 }
 
 idem_tests::backend_tests! {
