@@ -15,7 +15,7 @@ rm -rf "$cargo_home"/registry/src/-*/idem-*
 
 cargo package -p idem-macros -p idem-core -p idem-stores -p idem-http "$@"
 
-for feature in memory redis redis-cluster dynamodb; do
+for feature in memory redis redis-cluster dynamodb postgres; do
     cargo check -p idem-stores --no-default-features --features "$feature"
 done
 cargo check -p idem-core --no-default-features

@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
 # Runs every example, so that their own assertions run too: the payment scenario and the axum
-# server on the memory store, then the Redis and DynamoDB examples against a redis-server and a
-# moto_server started here on free loopback ports and stopped on exit. Needs what
-# scripts/services.sh installs.
+# server on the memory store, then the Redis, DynamoDB and PostgreSQL examples against a
+# redis-server, a moto_server and a PostgreSQL cluster (initdb into a temporary directory)
+# started here on free loopback ports and stopped on exit. Needs what scripts/services.sh
+# installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 services_dir="${IDEM_SERVICES_DIR:-$HOME/.cache/idem-services}"
 scratch=$(mktemp -d)
+pg_dir=$(mktemp -d)
 pids=()
+pg_started=""
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    rm -rf "$scratch"
+    if [ -n "$pg_started" ]; then
+        as_postgres_user "$pg_bin/pg_ctl" -D "$pg_dir/data" -m immediate stop >/dev/null 2>&1 || true
+    fi
+    rm -rf "$scratch" "$pg_dir"
 }
 trap cleanup EXIT
+
+# PostgreSQL refuses to run as root: as root, run it as the postgres user (or nobody).
+pg_bin="${IDEM_POSTGRES_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}"
+pg_user=""
+if [ "$(id -u)" -eq 0 ]; then
+    if id postgres >/dev/null 2>&1; then pg_user=postgres; else pg_user=nobody; fi
+    chown "$pg_user" "$pg_dir"
+fi
+as_postgres_user() {
+    if [ -n "$pg_user" ]; then runuser -u "$pg_user" -- "$@"; else "$@"; fi
+}
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -49,3 +66,14 @@ wait_for_port "$moto_port"
 echo "examples: dynamodb_payments (moto_server on port $moto_port)"
 IDEM_DYNAMODB_ENDPOINT="http://127.0.0.1:$moto_port" \
     cargo run -q -p idem-examples --all-features --example dynamodb_payments
+
+postgres_port=$(free_port)
+as_postgres_user "$pg_bin/initdb" -D "$pg_dir/data" -U postgres --auth=trust --no-sync \
+    -E UTF8 --locale=C >"$scratch/initdb.log" 2>&1
+pg_started=yes
+as_postgres_user "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/postgres.log" -w -o \
+    "-p $postgres_port -k $pg_dir/data -c listen_addresses=127.0.0.1 -c fsync=off" \
+    start >/dev/null
+echo "examples: postgres_orders (postgres on port $postgres_port)"
+IDEM_POSTGRES_URL="postgres://postgres@127.0.0.1:$postgres_port/postgres" \
+    cargo run -q -p idem-examples --all-features --example postgres_orders

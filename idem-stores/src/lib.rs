@@ -9,6 +9,7 @@
 //! | `redis` | `redis::RedisStore` | Redis 5+ or Valkey, one server or behind a proxy |
 //! | `redis-cluster` | `redis::RedisStore::cluster_builder` | a Redis Cluster |
 //! | `dynamodb` | `dynamodb::DynamoDbStore` | Amazon DynamoDB or a compatible server |
+//! | `postgres` | `postgres::PostgresStore` | PostgreSQL, through a `sqlx::PgPool` |
 //!
 //! Every store passes idem-core's conformance suite (`idem_core::testing`) against a real
 //! server.
@@ -21,6 +22,10 @@ pub mod memory;
 #[cfg(feature = "dynamodb")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub mod dynamodb;
+
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub mod postgres;
 
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]

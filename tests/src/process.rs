@@ -56,6 +56,7 @@ pub struct ServerCommand {
     envs: Vec<(OsString, OsString)>,
     current_dir: Option<PathBuf>,
     ready_timeout: Duration,
+    user: Option<(u32, u32)>,
 }
 
 impl ServerCommand {
@@ -67,6 +68,7 @@ impl ServerCommand {
             envs: Vec::new(),
             current_dir: None,
             ready_timeout: DEFAULT_READY_TIMEOUT,
+            user: None,
         }
     }
 
@@ -95,6 +97,12 @@ impl ServerCommand {
     /// Runs the program in `dir`.
     pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.current_dir = Some(dir.into());
+        self
+    }
+
+    /// Runs the program as user `uid` and group `gid` (the test must run as root to switch).
+    pub fn user(mut self, uid: u32, gid: u32) -> Self {
+        self.user = Some((uid, gid));
         self
     }
 
@@ -197,6 +205,10 @@ impl ServerProcess {
             .stderr(log);
         if let Some(dir) = &self.command.current_dir {
             command.current_dir(dir);
+        }
+        if let Some((uid, gid)) = self.command.user {
+            std::os::unix::process::CommandExt::uid(&mut command, uid);
+            std::os::unix::process::CommandExt::gid(&mut command, gid);
         }
         let child = command.spawn().map_err(|error| {
             io::Error::new(

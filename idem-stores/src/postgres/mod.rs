@@ -1,0 +1,191 @@
+//! The PostgreSQL store (feature `postgres`): one row per key, each operation one statement,
+//! and a completion that can commit in your own transaction.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), idem_core::BoxError> {
+//! use idem_stores::postgres::PostgresStore;
+//! // The pool is yours: URL, TLS (sqlx's `tls-*` features), size and timeouts.
+//! let pool = sqlx::PgPool::connect("postgres://app@localhost/app").await?;
+//! let store = PostgresStore::builder(pool).table("idempotency").build();
+//! store.migrate().await?;
+//! idem_core::install(idem_core::Idempotency::new(store));
+//! # Ok(()) }
+//! ```
+//!
+//! # The table
+//!
+//! [`PostgresStore::migrate`] creates it; teams that own their migrations run this instead
+//! (shown for the defaults, `public.idem_records`):
+//!
+//! ```sql
+//! CREATE TABLE IF NOT EXISTS "public"."idem_records" (
+//!     key             text PRIMARY KEY,
+//!     state           text NOT NULL,
+//!     owner           text NOT NULL,
+//!     fingerprint     text NOT NULL,
+//!     live_until_ms   bigint NOT NULL,
+//!     fencing_token   bigint,
+//!     attempt         bigint,
+//!     outcome         text,
+//!     body            bytea,
+//!     taken_over_from text,
+//!     created_at      timestamptz NOT NULL DEFAULT now(),
+//!     updated_at      timestamptz NOT NULL DEFAULT now()
+//! );
+//! CREATE INDEX IF NOT EXISTS "idem_records_live_until_idx"
+//!     ON "public"."idem_records" (live_until_ms);
+//! ```
+//!
+//! | column | in-progress record | completed record |
+//! |---|---|---|
+//! | `key` | key prefix, `\|`, idempotency key ([`Key::with_prefix`](idem_core::Key::with_prefix)) | same |
+//! | `state` | `in_progress` | `completed` |
+//! | `owner` | owner token | the token of the owner that completed it |
+//! | `fingerprint` | the arguments' SHA-256, hex | same |
+//! | `live_until_ms` | lease deadline, ms since the epoch, from the caller's clock | expiry, same |
+//! | `fencing_token`, `attempt` | the reservation's | kept from the reservation |
+//! | `outcome`, `body` | null | `ok`, `err` or `aborted`; the serialised value (null when aborted) |
+//! | `taken_over_from` | the owner it took the key over from, if any | kept |
+//! | `created_at`, `updated_at` | server time, for operators | same |
+//!
+//! A record counts while `now < live_until_ms`, with `now` from the caller's clock, checked
+//! in every statement; rows that stopped counting stay until [purged](#purging) or reused.
+//!
+//! # The statements
+//!
+//! Each operation is one statement, so one round trip, and atomic under READ COMMITTED (the
+//! default isolation level):
+//!
+//! - **reserve**: `INSERT ... ON CONFLICT (key) DO UPDATE SET <the claim> WHERE <the row is
+//!   free>` in a CTE, then `UNION ALL` the row as it stands, `SELECT ... FOR UPDATE`, when the
+//!   upsert wrote nothing. The row is free when it is an expired completed record, or an
+//!   in-progress record of another owner whose lease passed, with the claim's fingerprint or
+//!   abandoned ([`LEASE_GRACE`](idem_core::LEASE_GRACE) past the lease). A takeover computes
+//!   [`InProgress::taking_over`](idem_core::InProgress::taking_over) from the old row (the larger
+//!   fencing token, the attempt counted on) and records the previous owner in
+//!   `taken_over_from`. A replay, a conflict or a mismatch costs this one statement.
+//!
+//!   Why it is sound: PostgreSQL's `ON CONFLICT` does not read a snapshot. It either inserts
+//!   or, finding a row with the key (waiting for an uncommitted one to commit or roll back),
+//!   locks the row's *latest* version and judges the `WHERE` on it, so of concurrent claims on a
+//!   free key exactly one writes and the others find its row. The upsert locks the row even
+//!   when its `WHERE` is false, so the row cannot change before the statement ends, and the
+//!   `FOR UPDATE` read returns it as it is now, not as the snapshot saw it. One case remains:
+//!   a row *inserted* by a caller that committed after this statement's snapshot was taken is
+//!   locked but invisible to the read, and the statement returns nothing; the store sends it
+//!   again (a new snapshot sees the row), so the loser of a race on a brand new key may pay
+//!   a second round trip.
+//! - **complete**: `UPDATE` to the completed record `WHERE owner = $owner AND state =
+//!   'in_progress'`, or where the row is already this owner's completion of the same outcome
+//!   (a completion retried after its answer was lost, or one made [in the caller's
+//!   transaction](#completing-in-your-transaction)), whose expiry it then sets.
+//! - **release**: `DELETE ... WHERE owner = $owner AND state = 'in_progress'`.
+//! - **renew**: `UPDATE` of `live_until_ms` on the same condition.
+//! - **get**, **delete**: by key.
+//!
+//! No row changed is [`StoreError::LeaseLost`](idem_core::StoreError::LeaseLost). A row with a
+//! missing, ill-typed or out-of-range column is
+//! [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), naming the column. Any other
+//! failure (no connection from the pool in time, the server unreachable or gone, a statement
+//! timeout) is [`StoreError::Backend`](idem_core::StoreError::Backend) with a
+//! [`RequestFailed`] inside, so the caller gets `idem_core::Error::Store` and the function does
+//! not run.
+//!
+//! A call that runs the function costs two statements (reserve, then complete or release), a
+//! replay, a conflict or a mismatch one, plus one renewal per third of the lease. sqlx
+//! prepares each statement once per connection, which costs one round trip more the first time
+//! a connection sends it.
+//!
+//! The statements expect READ COMMITTED, PostgreSQL's default. A session whose
+//! `default_transaction_isolation` is REPEATABLE READ or SERIALIZABLE turns some races on one
+//! key into serialization failures, which are backend errors: the caller gets
+//! `idem_core::Error::Store`, which is safe to retry, and no body runs twice.
+//!
+//! # Completing in your transaction
+//!
+//! When the function's side effect is rows in the same database, the record can be completed
+//! in the same transaction, so that "done" and the rows commit or roll back together:
+//! [`PostgresStore::complete_in_transaction`] marks the running call's row (found by the key
+//! and fencing token of [`idem_core::context`]) completed with the value the body returns.
+//!
+//! ```no_run
+//! # #[derive(serde::Serialize)] struct Receipt;
+//! # async fn place(store: &idem_stores::postgres::PostgresStore, order: &str) -> Result<Receipt, idem_core::Error> {
+//! # let db = |e: sqlx::Error| idem_core::Error::Codec(e.into());
+//! // the body of `#[idempotent(key = "order", ttl = "24h")] async fn place(order: &str)`
+//! let mut tx = store.pool().begin().await.map_err(db)?;
+//! sqlx::query("INSERT INTO orders (id) VALUES ($1)")
+//!     .bind(order)
+//!     .execute(&mut *tx)
+//!     .await
+//!     .map_err(db)?;
+//! let receipt = Receipt;
+//! store
+//!     .complete_in_transaction(&mut tx, &receipt, std::time::Duration::from_secs(24 * 3600))
+//!     .await?;
+//! tx.commit().await.map_err(db)?;
+//! Ok(receipt)
+//! # }
+//! ```
+//!
+//! The engine does not know: after the body returns it completes the record as always. That
+//! completion finds the row already completed by its owner with the same outcome, counts it as
+//! done and sets the expiry it computed. So:
+//!
+//! - killed before the commit: the transaction rolls back, business rows and completion alike;
+//!   the row stays in progress and a retry takes it over once the lease passes and runs the
+//!   body again;
+//! - killed after the commit: a retry replays the committed value;
+//! - the body returns an `Err` after committing: the engine's release finds no in-progress row
+//!   and changes nothing, so the committed `Ok` value is what retries get. Commit last.
+//! - the body returns another value than the one it committed: the engine's completion finds a
+//!   different outcome and the caller gets `Error::NotRecorded`; the committed one stands.
+//!
+//! The value is serialised as the engine does (`serde_json`); pass the call's TTL. A lease
+//! renewal that lands between the commit and the engine's completion finds no in-progress row
+//! and marks the lease lost, which makes that call report `Error::NotRecorded` although its
+//! outcome is stored (retries replay it); with renewals every third of the lease, this needs
+//! a commit in the last instant before one.
+//!
+//! # Purging
+//!
+//! Rows are not deleted when they stop counting. [`PostgresStore::purge_expired`] deletes
+//! completed rows past their expiry and in-progress rows abandoned a
+//! [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease, at most `batch` per statement,
+//! skipping rows locked by running calls. Run it every few minutes from a task:
+//!
+//! ```no_run
+//! # async fn demo(store: idem_stores::postgres::PostgresStore) {
+//! use idem_core::{Clock, SystemClock};
+//! tokio::spawn(async move {
+//!     let mut every = tokio::time::interval(std::time::Duration::from_secs(300));
+//!     loop {
+//!         every.tick().await;
+//!         while let Ok(1000) = store.purge_expired(SystemClock.now(), 1000).await {}
+//!     }
+//! });
+//! # }
+//! ```
+//!
+//! or from cron, with the same statement in `psql` (times in ms since the epoch; 60 000 is the
+//! lease grace):
+//!
+//! ```sql
+//! DELETE FROM "public"."idem_records" WHERE key IN (
+//!     SELECT key FROM "public"."idem_records"
+//!     WHERE (state = 'completed' AND live_until_ms <= extract(epoch FROM now()) * 1000)
+//!        OR (state = 'in_progress' AND live_until_ms <= extract(epoch FROM now()) * 1000 - 60000)
+//!     LIMIT 1000 FOR UPDATE SKIP LOCKED);
+//! ```
+
+mod builder;
+mod error;
+mod row;
+mod sql;
+mod store;
+mod transaction;
+
+pub use builder::{PostgresStoreBuilder, DEFAULT_SCHEMA, DEFAULT_TABLE};
+pub use error::RequestFailed;
+pub use store::PostgresStore;
+pub use transaction::OutsideIdempotentCall;

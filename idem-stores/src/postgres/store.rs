@@ -1,0 +1,290 @@
+//! `PostgresStore`: the `Store` trait over one statement per operation.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use idem_core::{
+    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
+};
+use sqlx::postgres::{PgQueryResult, PgRow};
+use sqlx::PgPool;
+
+use super::error::RequestFailed;
+use super::row::{self, Decoded};
+use super::sql::{quote_identifier, Statements};
+use super::PostgresStoreBuilder;
+
+/// How many times `reserve` sends its statement at most. A second one is only needed when a
+/// concurrent caller inserted the row after the first statement took its snapshot (see the
+/// [module docs](super#reserve)).
+const RESERVE_ATTEMPTS: usize = 3;
+
+/// A [`Store`] in a PostgreSQL table: one row per key, each operation one statement.
+///
+/// Built on a [`PgPool`] you configure (URL, TLS, pool size, timeouts). See the
+/// [module docs](super) for the table, the statements and how to complete a record in your own
+/// transaction.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), idem_core::BoxError> {
+/// use idem_stores::postgres::PostgresStore;
+/// let pool = sqlx::PgPool::connect("postgres://app@localhost/app").await?;
+/// let store = PostgresStore::new(pool);
+/// store.migrate().await?; // or run the module docs' SQL in your own migrations
+/// idem_core::install(idem_core::Idempotency::new(store));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+    table: Arc<str>,
+    prefix: Arc<str>,
+    pub(crate) statements: Arc<Statements>,
+    round_trips: Arc<AtomicU64>,
+}
+
+impl PostgresStore {
+    /// A store in `public.idem_records`, reached through `pool`, with no key prefix.
+    pub fn new(pool: PgPool) -> Self {
+        Self::builder(pool).build()
+    }
+
+    /// Starts building a store on another table or schema, or with a key prefix.
+    pub fn builder(pool: PgPool) -> PostgresStoreBuilder {
+        PostgresStoreBuilder::new(pool)
+    }
+
+    pub(crate) fn from_parts(pool: PgPool, schema: &str, table: &str, prefix: String) -> Self {
+        PostgresStore {
+            pool,
+            table: format!("{}.{}", quote_identifier(schema), quote_identifier(table)).into(),
+            prefix: prefix.into(),
+            statements: Arc::new(Statements::new(schema, table)),
+            round_trips: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Creates the table and its index if they do not exist (`CREATE ... IF NOT EXISTS`, so it
+    /// is safe at every start-up). Teams that own their migrations run the SQL of the
+    /// [module docs](super#the-table) instead.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        for statement in [&self.statements.create_table, &self.statements.create_index] {
+            self.execute("migrate", sqlx::query(statement)).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes at most `batch` rows that stopped counting at `now`: completed records past
+    /// their expiry, and in-progress records abandoned a [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease.
+    /// Returns how many it deleted; call it again while that is `batch`. Rows another session
+    /// holds locked are skipped, so a purge never waits for a running call. See the
+    /// [module docs](super#purging) for running it from cron or a task.
+    pub async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
+        let query = sqlx::query(&self.statements.purge)
+            .bind(row::millis(now))
+            .bind(abandoned_before(now))
+            .bind(i64::from(batch));
+        Ok(self.execute("purge", query).await?.rows_affected())
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The table, schema-qualified and quoted as the statements spell it.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The prefix in front of every key.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The value of the `key` column for `key`: the prefix and the key, delimited so that no
+    /// prefix and key pair can equal another ([`Key::with_prefix`]).
+    pub fn row_key(&self, key: &Key) -> String {
+        key.with_prefix(&self.prefix)
+    }
+
+    /// How many statements this store (and its clones) sent to the server so far: each is one
+    /// round trip.
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_round_trip(&self) {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn failed(&self, operation: &'static str, error: sqlx::Error) -> StoreError {
+        self.failed_request(operation, error).into()
+    }
+
+    pub(crate) fn failed_request(
+        &self,
+        operation: &'static str,
+        error: sqlx::Error,
+    ) -> RequestFailed {
+        RequestFailed::new(operation, &self.table, error)
+    }
+
+    async fn execute(
+        &self,
+        operation: &'static str,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> Result<PgQueryResult, StoreError> {
+        self.count_round_trip();
+        query
+            .execute(&self.pool)
+            .await
+            .map_err(|error| self.failed(operation, error))
+    }
+
+    async fn fetch_optional(
+        &self,
+        operation: &'static str,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> Result<Option<PgRow>, StoreError> {
+        self.count_round_trip();
+        query
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|error| self.failed(operation, error))
+    }
+
+    /// A statement conditioned on the owner: no row changed means the key is no longer held
+    /// by `owner`.
+    async fn owner_checked(
+        &self,
+        operation: &'static str,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> Result<(), StoreError> {
+        match self.execute(operation, query).await?.rows_affected() {
+            0 => Err(StoreError::LeaseLost),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The lease deadline at or before which an in-progress record is abandoned at `now`.
+fn abandoned_before(now: Timestamp) -> i64 {
+    row::millis(now).saturating_sub(row::count(idem_core::LEASE_GRACE_MS))
+}
+
+/// What the reserve statement's row says, for `claim`.
+fn reservation(row: &PgRow, claim: &Claim) -> Result<Reservation, StoreError> {
+    let claimed = sqlx::Row::try_get::<bool, _>(row, "claimed")
+        .map_err(|error| StoreError::Corrupt(format!("column `claimed`: {error}")))?;
+    let Decoded {
+        record,
+        taken_over_from,
+    } = row::decode(row)?;
+    Ok(match (claimed, record) {
+        (true, Record::InProgress(record)) => match taken_over_from {
+            Some(previous) => Reservation::TookOver { previous, record },
+            None => Reservation::Reserved(record),
+        },
+        // A reservation retried after its answer was lost finds its own record.
+        (false, Record::InProgress(found)) if found.owner() == claim.record().owner() => {
+            Reservation::Reserved(found)
+        }
+        (false, record) => Reservation::Existing(record),
+        (true, _) => {
+            return Err(StoreError::Corrupt(
+                "the reservation wrote a row that is not in progress".into(),
+            ))
+        }
+    })
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        let row_key = self.row_key(key);
+        let record = claim.record();
+        for _ in 0..RESERVE_ATTEMPTS {
+            let query = sqlx::query(&self.statements.reserve)
+                .bind(&row_key)
+                .bind(record.owner().as_str())
+                .bind(record.fingerprint().to_hex())
+                .bind(row::millis(record.lease_until()))
+                .bind(row::count(record.fencing_token()))
+                .bind(i64::from(record.attempt()))
+                .bind(row::millis(claim.now()))
+                .bind(abandoned_before(claim.now()));
+            // No row: another caller inserted the key after this statement's snapshot was
+            // taken, so its row was invisible to the second branch. The next statement sees it.
+            if let Some(row) = self.fetch_optional("reserve", query).await? {
+                return reservation(&row, claim);
+            }
+        }
+        Err(StoreError::backend(format!(
+            "PostgreSQL reserve on table {}: the row changed under {RESERVE_ATTEMPTS} statements \
+             in a row",
+            self.table
+        )))
+    }
+
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        let (outcome, body) = row::outcome_columns(record.outcome())?;
+        let query = sqlx::query(&self.statements.complete)
+            .bind(self.row_key(key))
+            .bind(owner.as_str())
+            .bind(record.fingerprint().to_hex())
+            .bind(row::millis(record.expires_at()))
+            .bind(outcome)
+            .bind(body);
+        self.owner_checked("complete", query).await
+    }
+
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        let query = sqlx::query(&self.statements.release)
+            .bind(self.row_key(key))
+            .bind(owner.as_str());
+        self.owner_checked("release", query).await
+    }
+
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        let query = sqlx::query(&self.statements.renew)
+            .bind(self.row_key(key))
+            .bind(owner.as_str())
+            .bind(row::millis(lease_until));
+        self.owner_checked("renew", query).await
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        let query = sqlx::query(&self.statements.get).bind(self.row_key(key));
+        let row = self.fetch_optional("get", query).await?;
+        row.map(|row| row::decode(&row).map(|decoded| decoded.record))
+            .transpose()
+    }
+
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        let query = sqlx::query(&self.statements.delete).bind(self.row_key(key));
+        self.execute("delete", query).await.map(drop)
+    }
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("table", &self.table)
+            .field("prefix", &self.prefix)
+            .field("round_trips", &self.round_trips())
+            .finish_non_exhaustive()
+    }
+}
