@@ -89,10 +89,39 @@ impl Idempotency {
         P: ErrorPolicy<E>,
         F: Future<Output = Result<T, E>>,
     {
+        if let Some(completed) = self.cached(&call)? {
+            return replay(policy, &call, completed.outcome());
+        }
         let mut settle = Settle::new(self.store.clone(), call.key.clone(), OwnerToken::generate());
         match self.acquire(&call, &mut settle).await? {
             Acquired::Owner(held) => self.execute(&call, settle, held, policy, body).await,
             Acquired::Done(completed) => replay(policy, &call, completed.outcome()),
+        }
+    }
+
+    /// The completed record of `call`'s key in the replay cache, checked against its fingerprint.
+    fn cached(&self, call: &Call) -> Result<Option<Arc<Completed>>, Error> {
+        let Some(cache) = &self.replay_cache else {
+            return Ok(None);
+        };
+        let Some(completed) = cache.get(&call.key, self.clock.now()) else {
+            return Ok(None);
+        };
+        let key = call.key.as_str();
+        if completed.fingerprint() != &call.fingerprint {
+            tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments (cached record)");
+            return Err(Error::Mismatch {
+                key: key.to_owned(),
+            });
+        }
+        tracing::debug!(target: TARGET, key, "replayed: cached outcome returned");
+        Ok(Some(completed))
+    }
+
+    /// Caches `completed` as `call`'s record, if the handle has a replay cache.
+    fn cache(&self, call: &Call, completed: Arc<Completed>) {
+        if let Some(cache) = &self.replay_cache {
+            cache.insert(&call.key, completed, self.clock.now());
         }
     }
 
@@ -138,6 +167,8 @@ impl Idempotency {
             let in_progress = match existing {
                 Record::Completed(completed) => {
                     tracing::debug!(target: TARGET, key, "replayed: stored outcome returned");
+                    let completed = Arc::new(completed);
+                    self.cache(call, completed.clone());
                     return Ok(Acquired::Done(completed));
                 }
                 Record::InProgress(in_progress) => in_progress,
@@ -251,6 +282,7 @@ impl Idempotency {
         match recorded {
             Ok(()) => {
                 tracing::debug!(target: TARGET, key, ok = result.is_ok(), "completed: outcome stored");
+                self.cache(call, Arc::new(completed));
                 result.map(|value| Executed {
                     value,
                     replayed: false,
@@ -348,7 +380,7 @@ impl Idempotency {
 enum Acquired {
     /// This call holds the key, as this record.
     Owner(InProgress),
-    Done(Completed),
+    Done(Arc<Completed>),
 }
 
 fn replay<T, E, P>(policy: &P, call: &Call, outcome: &Outcome) -> Result<Executed<T>, E>

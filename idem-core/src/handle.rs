@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::{Clock, Error, Key, KeyBuilder, Store, SystemClock};
+use crate::{Clock, Error, Key, KeyBuilder, ReplayCache, Store, SystemClock};
 
 /// The namespace keys live in unless [`Idempotency::with_namespace`] says otherwise.
 pub const DEFAULT_NAMESPACE: &str = "idem";
@@ -28,6 +28,7 @@ pub struct Idempotency {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) namespace: Arc<str>,
+    pub(crate) replay_cache: Option<Arc<ReplayCache>>,
 }
 
 impl Idempotency {
@@ -42,6 +43,7 @@ impl Idempotency {
             store,
             clock: Arc::new(SystemClock),
             namespace: DEFAULT_NAMESPACE.into(),
+            replay_cache: None,
         }
     }
 
@@ -56,6 +58,21 @@ impl Idempotency {
     /// in tests).
     pub fn with_clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Keeps completed records in `cache`, in this process, so that a replay of a cached key
+    /// makes no store round trip. Off unless set; clones of this handle share the cache. See
+    /// [`ReplayCache`] for what stays exact and how stale a `forget` from elsewhere can be.
+    ///
+    /// ```
+    /// # fn demo(store: impl idem_core::Store) {
+    /// use idem_core::{Idempotency, ReplayCache};
+    /// let idem = Idempotency::new(store).with_replay_cache(ReplayCache::new(10_000, 16 << 20));
+    /// # }
+    /// ```
+    pub fn with_replay_cache(mut self, cache: ReplayCache) -> Self {
+        self.replay_cache = Some(Arc::new(cache));
         self
     }
 
@@ -74,6 +91,11 @@ impl Idempotency {
         &self.clock
     }
 
+    /// The replay cache, if [`with_replay_cache`](Idempotency::with_replay_cache) set one.
+    pub fn replay_cache(&self) -> Option<&ReplayCache> {
+        self.replay_cache.as_deref()
+    }
+
     /// Starts the key of a call to the function called `name`. Finish it with
     /// [`scope`](KeyBuilder::scope), [`part`](KeyBuilder::part) and
     /// [`finish`](KeyBuilder::finish).
@@ -83,11 +105,21 @@ impl Idempotency {
 
     /// Deletes the record under `key` whatever its state, for an operator unblocking a key whose
     /// record is corrupt. The next call with that key runs the function again.
+    ///
+    /// This handle's [`ReplayCache`] drops the key too; other processes' caches keep replaying
+    /// it for at most their [`max_age`](ReplayCache::max_age).
     pub async fn forget(&self, key: &Key) -> Result<(), Error> {
-        self.store
+        let deleted = self
+            .store
             .delete(key)
             .await
-            .map_err(|e| e.into_error(key.as_str()))
+            .map_err(|e| e.into_error(key.as_str()));
+        // After the delete: evicting first would let a replay running meanwhile refill the
+        // entry from the record about to go.
+        if let Some(cache) = &self.replay_cache {
+            cache.remove(key);
+        }
+        deleted
     }
 }
 
@@ -95,6 +127,7 @@ impl fmt::Debug for Idempotency {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Idempotency")
             .field("namespace", &self.namespace)
+            .field("replay_cache", &self.replay_cache)
             .finish_non_exhaustive()
     }
 }

@@ -92,6 +92,7 @@ mod lease;
 mod policy;
 mod record;
 mod renewal;
+mod replay_cache;
 mod store;
 mod time;
 
@@ -116,6 +117,7 @@ pub use record::{
     Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
     LEASE_GRACE_MS,
 };
+pub use replay_cache::{ReplayCache, DEFAULT_REPLAY_CACHE_MAX_AGE};
 pub use store::Store;
 pub use time::Timestamp;
 

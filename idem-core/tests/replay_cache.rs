@@ -1,0 +1,264 @@
+//! The replay cache: cached replays make no store call, and stay exact.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use idem_core::testing::ReferenceStore;
+use idem_core::{
+    Call, Claim, Completed, Error, Fingerprint, Idempotency, Key, ManualClock, OwnerToken, Record,
+    ReplayCache, Reservation, Store, StoreError, Timestamp,
+};
+
+/// A [`ReferenceStore`] that counts the calls made to it.
+#[derive(Default)]
+struct Counting {
+    inner: ReferenceStore,
+    calls: AtomicUsize,
+}
+
+impl Counting {
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    fn count(&self) {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl Store for Counting {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        self.count();
+        self.inner.reserve(key, claim).await
+    }
+
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        completed: &Completed,
+    ) -> Result<(), StoreError> {
+        self.count();
+        self.inner.complete(key, owner, completed).await
+    }
+
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        self.count();
+        self.inner.release(key, owner).await
+    }
+
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.count();
+        self.inner.renew(key, owner, lease_until).await
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        self.count();
+        self.inner.get(key).await
+    }
+
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        self.count();
+        self.inner.delete(key).await
+    }
+}
+
+const TTL: Duration = Duration::from_secs(60);
+
+struct Setup {
+    store: Arc<Counting>,
+    clock: ManualClock,
+    idem: Idempotency,
+}
+
+fn setup(cache: Option<ReplayCache>) -> Setup {
+    let store = Arc::new(Counting::default());
+    let clock = ManualClock::new();
+    let idem = Idempotency::from_arc(store.clone()).with_clock(clock.clone());
+    let idem = match cache {
+        Some(cache) => idem.with_replay_cache(cache),
+        None => idem,
+    };
+    Setup { store, clock, idem }
+}
+
+fn call(idem: &Idempotency, order: &str, quantity: u32) -> Call {
+    let key = idem.key("orders.create").part(order).finish().unwrap();
+    Call::new(key, Fingerprint::of(&(order, quantity)).unwrap()).with_ttl(TTL)
+}
+
+/// Runs `call` with a body that returns `value`; the value returned and whether it was replayed.
+async fn run(idem: &Idempotency, call: Call, value: &str) -> Result<(String, bool), Error> {
+    let value = value.to_owned();
+    let done = idem.run(call, async { Ok::<_, Error>(value) }).await?;
+    Ok((done.value, done.replayed))
+}
+
+fn big_cache() -> ReplayCache {
+    ReplayCache::new(1_000, 1 << 20)
+}
+
+#[tokio::test]
+async fn the_cache_is_off_by_default() {
+    let s = setup(None);
+    assert!(s.idem.replay_cache().is_none());
+    run(&s.idem, call(&s.idem, "o1", 1), "first").await.unwrap();
+    let before = s.store.calls();
+    let replayed = run(&s.idem, call(&s.idem, "o1", 1), "second")
+        .await
+        .unwrap();
+    assert_eq!(replayed, ("first".to_owned(), true));
+    assert_eq!(
+        s.store.calls() - before,
+        1,
+        "a replay reserves in the store"
+    );
+}
+
+#[tokio::test]
+async fn a_cached_replay_makes_no_store_call() {
+    let s = setup(Some(big_cache()));
+    run(&s.idem, call(&s.idem, "o1", 1), "first").await.unwrap();
+    let before = s.store.calls();
+    for _ in 0..3 {
+        let replayed = run(&s.idem, call(&s.idem, "o1", 1), "again").await.unwrap();
+        assert_eq!(replayed, ("first".to_owned(), true));
+    }
+    assert_eq!(s.store.calls(), before);
+}
+
+#[tokio::test]
+async fn a_replay_read_from_the_store_fills_the_cache() {
+    let s = setup(None);
+    run(&s.idem, call(&s.idem, "o1", 1), "first").await.unwrap();
+    let cached = Idempotency::from_arc(s.store.clone())
+        .with_clock(s.clock.clone())
+        .with_replay_cache(big_cache());
+    let before = s.store.calls();
+    assert_eq!(
+        run(&cached, call(&cached, "o1", 1), "again").await.unwrap(),
+        ("first".to_owned(), true)
+    );
+    assert_eq!(s.store.calls() - before, 1);
+    assert_eq!(
+        run(&cached, call(&cached, "o1", 1), "again").await.unwrap(),
+        ("first".to_owned(), true)
+    );
+    assert_eq!(s.store.calls() - before, 1);
+}
+
+#[tokio::test]
+async fn other_arguments_are_a_mismatch_without_a_store_call() {
+    let s = setup(Some(big_cache()));
+    run(&s.idem, call(&s.idem, "o1", 1), "first").await.unwrap();
+    let before = s.store.calls();
+    let error = run(&s.idem, call(&s.idem, "o1", 2), "other")
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::Mismatch { .. }), "{error:?}");
+    assert_eq!(s.store.calls(), before);
+}
+
+#[tokio::test]
+async fn an_expired_record_is_not_replayed_from_the_cache() {
+    let s = setup(Some(big_cache().with_max_age(TTL * 10)));
+    run(&s.idem, call(&s.idem, "o1", 1), "first").await.unwrap();
+    s.clock.advance(TTL);
+    let fresh = run(&s.idem, call(&s.idem, "o1", 1), "second")
+        .await
+        .unwrap();
+    assert_eq!(fresh, ("second".to_owned(), false));
+}
+
+#[tokio::test]
+async fn an_entry_older_than_the_cap_is_read_again_from_the_store() {
+    let s = setup(Some(big_cache().with_max_age(Duration::from_secs(5))));
+    run(&s.idem, call(&s.idem, "o1", 1), "first").await.unwrap();
+    s.clock.advance(Duration::from_secs(4));
+    let before = s.store.calls();
+    run(&s.idem, call(&s.idem, "o1", 1), "again").await.unwrap();
+    assert_eq!(s.store.calls(), before, "within the cap");
+    s.clock.advance(Duration::from_secs(1));
+    let replayed = run(&s.idem, call(&s.idem, "o1", 1), "again").await.unwrap();
+    assert_eq!(replayed, ("first".to_owned(), true));
+    assert_eq!(s.store.calls() - before, 1, "past the cap");
+}
+
+#[tokio::test]
+async fn the_least_recently_used_entry_goes_past_the_entry_bound() {
+    let s = setup(Some(ReplayCache::new(2, 1 << 20)));
+    for order in ["o1", "o2"] {
+        run(&s.idem, call(&s.idem, order, 1), order).await.unwrap();
+    }
+    run(&s.idem, call(&s.idem, "o1", 1), "again").await.unwrap();
+    run(&s.idem, call(&s.idem, "o3", 1), "o3").await.unwrap();
+    let cache = s.idem.replay_cache().unwrap();
+    assert_eq!(cache.len(), 2);
+    let before = s.store.calls();
+    for order in ["o1", "o3"] {
+        run(&s.idem, call(&s.idem, order, 1), "again")
+            .await
+            .unwrap();
+    }
+    assert_eq!(s.store.calls(), before, "o1 was used last, o3 is new");
+    let replayed = run(&s.idem, call(&s.idem, "o2", 1), "again").await.unwrap();
+    assert_eq!(replayed, ("o2".to_owned(), true));
+    assert_eq!(s.store.calls() - before, 1, "o2 was evicted");
+}
+
+#[tokio::test]
+async fn entries_go_past_the_byte_bound() {
+    let value = "x".repeat(1_000);
+    let s = setup(Some(ReplayCache::new(1_000, 1_500)));
+    run(&s.idem, call(&s.idem, "o1", 1), &value).await.unwrap();
+    let cache = s.idem.replay_cache().unwrap();
+    assert_eq!(cache.len(), 1);
+    run(&s.idem, call(&s.idem, "o2", 1), &value).await.unwrap();
+    assert_eq!(cache.len(), 1, "two values do not fit in 1 500 bytes");
+    assert!(cache.bytes() <= cache.max_bytes());
+    let before = s.store.calls();
+    run(&s.idem, call(&s.idem, "o2", 1), "again").await.unwrap();
+    assert_eq!(s.store.calls(), before);
+    run(&s.idem, call(&s.idem, "o1", 1), "again").await.unwrap();
+    assert_eq!(s.store.calls() - before, 1);
+}
+
+#[tokio::test]
+async fn a_value_larger_than_the_byte_bound_is_not_cached() {
+    let s = setup(Some(ReplayCache::new(1_000, 500)));
+    run(&s.idem, call(&s.idem, "o1", 1), &"x".repeat(1_000))
+        .await
+        .unwrap();
+    assert!(s.idem.replay_cache().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn forget_through_the_handle_evicts_the_entry() {
+    let s = setup(Some(big_cache()));
+    let key = call(&s.idem, "o1", 1).key().clone();
+    run(&s.idem, call(&s.idem, "o1", 1), "first").await.unwrap();
+    s.idem.forget(&key).await.unwrap();
+    assert!(s.idem.replay_cache().unwrap().is_empty());
+    let fresh = run(&s.idem, call(&s.idem, "o1", 1), "second")
+        .await
+        .unwrap();
+    assert_eq!(fresh, ("second".to_owned(), false));
+}
+
+#[tokio::test]
+async fn clones_of_the_handle_share_the_cache() {
+    let s = setup(Some(big_cache()));
+    run(&s.idem, call(&s.idem, "o1", 1), "first").await.unwrap();
+    let clone = s.idem.clone();
+    let before = s.store.calls();
+    run(&clone, call(&clone, "o1", 1), "again").await.unwrap();
+    assert_eq!(s.store.calls(), before);
+}
