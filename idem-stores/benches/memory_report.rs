@@ -1,0 +1,307 @@
+//! The memory store's costs as markdown tables of ratios, every figure measured side by side
+//! in the same run.
+//!
+//! ```text
+//! cargo bench -p idem-stores --bench memory_report
+//! ```
+//!
+//! - One caller at a time: a plain call, a fresh idempotent call, a replay (with and without a
+//!   [`ReplayCache`]) and the replay's floor (build the key, fingerprint the request, decode the
+//!   stored result), each timed in `ROUNDS` interleaved rounds; medians per call.
+//! - idem's canonical fingerprint next to `serde_json::to_vec` + SHA-256 of the same value.
+//! - Replays and fresh calls per second with 1, 8, 64 and 512 concurrent callers on distinct
+//!   keys and on one hot key, on a runtime with as many worker threads as cores.
+//!
+//! `IDEM_BENCH_MILLIS` sets the length of each concurrent phase (default 1 000).
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idem_core::{Call, Error, Fingerprint, Idempotency, Key, ReplayCache};
+use idem_stores::memory::MemoryStore;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+const ROUNDS: usize = 7;
+const CALLS_PER_ROUND: u32 = 20_000;
+const CALLERS: [usize; 4] = [1, 8, 64, 512];
+
+/// The request of idem-stores/benches/memory.rs: about 200 bytes of JSON, like a small payment
+/// API body.
+#[derive(Serialize)]
+struct ChargeRequest {
+    order_id: String,
+    customer_id: String,
+    card_token: String,
+    amount: u64,
+    currency: &'static str,
+    description: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Receipt {
+    id: String,
+    amount: u64,
+}
+
+fn request(order: u64) -> ChargeRequest {
+    ChargeRequest {
+        order_id: format!("order-{order:012}"),
+        customer_id: "cus_4f9a1c2e7b3d5a60".into(),
+        card_token: "tok_visa_4242424242424242_exp_2030_12".into(),
+        amount: 4_200,
+        currency: "JPY",
+        description: "Monthly subscription, premium plan, billed on the 1st".into(),
+    }
+}
+
+async fn charge(req: &ChargeRequest) -> Result<Receipt, Error> {
+    Ok(Receipt {
+        id: format!("rcpt_{}", req.order_id),
+        amount: req.amount,
+    })
+}
+
+fn key(idem: &Idempotency, req: &ChargeRequest) -> Result<Key, Error> {
+    idem.key("bench::charge")
+        .part(req.order_id.as_str())
+        .finish()
+}
+
+async fn idempotent_charge(idem: &Idempotency, req: &ChargeRequest) -> Result<Receipt, Error> {
+    let call = Call::new(key(idem, req)?, Fingerprint::of(req)?).with_ttl(Duration::from_secs(60));
+    Ok(idem.run(call, charge(req)).await?.value)
+}
+
+/// What a replay cannot avoid: the key, the fingerprint and decoding the stored result.
+fn floor(idem: &Idempotency, req: &ChargeRequest, stored: &[u8]) -> Receipt {
+    let key = key(idem, req).unwrap();
+    let fingerprint = Fingerprint::of(req).unwrap();
+    std::hint::black_box((key, fingerprint));
+    serde_json::from_slice(stored).unwrap()
+}
+
+fn serde_sha256(req: &ChargeRequest) -> [u8; 32] {
+    Sha256::digest(serde_json::to_vec(req).unwrap()).into()
+}
+
+/// Nanoseconds per call of `op`, `CALLS_PER_ROUND` calls.
+async fn time_per_call<F, Fut>(mut op: F) -> f64
+where
+    F: FnMut(u64) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let started = Instant::now();
+    for n in 0..CALLS_PER_ROUND {
+        op(n.into()).await;
+    }
+    started.elapsed().as_nanos() as f64 / f64::from(CALLS_PER_ROUND)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// One caller at a time: `(name, median ns per call)` in order, measured in interleaved rounds.
+fn sequential() -> Vec<(&'static str, f64)> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let idem = Idempotency::new(MemoryStore::new());
+        let cached = Idempotency::new(MemoryStore::new())
+            .with_replay_cache(ReplayCache::new(10_000, 16 << 20));
+        let replayed = request(0);
+        idempotent_charge(&idem, &replayed).await.unwrap();
+        idempotent_charge(&cached, &replayed).await.unwrap();
+        let stored = serde_json::to_vec(&charge(&replayed).await.unwrap()).unwrap();
+        let next_order = AtomicU64::new(1);
+        let fresh_requests = || request(next_order.fetch_add(1, Ordering::Relaxed));
+        let names = [
+            "plain call",
+            "fresh idempotent call",
+            "replay",
+            "replay, replay cache on",
+            "replay floor",
+            "idem fingerprint",
+            "serde_json::to_vec + SHA-256",
+        ];
+        let mut samples = vec![Vec::new(); names.len()];
+        for _ in 0..ROUNDS {
+            let figures = [
+                time_per_call(|_| async {
+                    let req = fresh_requests();
+                    std::hint::black_box(charge(&req).await.unwrap());
+                })
+                .await,
+                time_per_call(|_| async {
+                    let req = fresh_requests();
+                    std::hint::black_box(idempotent_charge(&idem, &req).await.unwrap());
+                })
+                .await,
+                time_per_call(|_| async {
+                    std::hint::black_box(idempotent_charge(&idem, &replayed).await.unwrap());
+                })
+                .await,
+                time_per_call(|_| async {
+                    std::hint::black_box(idempotent_charge(&cached, &replayed).await.unwrap());
+                })
+                .await,
+                time_per_call(|_| async {
+                    std::hint::black_box(floor(&idem, &replayed, &stored));
+                })
+                .await,
+                time_per_call(|_| async {
+                    std::hint::black_box(Fingerprint::of(&replayed).unwrap());
+                })
+                .await,
+                time_per_call(|_| async {
+                    std::hint::black_box(serde_sha256(&replayed));
+                })
+                .await,
+            ];
+            for (sample, figure) in samples.iter_mut().zip(figures) {
+                sample.push(figure);
+            }
+        }
+        names
+            .into_iter()
+            .zip(samples.into_iter().map(median))
+            .collect()
+    })
+}
+
+/// Calls per second of `op` run by `callers` tasks for `length`; `op` gets the caller's index
+/// and a count that grows with every call.
+async fn per_second<F, Fut>(callers: usize, length: Duration, op: F) -> f64
+where
+    F: Fn(usize, u64) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..callers)
+        .map(|caller| {
+            let (op, stop, done) = (op.clone(), stop.clone(), done.clone());
+            tokio::spawn(async move {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    op(caller, n).await;
+                    n += 1;
+                    // Lets the other callers of this worker in, as a real await would.
+                    tokio::task::yield_now().await;
+                }
+                done.fetch_add(n, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    tokio::time::sleep(length).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        task.await.unwrap();
+    }
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Replays and fresh calls per second for each number of callers: `(callers, replays on
+/// distinct keys, replays of one hot key, fresh calls on distinct keys)`.
+fn concurrent(length: Duration) -> Vec<(usize, f64, f64, f64)> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut rows = Vec::new();
+        for callers in CALLERS {
+            let idem = Idempotency::new(MemoryStore::new());
+            let requests: Arc<Vec<ChargeRequest>> =
+                Arc::new((0..callers as u64).map(request).collect());
+            for req in requests.iter() {
+                idempotent_charge(&idem, req).await.unwrap();
+            }
+            let distinct = {
+                let (idem, requests) = (idem.clone(), requests.clone());
+                per_second(callers, length, move |caller, _| {
+                    let (idem, requests) = (idem.clone(), requests.clone());
+                    async move {
+                        idempotent_charge(&idem, &requests[caller]).await.unwrap();
+                    }
+                })
+                .await
+            };
+            let hot = {
+                let (idem, requests) = (idem.clone(), requests.clone());
+                per_second(callers, length, move |_, _| {
+                    let (idem, requests) = (idem.clone(), requests.clone());
+                    async move {
+                        idempotent_charge(&idem, &requests[0]).await.unwrap();
+                    }
+                })
+                .await
+            };
+            let fresh = {
+                let idem = Idempotency::new(MemoryStore::new());
+                per_second(callers, length, move |caller, n| {
+                    let idem = idem.clone();
+                    async move {
+                        let req = request(((caller as u64) << 40) + n + 1_000_000);
+                        idempotent_charge(&idem, &req).await.unwrap();
+                    }
+                })
+                .await
+            };
+            rows.push((callers, distinct, hot, fresh));
+        }
+        rows
+    })
+}
+
+fn main() {
+    let length = Duration::from_millis(
+        std::env::var("IDEM_BENCH_MILLIS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1_000),
+    );
+    let size = serde_json::to_vec(&request(0)).unwrap().len();
+    let figures = sequential();
+    let ns = |name: &str| figures.iter().find(|(n, _)| *n == name).unwrap().1;
+    let floor = ns("replay floor");
+    println!("### Memory store, one caller, {size}-byte request");
+    println!();
+    println!("Median of {ROUNDS} interleaved rounds of {CALLS_PER_ROUND} calls each.");
+    println!();
+    println!("| what | ns per call | × replay floor |");
+    println!("|---|---|---|");
+    for (name, figure) in &figures[..5] {
+        println!("| {name} | {figure:.0} | {:.2}× |", figure / floor);
+    }
+    println!();
+    println!("### Fingerprint of the {size}-byte request");
+    println!();
+    println!("| what | ns | × serde_json + SHA-256 |");
+    println!("|---|---|---|");
+    let baseline = ns("serde_json::to_vec + SHA-256");
+    for (name, figure) in &figures[5..] {
+        println!("| {name} | {figure:.0} | {:.2}× |", figure / baseline);
+    }
+    println!();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("### Memory store, concurrent callers");
+    println!();
+    println!("{threads} worker threads; {length:?} per phase; calls per second.");
+    println!();
+    println!("| callers | replays, distinct keys | replays, one hot key | hot / distinct | fresh calls, distinct keys |");
+    println!("|---|---|---|---|---|");
+    for (callers, distinct, hot, fresh) in concurrent(length) {
+        println!(
+            "| {callers} | {distinct:.0} | {hot:.0} | {:.2}× | {fresh:.0} |",
+            hot / distinct
+        );
+    }
+}
