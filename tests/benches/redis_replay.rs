@@ -1,13 +1,19 @@
-//! Replays per second through the Redis store, next to `redis-benchmark -t set` on the same
-//! server in the same run.
+//! Replays through the Redis store next to raw commands on the same connection, and next to
+//! `redis-benchmark -t set` on the same server, in the same run.
 //!
 //! ```text
 //! cargo bench -p idem-tests --features redis --bench redis_replay
 //! ```
 //!
-//! Starts its own `redis-server` on a loopback port (or uses `IDEM_REDIS_URL`), completes one
-//! call, then has 64 tasks replay it through one `RedisStore` (one multiplexed connection) for
-//! a few seconds. `IDEM_BENCH_SECS` sets the length of each phase (default 5).
+//! Starts its own `redis-server` on a loopback port (or uses `IDEM_REDIS_URL`) and completes one
+//! call. Then:
+//!
+//! - latency, one caller: an idem replay, a raw `HGETALL` of the record, a fresh idem call and
+//!   a replay with a [`ReplayCache`], interleaved one after another on the connection the store
+//!   uses, `IDEM_BENCH_CALLS` times each (default 5 000);
+//! - throughput: 64 tasks replay it through one `RedisStore` (one multiplexed connection) for a
+//!   few seconds, with and without the replay cache, next to 64 tasks sending the raw
+//!   `HGETALL`. `IDEM_BENCH_SECS` sets the length of each phase (default 5).
 //!
 //! The client runs on one Tokio worker thread, as `redis-benchmark` runs on one thread, so that
 //! on a two-core machine client and server each have a core.
@@ -18,8 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idem_core::{
-    Call, Claim, Clock, Error, Fingerprint, Idempotency, InProgress, OwnerToken, Reservation,
-    Store, SystemClock,
+    Call, Claim, Clock, Error, Fingerprint, Idempotency, InProgress, OwnerToken, ReplayCache,
+    Reservation, Store, SystemClock,
 };
 use idem_stores::redis::client as redis;
 use idem_stores::redis::RedisStore;
@@ -28,8 +34,57 @@ use idem_tests::redis_server::TestRedis;
 const TASKS: usize = 64;
 
 fn call(idem: &Idempotency) -> Call {
-    let key = idem.key("orders.create").part("order-42").finish().unwrap();
-    Call::new(key, Fingerprint::of(&("order-42", 3, "blue")).unwrap())
+    order_call(idem, "order-42")
+}
+
+fn order_call(idem: &Idempotency, order: &str) -> Call {
+    let key = idem.key("orders.create").part(order).finish().unwrap();
+    Call::new(key, Fingerprint::of(&(order, 3, "blue")).unwrap())
+}
+
+fn order() -> Order {
+    Order {
+        id: "ord_1".into(),
+        item: "blue widget".into(),
+        quantity: 3,
+        total_cents: 4_497,
+    }
+}
+
+/// Latencies of one kind of call, in the order they were taken.
+#[derive(Default)]
+struct Latencies(Vec<Duration>);
+
+impl Latencies {
+    async fn time<Fut: std::future::Future<Output = ()>>(&mut self, op: Fut) {
+        let started = Instant::now();
+        op.await;
+        self.0.push(started.elapsed());
+    }
+
+    /// The median and the 99th percentile, leaving out the first `skip` latencies.
+    fn summary(self, skip: usize) -> (Duration, Duration) {
+        let mut kept = self.0[skip..].to_vec();
+        kept.sort();
+        let at = |p: f64| kept[((kept.len() - 1) as f64 * p).round() as usize];
+        (at(0.5), at(0.99))
+    }
+}
+
+async fn replay_once(idem: &Idempotency) {
+    let done = idem
+        .run(call(idem), std::future::pending::<Result<Order, Error>>())
+        .await
+        .unwrap();
+    assert!(done.replayed);
+}
+
+async fn hgetall_once(conn: &mut redis::aio::ConnectionManager, key: &str) {
+    let _: redis::Value = redis::cmd("HGETALL")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .unwrap();
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -119,36 +174,79 @@ async fn main() {
         .to_owned();
     let (host, port) = authority.rsplit_once(':').unwrap_or((&authority, "6379"));
 
-    let store = RedisStore::builder(redis::Client::open(url.as_str()).unwrap())
+    let calls: usize = std::env::var("IDEM_BENCH_CALLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5_000);
+    // The store and the raw commands share one multiplexed connection.
+    let conn = redis::aio::ConnectionManager::new(redis::Client::open(url.as_str()).unwrap())
+        .await
+        .unwrap();
+    let store = RedisStore::connection_builder(conn.clone())
         .prefix("bench:")
         .connect()
         .await
         .expect("the server accepts connections");
     let idem = Idempotency::new(store.clone());
+    let cached =
+        Idempotency::new(store.clone()).with_replay_cache(ReplayCache::new(10_000, 16 << 20));
     let first = idem
-        .run(call(&idem), async {
-            Ok::<_, Error>(Order {
-                id: "ord_1".into(),
-                item: "blue widget".into(),
-                quantity: 3,
-                total_cents: 4_497,
-            })
-        })
+        .run(call(&idem), async { Ok::<_, Error>(order()) })
         .await
         .unwrap();
     assert!(!first.replayed);
+    let raw_key = store.redis_key(call(&idem).key());
+
+    // One caller: each kind of call in turn, so that all see the same conditions. The first
+    // tenth warms up and is left out.
+    let warm_up = calls / 10;
+    let (mut replay_times, mut raw_times, mut fresh_times, mut cached_times) = (
+        Latencies::default(),
+        Latencies::default(),
+        Latencies::default(),
+        Latencies::default(),
+    );
+    let mut raw_conn = conn.clone();
+    for n in 0..warm_up + calls {
+        replay_times.time(replay_once(&idem)).await;
+        raw_times.time(hgetall_once(&mut raw_conn, &raw_key)).await;
+        let fresh = order_call(&idem, &format!("fresh-{n}"));
+        fresh_times
+            .time(async {
+                let done = idem
+                    .run(fresh, async { Ok::<_, Error>(order()) })
+                    .await
+                    .unwrap();
+                assert!(!done.replayed);
+            })
+            .await;
+        cached_times.time(replay_once(&cached)).await;
+    }
+    let latency = [
+        ("idem replay", replay_times.summary(warm_up)),
+        (
+            "idem fresh call (reserve, run, complete)",
+            fresh_times.summary(warm_up),
+        ),
+        (
+            "idem replay, replay cache on",
+            cached_times.summary(warm_up),
+        ),
+        ("raw `HGETALL` of the record", raw_times.summary(warm_up)),
+    ];
 
     let replay = {
         let idem = idem.clone();
         move || {
             let idem = idem.clone();
-            async move {
-                let done = idem
-                    .run(call(&idem), std::future::pending::<Result<Order, Error>>())
-                    .await
-                    .unwrap();
-                assert!(done.replayed);
-            }
+            async move { replay_once(&idem).await }
+        }
+    };
+    let cached_replay = {
+        let cached = cached.clone();
+        move || {
+            let cached = cached.clone();
+            async move { replay_once(&cached).await }
         }
     };
     // Warm up, then measure.
@@ -175,20 +273,11 @@ async fn main() {
         }
     };
     let reserves = per_second(throughput(secs, reserve).await);
+    let cached_replays = per_second(throughput(secs, cached_replay).await);
 
-    let raw_key = store.redis_key(call(&idem).key());
-    let conn = redis::aio::ConnectionManager::new(redis::Client::open(url.as_str()).unwrap())
-        .await
-        .unwrap();
     let hgetall = move || {
         let (mut conn, key) = (conn.clone(), raw_key.clone());
-        async move {
-            let _: redis::Value = redis::cmd("HGETALL")
-                .arg(&key)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-        }
+        async move { hgetall_once(&mut conn, &key).await }
     };
     let raw = per_second(throughput(secs, hgetall).await);
 
@@ -231,15 +320,44 @@ async fn main() {
         "phase length: {secs:?}; {TASKS} concurrent tasks on one worker thread; round trips per replay: {trips:.3}"
     );
     println!();
-    println!("| what | connections | ops/s |");
-    println!("|---|---|---|");
     println!(
-        "| idem replay: `Idempotency::run` on `RedisStore` (EVALSHA reserve) | 1 | {replays:.0} |"
+        "#### Redis latency, one caller, {calls} calls of each kind interleaved on one connection"
     );
-    println!("| `RedisStore::reserve` alone, finding the record | 1 | {reserves:.0} |");
-    println!("| raw `HGETALL` of the record, same client library | 1 | {raw:.0} |");
+    println!();
+    let raw_median = latency[3].1 .0.as_secs_f64();
+    println!("| what | p50 | p99 | p50 × raw `HGETALL` |");
+    println!("|---|---|---|---|");
+    for (name, (median, p99)) in latency {
+        println!(
+            "| {name} | {median:.1?} | {p99:.1?} | {:.2}× |",
+            median.as_secs_f64() / raw_median
+        );
+    }
+    println!();
+    println!("#### Redis throughput, {TASKS} concurrent callers");
+    println!();
+    println!("| what | connections | ops/s | × raw `HGETALL` |");
+    println!("|---|---|---|---|");
+    let row = |what: &str, connections: u32, rate: f64| {
+        println!(
+            "| {what} | {connections} | {rate:.0} | {:.2}× |",
+            rate / raw
+        );
+    };
+    row(
+        "idem replay: `Idempotency::run` on `RedisStore` (EVALSHA reserve)",
+        1,
+        replays,
+    );
+    row("idem replay, replay cache on", 1, cached_replays);
+    row(
+        "`RedisStore::reserve` alone, finding the record",
+        1,
+        reserves,
+    );
+    row("raw `HGETALL` of the record, same client library", 1, raw);
     match benchmark {
-        Some((command, rate)) => println!("| `{command}` | 64 | {rate:.0} |"),
-        None => println!("| redis-benchmark -t set -c 64 | 64 | (redis-benchmark not found) |"),
+        Some((command, rate)) => row(&format!("`{command}`"), 64, rate),
+        None => println!("| redis-benchmark -t set -c 64 | 64 | (redis-benchmark not found) | |"),
     }
 }
