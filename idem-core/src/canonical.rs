@@ -78,6 +78,10 @@ impl Encoder<'_> {
     }
 }
 
+/// The scratch bytes reserved per map entry whose count is known: two tags and lengths (18
+/// bytes) and a few dozen bytes of key and value.
+const SCRATCH_PER_ENTRY: usize = 64;
+
 type Result<T = (), E = EncodeError> = std::result::Result<T, E>;
 
 impl<'a> ser::Serializer for Encoder<'a> {
@@ -223,11 +227,14 @@ impl<'a> ser::Serializer for Encoder<'a> {
         self.variant(variant);
         self.serialize_seq(Some(len))
     }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Map<'a>> {
+    fn serialize_map(self, len: Option<usize>) -> Result<Map<'a>> {
+        let len = len.unwrap_or(0);
         Ok(Map {
             out: self.out,
-            scratch: Vec::new(),
-            entries: Vec::new(),
+            // Room for a short key and value per entry saves most regrowing of small maps and
+            // structs, the common arguments.
+            scratch: Vec::with_capacity(len * SCRATCH_PER_ENTRY),
+            entries: Vec::with_capacity(len),
             pending_key: None,
         })
     }
@@ -320,6 +327,7 @@ impl Map<'_> {
         self.entries.sort_unstable_by(|a, b| {
             (&scratch[a.0..a.1], &scratch[a.1..a.2]).cmp(&(&scratch[b.0..b.1], &scratch[b.1..b.2]))
         });
+        self.out.reserve(1 + 8 + scratch.len());
         self.out.push(tag::MAP);
         self.out
             .extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
