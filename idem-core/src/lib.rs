@@ -67,6 +67,8 @@
 //! - A store failure fails the call closed: the function does not run ([`Error::Store`]).
 //! - Keys encode their parts unambiguously and include a namespace, the function's name and an
 //!   optional scope (see [`KeyBuilder`]).
+//! - With [`Idempotency::with_replay_cache`], completed records are also kept in the process
+//!   ([`ReplayCache`], bounded, off by default), so replaying a hot key makes no store call.
 //!
 //! # Writing a store
 //!
