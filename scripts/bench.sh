@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs the benchmarks one after another and prints one markdown report: the machine, the date,
+# and each bench's tables of ratios (every ratio is measured side by side within one run).
+#
+#   scripts/bench.sh                      # print the report
+#   scripts/bench.sh --update BENCHMARKS.md   # also replace the report section of that file
+#
+# The Redis and PostgreSQL benches start their own servers on loopback ports (see
+# scripts/services.sh); a bench whose server cannot be started prints a note instead of its
+# tables. Cargo's own output goes to $IDEM_BENCH_LOG (default target/bench.log).
+# IDEM_BENCH_SECS, IDEM_BENCH_CALLS, IDEM_BENCH_MILLIS and IDEM_BENCH_REPLAYS shorten or
+# lengthen the phases (see each bench's docs).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+update=""
+if [ "${1:-}" = "--update" ]; then
+    update="${2:?--update needs a file}"
+fi
+log="${IDEM_BENCH_LOG:-${CARGO_TARGET_DIR:-target}/bench.log}"
+mkdir -p "$(dirname "$log")"
+: >"$log"
+
+machine() {
+    local cpu memory
+    cpu="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
+    memory="$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo ' (with local changes)')"
+    echo "- CPU: ${cpu:-unknown}, $(nproc) cores (nproc)"
+    echo "- memory: ${memory}"
+    echo "- $(rustc --version)"
+    echo "- $(redis-server --version 2>/dev/null | head -n 1 || echo 'redis-server: not installed')"
+}
+
+# bench TITLE CARGO-ARGS...: runs one bench and prints its output under TITLE.
+bench() {
+    local title="$1"
+    shift
+    echo "## ${title}"
+    echo
+    echo '```text'
+    echo "cargo bench $*"
+    echo '```'
+    echo
+    if ! cargo bench "$@" 2>>"$log"; then
+        echo "(failed: see $log)"
+    fi
+    echo
+}
+
+report() {
+    echo "## Machine"
+    echo
+    machine
+    echo
+    bench "Memory store" -p idem-stores --bench memory_report
+    bench "Redis: replay, fresh call and raw round trips" -p idem-tests --features redis --bench redis_replay
+    bench "HTTP layer" -p idem-tests --features http,redis --bench http_layer
+    bench "PostgreSQL and Redis replay latency" -p idem-tests --features redis,postgres --bench replay_latency
+}
+
+output="$(report)"
+printf '%s\n' "$output"
+
+if [ -n "$update" ]; then
+    begin='<!-- scripts/bench.sh output begins -->'
+    end='<!-- scripts/bench.sh output ends -->'
+    grep -qF "$begin" "$update" && grep -qF "$end" "$update" || {
+        echo "bench.sh: $update has no '$begin' ... '$end' section" >&2
+        exit 1
+    }
+    BENCH_OUTPUT="$output" awk -v begin="$begin" -v end="$end" '
+        $0 == begin { print; print ""; print ENVIRON["BENCH_OUTPUT"]; print ""; skipping = 1; next }
+        $0 == end { skipping = 0 }
+        !skipping { print }
+    ' "$update" >"$update.tmp"
+    mv "$update.tmp" "$update"
+fi
