@@ -26,7 +26,7 @@ machine() {
     cpu="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
     memory="$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo ' (with local changes)')"
+    echo "- commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!*.md' 2>/dev/null || echo ' (with local changes)')"
     echo "- CPU: ${cpu:-unknown}, $(nproc) cores (nproc)"
     echo "- memory: ${memory}"
     echo "- $(rustc --version)"
