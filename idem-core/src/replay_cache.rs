@@ -95,15 +95,19 @@ impl ReplayCache {
 
     /// The record cached under `key`, unless it expired or outlived the cap at `now`.
     pub(crate) fn get(&self, key: &Key, now: Timestamp) -> Option<Arc<Completed>> {
-        let mut entries = self.lock();
-        let entry = entries.by_key.get(key)?;
+        let mut guard = self.lock();
+        let entries = &mut *guard;
+        let last_use = entries.next_use();
+        let entry = entries.by_key.get_mut(key)?;
         if now >= entry.valid_until {
             entries.remove(key);
             return None;
         }
-        let completed = entry.completed.clone();
-        entries.touch(key);
-        Some(completed)
+        if let Some(key) = entries.by_use.remove(&entry.last_use) {
+            entries.by_use.insert(last_use, key);
+        }
+        entry.last_use = last_use;
+        Some(entry.completed.clone())
     }
 
     /// Caches `completed` under `key`, read or written at `now`.
@@ -175,16 +179,6 @@ impl Entries {
                 last_use,
             },
         );
-    }
-
-    fn touch(&mut self, key: &Key) {
-        let last_use = self.next_use();
-        if let Some(entry) = self.by_key.get_mut(key) {
-            if let Some(key) = self.by_use.remove(&entry.last_use) {
-                self.by_use.insert(last_use, key);
-            }
-            entry.last_use = last_use;
-        }
     }
 
     fn remove(&mut self, key: &Key) {
