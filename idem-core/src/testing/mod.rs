@@ -52,7 +52,7 @@ use async_trait::async_trait;
 pub use check::{BoxFuture, Check};
 pub use suite::{main, run_suite, Arguments, Conclusion};
 
-use crate::{Clock, Idempotency, Key, Store, SystemClock};
+use crate::{Clock, Idempotency, Key, ReplayCache, Store, SystemClock};
 
 /// A store under test.
 #[async_trait]
@@ -64,6 +64,13 @@ pub trait Target: Send + Sync + 'static {
     /// Returns `false` if the backend cannot hold such a value (the check then passes vacuously,
     /// saying so on stderr).
     async fn corrupt(&self, key: &Key) -> bool;
+
+    /// A replay cache to put in front of the store in every handle the checks build, so that
+    /// the suite checks the store and the cache together. `None` (the default) checks the store
+    /// alone.
+    fn replay_cache(&self) -> Option<ReplayCache> {
+        None
+    }
 }
 
 /// What a check gets: the target, its store and a namespace of its own.
@@ -102,9 +109,13 @@ impl Context {
     /// A handle on `store` (the store under test, or a probe wrapping it) in this check's
     /// namespace, on `clock`.
     pub fn handle_with(&self, clock: impl Clock, store: Arc<dyn Store>) -> Idempotency {
-        Idempotency::from_arc(store)
+        let handle = Idempotency::from_arc(store)
             .with_namespace(self.namespace.clone())
-            .with_clock(clock)
+            .with_clock(clock);
+        match self.target.replay_cache() {
+            Some(cache) => handle.with_replay_cache(cache),
+            None => handle,
+        }
     }
 
     /// A handle on the store under test, through a probe that adds a permit to the returned
@@ -179,4 +190,35 @@ macro_rules! conformance_tests {
             $crate::testing::main($factory)
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct CachedReference;
+
+    #[async_trait]
+    impl Target for CachedReference {
+        fn store(&self) -> Arc<dyn Store> {
+            Arc::new(ReferenceStore::new())
+        }
+
+        async fn corrupt(&self, _: &Key) -> bool {
+            false
+        }
+
+        fn replay_cache(&self) -> Option<ReplayCache> {
+            Some(ReplayCache::new(10, 1 << 10))
+        }
+    }
+
+    #[test]
+    fn a_target_with_a_replay_cache_puts_one_in_every_handle() {
+        let ctx = Context::new(Arc::new(CachedReference));
+        let cache = ctx.handle().replay_cache().map(ReplayCache::max_entries);
+        assert_eq!(cache, Some(10));
+        let with_clock = ctx.handle_with(crate::ManualClock::new(), ctx.store().clone());
+        assert!(with_clock.replay_cache().is_some());
+    }
 }
