@@ -19,61 +19,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, Key, ReplayCache};
+use idem_core::{Fingerprint, Idempotency, ReplayCache};
 use idem_stores::memory::MemoryStore;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+mod charge;
+use charge::{charge, idempotent_charge, key, request, ChargeRequest, Receipt};
 
 const ROUNDS: usize = 7;
 const CALLS_PER_ROUND: u32 = 20_000;
 const CALLERS: [usize; 4] = [1, 8, 64, 512];
 
-/// The request of idem-stores/benches/memory.rs: about 200 bytes of JSON, like a small payment
-/// API body.
-#[derive(Serialize)]
-struct ChargeRequest {
-    order_id: String,
-    customer_id: String,
-    card_token: String,
-    amount: u64,
-    currency: &'static str,
-    description: String,
-}
-
-#[derive(Serialize, Deserialize)]
-struct Receipt {
-    id: String,
-    amount: u64,
-}
-
-fn request(order: u64) -> ChargeRequest {
-    ChargeRequest {
-        order_id: format!("order-{order:012}"),
-        customer_id: "cus_4f9a1c2e7b3d5a60".into(),
-        card_token: "tok_visa_4242424242424242_exp_2030_12".into(),
-        amount: 4_200,
-        currency: "JPY",
-        description: "Monthly subscription, premium plan, billed on the 1st".into(),
-    }
-}
-
-async fn charge(req: &ChargeRequest) -> Result<Receipt, Error> {
-    Ok(Receipt {
-        id: format!("rcpt_{}", req.order_id),
-        amount: req.amount,
-    })
-}
-
-fn key(idem: &Idempotency, req: &ChargeRequest) -> Result<Key, Error> {
-    idem.key("bench::charge")
-        .part(req.order_id.as_str())
-        .finish()
-}
-
-async fn idempotent_charge(idem: &Idempotency, req: &ChargeRequest) -> Result<Receipt, Error> {
-    let call = Call::new(key(idem, req)?, Fingerprint::of(req)?).with_ttl(Duration::from_secs(60));
-    Ok(idem.run(call, charge(req)).await?.value)
-}
+/// How long a charge's outcome is kept.
+const TTL: Duration = Duration::from_secs(60);
 
 /// What a replay cannot avoid: the key, the fingerprint and decoding the stored result.
 fn floor(idem: &Idempotency, req: &ChargeRequest, stored: &[u8]) -> Receipt {
@@ -116,8 +74,8 @@ fn sequential() -> Vec<(&'static str, f64)> {
         let cached = Idempotency::new(MemoryStore::new())
             .with_replay_cache(ReplayCache::new(10_000, 16 << 20));
         let replayed = request(0);
-        idempotent_charge(&idem, &replayed).await.unwrap();
-        idempotent_charge(&cached, &replayed).await.unwrap();
+        idempotent_charge(&idem, &replayed, TTL).await.unwrap();
+        idempotent_charge(&cached, &replayed, TTL).await.unwrap();
         let stored = serde_json::to_vec(&charge(&replayed).await.unwrap()).unwrap();
         let next_order = AtomicU64::new(1);
         let fresh_requests = || request(next_order.fetch_add(1, Ordering::Relaxed));
@@ -140,15 +98,15 @@ fn sequential() -> Vec<(&'static str, f64)> {
                 .await,
                 time_per_call(|_| async {
                     let req = fresh_requests();
-                    std::hint::black_box(idempotent_charge(&idem, &req).await.unwrap());
+                    std::hint::black_box(idempotent_charge(&idem, &req, TTL).await.unwrap());
                 })
                 .await,
                 time_per_call(|_| async {
-                    std::hint::black_box(idempotent_charge(&idem, &replayed).await.unwrap());
+                    std::hint::black_box(idempotent_charge(&idem, &replayed, TTL).await.unwrap());
                 })
                 .await,
                 time_per_call(|_| async {
-                    std::hint::black_box(idempotent_charge(&cached, &replayed).await.unwrap());
+                    std::hint::black_box(idempotent_charge(&cached, &replayed, TTL).await.unwrap());
                 })
                 .await,
                 time_per_call(|_| async {
@@ -222,14 +180,16 @@ fn concurrent(length: Duration) -> Vec<(usize, f64, f64, f64)> {
             let requests: Arc<Vec<ChargeRequest>> =
                 Arc::new((0..callers as u64).map(request).collect());
             for req in requests.iter() {
-                idempotent_charge(&idem, req).await.unwrap();
+                idempotent_charge(&idem, req, TTL).await.unwrap();
             }
             let distinct = {
                 let (idem, requests) = (idem.clone(), requests.clone());
                 per_second(callers, length, move |caller, _| {
                     let (idem, requests) = (idem.clone(), requests.clone());
                     async move {
-                        idempotent_charge(&idem, &requests[caller]).await.unwrap();
+                        idempotent_charge(&idem, &requests[caller], TTL)
+                            .await
+                            .unwrap();
                     }
                 })
                 .await
@@ -239,7 +199,7 @@ fn concurrent(length: Duration) -> Vec<(usize, f64, f64, f64)> {
                 per_second(callers, length, move |_, _| {
                     let (idem, requests) = (idem.clone(), requests.clone());
                     async move {
-                        idempotent_charge(&idem, &requests[0]).await.unwrap();
+                        idempotent_charge(&idem, &requests[0], TTL).await.unwrap();
                     }
                 })
                 .await
@@ -250,7 +210,7 @@ fn concurrent(length: Duration) -> Vec<(usize, f64, f64, f64)> {
                     let idem = idem.clone();
                     async move {
                         let req = request(((caller as u64) << 40) + n + 1_000_000);
-                        idempotent_charge(&idem, &req).await.unwrap();
+                        idempotent_charge(&idem, &req, TTL).await.unwrap();
                     }
                 })
                 .await
