@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::journal::Journal;
 use crate::lease::Lease;
 use crate::Key;
 
@@ -37,18 +38,31 @@ struct Inner {
     attempt: u32,
     fencing_token: u64,
     lease: Arc<Lease>,
+    journal: Arc<Journal>,
 }
 
 impl CallContext {
-    pub(crate) fn new(key: Key, attempt: u32, fencing_token: u64, lease: Arc<Lease>) -> Self {
+    pub(crate) fn new(
+        key: Key,
+        attempt: u32,
+        fencing_token: u64,
+        lease: Arc<Lease>,
+        journal: Arc<Journal>,
+    ) -> Self {
         CallContext {
             inner: Arc::new(Inner {
                 key,
                 attempt,
                 fencing_token,
                 lease,
+                journal,
             }),
         }
+    }
+
+    /// The call's steps, for [`step`](crate::step).
+    pub(crate) fn journal(&self) -> &Journal {
+        &self.inner.journal
     }
 
     /// The full stored key. Pass it on as the idempotency key of a downstream call (a card

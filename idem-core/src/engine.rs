@@ -9,18 +9,15 @@ use serde::{de::DeserializeOwned, Serialize};
 use std::sync::Arc;
 
 use crate::guard::{CatchUnwind, Settle};
-use crate::lease::{Lease, Loss};
+use crate::journal::{self, Journal};
+use crate::lease::Lease;
 use crate::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::renewal::{Renew, Renewal};
+use crate::retry::FencedWrite;
 use crate::{
     fencing, Call, CallContext, Claim, Completed, Error, Executed, Idempotency, InProgress,
     OnAbort, Outcome, OwnerToken, Record, Reservation, StoreError, TARGET,
 };
-
-/// How often storing an outcome is tried before the call fails.
-const COMPLETE_ATTEMPTS: u32 = 3;
-/// The pause before the second attempt; each later pause is four times longer.
-const COMPLETE_RETRY_BACKOFF: Duration = Duration::from_millis(25);
 
 impl Idempotency {
     /// Runs `body` at most once for `call`'s key, releasing the key when it returns `Err`.
@@ -225,11 +222,23 @@ impl Idempotency {
             state: lease.clone(),
         })
         .await;
+        let journal = Arc::new(Journal::new(
+            journal::Owner {
+                store: self.store.clone(),
+                clock: self.clock.clone(),
+                key: call.key.clone(),
+                owner: owner.clone(),
+                ttl: call.ttl,
+                lease: lease.clone(),
+            },
+            held.steps().clone(),
+        ));
         let context = CallContext::new(
             call.key.clone(),
             held.attempt(),
             held.fencing_token(),
             lease.clone(),
+            journal.clone(),
         );
         match call.on_abort {
             OnAbort::Hold => settle.disarm(),
@@ -241,7 +250,7 @@ impl Idempotency {
         let result = match outcome {
             Ok(result) => result,
             Err(panic) => {
-                self.settle_panic(call, &owner, &lease).await;
+                self.settle_panic(call, &owner, &lease, &journal).await;
                 settle.disarm();
                 drop(renewal);
                 panic::resume_unwind(panic);
@@ -256,6 +265,15 @@ impl Idempotency {
             Err(error) => policy.encode(error).map(|body| body.map(Outcome::Err)),
         };
         let outcome = match stored {
+            None if journal.has_unrecorded() => {
+                // A step ran without a record: a retry after a release would run it again.
+                tracing::error!(target: TARGET, key, "the call failed after a step that was not recorded; the key stays reserved until its lease passes");
+                settle.disarm();
+                return result.map(|value| Executed {
+                    value,
+                    replayed: false,
+                });
+            }
             None => {
                 settle.arm_release();
                 self.release(call, &owner).await;
@@ -301,9 +319,18 @@ impl Idempotency {
     }
 
     /// Does what [`Call::on_abort`] says after the body panicked.
-    async fn settle_panic(&self, call: &Call, owner: &OwnerToken, lease: &Lease) {
+    async fn settle_panic(
+        &self,
+        call: &Call,
+        owner: &OwnerToken,
+        lease: &Lease,
+        journal: &Journal,
+    ) {
         let key = call.key.as_str();
         match call.on_abort {
+            OnAbort::Release if journal.has_unrecorded() => {
+                tracing::error!(target: TARGET, key, "the function panicked after a step that was not recorded; the key is held until its lease passes");
+            }
             OnAbort::Hold => {
                 tracing::error!(target: TARGET, key, "the function panicked; the key is held until its lease passes");
             }
@@ -322,10 +349,8 @@ impl Idempotency {
         }
     }
 
-    /// Stores the completed record, retrying a backend failure while the lease holds: once the
-    /// body has run, giving up leaves the key reserved until the lease passes, and a retry
-    /// after that runs the body again. A retry that would outlast the lease is not made: by
-    /// then another caller may have taken the key over.
+    /// Stores the completed record, retrying a backend failure while the lease holds
+    /// ([`FencedWrite`]).
     async fn record_outcome(
         &self,
         call: &Call,
@@ -333,37 +358,19 @@ impl Idempotency {
         completed: &Completed,
         lease: &Lease,
     ) -> Result<(), StoreError> {
-        let key = call.key.as_str();
-        if lease.loss() == Some(Loss::TakenOver) {
-            return Err(StoreError::LeaseLost);
-        }
-        let mut backoff = COMPLETE_RETRY_BACKOFF;
-        for attempt in 1..=COMPLETE_ATTEMPTS {
-            match self.store.complete(&call.key, owner, completed).await {
-                Ok(()) => return Ok(()),
-                Err(StoreError::Backend(error)) if attempt < COMPLETE_ATTEMPTS => {
-                    if lease.loss() == Some(Loss::TakenOver) {
-                        return Err(StoreError::LeaseLost);
-                    }
-                    if self.clock.now() + backoff >= lease.until() {
-                        tracing::error!(target: TARGET, key, %error, "storing the outcome failed and the lease passes before a retry");
-                        return Err(StoreError::Backend(error));
-                    }
-                    tracing::warn!(target: TARGET, key, %error, attempt, "storing the outcome failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 4;
-                }
-                Err(StoreError::LeaseLost) if attempt > 1 => {
-                    // An earlier attempt may have landed and only its answer was lost.
-                    return match self.store.get(&call.key).await {
-                        Ok(Some(Record::Completed(stored))) if stored == *completed => Ok(()),
-                        _ => Err(StoreError::LeaseLost),
-                    };
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        unreachable!("the last attempt returns")
+        let write = FencedWrite {
+            store: &*self.store,
+            clock: &*self.clock,
+            key: &call.key,
+            lease,
+            what: "the outcome",
+        };
+        write
+            .run(
+                || self.store.complete(&call.key, owner, completed),
+                |stored| matches!(stored, Record::Completed(stored) if stored == completed),
+            )
+            .await
     }
 
     async fn release(&self, call: &Call, owner: &OwnerToken) {

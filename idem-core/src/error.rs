@@ -95,6 +95,15 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// The body ran two [`step`](crate::step)s with the same name in one call (HTTP 500): a
+    /// retry could not tell which one a recorded value belongs to. Give each step its own name.
+    #[error("step `{step}` ran twice in the call with idempotency key `{key}`; each step needs a name of its own")]
+    DuplicateStep {
+        /// The stored key.
+        key: String,
+        /// The step's name.
+        step: String,
+    },
     /// The idempotency key cannot be used, for example because it is too long (HTTP 400).
     #[error("invalid idempotency key: {0}")]
     InvalidKey(String),
@@ -126,6 +135,7 @@ impl Error {
             | Error::NotInstalled
             | Error::Codec(_)
             | Error::CorruptRecord { .. }
+            | Error::DuplicateStep { .. }
             | Error::Rejected { .. } => 500,
         }
     }
@@ -252,6 +262,14 @@ mod tests {
                 true,
             ),
             (Error::NotInstalled, 500, false),
+            (
+                Error::DuplicateStep {
+                    key: key(),
+                    step: "charge".into(),
+                },
+                500,
+                false,
+            ),
             (
                 Error::Codec(Box::new(Message("bad json".into()))),
                 500,

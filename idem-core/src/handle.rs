@@ -17,6 +17,7 @@ pub const DEFAULT_NAMESPACE: &str = "idem";
 /// #   async fn complete(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: &idem_core::Completed) -> Result<(), idem_core::StoreError> { unimplemented!() }
 /// #   async fn release(&self, _: &idem_core::Key, _: &idem_core::OwnerToken) -> Result<(), idem_core::StoreError> { unimplemented!() }
 /// #   async fn renew(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: idem_core::Timestamp) -> Result<(), idem_core::StoreError> { unimplemented!() }
+/// #   async fn record_step(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: &str, _: &[u8], _: idem_core::Timestamp) -> Result<(), idem_core::StoreError> { unimplemented!() }
 /// #   async fn get(&self, _: &idem_core::Key) -> Result<Option<idem_core::Record>, idem_core::StoreError> { unimplemented!() }
 /// #   async fn delete(&self, _: &idem_core::Key) -> Result<(), idem_core::StoreError> { unimplemented!() }
 /// # }

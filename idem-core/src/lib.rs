@@ -23,6 +23,7 @@
 //! #     self.0.lock().unwrap().insert(key.clone(), Record::Completed(c.clone())); Ok(()) }
 //! #   async fn release(&self, key: &Key, _: &OwnerToken) -> Result<(), StoreError> { self.0.lock().unwrap().remove(key); Ok(()) }
 //! #   async fn renew(&self, _: &Key, _: &OwnerToken, _: Timestamp) -> Result<(), StoreError> { Ok(()) }
+//! #   async fn record_step(&self, _: &Key, _: &OwnerToken, _: &str, _: &[u8], _: Timestamp) -> Result<(), StoreError> { Ok(()) }
 //! #   async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> { Ok(self.0.lock().unwrap().get(key).cloned()) }
 //! #   async fn delete(&self, key: &Key) -> Result<(), StoreError> { self.0.lock().unwrap().remove(key); Ok(()) }
 //! # }
@@ -63,6 +64,9 @@
 //!   [`Error::NotRecorded`] and never overwrites the new owner's record.
 //! - Inside the function, [`context`] gives the key (to pass on to a downstream provider), the
 //!   attempt, a fencing token that grows with every reservation, and a lease-lost signal.
+//! - A function whose side effects come one after another can record each as a [`step`]: a
+//!   retry that takes over after a crash replays the finished steps from the record and runs
+//!   only the rest.
 //! - Every failure after the function ran is [`Error::NotRecorded`]: HTTP 500, not retryable.
 //! - A store failure fails the call closed: the function does not run ([`Error::Store`]).
 //! - Keys encode their parts unambiguously and include a namespace, the function's name and an
@@ -89,12 +93,16 @@ mod fingerprint;
 mod global;
 mod guard;
 mod handle;
+mod journal;
 mod key;
 mod lease;
 mod policy;
 mod record;
 mod renewal;
 mod replay_cache;
+mod retry;
+mod step;
+mod steps;
 mod store;
 mod time;
 
@@ -120,6 +128,8 @@ pub use record::{
     LEASE_GRACE_MS,
 };
 pub use replay_cache::{ReplayCache, DEFAULT_REPLAY_CACHE_MAX_AGE};
+pub use step::step;
+pub use steps::Steps;
 pub use store::Store;
 pub use time::Timestamp;
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{Fingerprint, Timestamp};
+use crate::{Fingerprint, Steps, Timestamp};
 
 /// How long an in-progress record whose lease passed still stands. Within the grace only a
 /// caller with the same fingerprint may take the key over (another gets
@@ -99,6 +99,7 @@ pub struct InProgress {
     lease_until: Timestamp,
     fencing_token: u64,
     attempt: u32,
+    steps: Steps,
 }
 
 impl InProgress {
@@ -112,6 +113,7 @@ impl InProgress {
             lease_until,
             fencing_token: 0,
             attempt: 1,
+            steps: Steps::new(),
         }
     }
 
@@ -131,6 +133,17 @@ impl InProgress {
     pub fn with_lease_until(mut self, lease_until: Timestamp) -> Self {
         self.lease_until = lease_until;
         self
+    }
+
+    /// The same record holding `steps`.
+    pub fn with_steps(mut self, steps: Steps) -> Self {
+        self.steps = steps;
+        self
+    }
+
+    /// The steps recorded so far, for a store to change in place.
+    pub fn steps_mut(&mut self) -> &mut Steps {
+        &mut self.steps
     }
 
     /// Moves the lease deadline, as a renewal does.
@@ -169,22 +182,46 @@ impl InProgress {
         self.attempt
     }
 
+    /// The steps the call recorded so far (see [`step`](crate::step)).
+    pub fn steps(&self) -> &Steps {
+        &self.steps
+    }
+
     /// Whether the reservation is abandoned at `now`: its lease passed more than
-    /// [`LEASE_GRACE`] ago.
+    /// [`LEASE_GRACE`] ago, and it holds no steps that are still kept
+    /// ([`Steps::hold_key`]).
     pub fn is_abandoned(&self, now: Timestamp) -> bool {
-        self.lease_until + LEASE_GRACE <= now
+        self.lease_until + LEASE_GRACE <= now && !self.steps.hold_key(now)
+    }
+
+    /// Whether the record holds steps and was released: the call ended in an error after
+    /// some of its steps, and the key waits for the same call to resume. Its lease is the
+    /// epoch.
+    pub fn is_released(&self) -> bool {
+        self.lease_until == Timestamp::EPOCH && !self.steps.is_empty()
+    }
+
+    /// The record [`release`](crate::Store::release) leaves when it holds steps: the same
+    /// record with its lease ended (set to the epoch), so that a call with the same
+    /// fingerprint may take it over at once and resume, and any other call gets
+    /// [`Error::Mismatch`](crate::Error::Mismatch) until the steps expire.
+    pub fn released(mut self) -> Self {
+        self.lease_until = Timestamp::EPOCH;
+        self
     }
 
     /// The record this claim's record becomes when it takes `previous` over: the same record
-    /// with the attempt counted on from `previous` when both are the same call (same
-    /// fingerprint), and a fencing token above `previous`'s.
+    /// with the attempt counted on from `previous` and its steps when both are the same call
+    /// (same fingerprint), and a fencing token above `previous`'s. A takeover by another
+    /// call starts with no steps.
     ///
     /// Every store writes exactly this on a takeover.
     pub fn taking_over(&self, previous: &InProgress) -> InProgress {
-        let attempt = if previous.fingerprint == self.fingerprint {
-            previous.attempt.saturating_add(1)
+        let same_call = previous.fingerprint == self.fingerprint;
+        let (attempt, steps) = if same_call {
+            (previous.attempt.saturating_add(1), previous.steps.clone())
         } else {
-            1
+            (1, Steps::new())
         };
         InProgress {
             owner: self.owner.clone(),
@@ -194,6 +231,7 @@ impl InProgress {
                 .fencing_token
                 .max(previous.fencing_token.saturating_add(1)),
             attempt,
+            steps,
         }
     }
 }

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use crate::{Claim, Completed, Key, OwnerToken, Record, Reservation, StoreError, Timestamp};
 #[cfg(doc)]
-use crate::{InProgress, LEASE_GRACE};
+use crate::{InProgress, Steps, LEASE_GRACE};
 
 /// A place to keep idempotency records: in-process memory, Redis, DynamoDB, or your own.
 ///
@@ -15,7 +15,8 @@ use crate::{InProgress, LEASE_GRACE};
 /// engine builds the whole protocol out of them:
 ///
 /// 1. [`reserve`](Store::reserve) before the function runs;
-/// 2. [`renew`](Store::renew) while it runs;
+/// 2. [`renew`](Store::renew) while it runs, and [`record_step`](Store::record_step) for each
+///    [`step`](crate::step) it finishes;
 /// 3. [`complete`](Store::complete) with its outcome, or [`release`](Store::release) to free the
 ///    key when it failed.
 ///
@@ -31,7 +32,12 @@ use crate::{InProgress, LEASE_GRACE};
 ///   whatever its fingerprint); replacing an in-progress record is a takeover. Otherwise it
 ///   writes nothing and returns the record it found. Of any number of concurrent claims on a
 ///   free key exactly one gets [`Reservation::Reserved`] or [`Reservation::TookOver`].
-/// - **Fencing.** `complete`, `release` and `renew` succeed only while the record under the key
+/// - **Steps.** A takeover writes [`InProgress::taking_over`], which keeps the previous record's
+///   [`Steps`] when the claim has the same fingerprint, and returns it with them. An
+///   in-progress record whose steps still hold the key ([`Steps::hold_key`]) is not abandoned,
+///   and must be kept (by the backend's own expiry too) until its steps'
+///   [`kept_until`](Steps::kept_until).
+/// - **Fencing.** `complete`, `release`, `renew` and `record_step` succeed only while the record under the key
 ///   is in progress and owned by `owner`; otherwise they change nothing and return
 ///   [`StoreError::LeaseLost`]. They do not check the lease deadline: an owner whose lease passed
 ///   but who was not taken over may still finish.
@@ -53,8 +59,22 @@ pub trait Store: Send + Sync + 'static {
         record: &Completed,
     ) -> Result<(), StoreError>;
 
-    /// Deletes `owner`'s in-progress record, so the key can be used again.
+    /// Deletes `owner`'s in-progress record, so the key can be used again. A record that holds
+    /// steps is kept instead, with its lease ended ([`InProgress::released`]): the steps' side
+    /// effects happened, so only the same call may use the key again, and it resumes after them.
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError>;
+
+    /// Adds step `name` with `value` (its serialised `Ok` value) to `owner`'s in-progress record,
+    /// replacing an earlier value of `name`, and keeps the record until `kept_until` at least
+    /// ([`Steps::keep_until`]). One atomic write, fenced like `complete`.
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError>;
 
     /// Moves `owner`'s lease deadline to `lease_until`.
     async fn renew(
@@ -99,6 +119,18 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
         (**self).release(key, owner).await
+    }
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        (**self)
+            .record_step(key, owner, name, value, kept_until)
+            .await
     }
     async fn renew(
         &self,

@@ -50,6 +50,20 @@ impl Store for Counting {
         self.inner.release(key, owner).await
     }
 
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.count();
+        self.inner
+            .record_step(key, owner, name, value, kept_until)
+            .await
+    }
+
     async fn renew(
         &self,
         key: &Key,

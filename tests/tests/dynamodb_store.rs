@@ -42,6 +42,16 @@ mod idem_stores_memory_free {
         async fn renew(&self, _: &Key, _: &OwnerToken, _: Timestamp) -> Result<(), StoreError> {
             unreachable!()
         }
+        async fn record_step(
+            &self,
+            _: &Key,
+            _: &OwnerToken,
+            _: &str,
+            _: &[u8],
+            _: Timestamp,
+        ) -> Result<(), StoreError> {
+            unreachable!()
+        }
         async fn get(&self, _: &Key) -> Result<Option<Record>, StoreError> {
             unreachable!()
         }

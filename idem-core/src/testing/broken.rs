@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::{
-    Claim, Completed, Fingerprint, InProgress, Key, OwnerToken, Record, Reservation, Store,
+    Claim, Completed, Fingerprint, InProgress, Key, OwnerToken, Record, Reservation, Steps, Store,
     StoreError, Timestamp,
 };
 
@@ -36,11 +36,17 @@ pub enum Fault {
     NeverWakes,
     /// `reserve` reports a takeover as a plain reservation.
     NeverReportsTakeover,
+    /// A takeover answers with the record as if it held no steps.
+    StepsForgottenOnTakeover,
+    /// `record_step` writes to whoever holds the key, whatever owner it is given.
+    StepOwnerIgnored,
+    /// `release` deletes a record that holds steps.
+    ReleaseForgetsSteps,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 10] = [
+    pub const ALL: [Fault; 13] = [
         Fault::ReserveAlwaysGrants,
         Fault::OwnerIgnored,
         Fault::ExpiryIgnoredOnRead,
@@ -51,6 +57,9 @@ impl Fault {
         Fault::RenewsCompleted,
         Fault::NeverWakes,
         Fault::NeverReportsTakeover,
+        Fault::StepsForgottenOnTakeover,
+        Fault::StepOwnerIgnored,
+        Fault::ReleaseForgetsSteps,
     ];
 
     /// The checks that catch this fault: each must fail against a store with it.
@@ -88,6 +97,15 @@ impl Fault {
             Fault::NeverReportsTakeover => &[
                 "lease_passes_exactly_at_its_deadline",
                 "abandonment_starts_exactly_a_grace_after_the_lease",
+            ],
+            Fault::StepsForgottenOnTakeover => &[
+                "a_takeover_resumes_after_the_recorded_steps",
+                "an_error_after_a_step_keeps_the_key_for_the_same_call",
+            ],
+            Fault::StepOwnerIgnored => &["a_stale_owners_step_is_refused"],
+            Fault::ReleaseForgetsSteps => &[
+                "an_error_after_a_step_keeps_the_key_for_the_same_call",
+                "a_released_record_keeps_its_steps",
             ],
         }
     }
@@ -173,6 +191,13 @@ impl Store for Broken {
                 Reservation::TookOver { record, .. } => Reservation::Reserved(record),
                 other => other,
             }),
+            Fault::StepsForgottenOnTakeover => Ok(match self.inner.reserve(key, claim).await? {
+                Reservation::TookOver { previous, record } => Reservation::TookOver {
+                    previous,
+                    record: record.with_steps(Steps::new()),
+                },
+                other => other,
+            }),
             _ => self.inner.reserve(key, claim).await,
         }
     }
@@ -203,8 +228,28 @@ impl Store for Broken {
                 let holder = self.holder(key).await?.unwrap_or_else(|| owner.clone());
                 self.inner.release(key, &holder).await
             }
+            Fault::ReleaseForgetsSteps if self.holder(key).await?.as_ref() == Some(owner) => {
+                self.inner.delete(key).await
+            }
             _ => self.inner.release(key, owner).await,
         }
+    }
+
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        let owner = match self.fault {
+            Fault::StepOwnerIgnored => self.holder(key).await?.unwrap_or_else(|| owner.clone()),
+            _ => owner.clone(),
+        };
+        self.inner
+            .record_step(key, &owner, name, value, kept_until)
+            .await
     }
 
     async fn renew(

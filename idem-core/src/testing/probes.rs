@@ -221,6 +221,19 @@ impl Store for Probe {
         self.inner.release(key, owner).await
     }
 
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: crate::Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .record_step(key, owner, name, value, kept_until)
+            .await
+    }
+
     async fn renew(
         &self,
         key: &Key,

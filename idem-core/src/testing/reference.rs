@@ -93,8 +93,27 @@ impl Store for ReferenceStore {
     }
 
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        self.owned(key, owner, |records| match records.remove(key) {
+            Some(Record::InProgress(held)) if !held.steps().is_empty() => {
+                records.insert(key.clone(), Record::InProgress(held.released()));
+            }
+            _ => {}
+        })
+    }
+
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
         self.owned(key, owner, |records| {
-            records.remove(key);
+            if let Some(Record::InProgress(held)) = records.get_mut(key) {
+                held.steps_mut().insert(name, value.to_vec());
+                held.steps_mut().keep_until(kept_until);
+            }
         })
     }
 

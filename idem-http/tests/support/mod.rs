@@ -238,6 +238,18 @@ impl Store for FaultyStore {
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
         self.memory.release(key, owner).await
     }
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.memory
+            .record_step(key, owner, name, value, kept_until)
+            .await
+    }
     async fn renew(
         &self,
         key: &Key,

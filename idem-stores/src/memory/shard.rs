@@ -126,6 +126,40 @@ impl Shard {
         }
     }
 
+    /// Releases `owner`'s record under `key`: removes it, or, when it holds steps, keeps it
+    /// released for the same call to resume.
+    pub(crate) fn release(slots: &mut HashMap<Key, Slot>, key: &Key, room: &Capacity) {
+        let Some(slot) = slots.get_mut(key) else {
+            return;
+        };
+        match &slot.record {
+            Record::InProgress(held) if !held.steps().is_empty() => {
+                slot.record = Record::InProgress(held.clone().released());
+                slot.wake();
+            }
+            _ => Self::remove(slots, key, room),
+        }
+    }
+
+    /// Adds step `name` to the in-progress record under `key`.
+    pub(crate) fn record_step(
+        slots: &mut HashMap<Key, Slot>,
+        key: &Key,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) {
+        if let Some(Slot {
+            record: Record::InProgress(in_progress),
+            ..
+        }) = slots.get_mut(key)
+        {
+            let steps = in_progress.steps_mut();
+            steps.insert(name, value.to_vec());
+            steps.keep_until(kept_until);
+        }
+    }
+
     pub(crate) fn renew(slots: &mut HashMap<Key, Slot>, key: &Key, lease_until: Timestamp) {
         if let Some(Slot {
             record: Record::InProgress(in_progress),

@@ -185,7 +185,20 @@ impl Store for MemoryStore {
 
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
         let room = &self.inner.room;
-        self.update_owned(key, owner, |slots| Shard::remove(slots, key, room))
+        self.update_owned(key, owner, |slots| Shard::release(slots, key, room))
+    }
+
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.update_owned(key, owner, |slots| {
+            Shard::record_step(slots, key, name, value, kept_until)
+        })
     }
 
     async fn renew(

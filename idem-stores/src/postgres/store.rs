@@ -253,6 +253,18 @@ impl Store for PostgresStore {
         self.owner_checked("release", query).await
     }
 
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        let _ = (key, owner, name, value, kept_until);
+        Err(StoreError::rejected(crate::STEPS_UNSUPPORTED))
+    }
+
     async fn renew(
         &self,
         key: &Key,

@@ -349,6 +349,18 @@ impl Store for RedisStore {
         fenced(reply, "release")
     }
 
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        let _ = (key, owner, name, value, kept_until);
+        Err(StoreError::rejected(crate::STEPS_UNSUPPORTED))
+    }
+
     async fn renew(
         &self,
         key: &Key,

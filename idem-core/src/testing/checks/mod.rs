@@ -4,6 +4,7 @@ mod aborts;
 mod call_context;
 mod edges;
 mod faults;
+mod steps;
 
 /// Every check: this file's, then each theme's.
 pub(super) fn all() -> Vec<crate::testing::Check> {
@@ -13,6 +14,7 @@ pub(super) fn all() -> Vec<crate::testing::Check> {
         call_context::CHECKS,
         edges::CHECKS,
         faults::CHECKS,
+        steps::CHECKS,
     ]
     .concat()
 }

@@ -1,0 +1,144 @@
+//! What a running call knows of its steps: those recorded, those used, and whether one failed
+//! to record.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::lease::Lease;
+use crate::retry::FencedWrite;
+use crate::{Clock, Error, Key, OwnerToken, Record, Steps, Store, TARGET};
+
+/// The steps of the call being run, shared by the engine and the body's
+/// [`CallContext`](crate::CallContext).
+pub(crate) struct Journal {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    key: Key,
+    owner: OwnerToken,
+    ttl: Duration,
+    lease: Arc<Lease>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The steps the record holds: found at reservation, or recorded since.
+    recorded: Steps,
+    /// The names the body used in this run.
+    used: HashSet<String>,
+    /// Whether a step ran but its value could not be recorded.
+    unrecorded: bool,
+}
+
+/// What a journal needs: the owner's store, clock, key, TTL and lease.
+pub(crate) struct Owner {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) key: Key,
+    pub(crate) owner: OwnerToken,
+    pub(crate) ttl: Duration,
+    pub(crate) lease: Arc<Lease>,
+}
+
+impl Journal {
+    /// The journal of `owner`'s call, whose record holds `recorded`.
+    pub(crate) fn new(owner: Owner, recorded: Steps) -> Self {
+        Journal {
+            store: owner.store,
+            clock: owner.clock,
+            key: owner.key,
+            owner: owner.owner,
+            ttl: owner.ttl,
+            lease: owner.lease,
+            state: Mutex::new(State {
+                recorded,
+                ..State::default()
+            }),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Nothing panics while holding the lock, so a poisoned state is still consistent.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts step `name`: its recorded value if an earlier attempt finished it, or `None`
+    /// if it must run. A name used earlier in this run is [`Error::DuplicateStep`].
+    pub(crate) fn begin(&self, name: &str) -> Result<Option<Vec<u8>>, Error> {
+        let mut state = self.state();
+        if !state.used.insert(name.to_owned()) {
+            return Err(Error::DuplicateStep {
+                key: self.key.as_str().to_owned(),
+                step: name.to_owned(),
+            });
+        }
+        Ok(state.recorded.get(name).map(<[u8]>::to_vec))
+    }
+
+    /// Records step `name`'s value, retrying while the lease holds. On failure the step's
+    /// effect happened without a record: the error is [`Error::NotRecorded`] and the engine
+    /// holds the key instead of releasing it.
+    pub(crate) async fn record(&self, name: &str, value: Vec<u8>) -> Result<(), Error> {
+        let key = self.key.as_str();
+        let kept_until = self.clock.now() + self.ttl;
+        let what = format!("step `{name}`");
+        let write = FencedWrite {
+            store: &*self.store,
+            clock: &*self.clock,
+            key: &self.key,
+            lease: &self.lease,
+            what: &what,
+        };
+        let landed = |record: &Record| {
+            matches!(record, Record::InProgress(held)
+                if held.owner() == &self.owner && held.steps().get(name) == Some(&value[..]))
+        };
+        let written = write
+            .run(
+                || {
+                    self.store
+                        .record_step(&self.key, &self.owner, name, &value, kept_until)
+                },
+                landed,
+            )
+            .await;
+        let mut state = self.state();
+        match written {
+            Ok(()) => {
+                tracing::debug!(target: TARGET, key, step = name, "step recorded");
+                state.recorded.insert(name, value);
+                state.recorded.keep_until(kept_until);
+                Ok(())
+            }
+            Err(error) => {
+                tracing::error!(target: TARGET, key, step = name, %error, "the step ran but its value was not recorded; the key stays reserved until its lease passes");
+                state.unrecorded = true;
+                Err(error.into_error(key).after_run(key))
+            }
+        }
+    }
+
+    /// Marks that a step ran but could not be recorded (its value did not serialise).
+    pub(crate) fn lost(&self) {
+        self.state().unrecorded = true;
+    }
+
+    /// Whether a step ran but its value was not recorded: releasing the key would let a retry
+    /// run it again.
+    pub(crate) fn has_unrecorded(&self) -> bool {
+        self.state().unrecorded
+    }
+}
+
+impl fmt::Debug for Journal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state();
+        f.debug_struct("Journal")
+            .field("key", &self.key)
+            .field("recorded", &state.recorded.len())
+            .field("used", &state.used.len())
+            .finish_non_exhaustive()
+    }
+}
