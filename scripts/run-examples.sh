@@ -47,6 +47,8 @@ wait_for_port() {
 
 echo "examples: payments (memory store)"
 cargo run -q -p idem-examples --all-features --example payments
+echo "examples: checkout_steps (memory store, a crash between two steps)"
+cargo run -q -p idem-examples --all-features --example checkout_steps
 echo "examples: axum_payments (memory store, real HTTP on loopback)"
 cargo run -q -p idem-examples --all-features --example axum_payments
 
@@ -58,6 +60,9 @@ wait_for_port "$redis_port"
 echo "examples: redis_orders (redis-server on port $redis_port)"
 IDEM_REDIS_URL="redis://127.0.0.1:$redis_port" \
     cargo run -q -p idem-examples --all-features --example redis_orders
+echo "examples: checkout_steps (redis-server on port $redis_port)"
+IDEM_REDIS_URL="redis://127.0.0.1:$redis_port" \
+    cargo run -q -p idem-examples --all-features --example checkout_steps
 
 moto_port=$(free_port)
 "$services_dir/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" >"$scratch/moto.log" 2>&1 &

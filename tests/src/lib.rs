@@ -1,5 +1,6 @@
 //! Test support shared by the integration tests.
 
+pub mod crash;
 pub mod crowd;
 pub mod harness;
 pub mod moto_server;
