@@ -82,3 +82,23 @@ where
     journal.record(name, encoded).await?;
     Ok(value)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn outside_an_idempotent_body_a_step_just_runs() {
+        let mut runs = 0;
+        for _ in 0..2 {
+            let value = step("charge", async {
+                runs += 1;
+                Ok::<_, Error>(runs)
+            })
+            .await
+            .unwrap();
+            assert_eq!(value, runs);
+        }
+        assert_eq!(runs, 2, "with no record, nothing is replayed or refused");
+    }
+}

@@ -31,6 +31,8 @@ pub(crate) struct Probe {
     overtaken_by: Option<Completed>,
     /// How many renewals still fail with a backend error, without being applied.
     failing_renewals: AtomicUsize,
+    /// How many step writes still fail with a backend error, without being applied.
+    failing_steps: AtomicUsize,
     /// How many completions were asked for.
     pub(crate) completions: AtomicUsize,
 }
@@ -82,6 +84,7 @@ impl Probe {
             outage: None,
             overtaken_by: None,
             failing_renewals: AtomicUsize::new(0),
+            failing_steps: AtomicUsize::new(0),
             completions: AtomicUsize::new(0),
         }
     }
@@ -143,6 +146,14 @@ impl Probe {
     pub(crate) fn overtaken(inner: Arc<dyn Store>, theirs: Completed) -> Arc<dyn Store> {
         Arc::new(Probe {
             overtaken_by: Some(theirs),
+            ..Probe::over(inner)
+        })
+    }
+
+    /// Fails the next `count` step writes with a backend error, unapplied.
+    pub(crate) fn failing_steps(inner: Arc<dyn Store>, count: usize) -> Arc<dyn Store> {
+        Arc::new(Probe {
+            failing_steps: AtomicUsize::new(count),
             ..Probe::over(inner)
         })
     }
@@ -229,6 +240,13 @@ impl Store for Probe {
         value: &[u8],
         kept_until: crate::Timestamp,
     ) -> Result<(), StoreError> {
+        let fail = self
+            .failing_steps
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if fail {
+            return Err(StoreError::backend(Message("connection reset".into())));
+        }
         self.inner
             .record_step(key, owner, name, value, kept_until)
             .await

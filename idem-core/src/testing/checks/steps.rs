@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::{call, Context, PROMPTLY};
+use crate::testing::probes::Probe;
 use crate::testing::waiting_for;
 use crate::Clock as _;
 use crate::{
@@ -26,6 +27,8 @@ pub(super) const CHECKS: &[crate::testing::Check] = &[
     check!(an_error_before_any_step_releases_the_key),
     check!(a_step_name_used_twice_is_an_error),
     check!(an_undecodable_step_value_is_a_codec_error),
+    check!(a_failed_step_write_is_retried),
+    check!(a_step_that_cannot_be_recorded_holds_the_key),
 ];
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -422,4 +425,48 @@ async fn an_undecodable_step_value_is_a_codec_error(ctx: Context) {
         0,
         "a recorded step must not run"
     );
+}
+
+/// A step write that fails is tried again while the lease holds: the step runs once and the
+/// call completes.
+async fn a_failed_step_write_is_retried(ctx: Context) {
+    let idem = ctx.handle_with(SystemClock, Probe::failing_steps(ctx.store().clone(), 1));
+    let checkout = Checkout::new();
+    let done = checkout
+        .run(&idem, checkout_call(&ctx, "s-9", 10), Stop::Never)
+        .await
+        .expect("the second write lands");
+    assert_eq!(done.value, ("ch_1".to_string(), 1));
+    assert_ran_once(&checkout, "a retried step write");
+}
+
+/// A step that ran but whose value could not be recorded is `NotRecorded`, and the key is held
+/// until its lease passes instead of being released: a retry must not run the step again
+/// while its effect is unrecorded.
+async fn a_step_that_cannot_be_recorded_holds_the_key(ctx: Context) {
+    let idem = ctx.handle_with(SystemClock, Probe::failing_steps(ctx.store().clone(), 3));
+    let checkout = Checkout::new();
+    let call = checkout_call(&ctx, "s-10", 10);
+    let key = call.key().clone();
+    let failed = checkout.run(&idem, call, Stop::Never).await;
+    assert!(
+        matches!(&failed, Err(ShopError::Idem(error)) if error.ran_without_record()),
+        "{failed:?}"
+    );
+    match ctx.store().get(&key).await.unwrap() {
+        Some(Record::InProgress(held)) => {
+            assert!(!held.is_released(), "the key must stay held: {held:?}");
+            assert!(held.steps().is_empty());
+        }
+        other => panic!("the key must stay reserved, found {other:?}"),
+    }
+    let retry = checkout
+        .run(&ctx.handle(), checkout_call(&ctx, "s-10", 10), Stop::Never)
+        .await;
+    assert!(
+        matches!(retry, Err(ShopError::Idem(Error::InProgress { .. }))),
+        "a retry must wait for the lease, got {retry:?}"
+    );
+    assert_eq!(checkout.charges(), 1, "the unrecorded charge ran again");
+    assert_eq!(checkout.ledgers(), 0);
 }
