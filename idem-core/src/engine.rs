@@ -149,7 +149,7 @@ impl Idempotency {
                     return Ok(Acquired::Owner(held));
                 }
                 Reservation::TookOver { previous, record } => {
-                    tracing::warn!(target: TARGET, key, previous = previous.as_str(), attempt = record.attempt(), fencing_token = record.fencing_token(), "taken over: the previous owner's lease passed");
+                    tracing::warn!(target: TARGET, key, previous = previous.as_str(), attempt = record.attempt(), fencing_token = record.fencing_token(), recorded_steps = record.steps().len(), "taken over: the previous owner's lease passed or it failed after recording steps");
                     return Ok(Acquired::Owner(record));
                 }
                 Reservation::Existing(record) => record,
@@ -233,6 +233,7 @@ impl Idempotency {
             },
             held.steps().clone(),
         ));
+        settle.watch(journal.clone());
         let context = CallContext::new(
             call.key.clone(),
             held.attempt(),

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use crate::journal::Journal;
 use crate::{Completed, Key, OwnerToken, Store, TARGET};
 
 /// What must still happen to this caller's reservation if its future is dropped now.
@@ -27,6 +28,9 @@ pub(crate) struct Settle {
     key: Key,
     owner: OwnerToken,
     pending: Pending,
+    /// The running call's steps, once the body started: a release is held back while one of
+    /// them ran without a record.
+    journal: Option<Arc<Journal>>,
 }
 
 impl Settle {
@@ -37,7 +41,13 @@ impl Settle {
             key,
             owner,
             pending: Pending::Release,
+            journal: None,
         }
+    }
+
+    /// Consults `journal` before releasing on a drop.
+    pub(crate) fn watch(&mut self, journal: Arc<Journal>) {
+        self.journal = Some(journal);
     }
 
     pub(crate) fn owner(&self) -> &OwnerToken {
@@ -64,6 +74,11 @@ impl Drop for Settle {
     fn drop(&mut self) {
         let pending = std::mem::replace(&mut self.pending, Pending::Nothing);
         if matches!(pending, Pending::Nothing) {
+            return;
+        }
+        let unrecorded = self.journal.as_ref().is_some_and(|j| j.has_unrecorded());
+        if matches!(pending, Pending::Release) && unrecorded {
+            tracing::error!(target: TARGET, key = self.key.as_str(), "call cancelled after a step that was not recorded; the key is held until its lease passes");
             return;
         }
         let (store, key, owner) = (self.store.clone(), self.key.clone(), self.owner.clone());
