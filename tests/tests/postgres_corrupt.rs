@@ -23,6 +23,23 @@ const CASES: &[(&str, &str, &str)] = &[
     ("completed", "outcome", "outcome = 'maybe'"),
     ("completed", "outcome", "outcome = NULL"),
     ("completed", "body", "body = NULL"),
+    ("in_progress", "steps", "steps = '[\"ch_1\"]'"),
+    ("in_progress", "steps", "steps = '{\"charge\": 7}'"),
+    (
+        "in_progress",
+        "steps",
+        "steps = '{\"charge\": {\"hex\": \"not hex\"}}', steps_kept_until = 9000000000000",
+    ),
+    (
+        "in_progress",
+        "steps_kept_until",
+        "steps = '{\"charge\": \"1\"}', steps_kept_until = NULL",
+    ),
+    (
+        "in_progress",
+        "steps_kept_until",
+        "steps = '{\"charge\": \"1\"}', steps_kept_until = -1",
+    ),
 ];
 
 fn call(idem: &Idempotency, order: &str) -> Call {

@@ -2,6 +2,7 @@
 //! executed on the table) and by the store (`PostgresStore::round_trips`). The two must agree.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use idem_core::{
@@ -49,6 +50,33 @@ async fn fail(idem: &Idempotency, order: &str) -> Error {
     })
     .await
     .unwrap_err()
+}
+
+/// A checkout in two steps, `charge` then `ledger`, that fails between them when `decline`;
+/// `charges` counts the charge step's runs. Returns the attempt it ran as.
+async fn checkout(
+    idem: &Idempotency,
+    order: &str,
+    charges: &AtomicUsize,
+    decline: bool,
+) -> Result<u32, Error> {
+    let done = idem
+        .run(call(idem, order, 1), async {
+            let charge = idem_core::step("charge", async {
+                Ok::<_, Error>(format!("ch_{}", charges.fetch_add(1, Ordering::SeqCst)))
+            })
+            .await?;
+            if decline {
+                return Err(Error::InvalidKey("declined".into()));
+            }
+            idem_core::step("ledger", async {
+                Ok::<_, Error>(format!("entry for {charge}"))
+            })
+            .await?;
+            Ok(idem_core::context().expect("inside the body").attempt())
+        })
+        .await?;
+    Ok(done.value)
 }
 
 /// Statements the server executed on the records table so far.
@@ -155,6 +183,54 @@ async fn each_call_takes_the_documented_round_trips() {
     assert_eq!(sent, 1, "takeover: one statement");
 }
 
+async fn each_step_takes_one_round_trip_and_a_replayed_one_none() {
+    let Some((target, idem)) = target().await else {
+        return;
+    };
+    // Prepare every statement on the connection, the step's and the release's too.
+    let warm_up = AtomicUsize::new(0);
+    checkout(&idem, "warm-1", &warm_up, false).await.unwrap();
+    fail(&idem, "warm-2").await;
+
+    let charges = AtomicUsize::new(0);
+    let sent = count(&target, async {
+        assert_eq!(checkout(&idem, "s-1", &charges, false).await.unwrap(), 1);
+    })
+    .await;
+    assert_eq!(
+        sent,
+        2 + 2,
+        "fresh call with two steps: reserve + 2 steps + complete"
+    );
+
+    let sent = count(&target, async {
+        let err = checkout(&idem, "s-2", &charges, true).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidKey(_)), "{err:?}");
+    })
+    .await;
+    assert_eq!(
+        sent,
+        2 + 1,
+        "error after a step: reserve + 1 step + release"
+    );
+
+    let sent = count(&target, async {
+        assert_eq!(checkout(&idem, "s-2", &charges, false).await.unwrap(), 2);
+    })
+    .await;
+    assert_eq!(
+        sent,
+        2 + 1,
+        "takeover resuming after 1 step: reserve (with the step) + 1 step + complete"
+    );
+    assert_eq!(
+        charges.load(Ordering::SeqCst),
+        2,
+        "the recorded charge was replayed, not run again"
+    );
+}
+
 idem_tests::backend_tests! {
     async each_call_takes_the_documented_round_trips,
+    async each_step_takes_one_round_trip_and_a_replayed_one_none,
 }

@@ -156,6 +156,54 @@ async fn a_caller_taken_over_changes_nothing() {
     assert_eq!(replay.value, "retry");
 }
 
+async fn a_call_with_steps_completes_in_its_transaction() {
+    let Some((target, idem)) = setup().await else {
+        return;
+    };
+    let key = call(&idem, "o-5").key().clone();
+    let before = target.store.round_trips();
+    let done = idem
+        .run(call(&idem, "o-5"), async {
+            let charge =
+                idem_core::step("charge", async { Ok::<_, Error>("ch_1".to_owned()) }).await?;
+            let mut tx = target.pool.begin().await.unwrap();
+            sqlx::query("INSERT INTO orders (id) VALUES ('o-5')")
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            let receipt = format!("placed o-5 with {charge}");
+            target
+                .store
+                .complete_in_transaction(&mut tx, &receipt, TTL)
+                .await?;
+            tx.commit().await.unwrap();
+            Ok::<_, Error>(receipt)
+        })
+        .await
+        .unwrap();
+    assert!(!done.replayed);
+    assert_eq!(
+        target.store.round_trips() - before,
+        4,
+        "reserve, the step, the completion in the transaction, the engine's completion"
+    );
+    let Some(Record::Completed(stored)) = target.store.get(&key).await.unwrap() else {
+        panic!("completed in the transaction")
+    };
+    assert_eq!(
+        stored.outcome(),
+        &Outcome::Ok(b"\"placed o-5 with ch_1\"".to_vec())
+    );
+    let steps_left: bool = sqlx::query_scalar(
+        "SELECT steps IS NOT NULL OR steps_kept_until IS NOT NULL FROM idem_records",
+    )
+    .fetch_one(&target.pool)
+    .await
+    .unwrap();
+    assert!(!steps_left, "the completed row keeps no step");
+    assert_eq!(orders(&target, "o-5").await, 1);
+}
+
 async fn outside_a_call_it_is_refused() {
     let Some((target, _)) = setup().await else {
         return;
@@ -174,5 +222,6 @@ idem_tests::backend_tests! {
     async a_rolled_back_transaction_leaves_the_call_to_the_engine,
     async another_value_than_the_committed_one_is_not_recorded,
     async a_caller_taken_over_changes_nothing,
+    async a_call_with_steps_completes_in_its_transaction,
     async outside_a_call_it_is_refused,
 }

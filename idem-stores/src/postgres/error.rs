@@ -25,8 +25,8 @@ impl RequestFailed {
         }
     }
 
-    /// What the store was doing: `reserve`, `complete`, `release`, `renew`, `get`, `delete`,
-    /// `purge`, `migrate` or `complete in transaction`.
+    /// What the store was doing: `reserve`, `complete`, `release`, `record step`, `renew`,
+    /// `get`, `delete`, `purge`, `migrate` or `complete in transaction`.
     pub fn operation(&self) -> &str {
         self.operation
     }

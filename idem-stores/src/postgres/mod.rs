@@ -29,11 +29,23 @@
 //!     outcome         text,
 //!     body            bytea,
 //!     taken_over_from text,
+//!     steps           jsonb,
+//!     steps_kept_until bigint,
 //!     created_at      timestamptz NOT NULL DEFAULT now(),
 //!     updated_at      timestamptz NOT NULL DEFAULT now()
 //! );
 //! CREATE INDEX IF NOT EXISTS "idem_records_live_until_idx"
 //!     ON "public"."idem_records" (live_until_ms);
+//! ```
+//!
+//! A table created before the step columns existed needs them added; `migrate` does it (only
+//! when they are missing, since `ALTER TABLE` locks the table), teams that own their
+//! migrations run:
+//!
+//! ```sql
+//! ALTER TABLE "public"."idem_records"
+//!     ADD COLUMN IF NOT EXISTS steps jsonb,
+//!     ADD COLUMN IF NOT EXISTS steps_kept_until bigint;
 //! ```
 //!
 //! | column | in-progress record | completed record |
@@ -46,6 +58,8 @@
 //! | `fencing_token`, `attempt` | the reservation's | kept from the reservation |
 //! | `outcome`, `body` | null | `ok`, `err` or `aborted`; the serialised value (null when aborted) |
 //! | `taken_over_from` | the owner it took the key over from, if any | kept |
+//! | `steps` | null, or the recorded [steps](idem_core::step) by name: each value a JSON string of its text when it is ASCII, else `{"hex": "<its bytes>"}` | null |
+//! | `steps_kept_until` | with `steps`: until when they hold the key, ms since the epoch | null |
 //! | `created_at`, `updated_at` | server time, for operators | same |
 //!
 //! A record counts while `now < live_until_ms`, with `now` from the caller's clock, checked
@@ -60,10 +74,13 @@
 //!   free>` in a CTE, then `UNION ALL` the row as it stands, `SELECT ... FOR UPDATE`, when the
 //!   upsert wrote nothing. The row is free when it is an expired completed record, or an
 //!   in-progress record of another owner whose lease passed, with the claim's fingerprint or
-//!   abandoned ([`LEASE_GRACE`](idem_core::LEASE_GRACE) past the lease). A takeover computes
+//!   abandoned ([`LEASE_GRACE`](idem_core::LEASE_GRACE) past the lease, and no step kept past
+//!   now). A takeover computes
 //!   [`InProgress::taking_over`](idem_core::InProgress::taking_over) from the old row (the larger
-//!   fencing token, the attempt counted on) and records the previous owner in
-//!   `taken_over_from`. A replay, a conflict or a mismatch costs this one statement.
+//!   fencing token, the attempt counted on, the steps kept for the same fingerprint and
+//!   cleared for another) and records the previous owner in `taken_over_from`; the row it
+//!   returns carries the steps, so resuming costs no read. A replay, a conflict or a mismatch
+//!   costs this one statement.
 //!
 //!   Why it is sound: PostgreSQL's `ON CONFLICT` does not read a snapshot. It either inserts
 //!   or, finding a row with the key (waiting for an uncommitted one to commit or roll back),
@@ -78,8 +95,14 @@
 //! - **complete**: `UPDATE` to the completed record `WHERE owner = $owner AND state =
 //!   'in_progress'`, or where the row is already this owner's completion of the same outcome
 //!   (a completion retried after its answer was lost, or one made [in the caller's
-//!   transaction](#completing-in-your-transaction)), whose expiry it then sets.
-//! - **release**: `DELETE ... WHERE owner = $owner AND state = 'in_progress'`.
+//!   transaction](#completing-in-your-transaction)), whose expiry it then sets. The steps are
+//!   cleared: they ended with the call.
+//! - **release**: `DELETE ... WHERE owner = $owner AND state = 'in_progress'` for a row without
+//!   steps; a row with steps is kept with `live_until_ms = 0`, so that only the same call may
+//!   take it over (at once) until its steps expire. One statement: an `UPDATE` and a `DELETE`
+//!   in two CTEs, of which exactly one matches.
+//! - **record step**: `UPDATE` on the same condition, `steps = coalesce(steps, '{}') ||
+//!   jsonb_build_object($name, $value)`, `steps_kept_until = greatest(steps_kept_until, $kept)`.
 //! - **renew**: `UPDATE` of `live_until_ms` on the same condition.
 //! - **get**, **delete**: by key.
 //!
@@ -92,7 +115,9 @@
 //! not run.
 //!
 //! A call that runs the function costs two statements (reserve, then complete or release), a
-//! replay, a conflict or a mismatch one, plus one renewal per third of the lease. sqlx
+//! replay, a conflict or a mismatch one, plus one renewal per third of the lease and one
+//! statement per [step](idem_core::step) it records; a step replayed from the record costs
+//! none. sqlx
 //! prepares each statement once per connection, which costs one round trip more the first time
 //! a connection sends it.
 //!
@@ -151,8 +176,8 @@
 //!
 //! Rows are not deleted when they stop counting. [`PostgresStore::purge_expired`] deletes
 //! completed rows past their expiry and in-progress rows abandoned a
-//! [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease, at most `batch` per statement,
-//! skipping rows locked by running calls. Run it every few minutes from a task:
+//! [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease whose steps, if any, expired
+//! too, at most `batch` per statement, skipping rows locked by running calls. Run it every few minutes from a task:
 //!
 //! ```no_run
 //! # async fn demo(store: idem_stores::postgres::PostgresStore) {
@@ -174,7 +199,9 @@
 //! DELETE FROM "public"."idem_records" WHERE key IN (
 //!     SELECT key FROM "public"."idem_records"
 //!     WHERE (state = 'completed' AND live_until_ms <= extract(epoch FROM now()) * 1000)
-//!        OR (state = 'in_progress' AND live_until_ms <= extract(epoch FROM now()) * 1000 - 60000)
+//!        OR (state = 'in_progress' AND live_until_ms <= extract(epoch FROM now()) * 1000 - 60000
+//!            AND (coalesce(steps, '{}') = '{}'
+//!                 OR coalesce(steps_kept_until, 0) <= extract(epoch FROM now()) * 1000))
 //!     LIMIT 1000 FOR UPDATE SKIP LOCKED);
 //! ```
 
@@ -182,6 +209,7 @@ mod builder;
 mod error;
 mod row;
 mod sql;
+mod steps;
 mod store;
 mod transaction;
 

@@ -1,10 +1,12 @@
 //! Records as table rows: the values written, and the checks on the values read back.
 
 use idem_core::{
-    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, StoreError, Timestamp,
+    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, Steps, StoreError, Timestamp,
 };
 use sqlx::postgres::PgRow;
 use sqlx::Row;
+
+use super::steps;
 
 /// The `state` of an in-progress record.
 pub(crate) const IN_PROGRESS: &str = "in_progress";
@@ -62,7 +64,8 @@ pub(crate) fn decode(row: &PgRow) -> Result<Decoded, StoreError> {
             Record::InProgress(
                 InProgress::new(owner, fingerprint, live_until)
                     .with_fencing_token(whole(row, "fencing_token")?)
-                    .with_attempt(attempt),
+                    .with_attempt(attempt)
+                    .with_steps(decode_steps(row)?),
             )
         }
         COMPLETED => {
@@ -92,6 +95,22 @@ pub(crate) fn decode(row: &PgRow) -> Result<Decoded, StoreError> {
         record,
         taken_over_from,
     })
+}
+
+/// The steps of an in-progress row: none when `steps` is null. A completed row's step columns
+/// are never read: its steps ended with the call.
+fn decode_steps(row: &PgRow) -> Result<Steps, StoreError> {
+    let Some(text) = optional::<String>(row, "steps")? else {
+        return Ok(Steps::new());
+    };
+    let values = steps::parse(&text).map_err(|why| corrupt("steps", &why))?;
+    let kept_until = Timestamp::from_millis(whole(row, "steps_kept_until")?);
+    Ok(values
+        .into_iter()
+        .fold(Steps::new(), |steps, (name, value)| {
+            steps.with_step(name, value)
+        })
+        .with_kept_until(kept_until))
 }
 
 fn corrupt(column: &str, what: &str) -> StoreError {

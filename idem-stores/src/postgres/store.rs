@@ -14,6 +14,7 @@ use sqlx::PgPool;
 use super::error::RequestFailed;
 use super::row::{self, Decoded};
 use super::sql::{quote_identifier, Statements};
+use super::steps;
 use super::PostgresStoreBuilder;
 
 /// How many times `reserve` sends its statement at most. A second one is only needed when a
@@ -67,18 +68,32 @@ impl PostgresStore {
     }
 
     /// Creates the table and its index if they do not exist (`CREATE ... IF NOT EXISTS`, so it
-    /// is safe at every start-up). Teams that own their migrations run the SQL of the
+    /// is safe at every start-up), and adds the step columns to a table created before they
+    /// existed. Teams that own their migrations run the SQL of the
     /// [module docs](super#the-table) instead.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        for statement in [&self.statements.create_table, &self.statements.create_index] {
-            self.execute("migrate", sqlx::query(statement)).await?;
+        self.execute("migrate", sqlx::query(&self.statements.create_table))
+            .await?;
+        // `ALTER TABLE` locks out every reader and writer of the table, even when it has
+        // nothing to add, so it is only sent to a table that lacks the columns.
+        let query = sqlx::query(&self.statements.step_columns).bind(&*self.table);
+        let found = match self.fetch_optional("migrate", query).await? {
+            Some(row) => sqlx::Row::try_get::<i64, _>(&row, 0)
+                .map_err(|error| self.failed("migrate", error))?,
+            None => 0,
+        };
+        if found < 2 {
+            self.execute("migrate", sqlx::query(&self.statements.add_step_columns))
+                .await?;
         }
-        Ok(())
+        self.execute("migrate", sqlx::query(&self.statements.create_index))
+            .await
+            .map(drop)
     }
 
     /// Deletes at most `batch` rows that stopped counting at `now`: completed records past
-    /// their expiry, and in-progress records abandoned a [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease.
-    /// Returns how many it deleted; call it again while that is `batch`. Rows another session
+    /// their expiry, and in-progress records abandoned a [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease
+    /// and holding no step kept past `now`. Returns how many it deleted; call it again while that is `batch`. Rows another session
     /// holds locked are skipped, so a purge never waits for a running call. See the
     /// [module docs](super#purging) for running it from cron or a task.
     pub async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
@@ -250,7 +265,11 @@ impl Store for PostgresStore {
         let query = sqlx::query(&self.statements.release)
             .bind(self.row_key(key))
             .bind(owner.as_str());
-        self.owner_checked("release", query).await
+        // The statement returns a row when it kept or deleted the owner's record.
+        match self.fetch_optional("release", query).await? {
+            Some(_) => Ok(()),
+            None => Err(StoreError::LeaseLost),
+        }
     }
 
     async fn record_step(
@@ -261,8 +280,13 @@ impl Store for PostgresStore {
         value: &[u8],
         kept_until: Timestamp,
     ) -> Result<(), StoreError> {
-        let _ = (key, owner, name, value, kept_until);
-        Err(StoreError::rejected(crate::STEPS_UNSUPPORTED))
+        let query = sqlx::query(&self.statements.record_step)
+            .bind(self.row_key(key))
+            .bind(owner.as_str())
+            .bind(name)
+            .bind(steps::value_json(value))
+            .bind(row::millis(kept_until));
+        self.owner_checked("record step", query).await
     }
 
     async fn renew(
