@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock};
+use idem_core::{step, Call, Clock, Error, Fingerprint, Idempotency, ManualClock, Record, Store};
 use idem_stores::redis::client as redis;
 use idem_stores::redis::LEASE_GRACE;
 use idem_tests::redis_target::RedisTarget;
@@ -87,6 +87,54 @@ async fn keys_expire_in_redis_and_by_the_callers_clock() {
     assert_eq!(again.value, 3);
 }
 
+/// A recorded step keeps the key in Redis until the TTL after it, counted on the caller's clock:
+/// a renewal of the lease does not shorten that, nor does a release that keeps the record.
+async fn steps_keep_the_key_until_their_ttl() {
+    let Some(target) = RedisTarget::start().await else {
+        return;
+    };
+    let clock = ManualClock::new();
+    clock.advance(Duration::from_secs(10 * 24 * 3600));
+    let store = target.redis_store().clone();
+    let idem = Idempotency::new(store.clone()).with_clock(clock.clone());
+    let stepped = call(&idem, "s-1");
+
+    let (charged_tx, charged) = oneshot::channel();
+    let (fail, fail_rx) = oneshot::channel::<()>();
+    let held = tokio::spawn({
+        let idem = idem.clone();
+        async move {
+            idem.run(call(&idem, "s-1"), async move {
+                step("charge", async { Ok::<_, Error>(1) }).await?;
+                charged_tx.send(()).unwrap();
+                fail_rx.await.unwrap();
+                Err::<u32, _>(Error::InvalidKey("declined".into()))
+            })
+            .await
+        }
+    });
+    charged.await.unwrap();
+    assert_close(pttl(&target, &stepped).await, TTL, "after the step");
+
+    let Some(Record::InProgress(record)) = store.get(stepped.key()).await.unwrap() else {
+        panic!("the call's record is in progress");
+    };
+    store
+        .renew(stepped.key(), record.owner(), clock.now() + LEASE)
+        .await
+        .unwrap();
+    assert_close(pttl(&target, &stepped).await, TTL, "after a renewal");
+
+    fail.send(()).unwrap();
+    assert!(held.await.unwrap().is_err());
+    match store.get(stepped.key()).await.unwrap() {
+        Some(Record::InProgress(released)) => assert!(released.is_released(), "{released:?}"),
+        other => panic!("the release keeps a record with steps, found {other:?}"),
+    }
+    assert_close(pttl(&target, &stepped).await, TTL, "after the release");
+}
+
 idem_tests::backend_tests! {
     async keys_expire_in_redis_and_by_the_callers_clock,
+    async steps_keep_the_key_until_their_ttl,
 }

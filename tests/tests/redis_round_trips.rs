@@ -3,11 +3,14 @@
 //! (`RedisStore::round_trips`). The two must agree, and a stray plain command shows.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
-use idem_core::{Call, Error, Fingerprint, Idempotency};
+use idem_core::{step, Call, Error, Fingerprint, Idempotency, ManualClock};
 use idem_tests::redis_server::TestRedis;
 use idem_tests::redis_target::RedisTarget;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Semaphore};
 
 /// A target on a server of this test's own, so that no other test's commands are counted.
 async fn target() -> Option<(RedisTarget, Idempotency)> {
@@ -36,6 +39,70 @@ async fn fail(idem: &Idempotency, order: &str) -> Error {
     })
     .await
     .unwrap_err()
+}
+
+/// Where a checkout stops after its first step.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Never,
+    Fail,
+    Hang,
+}
+
+/// A checkout of two steps, `charge` then `ledger`, counting how often each ran.
+struct Checkout {
+    charges: AtomicUsize,
+    ledgers: AtomicUsize,
+    /// A permit once the charge step returned.
+    charged: Semaphore,
+}
+
+impl Default for Checkout {
+    fn default() -> Self {
+        Checkout {
+            charges: AtomicUsize::new(0),
+            ledgers: AtomicUsize::new(0),
+            charged: Semaphore::new(0),
+        }
+    }
+}
+
+impl Checkout {
+    async fn run(
+        &self,
+        idem: &Idempotency,
+        order: &str,
+        stop: Stop,
+    ) -> Result<(String, u64), Error> {
+        let done = idem
+            .run(call(idem, order), async {
+                let charge = step("charge", async {
+                    let run = self.charges.fetch_add(1, Ordering::SeqCst) + 1;
+                    Ok::<_, Error>(format!("ch_{run}"))
+                })
+                .await?;
+                self.charged.add_permits(1);
+                match stop {
+                    Stop::Never => {}
+                    Stop::Fail => return Err(Error::InvalidKey("declined".into())),
+                    Stop::Hang => std::future::pending::<()>().await,
+                }
+                let entry = step("ledger", async {
+                    Ok::<_, Error>(self.ledgers.fetch_add(1, Ordering::SeqCst) as u64 + 1)
+                })
+                .await?;
+                Ok((charge, entry))
+            })
+            .await?;
+        Ok(done.value)
+    }
+
+    fn runs(&self) -> (usize, usize) {
+        (
+            self.charges.load(Ordering::SeqCst),
+            self.ledgers.load(Ordering::SeqCst),
+        )
+    }
 }
 
 /// Runs `scenario` and returns the commands clients sent the server for it, after checking
@@ -140,7 +207,79 @@ async fn a_server_that_does_not_know_the_scripts_costs_one_eval_each() {
     assert_eq!(sent, ["EVALSHA"], "EVAL cached the script");
 }
 
+/// One request per step that runs, none per step replayed from the record: the takeover's
+/// reply carries the recorded steps.
+async fn each_recorded_step_takes_one_round_trip() {
+    let Some((target, idem)) = target().await else {
+        return;
+    };
+    let clock = ManualClock::new();
+    let idem = idem.with_clock(clock.clone());
+    // Load the scripts: the server learns them from the first EVAL of each.
+    Checkout::default()
+        .run(&idem, "warm", Stop::Never)
+        .await
+        .unwrap();
+    Checkout::default()
+        .run(&idem, "warm-fail", Stop::Fail)
+        .await
+        .unwrap_err();
+
+    let checkout = Checkout::default();
+    let sent = count(&target, async {
+        let done = checkout.run(&idem, "s-1", Stop::Never).await.unwrap();
+        assert_eq!(done, ("ch_1".to_owned(), 1));
+    })
+    .await;
+    assert_eq!(
+        sent, ["EVALSHA"; 4],
+        "two steps: reserve + one record_step each + complete"
+    );
+
+    let checkout = Checkout::default();
+    let sent = count(&target, async {
+        let err = checkout.run(&idem, "s-2", Stop::Fail).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidKey(_)), "{err:?}");
+    })
+    .await;
+    assert_eq!(
+        sent, ["EVALSHA"; 3],
+        "error after a step: reserve + record_step + release"
+    );
+    let sent = count(&target, async {
+        let done = checkout.run(&idem, "s-2", Stop::Never).await.unwrap();
+        assert_eq!(done, ("ch_1".to_owned(), 1), "the charge is replayed");
+    })
+    .await;
+    assert_eq!(
+        sent, ["EVALSHA"; 3],
+        "resuming a released record: reserve (a takeover) + one step + complete"
+    );
+    assert_eq!(checkout.runs(), (1, 1));
+
+    let checkout = Arc::new(Checkout::default());
+    let crashed = tokio::spawn({
+        let (checkout, idem) = (checkout.clone(), idem.clone());
+        async move { checkout.run(&idem, "s-3", Stop::Hang).await }
+    });
+    checkout.charged.acquire().await.unwrap().forget();
+    crashed.abort();
+    assert!(crashed.await.is_err(), "the hanging checkout was dropped");
+    clock.advance(idem_core::DEFAULT_LEASE + Duration::from_secs(1));
+    let sent = count(&target, async {
+        let done = checkout.run(&idem, "s-3", Stop::Never).await.unwrap();
+        assert_eq!(done, ("ch_1".to_owned(), 1), "the charge is replayed");
+    })
+    .await;
+    assert_eq!(
+        sent, ["EVALSHA"; 3],
+        "a takeover after a crash: reserve + one step + complete"
+    );
+    assert_eq!(checkout.runs(), (1, 1));
+}
+
 idem_tests::backend_tests! {
     async each_call_takes_the_documented_round_trips,
+    async each_recorded_step_takes_one_round_trip,
     async a_server_that_does_not_know_the_scripts_costs_one_eval_each,
 }

@@ -1,12 +1,13 @@
 //! Waiting on Redis: what callers waiting for one in-flight key cost the server, woken by
 //! publication or polling; the eviction-policy check; `WAIT` for replicas.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use idem_core::{
-    Call, Claim, Completed, Error, Fingerprint, Idempotency, Key, OwnerToken, Record, Reservation,
-    Store, StoreError, Timestamp,
+    step, Call, Claim, Completed, Error, Fingerprint, Idempotency, Key, OwnerToken, Record,
+    Reservation, Store, StoreError, Timestamp,
 };
 use idem_stores::redis::client::aio::ConnectionManager;
 use idem_stores::redis::client::{self as redis, Client};
@@ -140,15 +141,7 @@ async fn waiters_are_woken_by_publication_not_polling() {
         return;
     };
     let subscribed = cost_of_waiting(&target, target.another_store().await, "o-1").await;
-    let conn = ConnectionManager::new(Client::open(target.url()).unwrap())
-        .await
-        .unwrap();
-    let polling = RedisStore::connection_builder(conn)
-        .prefix(target.prefix())
-        .connect()
-        .await
-        .unwrap();
-    let polled = cost_of_waiting(&target, polling, "o-2").await;
+    let polled = cost_of_waiting(&target, polling_store(&target).await, "o-2").await;
     let default = DefaultWaiting(target.another_store().await);
     let defaulted = cost_of_waiting(&target, default, "o-3").await;
 
@@ -181,6 +174,89 @@ async fn waiters_are_woken_by_publication_not_polling() {
         calls(&subscribed, "hmget") < calls(&polled, "hmget"),
         "publication must spare the polling reads: {subscribed:?} vs {polled:?}"
     );
+}
+
+/// A store on `target`'s server that polls the record while waiting: it has no client to
+/// subscribe with.
+async fn polling_store(target: &RedisTarget) -> RedisStore {
+    let conn = ConnectionManager::new(Client::open(target.url()).unwrap())
+        .await
+        .unwrap();
+    RedisStore::connection_builder(conn)
+        .prefix(target.prefix())
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// A caller waiting for a call that fails after a step is woken when the key is released
+/// (the record stays, its lease ended), takes it over and resumes after the step: through the
+/// subscription and by polling alike.
+async fn a_waiter_resumes_a_call_released_after_a_step() {
+    let Some(target) = RedisTarget::on_owned().await else {
+        return;
+    };
+    let stores = [
+        ("subscribed", target.another_store().await),
+        ("polling", polling_store(&target).await),
+    ];
+    for (what, store) in stores {
+        let idem = Idempotency::new(store).with_namespace("resume");
+        let charges = Arc::new(AtomicUsize::new(0));
+        let checkout = |idem: &Idempotency,
+                        fail: Option<oneshot::Receiver<()>>,
+                        charged: Option<oneshot::Sender<()>>| {
+            let (idem, charges) = (idem.clone(), charges.clone());
+            let call = call(&idem, what).with_wait(Duration::from_secs(60));
+            async move {
+                idem.run(call, async move {
+                    let charge = step("charge", async {
+                        Ok::<_, Error>(charges.fetch_add(1, Ordering::SeqCst) + 1)
+                    })
+                    .await?;
+                    if let (Some(fail), Some(charged)) = (fail, charged) {
+                        charged.send(()).unwrap();
+                        fail.await.unwrap();
+                        return Err(Error::InvalidKey("declined".into()));
+                    }
+                    Ok(charge)
+                })
+                .await
+            }
+        };
+        let (charged_tx, charged) = oneshot::channel();
+        let (fail, fail_rx) = oneshot::channel();
+        let first = tokio::spawn(checkout(&idem, Some(fail_rx), Some(charged_tx)));
+        charged.await.unwrap();
+        target.reset_command_stats().await;
+        let waiter = tokio::spawn(checkout(&idem, None, None));
+        // The waiter reads the record once it waits (HMGET), before its first pause.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while calls(&target.command_calls().await, "hmget") == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what}: the waiter never waited"
+            );
+            tokio::task::yield_now().await;
+        }
+        fail.send(()).unwrap();
+        assert!(
+            first.await.unwrap().is_err(),
+            "{what}: the first call fails"
+        );
+        let resumed = tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .unwrap_or_else(|_| panic!("{what}: the release must wake the waiter"))
+            .unwrap()
+            .unwrap_or_else(|err| panic!("{what}: the waiter resumes, got {err:?}"));
+        assert_eq!(resumed.value, 1, "{what}: the charge comes from the record");
+        assert!(!resumed.replayed, "{what}");
+        assert_eq!(
+            charges.load(Ordering::SeqCst),
+            1,
+            "{what}: the charge ran again"
+        );
+    }
 }
 
 async fn the_eviction_policy_is_read_at_connect() {
@@ -228,7 +304,7 @@ async fn wait_for_sync(primary: &TestRedis, replicas: usize) {
     }
 }
 
-async fn wait_for_replicas_waits_after_reserve_and_complete() {
+async fn wait_for_replicas_waits_after_each_write() {
     let Some(primary) = TestRedis::start_owned() else {
         return;
     };
@@ -258,6 +334,27 @@ async fn wait_for_replicas_waits_after_reserve_and_complete() {
     let commands = target.command_calls().await;
     assert_eq!(calls(&commands, "wait"), 2, "{commands:?}");
     assert_eq!(calls(&commands, "evalsha"), 2, "{commands:?}");
+
+    let stepped = |order| {
+        let idem = idem.clone();
+        async move {
+            idem.run(call(&idem, order), async {
+                step("charge", async { Ok::<_, Error>(1u64) }).await
+            })
+            .await
+            .unwrap()
+        }
+    };
+    stepped("warm-up-step").await;
+    target.reset_command_stats().await;
+    assert!(!stepped("o-2").await.replayed);
+    let commands = target.command_calls().await;
+    assert_eq!(
+        calls(&commands, "wait"),
+        3,
+        "after reserve, the step and complete: {commands:?}"
+    );
+    assert_eq!(calls(&commands, "evalsha"), 3, "{commands:?}");
 }
 
 async fn too_few_replicas_fail_the_call_closed() {
@@ -303,6 +400,7 @@ async fn too_few_replicas_fail_the_call_closed() {
 idem_tests::backend_tests! {
     async waiters_are_woken_by_publication_not_polling,
     async the_eviction_policy_is_read_at_connect,
-    async wait_for_replicas_waits_after_reserve_and_complete,
+    async a_waiter_resumes_a_call_released_after_a_step,
+    async wait_for_replicas_waits_after_each_write,
     async too_few_replicas_fail_the_call_closed,
 }

@@ -125,7 +125,7 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// After each reservation and each completion, waits up to `timeout` for `replicas`
+    /// After each reservation, recorded step and completion, waits up to `timeout` for `replicas`
     /// replicas to acknowledge it (`WAIT`), one round trip more each. With fewer, the request
     /// fails: a reservation fails closed (the function does not run, the key is released), a
     /// completion is retried and otherwise reported as not recorded.

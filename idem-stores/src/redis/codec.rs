@@ -1,8 +1,8 @@
 //! The record as hash fields, and the scripts' replies as values.
 
 use idem_core::{
-    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, Reservation, StoreError,
-    Timestamp,
+    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, Reservation, Steps,
+    StoreError, Timestamp,
 };
 use redis::Value;
 
@@ -17,6 +17,11 @@ pub(crate) mod field {
     pub(crate) const OUTCOME: &str = "outcome";
     pub(crate) const BODY: &str = "body";
     pub(crate) const EXPIRES_AT: &str = "expires_at";
+    /// Until when the steps of an in-progress record hold the key.
+    pub(crate) const STEPS_KEPT_UNTIL: &str = "steps_kept_until";
+    /// In front of a step's name, for the field that holds its value. No other field starts
+    /// with it.
+    pub(crate) const STEP_PREFIX: &str = "step:";
 }
 
 /// `state` of a reservation.
@@ -48,11 +53,14 @@ pub(crate) enum Reply {
     Lost,
     /// `{'reserved'}`
     Reserved,
-    /// `{'took_over', previous, attempt, fencing_token}`
+    /// `{'took_over', previous, attempt, fencing_token, step_fields}`
     TookOver {
         previous: String,
         attempt: u32,
         fencing_token: u64,
+        /// The step fields and `steps_kept_until` the record kept: none unless the claim is
+        /// the same call.
+        steps: Fields,
     },
     /// `{'held', fields}`: the caller's own record, written by an earlier attempt of the
     /// request.
@@ -75,7 +83,8 @@ pub(crate) fn reply(value: Value) -> Result<Reply, StoreError> {
         (b"ok", 1) => Ok(Reply::Ok),
         (b"lost", 1) => Ok(Reply::Lost),
         (b"reserved", 1) => Ok(Reply::Reserved),
-        (b"took_over", 4) => {
+        (b"took_over", 5) => {
+            let steps = pairs(items.pop().unwrap_or(Value::Nil))?;
             let fencing_token = number(items.pop(), "fencing token")?;
             let attempt = number(items.pop(), "attempt")?;
             let previous = text(items.pop(), "previous owner")?;
@@ -83,6 +92,7 @@ pub(crate) fn reply(value: Value) -> Result<Reply, StoreError> {
                 previous,
                 attempt,
                 fencing_token,
+                steps,
             })
         }
         (b"held", 2) => Ok(Reply::Held(pairs(items.pop().unwrap_or(Value::Nil))?)),
@@ -100,12 +110,14 @@ pub(crate) fn reservation(reply: Reply, claimed: &InProgress) -> Result<Reservat
             previous,
             attempt,
             fencing_token,
+            steps: step_fields,
         } => Ok(Reservation::TookOver {
             previous: OwnerToken::from(previous),
             record: claimed
                 .clone()
                 .with_attempt(attempt)
-                .with_fencing_token(fencing_token),
+                .with_fencing_token(fencing_token)
+                .with_steps(steps(&step_fields)?),
         }),
         Reply::Held(fields) => match record(&fields)? {
             Record::InProgress(held) => Ok(Reservation::Reserved(held)),
@@ -188,7 +200,8 @@ pub(crate) fn record(fields: &[(Vec<u8>, Vec<u8>)]) -> Result<Record, StoreError
             })?;
             let record = InProgress::new(owner, fingerprint, time(field::LEASE_UNTIL)?)
                 .with_fencing_token(count(field::FENCING_TOKEN)?)
-                .with_attempt(attempt);
+                .with_attempt(attempt)
+                .with_steps(steps(fields)?);
             Ok(Record::InProgress(record))
         }
         COMPLETED => {
@@ -208,6 +221,41 @@ pub(crate) fn record(fields: &[(Vec<u8>, Vec<u8>)]) -> Result<Record, StoreError
             )))
         }
         other => Err(StoreError::Corrupt(format!("unknown state `{other}`"))),
+    }
+}
+
+/// The steps among a record's hash fields: each `step:<name>` field, and `steps_kept_until`,
+/// which must be there when a step is.
+fn steps(fields: &[(Vec<u8>, Vec<u8>)]) -> Result<Steps, StoreError> {
+    let mut steps = Steps::new();
+    let mut kept_until = None;
+    for (name, value) in fields {
+        if let Some(step) = name.strip_prefix(field::STEP_PREFIX.as_bytes()) {
+            let step = std::str::from_utf8(step)
+                .map_err(|_| StoreError::Corrupt("a step field's name is not UTF-8".to_owned()))?;
+            steps.insert(step, value.clone());
+        } else if name == field::STEPS_KEPT_UNTIL.as_bytes() {
+            kept_until = Some(
+                std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|value| value.parse().ok())
+                    .map(Timestamp::from_millis)
+                    .ok_or_else(|| {
+                        StoreError::Corrupt(format!(
+                            "field `{}` is not a timestamp",
+                            field::STEPS_KEPT_UNTIL
+                        ))
+                    })?,
+            );
+        }
+    }
+    match kept_until {
+        Some(kept_until) => Ok(steps.with_kept_until(kept_until)),
+        None if steps.is_empty() => Ok(steps),
+        None => Err(StoreError::Corrupt(format!(
+            "field `{}` is missing",
+            field::STEPS_KEPT_UNTIL
+        ))),
     }
 }
 
@@ -320,6 +368,103 @@ mod tests {
             let err = record(&fields(&case)).unwrap_err();
             assert!(matches!(err, StoreError::Corrupt(_)), "{case:?}: {err}");
         }
+    }
+
+    fn raw(pairs: &[(&[u8], &[u8])]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn decodes_steps_byte_exact() {
+        let fp = hex();
+        let value: &[u8] = b"{\"id\":\"ch_1\"}\xff";
+        let pending = record(&raw(&[
+            (b"state", b"in_progress"),
+            (b"fingerprint", fp.as_bytes()),
+            (b"owner", b"o1"),
+            (b"lease_until", b"0"),
+            (b"fencing_token", b"5"),
+            (b"attempt", b"1"),
+            (b"clock_offset", b"0"),
+            (b"step:charge", value),
+            (b"step:a:b", b""),
+            (b"steps_kept_until", b"1800"),
+        ]))
+        .unwrap();
+        let Record::InProgress(pending) = pending else {
+            panic!("in progress expected, got {pending:?}");
+        };
+        let steps = pending.steps();
+        assert_eq!(steps.get("charge"), Some(value));
+        assert_eq!(steps.get("a:b"), Some(&b""[..]));
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps.kept_until(), Timestamp::from_millis(1800));
+        assert!(pending.is_released());
+    }
+
+    #[test]
+    fn malformed_steps_are_corrupt() {
+        let fp = hex();
+        let base: Vec<(&[u8], &[u8])> = vec![
+            (b"state", b"in_progress"),
+            (b"fingerprint", fp.as_bytes()),
+            (b"owner", b"o1"),
+            (b"lease_until", b"10"),
+            (b"fencing_token", b"5"),
+            (b"attempt", b"1"),
+        ];
+        let cases: [&[(&[u8], &[u8])]; 4] = [
+            &[(b"step:charge", b"1")],
+            &[(b"step:charge", b"1"), (b"steps_kept_until", b"soon")],
+            &[(b"steps_kept_until", b"-1")],
+            &[(b"step:\xff", b"1"), (b"steps_kept_until", b"10")],
+        ];
+        for case in cases {
+            let fields = raw(&[base.as_slice(), case].concat());
+            let err = record(&fields).unwrap_err();
+            assert!(matches!(err, StoreError::Corrupt(_)), "{case:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_takeover_reply_carries_the_steps() {
+        let bulk = |s: &[u8]| Value::BulkString(s.to_vec());
+        let claimed = InProgress::new(
+            OwnerToken::from("o2".to_owned()),
+            Fingerprint::empty(),
+            Timestamp::from_millis(500),
+        );
+        let took_over = |steps: Vec<Value>| {
+            reply(Value::Array(vec![
+                bulk(b"took_over"),
+                bulk(b"o1"),
+                bulk(b"2"),
+                bulk(b"9"),
+                Value::Array(steps),
+            ]))
+            .and_then(|reply| reservation(reply, &claimed))
+            .unwrap()
+        };
+        let Reservation::TookOver { previous, record } = took_over(vec![
+            bulk(b"step:charge"),
+            bulk(b"\"ch_1\""),
+            bulk(b"steps_kept_until"),
+            bulk(b"900"),
+        ]) else {
+            panic!("a takeover expected");
+        };
+        assert_eq!(previous, OwnerToken::from("o1".to_owned()));
+        assert_eq!(record.attempt(), 2);
+        assert_eq!(record.fencing_token(), 9);
+        assert_eq!(record.steps().get("charge"), Some(&b"\"ch_1\""[..]));
+        assert_eq!(record.steps().kept_until(), Timestamp::from_millis(900));
+        let Reservation::TookOver { record, .. } = took_over(vec![]) else {
+            panic!("a takeover expected");
+        };
+        assert!(record.steps().is_empty());
     }
 
     #[test]

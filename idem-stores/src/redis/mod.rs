@@ -34,8 +34,11 @@
 //! | replay of a completed call | 1 |
 //! | duplicate while the first runs (`Error::InProgress`) | 1 |
 //! | `Err` that releases the key: reserve, then release | 2 |
-//! | takeover after a lease passed | 1, like a fresh reserve |
-//! | with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas) | one `WAIT` more after each reserve and complete |
+//! | takeover after a lease passed | 1, like a fresh reserve; the recorded steps come with it |
+//! | each [`step`](idem_core::step) that runs | 1 more (`record_step`) |
+//! | each step replayed from the record | none |
+//! | `Err` after a step: reserve, steps, then release (keeps the record) | 2, plus 1 per step |
+//! | with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas) | one `WAIT` more after each reserve, recorded step and complete |
 //!
 //! Scripts are sent by SHA-1 (`EVALSHA`); the first time a server sees one (after a restart,
 //! say) it answers `NOSCRIPT` and the store sends the source with `EVAL`, one extra round trip
@@ -61,14 +64,17 @@
 //! | `outcome` | | ✓ | `ok`, `err` or `aborted` |
 //! | `body` | | ✓ | the serialised value (JSON bytes); empty when aborted |
 //! | `expires_at` | | ✓ | end of the TTL, decimal milliseconds since the Unix epoch |
+//! | `step:<name>` | once recorded | | the step's serialised `Ok` value (JSON bytes), one field per step |
+//! | `steps_kept_until` | with steps | | until when the steps hold the key, decimal milliseconds since the Unix epoch |
 //!
 //! Times are the engine's (its [`Clock`](idem_core::Clock)), passed in by the caller; the
 //! scripts compare them exactly, as decimal strings. The key also gets an expiry (`PEXPIRE`) so
 //! that Redis cleans up on its own: the remaining TTL for a completed record, the remaining
-//! lease plus [`LEASE_GRACE`] for an in-progress one. That expiry is only clean-up: every read
+//! lease plus [`LEASE_GRACE`] for an in-progress one, and never less than its
+//! `steps_kept_until`. That expiry is only clean-up: every read
 //! judges liveness against the caller's `now`, so a late Redis expiry never revives a record,
 //! and a [`ManualClock`](idem_core::ManualClock) can expire records in tests. Where a script
-//! knows no caller time (complete, renew), it turns the deadline into an expiry with the
+//! knows no caller time (complete, renew, record_step), it turns the deadline into an expiry with the
 //! `clock_offset` stored at reservation.
 //!
 //! # Scripts
@@ -80,10 +86,14 @@
 //! - **reserve** (`now, owner, fingerprint, lease_until, expiry, abandoned_before,
 //!   fencing_token`): writes the in-progress record if the key is absent, holds a completed
 //!   record with `expires_at <= now`, or holds an in-progress record whose `lease_until <= now`
-//!   with the same fingerprint, or with any fingerprint once `lease_until <= abandoned_before`
-//!   (`now` less [`LEASE_GRACE`]). A takeover writes the attempt and fencing token of
-//!   [`InProgress::taking_over`](idem_core::InProgress::taking_over), publishes `taken_over`
-//!   and replies with the previous owner, the attempt and the token. A record already owned by
+//!   with the same fingerprint, or with any fingerprint once it is abandoned: `lease_until <=
+//!   abandoned_before` (`now` less [`LEASE_GRACE`]) and no step holds it (it has no step, or
+//!   `steps_kept_until <= now`). A takeover writes the attempt and fencing token of
+//!   [`InProgress::taking_over`](idem_core::InProgress::taking_over): by the same call, over
+//!   the old fields, so that the steps stay and the key's expiry still covers them; by another,
+//!   on a deleted key, so that none stay. It publishes `taken_over` and replies with the
+//!   previous owner, the attempt, the token and the step fields kept, so a resumed call reads
+//!   its steps from this reply. A record already owned by
 //!   this owner (a retried request) is replied as held. Otherwise it writes nothing and replies
 //!   with the record's fields, so a replay, a conflict and a mismatch each take this one round
 //!   trip.
@@ -92,9 +102,14 @@
 //!   is absent, completed by someone else, or held by another owner. A record this owner already
 //!   completed replies `{'ok'}` again.
 //! - **release** (`owner`): deletes the owner's in-progress record and publishes `released`,
-//!   else `{'lost'}`.
-//! - **renew** (`owner, lease_until, grace`): moves the owner's lease and the key's expiry,
-//!   else `{'lost'}`.
+//!   else `{'lost'}`. A record with steps is kept instead, its `lease_until` set to 0
+//!   ([`InProgress::released`](idem_core::InProgress::released)) and its expiry unchanged, so
+//!   that the same call may take it over at once.
+//! - **renew** (`owner, lease_until, grace`): moves the owner's lease and the key's expiry
+//!   (never below `steps_kept_until`), else `{'lost'}`.
+//! - **record_step** (`owner, name, value, kept_until`): sets the owner's `step:<name>` field,
+//!   raises `steps_kept_until` to `kept_until` and lengthens the key's expiry to cover it (never
+//!   shortens it), else `{'lost'}`.
 //!
 //! Reading a record without changing it ([`Store::get`](idem_core::Store::get)) is a plain
 //! `HGETALL`; [`Store::delete`](idem_core::Store::delete) is `DEL`.
@@ -102,7 +117,7 @@
 //! # Waiting for a duplicate
 //!
 //! A caller that waits for an in-flight duplicate (`wait = "10s"`) is woken by the
-//! publication of the script that ends the record, not by polling. Each store keeps one
+//! publication of the script that ends or releases the record, not by polling. Each store keeps one
 //! subscription connection, opened on the first wait, subscribed to the channel of every key a
 //! local caller waits on (the channel is named like the key; one `SUBSCRIBE` however many
 //! callers wait on it). After subscribing, a waiter reads the record's state once (`HMGET`), so
@@ -125,8 +140,8 @@
 //! Redis replicates asynchronously. When a primary fails over, writes it acknowledged but had
 //! not yet passed on are lost: a lost reservation lets a duplicate run at once, a lost outcome
 //! lets a retry run the function again. Where a failover can happen (Sentinel, a managed
-//! service, a cluster), [`RedisStoreBuilder::wait_for_replicas`] has each reservation and
-//! completion wait for replicas to acknowledge it (`WAIT`) and fails the call closed when they
+//! service, a cluster), [`RedisStoreBuilder::wait_for_replicas`] has each reservation, recorded
+//! step and completion wait for replicas to acknowledge it (`WAIT`) and fails the call closed when they
 //! don't; that narrows the window but does not close it, since a failover may still promote a
 //! replica that missed the write. For at-most-once across failovers, pass
 //! [`CallContext::key`](idem_core::CallContext::key) to the downstream provider as its own

@@ -40,12 +40,13 @@ impl Script {
     }
 }
 
-/// The four scripts of the protocol.
+/// The scripts of the protocol.
 pub(crate) struct Scripts {
     pub(crate) reserve: Script,
     pub(crate) complete: Script,
     pub(crate) release: Script,
     pub(crate) renew: Script,
+    pub(crate) record_step: Script,
 }
 
 /// Built once per process.
@@ -54,6 +55,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     complete: Script::new("complete", include_str!("lua/complete.lua")),
     release: Script::new("release", include_str!("lua/release.lua")),
     renew: Script::new("renew", include_str!("lua/renew.lua")),
+    record_step: Script::new("record_step", include_str!("lua/record_step.lua")),
 });
 
 /// Sends commands and counts them: every command sent is one round trip.
@@ -117,6 +119,7 @@ mod tests {
             s.complete.sha(),
             s.release.sha(),
             s.renew.sha(),
+            s.record_step.sha(),
         ];
         for (i, a) in shas.iter().enumerate() {
             assert_eq!(a.len(), 40);

@@ -12,7 +12,7 @@ use redis::aio::ConnectionManager;
 use redis::{Client, Value};
 
 use super::builder::RedisStoreBuilder;
-use super::codec::{self, Reply};
+use super::codec::{self, field, Reply, IN_PROGRESS};
 use super::connection::Connection;
 use super::error::{is_connection_error, store_error, NotReplicated};
 use super::scripts::{Counter, Script, SCRIPTS};
@@ -202,11 +202,26 @@ impl RedisStore {
         Ok(())
     }
 
-    /// The state and owner of the record under `redis_key`, to tell whether it changed.
-    async fn holder(&self, redis_key: &str) -> Option<Value> {
+    /// The owner of the record under `redis_key` while it is in progress and not released (a
+    /// record released with steps stays in progress with its lease ended: 0); `None` once it
+    /// is not, or cannot be read.
+    async fn running_owner(&self, redis_key: &str) -> Option<Vec<u8>> {
         let mut cmd = redis::cmd("HMGET");
-        cmd.arg(redis_key).arg("state").arg("owner");
-        self.query(&cmd, "HMGET").await.ok()
+        cmd.arg(redis_key)
+            .arg(field::STATE)
+            .arg(field::OWNER)
+            .arg(field::LEASE_UNTIL);
+        let Value::Array(fields) = self.query(&cmd, "HMGET").await.ok()? else {
+            return None;
+        };
+        match fields.as_slice() {
+            [Value::BulkString(state), Value::BulkString(owner), Value::BulkString(lease)]
+                if state == IN_PROGRESS.as_bytes() && lease != b"0" =>
+            {
+                Some(owner.clone())
+            }
+            _ => None,
+        }
     }
 
     /// Waits until the record under `redis_key` may have changed, or `timeout` passes: woken by
@@ -235,13 +250,12 @@ impl RedisStore {
                 notified.enable();
             }
             // Read after subscribing: a change before it is seen here, one after it wakes us.
-            let holder = self.holder(redis_key).await;
-            let in_progress = matches!(&holder, Some(Value::Array(fields))
-                if matches!(fields.first(), Some(Value::BulkString(state)) if state == b"in_progress"));
+            let Some(owner) = self.running_owner(redis_key).await else {
+                return;
+            };
             match &seen {
-                _ if !in_progress => return,
-                Some(before) if *before != holder => return,
-                _ => seen = Some(holder),
+                Some(before) if *before != owner => return,
+                _ => seen = Some(owner),
             }
             let pause = pause.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
             if pause.is_zero() {
@@ -357,8 +371,20 @@ impl Store for RedisStore {
         value: &[u8],
         kept_until: Timestamp,
     ) -> Result<(), StoreError> {
-        let _ = (key, owner, name, value, kept_until);
-        Err(StoreError::rejected(crate::STEPS_UNSUPPORTED))
+        let reply = self
+            .eval(
+                &SCRIPTS.record_step,
+                key,
+                &[
+                    owner.as_str().as_bytes(),
+                    name.as_bytes(),
+                    value,
+                    &time(kept_until),
+                ],
+            )
+            .await?;
+        fenced(reply, "record_step")?;
+        self.replicate("record_step").await
     }
 
     async fn renew(

@@ -75,3 +75,58 @@ local function owned(key, owner)
   return nil, offset
 end
 
+-- Steps live in the record's hash: one field per step, named by this prefix and the step's
+-- name, and `steps_kept_until`, until when they hold the key. No other field starts with the
+-- prefix.
+local STEP_PREFIX = 'step:'
+
+local function is_step_field(name)
+  return string.sub(name, 1, #STEP_PREFIX) == STEP_PREFIX
+end
+
+-- Checks a `steps_kept_until` value (nil when absent). Returns the reply to give when it is
+-- not a timestamp, else nil.
+local function bad_kept_until(kept)
+  if kept ~= nil and kept ~= false and not is_millis(kept) then
+    return corrupt('field `steps_kept_until` is not a timestamp')
+  end
+  return nil
+end
+
+-- The steps of a record read with HGETALL (a flat list): `fields`, its step fields and
+-- `steps_kept_until` as a flat list; `kept`, `steps_kept_until` or nil; `any`, whether a step
+-- is recorded. Returns nil and the reply to give when they disagree.
+local function read_steps(fields)
+  local steps = {fields = {}, kept = nil, any = false}
+  for i = 1, #fields, 2 do
+    local name = fields[i]
+    if is_step_field(name) then
+      steps.fields[#steps.fields + 1] = name
+      steps.fields[#steps.fields + 1] = fields[i + 1]
+      steps.any = true
+    elseif name == 'steps_kept_until' then
+      steps.kept = fields[i + 1]
+    end
+  end
+  local refusal = bad_kept_until(steps.kept)
+  if refusal then
+    return nil, refusal
+  end
+  if steps.any and steps.kept == nil then
+    return nil, corrupt('field `steps_kept_until` is missing')
+  end
+  if steps.kept ~= nil then
+    steps.fields[#steps.fields + 1] = 'steps_kept_until'
+    steps.fields[#steps.fields + 1] = steps.kept
+  end
+  return steps
+end
+
+-- A PEXPIRE argument for a key that must last `ms` more, and until `kept` (a timestamp, or
+-- nil or false) at least, `now` being the clock `kept` is on, as a number.
+local function covering(ms, kept, now)
+  if kept then
+    ms = math.max(ms, tonumber(kept) - now)
+  end
+  return expiry(ms)
+end

@@ -6,6 +6,13 @@ local refusal, offset = owned(key, owner)
 if refusal then
   return refusal
 end
+local kept = redis.call('HGET', key, 'steps_kept_until')
+refusal = bad_kept_until(kept)
+if refusal then
+  return refusal
+end
 redis.call('HSET', key, 'lease_until', lease_until)
-redis.call('PEXPIRE', key, expiry(tonumber(lease_until) - (server_millis() + offset) + grace))
+-- The key outlives the lease by the grace, and its steps (kept_until) at least.
+local caller_now = server_millis() + offset
+redis.call('PEXPIRE', key, covering(tonumber(lease_until) - caller_now + grace, kept, caller_now))
 return {'ok'}
