@@ -18,8 +18,9 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Builds a [`RedisStore`]: where it connects, its key prefix, its timeouts and replication.
 ///
-/// Start from [`RedisStore::builder`] (one server), [`RedisStore::cluster_builder`] (a Redis
-/// Cluster), or a connection you made yourself ([`RedisStore::connection_builder`]).
+/// Start from [`RedisStore::builder`] (one server), `RedisStore::cluster_builder` (a Redis
+/// Cluster, with the `redis-cluster` feature), or a connection you made yourself
+/// ([`RedisStore::connection_builder`]).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
