@@ -104,6 +104,18 @@ pub enum Error {
         /// The step's name.
         step: String,
     },
+    /// A [`step`](crate::step) name that every store cannot keep (HTTP 500): empty, longer
+    /// than [`MAX_STEP_NAME_LEN`](crate::MAX_STEP_NAME_LEN) bytes, or holding a control
+    /// character. The step did not run.
+    #[error("step name {step:?} in the call with idempotency key `{key}` is invalid: {reason}")]
+    InvalidStepName {
+        /// The stored key.
+        key: String,
+        /// The step's name.
+        step: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The idempotency key cannot be used, for example because it is too long (HTTP 400).
     #[error("invalid idempotency key: {0}")]
     InvalidKey(String),
@@ -136,6 +148,7 @@ impl Error {
             | Error::Codec(_)
             | Error::CorruptRecord { .. }
             | Error::DuplicateStep { .. }
+            | Error::InvalidStepName { .. }
             | Error::Rejected { .. } => 500,
         }
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::lease::Lease;
 use crate::retry::FencedWrite;
-use crate::{Clock, Error, Key, OwnerToken, Record, Steps, Store, TARGET};
+use crate::{Clock, Error, Key, OwnerToken, Record, Steps, Store, MAX_STEP_NAME_LEN, TARGET};
 
 /// The steps of the call being run, shared by the engine and the body's
 /// [`CallContext`](crate::CallContext).
@@ -67,6 +67,13 @@ impl Journal {
     /// Starts step `name`: its recorded value if an earlier attempt finished it, or `None`
     /// if it must run. A name used earlier in this run is [`Error::DuplicateStep`].
     pub(crate) fn begin(&self, name: &str) -> Result<Option<Vec<u8>>, Error> {
+        if let Some(reason) = invalid_name(name) {
+            return Err(Error::InvalidStepName {
+                key: self.key.as_str().to_owned(),
+                step: name.to_owned(),
+                reason,
+            });
+        }
         let mut state = self.state();
         if !state.used.insert(name.to_owned()) {
             return Err(Error::DuplicateStep {
@@ -129,6 +136,19 @@ impl Journal {
     /// run it again.
     pub(crate) fn has_unrecorded(&self) -> bool {
         self.state().unrecorded
+    }
+}
+
+/// Why no store could keep `name`, if so.
+fn invalid_name(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("it is empty")
+    } else if name.len() > MAX_STEP_NAME_LEN {
+        Some("it is longer than 128 bytes")
+    } else if name.chars().any(char::is_control) {
+        Some("it holds a control character")
+    } else {
+        None
     }
 }
 

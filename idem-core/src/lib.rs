@@ -128,7 +128,7 @@ pub use record::{
     LEASE_GRACE_MS,
 };
 pub use replay_cache::{ReplayCache, DEFAULT_REPLAY_CACHE_MAX_AGE};
-pub use step::step;
+pub use step::{step, MAX_STEP_NAME_LEN};
 pub use steps::Steps;
 pub use store::Store;
 pub use time::Timestamp;

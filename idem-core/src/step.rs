@@ -7,6 +7,10 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use crate::{context, Error};
 
+/// The longest step name, in bytes. A name must also be non-empty and hold no control
+/// character, so that every store can keep it as a field or attribute name.
+pub const MAX_STEP_NAME_LEN: usize = 128;
+
 /// Runs `future` as the step `name` of the current idempotent call, recording its `Ok` value
 /// under the call's key before returning it; when an earlier attempt of the same call already
 /// recorded `name`, returns that value without running `future`.
@@ -100,5 +104,46 @@ mod tests {
             assert_eq!(value, runs);
         }
         assert_eq!(runs, 2, "with no record, nothing is replayed or refused");
+    }
+
+    #[cfg(feature = "testing")]
+    #[tokio::test]
+    async fn a_name_no_store_can_keep_is_refused_before_the_step_runs() {
+        let idem = crate::Idempotency::new(crate::testing::ReferenceStore::new());
+        let long = "s".repeat(MAX_STEP_NAME_LEN + 1);
+        for (name, why) in [
+            ("", "empty"),
+            ("charge\0", "control"),
+            ("line\nbreak", "control"),
+            (long.as_str(), "longer"),
+        ] {
+            let key = idem.key("steps").part(&(name.len() as u64)).finish().unwrap();
+            let call = crate::Call::new(key, crate::Fingerprint::of(name).unwrap());
+            let mut ran = false;
+            let refused = idem
+                .run(call, async {
+                    step(name, async {
+                        ran = true;
+                        Ok::<_, Error>(1)
+                    })
+                    .await
+                })
+                .await;
+            assert!(
+                matches!(&refused, Err(Error::InvalidStepName { reason, .. }) if reason.contains(why)),
+                "{name:?}: {refused:?}"
+            );
+            assert!(!ran, "{name:?}: the step ran");
+        }
+        let key = idem.key("steps").part("fine").finish().unwrap();
+        let call = crate::Call::new(key, crate::Fingerprint::of("fine").unwrap());
+        let fine = "charge:card/2 (retry) 請求";
+        let value = idem
+            .run(call, async {
+                step(fine, async { Ok::<_, Error>(7) }).await
+            })
+            .await
+            .unwrap();
+        assert_eq!(value.value, 7);
     }
 }
