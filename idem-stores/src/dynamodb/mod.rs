@@ -102,13 +102,16 @@
 mod builder;
 mod error;
 mod item;
+mod lease;
 mod names;
+mod steps;
 mod store;
 mod table;
+mod takeover;
 mod wait;
 
 pub use builder::DynamoDbStoreBuilder;
-pub use error::{ItemTooLarge, KeyTooLong, RequestFailed};
+pub use error::{ItemTooLarge, KeyTooLong, RequestFailed, StepTooLarge};
 pub use item::{item_size, MAX_ITEM_SIZE};
 pub use names::AttributeNames;
 pub use store::DynamoDbStore;
