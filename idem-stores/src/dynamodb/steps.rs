@@ -7,7 +7,7 @@ use idem_core::{Fingerprint, InProgress, Key, OwnerToken, Steps, StoreError, Tim
 
 use super::error::StepTooLarge;
 use super::item::{self, Item, MAX_ITEM_SIZE};
-use super::DynamoDbStore;
+use super::{AttributeNames, DynamoDbStore};
 
 /// How many updates `record_step` makes at most: the first, then one more each time the item
 /// turns out to hold a later kept-until instant or `ttl` than the step's (a clock behind the
@@ -18,15 +18,16 @@ const STEP_ATTEMPTS: usize = 3;
 /// the sweeper's `ttl`, each raised to the step's.
 const STEP_UPDATE: &str = "SET #steps.#name = :value, #kept = :kept, #sttl = :sttl, #ttl = :ttl";
 
-/// The owner condition of `complete`, a steps map to write into, and nothing written that would go down:
-/// DynamoDB has no `max`, so the update applies only where its values are the larger ones.
+/// The owner condition of `complete`, a steps map to write into, and nothing written that would
+/// go down: DynamoDB has no `max`, so the update applies only where its values are the larger
+/// ones.
 const STEP_CONDITION: &str = "#st = :in_progress AND #own = :owner \
      AND attribute_type(#steps, :map) \
      AND (attribute_not_exists(#kept) OR #kept <= :kept) \
      AND (attribute_not_exists(#ttl) OR #ttl <= :ttl)";
 
 /// The values a step's update writes besides the step itself.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Floor {
     /// The steps' kept-until instant.
     kept_until: Timestamp,
@@ -43,7 +44,7 @@ impl Floor {
     }
 
     /// These values raised to those `item` already holds.
-    fn raised_to(self, names: &super::AttributeNames, item: &Item) -> Self {
+    fn raised_to(self, names: &AttributeNames, item: &Item) -> Self {
         let kept_until = item::whole_number(item, &names.steps_kept_until)
             .map_or(self.kept_until, |held| {
                 self.kept_until.max(Timestamp::from_millis(held))
@@ -81,14 +82,21 @@ impl DynamoDbStore {
                 Ok(()) => return Ok(()),
                 Err(old) => self.owned_item(key, owner, old).await?,
             };
-            let raised = floor.raised_to(self.names(), &old);
-            if raised == floor {
+            let names = self.names();
+            if !matches!(old.get(&names.steps), Some(AttributeValue::M(_))) {
                 return Err(StoreError::Corrupt(format!(
-                    "the item's `{}` attribute is not a number",
-                    self.names().ttl
+                    "attribute `{}` is missing or not a map",
+                    names.steps
                 )));
             }
-            floor = raised;
+            for name in [&names.ttl, &names.steps_kept_until] {
+                if old.contains_key(name) && item::whole_number(&old, name).is_none() {
+                    return Err(StoreError::Corrupt(format!(
+                        "attribute `{name}` is not a whole number"
+                    )));
+                }
+            }
+            floor = floor.raised_to(names, &old);
         }
         Err(StoreError::backend(format!(
             "DynamoDB UpdateItem on table `{}`: the condition of step `{name}` failed \

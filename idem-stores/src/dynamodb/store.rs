@@ -22,9 +22,9 @@ use super::{AttributeNames, DynamoDbStoreBuilder};
 /// The longest partition key DynamoDB accepts, in bytes.
 pub(crate) const MAX_PARTITION_KEY_LEN: usize = 2048;
 
-/// How many conditional puts `reserve` makes at most: one on a free key, then one more each
+/// How many conditional writes `reserve` makes at most: one on a free key, then one more each
 /// time the item that failed the condition turns out free or taken over (a takeover is a
-/// second put, conditioned on the exact record read).
+/// second write, conditioned on the exact record read).
 const RESERVE_ATTEMPTS: usize = 3;
 
 /// The condition of a reservation of a free key: no item, or an expired completed record.
@@ -33,8 +33,8 @@ const RESERVE_ATTEMPTS: usize = 3;
 const FREE_CONDITION: &str = "attribute_not_exists(#k) \
      OR (#st = :completed AND attribute_type(#lu, :number) AND #lu <= :now)";
 
-/// The condition of `complete`, `release` and `renew`: the record is in progress and held by the
-/// caller.
+/// The condition of `complete`, and the first part of every other write of the owner (release,
+/// renew, a step): the record is in progress and held by the caller.
 const OWNER_CONDITION: &str = "#st = :in_progress AND #own = :owner";
 
 /// A [`Store`] in a DynamoDB table: one item per key, written only with conditional requests.
@@ -300,7 +300,7 @@ impl Store for DynamoDbStore {
             };
         }
         Err(StoreError::backend(format!(
-            "DynamoDB PutItem on table `{}`: the condition failed {RESERVE_ATTEMPTS} times on an \
+            "DynamoDB reserve on table `{}`: the condition failed {RESERVE_ATTEMPTS} times on an \
              item that changed under it",
             self.table
         )))
