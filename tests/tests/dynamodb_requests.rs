@@ -1,10 +1,11 @@
 //! How many requests each case costs on DynamoDB, counted on the wire by an interceptor on the
-//! store's client: fresh 2, replay 1, conflict 1, mismatch 1, error with release 2.
+//! store's client: fresh 2, replay 1, conflict 1, mismatch 1, error with release 2, one more
+//! per recorded step and none per replayed step, and a release that keeps steps 2.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idem_core::{Call, Error, Executed, Fingerprint, Idempotency, Store};
+use idem_core::{step, Call, Error, Executed, Fingerprint, Idempotency, ManualClock, Store};
 use idem_tests::dynamodb::TestDynamo;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -264,6 +265,152 @@ async fn a_waiting_duplicate_polls_with_small_reads() {
     );
 }
 
+async fn each_recorded_step_costs_one_update() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let before = db.requests.count();
+    let done = idem
+        .run(call(&idem, "o-7", 10), async {
+            let charge = step("charge", async { Ok::<_, Error>("ch_1".to_string()) }).await?;
+            let entry = step("ledger", async { Ok::<_, Error>(7u64) }).await?;
+            Ok::<_, Error>((charge, entry))
+        })
+        .await
+        .unwrap();
+    assert_eq!(done.value, ("ch_1".to_string(), 7));
+    assert_eq!(
+        db.requests.operations_since(before),
+        ops(&["PutItem", "UpdateItem", "UpdateItem", "PutItem"]),
+        "two steps: reserve + one update per step + complete"
+    );
+}
+
+async fn a_takeover_replays_a_recorded_step_at_no_cost() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let clock = ManualClock::new();
+    let idem = Idempotency::from_arc(db.store.clone()).with_clock(clock.clone());
+    let charges = Arc::new(AtomicUsize::new(0));
+    let recorded = Arc::new(tokio::sync::Semaphore::new(0));
+    let checkout = |hang: bool| {
+        let (idem, charges, recorded) = (idem.clone(), charges.clone(), recorded.clone());
+        async move {
+            idem.run(call(&idem, "o-8", 10), async {
+                let charge = step("charge", async {
+                    let run = charges.fetch_add(1, Ordering::SeqCst) + 1;
+                    Ok::<_, Error>(format!("ch_{run}"))
+                })
+                .await?;
+                if hang {
+                    recorded.add_permits(1);
+                    std::future::pending::<()>().await;
+                }
+                let entry = step("ledger", async { Ok::<_, Error>(7u64) }).await?;
+                Ok::<_, Error>((charge, entry))
+            })
+            .await
+        }
+    };
+    let start = db.requests.count();
+    let crashed = tokio::spawn(checkout(true));
+    tokio::time::timeout(std::time::Duration::from_secs(10), recorded.acquire())
+        .await
+        .expect("the first attempt records its charge")
+        .unwrap()
+        .forget();
+    crashed.abort();
+    assert!(crashed.await.is_err(), "the first attempt was dropped");
+    assert_eq!(
+        db.requests.operations_since(start),
+        ops(&["PutItem", "UpdateItem"]),
+        "the first attempt: reserve + its charge step"
+    );
+
+    clock.advance(std::time::Duration::from_secs(31));
+    let before = db.requests.count();
+    let resumed = checkout(false).await.unwrap();
+    assert_eq!(
+        resumed.value,
+        ("ch_1".to_string(), 7),
+        "the charge is replayed"
+    );
+    assert_eq!(charges.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        db.requests.operations_since(before),
+        ops(&["PutItem", "UpdateItem", "UpdateItem", "PutItem"]),
+        "takeover (failed put + update returning the steps) + the ledger step + complete"
+    );
+    let takeover = &db.requests.since(before)[1].body;
+    assert!(
+        takeover.contains(r#""ReturnValues":"ALL_NEW""#),
+        "the takeover's answer carries the steps: {takeover}"
+    );
+}
+
+async fn an_error_after_a_step_keeps_the_record_in_two_requests() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(db.store.clone());
+    let call = call(&idem, "o-9", 10);
+    let before = db.requests.count();
+    let declined = idem
+        .run(call.clone(), async {
+            step("charge", async { Ok::<_, Error>(1u64) }).await?;
+            Err::<u64, _>(Error::InvalidKey("card declined".into()))
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(declined, Error::InvalidKey(_)), "{declined:?}");
+    assert_eq!(
+        db.requests.operations_since(before),
+        ops(&["PutItem", "UpdateItem", "DeleteItem", "UpdateItem"]),
+        "reserve + step + a delete refused for the steps + the update ending the lease"
+    );
+    match db.store.get(call.key()).await.unwrap() {
+        Some(idem_core::Record::InProgress(held)) => assert!(held.is_released(), "{held:?}"),
+        other => panic!("the record with its step stays, found {other:?}"),
+    }
+}
+
+async fn a_renewal_with_steps_costs_one_update() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store: Arc<dyn Store> = db.store.clone();
+    let idem = Idempotency::from_arc(store.clone());
+    let call = call(&idem, "o-10", 10);
+    let now = idem_core::Clock::now(&idem_core::SystemClock);
+    let owner = idem_core::OwnerToken::generate();
+    let record = idem_core::InProgress::new(
+        owner.clone(),
+        *call.fingerprint(),
+        now + std::time::Duration::from_secs(30),
+    )
+    .with_fencing_token(now.as_millis() * 1000);
+    let claim = idem_core::Claim::new(record, now);
+    store.reserve(call.key(), &claim).await.unwrap();
+    store
+        .record_step(
+            call.key(),
+            &owner,
+            "charge",
+            b"1",
+            now + std::time::Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    let before = db.requests.count();
+    store
+        .renew(call.key(), &owner, now + std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(db.requests.operations_since(before), ops(&["UpdateItem"]));
+}
+
 idem_tests::backend_tests! {
     async fresh_call_costs_two_and_replay_one,
     async conflict_costs_one,
@@ -271,4 +418,8 @@ idem_tests::backend_tests! {
     async requests_ask_for_what_the_protocol_needs,
     async renewal_costs_one_update,
     async a_waiting_duplicate_polls_with_small_reads,
+    async each_recorded_step_costs_one_update,
+    async a_takeover_replays_a_recorded_step_at_no_cost,
+    async an_error_after_a_step_keeps_the_record_in_two_requests,
+    async a_renewal_with_steps_costs_one_update,
 }

@@ -112,6 +112,7 @@ async fn items_have_the_documented_layout() {
             "ttl".to_owned(),
             n((NOW + 30_001 + LEASE_GRACE_MS).div_ceil(1000)),
         ),
+        ("steps".to_owned(), AttributeValue::M(HashMap::new())),
     ]);
     assert_eq!(item, expected);
 
@@ -185,8 +186,9 @@ async fn reserve_tells_fresh_takeover_and_expiry_apart() {
     );
     assert_eq!(
         db.requests.operations_since(before),
-        vec!["PutItem".to_owned(), "PutItem".to_owned()],
-        "a takeover is a put on a free key, then a put conditioned on the record it found"
+        vec!["PutItem".to_owned(), "UpdateItem".to_owned()],
+        "a takeover by the same call is a put on a free key, then an update conditioned on \
+         the record it found"
     );
     assert_eq!(taken.attempt(), 2);
     assert!(taken.fencing_token() > first.record().fencing_token());

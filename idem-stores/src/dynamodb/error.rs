@@ -101,6 +101,47 @@ impl fmt::Display for ItemTooLarge {
 
 impl StdError for ItemTooLarge {}
 
+/// A step's value would not fit in the in-progress record's DynamoDB item (400 KB), alone or
+/// with the steps recorded before it. Nothing was written.
+///
+/// Carried by [`StoreError::Rejected`], so the engine does not retry it. Return a smaller value
+/// from the step (an id to look the full result up by, for example).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepTooLarge {
+    /// The step's name.
+    pub step: String,
+    /// The size of the item with this step alone (an upper bound), in bytes, when that is
+    /// already over the limit and the request was not sent; `None` when DynamoDB refused the
+    /// step because of the steps recorded before it.
+    pub size: Option<usize>,
+    /// The limit, in bytes.
+    pub limit: usize,
+}
+
+impl fmt::Display for StepTooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.size {
+            Some(size) => write!(
+                f,
+                "step `{}` would make the in-progress record take {size} bytes, more than \
+                 DynamoDB's item limit of {} bytes",
+                self.step, self.limit
+            )?,
+            None => write!(
+                f,
+                "step `{}` would make the in-progress record, with the steps recorded before \
+                 it, larger than DynamoDB's item limit of {} bytes",
+                self.step, self.limit
+            )?,
+        }
+        f.write_str(
+            "; return a smaller value from the step (for example an id to look the result up by)",
+        )
+    }
+}
+
+impl StdError for StepTooLarge {}
+
 /// The partition key would be longer than DynamoDB allows (2048 bytes). Nothing was sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyTooLong {

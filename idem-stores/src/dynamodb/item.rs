@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::{
-    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, StoreError, Timestamp,
+    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, Steps, StoreError, Timestamp,
     LEASE_GRACE,
 };
 
@@ -46,9 +46,11 @@ pub(crate) fn ttl_seconds(live_until: Timestamp) -> u64 {
     live_until.as_millis().div_ceil(1000)
 }
 
-/// The item of an in-progress record.
+/// The item of an in-progress record. Its steps map is always there, empty before the first
+/// step; with steps, `ttl` is at least the steps' TTL.
 pub(crate) fn in_progress(names: &AttributeNames, key: &str, record: &InProgress) -> Item {
-    HashMap::from([
+    let lease_ttl = ttl_seconds(record.lease_until() + LEASE_GRACE);
+    let mut item = HashMap::from([
         (names.key.clone(), AttributeValue::S(key.to_owned())),
         (names.state.clone(), AttributeValue::S(IN_PROGRESS.into())),
         (
@@ -62,11 +64,32 @@ pub(crate) fn in_progress(names: &AttributeNames, key: &str, record: &InProgress
         (names.live_until.clone(), time(record.lease_until())),
         (names.fencing_token.clone(), number(record.fencing_token())),
         (names.attempt.clone(), number(record.attempt().into())),
-        (
-            names.ttl.clone(),
-            number(ttl_seconds(record.lease_until() + LEASE_GRACE)),
-        ),
-    ])
+        (names.ttl.clone(), number(lease_ttl)),
+        (names.steps.clone(), steps_map(record.steps())),
+    ]);
+    let steps = record.steps();
+    if !steps.is_empty() {
+        let steps_ttl = ttl_seconds(steps.kept_until());
+        item.insert(names.steps_kept_until.clone(), time(steps.kept_until()));
+        item.insert(names.steps_ttl.clone(), number(steps_ttl));
+        item.insert(names.ttl.clone(), number(lease_ttl.max(steps_ttl)));
+    }
+    item
+}
+
+/// The steps' values as a map attribute, each as binary.
+fn steps_map(steps: &Steps) -> AttributeValue {
+    AttributeValue::M(
+        steps
+            .iter()
+            .map(|(name, value)| (name.to_owned(), step_value(value)))
+            .collect(),
+    )
+}
+
+/// A step's value as an attribute: binary, so that it reads back byte for byte.
+pub(crate) fn step_value(value: &[u8]) -> AttributeValue {
+    AttributeValue::B(Blob::new(value.to_vec()))
 }
 
 /// The item of a completed record, completed by `owner`. The owner is kept so that a completion
@@ -117,6 +140,14 @@ fn body_value(body: &[u8]) -> AttributeValue {
     }
 }
 
+/// The whole number in attribute `name` of `item`, if it has one.
+pub(crate) fn whole_number(item: &Item, name: &str) -> Option<u64> {
+    match item.get(name) {
+        Some(AttributeValue::N(number)) => number.parse().ok(),
+        _ => None,
+    }
+}
+
 /// The owner token written on an item, if it has one.
 pub(crate) fn owner<'a>(names: &AttributeNames, item: &'a Item) -> Option<&'a str> {
     match item.get(&names.owner) {
@@ -143,7 +174,8 @@ pub(crate) fn decode(names: &AttributeNames, item: &Item) -> Result<Record, Stri
                 .map_err(|_| format!("attribute `{}` is too large", names.attempt))?;
             let record = InProgress::new(owner, fingerprint, live_until)
                 .with_fencing_token(fields.whole_number(&names.fencing_token)?)
-                .with_attempt(attempt);
+                .with_attempt(attempt)
+                .with_steps(fields.steps()?);
             Ok(Record::InProgress(record))
         }
         COMPLETED => {
@@ -205,6 +237,37 @@ impl Fields<'_> {
             AttributeValue::B(blob) => Ok(blob.as_ref()),
             _ => Err(format!("attribute `{name}` is neither a string nor binary")),
         }
+    }
+
+    /// The steps of an in-progress item: none when the map is absent (an item written before
+    /// steps existed); their kept-until instant is required once there is one.
+    fn steps(&self) -> Result<Steps, String> {
+        let names = self.names;
+        let mut steps = Steps::new();
+        match self.item.get(&names.steps) {
+            None => {}
+            Some(AttributeValue::M(map)) => {
+                for (name, value) in map {
+                    match value {
+                        AttributeValue::B(blob) => {
+                            steps.insert(name.as_str(), blob.as_ref().to_vec())
+                        }
+                        _ => {
+                            return Err(format!(
+                                "step `{name}` in attribute `{}` is not binary",
+                                names.steps
+                            ))
+                        }
+                    }
+                }
+            }
+            Some(_) => return Err(format!("attribute `{}` is not a map", names.steps)),
+        }
+        if !steps.is_empty() || self.item.contains_key(&names.steps_kept_until) {
+            let kept_until = self.whole_number(&names.steps_kept_until)?;
+            steps.keep_until(Timestamp::from_millis(kept_until));
+        }
+        Ok(steps)
     }
 
     fn whole_number(&self, name: &str) -> Result<u64, String> {
@@ -270,6 +333,70 @@ mod tests {
         // The sweeper may delete an in-progress item only once it is abandoned.
         assert_eq!(item["ttl"], number(1_700_000_061));
         assert_eq!(decode(&names(), &item), Ok(Record::InProgress(record)));
+    }
+
+    #[test]
+    fn steps_round_trip_byte_for_byte() {
+        let lease_until = Timestamp::from_millis(1_700_000_000_123);
+        let kept_until = Timestamp::from_millis(1_700_003_600_001);
+        let steps = Steps::new()
+            .with_step("charge", br#""ch_1""#.to_vec())
+            .with_step("raw", vec![0xff, 0x00, 0xfe])
+            .with_kept_until(kept_until);
+        let record =
+            InProgress::new(OwnerToken::generate(), fingerprint(), lease_until).with_steps(steps);
+        let item = in_progress(&names(), "k", &record);
+        assert_eq!(item["steps_kept_until_ms"], number(1_700_003_600_001));
+        assert_eq!(item["steps_ttl"], number(1_700_003_601));
+        assert_eq!(
+            item["ttl"],
+            number(1_700_003_601),
+            "the sweeper keeps the item while its steps are kept"
+        );
+        assert_eq!(decode(&names(), &item), Ok(Record::InProgress(record)));
+    }
+
+    #[test]
+    fn a_reservation_holds_an_empty_steps_map() {
+        let record = InProgress::new(OwnerToken::generate(), fingerprint(), Timestamp::EPOCH);
+        let mut item = in_progress(&names(), "k", &record);
+        assert_eq!(item["steps"], AttributeValue::M(HashMap::new()));
+        assert!(!item.contains_key("steps_kept_until_ms"));
+        item.remove("steps");
+        assert_eq!(
+            decode(&names(), &item),
+            Ok(Record::InProgress(record)),
+            "an item written before steps existed has none"
+        );
+    }
+
+    #[test]
+    fn malformed_steps_are_reported() {
+        let steps = Steps::new()
+            .with_step("charge", b"1".to_vec())
+            .with_kept_until(Timestamp::from_millis(9));
+        let record = InProgress::new(OwnerToken::generate(), fingerprint(), Timestamp::EPOCH)
+            .with_steps(steps);
+        let good = in_progress(&names(), "k", &record);
+        let text_step = AttributeValue::M(HashMap::from([(
+            "charge".to_owned(),
+            AttributeValue::S("1".into()),
+        )]));
+        let cases: Vec<(&str, Option<AttributeValue>)> = vec![
+            ("steps", Some(AttributeValue::S("charge".into()))),
+            ("steps", Some(text_step)),
+            ("steps_kept_until_ms", None),
+            ("steps_kept_until_ms", Some(AttributeValue::S("9".into()))),
+        ];
+        for (name, value) in cases {
+            let mut item = good.clone();
+            match value {
+                Some(value) => item.insert(name.into(), value),
+                None => item.remove(name),
+            };
+            let error = decode(&names(), &item).unwrap_err();
+            assert!(error.contains(name), "{name}: {error}");
+        }
     }
 
     #[test]

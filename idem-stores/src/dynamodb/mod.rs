@@ -27,16 +27,20 @@
 //! | `state` | S | `in_progress` | `completed` |
 //! | `fingerprint` | S | the arguments' SHA-256, hex | same |
 //! | `live_until_ms` | N | lease deadline, ms since the epoch | expiry, ms since the epoch |
-//! | `ttl` | N | `live_until_ms` plus [`LEASE_GRACE`](idem_core::LEASE_GRACE), in seconds, rounded up | `live_until_ms` in seconds, rounded up |
+//! | `ttl` | N | `live_until_ms` plus [`LEASE_GRACE`](idem_core::LEASE_GRACE), in seconds, rounded up, or `steps_ttl` if that is later | `live_until_ms` in seconds, rounded up |
 //! | `owner` | S | owner token | the token of the owner that completed it |
 //! | `fencing_token` | N | the reservation's fencing token | — |
 //! | `attempt` | N | 1, one more per takeover by the same call | — |
 //! | `outcome` | S | — | `ok`, `err` or `aborted` |
 //! | `body` | S | — | the serialised value (JSON text; B if it is not UTF-8); absent when aborted |
+//! | `steps` | M | the recorded [steps](idem_core::step): each one's serialised value (B, byte for byte) under its name; empty until the first | — |
+//! | `steps_kept_until_ms` | N | until when the steps hold the key, ms since the epoch; from the first step | — |
+//! | `steps_ttl` | N | `steps_kept_until_ms` in seconds, rounded up; from the first step | — |
 //!
 //! A record counts while `now < live_until_ms`, with `now` from the caller's clock. idem checks
 //! that on every read and in every conditional write; the `ttl` attribute only lets DynamoDB's
-//! TTL sweeper delete dead items, which it may do up to days late.
+//! TTL sweeper delete dead items, which it may do up to days late. It never goes below
+//! `steps_ttl`, so the sweeper leaves a record alone while its steps hold the key.
 //!
 //! # The requests
 //!
@@ -50,24 +54,47 @@
 //!   the item, so a replay, a conflict or a mismatch costs this one request.
 //! - **takeover**: when that item is an in-progress record whose lease passed (with the claim's
 //!   fingerprint, or abandoned: lease passed more than [`LEASE_GRACE`](idem_core::LEASE_GRACE)
-//!   ago), a second `PutItem` writes the record of
+//!   ago and no steps kept), a second request writes the record of
 //!   [`InProgress::taking_over`](idem_core::InProgress::taking_over) (attempt and fencing token
 //!   counted on from the old item) on the condition `state = in_progress AND owner = :previous
-//!   AND live_until_ms = :previous_lease`: the item is still exactly the record read. A put can't
-//!   compute the next attempt and token from the old item, so a takeover costs two requests.
+//!   AND live_until_ms = :previous_lease`: the item is still exactly the record read. A write
+//!   can't compute the next attempt and token from the old item, so a takeover costs two
+//!   requests. The same call's takeover is an `UpdateItem` of the owner, lease, fencing token,
+//!   attempt and `ttl` that leaves the steps as they are (a step the previous owner recorded
+//!   after the read is kept: the condition also requires `steps_ttl <= :ttl`) and returns the
+//!   whole new item (`ReturnValues = ALL_NEW`), so the steps come with the answer. Another
+//!   call's is a `PutItem` of its record with no steps, on the condition also requiring
+//!   `steps_kept_until_ms <= :now`: old step data goes with the old item, and a step recorded
+//!   after the read keeps the key.
 //! - **complete**: `PutItem` of the completed item on `state = in_progress AND owner = :owner`.
 //!   The item's size is checked first ([`item_size`], conservatively): a record over
 //!   [`MAX_ITEM_SIZE`] bytes (DynamoDB allows 400 KB) is refused with
 //!   [`ItemTooLarge`] in [`StoreError::Rejected`](idem_core::StoreError::Rejected) before any
 //!   request, so the engine does not retry it and the caller gets `idem_core::Error::Rejected`.
 //!   A failed condition returns the old item too (`ALL_OLD`), at no extra request.
-//! - **release**: `DeleteItem` on the same owner condition.
-//! - **renew**: `UpdateItem` setting `live_until_ms` and `ttl`, on the same owner condition.
+//! - **record_step**: `UpdateItem` `SET steps.#name = :value, steps_kept_until_ms = :kept,
+//!   steps_ttl = :steps_ttl, ttl = :ttl` on the owner condition, `attribute_type(steps, M)`, and
+//!   `steps_kept_until_ms <= :kept AND ttl <= :ttl`, with `ALL_OLD` on failure. DynamoDB has no
+//!   `max`, so the condition keeps the update from lowering either: when the item holds later
+//!   values (a step recorded with a clock ahead of this one, or a lease that outlasts the
+//!   step's TTL), a second update writes the larger ones it returned. A step whose record would
+//!   be over [`MAX_ITEM_SIZE`] on its own is refused with [`StepTooLarge`] in
+//!   [`StoreError::Rejected`](idem_core::StoreError::Rejected) before any request; one that
+//!   outgrows the item together with the steps before it is refused by DynamoDB and reported
+//!   the same way. An empty step name is refused too (DynamoDB has no empty attribute names).
+//! - **release**: `DeleteItem` on the same owner condition and `size(steps) = 0`. A record with
+//!   steps fails it and comes back (`ALL_OLD`); an `UpdateItem` then sets `live_until_ms` to 0
+//!   on the owner condition, keeping the steps and `ttl`: two requests, since a delete can't
+//!   turn into an update and the store can't know which it needs before the first answer.
+//! - **renew**: `UpdateItem` setting `live_until_ms` and `ttl = if_not_exists(steps_ttl,
+//!   :lease_ttl)` on the owner condition and `steps_ttl >= :lease_ttl` (when present): `ttl`
+//!   follows the lease, or stays at the steps' while they outlast it. When the lease outlasts
+//!   the steps, a second update sets `ttl` to the lease's.
 //! - **get**: `GetItem` with `ConsistentRead`.
 //! - **delete**: unconditional `DeleteItem`.
-//! - **waiting** for an in-flight duplicate (`wait = "..."`): `GetItem` of the state attribute
-//!   only, consistent, every 10 ms backing off to 200 ms, until the record is no longer in
-//!   progress; then one reserve again.
+//! - **waiting** for an in-flight duplicate (`wait = "..."`): `GetItem` of the state and lease
+//!   attributes only, consistent, every 10 ms backing off to 200 ms, until the record is no
+//!   longer in progress, or released with its steps kept (lease 0); then one reserve again.
 //!
 //! A failed owner condition is [`StoreError::LeaseLost`](idem_core::StoreError::LeaseLost); an
 //! item with missing or ill-typed attributes is
@@ -82,13 +109,15 @@
 //! when the answer to its first attempt was lost. Each write tolerates that: a reserve whose
 //! condition fails on an in-progress item with its own owner token wrote that item itself and
 //! counts as reserved; a completion whose condition fails on the completed item it was writing,
-//! with its own owner token, succeeded; a renewal simply applies again. A retried release finds
-//! no item and reports [`StoreError::LeaseLost`](idem_core::StoreError::LeaseLost), which the
-//! engine only logs.
+//! with its own owner token, succeeded; a renewal, a step and the release of a record with steps
+//! simply apply again. A retried release of a record without steps finds no item and reports
+//! [`StoreError::LeaseLost`](idem_core::StoreError::LeaseLost), which the engine only logs.
 //!
 //! A call that runs the function therefore costs two requests (reserve, then complete or
 //! release), a replay, a conflict or a mismatch one, a takeover one more, plus one renewal per
-//! third of the lease until the outcome is stored.
+//! third of the lease until the outcome is stored, one request per step it records (a step
+//! replayed from the record costs none: its value came with the reservation), and one more for
+//! a release that keeps steps.
 //!
 //! # Global Tables
 //!
@@ -102,13 +131,16 @@
 mod builder;
 mod error;
 mod item;
+mod lease;
 mod names;
+mod steps;
 mod store;
 mod table;
+mod takeover;
 mod wait;
 
 pub use builder::DynamoDbStoreBuilder;
-pub use error::{ItemTooLarge, KeyTooLong, RequestFailed};
+pub use error::{ItemTooLarge, KeyTooLong, RequestFailed, StepTooLarge};
 pub use item::{item_size, MAX_ITEM_SIZE};
 pub use names::AttributeNames;
 pub use store::DynamoDbStore;

@@ -45,6 +45,18 @@ pub struct AttributeNames {
     /// The serialised value of a completed call: a string holding its JSON, or binary for a
     /// value that is not UTF-8; absent for an aborted call. Default `body`.
     pub body: String,
+    /// The recorded steps of an in-progress record (map): each step's serialised value
+    /// (binary, byte for byte) under the step's name. Written empty at reservation, so that a
+    /// step is one update of an element. Default `steps`.
+    pub steps: String,
+    /// Until when the recorded steps hold the key, in milliseconds since the Unix epoch
+    /// (number): the latest of the instants the steps were recorded with. Present once a step
+    /// is recorded. Default `steps_kept_until_ms`.
+    pub steps_kept_until: String,
+    /// The same instant in whole seconds, rounded up (number): the floor below which `ttl`
+    /// must not go while the steps are kept, read by renewals inside their update. Present
+    /// once a step is recorded. Default `steps_ttl`.
+    pub steps_ttl: String,
 }
 
 impl Default for AttributeNames {
@@ -60,6 +72,9 @@ impl Default for AttributeNames {
             ttl: "ttl".into(),
             outcome: "outcome".into(),
             body: "body".into(),
+            steps: "steps".into(),
+            steps_kept_until: "steps_kept_until_ms".into(),
+            steps_ttl: "steps_ttl".into(),
         }
     }
 }

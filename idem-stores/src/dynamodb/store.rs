@@ -7,9 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use idem_core::{
@@ -24,9 +22,9 @@ use super::{AttributeNames, DynamoDbStoreBuilder};
 /// The longest partition key DynamoDB accepts, in bytes.
 pub(crate) const MAX_PARTITION_KEY_LEN: usize = 2048;
 
-/// How many conditional puts `reserve` makes at most: one on a free key, then one more each
+/// How many conditional writes `reserve` makes at most: one on a free key, then one more each
 /// time the item that failed the condition turns out free or taken over (a takeover is a
-/// second put, conditioned on the exact record read).
+/// second write, conditioned on the exact record read).
 const RESERVE_ATTEMPTS: usize = 3;
 
 /// The condition of a reservation of a free key: no item, or an expired completed record.
@@ -35,13 +33,8 @@ const RESERVE_ATTEMPTS: usize = 3;
 const FREE_CONDITION: &str = "attribute_not_exists(#k) \
      OR (#st = :completed AND attribute_type(#lu, :number) AND #lu <= :now)";
 
-/// The condition of a takeover: the item is still exactly the in-progress record that was
-/// read (same owner, lease not renewed since).
-const TAKEOVER_CONDITION: &str =
-    "#st = :in_progress AND #own = :previous AND #lu = :previous_lease";
-
-/// The condition of `complete`, `release` and `renew`: the record is in progress and held by the
-/// caller.
+/// The condition of `complete`, and the first part of every other write of the owner (release,
+/// renew, a step): the record is in progress and held by the caller.
 const OWNER_CONDITION: &str = "#st = :in_progress AND #own = :owner";
 
 /// A [`Store`] in a DynamoDB table: one item per key, written only with conditional requests.
@@ -125,7 +118,7 @@ impl DynamoDbStore {
         Ok((self.names.key.clone(), AttributeValue::S(item_key)))
     }
 
-    fn checked_item_key(&self, key: &Key) -> Result<String, StoreError> {
+    pub(crate) fn checked_item_key(&self, key: &Key) -> Result<String, StoreError> {
         let item_key = self.item_key(key);
         if item_key.len() > MAX_PARTITION_KEY_LEN {
             return Err(StoreError::rejected(KeyTooLong {
@@ -145,7 +138,7 @@ impl DynamoDbStore {
 
     /// The answer to a request conditioned on [`OWNER_CONDITION`]: a failed condition means the
     /// key is no longer held by the owner, so the lease was lost.
-    fn owner_checked<O, E, R>(
+    pub(crate) fn owner_checked<O, E, R>(
         &self,
         operation: &'static str,
         result: Result<O, SdkError<E, R>>,
@@ -164,8 +157,23 @@ impl DynamoDbStore {
         }
     }
 
-    fn decode(&self, item: &Item) -> Result<Record, StoreError> {
+    pub(crate) fn decode(&self, item: &Item) -> Result<Record, StoreError> {
         item::decode(&self.names, item).map_err(StoreError::Corrupt)
+    }
+
+    /// The item under `key`, read consistently.
+    pub(crate) async fn item(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        let (name, value) = self.key_attr(key)?;
+        let output = self
+            .client
+            .get_item()
+            .table_name(&*self.table)
+            .key(name, value)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|error| self.failed("GetItem", error))?;
+        Ok(output.item)
     }
 
     /// One conditional put of the claim's record on a free key. `Ok(Err(item))` is a failed
@@ -194,43 +202,9 @@ impl DynamoDbStore {
         self.reserved_or_failed(result, || Reservation::Reserved(claim.record().clone()))
     }
 
-    /// One conditional put of the claim's record taking `previous` over, if the item still
-    /// holds exactly `previous`.
-    async fn put_takeover(
-        &self,
-        item_key: &str,
-        claim: &Claim,
-        previous: &InProgress,
-    ) -> Result<Result<Reservation, Option<Item>>, StoreError> {
-        let names = &self.names;
-        let record = claim.record().taking_over(previous);
-        let result = self
-            .client
-            .put_item()
-            .table_name(&*self.table)
-            .set_item(Some(item::in_progress(names, item_key, &record)))
-            .condition_expression(TAKEOVER_CONDITION)
-            .expression_attribute_names("#st", &names.state)
-            .expression_attribute_names("#own", &names.owner)
-            .expression_attribute_names("#lu", &names.live_until)
-            .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
-            .expression_attribute_values(
-                ":previous",
-                AttributeValue::S(previous.owner().as_str().to_owned()),
-            )
-            .expression_attribute_values(":previous_lease", item::time(previous.lease_until()))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        self.reserved_or_failed(result, || Reservation::TookOver {
-            previous: previous.owner().clone(),
-            record,
-        })
-    }
-
     /// The answer to a reserving put: `reservation` when it landed, the item that failed its
     /// condition when it did not.
-    fn reserved_or_failed<O>(
+    pub(crate) fn reserved_or_failed<O>(
         &self,
         result: Result<O, SdkError<PutItemError, HttpResponse>>,
         reservation: impl FnOnce() -> Reservation,
@@ -254,7 +228,7 @@ impl DynamoDbStore {
     }
 
     /// The values of [`OWNER_CONDITION`].
-    fn owner_values(owner: &OwnerToken) -> [(String, AttributeValue); 2] {
+    pub(crate) fn owner_values(owner: &OwnerToken) -> [(String, AttributeValue); 2] {
         [
             (":in_progress".into(), AttributeValue::S(IN_PROGRESS.into())),
             (
@@ -265,7 +239,7 @@ impl DynamoDbStore {
     }
 
     /// The names of [`OWNER_CONDITION`].
-    fn owner_names(&self) -> [(String, String); 2] {
+    pub(crate) fn owner_names(&self) -> [(String, String); 2] {
         [
             ("#st".into(), self.names.state.clone()),
             ("#own".into(), self.names.owner.clone()),
@@ -319,14 +293,14 @@ impl Store for DynamoDbStore {
             put = match record.map(|record| next_step(record, claim)) {
                 None | Some(Next::PutFree) => self.put_free(&item_key, claim).await?,
                 Some(Next::TakeOver(previous)) => {
-                    self.put_takeover(&item_key, claim, &previous).await?
+                    self.take_over(&item_key, claim, &previous).await?
                 }
                 Some(Next::Held(found)) => return Ok(Reservation::Reserved(found)),
                 Some(Next::Existing(record)) => return Ok(Reservation::Existing(record)),
             };
         }
         Err(StoreError::backend(format!(
-            "DynamoDB PutItem on table `{}`: the condition failed {RESERVE_ATTEMPTS} times on an \
+            "DynamoDB reserve on table `{}`: the condition failed {RESERVE_ATTEMPTS} times on an \
              item that changed under it",
             self.table
         )))
@@ -373,22 +347,7 @@ impl Store for DynamoDbStore {
     }
 
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
-        let (name, value) = self.key_attr(key)?;
-        let result = self
-            .client
-            .delete_item()
-            .table_name(&*self.table)
-            .key(name, value)
-            .condition_expression(OWNER_CONDITION)
-            .set_expression_attribute_names(Some(self.owner_names().into()))
-            .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
-            .send()
-            .await;
-        self.owner_checked(
-            "DeleteItem",
-            result,
-            DeleteItemError::is_conditional_check_failed_exception,
-        )
+        self.release_lease(key, owner).await
     }
 
     async fn record_step(
@@ -399,8 +358,7 @@ impl Store for DynamoDbStore {
         value: &[u8],
         kept_until: Timestamp,
     ) -> Result<(), StoreError> {
-        let _ = (key, owner, name, value, kept_until);
-        Err(StoreError::rejected(crate::STEPS_UNSUPPORTED))
+        self.put_step(key, owner, name, value, kept_until).await
     }
 
     async fn renew(
@@ -409,44 +367,14 @@ impl Store for DynamoDbStore {
         owner: &OwnerToken,
         lease_until: Timestamp,
     ) -> Result<(), StoreError> {
-        let (name, value) = self.key_attr(key)?;
-        let result = self
-            .client
-            .update_item()
-            .table_name(&*self.table)
-            .key(name, value)
-            .update_expression("SET #lu = :lease_until, #ttl = :ttl")
-            .condition_expression(OWNER_CONDITION)
-            .set_expression_attribute_names(Some(self.owner_names().into()))
-            .expression_attribute_names("#lu", &self.names.live_until)
-            .expression_attribute_names("#ttl", &self.names.ttl)
-            .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
-            .expression_attribute_values(":lease_until", item::time(lease_until))
-            .expression_attribute_values(
-                ":ttl",
-                item::number(item::ttl_seconds(lease_until + idem_core::LEASE_GRACE)),
-            )
-            .send()
-            .await;
-        self.owner_checked(
-            "UpdateItem",
-            result,
-            UpdateItemError::is_conditional_check_failed_exception,
-        )
+        self.renew_lease(key, owner, lease_until).await
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
-        let (name, value) = self.key_attr(key)?;
-        let output = self
-            .client
-            .get_item()
-            .table_name(&*self.table)
-            .key(name, value)
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|error| self.failed("GetItem", error))?;
-        output.item().map(|item| self.decode(item)).transpose()
+        self.item(key)
+            .await?
+            .map(|item| self.decode(&item))
+            .transpose()
     }
 
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {

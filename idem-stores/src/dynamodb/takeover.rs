@@ -1,0 +1,161 @@
+//! Takeovers: replacing an in-progress record whose lease passed, in one conditional request
+//! on the exact record that was read.
+
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use idem_core::{Claim, InProgress, Record, Reservation, StoreError, LEASE_GRACE};
+
+use super::item::{self, Item, IN_PROGRESS};
+use super::DynamoDbStore;
+
+/// The condition of a takeover by the same call: the item is still exactly the in-progress
+/// record that was read (same owner, lease not renewed since), and no step recorded since the
+/// read needs a later `ttl` than the one written.
+const SAME_CALL_CONDITION: &str = "#st = :in_progress AND #own = :previous \
+     AND #lu = :previous_lease AND (attribute_not_exists(#sttl) OR #sttl <= :ttl)";
+
+/// The condition of a takeover by another call: the item is still exactly the in-progress
+/// record that was read, and its steps, if any, no longer hold the key (a step recorded since
+/// the read makes the record live again).
+const OTHER_CALL_CONDITION: &str = "#st = :in_progress AND #own = :previous \
+     AND #lu = :previous_lease AND (attribute_not_exists(#kept) OR #kept <= :now)";
+
+/// The outcome of one takeover request: the reservation, or the item that failed the
+/// condition (if the endpoint returned it).
+type Attempt = Result<Reservation, Option<Item>>;
+
+impl DynamoDbStore {
+    /// Takes `previous` over for `claim`, if the item still holds exactly `previous`.
+    pub(crate) async fn take_over(
+        &self,
+        item_key: &str,
+        claim: &Claim,
+        previous: &InProgress,
+    ) -> Result<Attempt, StoreError> {
+        if previous.fingerprint() == claim.record().fingerprint() {
+            self.take_over_same_call(item_key, claim, previous).await
+        } else {
+            self.take_over_other_call(item_key, claim, previous).await
+        }
+    }
+
+    /// An `UpdateItem` of the record's owner, lease, fencing token and attempt that leaves its
+    /// steps alone, so a step the previous owner recorded since the read is kept, and returns
+    /// the whole new item: the steps come with the answer.
+    async fn take_over_same_call(
+        &self,
+        item_key: &str,
+        claim: &Claim,
+        previous: &InProgress,
+    ) -> Result<Attempt, StoreError> {
+        let names = self.names();
+        let record = claim.record().taking_over(previous);
+        let lease_ttl = item::ttl_seconds(record.lease_until() + LEASE_GRACE);
+        let steps = previous.steps();
+        let ttl = if steps.is_empty() {
+            lease_ttl
+        } else {
+            lease_ttl.max(item::ttl_seconds(steps.kept_until()))
+        };
+        let result = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .key(&names.key, AttributeValue::S(item_key.to_owned()))
+            .update_expression(
+                "SET #own = :owner, #lu = :lease_until, #ft = :fencing_token, \
+                 #att = :attempt, #ttl = :ttl, #steps = if_not_exists(#steps, :no_steps)",
+            )
+            .condition_expression(SAME_CALL_CONDITION)
+            .expression_attribute_names("#st", &names.state)
+            .expression_attribute_names("#own", &names.owner)
+            .expression_attribute_names("#lu", &names.live_until)
+            .expression_attribute_names("#ft", &names.fencing_token)
+            .expression_attribute_names("#att", &names.attempt)
+            .expression_attribute_names("#ttl", &names.ttl)
+            .expression_attribute_names("#steps", &names.steps)
+            .expression_attribute_names("#sttl", &names.steps_ttl)
+            .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
+            .expression_attribute_values(
+                ":previous",
+                AttributeValue::S(previous.owner().as_str().to_owned()),
+            )
+            .expression_attribute_values(":previous_lease", item::time(previous.lease_until()))
+            .expression_attribute_values(
+                ":owner",
+                AttributeValue::S(record.owner().as_str().to_owned()),
+            )
+            .expression_attribute_values(":lease_until", item::time(record.lease_until()))
+            .expression_attribute_values(":fencing_token", item::number(record.fencing_token()))
+            .expression_attribute_values(":attempt", item::number(record.attempt().into()))
+            .expression_attribute_values(":ttl", item::number(ttl))
+            .expression_attribute_values(":no_steps", AttributeValue::M(Default::default()))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let written = match result {
+            Ok(output) => output.attributes,
+            Err(error) => {
+                return match error.as_service_error() {
+                    Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                        Ok(Err(failed.item().cloned()))
+                    }
+                    _ => Err(self.failed("UpdateItem", error)),
+                }
+            }
+        };
+        // An endpoint that does not return the new item: the steps are those read.
+        let record = match written {
+            Some(written) => match self.decode(&written)? {
+                Record::InProgress(record) => record,
+                other => {
+                    return Err(StoreError::Corrupt(format!(
+                        "a takeover wrote an in-progress record and read back {other:?}"
+                    )))
+                }
+            },
+            None => record,
+        };
+        Ok(Ok(Reservation::TookOver {
+            previous: previous.owner().clone(),
+            record,
+        }))
+    }
+
+    /// A `PutItem` of the claim's record, with no steps: the previous call's steps, expired,
+    /// are dropped with its item.
+    async fn take_over_other_call(
+        &self,
+        item_key: &str,
+        claim: &Claim,
+        previous: &InProgress,
+    ) -> Result<Attempt, StoreError> {
+        let names = self.names();
+        let record = claim.record().taking_over(previous);
+        let result = self
+            .client()
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item::in_progress(names, item_key, &record)))
+            .condition_expression(OTHER_CALL_CONDITION)
+            .expression_attribute_names("#st", &names.state)
+            .expression_attribute_names("#own", &names.owner)
+            .expression_attribute_names("#lu", &names.live_until)
+            .expression_attribute_names("#kept", &names.steps_kept_until)
+            .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
+            .expression_attribute_values(
+                ":previous",
+                AttributeValue::S(previous.owner().as_str().to_owned()),
+            )
+            .expression_attribute_values(":previous_lease", item::time(previous.lease_until()))
+            .expression_attribute_values(":now", item::time(claim.now()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        self.reserved_or_failed(result, || Reservation::TookOver {
+            previous: previous.owner().clone(),
+            record,
+        })
+    }
+}
