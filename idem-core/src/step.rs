@@ -117,7 +117,11 @@ mod tests {
             ("line\nbreak", "control"),
             (long.as_str(), "longer"),
         ] {
-            let key = idem.key("steps").part(&(name.len() as u64)).finish().unwrap();
+            let key = idem
+                .key("steps")
+                .part(&(name.len() as u64))
+                .finish()
+                .unwrap();
             let call = crate::Call::new(key, crate::Fingerprint::of(name).unwrap());
             let mut ran = false;
             let refused = idem
