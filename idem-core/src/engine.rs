@@ -231,7 +231,7 @@ impl Idempotency {
                 ttl: call.ttl,
                 lease: lease.clone(),
             },
-            held.steps().clone(),
+            resumable_steps(&held, self.clock.now()),
         ));
         settle.watch(journal.clone());
         let context = CallContext::new(
@@ -277,6 +277,9 @@ impl Idempotency {
             }
             None => {
                 settle.arm_release();
+                // A renewal landing after a release that keeps the record (it holds steps)
+                // would bring its lease back and lock the retry out.
+                drop(renewal);
                 self.release(call, &owner).await;
                 settle.disarm();
                 return result.map(|value| Executed {
@@ -382,6 +385,16 @@ impl Idempotency {
                 tracing::warn!(target: TARGET, key, %error, "release failed; the key frees when its lease passes")
             }
         }
+    }
+}
+
+/// The steps of `held` a body resumes after: none once they stopped holding the key (a TTL
+/// after the latest one), when the call counts as new, as a completed record's does.
+fn resumable_steps(held: &InProgress, now: crate::Timestamp) -> crate::Steps {
+    if held.steps().hold_key(now) {
+        held.steps().clone()
+    } else {
+        crate::Steps::new()
     }
 }
 

@@ -28,8 +28,8 @@ struct State {
     recorded: Steps,
     /// The names the body used in this run.
     used: HashSet<String>,
-    /// Whether a step ran but its value could not be recorded.
-    unrecorded: bool,
+    /// How many steps ran whose value is not recorded: being written, or failed to be.
+    unrecorded: usize,
 }
 
 /// What a journal needs: the owner's store, clock, key, TTL and lease.
@@ -84,9 +84,9 @@ impl Journal {
         Ok(state.recorded.get(name).map(<[u8]>::to_vec))
     }
 
-    /// Records step `name`'s value, retrying while the lease holds. On failure the step's
-    /// effect happened without a record: the error is [`Error::NotRecorded`] and the engine
-    /// holds the key instead of releasing it.
+    /// Records step `name`'s value (counted by [`ran`](Journal::ran)), retrying while the
+    /// lease holds. On failure the step's effect happened without a record: the error is
+    /// [`Error::NotRecorded`] and the engine holds the key instead of releasing it.
     pub(crate) async fn record(&self, name: &str, value: Vec<u8>) -> Result<(), Error> {
         let key = self.key.as_str();
         let kept_until = self.clock.now() + self.ttl;
@@ -115,27 +115,29 @@ impl Journal {
         match written {
             Ok(()) => {
                 tracing::debug!(target: TARGET, key, step = name, "step recorded");
+                state.unrecorded -= 1;
                 state.recorded.insert(name, value);
                 state.recorded.keep_until(kept_until);
                 Ok(())
             }
             Err(error) => {
                 tracing::error!(target: TARGET, key, step = name, %error, "the step ran but its value was not recorded; the key stays reserved until its lease passes");
-                state.unrecorded = true;
                 Err(error.into_error(key).after_run(key))
             }
         }
     }
 
-    /// Marks that a step ran but could not be recorded (its value did not serialise).
-    pub(crate) fn lost(&self) {
-        self.state().unrecorded = true;
+    /// Counts a step that ran, from the moment its future returned until
+    /// [`record`](Journal::record) lands its value: a call cancelled or failing in between must
+    /// hold its key, not release it.
+    pub(crate) fn ran(&self) {
+        self.state().unrecorded += 1;
     }
 
-    /// Whether a step ran but its value was not recorded: releasing the key would let a retry
+    /// Whether a step ran but its value is not recorded: releasing the key would let a retry
     /// run it again.
     pub(crate) fn has_unrecorded(&self) -> bool {
-        self.state().unrecorded
+        self.state().unrecorded > 0
     }
 }
 

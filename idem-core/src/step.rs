@@ -74,11 +74,11 @@ where
         return serde_json::from_slice(&recorded).map_err(|e| Error::codec(e).into());
     }
     let value = future.await?;
+    journal.ran();
     let key = context.key().as_str();
     let encoded = match serde_json::to_vec(&value) {
         Ok(encoded) => encoded,
         Err(error) => {
-            journal.lost();
             tracing::error!(target: crate::TARGET, key, step = name, %error, "the step ran but its value could not be serialised; the key stays reserved until its lease passes");
             return Err(Error::codec(error).after_run(key).into());
         }

@@ -76,7 +76,10 @@ pub trait Store: Send + Sync + 'static {
         kept_until: Timestamp,
     ) -> Result<(), StoreError>;
 
-    /// Moves `owner`'s lease deadline to `lease_until`.
+    /// Moves `owner`'s lease deadline to `lease_until`. A released record (it holds steps and its
+    /// lease ended: [`InProgress::is_released`]) is not renewed: [`StoreError::LeaseLost`], so
+    /// that a renewal arriving after the release can't bring the lease back and lock the
+    /// resuming retry out.
     async fn renew(
         &self,
         key: &Key,

@@ -123,11 +123,14 @@ impl Store for ReferenceStore {
         owner: &OwnerToken,
         lease_until: Timestamp,
     ) -> Result<(), StoreError> {
-        self.owned(key, owner, |records| {
-            if let Some(Record::InProgress(held)) = records.get_mut(key) {
+        let mut records = self.records();
+        match records.get_mut(key) {
+            Some(Record::InProgress(held)) if held.owner() == owner && !held.is_released() => {
                 held.set_lease_until(lease_until);
+                Ok(())
             }
-        })
+            _ => Err(StoreError::LeaseLost),
+        }
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {

@@ -16,13 +16,13 @@ const RENEW_ATTEMPTS: usize = 3;
 /// A renewal that does not know the item: `ttl` follows the lease, or stays at the steps' TTL
 /// when there are steps, provided that is not earlier than the lease's.
 const RENEW_UPDATE: &str = "SET #lu = :lease_until, #ttl = if_not_exists(#sttl, :ttl)";
-const RENEW_CONDITION: &str = "#st = :in_progress AND #own = :owner \
+const RENEW_CONDITION: &str = "#st = :in_progress AND #own = :owner AND #lu <> :released \
      AND (attribute_not_exists(#sttl) OR #sttl >= :ttl)";
 
 /// A renewal that read the item: `ttl` is the later of the lease's and the steps' TTL read,
 /// provided no step raised the steps' TTL since.
 const RENEW_READ_UPDATE: &str = "SET #lu = :lease_until, #ttl = :ttl";
-const RENEW_READ_CONDITION: &str = "#st = :in_progress AND #own = :owner \
+const RENEW_READ_CONDITION: &str = "#st = :in_progress AND #own = :owner AND #lu <> :released \
      AND (attribute_not_exists(#sttl) OR #sttl <= :ttl)";
 
 /// A release deletes the record only when it holds no step.
@@ -63,6 +63,7 @@ impl DynamoDbStore {
                 .expression_attribute_names("#sttl", &names.steps_ttl)
                 .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
                 .expression_attribute_values(":lease_until", item::time(lease_until))
+                .expression_attribute_values(":released", item::time(Timestamp::EPOCH))
                 .expression_attribute_values(":ttl", item::number(ttl))
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
@@ -79,6 +80,10 @@ impl DynamoDbStore {
                 },
             };
             let old = self.owned_item(key, owner, old).await?;
+            if item::whole_number(&old, &self.names().live_until) == Some(0) {
+                // Released with steps: only a takeover gives the record a lease again.
+                return Err(StoreError::LeaseLost);
+            }
             let steps_ttl = match old.get(&self.names().steps_ttl) {
                 None => 0,
                 Some(_) => item::whole_number(&old, &self.names().steps_ttl).ok_or_else(|| {

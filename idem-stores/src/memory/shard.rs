@@ -160,13 +160,15 @@ impl Shard {
         }
     }
 
-    pub(crate) fn renew(slots: &mut HashMap<Key, Slot>, key: &Key, lease_until: Timestamp) {
-        if let Some(Slot {
-            record: Record::InProgress(in_progress),
-            ..
-        }) = slots.get_mut(key)
-        {
-            in_progress.set_lease_until(lease_until);
+    /// Moves `owner`'s lease to `lease_until`; `false` if `owner` does not hold the key or
+    /// released it with steps.
+    pub(crate) fn renew(&self, key: &Key, owner: &OwnerToken, lease_until: Timestamp) -> bool {
+        match self.lock().get_mut(key).map(|slot| &mut slot.record) {
+            Some(Record::InProgress(held)) if held.owner() == owner && !held.is_released() => {
+                held.set_lease_until(lease_until);
+                true
+            }
+            _ => false,
         }
     }
 

@@ -207,7 +207,11 @@ impl Store for MemoryStore {
         owner: &OwnerToken,
         lease_until: Timestamp,
     ) -> Result<(), StoreError> {
-        self.update_owned(key, owner, |slots| Shard::renew(slots, key, lease_until))
+        if self.shard(key).renew(key, owner, lease_until) {
+            Ok(())
+        } else {
+            Err(StoreError::LeaseLost)
+        }
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {

@@ -81,7 +81,9 @@ impl Statements {
             ),
             renew: format!(
                 "UPDATE {t} SET live_until_ms = $3, updated_at = now() \
-                 WHERE key = $1 AND owner = $2 AND state = 'in_progress'"
+                 WHERE key = $1 AND owner = $2 AND state = 'in_progress' \
+                 AND NOT (live_until_ms = 0 AND {})",
+                has_steps("")
             ),
             get: format!("SELECT {RECORD_COLUMNS} FROM {t} WHERE key = $1"),
             delete: format!("DELETE FROM {t} WHERE key = $1"),

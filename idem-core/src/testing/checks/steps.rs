@@ -22,8 +22,10 @@ pub(super) const CHECKS: &[crate::testing::Check] = &[
     check!(a_step_is_recorded_before_it_returns),
     check!(a_stale_owners_step_is_refused),
     check!(a_released_record_keeps_its_steps),
+    check!(a_released_record_is_not_renewed),
     check!(an_error_after_a_step_keeps_the_key_for_the_same_call),
     check!(steps_hold_the_key_until_their_ttl),
+    check!(steps_past_their_ttl_are_not_replayed),
     check!(an_error_before_any_step_releases_the_key),
     check!(a_step_name_used_twice_is_an_error),
     check!(an_undecodable_step_value_is_a_codec_error),
@@ -469,4 +471,52 @@ async fn a_step_that_cannot_be_recorded_holds_the_key(ctx: Context) {
     );
     assert_eq!(checkout.charges(), 1, "the unrecorded charge ran again");
     assert_eq!(checkout.ledgers(), 0);
+}
+
+/// A renewal that arrives after the release of a record with steps must not bring its lease
+/// back: the same call's retry would be told "in progress" for a whole lease.
+async fn a_released_record_is_not_renewed(ctx: Context) {
+    let key = ctx.key("released-renewal");
+    let now = SystemClock.now();
+    let first = claim("checkout", now + LEASE, now);
+    let owner = first.record().owner();
+    ctx.store().reserve(&key, &first).await.unwrap();
+    let kept = now + Duration::from_secs(3600);
+    ctx.store()
+        .record_step(&key, owner, "charge", b"\"ch_1\"", kept)
+        .await
+        .unwrap();
+    ctx.store().release(&key, owner).await.unwrap();
+    let late = ctx.store().renew(&key, owner, now + LEASE).await;
+    assert!(
+        matches!(late, Err(StoreError::LeaseLost)),
+        "a released record must refuse a renewal, got {late:?}"
+    );
+    match ctx.store().get(&key).await.unwrap() {
+        Some(Record::InProgress(held)) => assert!(held.is_released(), "{held:?}"),
+        other => panic!("expected the released record, found {other:?}"),
+    }
+}
+
+/// After their TTL steps count for nothing, as an expired outcome does: the same call's retry
+/// runs them again instead of replaying values a TTL old (or failing on them forever, should
+/// they no longer decode).
+async fn steps_past_their_ttl_are_not_replayed(ctx: Context) {
+    let clock = ManualClock::new();
+    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
+    let ttl = Duration::from_secs(3600);
+    let checkout = Checkout::new();
+    let call = || checkout_call(&ctx, "s-11", 10).with_ttl(ttl);
+    let failed = checkout.run(&idem, call(), Stop::Fail).await;
+    assert!(matches!(failed, Err(ShopError::Declined)), "{failed:?}");
+    clock.advance(ttl + Duration::from_secs(1));
+    let again = checkout
+        .run(&idem, call(), Stop::Never)
+        .await
+        .expect("the same call runs again");
+    assert_eq!(
+        again.value,
+        ("ch_2".to_string(), 1),
+        "a stale charge was replayed"
+    );
 }

@@ -6,6 +6,10 @@ local refusal, offset = owned(key, owner)
 if refusal then
   return refusal
 end
+-- A record released with steps (lease 0) stays released: only a takeover revives it.
+if redis.call('HGET', key, 'lease_until') == '0' then
+  return {'lost'}
+end
 local kept = redis.call('HGET', key, 'steps_kept_until')
 refusal = bad_kept_until(kept)
 if refusal then
