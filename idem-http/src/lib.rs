@@ -48,7 +48,7 @@
 //! - **The handler runs in a task of its own**: a client that disconnects never cuts it off
 //!   halfway; it finishes, its response is stored, and the client's retry gets the replay.
 //! - **Steps.** A handler may record its side effects as
-//!   [`idem_core::step`](idem_core::step)s. When it then answers with a status that is not
+//!   [`idem_core::step`]s. When it then answers with a status that is not
 //!   stored (a 502 from a failed downstream, say) after a step was recorded, the key is kept for
 //!   the same request only: its retry resumes after the recorded steps, and another request with
 //!   the key gets the 422.

@@ -1,5 +1,5 @@
 //! A real crash between two steps: a child process runs a checkout whose charge and ledger
-//! booking are [`step`](idem_core::step)s, records the charge, and is killed with SIGKILL
+//! booking are [`step`]s, records the charge, and is killed with SIGKILL
 //! before the booking. The parent's retry, once the child's lease passed, resumes: the charge
 //! is replayed from the record, the booking runs once, and the outcome is stored.
 //!
