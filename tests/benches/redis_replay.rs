@@ -9,10 +9,11 @@
 //! call. Then:
 //!
 //! - latency, one caller: an idem replay, a raw `HGETALL` of the record, a fresh idem call and
-//!   a replay with a [`ReplayCache`], interleaved one after another on the connection the store
+//!   a replay with a [`ReplayCache`], and a replay and a fresh call on a store that reads before
+//!   it reserves (`read_before_reserve`), interleaved one after another on the connection the store
 //!   uses, `IDEM_BENCH_CALLS` times each (default 5 000);
 //! - throughput: 64 tasks replay it through one `RedisStore` (one multiplexed connection) for a
-//!   few seconds, with and without the replay cache, next to 64 tasks sending the raw
+//!   few seconds, with and without the replay cache and with `read_before_reserve`, next to 64 tasks sending the raw
 //!   `HGETALL`. `IDEM_BENCH_SECS` sets the length of each phase (default 5).
 //!
 //! The client runs on one Tokio worker thread, as `redis-benchmark` runs on one thread, so that
@@ -188,6 +189,14 @@ async fn main() {
         .await
         .expect("the server accepts connections");
     let idem = Idempotency::new(store.clone());
+    let read_first = Idempotency::new(
+        RedisStore::connection_builder(conn.clone())
+            .prefix("bench:")
+            .read_before_reserve(true)
+            .connect()
+            .await
+            .expect("the server accepts connections"),
+    );
     let cached =
         Idempotency::new(store.clone()).with_replay_cache(ReplayCache::new(10_000, 16 << 20));
     let first = idem
@@ -206,6 +215,8 @@ async fn main() {
         Latencies::default(),
         Latencies::default(),
     );
+    let (mut read_first_times, mut read_first_fresh_times) =
+        (Latencies::default(), Latencies::default());
     let mut raw_conn = conn.clone();
     for n in 0..warm_up + calls {
         replay_times.time(replay_once(&idem)).await;
@@ -221,6 +232,17 @@ async fn main() {
             })
             .await;
         cached_times.time(replay_once(&cached)).await;
+        read_first_times.time(replay_once(&read_first)).await;
+        let fresh = order_call(&read_first, &format!("fresh-read-first-{n}"));
+        read_first_fresh_times
+            .time(async {
+                let done = read_first
+                    .run(fresh, async { Ok::<_, Error>(order()) })
+                    .await
+                    .unwrap();
+                assert!(!done.replayed);
+            })
+            .await;
     }
     let latency = [
         ("idem replay", replay_times.summary(warm_up)),
@@ -233,6 +255,14 @@ async fn main() {
             cached_times.summary(warm_up),
         ),
         ("raw `HGETALL` of the record", raw_times.summary(warm_up)),
+        (
+            "idem replay, `read_before_reserve`",
+            read_first_times.summary(warm_up),
+        ),
+        (
+            "idem fresh call, `read_before_reserve`",
+            read_first_fresh_times.summary(warm_up),
+        ),
     ];
 
     let replay = {
@@ -274,6 +304,14 @@ async fn main() {
     };
     let reserves = per_second(throughput(secs, reserve).await);
     let cached_replays = per_second(throughput(secs, cached_replay).await);
+    let read_first_replay = {
+        let read_first = read_first.clone();
+        move || {
+            let read_first = read_first.clone();
+            async move { replay_once(&read_first).await }
+        }
+    };
+    let read_first_replays = per_second(throughput(secs, read_first_replay).await);
 
     let hgetall = move || {
         let (mut conn, key) = (conn.clone(), raw_key.clone());
@@ -350,6 +388,11 @@ async fn main() {
         replays,
     );
     row("idem replay, replay cache on", 1, cached_replays);
+    row(
+        "idem replay, `read_before_reserve` (one `HGETALL`)",
+        1,
+        read_first_replays,
+    );
     row(
         "`RedisStore::reserve` alone, finding the record",
         1,

@@ -278,8 +278,35 @@ async fn each_recorded_step_takes_one_round_trip() {
     assert_eq!(checkout.runs(), (1, 1));
 }
 
+/// With `read_before_reserve`, a replay is one plain `HGETALL` and no script; a fresh call
+/// reads first, then reserves and completes.
+async fn reading_before_reserving_replays_with_a_plain_read() {
+    let Some(redis) = TestRedis::start_owned() else {
+        return;
+    };
+    let target = RedisTarget::reading_before_reserve(redis).await;
+    let idem = Idempotency::new(target.redis_store().clone()).with_namespace("read-first");
+    create(&idem, "warm").await.unwrap();
+
+    let sent = count(&target, async {
+        assert!(!create(&idem, "o-1").await.unwrap().1);
+    })
+    .await;
+    assert_eq!(
+        sent,
+        ["HGETALL", "EVALSHA", "EVALSHA"],
+        "fresh call: the read finds nothing, then reserve + complete"
+    );
+    let sent = count(&target, async {
+        assert!(create(&idem, "o-1").await.unwrap().1);
+    })
+    .await;
+    assert_eq!(sent, ["HGETALL"], "replay: the read alone");
+}
+
 idem_tests::backend_tests! {
     async each_call_takes_the_documented_round_trips,
+    async reading_before_reserving_replays_with_a_plain_read,
     async each_recorded_step_takes_one_round_trip,
     async a_server_that_does_not_know_the_scripts_costs_one_eval_each,
 }

@@ -41,6 +41,7 @@ pub struct RedisStoreBuilder {
     response_timeout: Duration,
     config: Option<ConnectionManagerConfig>,
     replicas: Option<(u32, Duration)>,
+    read_before_reserve: bool,
 }
 
 /// Where the store's connection comes from.
@@ -75,6 +76,7 @@ impl RedisStoreBuilder {
             response_timeout: RESPONSE_TIMEOUT,
             config: None,
             replicas: None,
+            read_before_reserve: false,
         }
     }
 
@@ -138,6 +140,23 @@ impl RedisStoreBuilder {
     /// (a failover may still pick a replica that missed the write).
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
         self.replicas = Some((replicas, timeout));
+        self
+    }
+
+    /// Reads the record with a plain `HGETALL` before reserving, and answers a replay from
+    /// that read alone (default off).
+    ///
+    /// A replay then costs the server what a raw `HGETALL` costs, where the reserve script
+    /// costs several times more (running any script does): replays get as fast as the
+    /// connection allows, and a server busy with replays serves as many as it would plain
+    /// reads. Everything but a live completed record still goes to the script, so a fresh
+    /// call or a duplicate in progress pays one round trip more (a fresh call is 3 instead of
+    /// 2). Worth it where most calls are replays: a retry-heavy API, a consumer of an
+    /// at-least-once queue that sees most messages twice. The replay cache
+    /// ([`Idempotency::with_replay_cache`](idem_core::Idempotency::with_replay_cache)) goes
+    /// further for hot keys, with no round trip at all, but only within one process.
+    pub fn read_before_reserve(mut self, read_first: bool) -> Self {
+        self.read_before_reserve = read_first;
         self
     }
 
@@ -213,6 +232,12 @@ impl RedisStoreBuilder {
     }
 
     fn build(self, conn: Connection, wakeups: Option<std::sync::Arc<Wakeups>>) -> RedisStore {
-        RedisStore::on(conn, wakeups, self.prefix, self.replicas)
+        RedisStore::on(
+            conn,
+            wakeups,
+            self.prefix,
+            self.replicas,
+            self.read_before_reserve,
+        )
     }
 }

@@ -39,6 +39,8 @@
 //! | each step replayed from the record | none |
 //! | `Err` after a step: reserve, steps, then release (keeps the record) | 2, plus 1 per step |
 //! | with [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas) | one `WAIT` more after each reserve, recorded step and complete |
+
+//! | with [`read_before_reserve`](RedisStoreBuilder::read_before_reserve) | a replay is one plain `HGETALL` and runs no script; every other reserve is one `HGETALL` more |
 //!
 //! Scripts are sent by SHA-1 (`EVALSHA`); the first time a server sees one (after a restart,
 //! say) it answers `NOSCRIPT` and the store sends the source with `EVAL`, one extra round trip

@@ -49,6 +49,8 @@ pub struct RedisStore {
     wakeups: Option<Arc<Wakeups>>,
     /// `WAIT` for this many replicas, this long, after each reservation and completion.
     replicas: Option<(u32, Duration)>,
+    /// Whether `reserve` answers a replay from a plain read before running its script.
+    read_before_reserve: bool,
 }
 
 impl RedisStore {
@@ -106,6 +108,7 @@ impl RedisStore {
         wakeups: Option<Arc<Wakeups>>,
         prefix: String,
         replicas: Option<(u32, Duration)>,
+        read_before_reserve: bool,
     ) -> Self {
         RedisStore {
             conn,
@@ -113,6 +116,7 @@ impl RedisStore {
             counter: Arc::default(),
             wakeups,
             replicas,
+            read_before_reserve,
         }
     }
 
@@ -274,6 +278,20 @@ impl RedisStore {
         }
     }
 
+    /// The completed record under `key` if a plain read finds it live at `now`: what the
+    /// reserve script would answer, without running it. `None` for anything else, the read's
+    /// own failures included, which the script then judges as always.
+    async fn live_completed(&self, key: &Key, now: Timestamp) -> Option<Completed> {
+        let read = self
+            .query(redis::cmd("HGETALL").arg(self.redis_key(key)), "HGETALL")
+            .await
+            .ok()?;
+        match codec::record(&codec::pairs(read).ok()?) {
+            Ok(Record::Completed(completed)) if now < completed.expires_at() => Some(completed),
+            _ => None,
+        }
+    }
+
     /// Sends a plain command, retrying once if the connection failed.
     async fn query(&self, cmd: &redis::Cmd, what: &str) -> Result<Value, StoreError> {
         let mut conn = self.conn.clone();
@@ -306,6 +324,11 @@ fn time(at: Timestamp) -> Vec<u8> {
 #[async_trait]
 impl Store for RedisStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        if self.read_before_reserve {
+            if let Some(completed) = self.live_completed(key, claim.now()).await {
+                return Ok(Reservation::Existing(Record::Completed(completed)));
+            }
+        }
         let record = claim.record();
         let expiry = (record.lease_until() + LEASE_GRACE)
             .saturating_duration_since(claim.now())
