@@ -56,6 +56,7 @@ report() {
     echo
     bench "Memory store" -p idem-stores --bench memory_report
     bench "Redis: replay, fresh call and raw round trips" -p idem-tests --features redis --bench redis_replay
+    bench "DynamoDB: requests and latency per call" -p idem-tests --features dynamodb --bench dynamodb_calls
     bench "HTTP layer" -p idem-tests --features http,redis --bench http_layer
     bench "PostgreSQL and Redis replay latency" -p idem-tests --features redis,postgres --bench replay_latency
 }
