@@ -12,8 +12,8 @@ use crate::testing::probes::Probe;
 use crate::testing::waiting_for;
 use crate::Clock as _;
 use crate::{
-    fencing, step, Call, Claim, Error, Executed, Fingerprint, Idempotency, InProgress, ManualClock,
-    OwnerToken, Record, Reservation, StoreError, SystemClock, Timestamp, LEASE_GRACE,
+    fencing, step, Call, Claim, Error, Executed, Fingerprint, Idempotency, InProgress, Key,
+    ManualClock, OwnerToken, Record, Reservation, StoreError, SystemClock, Timestamp, LEASE_GRACE,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -253,10 +253,10 @@ async fn a_stale_owners_step_is_refused(ctx: Context) {
     }
 }
 
-/// At the store: releasing a record with steps keeps it, with its lease ended; another call is
-/// refused even after the abandonment grace, and the same call takes it over with its steps.
-async fn a_released_record_keeps_its_steps(ctx: Context) {
-    let key = ctx.key("released-steps");
+/// Reserves `name`'s key for a `checkout` call, records its `charge` step (kept an hour), and
+/// releases it. Returns the key, the time of the reservation and the steps' `kept_until`.
+async fn released_with_a_step(ctx: &Context, name: &str) -> (Key, Timestamp, Timestamp) {
+    let key = ctx.key(name);
     let now = SystemClock.now();
     let first = claim("checkout", now + LEASE, now);
     let owner = first.record().owner();
@@ -267,6 +267,13 @@ async fn a_released_record_keeps_its_steps(ctx: Context) {
         .await
         .unwrap();
     ctx.store().release(&key, owner).await.unwrap();
+    (key, now, kept)
+}
+
+/// At the store: releasing a record with steps keeps it, with its lease ended; another call is
+/// refused even after the abandonment grace, and the same call takes it over with its steps.
+async fn a_released_record_keeps_its_steps(ctx: Context) {
+    let (key, now, kept) = released_with_a_step(&ctx, "released-steps").await;
     match ctx.store().get(&key).await.unwrap() {
         Some(Record::InProgress(held)) => {
             assert!(held.is_released(), "the lease must end: {held:?}");
@@ -476,18 +483,12 @@ async fn a_step_that_cannot_be_recorded_holds_the_key(ctx: Context) {
 /// A renewal that arrives after the release of a record with steps must not bring its lease
 /// back: the same call's retry would be told "in progress" for a whole lease.
 async fn a_released_record_is_not_renewed(ctx: Context) {
-    let key = ctx.key("released-renewal");
-    let now = SystemClock.now();
-    let first = claim("checkout", now + LEASE, now);
-    let owner = first.record().owner();
-    ctx.store().reserve(&key, &first).await.unwrap();
-    let kept = now + Duration::from_secs(3600);
-    ctx.store()
-        .record_step(&key, owner, "charge", b"\"ch_1\"", kept)
-        .await
-        .unwrap();
-    ctx.store().release(&key, owner).await.unwrap();
-    let late = ctx.store().renew(&key, owner, now + LEASE).await;
+    let (key, now, _) = released_with_a_step(&ctx, "released-renewal").await;
+    let owner = match ctx.store().get(&key).await.unwrap() {
+        Some(Record::InProgress(held)) => held.owner().clone(),
+        other => panic!("expected the released record, found {other:?}"),
+    };
+    let late = ctx.store().renew(&key, &owner, now + LEASE).await;
     assert!(
         matches!(late, Err(StoreError::LeaseLost)),
         "a released record must refuse a renewal, got {late:?}"
