@@ -22,9 +22,9 @@ use super::{AttributeNames, DynamoDbStoreBuilder};
 /// The longest partition key DynamoDB accepts, in bytes.
 pub(crate) const MAX_PARTITION_KEY_LEN: usize = 2048;
 
-/// How many conditional writes `reserve` makes at most: one on a free key, then one more each
+/// How many times `reserve` writes again after its first conditional write failed: once each
 /// time the item that failed the condition turns out free or taken over (a takeover is a
-/// second write, conditioned on the exact record read).
+/// write conditioned on the exact record read).
 const RESERVE_ATTEMPTS: usize = 3;
 
 /// The condition of a reservation of a free key: no item, or an expired completed record.
@@ -298,6 +298,10 @@ impl Store for DynamoDbStore {
                 Some(Next::Held(found)) => return Ok(Reservation::Reserved(found)),
                 Some(Next::Existing(record)) => return Ok(Reservation::Existing(record)),
             };
+        }
+        // The last write may have landed: its reservation is this caller's.
+        if let Ok(reservation) = put {
+            return Ok(reservation);
         }
         Err(StoreError::backend(format!(
             "DynamoDB reserve on table `{}`: the condition failed {RESERVE_ATTEMPTS} times on an \
