@@ -30,7 +30,3 @@ pub mod postgres;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
-
-/// Placeholder refusal while a store's step support is being written.
-#[allow(dead_code)]
-pub(crate) const STEPS_UNSUPPORTED: &str = "this store does not record steps yet";

@@ -3,6 +3,7 @@
 pub mod crash;
 pub mod crowd;
 pub mod harness;
+pub mod interrupt;
 pub mod moto_server;
 pub mod postgres_server;
 pub mod process;

@@ -41,6 +41,15 @@ fn claim(text: &str, lease_until: u64, now: u64) -> Claim {
     Claim::new(record, at(now))
 }
 
+/// Reserves `name`'s key for a call on `"a"`, leased 30 s from `NOW`; returns the key and the
+/// owner.
+async fn reserved(db: &TestDynamo, name: &str) -> (Key, OwnerToken) {
+    let key = key(db, name);
+    let claim = claim("a", NOW + 30_000, NOW);
+    db.store.reserve(&key, &claim).await.unwrap();
+    (key, claim.record().owner().clone())
+}
+
 fn n(number: u64) -> AttributeValue {
     AttributeValue::N(number.to_string())
 }
@@ -65,18 +74,15 @@ async fn steps_are_stored_byte_for_byte_with_their_expiry() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let key = key(&db, "layout");
-    let claim = claim("a", NOW + 30_000, NOW);
-    let owner = claim.record().owner();
-    db.store.reserve(&key, &claim).await.unwrap();
+    let (key, owner) = reserved(&db, "layout").await;
     let kept = NOW + HOUR + 1;
     db.store
-        .record_step(&key, owner, "charge", br#""ch_1""#, at(kept))
+        .record_step(&key, &owner, "charge", br#""ch_1""#, at(kept))
         .await
         .unwrap();
     let raw = [0xff, 0x00, 0xfe];
     db.store
-        .record_step(&key, owner, "not.json", &raw, at(kept + 1))
+        .record_step(&key, &owner, "not.json", &raw, at(kept + 1))
         .await
         .unwrap();
     let item = db.get_raw(&key).await.unwrap();
@@ -103,7 +109,7 @@ async fn steps_are_stored_byte_for_byte_with_their_expiry() {
     // later one: the first update is refused, the second writes the larger values.
     let before = db.requests.count();
     db.store
-        .record_step(&key, owner, "ledger", b"7", at(kept - HOUR))
+        .record_step(&key, &owner, "ledger", b"7", at(kept - HOUR))
         .await
         .unwrap();
     assert_eq!(
@@ -122,19 +128,19 @@ async fn the_sweeper_ttl_covers_both_the_lease_and_the_steps() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let key = key(&db, "ttl");
-    let claim = claim("a", NOW + 30_000, NOW);
-    let owner = claim.record().owner();
-    db.store.reserve(&key, &claim).await.unwrap();
+    let (key, owner) = reserved(&db, "ttl").await;
     let kept = NOW + HOUR;
     db.store
-        .record_step(&key, owner, "charge", b"1", at(kept))
+        .record_step(&key, &owner, "charge", b"1", at(kept))
         .await
         .unwrap();
 
     // A renewal inside the steps' TTL leaves `ttl` at the steps' in its one update.
     let before = db.requests.count();
-    db.store.renew(&key, owner, at(NOW + 60_000)).await.unwrap();
+    db.store
+        .renew(&key, &owner, at(NOW + 60_000))
+        .await
+        .unwrap();
     assert_eq!(db.requests.operations_since(before), ["UpdateItem"]);
     let item = db.get_raw(&key).await.unwrap();
     assert_eq!(item["live_until_ms"], n(NOW + 60_000));
@@ -143,7 +149,7 @@ async fn the_sweeper_ttl_covers_both_the_lease_and_the_steps() {
     // A lease that outlasts the steps moves `ttl` past them, in a second update.
     let long_lease = NOW + 2 * HOUR;
     let before = db.requests.count();
-    db.store.renew(&key, owner, at(long_lease)).await.unwrap();
+    db.store.renew(&key, &owner, at(long_lease)).await.unwrap();
     assert_eq!(
         db.requests.operations_since(before),
         ["UpdateItem", "UpdateItem"]
@@ -154,7 +160,7 @@ async fn the_sweeper_ttl_covers_both_the_lease_and_the_steps() {
 
     // A step kept for less than the lease does not pull `ttl` below the lease's.
     db.store
-        .record_step(&key, owner, "ledger", b"2", at(kept + 1_000))
+        .record_step(&key, &owner, "ledger", b"2", at(kept + 1_000))
         .await
         .unwrap();
     let item = db.get_raw(&key).await.unwrap();
@@ -167,23 +173,20 @@ async fn a_release_with_steps_ends_the_lease_and_keeps_the_rest() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let key = key(&db, "release");
-    let claim = claim("a", NOW + 30_000, NOW);
-    let owner = claim.record().owner();
-    db.store.reserve(&key, &claim).await.unwrap();
+    let (key, owner) = reserved(&db, "release").await;
     db.store
-        .record_step(&key, owner, "charge", b"1", at(NOW + HOUR))
+        .record_step(&key, &owner, "charge", b"1", at(NOW + HOUR))
         .await
         .unwrap();
     let held = db.get_raw(&key).await.unwrap();
-    db.store.release(&key, owner).await.unwrap();
+    db.store.release(&key, &owner).await.unwrap();
     let released = db.get_raw(&key).await.unwrap();
     let mut expected = held;
     expected.insert("live_until_ms".into(), n(0));
     assert_eq!(released, expected, "only the lease changes, to the epoch");
 
     // A release retried after its answer was lost changes nothing more.
-    db.store.release(&key, owner).await.unwrap();
+    db.store.release(&key, &owner).await.unwrap();
     assert_eq!(db.get_raw(&key).await.unwrap(), expected);
     let stranger = db.store.release(&key, &OwnerToken::generate()).await;
     assert!(
@@ -280,10 +283,7 @@ async fn oversized_steps_are_refused() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let key = key(&db, "huge");
-    let claim = claim("a", NOW + 30_000, NOW);
-    let owner = claim.record().owner();
-    db.store.reserve(&key, &claim).await.unwrap();
+    let (key, owner) = reserved(&db, "huge").await;
 
     // Alone over the limit: refused before any request.
     let before = db.requests.count();
@@ -291,7 +291,7 @@ async fn oversized_steps_are_refused() {
         .store
         .record_step(
             &key,
-            owner,
+            &owner,
             "huge",
             &vec![b'x'; MAX_ITEM_SIZE],
             at(NOW + HOUR),
@@ -308,7 +308,7 @@ async fn oversized_steps_are_refused() {
     assert!(source.to_string().contains("item limit"), "{source}");
     let empty = db
         .store
-        .record_step(&key, owner, "", b"1", at(NOW + HOUR))
+        .record_step(&key, &owner, "", b"1", at(NOW + HOUR))
         .await;
     assert!(matches!(empty, Err(StoreError::Rejected(_))), "{empty:?}");
     assert_eq!(db.requests.count(), before, "no request for a refused step");
@@ -316,12 +316,12 @@ async fn oversized_steps_are_refused() {
     // Over the limit with the steps before it: DynamoDB refuses the update.
     let half = vec![b'x'; MAX_ITEM_SIZE * 5 / 8];
     db.store
-        .record_step(&key, owner, "first", &half, at(NOW + HOUR))
+        .record_step(&key, &owner, "first", &half, at(NOW + HOUR))
         .await
         .unwrap();
     let refused = db
         .store
-        .record_step(&key, owner, "second", &half, at(NOW + HOUR))
+        .record_step(&key, &owner, "second", &half, at(NOW + HOUR))
         .await;
     let Err(StoreError::Rejected(source)) = &refused else {
         panic!("expected Rejected, got {refused:?}")

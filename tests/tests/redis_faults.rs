@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock};
 use idem_stores::redis::RequestFailed;
+use idem_tests::interrupt::interrupted_mid_body;
 use idem_tests::redis_server::TestRedis;
 use idem_tests::redis_target::RedisTarget;
-use tokio::sync::oneshot;
 
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -38,27 +38,12 @@ async fn server_killed_between_reserve_and_complete() {
     let idem = Idempotency::new(target.redis_store().clone()).with_clock(clock.clone());
     let runs = Arc::new(AtomicUsize::new(0));
 
-    // The first call reserves the key and is held inside its body.
-    let (started_tx, started) = oneshot::channel();
-    let (finish, finish_rx) = oneshot::channel::<()>();
-    let first = tokio::spawn({
-        let (idem, runs) = (idem.clone(), runs.clone());
-        async move {
-            idem.run(call(&idem, "o-1"), async move {
-                runs.fetch_add(1, Ordering::SeqCst);
-                started_tx.send(()).unwrap();
-                finish_rx.await.unwrap();
-                Ok::<_, Error>("created o-1".to_owned())
-            })
-            .await
-        }
-    });
-    started.await.unwrap();
-    target.server().kill();
-    finish.send(()).unwrap();
+    // The first call reserves the key, and the server dies while its body runs.
+    let err = interrupted_mid_body(&idem, call(&idem, "o-1"), &runs, || target.server().kill())
+        .await
+        .unwrap_err();
 
     // Its outcome cannot be stored: the caller is told so, and not invited to retry.
-    let err = first.await.unwrap().unwrap_err();
     assert!(
         matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store { .. })),
         "{err:?}"
