@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::journal::Journal;
 use crate::lease::Lease;
-use crate::Key;
+use crate::{Key, OwnerToken};
 
 tokio::task_local! {
     static CURRENT: CallContext;
@@ -35,6 +35,7 @@ pub struct CallContext {
 #[derive(Debug)]
 struct Inner {
     key: Key,
+    owner: OwnerToken,
     attempt: u32,
     fencing_token: u64,
     lease: Arc<Lease>,
@@ -44,6 +45,7 @@ struct Inner {
 impl CallContext {
     pub(crate) fn new(
         key: Key,
+        owner: OwnerToken,
         attempt: u32,
         fencing_token: u64,
         lease: Arc<Lease>,
@@ -52,6 +54,7 @@ impl CallContext {
         CallContext {
             inner: Arc::new(Inner {
                 key,
+                owner,
                 attempt,
                 fencing_token,
                 lease,
@@ -70,6 +73,13 @@ impl CallContext {
     /// took this call over after a crash and runs the body a second time.
     pub fn key(&self) -> &Key {
         &self.inner.key
+    }
+
+    /// The owner token of this call's reservation, as the store holds it. A store that
+    /// completes the record inside the caller's own transaction conditions its write on it
+    /// and on the [fencing token](CallContext::fencing_token), as every fenced write does.
+    pub fn owner(&self) -> &OwnerToken {
+        &self.inner.owner
     }
 
     /// 1 for the first reservation of this call's record, one more for each takeover by a retry

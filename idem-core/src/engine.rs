@@ -217,6 +217,7 @@ impl Idempotency {
             clock: self.clock.clone(),
             key: call.key.clone(),
             owner: owner.clone(),
+            fingerprint: call.fingerprint,
             lease: call.lease,
             every: call.renew_every(),
             state: lease.clone(),
@@ -228,6 +229,7 @@ impl Idempotency {
                 clock: self.clock.clone(),
                 key: call.key.clone(),
                 owner: owner.clone(),
+                fingerprint: call.fingerprint,
                 ttl: call.ttl,
                 lease: lease.clone(),
             },
@@ -236,6 +238,7 @@ impl Idempotency {
         settle.watch(journal.clone());
         let context = CallContext::new(
             call.key.clone(),
+            owner.clone(),
             held.attempt(),
             held.fencing_token(),
             lease.clone(),
@@ -366,14 +369,20 @@ impl Idempotency {
             store: &*self.store,
             clock: &*self.clock,
             key: &call.key,
+            owner,
+            fingerprint: &call.fingerprint,
             lease,
             what: "the outcome",
         };
+        // Stored when the record holds this outcome, whatever its expiry: completed in the
+        // caller's transaction, or by an earlier attempt whose answer was lost.
+        let landed = |stored: &Record| {
+            matches!(stored, Record::Completed(stored)
+                if stored.fingerprint() == completed.fingerprint()
+                    && stored.outcome() == completed.outcome())
+        };
         write
-            .run(
-                || self.store.complete(&call.key, owner, completed),
-                |stored| matches!(stored, Record::Completed(stored) if stored == completed),
-            )
+            .run(|| self.store.complete(&call.key, owner, completed), landed)
             .await
     }
 

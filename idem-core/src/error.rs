@@ -95,8 +95,10 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// The body ran two [`step`](crate::step)s with the same name in one call (HTTP 500): a
-    /// retry could not tell which one a recorded value belongs to. Give each step its own name.
+    /// The body ran a [`step`](crate::step) under a name that already holds a value in this
+    /// call, recorded, replayed or still running (HTTP 500): a retry could not tell which step
+    /// the recorded value belongs to. Give each step its own name. (A step whose future
+    /// returned `Err` holds no value: trying it again under its name is fine.)
     #[error("step `{step}` ran twice in the call with idempotency key `{key}`; each step needs a name of its own")]
     DuplicateStep {
         /// The stored key.

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::lease::Lease;
 use crate::retry::FencedWrite;
-use crate::{Clock, Error, Key, OwnerToken, Record, Steps, Store, MAX_STEP_NAME_LEN, TARGET};
+use crate::{
+    Clock, Error, Fingerprint, Key, OwnerToken, Record, Steps, Store, MAX_STEP_NAME_LEN, TARGET,
+};
 
 /// The steps of the call being run, shared by the engine and the body's
 /// [`CallContext`](crate::CallContext).
@@ -17,6 +19,7 @@ pub(crate) struct Journal {
     clock: Arc<dyn Clock>,
     key: Key,
     owner: OwnerToken,
+    fingerprint: Fingerprint,
     ttl: Duration,
     lease: Arc<Lease>,
     state: Mutex<State>,
@@ -26,7 +29,7 @@ pub(crate) struct Journal {
 struct State {
     /// The steps the record holds: found at reservation, or recorded since.
     recorded: Steps,
-    /// The names the body used in this run.
+    /// The names of the steps this run replayed, recorded or is running.
     used: HashSet<String>,
     /// How many steps ran whose value is not recorded: being written, or failed to be.
     unrecorded: usize,
@@ -38,6 +41,7 @@ pub(crate) struct Owner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) key: Key,
     pub(crate) owner: OwnerToken,
+    pub(crate) fingerprint: Fingerprint,
     pub(crate) ttl: Duration,
     pub(crate) lease: Arc<Lease>,
 }
@@ -50,6 +54,7 @@ impl Journal {
             clock: owner.clock,
             key: owner.key,
             owner: owner.owner,
+            fingerprint: owner.fingerprint,
             ttl: owner.ttl,
             lease: owner.lease,
             state: Mutex::new(State {
@@ -64,9 +69,10 @@ impl Journal {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Starts step `name`: its recorded value if an earlier attempt finished it, or `None`
-    /// if it must run. A name used earlier in this run is [`Error::DuplicateStep`].
-    pub(crate) fn begin(&self, name: &str) -> Result<Option<Vec<u8>>, Error> {
+    /// Starts step `name`: its recorded value if an earlier attempt finished it, or the
+    /// [`Running`] step that must run. A name recorded or running in this run is
+    /// [`Error::DuplicateStep`]; a step whose future failed or was dropped frees its name.
+    pub(crate) fn begin(&self, name: &str) -> Result<Begun<'_>, Error> {
         if let Some(reason) = invalid_name(name) {
             return Err(Error::InvalidStepName {
                 key: self.key.as_str().to_owned(),
@@ -81,10 +87,17 @@ impl Journal {
                 step: name.to_owned(),
             });
         }
-        Ok(state.recorded.get(name).map(<[u8]>::to_vec))
+        Ok(match state.recorded.get(name) {
+            Some(recorded) => Begun::Recorded(recorded.to_vec()),
+            None => Begun::Run(Running {
+                journal: self,
+                name: name.to_owned(),
+                ran: false,
+            }),
+        })
     }
 
-    /// Records step `name`'s value (counted by [`ran`](Journal::ran)), retrying while the
+    /// Records step `name`'s value (counted by [`Running::ran`]), retrying while the
     /// lease holds. On failure the step's effect happened without a record: the error is
     /// [`Error::NotRecorded`] and the engine holds the key instead of releasing it.
     pub(crate) async fn record(&self, name: &str, value: Vec<u8>) -> Result<(), Error> {
@@ -95,6 +108,8 @@ impl Journal {
             store: &*self.store,
             clock: &*self.clock,
             key: &self.key,
+            owner: &self.owner,
+            fingerprint: &self.fingerprint,
             lease: &self.lease,
             what: &what,
         };
@@ -127,17 +142,44 @@ impl Journal {
         }
     }
 
-    /// Counts a step that ran, from the moment its future returned until
-    /// [`record`](Journal::record) lands its value: a call cancelled or failing in between must
-    /// hold its key, not release it.
-    pub(crate) fn ran(&self) {
-        self.state().unrecorded += 1;
-    }
-
     /// Whether a step ran but its value is not recorded: releasing the key would let a retry
     /// run it again.
     pub(crate) fn has_unrecorded(&self) -> bool {
         self.state().unrecorded > 0
+    }
+}
+
+/// What [`Journal::begin`] found.
+pub(crate) enum Begun<'a> {
+    /// The value an earlier attempt recorded.
+    Recorded(Vec<u8>),
+    /// The step must run.
+    Run(Running<'a>),
+}
+
+/// A step whose future runs. Dropped before [`ran`](Running::ran) (its future failed, or the
+/// body dropped it), it frees its name, so that the body may try the step again.
+pub(crate) struct Running<'a> {
+    journal: &'a Journal,
+    name: String,
+    ran: bool,
+}
+
+impl Running<'_> {
+    /// Counts the step as run, from the moment its future returned `Ok` until
+    /// [`record`](Journal::record) lands its value: a call cancelled or failing in between
+    /// must hold its key, not release it. The name stays taken for this run.
+    pub(crate) fn ran(mut self) {
+        self.ran = true;
+        self.journal.state().unrecorded += 1;
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if !self.ran {
+            self.journal.state().used.remove(&self.name);
+        }
     }
 }
 

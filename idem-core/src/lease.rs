@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use tokio::sync::Notify;
 
-use crate::Timestamp;
+use crate::{Fingerprint, OwnerToken, Record, Timestamp};
 
 /// Why a lease was lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,19 +42,26 @@ impl Lease {
         Timestamp::from_millis(self.until.load(Ordering::SeqCst))
     }
 
-    pub(crate) fn renewed(&self, until: Timestamp) {
+    /// Records a renewal that reached the store. Returns `true` when it ends a loss by expiry:
+    /// the store took the renewal, so no one took the key over meanwhile.
+    pub(crate) fn renewed(&self, until: Timestamp) -> bool {
         self.until.store(until.as_millis(), Ordering::SeqCst);
+        self.lost
+            .compare_exchange(EXPIRED, HELD, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
     }
 
-    /// Records the loss (the first one reported stands) and wakes everyone waiting for it.
+    /// Records the loss and wakes everyone waiting for it. A takeover is final and outranks an
+    /// expiry; an expiry only marks a lease still held.
     pub(crate) fn lose(&self, loss: Loss) {
-        let code = match loss {
-            Loss::TakenOver => TAKEN_OVER,
-            Loss::Expired => EXPIRED,
-        };
-        let _ = self
-            .lost
-            .compare_exchange(HELD, code, Ordering::SeqCst, Ordering::SeqCst);
+        match loss {
+            Loss::TakenOver => self.lost.store(TAKEN_OVER, Ordering::SeqCst),
+            Loss::Expired => {
+                let _ =
+                    self.lost
+                        .compare_exchange(HELD, EXPIRED, Ordering::SeqCst, Ordering::SeqCst);
+            }
+        }
         self.on_loss.notify_waiters();
     }
 
@@ -77,5 +84,31 @@ impl Lease {
             }
             notified.await;
         }
+    }
+}
+
+/// What the record read back after the store refused this owner's fenced write (a renewal, a
+/// step, a completion) says of the lease: `None` when it is not lost.
+///
+/// - Still this owner's in-progress record: not lost; the store refused for another reason (a
+///   record released with its steps is not renewed).
+/// - Completed for this call's fingerprint while the lease held: this call completed it, in
+///   the caller's own transaction. No one else could have: no one takes over a held lease.
+/// - Completed for this fingerprint after the lease passed: a retry may have taken over and
+///   completed it, or this call did; the lease passed either way.
+/// - Anything else (another owner, another call's record, no record): taken over.
+pub(crate) fn after_refusal(
+    record: Option<&Record>,
+    owner: &OwnerToken,
+    fingerprint: &Fingerprint,
+    lease: &Lease,
+    now: Timestamp,
+) -> Option<Loss> {
+    match record {
+        Some(Record::InProgress(held)) if held.owner() == owner => None,
+        Some(Record::Completed(done)) if done.fingerprint() == fingerprint => {
+            (now >= lease.until()).then_some(Loss::Expired)
+        }
+        _ => Some(Loss::TakenOver),
     }
 }

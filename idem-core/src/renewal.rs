@@ -5,11 +5,15 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::lease::{Lease, Loss};
-use crate::{Clock, Key, OwnerToken, Store, StoreError};
+use crate::lease::{self, Lease, Loss};
+use crate::{Clock, Fingerprint, Key, OwnerToken, Store, StoreError, TARGET};
 
-/// The first pause before a failed renewal is tried again; it doubles up to the interval.
+/// The first pause before a failed renewal is tried again; it doubles up to [`MAX_BACKOFF`]
+/// or the interval, whichever is shorter.
 const RETRY_BACKOFF: Duration = Duration::from_millis(10);
+/// The longest pause between two tries of a failing renewal: once a store comes back, the
+/// lease is renewed within this.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// What a renewal needs to know.
 pub(crate) struct Renew {
@@ -17,6 +21,7 @@ pub(crate) struct Renew {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) key: Key,
     pub(crate) owner: OwnerToken,
+    pub(crate) fingerprint: Fingerprint,
     pub(crate) lease: Duration,
     pub(crate) every: Duration,
     pub(crate) state: Arc<Lease>,
@@ -26,9 +31,14 @@ pub(crate) struct Renew {
 /// thread (blocking I/O, heavy computation) on a multi-threaded runtime does not starve the
 /// renewal and lose the key to a duplicate. Stops when dropped.
 ///
-/// A renewal that fails is tried again until the lease passes; if none reached the store by
-/// then, or the store says another owner holds the key, the loss is recorded in the [`Lease`]
-/// (which wakes the body's [`lease_lost`](crate::CallContext::lease_lost)) and renewal stops.
+/// A renewal that fails is tried again, also after the lease passed: renewing late is safe,
+/// since the store refuses it once another caller took the key over, and until then no one
+/// holds the key but this call. When the lease passes with no renewal through, the loss is
+/// recorded in the [`Lease`] (which wakes the body's
+/// [`lease_lost`](crate::CallContext::lease_lost)); a renewal that gets through afterwards
+/// ends it. When the store refuses a renewal, the record is read back before anything is
+/// concluded ([`lease::after_refusal`]): a record this call completed in the caller's own
+/// transaction ends renewal quietly, another owner's is a takeover, and renewal stops.
 pub(crate) struct Renewal(JoinHandle<()>);
 
 impl Renewal {
@@ -56,34 +66,67 @@ impl Renew {
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;
-            let mut backoff = RETRY_BACKOFF;
-            loop {
-                // Renewing after the deadline is still safe: the store refuses it if another
-                // caller took over, and otherwise no one holds the key but this call.
-                let now = self.clock.now();
-                let until = now + self.lease;
-                match self.store.renew(&self.key, &self.owner, until).await {
-                    Ok(()) => {
-                        self.state.renewed(until);
-                        break;
-                    }
-                    Err(StoreError::LeaseLost) => {
-                        tracing::error!(target: crate::TARGET, key = self.key.as_str(), "lease lost while running: another caller took the key over");
-                        self.state.lose(Loss::TakenOver);
-                        return;
-                    }
-                    Err(error) if self.clock.now() >= self.state.until() => {
-                        tracing::error!(target: crate::TARGET, key = self.key.as_str(), %error, "lease passed before a renewal reached the store; another caller may take the key over");
-                        self.state.lose(Loss::Expired);
-                        return;
-                    }
-                    Err(error) => {
-                        tracing::warn!(target: crate::TARGET, key = self.key.as_str(), %error, "lease renewal failed; retrying");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(self.every);
-                    }
-                }
+            if let Renewed::Stop = self.renew().await {
+                return;
             }
         }
     }
+
+    /// Renews once, trying again until the store answers.
+    async fn renew(&self) -> Renewed {
+        let key = self.key.as_str();
+        let mut backoff = RETRY_BACKOFF;
+        loop {
+            let until = self.clock.now() + self.lease;
+            match self.store.renew(&self.key, &self.owner, until).await {
+                Ok(()) => {
+                    if self.state.renewed(until) {
+                        tracing::warn!(target: TARGET, key, "lease renewed again after an outage; no one took the key over meanwhile");
+                    }
+                    return Renewed::Continue;
+                }
+                Err(StoreError::LeaseLost) => match self.store.get(&self.key).await {
+                    Ok(record) => {
+                        let now = self.clock.now();
+                        match lease::after_refusal(
+                            record.as_ref(),
+                            &self.owner,
+                            &self.fingerprint,
+                            &self.state,
+                            now,
+                        ) {
+                            None => {
+                                tracing::debug!(target: TARGET, key, "renewal ends: the record is this call's, completed or released")
+                            }
+                            Some(loss) => {
+                                tracing::error!(target: TARGET, key, "lease lost while running: another caller took the key over, or may have once the lease passed");
+                                self.state.lose(loss);
+                            }
+                        }
+                        return Renewed::Stop;
+                    }
+                    Err(error) => {
+                        tracing::warn!(target: TARGET, key, %error, "lease renewal refused and the record could not be read back; retrying");
+                    }
+                },
+                Err(error) if self.clock.now() >= self.state.until() => {
+                    if self.state.loss().is_none() {
+                        tracing::error!(target: TARGET, key, %error, "lease passed before a renewal reached the store; another caller may take the key over, renewal goes on");
+                        self.state.lose(Loss::Expired);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(target: TARGET, key, %error, "lease renewal failed; retrying");
+                }
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(self.every).min(MAX_BACKOFF);
+        }
+    }
+}
+
+/// Whether renewing goes on.
+enum Renewed {
+    Continue,
+    Stop,
 }

@@ -3,8 +3,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::lease::{Lease, Loss};
-use crate::{Clock, Key, Record, Store, StoreError, TARGET};
+use crate::lease::{self, Lease, Loss};
+use crate::{Clock, Fingerprint, Key, OwnerToken, Record, Store, StoreError, TARGET};
 
 /// How often a write is tried before it fails.
 const ATTEMPTS: u32 = 3;
@@ -17,6 +17,9 @@ pub(crate) struct FencedWrite<'a> {
     pub(crate) store: &'a dyn Store,
     pub(crate) clock: &'a dyn Clock,
     pub(crate) key: &'a Key,
+    pub(crate) owner: &'a OwnerToken,
+    /// The fingerprint of the owner's call.
+    pub(crate) fingerprint: &'a Fingerprint,
     pub(crate) lease: &'a Lease,
     /// What is written, for the logs: "the outcome", "step `charge`".
     pub(crate) what: &'a str,
@@ -24,9 +27,14 @@ pub(crate) struct FencedWrite<'a> {
 
 impl FencedWrite<'_> {
     /// Runs `write`, retrying a backend failure while the lease holds. A retry that would
-    /// outlast the lease is not made: by then another caller may have taken the key over. When
-    /// a retry is refused as not owned, an earlier attempt may have landed with only its answer
-    /// lost: the record is read back, and `landed` says whether it shows the write.
+    /// outlast the lease is not made: by then another caller may have taken the key over.
+    ///
+    /// A write refused as not owned may still be in place: an earlier attempt landed with only
+    /// its answer lost, or the caller completed the record in its own transaction. The record
+    /// is read back, and `landed` says whether it shows the write. When it does not, the
+    /// refusal is real, and the [`Lease`] learns what the record says of it
+    /// ([`lease::after_refusal`]), which wakes the body's
+    /// [`lease_lost`](crate::CallContext::lease_lost) when another owner holds the key.
     pub(crate) async fn run<Fut>(
         self,
         mut write: impl FnMut() -> Fut,
@@ -55,15 +63,39 @@ impl FencedWrite<'_> {
                     tokio::time::sleep(backoff).await;
                     backoff *= 4;
                 }
-                Err(StoreError::LeaseLost) if attempt > 1 => {
-                    return match self.store.get(self.key).await {
-                        Ok(Some(record)) if landed(&record) => Ok(()),
-                        _ => Err(StoreError::LeaseLost),
-                    };
-                }
+                Err(StoreError::LeaseLost) => return self.refused(landed).await,
                 Err(error) => return Err(error),
             }
         }
         unreachable!("the last attempt returns")
+    }
+
+    /// Reads the record back after the store refused the write; see [`run`](FencedWrite::run).
+    async fn refused(&self, landed: impl FnOnce(&Record) -> bool) -> Result<(), StoreError> {
+        let (key, what) = (self.key.as_str(), self.what);
+        let record = match self.store.get(self.key).await {
+            Ok(record) => record,
+            Err(error) => {
+                tracing::error!(target: TARGET, key, %error, "storing {what} was refused and the record could not be read back; counting the lease lost");
+                self.lease.lose(Loss::TakenOver);
+                return Err(StoreError::LeaseLost);
+            }
+        };
+        if record.as_ref().is_some_and(landed) {
+            tracing::debug!(target: TARGET, key, "storing {what} was refused, but the record already holds it");
+            return Ok(());
+        }
+        let now = self.clock.now();
+        if let Some(loss) = lease::after_refusal(
+            record.as_ref(),
+            self.owner,
+            self.fingerprint,
+            self.lease,
+            now,
+        ) {
+            tracing::error!(target: TARGET, key, "storing {what} was refused: the lease is lost");
+            self.lease.lose(loss);
+        }
+        Err(StoreError::LeaseLost)
     }
 }

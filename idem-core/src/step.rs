@@ -5,6 +5,7 @@ use std::future::Future;
 
 use serde::{de::DeserializeOwned, Serialize};
 
+use crate::journal::Begun;
 use crate::{context, Error};
 
 /// The longest step name, in bytes. A name must also be non-empty and hold no control
@@ -43,8 +44,9 @@ pub const MAX_STEP_NAME_LEN: usize = 128;
 /// - Recording is one write, fenced by the owner: a caller that lost its key to a takeover gets
 ///   [`Error::NotRecorded`] (caused by [`Error::LeaseLost`]) and nothing is recorded. A step
 ///   replayed from the record costs no round trip: the record came with the reservation.
-/// - An `Err` from `future` is returned as it is and not recorded; the next attempt runs the
-///   step again.
+/// - An `Err` from `future` is returned as it is and not recorded; the step runs again when
+///   the body tries it again under the same name (a retry loop in the body), or on the next
+///   attempt of the call.
 /// - When the call ends in `Err` after recording a step, the key is not freed: only the same
 ///   call (same arguments) may use it again, and it resumes; another gets
 ///   [`Error::Mismatch`] until the TTL after the latest step passes. With no step recorded, an
@@ -52,8 +54,9 @@ pub const MAX_STEP_NAME_LEN: usize = 128;
 /// - A step that ran but could not be recorded (the store failed past its retries, or the
 ///   value does not serialise) is [`Error::NotRecorded`], and the key is held until its
 ///   lease passes instead of being released.
-/// - A name used twice in one run is [`Error::DuplicateStep`]; a recorded value that no longer
-///   decodes as `T` is [`Error::Codec`].
+/// - A name that already holds a value in this run (recorded, replayed, or running
+///   concurrently) is [`Error::DuplicateStep`]: two steps under one name would get each
+///   other's value. A recorded value that no longer decodes as `T` is [`Error::Codec`].
 /// - Outside an idempotent body, `step` just runs `future`. Inside tasks the body spawns there
 ///   is no call context either, so steps belong in the body itself.
 ///
@@ -69,12 +72,16 @@ where
         return future.await;
     };
     let journal = context.journal();
-    if let Some(recorded) = journal.begin(name)? {
-        tracing::debug!(target: crate::TARGET, key = context.key().as_str(), step = name, "step replayed from the record");
-        return serde_json::from_slice(&recorded).map_err(|e| Error::codec(e).into());
-    }
+    let running = match journal.begin(name)? {
+        Begun::Recorded(recorded) => {
+            tracing::debug!(target: crate::TARGET, key = context.key().as_str(), step = name, "step replayed from the record");
+            return serde_json::from_slice(&recorded).map_err(|e| Error::codec(e).into());
+        }
+        Begun::Run(running) => running,
+    };
+    // An `Err` drops `running`, which frees the name for another try.
     let value = future.await?;
-    journal.ran();
+    running.ran();
     let key = context.key().as_str();
     let encoded = match serde_json::to_vec(&value) {
         Ok(encoded) => encoded,

@@ -1,7 +1,7 @@
 //! A store that wraps the store under test to observe it or to inject a fault the real store
 //! can't produce on demand. Everything else goes to the real store.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +31,10 @@ pub(crate) struct Probe {
     overtaken_by: Option<Completed>,
     /// How many renewals still fail with a backend error, without being applied.
     failing_renewals: AtomicUsize,
+    /// Fails every renewal, unapplied, while set: an outage the check ends.
+    renewals_down: AtomicBool,
+    /// Gets a permit each time a renewal reaches the store under test and is applied.
+    pub(crate) renewed: Semaphore,
     /// How many step writes still fail with a backend error, without being applied.
     failing_steps: AtomicUsize,
     /// How many completions were asked for.
@@ -84,6 +88,8 @@ impl Probe {
             outage: None,
             overtaken_by: None,
             failing_renewals: AtomicUsize::new(0),
+            renewals_down: AtomicBool::new(false),
+            renewed: Semaphore::new(0),
             failing_steps: AtomicUsize::new(0),
             completions: AtomicUsize::new(0),
         }
@@ -164,6 +170,20 @@ impl Probe {
             failing_renewals: AtomicUsize::new(count),
             ..Probe::over(inner)
         })
+    }
+
+    /// Fails every renewal with a backend error, unapplied, until
+    /// [`end_renewal_outage`](Probe::end_renewal_outage).
+    pub(crate) fn renewal_outage(inner: Arc<dyn Store>) -> Arc<Probe> {
+        Arc::new(Probe {
+            renewals_down: AtomicBool::new(true),
+            ..Probe::over(inner)
+        })
+    }
+
+    /// Lets renewals through again.
+    pub(crate) fn end_renewal_outage(&self) {
+        self.renewals_down.store(false, Ordering::SeqCst);
     }
 
     /// Writes `theirs` as another owner would after taking `key` over.
@@ -262,10 +282,12 @@ impl Store for Probe {
             .failing_renewals
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok();
-        if fail {
+        if fail || self.renewals_down.load(Ordering::SeqCst) {
             return Err(StoreError::backend(Message("connection refused".into())));
         }
-        self.inner.renew(key, owner, lease_until).await
+        self.inner.renew(key, owner, lease_until).await?;
+        self.renewed.add_permits(1);
+        Ok(())
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {

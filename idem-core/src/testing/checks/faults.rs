@@ -21,6 +21,7 @@ pub(super) const CHECKS: &[crate::testing::Check] = &[
     check!(on_abort_release_after_a_wait_frees_the_key),
     check!(renewal_failures_are_retried_while_the_lease_holds),
     check!(lease_lost_fires_when_renewals_fail_until_the_lease_passes),
+    check!(renewals_resume_after_an_outage_longer_than_the_lease),
 ];
 
 /// Semantic 3 with `wait`: when the wait ends before the running call does, the duplicate is
@@ -233,4 +234,62 @@ async fn lease_lost_fires_when_renewals_fail_until_the_lease_passes(ctx: Context
         .await;
     // The store is still there for the completion: no one took the key over.
     assert_eq!(fired.map(|done| done.value).ok(), Some(true));
+}
+
+/// Semantic 7: renewals that fail past the lease go on, and once one reaches the store again
+/// the lease holds as before: no one took the key over meanwhile, so a duplicate is still
+/// refused and the body runs once.
+async fn renewals_resume_after_an_outage_longer_than_the_lease(ctx: Context) {
+    let lease = Duration::from_millis(300);
+    let outage = Probe::renewal_outage(ctx.store().clone());
+    let idem = ctx.handle_with(crate::SystemClock, outage.clone());
+    let lost = Arc::new(Semaphore::new(0));
+    let side_effect = Charge::held();
+    let first = {
+        let (idem, lost, side_effect) = (idem.clone(), lost.clone(), side_effect.clone());
+        let call = call(&ctx, "o-fault-7", 1).with_lease(lease);
+        tokio::spawn(async move {
+            idem.run(call, async move {
+                let context = crate::context().expect("a context");
+                context.lease_lost().await;
+                lost.add_permits(1);
+                let value = side_effect.run(1).await;
+                Ok::<_, Error>((value, context.is_lease_lost()))
+            })
+            .await
+        })
+    };
+    waiting_for("the outage to outlast the lease", PROMPTLY, lost.acquire())
+        .await
+        .unwrap()
+        .forget();
+    outage.end_renewal_outage();
+    waiting_for(
+        "a renewal to get through after the outage",
+        PROMPTLY,
+        outage.renewed.acquire(),
+    )
+    .await
+    .unwrap()
+    .forget();
+    let other = ctx.handle();
+    let duplicate = charge(
+        &other,
+        call(&ctx, "o-fault-7", 1).with_lease(lease),
+        1,
+        &side_effect,
+    );
+    let duplicate = waiting_for("the duplicate to be refused", PROMPTLY, duplicate).await;
+    assert!(
+        matches!(duplicate, Err(Error::InProgress { .. })),
+        "a lease renewed after the outage must hold, got {duplicate:?}"
+    );
+    side_effect.finish();
+    let done = first.await.unwrap().unwrap();
+    assert!(!done.replayed);
+    assert!(
+        !done.value.1,
+        "a lease renewed again is no longer lost: is_lease_lost() must say so"
+    );
+    assert_eq!(side_effect.runs(), 1);
 }

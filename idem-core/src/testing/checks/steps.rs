@@ -31,6 +31,8 @@ pub(super) const CHECKS: &[crate::testing::Check] = &[
     check!(an_undecodable_step_value_is_a_codec_error),
     check!(a_failed_step_write_is_retried),
     check!(a_step_that_cannot_be_recorded_holds_the_key),
+    check!(a_failed_step_can_be_tried_again_in_the_same_run),
+    check!(a_refused_step_write_fires_lease_lost),
 ];
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -520,4 +522,74 @@ async fn steps_past_their_ttl_are_not_replayed(ctx: Context) {
         ("ch_2".to_string(), 1),
         "a stale charge was replayed"
     );
+}
+
+/// A step whose future returned `Err` holds no value, so the body may try it again under the
+/// same name; the value of the try that succeeds is the one recorded and returned.
+async fn a_failed_step_can_be_tried_again_in_the_same_run(ctx: Context) {
+    let idem = ctx.handle();
+    let tries = AtomicUsize::new(0);
+    let done = idem
+        .run(checkout_call(&ctx, "s-14", 10), async {
+            let mut last = None;
+            for _ in 0..3 {
+                let outcome = step("flaky", async {
+                    match tries.fetch_add(1, Ordering::SeqCst) {
+                        0 => Err(ShopError::Declined),
+                        n => Ok(format!("try {}", n + 1)),
+                    }
+                })
+                .await;
+                match outcome {
+                    Ok(value) => return Ok(value),
+                    Err(ShopError::Declined) => last = Some(ShopError::Declined),
+                    Err(other) => return Err(other),
+                }
+            }
+            Err(last.expect("three tries"))
+        })
+        .await;
+    let done = done.unwrap_or_else(|e| panic!("the second try must run and succeed: {e:?}"));
+    assert_eq!(done.value, "try 2");
+    assert_eq!(tries.load(Ordering::SeqCst), 2, "one failed try, one good");
+}
+
+/// Semantic 7: a step write the store refuses because another owner took the key over tells
+/// the body at once: `lease_lost()` fires with the step's `NotRecorded`.
+async fn a_refused_step_write_fires_lease_lost(ctx: Context) {
+    let clock = ManualClock::new();
+    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
+    let call = || checkout_call(&ctx, "s-15", 10);
+    let stale = idem
+        .run(call(), async {
+            // The lease passes and a retry takes the key over and finishes first.
+            clock.advance(LEASE + Duration::from_millis(1));
+            let retry = idem
+                .run(call(), async { Ok::<_, Error>("retry".to_owned()) })
+                .await
+                .unwrap();
+            assert!(!retry.replayed, "the retry took the key over");
+            let context = crate::context().expect("a context");
+            assert!(!context.is_lease_lost(), "nothing told this owner yet");
+            let refused = step("charge", async { Ok::<_, Error>(1) }).await;
+            assert!(
+                matches!(&refused, Err(Error::NotRecorded { .. })),
+                "a stale owner's step is not recorded, got {refused:?}"
+            );
+            assert!(
+                context.is_lease_lost(),
+                "the refusal itself must tell the body, not the next renewal"
+            );
+            Ok::<_, Error>("stale".to_owned())
+        })
+        .await;
+    assert!(
+        stale.is_err(),
+        "the stale owner's outcome is not recorded either, got {stale:?}"
+    );
+    let replay = idem
+        .run(call(), async { Ok::<_, Error>("third".to_owned()) })
+        .await
+        .unwrap();
+    assert_eq!(replay.value, "retry", "the successor's outcome stands");
 }
