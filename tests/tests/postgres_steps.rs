@@ -235,15 +235,15 @@ async fn migrate_adds_the_step_columns_to_an_older_table() {
     store.migrate().await.unwrap();
     assert_eq!(
         store.round_trips() - before,
-        4,
-        "create, look for the columns, add them, index"
+        7,
+        "look in the catalog, then begin, lock, create, add the columns, index, commit"
     );
     let before = store.round_trips();
     store.migrate().await.unwrap();
     assert_eq!(
         store.round_trips() - before,
-        3,
-        "a table that has the columns is not altered (that would lock it)"
+        1,
+        "a table that has the columns and index is only looked up (altering would lock it)"
     );
 
     let owner = OwnerToken::from("o-1".to_owned());

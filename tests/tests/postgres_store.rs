@@ -1,5 +1,5 @@
-//! The PostgreSQL store's own surface: migrations on any table and schema name, key prefixes,
-//! and purging rows that stopped counting.
+//! The PostgreSQL store's own surface: migrations on any table and schema name, by many
+//! processes at once, key prefixes, and purging rows that stopped counting.
 
 use std::time::Duration;
 
@@ -106,7 +106,13 @@ async fn any_table_and_schema_name_is_quoted() {
     };
     let store = build();
     store.migrate().await.unwrap();
+    let before = store.round_trips();
     store.migrate().await.unwrap();
+    assert_eq!(
+        store.round_trips() - before,
+        1,
+        "a migrated table is found by one read of the catalog"
+    );
     let now = Timestamp::from_millis(1_800_000_000_000);
     reserve(&store, "o-1", now + Duration::from_secs(30), now).await;
     assert!(store.get(&key("o-1")).await.unwrap().is_some());
@@ -122,7 +128,78 @@ async fn any_table_and_schema_name_is_quoted() {
     assert!(prefixed.starts_with("billing"), "{prefixed}");
 }
 
+/// Replicas starting together against a fresh database each call `migrate`: all succeed
+/// (`CREATE TABLE IF NOT EXISTS` alone fails one of them with a unique violation).
+async fn processes_migrating_at_once_all_succeed() {
+    const PROCESSES: usize = 8;
+    let Some(target) = TestPg::start().await else {
+        return;
+    };
+    let start = std::sync::Arc::new(tokio::sync::Barrier::new(PROCESSES));
+    let mut migrations = Vec::new();
+    for _ in 0..PROCESSES {
+        let pool = TestPg::pool_options()
+            .max_connections(2)
+            .connect(&target.url)
+            .await
+            .unwrap();
+        let store = PostgresStore::builder(pool).table("fresh_records").build();
+        let start = start.clone();
+        migrations.push(tokio::spawn(async move {
+            start.wait().await;
+            store.migrate().await.map(|()| store)
+        }));
+    }
+    let mut stores = Vec::new();
+    for migration in migrations {
+        match migration.await.unwrap() {
+            Ok(store) => stores.push(store),
+            Err(error) => panic!("a migration failed: {error:?}"),
+        }
+    }
+    let now = Timestamp::from_millis(1_800_000_000_000);
+    reserve(&stores[0], "o-1", now + Duration::from_secs(30), now).await;
+    assert!(stores[PROCESSES - 1]
+        .get(&key("o-1"))
+        .await
+        .unwrap()
+        .is_some());
+}
+
+/// `migrate` at the start-up of a replica while others run calls: with the table in place it
+/// takes no lock on it, so it neither waits for an open transaction that wrote to the table
+/// nor queues every later writer behind itself (`CREATE INDEX IF NOT EXISTS` would).
+async fn migrating_a_migrated_table_waits_for_no_one() {
+    let Some(target) = TestPg::start().await else {
+        return;
+    };
+    let mut writer = target.pool.begin().await.unwrap();
+    sqlx::query(
+        "INSERT INTO idem_records (key, state, owner, fingerprint, live_until_ms) \
+         VALUES ('running', 'in_progress', 'someone', '', 0)",
+    )
+    .execute(&mut *writer)
+    .await
+    .unwrap();
+    let waiting_for_the_table = async {
+        target
+            .wait_until(
+                "a session to wait for a lock on the table",
+                "SELECT count(*) > 0 FROM pg_locks WHERE relation = 'idem_records'::regclass \
+                 AND NOT granted",
+            )
+            .await
+    };
+    tokio::select! {
+        migrated = target.store.migrate() => migrated.unwrap(),
+        () = waiting_for_the_table => panic!("migrate waited for the open transaction"),
+    }
+    writer.rollback().await.unwrap();
+}
+
 idem_tests::backend_tests! {
     async purge_deletes_expired_and_abandoned_rows_in_batches,
     async any_table_and_schema_name_is_quoted,
+    async processes_migrating_at_once_all_succeed,
+    async migrating_a_migrated_table_waits_for_no_one,
 }

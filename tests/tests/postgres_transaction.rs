@@ -1,10 +1,15 @@
 //! `PostgresStore::complete_in_transaction`: the record completes with the caller's own
 //! transaction, and the engine's completion afterwards accepts it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock, Outcome, Record, Store};
+use idem_stores::postgres::RequestFailed;
 use idem_tests::postgres::TestPg;
+use idem_tests::postgres_server::TestPostgres;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{Connection, PgConnection};
 
 const TTL: Duration = Duration::from_secs(3600);
 const LEASE: Duration = Duration::from_secs(30);
@@ -217,6 +222,161 @@ async fn outside_a_call_it_is_refused() {
     assert!(matches!(err, Error::Rejected { .. }), "{err:?}");
 }
 
+/// The advisory lock a slow commit waits on.
+const COMMIT_GATE: i64 = 77;
+
+/// Semantic 13: a commit that takes a while holds the completed row locked, and a renewal
+/// that arrives meanwhile waits for it, then finds the row completed. That is this call's own
+/// completion, not a takeover: the call succeeds and `lease_lost()` does not fire.
+async fn a_renewal_that_waits_for_a_slow_commit_is_no_lost_lease() {
+    let Some((target, idem)) = setup().await else {
+        return;
+    };
+    // A deferred trigger waits at commit for a lock the test holds: a commit as slow as the
+    // test wants, as synchronous replication or a slow deferred constraint make it.
+    target
+        .execute_raw(&format!(
+            "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             PERFORM pg_advisory_xact_lock_shared({COMMIT_GATE}); RETURN NULL; END $$"
+        ))
+        .await;
+    target
+        .execute_raw(
+            "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON orders \
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()",
+        )
+        .await;
+    let mut gate = PgConnection::connect(&target.url).await.unwrap();
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(COMMIT_GATE)
+        .execute(&mut gate)
+        .await
+        .unwrap();
+    let lease = Duration::from_millis(1500);
+    let lost = AtomicBool::new(false);
+    let placing = idem.run(call(&idem, "o-6").with_lease(lease), async {
+        let mut tx = target.pool.begin().await.unwrap();
+        sqlx::query("INSERT INTO orders (id) VALUES ('o-6')")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let receipt = "placed o-6".to_owned();
+        target
+            .store
+            .complete_in_transaction(&mut tx, &receipt, TTL)
+            .await?;
+        tx.commit().await.unwrap();
+        // Time for a renewal that took the completion for a takeover to say so.
+        let context = idem_core::context().expect("a context");
+        let fired = tokio::time::timeout(lease, context.lease_lost())
+            .await
+            .is_ok();
+        lost.store(fired, Ordering::SeqCst);
+        Ok::<_, Error>(receipt)
+    });
+    let opening = async {
+        target
+            .wait_until(
+                "a renewal to wait for the commit",
+                "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = current_database() \
+                 AND wait_event_type = 'Lock' AND query LIKE 'UPDATE % SET live_until_ms = $3,%'",
+            )
+            .await;
+        sqlx::query("SELECT pg_advisory_unlock($1)")
+            .bind(COMMIT_GATE)
+            .execute(&mut gate)
+            .await
+            .unwrap();
+    };
+    let (placed, ()) = tokio::join!(placing, opening);
+    let placed = placed.expect("a commit a renewal waited for is a completed call");
+    assert!(!placed.replayed);
+    assert_eq!(placed.value, "placed o-6");
+    assert!(
+        !lost.load(Ordering::SeqCst),
+        "lease_lost() fired, but no one took the key over"
+    );
+    let replay = place(&target, &idem, "o-6", true, "placed o-6")
+        .await
+        .unwrap();
+    assert!(replay.replayed);
+    assert_eq!(orders(&target, "o-6").await, 1);
+}
+
+/// The in-transaction completion is fenced by the owner too: another process's reservation
+/// that happens to carry the same fencing token (tokens come from clocks) is not completed.
+async fn an_owner_with_the_same_fencing_token_is_not_completed() {
+    let Some((target, idem)) = setup().await else {
+        return;
+    };
+    let key = call(&idem, "o-7").key().clone();
+    let row_key = target.store.row_key(&key);
+    let err = idem
+        .run(call(&idem, "o-7"), async {
+            // Another process reserves the key with this call's fencing token.
+            sqlx::query("UPDATE idem_records SET owner = 'another process' WHERE key = $1")
+                .bind(&row_key)
+                .execute(&target.pool)
+                .await
+                .unwrap();
+            let mut tx = target.pool.begin().await.unwrap();
+            let refused = target
+                .store
+                .complete_in_transaction(&mut tx, "mine", TTL)
+                .await;
+            tx.rollback().await.unwrap();
+            refused.map(|()| "mine".to_owned())
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::LeaseLost { .. }), "{err:?}");
+    let Some(Record::InProgress(theirs)) = target.store.get(&key).await.unwrap() else {
+        panic!("the other process's reservation stands")
+    };
+    assert_eq!(theirs.owner().as_str(), "another process");
+}
+
+/// A body holding the only connection of the pool in a transaction while it records a step:
+/// the step's write can never get a connection. The error says so, and how to size the pool.
+async fn a_pool_too_small_for_a_step_in_a_transaction_says_so() {
+    let Some(server) = TestPostgres::start() else {
+        return;
+    };
+    let options = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_millis(300));
+    let target = TestPg::on_with(server, options).await;
+    let idem = Idempotency::new(target.store.clone());
+    let err = idem
+        .run(call(&idem, "o-8"), async {
+            let tx = target.pool.begin().await.unwrap();
+            let charged = idem_core::step("charge", async { Ok::<_, Error>(1) }).await;
+            tx.rollback().await.unwrap();
+            charged
+        })
+        .await
+        .unwrap_err();
+    let Error::NotRecorded { cause, .. } = &err else {
+        panic!("the step ran but could not be recorded: {err:?}")
+    };
+    let Error::Store { source, .. } = &**cause else {
+        panic!("a store failure: {cause:?}")
+    };
+    let failed = source
+        .downcast_ref::<RequestFailed>()
+        .unwrap_or_else(|| panic!("a PostgreSQL request failure: {source:?}"));
+    assert!(failed.is_pool_exhausted(), "{failed}");
+    let message = failed.to_string();
+    for named in [
+        "no free connection",
+        "1 of at most 1",
+        "open transaction",
+        "pool of its own",
+    ] {
+        assert!(message.contains(named), "{named:?} not in {message:?}");
+    }
+}
+
 idem_tests::backend_tests! {
     async the_record_commits_with_the_business_rows,
     async a_rolled_back_transaction_leaves_the_call_to_the_engine,
@@ -224,4 +384,7 @@ idem_tests::backend_tests! {
     async a_caller_taken_over_changes_nothing,
     async a_call_with_steps_completes_in_its_transaction,
     async outside_a_call_it_is_refused,
+    async a_renewal_that_waits_for_a_slow_commit_is_no_lost_lease,
+    async an_owner_with_the_same_fencing_token_is_not_completed,
+    async a_pool_too_small_for_a_step_in_a_transaction_says_so,
 }

@@ -14,6 +14,16 @@ pub struct RequestFailed {
     operation: &'static str,
     table: String,
     source: sqlx::Error,
+    /// When the pool had no connection in time: how many it held then, and its maximum.
+    exhausted: Option<PoolUse>,
+}
+
+/// How full a pool was.
+#[derive(Clone, Copy, Debug)]
+struct PoolUse {
+    size: u32,
+    idle: usize,
+    max: u32,
 }
 
 impl RequestFailed {
@@ -22,7 +32,35 @@ impl RequestFailed {
             operation,
             table: table.to_owned(),
             source,
+            exhausted: None,
         }
+    }
+
+    /// The failure of a request sent through `pool`, which says how full the pool was when
+    /// it had no connection in time.
+    pub(crate) fn through(
+        pool: &sqlx::PgPool,
+        operation: &'static str,
+        table: &str,
+        source: sqlx::Error,
+    ) -> Self {
+        let exhausted = matches!(source, sqlx::Error::PoolTimedOut).then(|| PoolUse {
+            size: pool.size(),
+            idle: pool.num_idle(),
+            max: pool.options().get_max_connections(),
+        });
+        RequestFailed {
+            exhausted,
+            ..Self::new(operation, table, source)
+        }
+    }
+
+    /// Whether the pool had no free connection within its acquire timeout: every connection
+    /// was in use. A body that holds a connection (an open transaction) while it records a
+    /// step keeps one of them; see the sizing rule in the
+    /// [module docs](super#sizing-the-pool).
+    pub fn is_pool_exhausted(&self) -> bool {
+        matches!(self.source, sqlx::Error::PoolTimedOut)
     }
 
     /// What the store was doing: `reserve`, `complete`, `release`, `record step`, `renew`,
@@ -43,7 +81,19 @@ impl fmt::Display for RequestFailed {
             f,
             "PostgreSQL {} on table {} failed",
             self.operation, self.table
-        )
+        )?;
+        if let Some(pool) = self.exhausted {
+            write!(
+                f,
+                ": the pool had no free connection within its acquire timeout ({} of at most {} \
+                 open, {} idle). Every connection is in use: a body that holds one (an open \
+                 transaction) while it records a step waits for another that may never come. \
+                 Give the store a pool of its own, or size the shared pool for a connection per \
+                 running call plus one per idem statement in flight",
+                pool.size, pool.max, pool.idle
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -89,9 +89,13 @@
 //!   when its `WHERE` is false, so the row cannot change before the statement ends, and the
 //!   `FOR UPDATE` read returns it as it is now, not as the snapshot saw it. One case remains:
 //!   a row *inserted* by a caller that committed after this statement's snapshot was taken is
-//!   locked but invisible to the read, and the statement returns nothing; the store sends it
-//!   again (a new snapshot sees the row), so the loser of a race on a brand new key may pay
-//!   a second round trip.
+//!   locked but invisible to the read, and the statement returns nothing. The store then
+//!   sends a second form of the upsert, which updates the row it conflicts with in every case
+//!   (to the claim when the row is free, to itself otherwise) and returns it, visible or not.
+//!   That one can't come back empty, so a key whose row is deleted and inserted over and over
+//!   (callers failing and releasing it in a loop) costs the loser of a race two statements,
+//!   never an error. It is not the first choice because it writes a new version of the row
+//!   even when it only reads it.
 //! - **complete**: `UPDATE` to the completed record `WHERE owner = $owner AND state =
 //!   'in_progress'`, or where the row is already this owner's completion of the same outcome
 //!   (a completion retried after its answer was lost, or one made [in the caller's
@@ -166,18 +170,47 @@
 //! - the body returns another value than the one it committed: the engine's completion finds a
 //!   different outcome and the caller gets `Error::NotRecorded`; the committed one stands.
 //!
-//! The value is serialised as the engine does (`serde_json`); pass the call's TTL. A lease
-//! renewal that lands between the commit and the engine's completion finds no in-progress row
-//! and marks the lease lost, which makes that call report `Error::NotRecorded` although its
-//! outcome is stored (retries replay it); with renewals every third of the lease, this needs
-//! a commit in the last instant before one.
+//! The value is serialised as the engine does (`serde_json`); pass the call's TTL. The row is
+//! found by the call's key, owner token and fencing token, so an owner whose key was taken
+//! over changes nothing.
+//!
+//! A commit that takes a while (a deferred trigger, synchronous replication) holds the row
+//! locked, and a lease renewal that arrives meanwhile waits for it, then finds the row
+//! completed. That is no loss: the engine reads the record back, sees this call's completion,
+//! stops renewing and reports the call as done; `lease_lost()` does not fire unless the lease
+//! passed before the commit ended. Keep commits well inside the lease.
+//!
+//! # Sizing the pool
+//!
+//! Each statement of the store takes a connection from its pool for the statement's length.
+//! A body that holds a connection from the same pool (an open transaction) while it records
+//! a [step](idem_core::step) needs a second one at that moment, and the lease renewal of each
+//! running call needs one every third of the lease. With a pool of one, or a pool exhausted by
+//! bodies that each hold a transaction, those statements wait for a connection that only
+//! their own caller can free: after the pool's acquire timeout the store fails with
+//! [`RequestFailed::is_pool_exhausted`], whose message says so, and the step is
+//! `Error::NotRecorded`. Give the store a pool of its own (the simplest), or size a shared
+//! pool for one connection per running call that holds one, plus one per idem statement in
+//! flight: twice the calls that run at once is a safe bound. `complete_in_transaction` uses
+//! the caller's connection and needs none.
 //!
 //! # Purging
 //!
 //! Rows are not deleted when they stop counting. [`PostgresStore::purge_expired`] deletes
 //! completed rows past their expiry and in-progress rows abandoned a
 //! [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease whose steps, if any, expired
-//! too, at most `batch` per statement, skipping rows locked by running calls. Run it every few minutes from a task:
+//! too, at most `batch` per statement.
+//!
+//! It takes the rows it deletes with `FOR UPDATE SKIP LOCKED`, which skips a row that is
+//! locked at that instant (a reservation, completion or renewal statement changing it, or a
+//! caller's transaction that completed it and has not committed yet) and judges every other
+//! row on its latest version, so a row renewed or reserved an instant earlier is kept. A
+//! running call holds no lock between its statements: what keeps its row is its lease, which
+//! it renews. An in-progress row is only deleted a grace after its lease passed, when any
+//! caller may take it over; a call still running then finds its row gone, as it would find
+//! it taken over, and its completion is refused (`Error::NotRecorded`).
+//!
+//! Run it every few minutes from a task:
 //!
 //! ```no_run
 //! # async fn demo(store: idem_stores::postgres::PostgresStore) {

@@ -28,11 +28,15 @@ fn no_live_steps(row: &str, now: &str) -> String {
 /// Every statement of a store, for one table.
 #[derive(Debug)]
 pub(crate) struct Statements {
+    /// The index, schema-qualified and quoted, as `migrated` takes it.
+    pub(crate) index: String,
+    pub(crate) migrated: String,
+    pub(crate) migrate_lock: String,
     pub(crate) create_table: String,
-    pub(crate) step_columns: String,
     pub(crate) add_step_columns: String,
     pub(crate) create_index: String,
     pub(crate) reserve: String,
+    pub(crate) reserve_locking: String,
     pub(crate) complete: String,
     pub(crate) complete_in_transaction: String,
     pub(crate) release: String,
@@ -49,16 +53,20 @@ impl Statements {
         let t = format!("{}.{}", quote_identifier(schema), quote_identifier(table));
         let index = quote_identifier(&format!("{table}_live_until_idx"));
         Statements {
-            create_table: create_table(&t),
-            step_columns: "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1) \
-                 AND attname IN ('steps', 'steps_kept_until') AND NOT attisdropped"
+            index: format!("{}.{index}", quote_identifier(schema)),
+            migrated: "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL \
+                 AND (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1) \
+                 AND attname IN ('steps', 'steps_kept_until') AND NOT attisdropped) = 2"
                 .to_owned(),
+            migrate_lock: "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))".to_owned(),
+            create_table: create_table(&t),
             add_step_columns: format!(
                 "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS steps jsonb, \
                  ADD COLUMN IF NOT EXISTS steps_kept_until bigint"
             ),
             create_index: format!("CREATE INDEX IF NOT EXISTS {index} ON {t} (live_until_ms)"),
             reserve: reserve(&t),
+            reserve_locking: reserve_locking(&t),
             complete: format!(
                 "UPDATE {t} SET state = 'completed', fingerprint = $3, live_until_ms = $4, \
                  outcome = $5, body = $6, steps = NULL, steps_kept_until = NULL, \
@@ -70,7 +78,8 @@ impl Statements {
             complete_in_transaction: format!(
                 "UPDATE {t} SET state = 'completed', live_until_ms = $3, outcome = 'ok', \
                  body = $4, steps = NULL, steps_kept_until = NULL, updated_at = now() \
-                 WHERE key = $1 AND state = 'in_progress' AND fencing_token = $2"
+                 WHERE key = $1 AND state = 'in_progress' AND fencing_token = $2 \
+                 AND owner = $5"
             ),
             release: release(&t),
             record_step: format!(
@@ -140,44 +149,86 @@ SELECT 1 FROM kept UNION ALL SELECT 1 FROM deleted"
     )
 }
 
-/// The reservation, in one statement: `$1` key, `$2` owner, `$3` fingerprint, `$4` lease
-/// deadline, `$5` fencing token, `$6` attempt, `$7` now, `$8` now less the lease grace.
-///
-/// The upsert writes the claim when the key has no row, or when its row is free (an expired
-/// completed record, an in-progress record of another owner whose lease passed with the same
-/// fingerprint or that is abandoned: a grace past its lease, with no step kept at `$7`),
-/// counting the takeover's attempt and fencing token on from the old row, and keeping its
-/// steps when the fingerprint is the same. Otherwise it writes nothing but still locks the
-/// row, and the second branch returns it, read with `FOR UPDATE` so that a row changed since
-/// the statement's snapshot is read as it is now.
-fn reserve(t: &str) -> String {
+/// The columns a claim writes and their values, shared by both reservation statements:
+/// `$1` key, `$2` owner, `$3` fingerprint, `$4` lease deadline, `$5` fencing token, `$6`
+/// attempt. A takeover counts the attempt and fencing token on from the old row (`r`), and
+/// keeps its steps when the fingerprint is the same.
+fn claim_columns() -> Vec<(&'static str, String)> {
     let same_call = "r.state = 'in_progress' AND r.fingerprint = excluded.fingerprint";
+    vec![
+        ("state", "'in_progress'".into()),
+        ("owner", "excluded.owner".into()),
+        ("fingerprint", "excluded.fingerprint".into()),
+        ("live_until_ms", "excluded.live_until_ms".into()),
+        (
+            "fencing_token",
+            "CASE WHEN r.state = 'in_progress' \
+             THEN greatest(excluded.fencing_token, r.fencing_token + 1) \
+             ELSE excluded.fencing_token END"
+                .into(),
+        ),
+        (
+            "attempt",
+            "CASE WHEN r.state <> 'in_progress' THEN excluded.attempt \
+             WHEN r.fingerprint = excluded.fingerprint THEN r.attempt + 1 ELSE 1 END"
+                .into(),
+        ),
+        ("outcome", "NULL".into()),
+        ("body", "NULL".into()),
+        (
+            "taken_over_from",
+            "CASE WHEN r.state = 'in_progress' THEN r.owner END".into(),
+        ),
+        ("steps", format!("CASE WHEN {same_call} THEN r.steps END")),
+        (
+            "steps_kept_until",
+            format!("CASE WHEN {same_call} THEN r.steps_kept_until END"),
+        ),
+        ("created_at", "now()".into()),
+        ("updated_at", "now()".into()),
+    ]
+}
+
+/// Whether the existing row `r` is free for the claim: an expired completed record, or an
+/// in-progress record of another owner whose lease passed, with the claim's fingerprint or
+/// abandoned (a grace past its lease, with no step kept at `$7`; `$8` is now less the grace).
+fn row_is_free() -> String {
     let abandoned = format!("r.live_until_ms <= $8 AND {}", no_live_steps("r.", "$7"));
     format!(
-        "WITH claimed AS (
-    INSERT INTO {t} AS r (key, state, owner, fingerprint, live_until_ms, fencing_token, attempt)
+        "((r.state = 'completed' AND r.live_until_ms <= $7) \
+         OR (r.state = 'in_progress' AND r.owner <> excluded.owner AND r.live_until_ms <= $7 \
+         AND (r.fingerprint = excluded.fingerprint OR ({abandoned}))))"
+    )
+}
+
+/// The upsert both reservation statements start with.
+fn insert_claim(t: &str) -> String {
+    format!(
+        "INSERT INTO {t} AS r (key, state, owner, fingerprint, live_until_ms, fencing_token, attempt)
     VALUES ($1, 'in_progress', $2, $3, $4, $5, $6)
-    ON CONFLICT (key) DO UPDATE SET
-        state = 'in_progress',
-        owner = excluded.owner,
-        fingerprint = excluded.fingerprint,
-        live_until_ms = excluded.live_until_ms,
-        fencing_token = CASE WHEN r.state = 'in_progress'
-            THEN greatest(excluded.fencing_token, r.fencing_token + 1)
-            ELSE excluded.fencing_token END,
-        attempt = CASE WHEN r.state <> 'in_progress' THEN excluded.attempt
-            WHEN r.fingerprint = excluded.fingerprint THEN r.attempt + 1
-            ELSE 1 END,
-        outcome = NULL,
-        body = NULL,
-        taken_over_from = CASE WHEN r.state = 'in_progress' THEN r.owner END,
-        steps = CASE WHEN {same_call} THEN r.steps END,
-        steps_kept_until = CASE WHEN {same_call} THEN r.steps_kept_until END,
-        created_at = now(),
-        updated_at = now()
-    WHERE (r.state = 'completed' AND r.live_until_ms <= $7)
-       OR (r.state = 'in_progress' AND r.owner <> excluded.owner AND r.live_until_ms <= $7
-           AND (r.fingerprint = excluded.fingerprint OR ({abandoned})))
+    ON CONFLICT (key) DO UPDATE SET"
+    )
+}
+
+/// The reservation, in one statement: `$1` to `$6` the claim ([`claim_columns`]), `$7` now,
+/// `$8` now less the lease grace.
+///
+/// The upsert writes the claim when the key has no row or its row is free ([`row_is_free`]).
+/// Otherwise it writes nothing but still locks the row, and the second branch returns it, read
+/// with `FOR UPDATE` so that a row changed since the statement's snapshot is read as it is
+/// now. A row inserted after the snapshot is invisible to that read, and the statement then
+/// returns nothing: [`reserve_locking`] answers instead.
+fn reserve(t: &str) -> String {
+    let set = claim_columns()
+        .into_iter()
+        .map(|(column, value)| format!("{column} = {value}"))
+        .collect::<Vec<_>>()
+        .join(",\n        ");
+    format!(
+        "WITH claimed AS (
+    {insert}
+        {set}
+    WHERE {free}
     RETURNING true AS claimed, {RECORD_COLUMNS}
 )
 SELECT * FROM claimed
@@ -186,6 +237,32 @@ SELECT * FROM (
     SELECT false AS claimed, {RECORD_COLUMNS} FROM {t}
     WHERE key = $1 AND NOT EXISTS (SELECT 1 FROM claimed)
     FOR UPDATE
-) AS existing"
+) AS existing",
+        insert = insert_claim(t),
+        free = row_is_free(),
+    )
+}
+
+/// The reservation that always returns the row, for when [`reserve`] returned none: the
+/// upsert updates the row it conflicts with in every case, to the claim when it is free and
+/// to itself otherwise, and `RETURNING` gives the row as it now is, visible or not to the
+/// statement's snapshot. No concurrent insert or delete can make it come back empty, so a key
+/// whose row is deleted and inserted over and over (failing calls released in a loop) costs
+/// at most these two statements. It is not the first choice because it writes a new version
+/// of the row even when it only reads it (a replay, a conflict).
+fn reserve_locking(t: &str) -> String {
+    let free = row_is_free();
+    let set = claim_columns()
+        .into_iter()
+        .map(|(column, value)| {
+            format!("{column} = CASE WHEN {free} THEN {value} ELSE r.{column} END")
+        })
+        .collect::<Vec<_>>()
+        .join(",\n        ");
+    format!(
+        "{insert}
+        {set}
+RETURNING owner = $2 AS claimed, {RECORD_COLUMNS}",
+        insert = insert_claim(t),
     )
 }

@@ -17,11 +17,6 @@ use super::sql::{quote_identifier, Statements};
 use super::steps;
 use super::PostgresStoreBuilder;
 
-/// How many times `reserve` sends its statement at most. A second one is only needed when a
-/// concurrent caller inserted the row after the first statement took its snapshot (see the
-/// [module docs](super#reserve)).
-const RESERVE_ATTEMPTS: usize = 3;
-
 /// A [`Store`] in a PostgreSQL table: one row per key, each operation one statement.
 ///
 /// Built on a [`PgPool`] you configure (URL, TLS, pool size, timeouts). See the
@@ -67,35 +62,65 @@ impl PostgresStore {
         }
     }
 
-    /// Creates the table and its index if they do not exist (`CREATE ... IF NOT EXISTS`, so it
-    /// is safe at every start-up), and adds the step columns to a table created before they
-    /// existed. Teams that own their migrations run the SQL of the
+    /// Creates the table and its index if they do not exist, and adds the step columns to a
+    /// table created before they existed. Teams that own their migrations run the SQL of the
     /// [module docs](super#the-table) instead.
+    ///
+    /// Safe and cheap at every start-up of every replica:
+    /// - when the table, its columns and its index are there, it is one read of the catalog,
+    ///   which takes no lock on the table, so it never waits for (or holds up) running calls;
+    /// - otherwise it creates what is missing in one transaction under an advisory lock on
+    ///   the table's name, so that processes migrating at once take turns instead of failing
+    ///   (`CREATE TABLE IF NOT EXISTS` alone is not safe under concurrency in PostgreSQL).
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        self.execute("migrate", sqlx::query(&self.statements.create_table))
-            .await?;
-        // `ALTER TABLE` locks out every reader and writer of the table, even when it has
-        // nothing to add, so it is only sent to a table that lacks the columns.
-        let query = sqlx::query(&self.statements.step_columns).bind(&*self.table);
-        let found = match self.fetch_optional("migrate", query).await? {
-            Some(row) => sqlx::Row::try_get::<i64, _>(&row, 0)
-                .map_err(|error| self.failed("migrate", error))?,
-            None => 0,
-        };
-        if found < 2 {
-            self.execute("migrate", sqlx::query(&self.statements.add_step_columns))
-                .await?;
+        if self.is_migrated().await? {
+            return Ok(());
         }
-        self.execute("migrate", sqlx::query(&self.statements.create_index))
+        let failed = |error| self.failed("migrate", error);
+        self.count_round_trip();
+        let mut tx = self.pool.begin().await.map_err(failed)?;
+        let statements = [
+            &self.statements.create_table,
+            &self.statements.add_step_columns,
+            &self.statements.create_index,
+        ];
+        self.count_round_trip();
+        sqlx::query(&self.statements.migrate_lock)
+            .bind(format!("idem migrate {}", self.table))
+            .execute(&mut *tx)
             .await
-            .map(drop)
+            .map_err(failed)?;
+        for statement in statements {
+            self.count_round_trip();
+            sqlx::query(statement)
+                .execute(&mut *tx)
+                .await
+                .map_err(failed)?;
+        }
+        self.count_round_trip();
+        tx.commit().await.map_err(failed)
+    }
+
+    /// Whether the table, its step columns and its index exist, read from the catalog alone.
+    async fn is_migrated(&self) -> Result<bool, StoreError> {
+        let query = sqlx::query(&self.statements.migrated)
+            .bind(&*self.table)
+            .bind(&self.statements.index);
+        match self.fetch_optional("migrate", query).await? {
+            Some(row) => sqlx::Row::try_get::<bool, _>(&row, 0)
+                .map_err(|error| self.failed("migrate", error)),
+            None => Ok(false),
+        }
     }
 
     /// Deletes at most `batch` rows that stopped counting at `now`: completed records past
-    /// their expiry, and in-progress records abandoned a [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease
-    /// and holding no step kept past `now`. Returns how many it deleted; call it again while that is `batch`. Rows another session
-    /// holds locked are skipped, so a purge never waits for a running call. See the
-    /// [module docs](super#purging) for running it from cron or a task.
+    /// their expiry, and in-progress records abandoned a
+    /// [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease and holding no step kept past
+    /// `now`. Returns how many it deleted; call it again while that is `batch`. A row locked
+    /// at that instant (a statement or an uncommitted transaction changing it) is skipped
+    /// rather than waited for; a running call holds no lock between its statements and is
+    /// kept by its lease. See the [module docs](super#purging) for what that means and for
+    /// running it from cron or a task.
     pub async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
         let query = sqlx::query(&self.statements.purge)
             .bind(row::millis(now))
@@ -144,7 +169,7 @@ impl PostgresStore {
         operation: &'static str,
         error: sqlx::Error,
     ) -> RequestFailed {
-        RequestFailed::new(operation, &self.table, error)
+        RequestFailed::through(&self.pool, operation, &self.table, error)
     }
 
     async fn execute(
@@ -221,8 +246,8 @@ impl Store for PostgresStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         let row_key = self.row_key(key);
         let record = claim.record();
-        for _ in 0..RESERVE_ATTEMPTS {
-            let query = sqlx::query(&self.statements.reserve)
+        let bound = |statement| {
+            sqlx::query(statement)
                 .bind(&row_key)
                 .bind(record.owner().as_str())
                 .bind(record.fingerprint().to_hex())
@@ -230,18 +255,25 @@ impl Store for PostgresStore {
                 .bind(row::count(record.fencing_token()))
                 .bind(i64::from(record.attempt()))
                 .bind(row::millis(claim.now()))
-                .bind(abandoned_before(claim.now()));
-            // No row: another caller inserted the key after this statement's snapshot was
-            // taken, so its row was invisible to the second branch. The next statement sees it.
-            if let Some(row) = self.fetch_optional("reserve", query).await? {
-                return reservation(&row, claim);
-            }
+                .bind(abandoned_before(claim.now()))
+        };
+        if let Some(row) = self
+            .fetch_optional("reserve", bound(&self.statements.reserve))
+            .await?
+        {
+            return reservation(&row, claim);
         }
-        Err(StoreError::backend(format!(
-            "PostgreSQL reserve on table {}: the row changed under {RESERVE_ATTEMPTS} statements \
-             in a row",
-            self.table
-        )))
+        // No row: another caller inserted the key after the statement's snapshot was taken,
+        // so the row was invisible to its read. This statement returns the row in any case.
+        match self
+            .fetch_optional("reserve", bound(&self.statements.reserve_locking))
+            .await?
+        {
+            Some(row) => reservation(&row, claim),
+            None => Err(StoreError::Corrupt(
+                "the reservation returned no row for a key it inserted or updated".into(),
+            )),
+        }
     }
 
     async fn complete(

@@ -33,9 +33,9 @@ impl PostgresStore {
     /// return and the call's TTL; see the [module docs](super#completing-in-your-transaction)
     /// for what the engine does afterwards.
     ///
-    /// The row is found by the call's key and fencing token ([`idem_core::context`]), so a
-    /// caller whose reservation was taken over meanwhile changes nothing and gets
-    /// [`Error::LeaseLost`]: roll the transaction back. Other errors: [`Error::Store`] when the
+    /// The row is found by the call's key, owner token and fencing token
+    /// ([`idem_core::context`]), so a caller whose reservation was taken over meanwhile
+    /// changes nothing and gets [`Error::LeaseLost`]: roll the transaction back. Other errors: [`Error::Store`] when the
     /// statement fails (the transaction is then unusable anyway), [`Error::Codec`] when `value`
     /// cannot be serialised, [`Error::Rejected`] outside an idempotent call.
     ///
@@ -74,7 +74,8 @@ impl PostgresStore {
             .bind(self.row_key(key))
             .bind(row::count(context.fencing_token()))
             .bind(row::millis(expires_at))
-            .bind(body);
+            .bind(body)
+            .bind(context.owner().as_str());
         self.count_round_trip();
         let done = query.execute(conn).await.map_err(|error| Error::Store {
             key: key.as_str().to_owned(),

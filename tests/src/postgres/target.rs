@@ -74,6 +74,27 @@ impl TestPg {
             .acquire_timeout(Duration::from_secs(5))
     }
 
+    /// Whether `condition`, a boolean query on the database, holds now.
+    pub async fn holds(&self, condition: &str) -> bool {
+        sqlx::query_scalar::<_, bool>(condition)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap_or_else(|error| panic!("{condition}: {error}"))
+    }
+
+    /// Waits until `condition` (see [`holds`](TestPg::holds)) holds, polling it: for states of
+    /// the server (a statement waiting for a lock) that send no signal of their own.
+    pub async fn wait_until(&self, what: &str, condition: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !self.holds(condition).await {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out after 10s waiting for {what}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// Runs `sql` on the database, bypassing the store.
     pub async fn execute_raw(&self, sql: &str) {
         sqlx::query(sql)
