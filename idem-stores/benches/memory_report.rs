@@ -11,6 +11,8 @@
 //! - idem's canonical fingerprint next to `serde_json::to_vec` + SHA-256 of the same value.
 //! - Replays and fresh calls per second with 1, 8, 64 and 512 concurrent callers on distinct
 //!   keys and on one hot key, on a runtime with as many worker threads as cores.
+//! - A full store's refusal of a new key, with 1 000 and 200 000 live records held: the cost
+//!   must not grow with the store.
 //!
 //! `IDEM_BENCH_MILLIS` sets the length of each concurrent phase (default 1 000).
 
@@ -29,6 +31,10 @@ use charge::{charge, idempotent_charge, key, request, ChargeRequest, Receipt};
 const ROUNDS: usize = 7;
 const CALLS_PER_ROUND: u32 = 20_000;
 const CALLERS: [usize; 4] = [1, 8, 64, 512];
+/// How many live records a full store holds in the refusal rows.
+const FULL_SIZES: [usize; 2] = [1_000, 200_000];
+/// Refused calls per round: few, since a store that scans on refusal takes milliseconds each.
+const REFUSALS_PER_ROUND: u64 = 500;
 
 /// How long a charge's outcome is kept.
 const TTL: Duration = Duration::from_secs(60);
@@ -221,6 +227,43 @@ fn concurrent(length: Duration) -> Vec<(usize, f64, f64, f64)> {
     })
 }
 
+/// Median ns per refused call of a store full with `records` live records, for each size.
+fn refusals() -> Vec<(usize, f64)> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut stores = Vec::new();
+        for records in FULL_SIZES {
+            let idem = Idempotency::new(MemoryStore::builder().max_records(records).build());
+            for order in 0..records as u64 {
+                idempotent_charge(&idem, &request(order), TTL)
+                    .await
+                    .unwrap();
+            }
+            stores.push(idem);
+        }
+        let mut samples = vec![Vec::new(); stores.len()];
+        let next_order = AtomicU64::new(u64::MAX / 2);
+        for _ in 0..ROUNDS {
+            for (idem, sample) in stores.iter().zip(&mut samples) {
+                let started = Instant::now();
+                for _ in 0..REFUSALS_PER_ROUND {
+                    let req = request(next_order.fetch_add(1, Ordering::Relaxed));
+                    let refused = idempotent_charge(idem, &req, TTL).await;
+                    std::hint::black_box(refused.unwrap_err());
+                }
+                sample.push(started.elapsed().as_nanos() as f64 / REFUSALS_PER_ROUND as f64);
+            }
+        }
+        FULL_SIZES
+            .into_iter()
+            .zip(samples.into_iter().map(median))
+            .collect()
+    })
+}
+
 fn main() {
     let length = Duration::from_millis(
         std::env::var("IDEM_BENCH_MILLIS")
@@ -249,6 +292,21 @@ fn main() {
     let baseline = ns("serde_json::to_vec + SHA-256");
     for (name, figure) in &figures[5..] {
         println!("| {name} | {figure:.0} | {:.2}× |", figure / baseline);
+    }
+    println!();
+    println!("### Memory store, full: refusing a new key");
+    println!();
+    println!(
+        "`max_records` reached with live records only; median of {ROUNDS} interleaved rounds \
+         of {REFUSALS_PER_ROUND} refused calls."
+    );
+    println!();
+    println!("| live records held | ns per refused call | × the smallest store |");
+    println!("|---|---|---|");
+    let refused = refusals();
+    let smallest = refused[0].1;
+    for (records, figure) in &refused {
+        println!("| {records} | {figure:.0} | {:.2}× |", figure / smallest);
     }
     println!();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -180,6 +180,55 @@ async fn a_full_store_fails_closed_and_evicts_nothing_live() {
     assert_eq!(store.len(), 1);
 }
 
+/// A full store refuses at once while no record can have expired, and makes room as soon as
+/// one did: a record completed with a TTL shorter than its lease was, one held by a call that
+/// crashed (a grace after its lease), and one released with steps (at their TTL).
+#[tokio::test]
+async fn a_full_store_makes_room_as_soon_as_the_earliest_record_stops_counting() {
+    let store = MemoryStore::builder().max_records(3).no_sweeping().build();
+    let clock = ManualClock::new();
+    let idem = Idempotency::new(store.clone()).with_clock(clock.clone());
+    let call = |order: u32, ttl: Duration| {
+        let key = idem.key("charge").part(&order).finish().unwrap();
+        Call::new(key, Fingerprint::of(&order).unwrap())
+            .with_ttl(ttl)
+            .with_lease(Duration::from_secs(30))
+    };
+    let minute = Duration::from_secs(60);
+    let day = Duration::from_secs(24 * 3600);
+    // Completed for a second, though its lease was 30 s.
+    idem.run(call(0, Duration::from_secs(1)), async { Ok::<_, Error>(0) })
+        .await
+        .unwrap();
+    // Released after a step kept for ten minutes.
+    let failed = idem
+        .run(call(1, minute * 10), async {
+            idem_core::step("charge", async { Ok::<_, Error>(1) }).await?;
+            Err::<u32, _>(Error::InvalidKey("declined".into()))
+        })
+        .await;
+    assert!(failed.is_err());
+    // Held by a call that never finishes (its future is dropped, as a crash would).
+    let held = idem.run(call(2, day), std::future::pending::<Result<u32, Error>>());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), held)
+            .await
+            .is_err(),
+        "the held call never returns"
+    );
+    let fresh = |order: u32| idem.run(call(order, day), async move { Ok::<_, Error>(order) });
+    assert!(matches!(fresh(10).await, Err(Error::Store { .. })), "full");
+    clock.advance(Duration::from_secs(2));
+    assert!(fresh(11).await.is_ok(), "the one-second record made room");
+    assert!(matches!(fresh(12).await, Err(Error::Store { .. })), "full again");
+    clock.advance(idem_core::LEASE_GRACE + Duration::from_secs(30));
+    assert!(fresh(13).await.is_ok(), "the crashed call's record made room");
+    assert!(matches!(fresh(14).await, Err(Error::Store { .. })), "full again");
+    clock.advance(minute * 10);
+    assert!(fresh(15).await.is_ok(), "the released steps made room");
+    assert!(matches!(fresh(16).await, Err(Error::Store { .. })), "full again");
+}
+
 /// The sweep interval is honoured: no sweep before it passes, one as soon as it has.
 #[tokio::test]
 async fn sweeps_run_once_per_interval() {

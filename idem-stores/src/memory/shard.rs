@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use idem_core::{Key, OwnerToken, Record, Reservation, Timestamp};
 use tokio::sync::Notify;
 
-use super::capacity::Capacity;
+use super::capacity::{stops_counting_at, Capacity};
 
 /// A record and the waiters that want to hear when it changes.
 pub(crate) struct Slot {
@@ -66,6 +66,7 @@ impl Shard {
             if !room.take() {
                 return None;
             }
+            room.note(&Record::InProgress(claim.record().clone()));
             slots.insert(
                 key.clone(),
                 Slot::new(Record::InProgress(claim.record().clone())),
@@ -92,6 +93,7 @@ impl Shard {
         };
         slot.wake();
         *slot = Slot::new(Record::InProgress(written.clone()));
+        room.note(&slot.record);
         Some(reservation)
     }
 
@@ -112,7 +114,13 @@ impl Shard {
         }
     }
 
-    pub(crate) fn replace(slots: &mut HashMap<Key, Slot>, key: &Key, record: Record) {
+    pub(crate) fn replace(
+        slots: &mut HashMap<Key, Slot>,
+        key: &Key,
+        record: Record,
+        room: &Capacity,
+    ) {
+        room.note(&record);
         if let Some(old) = slots.insert(key.clone(), Slot::new(record)) {
             old.wake();
         }
@@ -135,6 +143,7 @@ impl Shard {
         match &slot.record {
             Record::InProgress(held) if !held.steps().is_empty() => {
                 slot.record = Record::InProgress(held.clone().released());
+                room.note(&slot.record);
                 slot.wake();
             }
             _ => Self::remove(slots, key, room),
@@ -173,23 +182,28 @@ impl Shard {
     }
 
     /// Drops every completed record that expired before `now`, and every abandoned in-progress
-    /// record, giving their room back; returns how many.
-    pub(crate) fn purge(&self, now: Timestamp, room: &Capacity) -> usize {
+    /// record, giving their room back; returns how many, and when the earliest record kept
+    /// stops counting.
+    pub(crate) fn purge(&self, now: Timestamp, room: &Capacity) -> (usize, Option<Timestamp>) {
         let mut slots = self.lock();
         let before = slots.len();
+        let mut earliest: Option<Timestamp> = None;
         slots.retain(|_, slot| {
             let keep = match &slot.record {
                 Record::InProgress(in_progress) => !in_progress.is_abandoned(now),
                 record => record.is_live(now),
             };
-            if !keep {
+            if keep {
+                let at = stops_counting_at(&slot.record);
+                earliest = Some(earliest.map_or(at, |e| e.min(at)));
+            } else {
                 slot.wake();
             }
             keep
         });
         let purged = before - slots.len();
         room.give_back(purged);
-        purged
+        (purged, earliest)
     }
 
     pub(crate) fn len(&self) -> usize {

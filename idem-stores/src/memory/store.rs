@@ -77,11 +77,18 @@ impl MemoryStore {
     /// [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease passed); returns how many.
     pub fn purge_expired(&self, now: Timestamp) -> usize {
         let room = &self.inner.room;
-        self.inner
-            .shards
-            .iter()
-            .map(|shard| shard.purge(now, room))
-            .sum()
+        room.start_purge();
+        let (mut purged, mut earliest) = (0, None::<Timestamp>);
+        for shard in self.inner.shards.iter() {
+            let (removed, kept) = shard.purge(now, room);
+            purged += removed;
+            earliest = match (earliest, kept) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        room.end_purge(earliest);
+        purged
     }
 
     /// Resolves once no sweep runs in the background (at once if none does).
@@ -165,8 +172,11 @@ impl Store for MemoryStore {
         if let Some(reservation) = self.shard(key).reserve(key, claim, room) {
             return Ok(reservation);
         }
-        // Full: expired records make room; live ones are never evicted.
-        self.purge_expired(claim.now());
+        // Full: expired records make room; live ones are never evicted. While none can have
+        // expired yet, the refusal is immediate, not a scan of every record.
+        if room.may_free_up(claim.now()) {
+            self.purge_expired(claim.now());
+        }
         self.shard(key)
             .reserve(key, claim, room)
             .ok_or_else(|| StoreError::backend(StoreFull { max: room.max() }))
@@ -178,8 +188,9 @@ impl Store for MemoryStore {
         owner: &OwnerToken,
         record: &Completed,
     ) -> Result<(), StoreError> {
+        let room = &self.inner.room;
         self.update_owned(key, owner, |slots| {
-            Shard::replace(slots, key, Record::Completed(record.clone()))
+            Shard::replace(slots, key, Record::Completed(record.clone()), room)
         })
     }
 
