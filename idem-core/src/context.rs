@@ -97,15 +97,22 @@ impl CallContext {
         self.inner.fencing_token
     }
 
-    /// Resolves when the engine learns the lease is gone: another caller took the key over, or
-    /// no renewal reached the store before the lease passed. A long body can race its work
-    /// against it and stop early; its outcome will not be recorded
+    /// Resolves when the engine learns the lease is gone: another caller took the key over
+    /// (a renewal or a [step](crate::step)'s write was refused and the record read back shows
+    /// another owner), or no renewal reached the store before the lease passed. A long body can
+    /// race its work against it and stop early; its outcome will not be recorded
     /// ([`Error::NotRecorded`](crate::Error::NotRecorded)) unless the store still accepts it.
+    ///
+    /// After an outage that outlasted the lease, renewals go on; when one gets through, no one
+    /// took the key over meanwhile and [`is_lease_lost`](CallContext::is_lease_lost) is `false`
+    /// again. A renewal that finds the record completed by this very call (in the caller's
+    /// own transaction) is no loss.
     pub async fn lease_lost(&self) {
         self.inner.lease.lost().await
     }
 
-    /// Whether the lease is known to be lost already.
+    /// Whether the lease is known to be lost now: taken over (for good), or passed with no
+    /// renewal through since.
     pub fn is_lease_lost(&self) -> bool {
         self.inner.lease.loss().is_some()
     }

@@ -220,13 +220,25 @@ async fn a_full_store_makes_room_as_soon_as_the_earliest_record_stops_counting()
     assert!(matches!(fresh(10).await, Err(Error::Store { .. })), "full");
     clock.advance(Duration::from_secs(2));
     assert!(fresh(11).await.is_ok(), "the one-second record made room");
-    assert!(matches!(fresh(12).await, Err(Error::Store { .. })), "full again");
+    assert!(
+        matches!(fresh(12).await, Err(Error::Store { .. })),
+        "full again"
+    );
     clock.advance(idem_core::LEASE_GRACE + Duration::from_secs(30));
-    assert!(fresh(13).await.is_ok(), "the crashed call's record made room");
-    assert!(matches!(fresh(14).await, Err(Error::Store { .. })), "full again");
+    assert!(
+        fresh(13).await.is_ok(),
+        "the crashed call's record made room"
+    );
+    assert!(
+        matches!(fresh(14).await, Err(Error::Store { .. })),
+        "full again"
+    );
     clock.advance(minute * 10);
     assert!(fresh(15).await.is_ok(), "the released steps made room");
-    assert!(matches!(fresh(16).await, Err(Error::Store { .. })), "full again");
+    assert!(
+        matches!(fresh(16).await, Err(Error::Store { .. })),
+        "full again"
+    );
 }
 
 /// The sweep interval is honoured: no sweep before it passes, one as soon as it has.
