@@ -254,9 +254,10 @@ impl Idempotency {
         let result = match outcome {
             Ok(result) => result,
             Err(panic) => {
+                // No renewal may land between a release and the end of this call.
+                drop(renewal);
                 self.settle_panic(call, &owner, &lease, &journal).await;
                 settle.disarm();
-                drop(renewal);
                 panic::resume_unwind(panic);
             }
         };
@@ -374,13 +375,12 @@ impl Idempotency {
             lease,
             what: "the outcome",
         };
-        // Stored when the record holds this outcome, whatever its expiry: completed in the
-        // caller's transaction, or by an earlier attempt whose answer was lost.
-        let landed = |stored: &Record| {
-            matches!(stored, Record::Completed(stored)
-                if stored.fingerprint() == completed.fingerprint()
-                    && stored.outcome() == completed.outcome())
-        };
+        // Exactly this record, expiry included: an earlier attempt landed with its answer
+        // lost. A successor's completion with an equal outcome is not this call's. (A record
+        // this owner completed in its own transaction is accepted by the store's completion
+        // itself.)
+        let landed =
+            |stored: &Record| matches!(stored, Record::Completed(stored) if stored == completed);
         write
             .run(|| self.store.complete(&call.key, owner, completed), landed)
             .await

@@ -76,53 +76,64 @@ impl Renew {
     async fn renew(&self) -> Renewed {
         let key = self.key.as_str();
         let mut backoff = RETRY_BACKOFF;
+        let mut tries = 0u32;
         loop {
             let until = self.clock.now() + self.lease;
-            match self.store.renew(&self.key, &self.owner, until).await {
+            let failure = match self.store.renew(&self.key, &self.owner, until).await {
                 Ok(()) => {
                     if self.state.renewed(until) {
                         tracing::warn!(target: TARGET, key, "lease renewed again after an outage; no one took the key over meanwhile");
+                    } else if tries > 0 {
+                        tracing::info!(target: TARGET, key, tries, "lease renewed after failed tries");
                     }
                     return Renewed::Continue;
                 }
                 Err(StoreError::LeaseLost) => match self.store.get(&self.key).await {
-                    Ok(record) => {
-                        let now = self.clock.now();
-                        match lease::after_refusal(
-                            record.as_ref(),
-                            &self.owner,
-                            &self.fingerprint,
-                            &self.state,
-                            now,
-                        ) {
-                            None => {
-                                tracing::debug!(target: TARGET, key, "renewal ends: the record is this call's, completed or released")
-                            }
-                            Some(loss) => {
-                                tracing::error!(target: TARGET, key, "lease lost while running: another caller took the key over, or may have once the lease passed");
-                                self.state.lose(loss);
-                            }
-                        }
-                        return Renewed::Stop;
-                    }
-                    Err(error) => {
-                        tracing::warn!(target: TARGET, key, %error, "lease renewal refused and the record could not be read back; retrying");
-                    }
+                    Ok(record) => return self.refused(record.as_ref()),
+                    Err(error) => crate::BoxError::from(error),
                 },
-                Err(error) if self.clock.now() >= self.state.until() => {
-                    if self.state.loss().is_none() {
-                        tracing::error!(target: TARGET, key, %error, "lease passed before a renewal reached the store; another caller may take the key over, renewal goes on");
-                        self.state.lose(Loss::Expired);
-                    }
-                }
-                Err(error) => {
-                    tracing::warn!(target: TARGET, key, %error, "lease renewal failed; retrying");
-                }
+                Err(StoreError::Backend(error)) | Err(StoreError::Rejected(error)) => error,
+                Err(error) => crate::BoxError::from(error),
+            };
+            tries += 1;
+            if self.clock.now() >= self.state.until() && self.state.loss().is_none() {
+                tracing::error!(target: TARGET, key, error = %failure, "lease passed before a renewal reached the store; another caller may take the key over; renewal goes on");
+                self.state.lose(Loss::Expired);
+            } else if tries == 1 {
+                tracing::warn!(target: TARGET, key, error = %failure, "lease renewal failed; retrying until one gets through");
+            } else {
+                tracing::debug!(target: TARGET, key, error = %failure, tries, "lease renewal failed again");
             }
-            tokio::time::sleep(backoff).await;
+            tokio::time::sleep(jittered(backoff, &self.owner, tries)).await;
             backoff = (backoff * 2).min(self.every).min(MAX_BACKOFF);
         }
     }
+
+    /// Ends renewal after the store refused it, with what the record read back says.
+    fn refused(&self, record: Option<&crate::Record>) -> Renewed {
+        let key = self.key.as_str();
+        let now = self.clock.now();
+        match lease::after_refusal(record, &self.owner, &self.fingerprint, &self.state, now) {
+            None => {
+                tracing::debug!(target: TARGET, key, "renewal ends: the record is this call's, completed or released")
+            }
+            Some(loss) => {
+                tracing::error!(target: TARGET, key, "lease lost while running: another caller took the key over, or may have once the lease passed");
+                self.state.lose(loss);
+            }
+        }
+        Renewed::Stop
+    }
+}
+
+/// `pause` made 75% to 125% of itself, varying with the owner and the try, so that the calls
+/// an outage stopped don't all try again in the same instant once the store is back.
+fn jittered(pause: Duration, owner: &OwnerToken, tries: u32) -> Duration {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (owner.as_str(), tries).hash(&mut hasher);
+    let per_mille = 750 + hasher.finish() % 501;
+    pause * u32::try_from(per_mille).unwrap_or(1000) / 1000
 }
 
 /// Whether renewing goes on.

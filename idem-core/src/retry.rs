@@ -76,8 +76,11 @@ impl FencedWrite<'_> {
         let record = match self.store.get(self.key).await {
             Ok(record) => record,
             Err(error) => {
-                tracing::error!(target: TARGET, key, %error, "storing {what} was refused and the record could not be read back; counting the lease lost");
-                self.lease.lose(Loss::TakenOver);
+                // Unknown, not lost: the record may hold this call's own completion.
+                tracing::error!(target: TARGET, key, %error, "storing {what} was refused and the record could not be read back");
+                if self.clock.now() >= self.lease.until() {
+                    self.lease.lose(Loss::Expired);
+                }
                 return Err(StoreError::LeaseLost);
             }
         };

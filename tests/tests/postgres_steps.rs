@@ -236,7 +236,7 @@ async fn migrate_adds_the_step_columns_to_an_older_table() {
     assert_eq!(
         store.round_trips() - before,
         7,
-        "look in the catalog, then begin, lock, create, add the columns, index, commit"
+        "look in the catalog, then begin, lock, look again, add the columns, index, commit"
     );
     let before = store.round_trips();
     store.migrate().await.unwrap();

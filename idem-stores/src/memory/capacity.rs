@@ -1,6 +1,7 @@
 //! The bound on how many records a memory store holds, and when room may free up next.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use idem_core::{Record, Timestamp, LEASE_GRACE};
 
@@ -14,6 +15,11 @@ pub(crate) struct Capacity {
     /// No record stops counting before this (ms since the epoch): lowered by every record
     /// written, raised only by a purge, which sees every record.
     earliest_expiry: AtomicU64,
+    /// The earliest expiry noted since the running purge started, which its scan may have
+    /// missed (written into a shard it had already scanned).
+    noted_while_purging: AtomicU64,
+    /// One purge at a time, so that each one's result stands for every record.
+    purging: Mutex<()>,
 }
 
 impl Capacity {
@@ -22,6 +28,8 @@ impl Capacity {
             max,
             held: AtomicUsize::new(0),
             earliest_expiry: AtomicU64::new(u64::MAX),
+            noted_while_purging: AtomicU64::new(u64::MAX),
+            purging: Mutex::new(()),
         }
     }
 
@@ -49,8 +57,14 @@ impl Capacity {
     }
 
     fn note_expiry(&self, at: Timestamp) {
-        self.earliest_expiry
-            .fetch_min(at.as_millis(), Ordering::AcqRel);
+        let at = at.as_millis();
+        for bound in [&self.earliest_expiry, &self.noted_while_purging] {
+            // A load first: most writes expire after the bound, and a read is cheaper than
+            // an atomic update on a line every shard shares.
+            if at < bound.load(Ordering::Acquire) {
+                bound.fetch_min(at, Ordering::AcqRel);
+            }
+        }
     }
 
     /// Whether a record may have stopped counting by `now`, so that a purge may make room.
@@ -58,17 +72,19 @@ impl Capacity {
         now.as_millis() >= self.earliest_expiry.load(Ordering::Acquire)
     }
 
-    /// Starts a purge: it will [`end_purge`](Capacity::end_purge) with the earliest expiry of
-    /// the records it kept, and records written meanwhile note theirs as usual.
-    pub(crate) fn start_purge(&self) {
-        self.earliest_expiry.store(u64::MAX, Ordering::Release);
-    }
-
-    /// Ends a purge that kept records whose earliest expiry is `earliest`.
-    pub(crate) fn end_purge(&self, earliest: Option<Timestamp>) {
-        if let Some(at) = earliest {
-            self.note_expiry(at);
-        }
+    /// Runs `scan`, a purge that returns the earliest expiry of the records it kept, after
+    /// any purge still running, and makes the bound exact with what it found. The bound is
+    /// never raised while the scan runs, so a full store still purges meanwhile.
+    pub(crate) fn purge(&self, scan: impl FnOnce() -> Option<Timestamp>) {
+        let _one_at_a_time = self.purging.lock().unwrap_or_else(|e| e.into_inner());
+        self.noted_while_purging.store(u64::MAX, Ordering::Release);
+        let kept = scan().map_or(u64::MAX, Timestamp::as_millis);
+        let noted = &self.noted_while_purging;
+        self.earliest_expiry
+            .store(kept.min(noted.load(Ordering::Acquire)), Ordering::Release);
+        // A write noted between that read and the store.
+        self.earliest_expiry
+            .fetch_min(noted.load(Ordering::Acquire), Ordering::AcqRel);
     }
 }
 

@@ -171,14 +171,27 @@ impl Shard {
 
     /// Moves `owner`'s lease to `lease_until`; `false` if `owner` does not hold the key or
     /// released it with steps.
-    pub(crate) fn renew(&self, key: &Key, owner: &OwnerToken, lease_until: Timestamp) -> bool {
-        match self.lock().get_mut(key).map(|slot| &mut slot.record) {
-            Some(Record::InProgress(held)) if held.owner() == owner && !held.is_released() => {
-                held.set_lease_until(lease_until);
-                true
-            }
-            _ => false,
+    pub(crate) fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Timestamp,
+        room: &Capacity,
+    ) -> bool {
+        let mut slots = self.lock();
+        let Some(slot) = slots.get_mut(key) else {
+            return false;
+        };
+        let Record::InProgress(held) = &mut slot.record else {
+            return false;
+        };
+        if held.owner() != owner || held.is_released() {
+            return false;
         }
+        held.set_lease_until(lease_until);
+        // A clock that stepped back may have moved the lease earlier.
+        room.note(&slot.record);
+        true
     }
 
     /// Drops every completed record that expired before `now`, and every abandoned in-progress

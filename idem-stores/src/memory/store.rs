@@ -77,17 +77,19 @@ impl MemoryStore {
     /// [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease passed); returns how many.
     pub fn purge_expired(&self, now: Timestamp) -> usize {
         let room = &self.inner.room;
-        room.start_purge();
-        let (mut purged, mut earliest) = (0, None::<Timestamp>);
-        for shard in self.inner.shards.iter() {
-            let (removed, kept) = shard.purge(now, room);
-            purged += removed;
-            earliest = match (earliest, kept) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-        }
-        room.end_purge(earliest);
+        let mut purged = 0;
+        room.purge(|| {
+            let mut earliest = None::<Timestamp>;
+            for shard in self.inner.shards.iter() {
+                let (removed, kept) = shard.purge(now, room);
+                purged += removed;
+                earliest = match (earliest, kept) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            earliest
+        });
         purged
     }
 
@@ -218,7 +220,10 @@ impl Store for MemoryStore {
         owner: &OwnerToken,
         lease_until: Timestamp,
     ) -> Result<(), StoreError> {
-        if self.shard(key).renew(key, owner, lease_until) {
+        if self
+            .shard(key)
+            .renew(key, owner, lease_until, &self.inner.room)
+        {
             Ok(())
         } else {
             Err(StoreError::LeaseLost)

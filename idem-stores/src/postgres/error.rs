@@ -44,23 +44,30 @@ impl RequestFailed {
         table: &str,
         source: sqlx::Error,
     ) -> Self {
-        let exhausted = matches!(source, sqlx::Error::PoolTimedOut).then(|| PoolUse {
+        // sqlx also times out when it can't open a connection (the server is down): the pool
+        // is only exhausted when every connection it may open is open and busy.
+        let usage = PoolUse {
             size: pool.size(),
             idle: pool.num_idle(),
             max: pool.options().get_max_connections(),
-        });
+        };
+        let exhausted = (matches!(source, sqlx::Error::PoolTimedOut)
+            && usage.size >= usage.max
+            && usage.idle == 0)
+            .then_some(usage);
         RequestFailed {
             exhausted,
             ..Self::new(operation, table, source)
         }
     }
 
-    /// Whether the pool had no free connection within its acquire timeout: every connection
-    /// was in use. A body that holds a connection (an open transaction) while it records a
+    /// Whether the pool had no free connection within its acquire timeout while every
+    /// connection it may open was open and in use. (A timeout with room in the pool means
+    /// connections could not be opened: the server is unreachable.) A body that holds a connection (an open transaction) while it records a
     /// step keeps one of them; see the sizing rule in the
     /// [module docs](super#sizing-the-pool).
     pub fn is_pool_exhausted(&self) -> bool {
-        matches!(self.source, sqlx::Error::PoolTimedOut)
+        self.exhausted.is_some()
     }
 
     /// What the store was doing: `reserve`, `complete`, `release`, `record step`, `renew`,

@@ -28,9 +28,9 @@ fn no_live_steps(row: &str, now: &str) -> String {
 /// Every statement of a store, for one table.
 #[derive(Debug)]
 pub(crate) struct Statements {
-    /// The index, schema-qualified and quoted, as `migrated` takes it.
+    /// The index, schema-qualified and quoted, as `catalog` takes it.
     pub(crate) index: String,
-    pub(crate) migrated: String,
+    pub(crate) catalog: String,
     pub(crate) migrate_lock: String,
     pub(crate) create_table: String,
     pub(crate) add_step_columns: String,
@@ -54,9 +54,10 @@ impl Statements {
         let index = quote_identifier(&format!("{table}_live_until_idx"));
         Statements {
             index: format!("{}.{index}", quote_identifier(schema)),
-            migrated: "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL \
-                 AND (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1) \
-                 AND attname IN ('steps', 'steps_kept_until') AND NOT attisdropped) = 2"
+            catalog: "SELECT to_regclass($1) IS NOT NULL, \
+                 (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1) \
+                 AND attname IN ('steps', 'steps_kept_until') AND NOT attisdropped), \
+                 to_regclass($2) IS NOT NULL"
                 .to_owned(),
             migrate_lock: "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))".to_owned(),
             create_table: create_table(&t),
@@ -250,6 +251,10 @@ SELECT * FROM (
 /// whose row is deleted and inserted over and over (failing calls released in a loop) costs
 /// at most these two statements. It is not the first choice because it writes a new version
 /// of the row even when it only reads it (a replay, a conflict).
+///
+/// The claim is the statement's when the row is the claim's owner's and was written by this
+/// transaction (`updated_at` is its `now()`); a row this owner claimed earlier, whose answer
+/// was lost, is found as it stands, as the first statement finds it.
 fn reserve_locking(t: &str) -> String {
     let free = row_is_free();
     let set = claim_columns()
@@ -262,7 +267,7 @@ fn reserve_locking(t: &str) -> String {
     format!(
         "{insert}
         {set}
-RETURNING owner = $2 AS claimed, {RECORD_COLUMNS}",
+RETURNING owner = $2 AND updated_at = now() AS claimed, {RECORD_COLUMNS}",
         insert = insert_claim(t),
     )
 }

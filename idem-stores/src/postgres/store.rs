@@ -73,24 +73,31 @@ impl PostgresStore {
     ///   the table's name, so that processes migrating at once take turns instead of failing
     ///   (`CREATE TABLE IF NOT EXISTS` alone is not safe under concurrency in PostgreSQL).
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        if self.is_migrated().await? {
+        let failed = |error| self.failed("migrate", error);
+        if self.catalog(&self.pool).await?.is_complete() {
             return Ok(());
         }
-        let failed = |error| self.failed("migrate", error);
         self.count_round_trip();
         let mut tx = self.pool.begin().await.map_err(failed)?;
-        let statements = [
-            &self.statements.create_table,
-            &self.statements.add_step_columns,
-            &self.statements.create_index,
-        ];
         self.count_round_trip();
         sqlx::query(&self.statements.migrate_lock)
             .bind(format!("idem migrate {}", self.table))
             .execute(&mut *tx)
             .await
             .map_err(failed)?;
-        for statement in statements {
+        // Another process may have migrated while this one waited for the lock; only what
+        // is still missing is sent, since `ALTER TABLE` locks out every reader and writer
+        // even when it has nothing to add.
+        let found = self.catalog(&mut *tx).await?;
+        let missing = [
+            (!found.table, &self.statements.create_table),
+            (
+                found.table && found.step_columns < 2,
+                &self.statements.add_step_columns,
+            ),
+            (!found.index, &self.statements.create_index),
+        ];
+        for (_, statement) in missing.into_iter().filter(|(missing, _)| *missing) {
             self.count_round_trip();
             sqlx::query(statement)
                 .execute(&mut *tx)
@@ -101,16 +108,23 @@ impl PostgresStore {
         tx.commit().await.map_err(failed)
     }
 
-    /// Whether the table, its step columns and its index exist, read from the catalog alone.
-    async fn is_migrated(&self) -> Result<bool, StoreError> {
-        let query = sqlx::query(&self.statements.migrated)
+    /// What the catalog holds of the table, read without locking it.
+    async fn catalog(&self, executor: impl sqlx::PgExecutor<'_>) -> Result<Catalog, StoreError> {
+        self.count_round_trip();
+        let row = sqlx::query(&self.statements.catalog)
             .bind(&*self.table)
-            .bind(&self.statements.index);
-        match self.fetch_optional("migrate", query).await? {
-            Some(row) => sqlx::Row::try_get::<bool, _>(&row, 0)
-                .map_err(|error| self.failed("migrate", error)),
-            None => Ok(false),
-        }
+            .bind(&self.statements.index)
+            .fetch_one(executor)
+            .await
+            .map_err(|error| self.failed("migrate", error))?;
+        let read = || -> Result<Catalog, sqlx::Error> {
+            Ok(Catalog {
+                table: sqlx::Row::try_get(&row, 0)?,
+                step_columns: sqlx::Row::try_get(&row, 1)?,
+                index: sqlx::Row::try_get(&row, 2)?,
+            })
+        };
+        read().map_err(|error| self.failed("migrate", error))
     }
 
     /// Deletes at most `batch` rows that stopped counting at `now`: completed records past
@@ -207,6 +221,19 @@ impl PostgresStore {
             0 => Err(StoreError::LeaseLost),
             _ => Ok(()),
         }
+    }
+}
+
+/// What [`PostgresStore::migrate`] finds in the catalog.
+struct Catalog {
+    table: bool,
+    step_columns: i64,
+    index: bool,
+}
+
+impl Catalog {
+    fn is_complete(&self) -> bool {
+        self.table && self.step_columns == 2 && self.index
     }
 }
 

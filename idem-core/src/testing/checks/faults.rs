@@ -264,10 +264,11 @@ async fn renewals_resume_after_an_outage_longer_than_the_lease(ctx: Context) {
         .unwrap()
         .forget();
     outage.end_renewal_outage();
+    // Two renewals through: the renewal task records the first before it sends the second.
     waiting_for(
-        "a renewal to get through after the outage",
+        "two renewals to get through after the outage",
         PROMPTLY,
-        outage.renewed.acquire(),
+        outage.renewed.acquire_many(2),
     )
     .await
     .unwrap()
