@@ -20,7 +20,9 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use crate::{Call, Error, Fingerprinter, Idempotency, KeyPart};
 
+pub use crate::names::Registration;
 pub use crate::{installed, OnAbort};
+pub use inventory;
 
 /// The return type of an idempotent function: `Result<T, E>` however it is spelled.
 #[diagnostic::on_unimplemented(
@@ -67,7 +69,8 @@ impl<T: Serialize + DeserializeOwned> Storable for T {}
 #[diagnostic::on_unimplemented(
     message = "the error type `{Self}` of an `#[idempotent]` function must implement `From<idem_core::Error>`",
     label = "idempotency failures (in progress, mismatch, store down) are returned as this error",
-    note = "add `impl From<idem_core::Error> for {Self}`, e.g. a variant `#[error(transparent)] Idem(#[from] idem_core::Error)` with thiserror, or return `anyhow::Result`"
+    note = "if `{Self}` is your own type, add `impl From<idem_core::Error> for {Self}`, e.g. a variant `#[error(transparent)] Idem(#[from] idem_core::Error)` with thiserror",
+    note = "a type of another crate (`String`, `std::io::Error`...) cannot get that impl here: return `anyhow::Result<T>`, `Result<T, Box<dyn std::error::Error + Send + Sync>>`, or an error type of your own with a variant for `idem_core::Error`"
 )]
 pub trait IdemError: From<Error> {}
 
@@ -95,6 +98,17 @@ pub trait FingerprintArg: Serialize {}
 
 #[diagnostic::do_not_recommend]
 impl<T: Serialize + ?Sized> FingerprintArg for T {}
+
+/// A key operand written `display(..)`, keyed by its `Display` text.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not implement `std::fmt::Display`, so `display(...)` cannot key by it",
+    label = "keyed by its `Display` text",
+    note = "implement `std::fmt::Display` for it, or key by a field of it without `display(...)`"
+)]
+pub trait KeyDisplay: Display {}
+
+#[diagnostic::do_not_recommend]
+impl<T: Display + ?Sized> KeyDisplay for T {}
 
 /// What `store = "..."` may evaluate to.
 #[diagnostic::on_unimplemented(
@@ -223,11 +237,51 @@ impl Prepare {
         }
     }
 
-    /// Appends a key part.
+    /// Adds an argument whose type is a type parameter or `impl Trait`: bounded by
+    /// `Serialize` itself, so that rustc's suggestion to restrict the parameter names a bound
+    /// the user can write.
+    pub fn fingerprint_param<A: Serialize + ?Sized>(&mut self, arg: &A) {
+        if self.failed.is_none() {
+            if let Err(error) = self.fingerprint.add(arg) {
+                self.failed = Some(error);
+            }
+        }
+    }
+
+    /// Refuses to run the function when another function of the program has its `name`.
+    pub fn registered(&mut self, name: &str) {
+        if self.failed.is_none() {
+            if let Err(error) = crate::names::check(name) {
+                self.failed = Some(error);
+            }
+        }
+    }
+
+    /// Appends a key part written as a literal.
     pub fn part<P: KeyPart + ?Sized>(&mut self, part: &P) {
         if let Some(part) = self.rendered(part) {
             self.parts.push(part);
         }
+    }
+
+    /// Appends the key part `operand` (its source text, for the error when it has no value).
+    pub fn part_of<P: KeyPart + ?Sized>(&mut self, part: &P, operand: &str) {
+        let mut text = String::new();
+        if part.write_key_part(&mut text).is_ok() {
+            self.parts.push(text);
+            return;
+        }
+        self.failed.get_or_insert_with(|| {
+            Error::InvalidKey(format!(
+                "key operand `{operand}` has no value (it is `None`, or its `KeyPart` \
+                 implementation failed), and a call without it cannot be told apart from another"
+            ))
+        });
+    }
+
+    /// Appends the `Display` text of a key operand written `display(..)`.
+    pub fn part_display<D: KeyDisplay + ?Sized>(&mut self, part: &D) {
+        self.parts.push(part.to_string());
     }
 
     /// The part's text; records an [`Error::InvalidKey`] when its `KeyPart` impl fails.
@@ -329,4 +383,16 @@ where
         .run_storing_errors(call, store_err, async move { body.await.into_result() })
         .await;
     R::from_result(result.map(|executed| executed.value))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_default_ttl_is_the_one_the_attribute_checks_lease_against() {
+        assert_eq!(
+            crate::DEFAULT_TTL.as_millis(),
+            86_400_000,
+            "update DEFAULT_TTL_MS in idem-macros/src/duration.rs to the new default"
+        );
+    }
 }

@@ -118,6 +118,22 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// Two `#[idempotent]` functions linked into this program have the same name (HTTP 500),
+    /// so they would share records and one would replay the other's results: neither runs
+    /// until each has a `name` of its own. A function defined inside another function's body
+    /// is named after the module around it, like one beside it.
+    #[error(
+        "two `#[idempotent]` functions are named `{name}` ({}), so they would share records: give \
+         each its own `name = \"...\"` (a function defined inside another function's body is \
+         named after the module around it)",
+        sites.join(", ")
+    )]
+    DuplicateName {
+        /// The name they share.
+        name: String,
+        /// Where each is defined, `file:line`.
+        sites: Vec<String>,
+    },
     /// The idempotency key cannot be used, for example because it is too long (HTTP 400).
     #[error("invalid idempotency key: {0}")]
     InvalidKey(String),
@@ -150,6 +166,7 @@ impl Error {
             | Error::Codec(_)
             | Error::CorruptRecord { .. }
             | Error::DuplicateStep { .. }
+            | Error::DuplicateName { .. }
             | Error::InvalidStepName { .. }
             | Error::Rejected { .. } => 500,
         }

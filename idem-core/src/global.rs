@@ -8,8 +8,10 @@ static INSTALLED: RwLock<Option<Idempotency>> = RwLock::new(None);
 
 /// Makes `handle` the default for every `#[idempotent]` function without a `store = "..."`
 /// argument. Call it once at start-up; a later call replaces the handle for calls that start
-/// afterwards.
+/// afterwards. Logs every name two `#[idempotent]` functions of the program share
+/// ([`check_names`](crate::check_names)): such functions refuse to run.
 pub fn install(handle: Idempotency) {
+    crate::names::log_duplicates();
     *INSTALLED.write().unwrap_or_else(|e| e.into_inner()) = Some(handle);
 }
 

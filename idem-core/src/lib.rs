@@ -96,6 +96,7 @@ mod handle;
 mod journal;
 mod key;
 mod lease;
+mod names;
 mod policy;
 mod record;
 mod renewal;
@@ -122,6 +123,7 @@ pub use fingerprint::{Fingerprint, Fingerprinter, ParseFingerprintError};
 pub use global::{install, installed};
 pub use handle::{Idempotency, DEFAULT_NAMESPACE};
 pub use key::{Key, KeyBuilder, KeyPart, MAX_KEY_LEN};
+pub use names::check_names;
 pub use policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 pub use record::{
     Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
