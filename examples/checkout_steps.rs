@@ -85,7 +85,8 @@ impl Shop {
         key = "order.order_id",
         lease = "1s",
         wait = "10s",
-        name = "shop.checkout"
+        name = "shop.checkout",
+        skip = "self"
     )]
     async fn checkout(&self, order: &Order) -> Result<Receipt, ShopError> {
         let attempt = idem_core::context().map_or(1, |c| c.attempt());

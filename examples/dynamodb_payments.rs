@@ -43,7 +43,12 @@ struct Service {
 }
 
 impl Service {
-    #[idempotent(store = "self.idem", key = "req.order_id", name = "payments.charge")]
+    #[idempotent(
+        store = "self.idem",
+        key = "req.order_id",
+        name = "payments.charge",
+        skip = "self"
+    )]
     async fn charge(&self, req: &ChargeRequest) -> Result<Receipt, PayError> {
         self.network.charge(req).await
     }

@@ -108,7 +108,8 @@ impl OrderService {
         store = "self.idem",
         key = "req.order_id",
         ttl = "24h",
-        name = "orders.create"
+        name = "orders.create",
+        skip = "self"
     )]
     async fn create_order(&self, req: &OrderRequest) -> Result<Order, OrderError> {
         let number = self.warehouse.take(req).await?;

@@ -202,32 +202,44 @@ impl Args {
         Ok(())
     }
 
-    /// Checks `lease` against an explicit `ttl`. The default TTL is idem-core's to know: a
-    /// `lease` given without a `ttl` is checked against it by the generated code (see
-    /// `expand`), so the macro never spells the default itself.
+    /// Checks `lease` against `ttl`, or against the default TTL when none is given.
     fn check_lease(&self, errors: &mut Errors) {
-        let (Some(lease), Some(ttl)) = (&self.lease, &self.ttl) else {
+        let Some(lease) = &self.lease else {
             return;
         };
-        if lease.ms > ttl.ms {
-            errors.push(syn::Error::new(
-                lease.lit.span(),
-                format!(
-                    "`lease` ({}) is longer than `ttl` ({}): shorten `lease` or lengthen `ttl`",
-                    duration::display(lease.ms),
-                    duration::display(ttl.ms)
-                ),
-            ));
-        }
+        let message = match &self.ttl {
+            Some(ttl) if lease.ms > ttl.ms => format!(
+                "`lease` ({}) is longer than `ttl` ({}): shorten `lease` or lengthen `ttl`",
+                duration::display(lease.ms),
+                duration::display(ttl.ms)
+            ),
+            None if lease.ms > duration::DEFAULT_TTL_MS => format!(
+                "`lease` ({}) is longer than the default `ttl` (24h, `idem_core::DEFAULT_TTL`): \
+                 shorten `lease`, or give a `ttl` at least as long, e.g. `ttl = \"{}\"`",
+                duration::display(lease.ms),
+                duration::display(lease.ms),
+            ),
+            _ => return,
+        };
+        errors.push(syn::Error::new(lease.lit.span(), message));
     }
 }
 
 /// The string literal an argument's value must be.
 fn string(arg: Arg, name: &Ident, value: Option<&Expr>, errors: &mut Errors) -> Option<LitStr> {
-    match value {
+    match value.map(ungrouped) {
         Some(Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
         })) => return Some(lit.clone()),
+        Some(Expr::Macro(mac)) => errors.push(syn::Error::new(
+            mac.span(),
+            format!(
+                "`{arg}` takes a string literal, and a macro call such as `concat!(..)` is not \
+                 expanded inside an attribute: write the literal, e.g. `{}`, or pass it through \
+                 `macro_rules!` as a `$name:literal`",
+                arg.example()
+            ),
+        )),
         Some(value) => errors.push(syn::Error::new(
             value.span(),
             format!("`{arg}` takes a string, e.g. `{}`", arg.example()),
@@ -240,6 +252,15 @@ fn string(arg: Arg, name: &Ident, value: Option<&Expr>, errors: &mut Errors) -> 
     None
 }
 
+/// `expr` without the invisible groups a `macro_rules!` fragment (`$key:literal`,
+/// `$key:expr`) arrives in.
+fn ungrouped(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Group(group) => ungrouped(&group.expr),
+        other => other,
+    }
+}
+
 fn expression(arg: Arg, lit: &LitStr) -> syn::Result<Expr> {
     lit.parse::<Expr>().map_err(|error| {
         syn::Error::new(
@@ -250,7 +271,9 @@ fn expression(arg: Arg, lit: &LitStr) -> syn::Result<Expr> {
 }
 
 fn idents(arg: Arg, lit: &LitStr) -> syn::Result<Vec<Ident>> {
-    let parser = Punctuated::<Ident, Token![,]>::parse_terminated;
+    // `self` is a name too: a method may list its receiver (`skip = "self"`).
+    let parser = Punctuated::<Ident, Token![,]>::parse_terminated_with;
+    let parser = |input: ParseStream<'_>| parser(input, Ident::parse_any);
     lit.parse_with(parser)
         .map(|names| names.into_iter().collect())
         .map_err(|_| {

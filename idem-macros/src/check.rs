@@ -2,6 +2,7 @@
 //! fingerprinted argument can be fingerprinted, and something tells calls apart.
 
 use proc_macro2::Span;
+use syn::spanned::Spanned;
 use syn::{Ident, ItemFn};
 
 use crate::args::{Args, Selection};
@@ -37,9 +38,42 @@ pub(crate) fn check(
             }
         }
     }
+    let conditional = |root: &Ident| {
+        target
+            .input(root)
+            .is_some_and(|input| !input.cfg.is_empty())
+    };
+    let key_roots = args.key.iter().flat_map(|(lit, operands)| {
+        operands
+            .iter()
+            .filter_map(Operand::root)
+            .map(move |root| ("key", root.clone(), lit.span()))
+    });
+    let scope_root = args
+        .scope
+        .as_ref()
+        .and_then(|scope| store_root(scope).map(|root| ("scope", root, scope.span())));
+    for (arg, root, span) in key_roots.chain(scope_root) {
+        if conditional(&root) {
+            errors.push(syn::Error::new(
+                span,
+                format!(
+                    "`{arg}` uses `{root}`, which exists only under `#[cfg(..)]`: a key needs the \
+                     same parts in every build; use an argument without `cfg`"
+                ),
+            ));
+        }
+    }
     if let Some(selection) = &args.selection {
         let (arg, names) = selection.names();
-        for name in names.iter().filter(|name| !target.has_arg(name)) {
+        let unknown = |name: &&Ident| {
+            if *name == "self" {
+                !target.has_receiver
+            } else {
+                !target.has_arg(name)
+            }
+        };
+        for name in names.iter().filter(unknown) {
             errors.push(syn::Error::new(
                 name.span(),
                 format!(
@@ -57,20 +91,53 @@ pub(crate) fn check(
     }
     if let Some(error) = crate::exclusion::implicit_exclusion(args, target, func, &fingerprinted) {
         errors.push(error);
+    } else if let Some(error) = crate::exclusion::unaccounted_receiver(args, func) {
+        errors.push(error);
     } else if args.key.is_none()
         && fingerprinted.is_empty()
-        && target.inputs.iter().all(|input| input.name.is_some())
+        && target
+            .inputs
+            .iter()
+            .all(|input| input.name.is_some() || input.wildcard)
     {
-        errors.push(syn::Error::new(
-            Span::call_site(),
-            format!(
-                "nothing tells calls of `{fn_name}` apart: with no `key`, the key is the \
-                 fingerprint of the arguments, and none is fingerprinted; give \
-                 `key = \"...\"` or fingerprint at least one argument"
-            ),
-        ));
+        errors.push(nothing_tells_calls_apart(target, func));
     }
     fingerprinted
+}
+
+/// The error for a function with no `key` and nothing fingerprinted, saying what to do for
+/// the function as it is.
+fn nothing_tells_calls_apart(target: &Target, func: &ItemFn) -> syn::Error {
+    let fn_name = &func.sig.ident;
+    if target.inputs.is_empty() && !target.has_receiver {
+        return syn::Error::new(
+            func.sig.paren_token.span.join(),
+            format!(
+                "`{fn_name}` has no arguments, so with no `key` every call is the same call: say \
+                 so with a literal key, e.g. `key = \"\\\"{fn_name}\\\"\"`; its first result \
+                 is then replayed until `ttl` passes"
+            ),
+        );
+    }
+    if let Some(wildcard) = target.inputs.iter().find(|input| input.wildcard) {
+        return syn::Error::new(
+            wildcard.span,
+            format!(
+                "nothing tells calls of `{fn_name}` apart: with no `key`, the key is the \
+                 fingerprint of the arguments, and a `_` argument is never fingerprinted (the \
+                 body cannot see it); give `key = \"...\"`, or name the argument (`_note: &str`) \
+                 to fingerprint it"
+            ),
+        );
+    }
+    syn::Error::new(
+        Span::call_site(),
+        format!(
+            "nothing tells calls of `{fn_name}` apart: with no `key`, the key is the fingerprint \
+             of the arguments, and none is fingerprinted; give `key = \"...\"` or fingerprint \
+             at least one argument"
+        ),
+    )
 }
 
 /// Checks that the function can have a default name if it needs one: a method is named after
@@ -96,12 +163,16 @@ pub(crate) fn named(
     ));
 }
 
-/// The arguments that `fingerprint`, `skip` and `store` leave in the fingerprint; a
+/// The arguments that `fingerprint`, `skip` and `store` leave in the fingerprint (the
+/// receiver only when `fingerprint` lists `self`); `_` never is, the body cannot see it; a
 /// destructuring pattern among them is an error, as it has no name to fingerprint.
 fn fingerprinted(args: &Args, target: &Target, errors: &mut Errors) -> Vec<Ident> {
     let store_root = args.store.as_ref().and_then(store_root);
     let mut fingerprinted = Vec::new();
-    for input in &target.inputs {
+    if let Some(Selection::Only(names)) = &args.selection {
+        fingerprinted.extend(names.iter().filter(|name| *name == "self").cloned());
+    }
+    for input in target.inputs.iter().filter(|input| !input.wildcard) {
         let selected = match (&args.selection, &input.name) {
             (Some(Selection::Only(names)), Some(name)) => names.contains(name),
             (Some(Selection::Only(_)), None) => false,

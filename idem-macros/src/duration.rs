@@ -11,6 +11,11 @@ pub(crate) struct Millis {
     pub(crate) lit: LitStr,
 }
 
+/// `idem_core::DEFAULT_TTL` (24 h), which `lease` is checked against when no `ttl` is given.
+/// idem-macros does not depend on idem-core, so it is written here too; a test in idem-core
+/// fails if the two ever differ.
+pub(crate) const DEFAULT_TTL_MS: u64 = 86_400_000;
+
 const UNITS: &[(&str, u64)] = &[
     ("ms", 1),
     ("s", 1_000),

@@ -1,10 +1,13 @@
-//! The check that the default fingerprint leaves nothing out implicitly when it is the key.
+//! The checks that nothing which may tell calls apart is left out of the key implicitly: with
+//! no `key`, what the default fingerprint leaves out; with a `key`, a method's receiver.
 
 use proc_macro2::Span;
 use syn::Ident;
 use syn::ItemFn;
 
-use crate::args::Args;
+use quote::ToTokens;
+
+use crate::args::{Args, Selection};
 use crate::target::Target;
 
 /// Something the default fingerprint leaves out without being told to.
@@ -52,6 +55,55 @@ pub(crate) fn implicit_exclusion(
             explicit_selection(&left_out, fingerprinted),
         ),
     ))
+}
+
+/// With a `key`, a method's receiver is in neither the key nor the fingerprint unless told, so
+/// two receivers (two tenants) calling with the same key would share one record. That is an
+/// error unless the key or `scope` uses `self`, `fingerprint` lists the fingerprinted
+/// arguments, `skip` names `self`, or the receiver is the handle itself (`store = "self"`).
+pub(crate) fn unaccounted_receiver(args: &Args, func: &ItemFn) -> Option<syn::Error> {
+    let (_, operands) = args.key.as_ref()?;
+    let receiver = func.sig.receiver()?;
+    let keyed_by_self = operands
+        .iter()
+        .filter_map(crate::key::Operand::root)
+        .any(|root| root == "self");
+    let scoped_by_self = args
+        .scope
+        .as_ref()
+        .is_some_and(|scope| mentions_self(scope.to_token_stream()));
+    let chosen = match &args.selection {
+        Some(Selection::Only(_)) => true,
+        Some(Selection::Skip(names)) => names.iter().any(|name| name == "self"),
+        None => false,
+    };
+    let is_handle = args
+        .store
+        .as_ref()
+        .and_then(handle_argument)
+        .is_some_and(|handle| handle == "self");
+    if keyed_by_self || scoped_by_self || chosen || is_handle {
+        return None;
+    }
+    let fn_name = &func.sig.ident;
+    Some(syn::Error::new(
+        receiver.self_token.span,
+        format!(
+            "`self` is in neither the key, the scope nor the fingerprint of `{fn_name}`, so a \
+             call on another receiver with the same key gets this one's result: put what tells \
+             receivers apart in `scope` (e.g. `scope = \"self.tenant\"`) or in `key`, or, if \
+             every receiver is the same service, say so with `skip = \"self\"`"
+        ),
+    ))
+}
+
+/// Whether `tokens` mention `self`.
+fn mentions_self(tokens: proc_macro2::TokenStream) -> bool {
+    tokens.into_iter().any(|token| match token {
+        proc_macro2::TokenTree::Ident(ident) => ident == "self",
+        proc_macro2::TokenTree::Group(group) => mentions_self(group.stream()),
+        _ => false,
+    })
 }
 
 /// The receiver and the root of `store`, except an argument that is the handle itself

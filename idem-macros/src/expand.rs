@@ -4,7 +4,7 @@
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{parse_quote, Ident, ItemFn, Path};
+use syn::{parse_quote, Expr, ExprAsync, Ident, ItemFn, Pat, Path, Stmt};
 
 use crate::args::{Args, StoreErr};
 use crate::key::Operand;
@@ -24,7 +24,12 @@ pub(crate) fn expand(
         .clone()
         .unwrap_or_else(|| parse_quote!(::idem_core));
     let private = quote!(#krate::__private01);
-    let setup = setup(args, fingerprinted, owner, func, &private);
+    let setup = setup(args, target, fingerprinted, owner, func, &private);
+    if let Form::AsyncTrait { .. } = &target.form {
+        if let Some(block) = async_trait_body(func) {
+            allow_unused_rebindings(block, &used_by_setup(args, fingerprinted));
+        }
+    }
     let run = run(args, target, func, &private);
     let wrapped = quote! {
         #(#setup)*
@@ -48,6 +53,7 @@ fn prep() -> Ident {
 /// fingerprinted arguments, key parts and durations.
 fn setup(
     args: &Args,
+    target: &Target,
     fingerprinted: &[Ident],
     owner: Option<&Owner>,
     func: &ItemFn,
@@ -57,26 +63,64 @@ fn setup(
     let handle = match &args.store {
         Some(store) => {
             let private = respan(private.clone(), store.span());
+            let store = with_argument_hygiene(store.to_token_stream(), target, false);
             quote_spanned!(store.span()=> #private::handle(&(#store)))
         }
         None => quote!(#private::installed()),
     };
-    let name = match &args.name {
-        Some(name) => name.to_token_stream(),
-        None => name::default_name(func, owner, private),
+    let (path, name) = match &args.name {
+        Some(name) => (name.to_token_stream(), name.to_token_stream()),
+        None => {
+            let erased: Vec<Ident> = named_inputs(target, fingerprinted, args)
+                .filter(|input| input.has_impl_trait() && input.cfg.is_empty())
+                .filter_map(|input| input.name.clone())
+                .collect();
+            let default = name::default_name(func, owner, &erased, private);
+            (default.path, default.name)
+        }
+    };
+    // Every function is registered under its name, so that two with one name refuse to run
+    // instead of sharing records.
+    let here = func.sig.ident.span();
+    let registration = quote_spanned! {here=>
+        #private::inventory::submit! {
+            #private::Registration::new(#path, ::core::file!(), ::core::line!())
+        }
     };
 
-    let mut setup = vec![quote!(let mut #prep = #private::Prepare::new(#handle, #name);)];
+    let mut setup = vec![
+        registration,
+        quote!(let mut #prep = #private::Prepare::new(#handle, #name);),
+        quote!(#prep.registered(#path);),
+    ];
     if let Some(scope) = &args.scope {
-        setup.push(quote_spanned!(scope.span()=> #prep.scope(&(#scope));));
+        let value = with_argument_hygiene(scope.to_token_stream(), target, false);
+        setup.push(quote_spanned!(scope.span()=> #prep.scope(&(#value));));
     }
+    let type_params = name::type_params(func, owner);
     for arg in fingerprinted {
-        setup.push(quote_spanned!(arg.span()=> #prep.fingerprint(&#arg);));
+        let input = target.input(arg);
+        let cfg = input.map(|input| &input.cfg[..]).unwrap_or_default();
+        // An argument whose type the caller picks is bounded by `Serialize` itself, so that
+        // rustc's advice names a bound the user can add to the parameter.
+        let add = match input {
+            Some(input) if input.is_generic(&type_params) => quote!(fingerprint_param),
+            _ => quote!(fingerprint),
+        };
+        setup.push(quote_spanned!(arg.span()=> #(#cfg)* #prep.#add(&#arg);));
     }
     match &args.key {
-        Some((_, operands)) => setup.extend(operands.iter().map(|operand| match operand {
+        Some((lit, operands)) => setup.extend(operands.iter().map(|operand| match operand {
             Operand::Literal(lit) => quote_spanned!(lit.span()=> #prep.part(#lit);),
-            Operand::Path { expr, .. } => quote_spanned!(expr.span()=> #prep.part(&(#expr));),
+            Operand::Path { expr, .. } => {
+                let text = operand_text(expr);
+                let value = with_argument_hygiene(expr.to_token_stream(), target, true);
+                quote_spanned!(lit.span()=> #prep.part_of(&(#value), #text);)
+            }
+            Operand::Display { expr, .. } => {
+                let value = with_argument_hygiene(expr.to_token_stream(), target, true);
+                quote_spanned!(lit.span()=> #prep.part_display(&(#value));)
+            }
         })),
         None => setup.push(quote!(#prep.key_by_fingerprint();)),
     }
@@ -92,7 +136,8 @@ fn setup(
         }
     }
     if let (Some(lease), None) = (&args.lease, &args.ttl) {
-        // Checked against the default TTL where it is defined, at compile time all the same.
+        // The attribute checks `lease` against its own copy of the default TTL; this checks it
+        // against idem-core's, where it is defined, should the two ever differ.
         let span = lease.lit.span();
         let private = respan(private.clone(), span);
         let ms = lease.ms;
@@ -103,6 +148,110 @@ fn setup(
         setup.push(quote!(#prep.on_abort(#private::OnAbort::#variant);));
     }
     setup
+}
+
+/// The arguments that identify a call: fingerprinted or rooting a key operand.
+fn named_inputs<'a>(
+    target: &'a Target,
+    fingerprinted: &'a [Ident],
+    args: &'a Args,
+) -> impl Iterator<Item = &'a crate::target::Input> {
+    let keyed: Vec<&Ident> = args
+        .key
+        .iter()
+        .flat_map(|(_, operands)| operands.iter().filter_map(Operand::root))
+        .collect();
+    target.inputs.iter().filter(move |input| {
+        input
+            .name
+            .as_ref()
+            .is_some_and(|name| fingerprinted.contains(name) || keyed.contains(&name))
+    })
+}
+
+/// The arguments the generated setup reads: fingerprinted ones and the roots of the key, the
+/// scope and the store.
+fn used_by_setup(args: &Args, fingerprinted: &[Ident]) -> Vec<Ident> {
+    let mut used = fingerprinted.to_vec();
+    used.extend(
+        args.key
+            .iter()
+            .flat_map(|(_, operands)| operands.iter().filter_map(Operand::root).cloned()),
+    );
+    used.extend(args.scope.as_ref().and_then(crate::check::store_root));
+    used.extend(args.store.as_ref().and_then(crate::check::store_root));
+    used
+}
+
+/// Under `#[async_trait]` the body starts by moving each argument into itself (`let amount =
+/// amount;`); one the body never uses would warn as unused, although the setup reads it.
+fn allow_unused_rebindings(block: &mut ExprAsync, used: &[Ident]) {
+    for stmt in &mut block.block.stmts {
+        let Stmt::Local(local) = stmt else {
+            continue;
+        };
+        let Pat::Ident(binding) = &local.pat else {
+            continue;
+        };
+        let rebinds_itself = local.init.as_ref().is_some_and(
+            |init| matches!(&*init.expr, Expr::Path(path) if path.path.is_ident(&binding.ident)),
+        );
+        if rebinds_itself && used.contains(&binding.ident) {
+            local.attrs.push(parse_quote!(#[allow(unused_variables)]));
+        }
+    }
+}
+
+/// A key operand as the user wrote it, for messages: `req.customer.id`.
+fn operand_text(expr: &Expr) -> String {
+    expr.to_token_stream()
+        .to_string()
+        .replace(" . ", ".")
+        .replace(' ', "")
+}
+
+/// `tokens`, an expression written inside a string of the attribute, with each identifier
+/// that names an argument (or `self`) resolved as that argument is: the literal may come from
+/// elsewhere than the function (a `macro_rules!` passing it in), and an identifier takes its
+/// hygiene from its span. The literal stays its location.
+///
+/// In a key operand (`operand`), every other identifier is a field name: it is marked as
+/// generated, so that rustc's fix for a misspelt field (which would replace the whole string
+/// literal with the field's name) is not offered, while its hint is. Fields resolve alike
+/// either way.
+fn with_argument_hygiene(tokens: TokenStream, target: &Target, operand: bool) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|token| match token {
+            TokenTree::Ident(ident) => {
+                let declared = if ident == "self" {
+                    target.receiver_span
+                } else {
+                    target
+                        .inputs
+                        .iter()
+                        .filter_map(|input| input.name.as_ref())
+                        .find(|name| **name == ident)
+                        .map(Ident::span)
+                };
+                let resolved = match declared {
+                    Some(declared) => ident.span().resolved_at(declared),
+                    None if operand => ident.span().resolved_at(Span::mixed_site()),
+                    None => return TokenTree::Ident(ident),
+                };
+                TokenTree::Ident(Ident::new(&ident.to_string(), resolved))
+            }
+            TokenTree::Group(group) => {
+                let mut inner = Group::new(
+                    group.delimiter(),
+                    with_argument_hygiene(group.stream(), target, operand),
+                );
+                inner.set_span(group.span());
+                TokenTree::Group(inner)
+            }
+            other => other,
+        })
+        .collect()
 }
 
 /// `__private01::run(__idem_prep, <original body as a future>).await`.
@@ -180,11 +329,13 @@ mod tests {
             "{out}"
         );
         for piece in [
-            r#"{ let mut __idem_prep = :: idem_core :: __private01 :: Prepare :: new (:: idem_core :: __private01 :: installed () , :: core :: concat ! (:: core :: module_path ! () , "::charge")) ;"#,
+            r#"{ :: idem_core :: __private01 :: inventory :: submit ! { :: idem_core :: __private01 :: Registration :: new (:: core :: concat ! (:: core :: module_path ! () , "::charge") , :: core :: file ! () , :: core :: line ! ()) }"#,
+            r#"let mut __idem_prep = :: idem_core :: __private01 :: Prepare :: new (:: idem_core :: __private01 :: installed () , :: core :: concat ! (:: core :: module_path ! () , "::charge")) ;"#,
+            r#"__idem_prep . registered (:: core :: concat ! (:: core :: module_path ! () , "::charge")) ;"#,
             "__idem_prep . fingerprint (& req) ;",
             "__idem_prep . fingerprint (& op) ;",
-            "__idem_prep . part (& (req . order_id)) ;",
-            "__idem_prep . part (& (op)) ;",
+            r#"__idem_prep . part_of (& (req . order_id) , "req.order_id") ;"#,
+            r#"__idem_prep . part_of (& (op) , "op") ;"#,
             "__idem_prep . ttl_ms (3600000u64) ;",
             ":: idem_core :: __private01 :: run :: < Result < R , E > , _ > (__idem_prep , async move {",
             "body ()",
@@ -209,6 +360,49 @@ mod tests {
         assert!(out.contains("fingerprint (& order)"), "{out}");
         assert!(!out.contains("fingerprint (& self"), "{out}");
         assert!(out.contains("key_by_fingerprint"), "{out}");
+    }
+
+    #[test]
+    fn arguments_that_exist_only_under_cfg_are_fingerprinted_under_it() {
+        let out = expand_text(
+            r#"key = "id""#,
+            r#"async fn f(id: u64, #[cfg(feature = "audit")] actor: String) -> Result<u64, E> { Ok(id) }"#,
+        );
+        assert!(
+            out.contains(r#"# [cfg (feature = "audit")] __idem_prep . fingerprint (& actor) ;"#),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn arguments_whose_type_the_caller_picks_are_bounded_by_serialize_itself() {
+        let out = expand_text(
+            "",
+            "async fn f<T: Send>(a: impl Into<String>, b: &T, c: u64) -> Result<u64, E> { Ok(c) }",
+        );
+        assert!(out.contains("fingerprint_param (& a)"), "{out}");
+        assert!(out.contains("fingerprint_param (& b)"), "{out}");
+        assert!(out.contains("__idem_prep . fingerprint (& c)"), "{out}");
+        assert!(
+            out.contains(r#"("a" , & :: core :: any :: type_name_of_val (& a))"#),
+            "the impl Trait argument's type is in the name: {out}"
+        );
+    }
+
+    #[test]
+    fn under_async_trait_the_rebinding_of_an_argument_the_setup_reads_may_go_unused() {
+        let item = "fn f<'a>(&'a self, order: String, note: String) \
+            -> ::core::pin::Pin<Box<dyn ::core::future::Future<Output = Result<u64, E>> + Send + 'a>> \
+            { Box::pin(async move { let __self = self; let order = order; let note = note; Ok(1) }) }";
+        let out = expand_method_text(r#"key = "order", skip = "self, note""#, item);
+        assert!(
+            out.contains("# [allow (unused_variables)] let order = order ;"),
+            "{out}"
+        );
+        assert!(
+            out.contains("; let note = note ;"),
+            "a skipped one still warns: {out}"
+        );
     }
 
     #[test]

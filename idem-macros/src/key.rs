@@ -8,13 +8,15 @@ pub(crate) enum Operand {
     Literal(LitStr),
     /// An argument or a field path rooted at one (`op`, `req.customer.id`, `self.tenant`).
     Path { root: Ident, expr: Expr },
+    /// `display(path)`: such a path, keyed by its `Display` text.
+    Display { root: Ident, expr: Expr },
 }
 
 impl Operand {
     pub(crate) fn root(&self) -> Option<&Ident> {
         match self {
             Operand::Literal(_) => None,
-            Operand::Path { root, .. } => Some(root),
+            Operand::Path { root, .. } | Operand::Display { root, .. } => Some(root),
         }
     }
 }
@@ -65,14 +67,21 @@ fn classify(expr: Expr, lit: &LitStr) -> syn::Result<Operand> {
     {
         return Ok(Operand::Literal(text.clone()));
     }
+    if let Some(inner) = display_argument(&expr) {
+        if let Some(root) = root(inner) {
+            let expr = inner.clone();
+            return Ok(Operand::Display { root, expr });
+        }
+    }
     match root(&expr) {
         Some(root) => Ok(Operand::Path { root, expr }),
         None => Err(syn::Error::new(
             lit.span(),
             format!(
                 "key operand `{}` is not an argument, a field path rooted at an argument \
-                 (`req.order_id`, `self.tenant`) or a string literal; compute the value in the \
-                 caller and pass it as an argument",
+                 (`req.order_id`, `self.tenant`), such a path's `Display` text \
+                 (`display(req.at)`) or a string literal; compute the value in the caller and \
+                 pass it as an argument",
                 quote::ToTokens::to_token_stream(&expr)
                     .to_string()
                     .replace(" . ", ".")
@@ -80,6 +89,20 @@ fn classify(expr: Expr, lit: &LitStr) -> syn::Result<Operand> {
                     .replace(" )", ")")
             ),
         )),
+    }
+}
+
+/// The argument of `display(..)`, when `expr` is such a call.
+fn display_argument(expr: &Expr) -> Option<&Expr> {
+    let Expr::Call(call) = expr else {
+        return None;
+    };
+    let Expr::Path(function) = &*call.func else {
+        return None;
+    };
+    match (function.path.get_ident(), call.args.len()) {
+        (Some(name), 1) if name == "display" => call.args.first(),
+        _ => None,
     }
 }
 
@@ -119,6 +142,14 @@ mod tests {
             .map(|o| o.root().map_or("<literal>".into(), ToString::to_string))
             .collect();
         assert_eq!(roots, ["req", "<literal>", "op", "self", "pair"]);
+    }
+
+    #[test]
+    fn display_takes_a_path_rooted_at_an_argument() {
+        let parsed = operands("display(req.at) + id").unwrap();
+        assert!(matches!(&parsed[0], Operand::Display { root, .. } if root == "req"));
+        let error = refused("display(now())").to_string();
+        assert!(error.contains("`display(req.at)`"), "{error}");
     }
 
     #[test]

@@ -105,9 +105,9 @@ mod tests {
             "",
             r#"impl Charger for Stripe {
                 const FEE: u64 = 1;
-                #[idempotent(key = "order")]
+                #[idempotent(key = "order", skip = "self")]
                 async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }
-                #[idem_core::idempotent(key = "order")]
+                #[idem_core::idempotent(key = "order", skip = "self")]
                 async fn refund(&self, order: u64) -> Result<u64, E> { Ok(order) }
                 async fn status(&self, order: u64) -> Result<u64, E> { Ok(order) }
             }"#,
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn an_impl_block_takes_no_arguments_and_needs_an_idempotent_method() {
-        let method = r#"#[idempotent(key = "order")] async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }"#;
+        let method = r#"#[idempotent(key = "order", skip = "self")] async fn charge(&self, order: u64) -> Result<u64, E> { Ok(order) }"#;
         let out = expand_text(r#"key = "order""#, &format!("impl Stripe {{ {method} }}"));
         assert!(
             out.contains("on an `impl` block takes no arguments"),

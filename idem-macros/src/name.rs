@@ -8,6 +8,7 @@
 //! my_app::payments::<Stripe as Charger>::charge  a method of `impl Charger for Stripe`
 //! my_app::payments::Repo<T>::insert[T = u64]     a method of `impl<T> Repo<T>`, on a `Repo<u64>`
 //! my_app::payments::load[T = alloc::string::String]  `load::<String>`
+//! my_app::payments::save[item = my_app::User]    `save(item: impl Serialize)` given a `User`
 //! ```
 
 use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
@@ -77,13 +78,25 @@ impl Param {
     }
 }
 
-/// The expression of the default name of `func`, a method of `owner` if given: a `&'static str`
-/// for a function that is not generic, else a `&String` made at run time.
+/// The default name of a function, as the expressions generated code uses.
+pub(crate) struct DefaultName {
+    /// The name without what a call's types stand for: a `&'static str` constant, under which
+    /// the function is registered.
+    pub(crate) path: TokenStream,
+    /// The name of the call: `path` for a function that is neither generic nor takes
+    /// `impl Trait`, else a `&String` made at run time.
+    pub(crate) name: TokenStream,
+}
+
+/// The default name of `func`, a method of `owner` if given. `erased` are the arguments whose
+/// type is `impl Trait`: like a type parameter's, the type each call passes is named, so that
+/// `save(User { .. })` and `save(Order { .. })` never share records.
 pub(crate) fn default_name(
     func: &ItemFn,
     owner: Option<&Owner>,
+    erased: &[Ident],
     private: &TokenStream,
-) -> TokenStream {
+) -> DefaultName {
     let mut path = String::from("::");
     if let Some(owner) = owner {
         path.push_str(&owner.spelt);
@@ -97,16 +110,41 @@ pub(crate) fn default_name(
         .flat_map(|owner| owner.params.iter().cloned())
         .chain(Param::of(&func.sig.generics))
         .collect();
-    if params.is_empty() {
-        return path;
+    if params.is_empty() && erased.is_empty() {
+        return DefaultName {
+            name: path.clone(),
+            path,
+        };
     }
-    let instances = params.iter().map(Param::instance);
-    quote!(&#private::instance_name(#path, &[#(#instances),*]))
+    let instances = params
+        .iter()
+        .map(Param::instance)
+        .chain(erased.iter().map(|arg| {
+            let name = arg.unraw().to_string();
+            quote!((#name, &::core::any::type_name_of_val(&#arg)))
+        }));
+    DefaultName {
+        name: quote!(&#private::instance_name(#path, &[#(#instances),*])),
+        path,
+    }
+}
+
+/// The type parameters of `func` and of its impl block, if any.
+pub(crate) fn type_params(func: &ItemFn, owner: Option<&Owner>) -> Vec<Ident> {
+    owner
+        .into_iter()
+        .flat_map(|owner| owner.params.iter().cloned())
+        .chain(Param::of(&func.sig.generics))
+        .filter_map(|param| match param {
+            Param::Type(ident) => Some(ident),
+            Param::Const(_) => None,
+        })
+        .collect()
 }
 
 /// `tokens` as text, with spaces only where Rust needs or people expect them: `Repo<T>`,
 /// `HashMap<K, V>`, `&'a mut (dyn Charger + Send)`, `fn(u8) -> u8`.
-fn spell(tokens: TokenStream) -> String {
+pub(crate) fn spell(tokens: TokenStream) -> String {
     let mut out = String::new();
     // The word just written, if the last token was one: a keyword before a group is followed by
     // a space (`mut (A, B)`), a name is not (`fn(u8)`).
@@ -210,7 +248,14 @@ mod tests {
         let func: ItemFn = syn::parse_str(item).unwrap();
         let block: Option<ItemImpl> = header.map(|h| syn::parse_str(&format!("{h} {{}}")).unwrap());
         let owner = block.as_ref().map(Owner::of);
-        default_name(&func, owner.as_ref(), &quote!(::idem_core::__private01)).to_string()
+        default_name(
+            &func,
+            owner.as_ref(),
+            &[],
+            &quote!(::idem_core::__private01),
+        )
+        .name
+        .to_string()
     }
 
     #[test]

@@ -4,8 +4,8 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{
-    Block, Expr, ExprAsync, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType,
-    Stmt, Type, TypeParamBound,
+    Attribute, Block, Expr, ExprAsync, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments,
+    ReturnType, Stmt, Type, TypeParamBound,
 };
 
 use crate::errors::Errors;
@@ -29,15 +29,60 @@ impl Form {
 
 /// One argument of the function.
 pub(crate) struct Input {
-    /// Its name, or `None` for a destructuring pattern.
+    /// Its name, or `None` for `_` or a destructuring pattern.
     pub(crate) name: Option<Ident>,
+    /// Whether it is `_`, which the body cannot see.
+    pub(crate) wildcard: bool,
+    pub(crate) ty: Type,
+    /// Its `#[cfg(..)]` attributes: it exists only where they hold.
+    pub(crate) cfg: Vec<Attribute>,
     pub(crate) span: Span,
+}
+
+impl Input {
+    /// Whether its type is chosen by the caller: `impl Trait` (anywhere in it) or one of the
+    /// function's or its impl's type parameters in `params`, by value or behind references.
+    pub(crate) fn is_generic(&self, params: &[Ident]) -> bool {
+        mentions_impl(&self.ty) || is_param(&self.ty, params)
+    }
+
+    /// Whether its type holds `impl Trait`, which the default name does not spell.
+    pub(crate) fn has_impl_trait(&self) -> bool {
+        mentions_impl(&self.ty)
+    }
+}
+
+/// Whether `ty` holds an `impl Trait` type.
+fn mentions_impl(ty: &Type) -> bool {
+    fn any_impl(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|token| match token {
+            TokenTree::Ident(ident) => ident == "impl",
+            TokenTree::Group(group) => any_impl(group.stream()),
+            _ => false,
+        })
+    }
+    any_impl(ty.to_token_stream())
+}
+
+/// Whether `ty` is one of `params`, by value or behind references.
+fn is_param(ty: &Type, params: &[Ident]) -> bool {
+    match ty {
+        Type::Reference(r) => is_param(&r.elem, params),
+        Type::Paren(p) => is_param(&p.elem, params),
+        Type::Path(path) if path.qself.is_none() => path
+            .path
+            .get_ident()
+            .is_some_and(|ident| params.contains(ident)),
+        _ => false,
+    }
 }
 
 /// The checked function.
 pub(crate) struct Target {
     pub(crate) form: Form,
     pub(crate) has_receiver: bool,
+    /// Where the receiver's `self` is written, for a method.
+    pub(crate) receiver_span: Option<Span>,
     /// Whether it is certainly in an `impl` or a trait: it has a receiver or mentions `Self`.
     pub(crate) in_impl: bool,
     pub(crate) inputs: Vec<Input>,
@@ -82,6 +127,18 @@ impl Target {
                 }
             },
         };
+        if let Some(borrowed) = borrowed_ok(form.ret()) {
+            errors.push(syn::Error::new(
+                borrowed.span(),
+                format!(
+                    "the `Ok` type of an `#[idempotent]` function must be owned: it is stored and \
+                     replayed to later calls, which a borrowed `{}` cannot outlive; return an \
+                     owned type (`String` for `&str`, `Vec<T>` for `&[T]`)",
+                    crate::name::spell(borrowed.to_token_stream())
+                ),
+            ));
+            return None;
+        }
         let mut has_receiver = false;
         let mut inputs = Vec::new();
         for input in &sig.inputs {
@@ -92,6 +149,14 @@ impl Target {
                         Pat::Ident(pat) if pat.subpat.is_none() => Some(pat.ident.clone()),
                         _ => None,
                     },
+                    wildcard: matches!(&*typed.pat, Pat::Wild(_)),
+                    ty: (*typed.ty).clone(),
+                    cfg: typed
+                        .attrs
+                        .iter()
+                        .filter(|attr| attr.path().is_ident("cfg"))
+                        .cloned()
+                        .collect(),
                     span: typed.pat.span(),
                 }),
             }
@@ -102,6 +167,7 @@ impl Target {
         Some(Target {
             form,
             has_receiver,
+            receiver_span: sig.receiver().map(|receiver| receiver.self_token.span),
             in_impl,
             inputs,
         })
@@ -127,9 +193,56 @@ impl Target {
     }
 
     pub(crate) fn has_arg(&self, name: &Ident) -> bool {
+        self.input(name).is_some()
+    }
+
+    /// The argument called `name`.
+    pub(crate) fn input(&self, name: &Ident) -> Option<&Input> {
         self.inputs
             .iter()
-            .any(|input| input.name.as_ref() == Some(name))
+            .find(|input| input.name.as_ref() == Some(name))
+    }
+}
+
+/// The first reference in the `Ok` type of `ret` when `ret` is spelt `Result<T, ..>` (any
+/// path ending in `Result`): a borrowed value cannot be stored and replayed.
+fn borrowed_ok(ret: &Type) -> Option<&syn::TypeReference> {
+    let Type::Path(path) = ret else {
+        return None;
+    };
+    let segment = path.path.segments.last()?;
+    if segment.ident != "Result" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    let ok = args.args.iter().find_map(|arg| match arg {
+        GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    })?;
+    first_reference(ok)
+}
+
+/// The first reference type in `ty`, outermost first.
+fn first_reference(ty: &Type) -> Option<&syn::TypeReference> {
+    match ty {
+        Type::Reference(reference) => Some(reference),
+        Type::Paren(paren) => first_reference(&paren.elem),
+        Type::Group(group) => first_reference(&group.elem),
+        Type::Array(array) => first_reference(&array.elem),
+        Type::Slice(slice) => first_reference(&slice.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().find_map(first_reference),
+        Type::Path(path) => path.path.segments.iter().find_map(|segment| {
+            let PathArguments::AngleBracketed(args) = &segment.arguments else {
+                return None;
+            };
+            args.args.iter().find_map(|arg| match arg {
+                GenericArgument::Type(ty) => first_reference(ty),
+                _ => None,
+            })
+        }),
+        _ => None,
     }
 }
 

@@ -102,17 +102,17 @@ impl Payments {
         }
     }
 
-    #[idempotent(store = "self.idem", key = "order")]
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
     async fn charge(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
         Ok(self.body(order, amount).await)
     }
 
-    #[idempotent(store = "self.idem", key = "order", wait = "10s")]
+    #[idempotent(store = "self.idem", key = "order", wait = "10s", skip = "self")]
     async fn charge_waiting(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
         Ok(self.body(order, amount).await)
     }
 
-    #[idempotent(store = "self.idem", key = "order", ttl = "1h")]
+    #[idempotent(store = "self.idem", key = "order", ttl = "1h", skip = "self")]
     async fn charge_for_an_hour(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
         Ok(self.body(order, amount).await)
     }
@@ -122,7 +122,8 @@ impl Payments {
         store = "self.idem",
         key = "order",
         lease = "1s",
-        name = "payments.charge.v1"
+        name = "payments.charge.v1",
+        skip = "self"
     )]
     async fn charge_briefly(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
         Ok(self.body(order, amount).await)
@@ -140,7 +141,7 @@ impl Payments {
         Ok(self.body(order, amount).await)
     }
 
-    #[idempotent(store = "self.idem", scope = "tenant", key = "order")]
+    #[idempotent(store = "self.idem", scope = "tenant", key = "order", skip = "self")]
     async fn charge_for(&self, tenant: &str, order: &str) -> Result<Receipt, PayError> {
         Ok(self.body(order, 1).await)
     }
@@ -150,13 +151,13 @@ impl Payments {
         Ok(self.body(order, amount).await)
     }
 
-    #[idempotent(store = "self.idem", key = "order")]
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
     async fn refund(&self, order: &str, amount: u64) -> Result<Receipt, PayError> {
         Ok(self.body(order, amount).await)
     }
 
     /// The gateway is unavailable on the first run.
-    #[idempotent(store = "self.idem", key = "order")]
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
     async fn charge_flaky(&self, order: &str) -> Result<Receipt, PayError> {
         let receipt = self.body(order, 1).await;
         match receipt.run {
@@ -166,7 +167,12 @@ impl Payments {
     }
 
     /// Order `declined` is declined (final); the gateway is unavailable on the second run.
-    #[idempotent(store = "self.idem", key = "order", store_err = "PayError::is_final")]
+    #[idempotent(
+        store = "self.idem",
+        key = "order",
+        store_err = "PayError::is_final",
+        skip = "self"
+    )]
     async fn charge_declined(&self, order: &str) -> Result<Receipt, PayError> {
         let receipt = self.body(order, 1).await;
         match (order, receipt.run) {
@@ -176,26 +182,31 @@ impl Payments {
         }
     }
 
-    #[idempotent(store = "self.idem", key = "order", store_err = "all")]
+    #[idempotent(store = "self.idem", key = "order", store_err = "all", skip = "self")]
     async fn charge_storing_all(&self, order: &str) -> Result<Receipt, PayError> {
         self.body(order, 1).await;
         Err(PayError::Unavailable)
     }
 
     /// Panics on the first run; a panic holds the key (`on_abort = "hold"`, the default).
-    #[idempotent(store = "self.idem", key = "order")]
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
     async fn charge_panicking(&self, order: &str) -> Result<Receipt, PayError> {
         Ok(self.panicking_body(order).await)
     }
 
     /// Panics on the first run, which releases the key.
-    #[idempotent(store = "self.idem", key = "order", on_abort = "release")]
+    #[idempotent(
+        store = "self.idem",
+        key = "order",
+        on_abort = "release",
+        skip = "self"
+    )]
     async fn charge_panicking_releasing(&self, order: &str) -> Result<Receipt, PayError> {
         Ok(self.panicking_body(order).await)
     }
 
     /// Panics on the first run, which is recorded as the key's final outcome.
-    #[idempotent(store = "self.idem", key = "order", on_abort = "fail")]
+    #[idempotent(store = "self.idem", key = "order", on_abort = "fail", skip = "self")]
     async fn charge_panicking_failing(&self, order: &str) -> Result<Receipt, PayError> {
         Ok(self.panicking_body(order).await)
     }
@@ -207,7 +218,13 @@ impl Payments {
     }
 
     /// A cancelled call releases the key.
-    #[idempotent(store = "self.idem", key = "order", wait = "10s", on_abort = "release")]
+    #[idempotent(
+        store = "self.idem",
+        key = "order",
+        wait = "10s",
+        on_abort = "release",
+        skip = "self"
+    )]
     async fn charge_waiting_releasing(
         &self,
         order: &str,
@@ -217,7 +234,7 @@ impl Payments {
     }
 
     /// What the body learns from `idem_core::context()`: its attempt and stored key.
-    #[idempotent(store = "self.idem", key = "order")]
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
     async fn charge_in_context(&self, order: &str) -> Result<(u32, String), PayError> {
         self.body(order, 1).await;
         let ctx = idem_core::context().expect("set while the body runs");
@@ -538,7 +555,7 @@ struct Invoices(Arc<Payments>);
 
 #[idempotent]
 impl Orders {
-    #[idempotent(store = "self.0.idem", key = "id")]
+    #[idempotent(store = "self.0.idem", key = "id", skip = "self")]
     async fn create(&self, id: u64) -> Result<usize, PayError> {
         Ok(self.0.body("order", id).await.run)
     }
@@ -546,7 +563,7 @@ impl Orders {
 
 #[idempotent]
 impl Invoices {
-    #[idempotent(store = "self.0.idem", key = "id")]
+    #[idempotent(store = "self.0.idem", key = "id", skip = "self")]
     async fn create(&self, id: u64) -> Result<usize, PayError> {
         Ok(self.0.body("invoice", id).await.run)
     }
@@ -671,7 +688,7 @@ trait BoxedCharger: Send + Sync {
 
 #[idempotent]
 impl Charger for Payments {
-    #[idempotent(store = "self.idem", key = "order")]
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
     async fn charge(&self, order: &str) -> Result<usize, PayError> {
         Ok(self.body(order, 1).await.run)
     }
@@ -680,7 +697,7 @@ impl Charger for Payments {
 #[async_trait::async_trait]
 #[idempotent]
 impl BoxedCharger for Payments {
-    #[idempotent(store = "self.idem", key = "order")]
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
     async fn charge(&self, order: &str) -> Result<usize, PayError> {
         Ok(self.body(order, 1).await.run)
     }
@@ -731,7 +748,7 @@ struct Drawer<T>(Idempotency, std::marker::PhantomData<T>);
 
 #[idempotent]
 impl<T: Default + Serialize + serde::de::DeserializeOwned> Drawer<T> {
-    #[idempotent(store = "self.0", key = "id")]
+    #[idempotent(store = "self.0", key = "id", skip = "self")]
     async fn open(&self, id: u64) -> Result<T, PayError> {
         let _ = id;
         Ok(T::default())

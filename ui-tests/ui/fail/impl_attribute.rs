@@ -7,7 +7,7 @@ struct Stripe {
 // The arguments go on the methods.
 #[idempotent(ttl = "1h")]
 impl Stripe {
-    #[idempotent(store = "self.idem", key = "order")]
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
     async fn charge(&self, order: String) -> Result<u64, idem_core::Error> {
         Ok(order.len() as u64)
     }

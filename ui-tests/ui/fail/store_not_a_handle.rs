@@ -6,7 +6,7 @@ struct App {
 
 #[idempotent]
 impl App {
-    #[idempotent(store = "self.name", key = "order")]
+    #[idempotent(store = "self.name", key = "order", skip = "self")]
     async fn charge(&self, order: String) -> Result<u64, idem_core::Error> {
         Ok(order.len() as u64)
     }

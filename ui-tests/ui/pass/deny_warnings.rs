@@ -31,6 +31,7 @@ impl Payments {
     #[idempotent(
         store = "self.idem",
         key = "order",
+        skip = "self",
         wait = "1s",
         on_abort = "release",
         store_err = "PayError::is_final"
@@ -46,6 +47,21 @@ impl Payments {
 #[idempotent(ttl = "1h", lease = "5s")]
 pub async fn refund(order: u64) -> Result<u64, PayError> {
     Ok(order)
+}
+
+#[async_trait::async_trait]
+pub trait Notify {
+    async fn notify(&self, order: String, amount: u64) -> Result<u64, PayError>;
+}
+
+// Under `#[async_trait]`, a fingerprinted argument the body ignores does not warn.
+#[async_trait::async_trait]
+#[idempotent]
+impl Notify for Payments {
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
+    async fn notify(&self, order: String, amount: u64) -> Result<u64, PayError> {
+        Ok(order.len() as u64)
+    }
 }
 
 fn main() {

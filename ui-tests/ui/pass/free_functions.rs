@@ -83,7 +83,25 @@ async fn mutable_argument(mut order: String) -> Result<usize, idem_core::Error> 
     Ok(len)
 }
 
+#[idempotent(key = "id")]
+async fn with_wildcard(id: u64, _: &str) -> Result<u64, idem_core::Error> {
+    Ok(id)
+}
+
+#[idempotent]
+async fn keyless_with_wildcard(id: u64, _: &str) -> Result<u64, idem_core::Error> {
+    Ok(id)
+}
+
+#[idempotent(key = "\"rotate_keys\"")]
+async fn rotate_keys() -> Result<u64, idem_core::Error> {
+    Ok(1)
+}
+
 fn main() {
+    let _ = with_wildcard(1, "a");
+    let _ = keyless_with_wildcard(1, "a");
+    let _ = rotate_keys();
     let req = ChargeRequest {
         order_id: "o-1".into(),
         customer: Customer { id: 7 },

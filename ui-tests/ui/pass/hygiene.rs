@@ -47,7 +47,7 @@ struct Service;
 
 #[idempotent]
 impl Service {
-    #[idempotent(key = "order")]
+    #[idempotent(key = "order", skip = "self")]
     async fn charge(&self, order: u64) -> ::core::result::Result<u64, ::idem_core::Error> {
         ::core::result::Result::Ok(order)
     }

@@ -25,12 +25,12 @@ impl Service {
         Ok(order)
     }
 
-    #[idempotent(store = "self.idem", key = "order")]
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
     async fn charge_arc(self: Arc<Self>, order: u32) -> Result<u32, idem_core::Error> {
         Ok(order)
     }
 
-    #[idempotent(store = "self.idem", key = "id")]
+    #[idempotent(store = "self.idem", key = "id", skip = "self")]
     async fn load<T: DeserializeOwned + Serialize + Default + Send>(
         &self,
         id: u64,

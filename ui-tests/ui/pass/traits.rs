@@ -20,7 +20,7 @@ struct Stripe {
 
 #[idempotent]
 impl Charger for Stripe {
-    #[idempotent(store = "self.idem", key = "order")]
+    #[idempotent(store = "self.idem", key = "order", skip = "self")]
     async fn charge(&self, order: String, amount: u64) -> Result<u64, idem_core::Error> {
         Ok(amount + order.len() as u64)
     }
@@ -29,12 +29,12 @@ impl Charger for Stripe {
 #[idempotent]
 #[async_trait]
 impl SendCharger for Stripe {
-    #[idempotent(store = "self.idem", key = "order", ttl = "1h")]
+    #[idempotent(store = "self.idem", key = "order", ttl = "1h", skip = "self")]
     async fn charge(&self, order: String, amount: u64) -> Result<u64, idem_core::Error> {
         Ok(amount + order.len() as u64 + self.idem.store().is_empty() as u64)
     }
 
-    #[idempotent(store = "self.idem", key = "\"refund-\" + order")]
+    #[idempotent(store = "self.idem", key = "\"refund-\" + order", skip = "self")]
     async fn refund(&self, order: &str) -> Result<(), idem_core::Error> {
         if order.is_empty() {
             return Err(idem_core::Error::NotInstalled);
