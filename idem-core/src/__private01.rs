@@ -173,6 +173,17 @@ pub fn instance_name(path: &str, params: &[(&str, &dyn Display)]) -> String {
     format!("{path}[{}]", params.join(", "))
 }
 
+/// The type of an `impl Trait` argument, for the default name, without the references it was
+/// passed behind: `save(user)` and `save(&user)` are the same call.
+pub fn erased_type_name<T: ?Sized>(value: &T) -> &'static str {
+    let name = std::any::type_name_of_val(value);
+    let mut bare = name;
+    while let Some(rest) = bare.strip_prefix('&') {
+        bare = rest.strip_prefix("mut ").unwrap_or(rest);
+    }
+    bare
+}
+
 /// Fails to compile a `lease` longer than [`DEFAULT_TTL`](crate::DEFAULT_TTL) given without a
 /// `ttl`. The attribute checks `lease` against a `ttl` it is given; the default is this crate's,
 /// so it is checked here, in a `const` the attribute generates.
@@ -387,6 +398,14 @@ where
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_erased_type_is_named_without_references() {
+        let user = String::new();
+        assert_eq!(super::erased_type_name(&user), "alloc::string::String");
+        assert_eq!(super::erased_type_name(&&user), "alloc::string::String");
+        assert_eq!(super::erased_type_name(&&mut 1u8), "u8");
+    }
+
     #[test]
     fn the_default_ttl_is_the_one_the_attribute_checks_lease_against() {
         assert_eq!(

@@ -2,7 +2,7 @@
 //! so that two functions with one name (two `name = "..."` alike, or two functions nested in
 //! other functions of one module) are found before either shares the other's records.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
 use crate::Error;
@@ -14,32 +14,48 @@ pub struct Registration {
     name: &'static str,
     file: &'static str,
     line: u32,
+    column: u32,
 }
 
 impl Registration {
     /// The function named `name` (its name without the types of a generic call) defined at
-    /// `file`:`line`.
-    pub const fn new(name: &'static str, file: &'static str, line: u32) -> Self {
-        Registration { name, file, line }
+    /// `file`:`line`:`column`.
+    pub const fn new(name: &'static str, file: &'static str, line: u32, column: u32) -> Self {
+        Registration {
+            name,
+            file,
+            line,
+            column,
+        }
     }
 }
 
 inventory::collect!(Registration);
 
-/// The names registered more than once, with where each function using them is.
+/// The names registered at more than one place, with those places. One place registered twice
+/// is one function: the same source compiled into two crates of the program (a module that a
+/// binary and its library both declare, two copies of a crate), or expanded twice by one macro
+/// call.
 static DUPLICATES: LazyLock<HashMap<&'static str, Vec<String>>> = LazyLock::new(|| {
-    let mut sites: HashMap<&'static str, Vec<String>> = HashMap::new();
+    let mut sites: HashMap<&'static str, BTreeSet<(&'static str, u32, u32)>> = HashMap::new();
     for registration in inventory::iter::<Registration> {
-        sites
-            .entry(registration.name)
-            .or_default()
-            .push(format!("{}:{}", registration.file, registration.line));
-    }
-    sites.retain(|_, sites| sites.len() > 1);
-    for sites in sites.values_mut() {
-        sites.sort();
+        sites.entry(registration.name).or_default().insert((
+            registration.file,
+            registration.line,
+            registration.column,
+        ));
     }
     sites
+        .into_iter()
+        .filter(|(_, sites)| sites.len() > 1)
+        .map(|(name, sites)| {
+            let sites = sites
+                .into_iter()
+                .map(|(file, line, _)| format!("{file}:{line}"))
+                .collect();
+            (name, sites)
+        })
+        .collect()
 });
 
 /// [`Error::DuplicateName`] if another function of the program has the name `name`.

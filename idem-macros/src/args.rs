@@ -22,6 +22,9 @@ pub(crate) struct Args {
     pub(crate) on_abort: Option<OnAbort>,
     pub(crate) scope: Option<Expr>,
     pub(crate) selection: Option<Selection>,
+    /// `skip` names `self`: the receiver does not tell calls apart (one service). Kept apart
+    /// from `selection`, so that it combines with `fingerprint`.
+    pub(crate) receiver_skipped: Option<Ident>,
     pub(crate) store_err: Option<StoreErr>,
     pub(crate) store: Option<Expr>,
     pub(crate) name: Option<LitStr>,
@@ -156,7 +159,14 @@ impl Args {
             Arg::OnAbort => self.on_abort = Some(OnAbort::parse(lit)?),
             Arg::Scope => self.scope = Some(expression(arg, lit)?),
             Arg::Fingerprint | Arg::Skip => {
-                let names = idents(arg, lit)?;
+                let mut names = idents(arg, lit)?;
+                if arg == Arg::Skip {
+                    self.receiver_skipped = names.iter().find(|name| *name == "self").cloned();
+                    names.retain(|name| name != "self");
+                    if names.is_empty() {
+                        return Ok(());
+                    }
+                }
                 if let Some(other) = &self.selection {
                     return Err(syn::Error::new(
                         lit.span(),

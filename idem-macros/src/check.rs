@@ -49,17 +49,26 @@ pub(crate) fn check(
             .filter_map(Operand::root)
             .map(move |root| ("key", root.clone(), lit.span()))
     });
-    let scope_root = args
+    let named_by = |arg, expr: &syn::Expr| {
+        let span = expr.span();
+        target
+            .arguments_in(quote::ToTokens::to_token_stream(expr))
+            .into_iter()
+            .map(move |root| (arg, root, span))
+    };
+    let expressions = args
         .scope
-        .as_ref()
-        .and_then(|scope| store_root(scope).map(|root| ("scope", root, scope.span())));
-    for (arg, root, span) in key_roots.chain(scope_root) {
+        .iter()
+        .flat_map(|scope| named_by("scope", scope))
+        .chain(args.store.iter().flat_map(|store| named_by("store", store)));
+    for (arg, root, span) in key_roots.chain(expressions) {
         if conditional(&root) {
             errors.push(syn::Error::new(
                 span,
                 format!(
-                    "`{arg}` uses `{root}`, which exists only under `#[cfg(..)]`: a key needs the \
-                     same parts in every build; use an argument without `cfg`"
+                    "`{arg}` uses `{root}`, which exists only under `#[cfg(..)]`, so builds \
+                     without it would not compile or would tell calls apart differently: use an \
+                     argument without `cfg`"
                 ),
             ));
         }
@@ -82,6 +91,19 @@ pub(crate) fn check(
                 ),
             ));
         }
+    }
+    if let Some(skipped) = args
+        .receiver_skipped
+        .as_ref()
+        .filter(|_| !target.has_receiver)
+    {
+        errors.push(syn::Error::new(
+            skipped.span(),
+            format!(
+                "`skip` names `self`, which is not an argument of `{fn_name}`; {}",
+                target.arg_list()
+            ),
+        ));
     }
     let fingerprinted = fingerprinted(args, target, errors);
     // After an argument error `key` (or `scope`, `skip`...) may just be misspelt: say nothing

@@ -59,8 +59,8 @@ pub(crate) fn implicit_exclusion(
 
 /// With a `key`, a method's receiver is in neither the key nor the fingerprint unless told, so
 /// two receivers (two tenants) calling with the same key would share one record. That is an
-/// error unless the key or `scope` uses `self`, `fingerprint` lists the fingerprinted
-/// arguments, `skip` names `self`, or the receiver is the handle itself (`store = "self"`).
+/// error unless the key or `scope` uses `self`, `fingerprint` lists `self`, `skip` names `self`
+/// (with or without `fingerprint`), or the receiver is the handle itself (`store = "self"`).
 pub(crate) fn unaccounted_receiver(args: &Args, func: &ItemFn) -> Option<syn::Error> {
     let (_, operands) = args.key.as_ref()?;
     let receiver = func.sig.receiver()?;
@@ -72,17 +72,15 @@ pub(crate) fn unaccounted_receiver(args: &Args, func: &ItemFn) -> Option<syn::Er
         .scope
         .as_ref()
         .is_some_and(|scope| mentions_self(scope.to_token_stream()));
-    let chosen = match &args.selection {
-        Some(Selection::Only(_)) => true,
-        Some(Selection::Skip(names)) => names.iter().any(|name| name == "self"),
-        None => false,
-    };
+    let fingerprinted = matches!(&args.selection,
+        Some(Selection::Only(names)) if names.iter().any(|name| name == "self"));
     let is_handle = args
         .store
         .as_ref()
         .and_then(handle_argument)
         .is_some_and(|handle| handle == "self");
-    if keyed_by_self || scoped_by_self || chosen || is_handle {
+    let skipped = args.receiver_skipped.is_some();
+    if keyed_by_self || scoped_by_self || fingerprinted || skipped || is_handle {
         return None;
     }
     let fn_name = &func.sig.ident;
@@ -117,6 +115,7 @@ fn left_out_implicitly(args: &Args, target: &Target, func: &ItemFn) -> Vec<LeftO
     let receiver = func
         .sig
         .receiver()
+        .filter(|_| args.receiver_skipped.is_none())
         .filter(|_| handle.as_ref().is_none_or(|handle| handle != "self"))
         .map(|receiver| LeftOut {
             name: "self".into(),

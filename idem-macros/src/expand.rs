@@ -27,7 +27,7 @@ pub(crate) fn expand(
     let setup = setup(args, target, fingerprinted, owner, func, &private);
     if let Form::AsyncTrait { .. } = &target.form {
         if let Some(block) = async_trait_body(func) {
-            allow_unused_rebindings(block, &used_by_setup(args, fingerprinted));
+            allow_unused_rebindings(block, &used_by_setup(args, target, fingerprinted));
         }
     }
     let run = run(args, target, func, &private);
@@ -63,7 +63,7 @@ fn setup(
     let handle = match &args.store {
         Some(store) => {
             let private = respan(private.clone(), store.span());
-            let store = with_argument_hygiene(store.to_token_stream(), target, false);
+            let store = with_argument_hygiene(store.to_token_stream(), target);
             quote_spanned!(store.span()=> #private::handle(&(#store)))
         }
         None => quote!(#private::installed()),
@@ -84,7 +84,7 @@ fn setup(
     let here = func.sig.ident.span();
     let registration = quote_spanned! {here=>
         #private::inventory::submit! {
-            #private::Registration::new(#path, ::core::file!(), ::core::line!())
+            #private::Registration::new(#path, ::core::file!(), ::core::line!(), ::core::column!())
         }
     };
 
@@ -94,12 +94,20 @@ fn setup(
         quote!(#prep.registered(#path);),
     ];
     if let Some(scope) = &args.scope {
-        let value = with_argument_hygiene(scope.to_token_stream(), target, false);
+        let value = with_argument_hygiene(scope.to_token_stream(), target);
         setup.push(quote_spanned!(scope.span()=> #prep.scope(&(#value));));
     }
     let type_params = name::type_params(func, owner);
     for arg in fingerprinted {
         let input = target.input(arg);
+        let arg = &match declared_span(arg, target) {
+            Some(declared) => {
+                let mut arg = arg.clone();
+                arg.set_span(arg.span().resolved_at(declared));
+                arg
+            }
+            None => arg.clone(),
+        };
         let cfg = input.map(|input| &input.cfg[..]).unwrap_or_default();
         // An argument whose type the caller picks is bounded by `Serialize` itself, so that
         // rustc's advice names a bound the user can add to the parameter.
@@ -114,11 +122,11 @@ fn setup(
             Operand::Literal(lit) => quote_spanned!(lit.span()=> #prep.part(#lit);),
             Operand::Path { expr, .. } => {
                 let text = operand_text(expr);
-                let value = with_argument_hygiene(expr.to_token_stream(), target, true);
+                let value = operand_tokens(expr, target);
                 quote_spanned!(lit.span()=> #prep.part_of(&(#value), #text);)
             }
             Operand::Display { expr, .. } => {
-                let value = with_argument_hygiene(expr.to_token_stream(), target, true);
+                let value = operand_tokens(expr, target);
                 quote_spanned!(lit.span()=> #prep.part_display(&(#value));)
             }
         })),
@@ -169,17 +177,18 @@ fn named_inputs<'a>(
     })
 }
 
-/// The arguments the generated setup reads: fingerprinted ones and the roots of the key, the
-/// scope and the store.
-fn used_by_setup(args: &Args, fingerprinted: &[Ident]) -> Vec<Ident> {
+/// The arguments the generated setup reads: fingerprinted ones, the roots of the key, and
+/// every argument the scope and the store name.
+fn used_by_setup(args: &Args, target: &Target, fingerprinted: &[Ident]) -> Vec<Ident> {
     let mut used = fingerprinted.to_vec();
     used.extend(
         args.key
             .iter()
             .flat_map(|(_, operands)| operands.iter().filter_map(Operand::root).cloned()),
     );
-    used.extend(args.scope.as_ref().and_then(crate::check::store_root));
-    used.extend(args.store.as_ref().and_then(crate::check::store_root));
+    for expr in args.scope.iter().chain(&args.store) {
+        used.extend(target.arguments_in(expr.to_token_stream()));
+    }
     used
 }
 
@@ -210,41 +219,24 @@ fn operand_text(expr: &Expr) -> String {
         .replace(' ', "")
 }
 
-/// `tokens`, an expression written inside a string of the attribute, with each identifier
-/// that names an argument (or `self`) resolved as that argument is: the literal may come from
-/// elsewhere than the function (a `macro_rules!` passing it in), and an identifier takes its
-/// hygiene from its span. The literal stays its location.
-///
-/// In a key operand (`operand`), every other identifier is a field name: it is marked as
-/// generated, so that rustc's fix for a misspelt field (which would replace the whole string
-/// literal with the field's name) is not offered, while its hint is. Fields resolve alike
-/// either way.
-fn with_argument_hygiene(tokens: TokenStream, target: &Target, operand: bool) -> TokenStream {
+/// `tokens`, an expression written inside a string of the attribute (`scope`, `store`), with
+/// each identifier that names an argument (or `self`) resolved as that argument is: the
+/// literal may come from elsewhere than the function (a `macro_rules!` passing it in), and an
+/// identifier takes its hygiene from its span. The literal stays its location.
+fn with_argument_hygiene(tokens: TokenStream, target: &Target) -> TokenStream {
     tokens
         .into_iter()
         .map(|token| match token {
-            TokenTree::Ident(ident) => {
-                let declared = if ident == "self" {
-                    target.receiver_span
-                } else {
-                    target
-                        .inputs
-                        .iter()
-                        .filter_map(|input| input.name.as_ref())
-                        .find(|name| **name == ident)
-                        .map(Ident::span)
-                };
-                let resolved = match declared {
-                    Some(declared) => ident.span().resolved_at(declared),
-                    None if operand => ident.span().resolved_at(Span::mixed_site()),
-                    None => return TokenTree::Ident(ident),
-                };
-                TokenTree::Ident(Ident::new(&ident.to_string(), resolved))
+            TokenTree::Ident(mut ident) => {
+                if let Some(declared) = declared_span(&ident, target) {
+                    ident.set_span(ident.span().resolved_at(declared));
+                }
+                TokenTree::Ident(ident)
             }
             TokenTree::Group(group) => {
                 let mut inner = Group::new(
                     group.delimiter(),
-                    with_argument_hygiene(group.stream(), target, operand),
+                    with_argument_hygiene(group.stream(), target),
                 );
                 inner.set_span(group.span());
                 TokenTree::Group(inner)
@@ -252,6 +244,42 @@ fn with_argument_hygiene(tokens: TokenStream, target: &Target, operand: bool) ->
             other => other,
         })
         .collect()
+}
+
+/// A key operand (`req.customer.id`): its root resolved as the argument it names (see
+/// [`with_argument_hygiene`]), and every field name after it marked as generated, so that
+/// rustc does not offer its fix for a misspelt field, which would replace the whole string
+/// literal with the field's name. Fields resolve alike either way.
+fn operand_tokens(expr: &Expr, target: &Target) -> TokenStream {
+    let mut root = true;
+    expr.to_token_stream()
+        .into_iter()
+        .map(|token| match token {
+            TokenTree::Ident(mut ident) => {
+                let resolved = match declared_span(&ident, target) {
+                    Some(declared) if root => ident.span().resolved_at(declared),
+                    _ => ident.span().resolved_at(Span::mixed_site()),
+                };
+                root = false;
+                ident.set_span(resolved);
+                TokenTree::Ident(ident)
+            }
+            other => other,
+        })
+        .collect()
+}
+
+/// Where the argument (or receiver) that `ident` names is declared.
+fn declared_span(ident: &Ident, target: &Target) -> Option<Span> {
+    if ident == "self" {
+        return target.receiver_span;
+    }
+    target
+        .inputs
+        .iter()
+        .filter_map(|input| input.name.as_ref())
+        .find(|name| *name == ident)
+        .map(Ident::span)
 }
 
 /// `__private01::run(__idem_prep, <original body as a future>).await`.
@@ -329,7 +357,7 @@ mod tests {
             "{out}"
         );
         for piece in [
-            r#"{ :: idem_core :: __private01 :: inventory :: submit ! { :: idem_core :: __private01 :: Registration :: new (:: core :: concat ! (:: core :: module_path ! () , "::charge") , :: core :: file ! () , :: core :: line ! ()) }"#,
+            r#"{ :: idem_core :: __private01 :: inventory :: submit ! { :: idem_core :: __private01 :: Registration :: new (:: core :: concat ! (:: core :: module_path ! () , "::charge") , :: core :: file ! () , :: core :: line ! () , :: core :: column ! ()) }"#,
             r#"let mut __idem_prep = :: idem_core :: __private01 :: Prepare :: new (:: idem_core :: __private01 :: installed () , :: core :: concat ! (:: core :: module_path ! () , "::charge")) ;"#,
             r#"__idem_prep . registered (:: core :: concat ! (:: core :: module_path ! () , "::charge")) ;"#,
             "__idem_prep . fingerprint (& req) ;",
@@ -384,7 +412,7 @@ mod tests {
         assert!(out.contains("fingerprint_param (& b)"), "{out}");
         assert!(out.contains("__idem_prep . fingerprint (& c)"), "{out}");
         assert!(
-            out.contains(r#"("a" , & :: core :: any :: type_name_of_val (& a))"#),
+            out.contains(r#"("a" , & :: idem_core :: __private01 :: erased_type_name (& a))"#),
             "the impl Trait argument's type is in the name: {out}"
         );
     }
@@ -403,6 +431,16 @@ mod tests {
             out.contains("; let note = note ;"),
             "a skipped one still warns: {out}"
         );
+    }
+
+    #[test]
+    fn raw_identifiers_in_keys_scopes_and_stores_stay_raw() {
+        let out = expand_text(
+            r#"key = "req.r#type + r#ref", scope = "r#ref""#,
+            "async fn f(req: &Req, r#ref: &str) -> Result<u64, E> { Ok(1) }",
+        );
+        assert!(out.contains("req . r#type"), "{out}");
+        assert!(out.contains("scope (& (r#ref))"), "{out}");
     }
 
     #[test]

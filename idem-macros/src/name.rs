@@ -8,7 +8,7 @@
 //! my_app::payments::<Stripe as Charger>::charge  a method of `impl Charger for Stripe`
 //! my_app::payments::Repo<T>::insert[T = u64]     a method of `impl<T> Repo<T>`, on a `Repo<u64>`
 //! my_app::payments::load[T = alloc::string::String]  `load::<String>`
-//! my_app::payments::save[item = my_app::User]    `save(item: impl Serialize)` given a `User`
+//! my_app::payments::save[item = my_app::User]    `save(item: impl Serialize)` given a `User` or `&User`
 //! ```
 
 use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
@@ -121,7 +121,7 @@ pub(crate) fn default_name(
         .map(Param::instance)
         .chain(erased.iter().map(|arg| {
             let name = arg.unraw().to_string();
-            quote!((#name, &::core::any::type_name_of_val(&#arg)))
+            quote!((#name, &#private::erased_type_name(&#arg)))
         }));
     DefaultName {
         name: quote!(&#private::instance_name(#path, &[#(#instances),*])),

@@ -137,7 +137,6 @@ impl Target {
                     crate::name::spell(borrowed.to_token_stream())
                 ),
             ));
-            return None;
         }
         let mut has_receiver = false;
         let mut inputs = Vec::new();
@@ -194,6 +193,19 @@ impl Target {
 
     pub(crate) fn has_arg(&self, name: &Ident) -> bool {
         self.input(name).is_some()
+    }
+
+    /// The arguments that `tokens` (an expression of the attribute) name, in order.
+    pub(crate) fn arguments_in(&self, tokens: TokenStream) -> Vec<Ident> {
+        let mut found = Vec::new();
+        for token in tokens {
+            match token {
+                TokenTree::Ident(ident) if self.has_arg(&ident) => found.push(ident),
+                TokenTree::Group(group) => found.extend(self.arguments_in(group.stream())),
+                _ => {}
+            }
+        }
+        found
     }
 
     /// The argument called `name`.

@@ -130,7 +130,12 @@ impl Payments {
     }
 
     /// Fingerprints `amount` only: `note` may change between retries.
-    #[idempotent(store = "self.idem", key = "order", fingerprint = "amount")]
+    #[idempotent(
+        store = "self.idem",
+        key = "order",
+        fingerprint = "amount",
+        skip = "self"
+    )]
     async fn charge_with_note(
         &self,
         order: &str,

@@ -93,6 +93,17 @@ async fn keyless_with_wildcard(id: u64, _: &str) -> Result<u64, idem_core::Error
     Ok(id)
 }
 
+#[derive(serde::Serialize)]
+struct Typed {
+    r#type: String,
+}
+
+// Raw identifiers, as generated code (prost) writes them.
+#[idempotent(key = "req.r#type + r#ref", scope = "r#ref")]
+async fn typed(req: &Typed, r#ref: &str) -> Result<usize, idem_core::Error> {
+    Ok(req.r#type.len() + r#ref.len())
+}
+
 #[idempotent(key = "\"rotate_keys\"")]
 async fn rotate_keys() -> Result<u64, idem_core::Error> {
     Ok(1)
@@ -102,6 +113,7 @@ fn main() {
     let _ = with_wildcard(1, "a");
     let _ = keyless_with_wildcard(1, "a");
     let _ = rotate_keys();
+    let _ = typed(&Typed { r#type: String::new() }, "");
     let req = ChargeRequest {
         order_id: "o-1".into(),
         customer: Customer { id: 7 },

@@ -24,8 +24,9 @@ impl Tenant {
         Ok(id)
     }
 
-    #[idempotent(key = "id", fingerprint = "id")]
-    async fn listed(&self, id: u64) -> Result<u64, idem_core::Error> {
+    #[idempotent(key = "id", fingerprint = "id", skip = "self")]
+    async fn listed(&self, id: u64, note: String) -> Result<u64, idem_core::Error> {
+        let _ = note;
         Ok(id)
     }
 
