@@ -61,6 +61,11 @@ async fn impl_trait_arguments_of_other_types_do_not_share_records() {
         user,
         "replayed"
     );
+    assert_eq!(
+        save_any(&idem, &User { id: 1 }).await.unwrap(),
+        user,
+        "a `&User` is the same call as a `User`"
+    );
 
     let user = save_keyed(&idem, 1, &User { id: 1 }).await.unwrap();
     let order = save_keyed(&idem, 1, &Order { id: 1 }).await.unwrap();
