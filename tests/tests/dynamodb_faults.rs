@@ -291,7 +291,77 @@ async fn client_retries_absorb_one_throttled_response() {
     assert_eq!(runs.count(), 2);
 }
 
+/// A client built as an application would, with the SDK's defaults (no answer timeout), for
+/// `endpoint`.
+fn client_with_sdk_defaults(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    use aws_sdk_dynamodb::config::retry::RetryConfig;
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "idem-tests"))
+        .endpoint_url(endpoint)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .retry_config(RetryConfig::disabled())
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// An endpoint that accepts connections and never answers: the store's timeouts end the call
+/// as a store failure, and the function does not run. (With the SDK's defaults alone the call
+/// hung for as long as the connection lived.)
+async fn a_silent_endpoint_fails_the_call_instead_of_hanging() {
+    use idem_stores::dynamodb::{
+        DynamoDbStore, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((connection, _)) = listener.accept().await {
+            held.push(connection);
+        }
+    });
+
+    let defaults = DynamoDbStore::new(client_with_sdk_defaults(&endpoint), "idem");
+    let timeouts = defaults
+        .client()
+        .config()
+        .timeout_config()
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        timeouts.operation_attempt_timeout(),
+        Some(DEFAULT_ATTEMPT_TIMEOUT)
+    );
+    assert_eq!(
+        timeouts.operation_timeout(),
+        Some(DEFAULT_OPERATION_TIMEOUT)
+    );
+
+    let store = DynamoDbStore::builder(client_with_sdk_defaults(&endpoint), "idem")
+        .attempt_timeout(std::time::Duration::from_millis(300))
+        .operation_timeout(std::time::Duration::from_millis(900))
+        .build();
+    let idem = Idempotency::new(store);
+    let runs = Runs::default();
+    // A generous bound, only so that a hang fails the test instead of stalling the suite.
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        idem.run(call(&idem, "o-silent"), runs.charge()),
+    )
+    .await
+    .expect("the store's timeouts end the call");
+    assert!(
+        matches!(outcome, Err(Error::Store { .. })),
+        "a silent endpoint is a store failure: {outcome:?}"
+    );
+    assert_eq!(runs.count(), 0, "the function did not run");
+    silent.abort();
+}
+
 idem_tests::backend_tests! {
+    async a_silent_endpoint_fails_the_call_instead_of_hanging,
     async server_killed_while_the_function_runs,
     async server_down_before_the_call_fails_closed_and_recovers,
     async throttled_reserve_is_a_store_error_and_nothing_runs,

@@ -1,13 +1,27 @@
-//! `DynamoDbStoreBuilder`: the table, key prefix and attribute names of a store.
+//! `DynamoDbStoreBuilder`: the table, key prefix, attribute names and timeouts of a store.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::Client;
 
 use super::{AttributeNames, DynamoDbStore};
 
-/// Builds a [`DynamoDbStore`] with a key prefix or other attribute names; start from
-/// [`DynamoDbStore::builder`].
+/// How long connecting to DynamoDB may take when the client does not say: 3 s, the SDK's own
+/// default where it sets one.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long one attempt of a request may take when the client does not say: 3 s. DynamoDB
+/// answers in milliseconds; an endpoint that accepts and never answers would otherwise hold a
+/// call for as long as the connection lives.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long a request may take, the SDK's retries included, when the client does not say: 10 s.
+pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Builds a [`DynamoDbStore`] with a key prefix, other attribute names or other timeouts; start
+/// from [`DynamoDbStore::builder`].
 ///
 /// ```no_run
 /// # fn demo(client: aws_sdk_dynamodb::Client) {
@@ -21,6 +35,9 @@ pub struct DynamoDbStoreBuilder {
     table: String,
     prefix: String,
     names: AttributeNames,
+    connect_timeout: Option<Duration>,
+    attempt_timeout: Option<Duration>,
+    operation_timeout: Option<Duration>,
 }
 
 impl DynamoDbStoreBuilder {
@@ -30,7 +47,32 @@ impl DynamoDbStoreBuilder {
             table,
             prefix: String::new(),
             names: AttributeNames::default(),
+            connect_timeout: None,
+            attempt_timeout: None,
+            operation_timeout: None,
         }
+    }
+
+    /// How long connecting may take. Default: the client's connect timeout, or
+    /// [`DEFAULT_CONNECT_TIMEOUT`] when it has none.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// How long one attempt of a request may take before the SDK gives up on it (and may
+    /// retry). Default: the client's operation attempt timeout, or [`DEFAULT_ATTEMPT_TIMEOUT`]
+    /// when it has none.
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a request may take, retries included. Default: the client's operation
+    /// timeout, or [`DEFAULT_OPERATION_TIMEOUT`] when it has none.
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = Some(timeout);
+        self
     }
 
     /// Puts `prefix` in front of every partition key (default: none), so that idem's items
@@ -46,10 +88,35 @@ impl DynamoDbStoreBuilder {
         self
     }
 
-    /// The store.
+    /// The store, on a copy of the client whose timeouts are the ones set here, else the
+    /// client's own, else the defaults above.
     pub fn build(self) -> DynamoDbStore {
+        let config = self.client.config();
+        let current = config
+            .timeout_config()
+            .cloned()
+            .unwrap_or_else(|| TimeoutConfig::builder().build());
+        let timeouts = current
+            .to_builder()
+            .connect_timeout(
+                self.connect_timeout
+                    .or(current.connect_timeout())
+                    .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            )
+            .operation_attempt_timeout(
+                self.attempt_timeout
+                    .or(current.operation_attempt_timeout())
+                    .unwrap_or(DEFAULT_ATTEMPT_TIMEOUT),
+            )
+            .operation_timeout(
+                self.operation_timeout
+                    .or(current.operation_timeout())
+                    .unwrap_or(DEFAULT_OPERATION_TIMEOUT),
+            )
+            .build();
+        let client = Client::from_conf(config.to_builder().timeout_config(timeouts).build());
         DynamoDbStore::from_parts(
-            self.client,
+            client,
             self.table.into(),
             self.prefix.into(),
             Arc::new(self.names),

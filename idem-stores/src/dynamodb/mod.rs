@@ -119,6 +119,21 @@
 //! replayed from the record costs none: its value came with the reservation), and one more for
 //! a release that keeps steps.
 //!
+//! # Timeouts
+//!
+//! The SDK sets no time limit on an answer by default, so an endpoint that accepts a connection
+//! and never answers would hold a call (and its caller) for as long as the connection lives.
+//! The store therefore gives its client a timeout for connecting, for each attempt of a
+//! request and for a whole request with the SDK's retries, taking each from, in order: the
+//! [builder](DynamoDbStoreBuilder) (`connect_timeout`, `attempt_timeout`,
+//! `operation_timeout`), the client's own timeout config, and the defaults
+//! [`DEFAULT_CONNECT_TIMEOUT`] (3 s), [`DEFAULT_ATTEMPT_TIMEOUT`] (3 s) and
+//! [`DEFAULT_OPERATION_TIMEOUT`] (10 s). A request that times out is a
+//! [`StoreError::Backend`](idem_core::StoreError::Backend): the caller gets
+//! `idem_core::Error::Store` and the function does not run (a write after the function ran is
+//! retried by the engine while the lease holds). The Redis store's equivalents are its
+//! connection and response timeouts.
+//!
 //! # Global Tables
 //!
 //! DynamoDB checks a condition against the item in the region that receives the write, and
@@ -139,7 +154,10 @@ mod table;
 mod takeover;
 mod wait;
 
-pub use builder::DynamoDbStoreBuilder;
+pub use builder::{
+    DynamoDbStoreBuilder, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_OPERATION_TIMEOUT,
+};
 pub use error::{ItemTooLarge, KeyTooLong, RequestFailed, StepTooLarge};
 pub use item::{item_size, MAX_ITEM_SIZE};
 pub use names::AttributeNames;

@@ -15,7 +15,8 @@ pub struct ClientOptions {
     pub retries: bool,
     /// How long connecting may take. Longer than the SDK's default, for a loaded test machine.
     pub connect_timeout: Duration,
-    /// How long one operation may take, retries included.
+    /// How long one operation may take, retries included (and each attempt too, so that the
+    /// store's shorter default attempt timeout does not apply to a loaded test machine).
     pub operation_timeout: Duration,
 }
 
@@ -54,6 +55,7 @@ pub fn client(
         .timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(options.connect_timeout)
+                .operation_attempt_timeout(options.operation_timeout)
                 .operation_timeout(options.operation_timeout)
                 .build(),
         );
