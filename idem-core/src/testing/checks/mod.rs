@@ -922,6 +922,9 @@ async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
     let idem = ctx.handle();
     let lease = Duration::from_millis(300);
     let started = Arc::new(Semaphore::new(0));
+    // The body holds its worker thread until the check lets it go, so the duplicate below
+    // always finds it running however late the check's own task is scheduled.
+    let (release, released) = std::sync::mpsc::channel::<()>();
     let blocking = {
         let (idem, call, started) = (
             idem.clone(),
@@ -929,10 +932,10 @@ async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
             started.clone(),
         );
         tokio::spawn(async move {
-            idem.run(call, async {
+            idem.run(call, async move {
                 started.add_permits(1);
-                // Holding the worker thread is the point here.
-                std::thread::sleep(lease * 4);
+                // Holding the worker thread is the point here (bounded, should the check fail).
+                let _ = released.recv_timeout(PROMPTLY);
                 Ok::<_, Error>("blocked".to_string())
             })
             .await
@@ -942,6 +945,7 @@ async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
         .await
         .unwrap()
         .forget();
+    // Letting real time pass is the point: the lease would have passed twice without renewals.
     tokio::time::sleep(lease * 2).await;
     let side_effect = Charge::instant();
     let duplicate = charge(
@@ -951,6 +955,7 @@ async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
         &side_effect,
     )
     .await;
+    let _ = release.send(());
     assert!(
         matches!(duplicate, Err(Error::InProgress { .. })),
         "the lease must be renewed while the body blocks, got {duplicate:?}"
