@@ -236,16 +236,14 @@ impl Prepare {
 
     /// Sets the scope.
     pub fn scope<S: KeyPart + ?Sized>(&mut self, scope: &S) {
-        self.scope = self.rendered(scope);
+        self.scope = self.rendered(scope, || {
+            "a key part's `KeyPart` implementation returned an error".into()
+        });
     }
 
     /// Adds a fingerprinted argument.
     pub fn fingerprint<A: FingerprintArg + ?Sized>(&mut self, arg: &A) {
-        if self.failed.is_none() {
-            if let Err(error) = self.fingerprint.add(arg) {
-                self.failed = Some(error);
-            }
-        }
+        self.fingerprint_param(arg);
     }
 
     /// Adds an argument whose type is a type parameter or `impl Trait`: bounded by
@@ -253,41 +251,46 @@ impl Prepare {
     /// the user can write.
     pub fn fingerprint_param<A: Serialize + ?Sized>(&mut self, arg: &A) {
         if self.failed.is_none() {
-            if let Err(error) = self.fingerprint.add(arg) {
-                self.failed = Some(error);
-            }
+            let added = self.fingerprint.add(arg).map(drop);
+            self.keep_first(added);
         }
     }
 
     /// Refuses to run the function when another function of the program has its `name`.
     pub fn registered(&mut self, name: &str) {
-        if self.failed.is_none() {
-            if let Err(error) = crate::names::check(name) {
-                self.failed = Some(error);
-            }
+        self.keep_first(crate::names::check(name));
+    }
+
+    /// Keeps `result`'s error unless an earlier one is kept already.
+    fn keep_first(&mut self, result: Result<(), Error>) {
+        if let Err(error) = result {
+            self.failed.get_or_insert(error);
         }
     }
 
     /// Appends a key part written as a literal.
     pub fn part<P: KeyPart + ?Sized>(&mut self, part: &P) {
-        if let Some(part) = self.rendered(part) {
-            self.parts.push(part);
-        }
+        self.push_part(part, || {
+            "a key part's `KeyPart` implementation returned an error".into()
+        });
     }
 
     /// Appends the key part `operand` (its source text, for the error when it has no value).
     pub fn part_of<P: KeyPart + ?Sized>(&mut self, part: &P, operand: &str) {
-        let mut text = String::new();
-        if part.write_key_part(&mut text).is_ok() {
-            self.parts.push(text);
-            return;
-        }
-        self.failed.get_or_insert_with(|| {
-            Error::InvalidKey(format!(
+        self.push_part(part, || {
+            format!(
                 "key operand `{operand}` has no value (it is `None`, or its `KeyPart` \
                  implementation failed), and a call without it cannot be told apart from another"
-            ))
+            )
         });
+    }
+
+    /// Appends `part`'s text; records an [`Error::InvalidKey`] saying `why` when its
+    /// `KeyPart` impl fails.
+    fn push_part<P: KeyPart + ?Sized>(&mut self, part: &P, why: impl FnOnce() -> String) {
+        if let Some(text) = self.rendered(part, why) {
+            self.parts.push(text);
+        }
     }
 
     /// Appends the `Display` text of a key operand written `display(..)`.
@@ -295,13 +298,16 @@ impl Prepare {
         self.parts.push(part.to_string());
     }
 
-    /// The part's text; records an [`Error::InvalidKey`] when its `KeyPart` impl fails.
-    fn rendered<P: KeyPart + ?Sized>(&mut self, part: &P) -> Option<String> {
+    /// The part's text; records an [`Error::InvalidKey`] saying `why` when its `KeyPart` impl
+    /// fails.
+    fn rendered<P: KeyPart + ?Sized>(
+        &mut self,
+        part: &P,
+        why: impl FnOnce() -> String,
+    ) -> Option<String> {
         let mut text = String::new();
         if part.write_key_part(&mut text).is_err() {
-            self.failed.get_or_insert(Error::InvalidKey(
-                "a key part's `KeyPart` implementation returned an error".into(),
-            ));
+            self.keep_first(Err(Error::InvalidKey(why())));
             return None;
         }
         Some(text)
