@@ -47,23 +47,10 @@ pub(crate) fn as_received(headers: &HeaderMap) -> String {
 fn parse(raw: &[u8]) -> KeyHeader {
     let raw = trim(raw);
     let key = match raw {
-        [b'"', inner @ .., b'"'] => {
-            // An sf-string may escape `"` and `\`; anything else after a backslash is invalid.
-            let mut key = Vec::with_capacity(inner.len());
-            let mut bytes = inner.iter();
-            while let Some(&byte) = bytes.next() {
-                match byte {
-                    b'\\' => match bytes.next() {
-                        Some(&escaped @ (b'"' | b'\\')) => key.push(escaped),
-                        _ => return KeyHeader::Invalid("the sf-string key has a bad escape"),
-                    },
-                    b'"' => return KeyHeader::Invalid("the sf-string key has an unescaped quote"),
-                    _ => key.push(byte),
-                }
-            }
-            key
-        }
-        [b'"', ..] => return KeyHeader::Invalid("the sf-string key has no closing quote"),
+        [b'"', rest @ ..] => match sf_string(rest) {
+            Ok(key) => key,
+            Err(reason) => return KeyHeader::Invalid(reason),
+        },
         bare => bare.to_vec(),
     };
     if key.is_empty() || key.len() > MAX_HEADER_KEY_LEN {
@@ -76,6 +63,93 @@ fn parse(raw: &[u8]) -> KeyHeader {
         Ok(key) => KeyHeader::Present(key),
         Err(_) => KeyHeader::Invalid("the key must be visible ASCII characters only"),
     }
+}
+
+/// The sf-string after its opening quote: its unescaped content, then any RFC 8941 parameters
+/// (`"abc";p=1`), which are checked for form and ignored.
+fn sf_string(after_quote: &[u8]) -> Result<Vec<u8>, &'static str> {
+    let mut key = Vec::with_capacity(after_quote.len());
+    let mut bytes = after_quote.iter().enumerate();
+    loop {
+        match bytes.next() {
+            None => return Err("the sf-string key has no closing quote"),
+            Some((_, b'\\')) => match bytes.next() {
+                Some((_, &escaped @ (b'"' | b'\\'))) => key.push(escaped),
+                _ => return Err("the sf-string key has a bad escape"),
+            },
+            Some((end, b'"')) => {
+                parameters(&after_quote[end + 1..])?;
+                return Ok(key);
+            }
+            Some((_, &byte)) => key.push(byte),
+        }
+    }
+}
+
+/// Checks `;key=value` parameters after an sf-string. Their values are bare items of any
+/// kind; the layer has no use for them.
+fn parameters(mut rest: &[u8]) -> Result<(), &'static str> {
+    const MALFORMED: &str = "the sf-string key is followed by something other than \
+                             `;name=value` parameters";
+    while let [b';', after @ ..] = rest {
+        let after = trim_start(after);
+        let name_len = after
+            .iter()
+            .position(|&b| !is_parameter_name_byte(b))
+            .unwrap_or(after.len());
+        if name_len == 0 || !matches!(after[0], b'a'..=b'z' | b'*') {
+            return Err("a parameter of the sf-string key has no lowercase name");
+        }
+        rest = &after[name_len..];
+        if let [b'=', value @ ..] = rest {
+            let value_len = bare_item_len(value).ok_or(MALFORMED)?;
+            rest = &value[value_len..];
+        }
+    }
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(MALFORMED)
+    }
+}
+
+fn is_parameter_name_byte(byte: u8) -> bool {
+    matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' | b'*')
+}
+
+/// The length of the bare item (string, token, number, byte sequence or boolean) that starts
+/// `value`, if one does.
+fn bare_item_len(value: &[u8]) -> Option<usize> {
+    match value.first()? {
+        b'"' => {
+            let mut escaped = false;
+            for (i, &byte) in value.iter().enumerate().skip(1) {
+                match (escaped, byte) {
+                    (true, _) => escaped = false,
+                    (false, b'\\') => escaped = true,
+                    (false, b'"') => return Some(i + 1),
+                    _ => {}
+                }
+            }
+            None
+        }
+        b':' => {
+            let end = value[1..].iter().position(|&b| b == b':')?;
+            Some(end + 2)
+        }
+        _ => {
+            let len = value
+                .iter()
+                .position(|&b| !b.is_ascii_graphic() || matches!(b, b';' | b',' | b'"'))
+                .unwrap_or(value.len());
+            (len > 0).then_some(len)
+        }
+    }
+}
+
+fn trim_start(raw: &[u8]) -> &[u8] {
+    let start = raw.iter().position(|&b| b != b' ').unwrap_or(raw.len());
+    &raw[start..]
 }
 
 fn trim(raw: &[u8]) -> &[u8] {
@@ -104,6 +178,18 @@ mod tests {
     }
 
     #[test]
+    fn sf_string_parameters_are_accepted_and_ignored() {
+        for raw in [
+            r#""abc";p=1"#,
+            r#""abc";p"#,
+            r#""abc"; p=1;q="x;y""#,
+            r#""abc";p=:cHJldGVuZA==:;flag=?1"#,
+        ] {
+            assert_eq!(key(raw), KeyHeader::Present("abc".into()), "{raw}");
+        }
+    }
+
+    #[test]
     fn empty_long_and_invisible_keys_are_invalid() {
         for raw in [
             "",
@@ -112,6 +198,10 @@ mod tests {
             "\"a b\"",
             "\"open",
             r#""bad\n""#,
+            "\"abc\";",
+            "\"abc\";P=1",
+            "\"abc\" trailing",
+            "\"abc\";p=\"open",
             "tab\tkey",
         ] {
             assert!(matches!(key(raw), KeyHeader::Invalid(_)), "{raw:?}");

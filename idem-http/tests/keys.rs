@@ -88,9 +88,12 @@ async fn an_sf_string_and_a_bare_token_are_the_same_key() {
 
     let first = send(server.post("/payments", Some(&format!("\"{uuid}\"")), "{}")).await;
     let second = send(server.post("/payments", Some(uuid), "{}")).await;
+    let with_parameters = format!("\"{uuid}\";p=1;q=\"x\"");
+    let third = send(server.post("/payments", Some(&with_parameters), "{}")).await;
     assert_eq!(first.status, 201);
     assert!(second.replayed());
     assert_eq!(second.body, first.body);
+    assert!(third.replayed(), "sf-string parameters are ignored");
     let patch = |key: &str| {
         server
             .client
