@@ -6,6 +6,8 @@ use http::HeaderName;
 use idem_core::{Error, Fingerprint, Fingerprinter};
 use serde::{Serialize, Serializer};
 
+use crate::canonical_json::{self, Canonical};
+
 /// Fingerprints a buffered request, so that a retry matches only when it asks for the same
 /// thing.
 pub(crate) fn of_request(
@@ -26,7 +28,7 @@ pub(crate) fn of_request(
             .collect();
         fp.add(&(name.as_str(), values))?;
     }
-    match json_value(parts, body) {
+    match json_body(parts, body) {
         Some(value) => fp.add(&BodyPrint::Json(value))?,
         None => fp.add(&BodyPrint::Bytes(Raw(body)))?,
     };
@@ -40,20 +42,21 @@ fn sorted_query(query: &str) -> Vec<&str> {
     pairs
 }
 
-/// The parsed body when it is JSON, so that key order and whitespace don't matter.
-fn json_value(parts: &Parts, body: &[u8]) -> Option<serde_json::Value> {
+/// The body read as JSON when it says it is, so that key order, whitespace and the spelling
+/// of a number don't matter, but its value does.
+fn json_body(parts: &Parts, body: &[u8]) -> Option<Canonical> {
     let content_type = parts.headers.get(CONTENT_TYPE)?.to_str().ok()?;
     let essence = content_type.split(';').next()?.trim().to_ascii_lowercase();
     let is_json = essence == "application/json" || essence.ends_with("+json");
     if !is_json {
         return None;
     }
-    serde_json::from_slice(body).ok()
+    canonical_json::parse(body)
 }
 
 #[derive(Serialize)]
 enum BodyPrint<'a> {
-    Json(serde_json::Value),
+    Json(Canonical),
     Bytes(Raw<'a>),
 }
 

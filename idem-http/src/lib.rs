@@ -103,6 +103,7 @@
 
 mod answer;
 mod body;
+mod canonical_json;
 mod config;
 mod fingerprint;
 mod key_header;

@@ -179,3 +179,60 @@ async fn listed_headers_are_part_of_the_fingerprint() {
         .assert_problem(422, problem::KEY_REUSED, Some("pay-1"));
     assert_eq!(payments.runs(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_numbers_that_differ_in_value_never_match() {
+    let payments = Arc::new(Payments::default());
+    let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
+    let pairs = [
+        (
+            r#"{"amount":12345678901234567890123}"#,
+            r#"{"amount":12345678901234567890124}"#,
+        ),
+        (r#"{"amount":1.00000000000000001}"#, r#"{"amount":1.0}"#),
+        (
+            r#"{"amount":-9223372036854775809}"#,
+            r#"{"amount":-9223372036854775810}"#,
+        ),
+    ];
+    for (i, (first, other)) in pairs.into_iter().enumerate() {
+        let key = format!("pay-{i}");
+        assert_eq!(
+            send(server.post("/payments", Some(&key), first))
+                .await
+                .status,
+            201
+        );
+        send(server.post("/payments", Some(&key), other))
+            .await
+            .assert_problem(422, problem::KEY_REUSED, Some(&key));
+    }
+    let same_value = send(server.post(
+        "/payments",
+        Some("pay-1"),
+        r#"{"amount":1.00000000000000001000}"#,
+    ))
+    .await;
+    assert!(same_value.replayed(), "the same value, spelled otherwise");
+    assert_eq!(payments.runs(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_numbers_equal_in_value_match_however_spelled() {
+    let payments = Arc::new(Payments::default());
+    let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
+    send(server.post("/payments", Some("pay-1"), r#"{"amount":1}"#)).await;
+    for spelling in [
+        r#"{"amount":1.0}"#,
+        r#"{"amount":1.00}"#,
+        r#"{"amount":10e-1}"#,
+    ] {
+        assert!(
+            send(server.post("/payments", Some("pay-1"), spelling))
+                .await
+                .replayed(),
+            "{spelling}"
+        );
+    }
+    assert_eq!(payments.runs(), 1);
+}

@@ -1,0 +1,334 @@
+//! JSON read for a fingerprint: objects without key order, strings by their characters and
+//! numbers by their exact value, so that two bodies match only when they say the same thing.
+//!
+//! A parser of its own, because `serde_json::Value` keeps numbers as `u64`, `i64` or `f64`:
+//! `12345678901234567890123` and `...124` would read alike. Numbers are kept as exact decimals
+//! instead: `1`, `1.0`, `1.00` and `10e-1` are one value and match; `1.00000000000000001` and
+//! `1` differ. `-0` is `0`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// Deeper nesting is not read as JSON: the body is then fingerprinted by its bytes.
+const MAX_DEPTH: usize = 128;
+
+/// A JSON value as fingerprinted.
+#[derive(Debug, PartialEq, Eq, Serialize)]
+pub(crate) enum Canonical {
+    Null,
+    Bool(bool),
+    /// `digits` × 10^`exponent`, with no leading or trailing zero in `digits`; zero is the
+    /// empty digit string, exponent 0, not negative.
+    Number {
+        negative: bool,
+        digits: String,
+        exponent: i64,
+    },
+    String(String),
+    Array(Vec<Canonical>),
+    /// Keys sorted. An object that gives a key twice is not read as JSON (parsers disagree on
+    /// which value wins), so such a body is fingerprinted by its bytes.
+    Object(BTreeMap<String, Canonical>),
+}
+
+/// The canonical value of `text`, or `None` when it is not JSON (or nests too deep, or has an
+/// exponent out of range): such a body is fingerprinted by its bytes.
+pub(crate) fn parse(text: &[u8]) -> Option<Canonical> {
+    let mut parser = Parser { text, at: 0 };
+    parser.skip_whitespace();
+    let value = parser.value(0)?;
+    parser.skip_whitespace();
+    (parser.at == text.len()).then_some(value)
+}
+
+struct Parser<'a> {
+    text: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.text.get(self.at).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    fn eat_literal(&mut self, literal: &[u8]) -> Option<()> {
+        let end = self.at + literal.len();
+        (self.text.get(self.at..end)? == literal).then(|| self.at = end)
+    }
+
+    fn skip_whitespace(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Option<Canonical> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match self.peek()? {
+            b'{' => self.object(depth),
+            b'[' => self.array(depth),
+            b'"' => self.string().map(Canonical::String),
+            b't' => self.eat_literal(b"true").map(|()| Canonical::Bool(true)),
+            b'f' => self.eat_literal(b"false").map(|()| Canonical::Bool(false)),
+            b'n' => self.eat_literal(b"null").map(|()| Canonical::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Option<Canonical> {
+        self.eat(b'{')?;
+        let mut members = BTreeMap::new();
+        self.skip_whitespace();
+        if self.eat(b'}').is_some() {
+            return Some(Canonical::Object(members));
+        }
+        loop {
+            self.skip_whitespace();
+            let key = self.string()?;
+            self.skip_whitespace();
+            self.eat(b':')?;
+            self.skip_whitespace();
+            let value = self.value(depth + 1)?;
+            if members.insert(key, value).is_some() {
+                // Parsers disagree on which of two values a handler sees: no value reading.
+                return None;
+            }
+            self.skip_whitespace();
+            if self.eat(b'}').is_some() {
+                return Some(Canonical::Object(members));
+            }
+            self.eat(b',')?;
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Option<Canonical> {
+        self.eat(b'[')?;
+        let mut items = Vec::new();
+        self.skip_whitespace();
+        if self.eat(b']').is_some() {
+            return Some(Canonical::Array(items));
+        }
+        loop {
+            self.skip_whitespace();
+            items.push(self.value(depth + 1)?);
+            self.skip_whitespace();
+            if self.eat(b']').is_some() {
+                return Some(Canonical::Array(items));
+            }
+            self.eat(b',')?;
+        }
+    }
+
+    fn string(&mut self) -> Option<String> {
+        self.eat(b'"')?;
+        let mut out = String::new();
+        loop {
+            let start = self.at;
+            while !matches!(self.peek()?, b'"' | b'\\' | 0..=0x1f) {
+                self.at += 1;
+            }
+            out.push_str(std::str::from_utf8(&self.text[start..self.at]).ok()?);
+            match self.peek()? {
+                b'"' => {
+                    self.at += 1;
+                    return Some(out);
+                }
+                b'\\' => {
+                    self.at += 1;
+                    out.push(self.escape()?);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn escape(&mut self) -> Option<char> {
+        let byte = self.peek()?;
+        self.at += 1;
+        Some(match byte {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let high = self.hex4()?;
+                if !(0xD800..0xDC00).contains(&high) {
+                    return char::from_u32(high);
+                }
+                self.eat_literal(b"\\u")?;
+                let low = self.hex4()?;
+                if !(0xDC00..0xE000).contains(&low) {
+                    return None;
+                }
+                char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))?
+            }
+            _ => return None,
+        })
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let digits = std::str::from_utf8(self.text.get(self.at..self.at + 4)?).ok()?;
+        let value = u32::from_str_radix(digits, 16).ok()?;
+        if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        self.at += 4;
+        Some(value)
+    }
+
+    fn number(&mut self) -> Option<Canonical> {
+        let negative = self.eat(b'-').is_some();
+        let integer = self.digits();
+        if integer.is_empty() || (integer.len() > 1 && integer[0] == b'0') {
+            return None;
+        }
+        let fraction = if self.eat(b'.').is_some() {
+            let fraction = self.digits();
+            if fraction.is_empty() {
+                return None;
+            }
+            fraction
+        } else {
+            &[]
+        };
+        let mut exponent: i64 = 0;
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.at += 1;
+            let exponent_negative = match self.peek() {
+                Some(b'-') => {
+                    self.at += 1;
+                    true
+                }
+                Some(b'+') => {
+                    self.at += 1;
+                    false
+                }
+                _ => false,
+            };
+            let written = self.digits();
+            if written.is_empty() {
+                return None;
+            }
+            // Out of range is not a collision risk worth taking: such a body is read as bytes.
+            let magnitude: i64 = std::str::from_utf8(written).ok()?.parse().ok()?;
+            exponent = if exponent_negative {
+                -magnitude
+            } else {
+                magnitude
+            };
+        }
+        exact_decimal(negative, integer, fraction, exponent)
+    }
+
+    fn digits(&mut self) -> &'a [u8] {
+        let text = self.text;
+        let start = self.at;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.at += 1;
+        }
+        &text[start..self.at]
+    }
+}
+
+/// `integer.fraction` × 10^`exponent` as digits without leading or trailing zeros.
+fn exact_decimal(
+    negative: bool,
+    integer: &[u8],
+    fraction: &[u8],
+    exponent: i64,
+) -> Option<Canonical> {
+    let mut digits: Vec<u8> = integer.iter().chain(fraction).copied().collect();
+    let mut exponent = exponent.checked_sub(i64::try_from(fraction.len()).ok()?)?;
+    let leading = digits.iter().take_while(|&&d| d == b'0').count();
+    digits.drain(..leading);
+    let trailing = digits.iter().rev().take_while(|&&d| d == b'0').count();
+    digits.truncate(digits.len() - trailing);
+    exponent = exponent.checked_add(i64::try_from(trailing).ok()?)?;
+    if digits.is_empty() {
+        return Some(Canonical::Number {
+            negative: false,
+            digits: String::new(),
+            exponent: 0,
+        });
+    }
+    Some(Canonical::Number {
+        negative,
+        digits: String::from_utf8(digits).ok()?,
+        exponent,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn same(a: &str, b: &str) -> bool {
+        parse(a.as_bytes()).unwrap() == parse(b.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn numbers_match_by_exact_value() {
+        assert!(!same(
+            r#"{"amount":12345678901234567890123}"#,
+            r#"{"amount":12345678901234567890124}"#
+        ));
+        assert!(!same("1.00000000000000001", "1.0"));
+        assert!(!same("-9223372036854775809", "-9223372036854775810"));
+        assert!(!same("1e400", "1e401"));
+        assert!(same("1", "1.0"));
+        assert!(same("1.00", "10e-1"));
+        assert!(same("120", "1.2e2"));
+        assert!(same("-0", "0.000"));
+        assert!(!same("-1", "1"));
+    }
+
+    #[test]
+    fn objects_ignore_order_and_strings_their_escapes() {
+        assert!(same(
+            r#"{"a":1,"b":[true,null]}"#,
+            r#" { "b" : [ true , null ] , "a" : 1 } "#
+        ));
+        assert!(same(r#""\u0041\n\ud83d\ude00""#, "\"A\\n\u{1F600}\""));
+        assert!(!same(r#"[1,2]"#, r#"[2,1]"#));
+        assert_eq!(parse(br#"{"a":1,"a":2}"#), None);
+    }
+
+    #[test]
+    fn what_is_not_json_is_refused() {
+        for bad in [
+            "",
+            "{",
+            "[1,]",
+            "01",
+            "1.",
+            ".5",
+            "1e",
+            "-",
+            "\"\\x\"",
+            "\"\u{1}\"",
+            "tru",
+            "{\"a\" 1}",
+            "1 2",
+            "\"\\ud800\"",
+            "1e99999999999999999999",
+        ] {
+            assert_eq!(parse(bad.as_bytes()), None, "{bad:?}");
+        }
+        let deep = "[".repeat(MAX_DEPTH + 2) + &"]".repeat(MAX_DEPTH + 2);
+        assert_eq!(parse(deep.as_bytes()), None);
+        let fine = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(parse(fine.as_bytes()).is_some());
+    }
+}
