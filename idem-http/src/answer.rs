@@ -1,25 +1,25 @@
 //! What the client is told when the idempotency machinery, not the handler, answers.
 
-use http::{Response, StatusCode};
+use http::StatusCode;
 use idem_core::Error;
 
-use crate::body::Body;
-use crate::config::MismatchStatus;
+use crate::config::{Config, ScopeMissing};
 use crate::problem::{self, Problem};
+use crate::stored::NotKept;
 
 /// The problem answer for an engine error on the client's key `key`.
-pub(crate) fn engine_error(error: &Error, key: &str, mismatch: MismatchStatus) -> Response<Body> {
-    let problem = match error {
+pub(crate) fn engine_error(error: &Error, key: &str, config: &Config) -> Problem {
+    match error {
         Error::InProgress { retry_after, .. } => Problem::new(
             problem::IN_PROGRESS,
             StatusCode::CONFLICT,
             "Request in progress",
             format!("a request with idempotency key `{key}` is still being processed; retry later"),
         )
-        .with_retry_after(*retry_after),
+        .with_retry_after(config.retry_after.min(*retry_after)),
         Error::Mismatch { .. } => Problem::new(
             problem::KEY_REUSED,
-            mismatch.status(),
+            config.mismatch.status(),
             "Idempotency key reused",
             format!("idempotency key `{key}` was already used for a different request"),
         ),
@@ -38,14 +38,18 @@ pub(crate) fn engine_error(error: &Error, key: &str, mismatch: MismatchStatus) -
         error if error.ran_without_record() || matches!(error, Error::Aborted { .. }) => {
             not_recorded(key)
         }
-        _ => Problem::new(
-            problem::FAILED,
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Idempotency failure",
-            format!("the request with idempotency key `{key}` failed"),
-        ),
-    };
-    problem.into_response()
+        _ => failed(key),
+    }
+}
+
+/// Any other failure of the idempotency machinery.
+pub(crate) fn failed(key: &str) -> Problem {
+    Problem::new(
+        problem::FAILED,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Idempotency failure",
+        format!("the request with idempotency key `{key}` failed"),
+    )
 }
 
 /// The request was handled, or may have been, but its response was not recorded.
@@ -61,17 +65,60 @@ pub(crate) fn not_recorded(key: &str) -> Problem {
     )
 }
 
-pub(crate) fn key_missing() -> Response<Body> {
+/// The request was handled and answered with `status`, but its response was not kept.
+pub(crate) fn not_kept(key: &str, status: u16, why: NotKept) -> Problem {
+    Problem::new(
+        problem::RESPONSE_NOT_KEPT,
+        StatusCode::GONE,
+        "Response not kept",
+        format!(
+            "the request with idempotency key `{key}` was handled (status {status}) but {}, so \
+             it cannot be replayed; it will not run again, so do not resend it",
+            why.reason()
+        ),
+    )
+    .with_handled_status(status)
+}
+
+/// The stored body is in a content coding the retry does not accept.
+pub(crate) fn encoding_not_accepted(key: &str, encoding: &str) -> Problem {
+    Problem::new(
+        problem::ENCODING_NOT_ACCEPTED,
+        StatusCode::NOT_ACCEPTABLE,
+        "Stored response encoding not accepted",
+        format!(
+            "the response to the request with idempotency key `{key}` is stored in the \
+             `{encoding}` coding; resend it accepting `{encoding}` (in `Accept-Encoding`, or \
+             `grpc-accept-encoding` for a gRPC call) to get it"
+        ),
+    )
+}
+
+/// The layer takes its scope from a request extension this request lacks.
+pub(crate) fn scope_missing(key: &str, missing: &ScopeMissing) -> Problem {
+    Problem::new(
+        problem::SCOPE_MISSING,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Idempotency scope missing",
+        format!(
+            "the request with idempotency key `{key}` was not processed: the idempotency layer \
+             takes its scope from the request extension `{}`, which no layer set; put the \
+             layer that sets it outside the idempotency layer",
+            missing.0
+        ),
+    )
+}
+
+pub(crate) fn key_missing() -> Problem {
     Problem::new(
         problem::KEY_MISSING,
         StatusCode::BAD_REQUEST,
         "Idempotency key missing",
         "this request needs an `Idempotency-Key` header".to_owned(),
     )
-    .into_response()
 }
 
-pub(crate) fn key_invalid(received: &str, reason: &str) -> Response<Body> {
+pub(crate) fn key_invalid(received: &str, reason: &str) -> Problem {
     Problem::new(
         problem::KEY_INVALID,
         StatusCode::BAD_REQUEST,
@@ -81,10 +128,9 @@ pub(crate) fn key_invalid(received: &str, reason: &str) -> Response<Body> {
              to 255 visible ASCII characters"
         ),
     )
-    .into_response()
 }
 
-pub(crate) fn body_too_large(key: &str, limit: usize) -> Response<Body> {
+pub(crate) fn body_too_large(key: &str, limit: usize) -> Problem {
     Problem::new(
         problem::BODY_TOO_LARGE,
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -94,15 +140,13 @@ pub(crate) fn body_too_large(key: &str, limit: usize) -> Response<Body> {
              nothing was processed"
         ),
     )
-    .into_response()
 }
 
-pub(crate) fn body_unreadable(key: &str) -> Response<Body> {
+pub(crate) fn body_unreadable(key: &str) -> Problem {
     Problem::new(
         problem::BODY_UNREADABLE,
         StatusCode::BAD_REQUEST,
         "Request body unreadable",
         format!("the body of the request with idempotency key `{key}` could not be read"),
     )
-    .into_response()
 }

@@ -70,6 +70,17 @@ pub(crate) fn full(bytes: Bytes) -> Body {
     )
 }
 
+/// A body holding `bytes`, then `trailers`.
+pub(crate) fn with_trailers(bytes: Bytes, trailers: http::HeaderMap) -> Body {
+    let trailers = std::future::ready(Some(Ok(trailers)));
+    Body(
+        Full::new(bytes)
+            .with_trailers(trailers)
+            .map_err(|never| match never {})
+            .boxed_unsync(),
+    )
+}
+
 /// Boxes any body of `Bytes`.
 pub(crate) fn boxed<B>(body: B) -> Body
 where

@@ -16,10 +16,22 @@ pub const DEFAULT_MAX_REQUEST_BODY: usize = 1024 * 1024;
 /// The largest response body the layer stores by default: 1 MiB.
 pub const DEFAULT_MAX_RESPONSE_BODY: usize = 1024 * 1024;
 
+/// The `Retry-After` of a 409 for a request still in progress, unless set otherwise: 1 second,
+/// or what is left of the running request's lease when that is shorter.
+pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// How long the layer goes on reading a streamed response once its client has gone, so that
+/// the retry can get it whole, unless set otherwise: 10 seconds.
+pub const DEFAULT_ABANDONED_STREAM_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The stable name keys are stored under, next to the namespace and scope.
 pub(crate) const KEY_NAME: &str = "http";
 
-type ScopeFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
+/// Reads the scope of a request, or says which request extension it lacks.
+type ScopeFn = dyn Fn(&Parts) -> Result<Option<String>, ScopeMissing> + Send + Sync;
+
+/// The request extension a scope is taken from is missing: its type name.
+pub(crate) struct ScopeMissing(pub(crate) &'static str);
 type StoreWhenFn = dyn Fn(StatusCode) -> bool + Send + Sync;
 
 /// The status of the answer to a key reused with another request.
@@ -44,10 +56,35 @@ impl MismatchStatus {
     }
 }
 
-/// Whether a response with `status` is stored by default: 200 to 499, except the statuses that
-/// say "try again" (408, 409, 425, 429), which a retry must be able to get past.
+/// Whether a response with `status` is stored by default: 200 to 499, except
+///
+/// - the statuses that say "try again" (408, 409, 425, 429, and 499, "client closed
+///   request"), which a retry must be able to get past, and
+/// - the [validation answers](is_validation_answer) (400, 415, 422): a request refused by
+///   validation leaves no result, and the client may correct it and resend it with the same key.
+///
+/// To store validation answers too:
+///
+/// ```
+/// # fn demo(idem: idem_core::Idempotency) {
+/// use idem_http::{is_validation_answer, stored_by_default, IdempotencyLayer};
+///
+/// let layer = IdempotencyLayer::builder(idem)
+///     .store_when(|status| stored_by_default(status) || is_validation_answer(status))
+///     .build();
+/// # let _ = layer; }
+/// ```
 pub fn stored_by_default(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 200..=499) && !matches!(status.as_u16(), 408 | 409 | 425 | 429)
+    matches!(status.as_u16(), 200..=499)
+        && !matches!(status.as_u16(), 408 | 409 | 425 | 429 | 499)
+        && !is_validation_answer(status)
+}
+
+/// Whether `status` is what a request refused by validation gets: 400 Bad Request, 415
+/// Unsupported Media Type or 422 Unprocessable Content (what axum's `Json` extractor answers to
+/// a body it cannot read).
+pub fn is_validation_answer(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 400 | 415 | 422)
 }
 
 /// The layer's settings, shared by every service it makes.
@@ -62,6 +99,8 @@ pub(crate) struct Config {
     pub(crate) max_response_body: usize,
     pub(crate) store_when: Arc<StoreWhenFn>,
     pub(crate) mismatch: MismatchStatus,
+    pub(crate) retry_after: Duration,
+    pub(crate) abandoned_stream_timeout: Duration,
     pub(crate) wait: Option<Duration>,
     pub(crate) ttl: Duration,
     pub(crate) lease: Option<Duration>,
@@ -97,7 +136,7 @@ impl IdempotencyLayerBuilder {
                 idem,
                 methods: vec![Method::POST, Method::PATCH],
                 require_key: false,
-                scope: Arc::new(scope::authorization_digest),
+                scope: Arc::new(|parts| Ok(scope::authorization_digest(parts))),
                 fingerprint_headers: Vec::new(),
                 replay_headers: DEFAULT_REPLAY_HEADERS
                     .iter()
@@ -107,6 +146,8 @@ impl IdempotencyLayerBuilder {
                 max_response_body: DEFAULT_MAX_RESPONSE_BODY,
                 store_when: Arc::new(stored_by_default),
                 mismatch: MismatchStatus::default(),
+                retry_after: DEFAULT_RETRY_AFTER,
+                abandoned_stream_timeout: DEFAULT_ABANDONED_STREAM_TIMEOUT,
                 wait: None,
                 ttl: DEFAULT_TTL,
                 lease: None,
@@ -134,11 +175,51 @@ impl IdempotencyLayerBuilder {
     /// unscoped: all such requests share one key space.
     ///
     /// The scope is stored in the key: digest anything secret (a session cookie) first.
+    ///
+    /// Behind an authentication layer, prefer
+    /// [`scope_from_extension`](Self::scope_from_extension).
     pub fn scope<F>(mut self, scope: F) -> Self
     where
         F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
     {
-        self.config.scope = Arc::new(scope);
+        self.config.scope = Arc::new(move |parts| Ok(scope(parts)));
+        self
+    }
+
+    /// Takes the scope from the request extension of type `T` that an authentication layer
+    /// sets (a user or account id), by its `Display` form. A client whose token was refreshed
+    /// keeps its records, which the default digest of `Authorization` does not.
+    ///
+    /// The authentication layer must run first: put it outside this one (added after it with
+    /// axum's `Router::layer`, or before it in a `ServiceBuilder`). A request without the
+    /// extension gets a 500 saying so, and nothing runs: a missing principal never falls back
+    /// to the shared unscoped key space.
+    ///
+    /// ```
+    /// # fn demo(idem: idem_core::Idempotency) {
+    /// /// Set by the authentication layer on every request it lets through.
+    /// #[derive(Clone)]
+    /// struct UserId(u64);
+    ///
+    /// impl std::fmt::Display for UserId {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    ///         write!(f, "user:{}", self.0)
+    ///     }
+    /// }
+    ///
+    /// let layer = idem_http::IdempotencyLayer::builder(idem)
+    ///     .scope_from_extension::<UserId>()
+    ///     .build();
+    /// # let _ = layer; }
+    /// ```
+    pub fn scope_from_extension<T>(mut self) -> Self
+    where
+        T: fmt::Display + Send + Sync + 'static,
+    {
+        self.config.scope = Arc::new(|parts| match parts.extensions.get::<T>() {
+            Some(principal) => Ok(Some(principal.to_string())),
+            None => Err(ScopeMissing(std::any::type_name::<T>())),
+        });
         self
     }
 
@@ -149,8 +230,11 @@ impl IdempotencyLayerBuilder {
         self
     }
 
-    /// Response headers replayed besides the default ones (`content-type`, `location`,
-    /// `content-location`, `etag`, `last-modified`, `link`).
+    /// Response headers replayed besides the default ones ([`DEFAULT_REPLAY_HEADERS`]:
+    /// `content-type`, `content-encoding`, `vary`, `location`, `content-location`, `etag`,
+    /// `last-modified`, `link` and the `grpc-*` status and encoding).
+    ///
+    /// [`DEFAULT_REPLAY_HEADERS`]: crate::DEFAULT_REPLAY_HEADERS
     pub fn replay_headers(mut self, names: impl IntoIterator<Item = HeaderName>) -> Self {
         self.config.replay_headers.extend(names);
         self
@@ -163,16 +247,21 @@ impl IdempotencyLayerBuilder {
         self
     }
 
-    /// The largest response body stored, in bytes (1 MiB by default). A larger response
-    /// reaches the client unstored, the key is released and a warning is logged.
+    /// The largest response body stored, in bytes (1 MiB by default). A larger response still
+    /// reaches the client whole, streamed; it is not stored, but its key is kept as handled, so
+    /// a retry gets a 410 ([`problem::RESPONSE_NOT_KEPT`](crate::problem::RESPONSE_NOT_KEPT))
+    /// and never a second run.
     pub fn max_response_body(mut self, bytes: usize) -> Self {
         self.config.max_response_body = bytes;
         self
     }
 
     /// Which response statuses are stored and replayed; the others release the key. By default
-    /// [`stored_by_default`]: 200 to 499 except 408, 409, 425 and 429. `|_| true` stores every
-    /// response, 5xx included, as Stripe does.
+    /// [`stored_by_default`]: 200 to 499 except 400, 408, 409, 415, 422, 425, 429 and 499.
+    /// `|_| true` stores every response, 5xx included, as Stripe does.
+    ///
+    /// A gRPC response is judged by the HTTP status its `grpc-status` maps to (see the
+    /// [crate docs](crate#grpc)).
     pub fn store_when<F>(mut self, store: F) -> Self
     where
         F: Fn(StatusCode) -> bool + Send + Sync + 'static,
@@ -184,6 +273,22 @@ impl IdempotencyLayerBuilder {
     /// The status of the answer to a key reused with another request (422 by default).
     pub fn mismatch_status(mut self, status: MismatchStatus) -> Self {
         self.config.mismatch = status;
+        self
+    }
+
+    /// The `Retry-After` of the 409 for a request still in progress (1 second by default),
+    /// never past the running request's lease.
+    pub fn retry_after(mut self, retry_after: Duration) -> Self {
+        self.config.retry_after = retry_after;
+        self
+    }
+
+    /// How long a streamed response is still read once its client has gone (10 seconds by
+    /// default). If it ends within this time and the size limit, it is stored and the retry
+    /// gets it whole; otherwise the layer stops reading it and its key is kept as handled,
+    /// with a response not kept. A client that reads nothing for this long counts as gone.
+    pub fn abandoned_stream_timeout(mut self, timeout: Duration) -> Self {
+        self.config.abandoned_stream_timeout = timeout;
         self
     }
 
@@ -234,6 +339,8 @@ impl fmt::Debug for Config {
             .field("max_request_body", &self.max_request_body)
             .field("max_response_body", &self.max_response_body)
             .field("mismatch", &self.mismatch)
+            .field("retry_after", &self.retry_after)
+            .field("abandoned_stream_timeout", &self.abandoned_stream_timeout)
             .field("wait", &self.wait)
             .field("ttl", &self.ttl)
             .field("lease", &self.lease)
@@ -247,13 +354,13 @@ mod tests {
 
     #[test]
     fn success_and_client_errors_are_stored_but_try_again_answers_are_not() {
-        for stored in [200, 201, 204, 302, 400, 404, 422] {
+        for stored in [200, 201, 204, 302, 401, 403, 404, 410] {
             assert!(
                 stored_by_default(StatusCode::from_u16(stored).unwrap()),
                 "{stored}"
             );
         }
-        for released in [100, 408, 409, 425, 429, 500, 502, 503] {
+        for released in [100, 400, 408, 409, 415, 422, 425, 429, 499, 500, 502, 503] {
             assert!(
                 !stored_by_default(StatusCode::from_u16(released).unwrap()),
                 "{released}"

@@ -1,6 +1,6 @@
 //! Idempotency keys for HTTP APIs: a tower [`Layer`](tower_layer::Layer) for the
 //! `Idempotency-Key` header, on the [idem](idem_core) engine. It works with axum, hyper and
-//! any tower service of `http` requests (tonic-style services included).
+//! any tower service of `http` requests (tonic servers included).
 //!
 //! ```no_run
 //! use axum::{routing::post, Router};
@@ -30,23 +30,39 @@
 //! - **Methods.** POST and PATCH requests carrying `Idempotency-Key` are handled. Other
 //!   methods, and requests without the header, pass through untouched
 //!   ([`require_key`](IdempotencyLayerBuilder::require_key) answers 400 instead).
-//! - **The key.** An sf-string (`"8e03978e-..."`, as the IETF draft writes it) or a bare token
-//!   (as Stripe's clients send it), of 1 to 255 visible ASCII characters. Anything else, or two
-//!   headers, gets a 400.
+//! - **The key.** An sf-string (`"8e03978e-..."`, as the IETF draft writes it; parameters
+//!   after it, `"8e03978e-...";p=1`, are ignored) or a bare token (as Stripe's clients send
+//!   it), of 1 to 255 visible ASCII characters. Anything else, or two headers, gets a 400.
 //! - **Scope.** Keys belong to a principal: by default the SHA-256 digest of the
 //!   `Authorization` header (never stored in clear), so two clients never share a record. A
 //!   request **without `Authorization` is unscoped**: every such client shares one key space.
-//!   Behind cookie sessions or with tenants, set [`scope`](IdempotencyLayerBuilder::scope).
+//!   Behind an authentication layer, take the scope from the principal it sets
+//!   ([`scope_from_extension`](IdempotencyLayerBuilder::scope_from_extension)), so that a
+//!   refreshed token keeps its records; with tenants or cookie sessions, set
+//!   [`scope`](IdempotencyLayerBuilder::scope). See [Scopes](#scopes).
 //! - **Fingerprint.** Method, path, query (pairs sorted) and body: an `application/json` (or
-//!   `+json`) body by its parsed value, so key order and whitespace don't matter; any other
-//!   body by its bytes; plus the [headers you list](IdempotencyLayerBuilder::fingerprint_headers).
-//!   A body over 1 MiB gets a 413 before anything is reserved.
-//! - **Stored.** Responses with status 200 to 499 except 408, 409, 425 and 429 (see
-//!   [`stored_by_default`]); any other response releases the key, so the client can retry it.
-//!   A response body over 1 MiB reaches the client unstored, the key is released and a
-//!   warning is logged.
+//!   `+json`) body by its value, so key order, whitespace and escapes don't matter, and
+//!   numbers count by their exact decimal value (`1`, `1.0` and `10e-1` match;
+//!   `12345678901234567890123` and `...124` never do); any other body by its bytes; plus the
+//!   [headers you list](IdempotencyLayerBuilder::fingerprint_headers). A body over 1 MiB gets
+//!   a 413 before anything is reserved.
+//! - **Stored.** Responses with status 200 to 499, except those that say "try again" (408,
+//!   409, 425, 429, 499) and validation answers (400, 415, 422): see [`stored_by_default`].
+//!   Any other response releases the key, so the client can retry it (or correct it and
+//!   resend it with the same key).
+//! - **Streamed.** A response whose length is not known up front (server-sent events, a
+//!   proxied or compressed body) reaches the client frame by frame as the handler produces
+//!   it, while the layer keeps a copy; its end (and trailers) are sent once the copy is
+//!   stored, so a client that saw the end can count on the replay. See [Streams](#streams).
+//! - **Never a second run.** Once the handler has answered with a status that is stored, its
+//!   key is never released: a body over the response limit (1 MiB), a body that fails while it
+//!   is sent, or a stream its client abandoned leave the key handled with its response *not
+//!   kept*, and every retry and waiter gets a 410
+//!   ([`problem::RESPONSE_NOT_KEPT`]) saying so.
 //! - **The handler runs in a task of its own**: a client that disconnects never cuts it off
-//!   halfway; it finishes, its response is stored, and the client's retry gets the replay.
+//!   halfway; it finishes, its response is stored, and the client's retry gets the replay. A
+//!   streamed body is the exception: once its client is gone, it is read on only while it
+//!   can still be kept (see [Streams](#streams)).
 //! - **Steps.** A handler may record its side effects as
 //!   [`idem_core::step`]s. When it then answers with a status that is not
 //!   stored (a 502 from a failed downstream, say) after a step was recorded, the key is kept for
@@ -56,16 +72,66 @@
 //! | case | answer |
 //! |---|---|
 //! | first request | the handler's response |
-//! | replay | the stored status and body, the headers `content-type`, `location`, `content-location`, `etag`, `last-modified`, `link` (and [yours](IdempotencyLayerBuilder::replay_headers)), and `Idempotent-Replayed: true`; never `Set-Cookie` or `Date` |
-//! | same key still in progress | 409 with `Retry-After`, or the response once it is done with [`wait`](IdempotencyLayerBuilder::wait) |
+//! | replay | the stored status, body and trailers, the headers `content-type`, `content-encoding`, `vary`, `location`, `content-location`, `etag`, `last-modified`, `link`, `grpc-*` (and [yours](IdempotencyLayerBuilder::replay_headers)), and `Idempotent-Replayed: true`; never `Set-Cookie` or `Date` |
+//! | replay of a body in a coding the retry does not accept | 406 |
+//! | same key still in progress | 409 with `Retry-After: 1` ([`retry_after`](IdempotencyLayerBuilder::retry_after)), or the response once it is done with [`wait`](IdempotencyLayerBuilder::wait) |
 //! | same key, other request | 422 (or 400, 409: [`mismatch_status`](IdempotencyLayerBuilder::mismatch_status)) |
+//! | handled, response not kept | 410, with the status it was answered with |
 //! | bad key, or two | 400 |
 //! | body too large | 413 |
 //! | store unreachable | 503: nothing ran |
 //! | handled, response not recorded | 500: check the effect before retrying |
 //!
 //! Every error answer is an RFC 9457 `application/problem+json` document whose `type` is one
-//! of the [`problem`] constants and whose `detail` names the key.
+//! of the [`problem`] constants and whose `detail` names the key (to a gRPC call, a gRPC
+//! status instead: see [gRPC](#grpc)).
+//!
+//! The layer's records need a store: in production a shared one (Redis, DynamoDB,
+//! PostgreSQL from `idem-stores`). On the embedded memory store, bound it, so that a flood
+//! of keys cannot exhaust the process: `MemoryStore::builder().max_records(100_000).build()`.
+//!
+//! # Streams
+//!
+//! Server-sent events and other streamed bodies are forwarded as they come, at the pace the
+//! client reads them. The copy the layer keeps is bounded by
+//! [`max_response_body`](IdempotencyLayerBuilder::max_response_body); past it, the client
+//! still gets the whole stream, and retries get the 410. When the client goes away
+//! mid-stream, the layer reads on for up to
+//! [`abandoned_stream_timeout`](IdempotencyLayerBuilder::abandoned_stream_timeout) (10
+//! seconds) so that the retry can have it whole; an endless stream is dropped then, and its
+//! key stays handled. Meanwhile duplicates get the 409 (or wait).
+//!
+//! # Compression
+//!
+//! Put a compression layer (tower-http's `CompressionLayer`) **outside** this one: the stored
+//! body is then the plain one, and each replay is compressed as its retry's
+//! `Accept-Encoding` asks. A body the handler itself compresses (or a compression layer
+//! inside this one) is stored compressed and replayed with its `Content-Encoding` and
+//! `Vary`; a retry whose `Accept-Encoding` does not accept that coding gets a 406
+//! ([`problem::ENCODING_NOT_ACCEPTED`]) naming it, rather than bytes it cannot read.
+//!
+//! # gRPC
+//!
+//! The layer works in front of a tonic server (`Server::builder().layer(..)`): a unary call
+//! carrying `idempotency-key` metadata runs once, and its retries get the stored message,
+//! status and trailers. A gRPC answer's status is in its trailers, so it is judged when the
+//! call ends, by the HTTP status its `grpc-status` stands for (the mapping of
+//! `google.rpc.Code`) and the same [`store_when`](IdempotencyLayerBuilder::store_when):
+//!
+//! | `grpc-status` | as | by default |
+//! |---|---|---|
+//! | `OK` | 200 | stored |
+//! | `NOT_FOUND`, `PERMISSION_DENIED`, `UNAUTHENTICATED` | 404, 403, 401 | stored |
+//! | `INVALID_ARGUMENT`, `FAILED_PRECONDITION`, `OUT_OF_RANGE` | 400 | released: validation |
+//! | `ABORTED`, `ALREADY_EXISTS`, `RESOURCE_EXHAUSTED`, `CANCELLED` | 409, 409, 429, 499 | released: try again |
+//! | `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `UNKNOWN`, `INTERNAL`, `DATA_LOSS`, `UNIMPLEMENTED` | 5xx | released |
+//!
+//! The layer's own answers are gRPC statuses: in progress is `ABORTED` with
+//! `grpc-retry-pushback-ms`; key reused, `FAILED_PRECONDITION`; response not kept,
+//! `ALREADY_EXISTS`; store unavailable, `UNAVAILABLE`; a bad key, `INVALID_ARGUMENT`; not
+//! recorded, `UNKNOWN`. The request message is read whole before the call runs, so send the
+//! key on unary calls only: streaming calls should carry none, and then pass through.
+//! gRPC-Web carries its status in the body and is not judged this way.
 //!
 //! # Which requests should carry keys
 //!
@@ -74,7 +140,15 @@
 //! across its retries of that operation, and never reuses it for another. GET, PUT and DELETE
 //! are idempotent by definition and need none.
 //!
-//! # Scoping by tenant
+//! # Scopes
+//!
+//! | scope | use it when |
+//! |---|---|
+//! | default: digest of `Authorization` | API keys or long-lived tokens, and no authentication layer |
+//! | [`scope_from_extension::<T>()`](IdempotencyLayerBuilder::scope_from_extension) | an authentication layer sets the principal (user or account id) on the request: refreshed OAuth tokens keep their records; a request without it is refused with a 500 ([`problem::SCOPE_MISSING`]) rather than left unscoped |
+//! | [`scope(..)`](IdempotencyLayerBuilder::scope) | tenants, sessions, anything else read from the request head |
+//!
+//! Scoping by tenant:
 //!
 //! ```
 //! # fn demo(idem: idem_core::Idempotency) {
@@ -105,7 +179,10 @@ mod answer;
 mod body;
 mod canonical_json;
 mod config;
+mod encoding;
 mod fingerprint;
+mod forward;
+mod grpc;
 mod key_header;
 mod layer;
 pub mod problem;
@@ -115,8 +192,9 @@ mod stored;
 
 pub use body::{Body, BoxError};
 pub use config::{
-    stored_by_default, IdempotencyLayerBuilder, MismatchStatus, DEFAULT_MAX_REQUEST_BODY,
-    DEFAULT_MAX_RESPONSE_BODY,
+    is_validation_answer, stored_by_default, IdempotencyLayerBuilder, MismatchStatus,
+    DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY, DEFAULT_MAX_RESPONSE_BODY,
+    DEFAULT_RETRY_AFTER,
 };
 pub use key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use layer::IdempotencyLayer;

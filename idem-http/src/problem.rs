@@ -37,6 +37,20 @@ pub const STORE_UNAVAILABLE: &str =
 /// not retry it blindly.
 pub const NOT_RECORDED: &str =
     "https://docs.rs/idem-http/0.1/idem_http/problem/constant.NOT_RECORDED.html";
+/// `type` of the 410 for a request that was handled but whose response was not kept (too
+/// large, failed while sent, or abandoned mid-stream): it will not run again, and its answer
+/// cannot be replayed. The problem's `handled_status` member is the status it was answered with.
+pub const RESPONSE_NOT_KEPT: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.RESPONSE_NOT_KEPT.html";
+/// `type` of the 406 for a replay whose stored body is in a content coding (`gzip`, say) that
+/// the retry does not accept in its `Accept-Encoding`.
+pub const ENCODING_NOT_ACCEPTED: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.ENCODING_NOT_ACCEPTED.html";
+/// `type` of the 500 for a request without the extension the layer takes its scope from
+/// ([`scope_from_extension`](crate::IdempotencyLayerBuilder::scope_from_extension)): the
+/// authentication layer that sets it must run before this one. Nothing ran.
+pub const SCOPE_MISSING: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.SCOPE_MISSING.html";
 /// `type` of the 500 for any other failure of the idempotency machinery.
 pub const FAILED: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.FAILED.html";
 
@@ -44,12 +58,15 @@ pub const FAILED: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/consta
 #[derive(Debug, Serialize)]
 pub(crate) struct Problem {
     #[serde(rename = "type")]
-    kind: &'static str,
-    title: &'static str,
-    status: u16,
-    detail: String,
+    pub(crate) kind: &'static str,
+    pub(crate) title: &'static str,
+    pub(crate) status: u16,
+    pub(crate) detail: String,
+    /// For a response not kept: the status the request was answered with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) handled_status: Option<u16>,
     #[serde(skip)]
-    retry_after: Option<Duration>,
+    pub(crate) retry_after: Option<Duration>,
 }
 
 impl Problem {
@@ -65,8 +82,14 @@ impl Problem {
             title,
             status: status.as_u16(),
             detail,
+            handled_status: None,
             retry_after: None,
         }
+    }
+
+    pub(crate) fn with_handled_status(mut self, status: u16) -> Self {
+        self.handled_status = Some(status);
+        self
     }
 
     pub(crate) fn with_retry_after(mut self, retry_after: Duration) -> Self {
@@ -92,7 +115,7 @@ impl Problem {
 }
 
 /// Rounds up to whole seconds, and to at least one, so that a client never retries at once.
-fn whole_seconds(duration: Duration) -> u64 {
+pub(crate) fn whole_seconds(duration: Duration) -> u64 {
     let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
     seconds.max(1)
 }
@@ -119,6 +142,9 @@ mod tests {
             KEY_REUSED,
             STORE_UNAVAILABLE,
             NOT_RECORDED,
+            RESPONSE_NOT_KEPT,
+            ENCODING_NOT_ACCEPTED,
+            SCOPE_MISSING,
             FAILED,
         ] {
             assert!(kind.starts_with(BASE), "{kind}");

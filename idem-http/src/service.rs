@@ -7,18 +7,21 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::CONTENT_LENGTH;
-use http::{HeaderMap, Request, Response};
+use http::header::{ACCEPT_ENCODING, CONTENT_LENGTH};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
 use idem_core::{Call, Executed, ReleaseErrors};
+use tokio::sync::oneshot;
 use tower_service::Service;
 use tracing::Instrument;
 
 use crate::answer;
 use crate::body::{self, Body, BoxError, Read};
 use crate::config::{Config, KEY_NAME};
+use crate::forward::{self, Ending, Tail};
 use crate::key_header::{self, KeyHeader};
-use crate::stored::StoredResponse;
-use crate::{fingerprint, TARGET};
+use crate::problem::Problem;
+use crate::stored::{NotKept, StoredResponse};
+use crate::{encoding, fingerprint, grpc, IDEMPOTENT_REPLAYED, TARGET};
 
 /// The service made by [`IdempotencyLayer`](crate::IdempotencyLayer) around `S`.
 ///
@@ -58,16 +61,19 @@ where
     }
 }
 
-/// Why the handler's response is not a stored one. Every case releases the key.
+/// Why the handler's run ended without a response to store. Every case but `Engine` releases
+/// the key; the engine's errors say themselves what became of it.
 enum Unstored<E> {
     /// The engine refused or failed.
     Engine(idem_core::Error),
-    /// The handler's response, which the layer does not store but which must reach the client.
+    /// The handler's response, whose status is not stored: it reaches the client once the key
+    /// is released, so that the client's retry finds the key free.
     PassedOn(Response<Body>),
+    /// A streamed response whose status, known at its end, is not stored; the client has all
+    /// but its end, which comes once the key is released.
+    Released,
     /// The handler's service failed.
     Inner(E),
-    /// The handler's response body failed while it was read.
-    BodyFailed(BoxError),
 }
 
 impl<E> From<idem_core::Error> for Unstored<E> {
@@ -76,8 +82,43 @@ impl<E> From<idem_core::Error> for Unstored<E> {
     }
 }
 
-/// Answers one request: passed through, refused by the layer (400, 413), or run under the
-/// engine in a task of its own.
+/// What the request asked for that shapes the layer's own answers.
+struct Asked {
+    grpc: bool,
+    /// The request's `Accept-Encoding` and `grpc-accept-encoding` values, for a replay of an
+    /// encoded body.
+    accepted: HeaderMap,
+}
+
+impl Asked {
+    fn of(headers: &HeaderMap) -> Self {
+        let mut accepted = HeaderMap::new();
+        for name in [
+            ACCEPT_ENCODING,
+            HeaderName::from_static(encoding::GRPC_ACCEPT_ENCODING),
+        ] {
+            for value in headers.get_all(&name) {
+                accepted.append(name.clone(), value.clone());
+            }
+        }
+        Asked {
+            grpc: grpc::is_grpc(headers),
+            accepted,
+        }
+    }
+
+    /// `problem` as this request's client understands it.
+    fn render(&self, problem: Problem) -> Response<Body> {
+        if self.grpc {
+            grpc::problem_response(problem)
+        } else {
+            problem.into_response()
+        }
+    }
+}
+
+/// Answers one request: passed through, refused by the layer (400, 413, or 500 for a missing
+/// scope), or run under the engine in a task of its own.
 async fn handle<S, ReqBody, ResBody>(
     config: Arc<Config>,
     inner: S,
@@ -95,50 +136,72 @@ where
     if !config.methods.contains(request.method()) {
         return pass_through(inner, request).await;
     }
+    let asked = Asked::of(request.headers());
     let key = match key_header::read(request.headers()) {
         KeyHeader::Present(key) => key,
-        KeyHeader::Absent if config.require_key => return Ok(answer::key_missing()),
+        KeyHeader::Absent if config.require_key => return Ok(asked.render(answer::key_missing())),
         KeyHeader::Absent => return pass_through(inner, request).await,
         KeyHeader::Invalid(reason) => {
             let received = key_header::as_received(request.headers());
-            return Ok(answer::key_invalid(&received, reason));
+            return Ok(asked.render(answer::key_invalid(&received, reason)));
         }
     };
     let (parts, body) = request.into_parts();
     let limit = config.max_request_body;
     if content_length(&parts.headers).is_some_and(|len| len > limit as u64) {
-        return Ok(answer::body_too_large(&key, limit));
+        return Ok(asked.render(answer::body_too_large(&key, limit)));
     }
     let bytes = match body::read_up_to(Box::pin(body), limit).await {
         Read::Whole(bytes) => bytes,
-        Read::Unbuffered(_) => return Ok(answer::body_too_large(&key, limit)),
+        Read::Unbuffered(_) => return Ok(asked.render(answer::body_too_large(&key, limit))),
         Read::Failed(error) => {
             tracing::debug!(target: TARGET, key, %error, "request body unreadable");
-            return Ok(answer::body_unreadable(&key));
+            return Ok(asked.render(answer::body_unreadable(&key)));
         }
     };
-    let scope = (config.scope)(&parts);
+    let scope = match (config.scope)(&parts) {
+        Ok(scope) => scope,
+        Err(missing) => {
+            tracing::error!(target: TARGET, key, extension = missing.0, "the request lacks the extension the scope is taken from");
+            return Ok(asked.render(answer::scope_missing(&key, &missing)));
+        }
+    };
     let call = match call(&config, &key, scope.as_deref(), &parts, &bytes) {
         Ok(call) => call,
-        Err(error) => return Ok(answer::engine_error(&error, &key, config.mismatch)),
+        Err(error) => return Ok(asked.render(answer::engine_error(&error, &key, &config))),
     };
     let request = Request::from_parts(parts, body::full(bytes));
     // The handler runs in a task of its own, so that a client that disconnects does not cut
-    // it off halfway: it finishes, its response is stored, and the retry gets the replay.
-    let run =
-        tokio::spawn(run(config.clone(), call, key.clone(), inner, request).in_current_span());
+    // it off halfway: it finishes, its response is stored, and the retry gets the replay (a
+    // streamed body, though, is read on only while it can still be kept).
+    let (head_sender, head) = oneshot::channel();
+    let run = tokio::spawn(
+        run(
+            config.clone(),
+            call,
+            key.clone(),
+            inner,
+            request,
+            head_sender,
+        )
+        .in_current_span(),
+    );
+    // A streamed response is handed over as soon as its head is there; the task goes on
+    // forwarding its body.
+    if let Ok(response) = head.await {
+        return Ok(response);
+    }
     match run.await {
-        Ok(Ok(executed)) => Ok(answer_stored(executed, &key)),
+        Ok(Ok(executed)) => Ok(answer_stored(executed, &key, &asked)),
         Ok(Err(Unstored::PassedOn(response))) => Ok(response),
         Ok(Err(Unstored::Inner(error))) => Err(error),
-        Ok(Err(Unstored::Engine(error))) => Ok(answer::engine_error(&error, &key, config.mismatch)),
-        Ok(Err(Unstored::BodyFailed(error))) => {
-            tracing::error!(target: TARGET, key, %error, "the response body failed; the key is released");
-            Ok(answer::not_recorded(&key).into_response())
+        Ok(Err(Unstored::Engine(error))) => {
+            Ok(asked.render(answer::engine_error(&error, &key, &config)))
         }
+        Ok(Err(Unstored::Released)) => Ok(asked.render(answer::failed(&key))),
         Err(panicked) => {
             tracing::error!(target: TARGET, key, error = %panicked, "the handler panicked; its key is held until its lease passes");
-            Ok(answer::not_recorded(&key).into_response())
+            Ok(asked.render(answer::not_recorded(&key)))
         }
     }
 }
@@ -170,6 +233,7 @@ async fn run<S, ResBody>(
     key: String,
     mut inner: S,
     request: Request<Body>,
+    head: oneshot::Sender<Response<Body>>,
 ) -> Result<Executed<StoredResponse>, Unstored<S::Error>>
 where
     S: Service<Request<Body>, Response = Response<ResBody>> + Send + 'static,
@@ -179,69 +243,160 @@ where
     ResBody::Error: Into<BoxError>,
 {
     let idem = config.idem.clone();
-    idem.run_with_policy(call, &ReleaseErrors, async {
-        let response = inner.call(request).await.map_err(Unstored::Inner)?;
-        keep(&config, &key, response).await
-    })
-    .await
+    let mut tail = Tail::default();
+    let outcome = idem
+        .run_with_policy(call, &ReleaseErrors, async {
+            let response = inner.call(request).await.map_err(Unstored::Inner)?;
+            keep(&config, &key, response, head, &mut tail).await
+        })
+        .await;
+    let settled = matches!(outcome, Ok(_) | Err(Unstored::Released));
+    tail.finish(settled).await;
+    outcome
 }
 
-/// The response as stored, or as passed on unstored.
+/// The response as stored. A response of known length within the limit is read whole and
+/// answered once stored; any other is handed to the client through `head` at once, and its
+/// body streamed.
 async fn keep<E, ResBody>(
     config: &Config,
     key: &str,
     response: Response<ResBody>,
+    head: oneshot::Sender<Response<Body>>,
+    tail: &mut Tail,
 ) -> Result<StoredResponse, Unstored<E>>
 where
     ResBody: http_body::Body<Data = Bytes> + Send + 'static,
     ResBody::Error: Into<BoxError>,
 {
     let (parts, body) = response.into_parts();
-    if !(config.store_when)(parts.status) {
-        tracing::debug!(target: TARGET, key, status = parts.status.as_u16(), "status not stored; the key is released");
+    // A gRPC answer's status is in its trailers, so it is judged when its body ends; but for a
+    // trailers-only answer (every error tonic sends), it is in the head already.
+    let judged = if !grpc::is_grpc(&parts.headers) {
+        Some(parts.status)
+    } else if body.is_end_stream() {
+        grpc::judged(&parts.headers, None)
+    } else {
+        None
+    };
+    if let Some(status) = judged.filter(|&status| !(config.store_when)(status)) {
+        tracing::debug!(target: TARGET, key, status = status.as_u16(), "status not stored; the key is released");
         return Err(Unstored::PassedOn(Response::from_parts(
             parts,
             body::boxed(body),
         )));
     }
-    let limit = config.max_response_body;
-    if content_length(&parts.headers).is_some_and(|len| len > limit as u64) {
-        tracing::warn!(target: TARGET, key, limit, "response body over the limit passed on unstored; the key is released");
-        return Err(Unstored::PassedOn(Response::from_parts(
-            parts,
-            body::boxed(body),
-        )));
+    let limit = config.max_response_body as u64;
+    let declared = content_length(&parts.headers);
+    let known = body.size_hint().exact().or(declared);
+    let buffered = judged.is_some()
+        && known.is_some_and(|len| len <= limit)
+        && declared.is_none_or(|len| len <= limit);
+    if !buffered {
+        return stream(config, key, parts, body::boxed(body), head, tail).await;
     }
-    match body::read_up_to(Box::pin(body), limit).await {
+    match body::read_up_to(Box::pin(body), config.max_response_body).await {
         Read::Whole(bytes) => Ok(StoredResponse::capture(
             parts,
             bytes,
             &config.replay_headers,
         )),
         Read::Unbuffered(resumed) => {
-            tracing::warn!(target: TARGET, key, limit, "streaming response over the limit or with trailers passed on unstored; the key is released");
-            Err(Unstored::PassedOn(Response::from_parts(
-                parts,
-                body::boxed(resumed),
-            )))
+            stream(config, key, parts, body::boxed(resumed), head, tail).await
         }
-        Read::Failed(error) => Err(Unstored::BodyFailed(error)),
+        Read::Failed(error) => {
+            tracing::error!(target: TARGET, key, %error, "the response body failed; the request is kept as handled, its response not kept");
+            Ok(StoredResponse::not_kept(
+                parts.status,
+                &parts.headers,
+                NotKept::Failed,
+                &config.replay_headers,
+            ))
+        }
     }
 }
 
-fn answer_stored(executed: Executed<StoredResponse>, key: &str) -> Response<Body> {
-    match executed.value.into_response(executed.replayed) {
+/// Hands the head to the client and forwards the body as it comes, keeping a copy; stores it
+/// if it ends within the limit, and keeps the key as handled otherwise.
+async fn stream<E>(
+    config: &Config,
+    key: &str,
+    parts: http::response::Parts,
+    body: Body,
+    head: oneshot::Sender<Response<Body>>,
+    tail: &mut Tail,
+) -> Result<StoredResponse, Unstored<E>> {
+    let status = parts.status;
+    let headers = parts.headers.clone();
+    let (forwarder, forwarded) = forward::channel();
+    let _ = head.send(Response::from_parts(parts, body::boxed(forwarded)));
+    let limit = config.max_response_body;
+    let timeout = config.abandoned_stream_timeout;
+    let ending = forward::forward(body, forwarder, limit, timeout, tail).await;
+    // A gRPC answer is judged by the status in its trailers, now they are known; one that says
+    // "try again" releases its key even if its body was not kept.
+    let judged = match grpc::is_grpc(&headers) {
+        true => grpc::judged(&headers, tail.trailers.as_ref()),
+        false => Some(status),
+    };
+    if let Some(judged) = judged.filter(|&judged| !(config.store_when)(judged)) {
+        tracing::debug!(target: TARGET, key, status = judged.as_u16(), "status not stored; the key is released");
+        return Err(Unstored::Released);
+    }
+    match ending {
+        Ending::Whole(body) => Ok(StoredResponse::streamed(
+            status,
+            &headers,
+            &body,
+            tail.trailers.as_ref(),
+            &config.replay_headers,
+        )),
+        Ending::NotKept(why) => {
+            tracing::warn!(target: TARGET, key, limit, reason = why.reason(), "the request is kept as handled, its response not kept");
+            let handled = judged.unwrap_or(status);
+            Ok(StoredResponse::not_kept(
+                handled,
+                &headers,
+                why,
+                &config.replay_headers,
+            ))
+        }
+    }
+}
+
+/// The answer from a stored response: the handler's own the first time, else the replay (or
+/// the problem saying why there is none).
+fn answer_stored(executed: Executed<StoredResponse>, key: &str, asked: &Asked) -> Response<Body> {
+    let mut stored = executed.value;
+    if !executed.replayed {
+        if let Some(fresh) = stored.take_fresh() {
+            return fresh;
+        }
+    }
+    if let Some((status, why)) = stored.not_kept_reason() {
+        let mut answer = asked.render(answer::not_kept(key, status, why));
+        if executed.replayed {
+            answer
+                .headers_mut()
+                .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+        }
+        return answer;
+    }
+    let refused = stored
+        .content_encodings()
+        .find(|coding| !encoding::accepts(&asked.accepted, coding))
+        .or_else(|| {
+            let compression = stored.grpc_encoding()?;
+            (!encoding::accepts_grpc(&asked.accepted, compression)).then_some(compression)
+        });
+    if let Some(coding) = refused {
+        return asked.render(answer::encoding_not_accepted(key, coding));
+    }
+    match stored.into_replay() {
         Ok(response) => response,
         Err(reason) => {
             tracing::error!(target: TARGET, key, reason, "the stored response cannot be replayed");
-            answer::engine_error(
-                &idem_core::Error::CorruptRecord {
-                    key: key.to_owned(),
-                    reason,
-                },
-                key,
-                Default::default(),
-            )
+            asked.render(answer::failed(key))
         }
     }
 }

@@ -3,8 +3,9 @@
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bytes::Bytes;
+use http::header::CONTENT_ENCODING;
 use http::response::Parts;
-use http::{HeaderName, HeaderValue, Response, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use crate::body::{self, Body};
@@ -13,84 +14,220 @@ use crate::body::{self, Body};
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 
 /// The response headers replayed unless the layer is told more: those that describe the
-/// resource or the representation. `Set-Cookie` and `Date` are never among them.
-pub const DEFAULT_REPLAY_HEADERS: [&str; 6] = [
+/// resource or the representation, what a client needs to decode the body
+/// (`content-encoding`, `grpc-encoding`), and the status of a trailers-only gRPC answer.
+/// `Set-Cookie` and `Date` are never among them.
+pub const DEFAULT_REPLAY_HEADERS: [&str; 12] = [
     "content-type",
+    "content-encoding",
+    "vary",
     "location",
     "content-location",
     "etag",
     "last-modified",
     "link",
+    "grpc-encoding",
+    "grpc-status",
+    "grpc-message",
+    "grpc-status-details-bin",
 ];
 
-/// A response the layer stores: status, allow-listed headers and body.
+/// A response the layer stores: status, allow-listed headers, body and trailers.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct StoredResponse {
     status: u16,
     headers: Vec<(String, String)>,
     body: StoredBody,
+    /// Every trailer, in order: a gRPC answer's `grpc-status` is one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    trailers: Vec<(String, String)>,
     /// The handler's own head and body, for the first answer, which is not a replay.
     #[serde(skip)]
     fresh: Option<(Parts, Bytes)>,
 }
 
-/// The body as stored: text as it is, anything else in base64.
+/// The body as stored: text as it is, anything else in base64, or why it was not kept.
 #[derive(Debug, Serialize, Deserialize)]
 enum StoredBody {
     #[serde(rename = "text")]
     Text(String),
     #[serde(rename = "base64")]
     Base64(String),
+    #[serde(rename = "not_kept")]
+    NotKept(NotKept),
+}
+
+/// Why a handled request's response body was not kept: its key stays handled, and retries are
+/// told the answer cannot be replayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum NotKept {
+    /// The body went past the layer's response limit.
+    TooLarge,
+    /// The body failed while it was sent.
+    Failed,
+    /// The client went away and the stream did not end in time to be kept.
+    Abandoned,
+}
+
+impl NotKept {
+    /// Why, in words, for a problem's detail.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            NotKept::TooLarge => "its response body was over the size the layer keeps",
+            NotKept::Failed => "its response body failed while it was sent",
+            NotKept::Abandoned => "its client went away before its response stream ended",
+        }
+    }
 }
 
 impl StoredResponse {
-    /// Keeps what a replay may carry of a response the handler just produced.
+    /// Keeps what a replay may carry of a response the handler just produced, read whole.
     pub(crate) fn capture(parts: Parts, body: Bytes, replay_headers: &[HeaderName]) -> Self {
-        let headers = replay_headers
-            .iter()
-            .flat_map(|name| {
-                parts.headers.get_all(name).iter().filter_map(move |value| {
-                    // Values that are not visible ASCII are left out rather than mangled.
-                    Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
-                })
-            })
-            .collect();
-        let stored_body = match std::str::from_utf8(&body) {
-            Ok(text) => StoredBody::Text(text.to_owned()),
-            Err(_) => StoredBody::Base64(BASE64.encode(&body)),
+        let mut stored =
+            StoredResponse::streamed(parts.status, &parts.headers, &body, None, replay_headers);
+        stored.fresh = Some((parts, body));
+        stored
+    }
+
+    /// Keeps what a replay may carry of a response already sent to the client as it came.
+    pub(crate) fn streamed(
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: &[u8],
+        trailers: Option<&HeaderMap>,
+        replay_headers: &[HeaderName],
+    ) -> Self {
+        let stored_body = match std::str::from_utf8(body) {
+            Ok(text) if !costly_to_escape(text) => StoredBody::Text(text.to_owned()),
+            _ => StoredBody::Base64(BASE64.encode(body)),
         };
         StoredResponse {
-            status: parts.status.as_u16(),
-            headers,
+            status: status.as_u16(),
+            headers: allowed(headers, replay_headers),
             body: stored_body,
-            fresh: Some((parts, body)),
+            trailers: trailers.map(every_header).unwrap_or_default(),
+            fresh: None,
         }
     }
 
-    /// The answer: the handler's own response the first time, the stored one on a replay.
-    pub(crate) fn into_response(self, replayed: bool) -> Result<Response<Body>, String> {
-        if let (Some((parts, body)), false) = (self.fresh, replayed) {
-            return Ok(Response::from_parts(parts, body::full(body)));
+    /// A handled response whose body could not be kept.
+    pub(crate) fn not_kept(
+        status: StatusCode,
+        headers: &HeaderMap,
+        why: NotKept,
+        replay_headers: &[HeaderName],
+    ) -> Self {
+        StoredResponse {
+            status: status.as_u16(),
+            headers: allowed(headers, replay_headers),
+            body: StoredBody::NotKept(why),
+            trailers: Vec::new(),
+            fresh: None,
         }
+    }
+
+    /// The handler's own response, if this is the first answer rather than a replay.
+    pub(crate) fn take_fresh(&mut self) -> Option<Response<Body>> {
+        let (parts, body) = self.fresh.take()?;
+        Some(Response::from_parts(parts, body::full(body)))
+    }
+
+    /// The handled status and why the body was not kept, when it was not.
+    pub(crate) fn not_kept_reason(&self) -> Option<(u16, NotKept)> {
+        match self.body {
+            StoredBody::NotKept(why) => Some((self.status, why)),
+            _ => None,
+        }
+    }
+
+    /// The content codings the stored body is in, in the order they were applied.
+    pub(crate) fn content_encodings(&self) -> impl Iterator<Item = &str> {
+        self.headers
+            .iter()
+            .filter(|(name, _)| name == CONTENT_ENCODING.as_str())
+            .flat_map(|(_, value)| value.split(','))
+            .map(str::trim)
+            .filter(|coding| !coding.is_empty())
+    }
+
+    /// The compression of the stored gRPC messages, when they have one.
+    pub(crate) fn grpc_encoding(&self) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(name, _)| name == "grpc-encoding")
+            .map(|(_, value)| value.trim())
+    }
+
+    /// The replay: the stored status, headers, body and trailers, marked as replayed.
+    pub(crate) fn into_replay(self) -> Result<Response<Body>, String> {
         let body = match self.body {
             StoredBody::Text(text) => Bytes::from(text),
             StoredBody::Base64(encoded) => BASE64
                 .decode(encoded)
                 .map(Bytes::from)
                 .map_err(|e| format!("stored body is not base64: {e}"))?,
+            StoredBody::NotKept(_) => return Err("the stored response has no body".to_owned()),
         };
-        let mut response = Response::new(body::full(body));
+        let body = if self.trailers.is_empty() {
+            body::full(body)
+        } else {
+            body::with_trailers(body, header_map(self.trailers)?)
+        };
+        let mut response = Response::new(body);
         *response.status_mut() = StatusCode::from_u16(self.status)
             .map_err(|_| format!("stored status {} is not a status", self.status))?;
         let headers = response.headers_mut();
-        for (name, value) in self.headers {
-            let name = HeaderName::try_from(name).map_err(|e| e.to_string())?;
-            let value = HeaderValue::try_from(value).map_err(|e| e.to_string())?;
-            headers.append(name, value);
-        }
+        *headers = header_map(self.headers)?;
         headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
         Ok(response)
     }
+}
+
+/// Whether `text`, escaped for the JSON record, would take more room than in base64: control
+/// characters take six bytes each there.
+fn costly_to_escape(text: &str) -> bool {
+    let escaped: usize = text
+        .bytes()
+        .map(|byte| match byte {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum();
+    escaped > text.len().div_ceil(3) * 4
+}
+
+/// The headers among `names`. Values that are not visible ASCII are left out rather than
+/// mangled.
+fn allowed(headers: &HeaderMap, names: &[HeaderName]) -> Vec<(String, String)> {
+    names
+        .iter()
+        .flat_map(|name| {
+            headers.get_all(name).iter().filter_map(move |value| {
+                Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+            })
+        })
+        .collect()
+}
+
+fn every_header(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter_map(|(name, value)| {
+            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+        })
+        .collect()
+}
+
+fn header_map(pairs: Vec<(String, String)>) -> Result<HeaderMap, String> {
+    let mut map = HeaderMap::with_capacity(pairs.len());
+    for (name, value) in pairs {
+        let name = HeaderName::try_from(name).map_err(|e| e.to_string())?;
+        let value = HeaderValue::try_from(value).map_err(|e| e.to_string())?;
+        map.append(name, value);
+    }
+    Ok(map)
 }
 
 #[cfg(test)]
@@ -120,7 +257,7 @@ mod tests {
         let binary: &[u8] = &[0, 159, 146, 150, 255];
         let json = serde_json::to_vec(&handled(binary)).unwrap();
         let stored: StoredResponse = serde_json::from_slice(&json).unwrap();
-        let replay = stored.into_response(true).unwrap();
+        let replay = stored.into_replay().unwrap();
         assert_eq!(replay.status(), 201);
         assert_eq!(replay.headers()[LOCATION], "/payments/1");
         assert_eq!(replay.headers()[IDEMPOTENT_REPLAYED], "true");
@@ -132,8 +269,64 @@ mod tests {
 
     #[test]
     fn the_first_answer_keeps_every_header() {
-        let fresh = handled(b"ok").into_response(false).unwrap();
+        let fresh = handled(b"ok").take_fresh().unwrap();
         assert_eq!(fresh.headers()[SET_COOKIE], "session=secret");
         assert!(fresh.headers().get(IDEMPOTENT_REPLAYED).is_none());
+    }
+
+    #[tokio::test]
+    async fn trailers_are_replayed_after_the_body() {
+        let mut trailers = HeaderMap::new();
+        trailers.insert("grpc-status", HeaderValue::from_static("0"));
+        let head = HeaderMap::new();
+        let stored = StoredResponse::streamed(StatusCode::OK, &head, b"msg", Some(&trailers), &[]);
+        let json = serde_json::to_vec(&stored).unwrap();
+        let stored: StoredResponse = serde_json::from_slice(&json).unwrap();
+        let collected = stored
+            .into_replay()
+            .unwrap()
+            .into_body()
+            .collect()
+            .await
+            .unwrap();
+        assert_eq!(collected.trailers().unwrap()["grpc-status"], "0");
+        assert_eq!(collected.to_bytes(), "msg");
+    }
+
+    #[test]
+    fn text_full_of_control_characters_is_stored_in_base64() {
+        let head = HeaderMap::new();
+        let stored = |body: &[u8]| {
+            let stored = StoredResponse::streamed(StatusCode::OK, &head, body, None, &[]);
+            serde_json::to_string(&stored).unwrap()
+        };
+        let controls = stored(&[1u8; 3000]);
+        assert!(controls.contains("\"base64\""));
+        assert!(controls.len() < 4200, "{}", controls.len());
+        assert!(stored(b"{\"a\":\"b\"}\n").contains("\"text\""));
+    }
+
+    #[test]
+    fn every_content_coding_applied_is_listed() {
+        let mut head = HeaderMap::new();
+        head.append(CONTENT_ENCODING, HeaderValue::from_static("gzip, br"));
+        head.append(CONTENT_ENCODING, HeaderValue::from_static("zstd"));
+        let stored =
+            StoredResponse::streamed(StatusCode::OK, &head, b"", None, &[CONTENT_ENCODING]);
+        let codings: Vec<&str> = stored.content_encodings().collect();
+        assert_eq!(codings, ["gzip", "br", "zstd"]);
+    }
+
+    #[test]
+    fn a_response_not_kept_has_no_replay_but_keeps_its_status() {
+        let mut head = HeaderMap::new();
+        head.insert(LOCATION, HeaderValue::from_static("/payments/1"));
+        let names = [LOCATION];
+        let stored =
+            StoredResponse::not_kept(StatusCode::CREATED, &head, NotKept::TooLarge, &names);
+        let json = serde_json::to_vec(&stored).unwrap();
+        let stored: StoredResponse = serde_json::from_slice(&json).unwrap();
+        assert_eq!(stored.not_kept_reason(), Some((201, NotKept::TooLarge)));
+        assert!(stored.into_replay().is_err());
     }
 }

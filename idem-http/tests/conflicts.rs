@@ -4,6 +4,7 @@ mod support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::Request;
 use axum::middleware::{self, Next};
@@ -24,10 +25,10 @@ async fn a_duplicate_in_progress_gets_a_409_with_retry_after() {
     started.recv().await.unwrap();
     let duplicate = send(server.post("/payments", Some("pay-1"), "{}")).await;
     duplicate.assert_problem(409, problem::IN_PROGRESS, Some("pay-1"));
-    let retry_after: u64 = duplicate.header("retry-after").unwrap().parse().unwrap();
-    assert!(
-        (1..=30).contains(&retry_after),
-        "within the 30 s lease: {retry_after}"
+    assert_eq!(
+        duplicate.header("retry-after"),
+        Some("1"),
+        "a short default, not the 30 s lease"
     );
 
     payments.release();
@@ -35,6 +36,26 @@ async fn a_duplicate_in_progress_gets_a_409_with_retry_after() {
     assert_eq!(first.status, 201);
     assert!(!first.replayed());
     assert_eq!(payments.runs(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_after_is_configurable_and_never_past_the_lease() {
+    for (retry_after, lease, expected) in [(7, 30, "7"), (60, 5, "5")] {
+        let (payments, mut started) = Payments::held();
+        let layer = IdempotencyLayer::builder(memory())
+            .retry_after(Duration::from_secs(retry_after))
+            .lease(Duration::from_secs(lease))
+            .build();
+        let server = Arc::new(serve(app(layer, payments.clone())).await);
+
+        let first = tokio::spawn(send(server.post("/payments", Some("pay-1"), "{}")));
+        started.recv().await.unwrap();
+        let duplicate = send(server.post("/payments", Some("pay-1"), "{}")).await;
+        duplicate.assert_problem(409, problem::IN_PROGRESS, Some("pay-1"));
+        assert_eq!(duplicate.header("retry-after"), Some(expected));
+        payments.release();
+        assert_eq!(first.await.unwrap().status, 201);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -187,6 +187,11 @@ async fn list_payments(State(payments): State<Arc<Payments>>) -> String {
 
 /// The payments router behind `layer`.
 pub fn app(layer: IdempotencyLayer, payments: Arc<Payments>) -> Router {
+    routes(payments).layer(layer)
+}
+
+/// The payments router, with no layer.
+pub fn routes(payments: Arc<Payments>) -> Router {
     Router::new()
         .route(
             "/payments",
@@ -197,7 +202,6 @@ pub fn app(layer: IdempotencyLayer, payments: Arc<Payments>) -> Router {
         )
         .route("/refunds", post(create_payment))
         .with_state(payments)
-        .layer(layer)
 }
 
 /// A memory store whose faults the test switches on.
@@ -210,6 +214,17 @@ pub struct FaultyStore {
     pub complete_fails: AtomicBool,
     /// Told each time a caller waits for a key to change.
     pub waiting: Notify,
+    /// How many times a caller waited for a key to change.
+    pub waits: AtomicUsize,
+}
+
+impl FaultyStore {
+    /// Returns once callers have waited for a key to change `count` times in all.
+    pub async fn waited(&self, count: usize) {
+        while self.waits.load(Ordering::SeqCst) < count {
+            self.waiting.notified().await;
+        }
+    }
 }
 
 fn down() -> StoreError {
@@ -265,8 +280,32 @@ impl Store for FaultyStore {
         self.memory.delete(key).await
     }
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
+        self.waits.fetch_add(1, Ordering::SeqCst);
         self.waiting.notify_one();
         self.memory.changed(key, timeout).await
+    }
+}
+
+/// A response body the test writes chunk by chunk: what it sends on the returned sender
+/// becomes the next frame, an error fails the body, and dropping the sender ends it.
+pub fn events() -> (
+    mpsc::UnboundedSender<Result<bytes::Bytes, std::io::Error>>,
+    axum::body::Body,
+) {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    (sender, axum::body::Body::from_stream(Received(receiver)))
+}
+
+struct Received<T>(mpsc::UnboundedReceiver<T>);
+
+impl<T> futures_core::Stream for Received<T> {
+    type Item = T;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        self.0.poll_recv(cx)
     }
 }
 

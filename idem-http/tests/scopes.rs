@@ -1,0 +1,86 @@
+//! Scoping keys by the principal an authentication layer sets, rather than by the raw token.
+
+mod support;
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use idem_http::{problem, IdempotencyLayer};
+use support::{app, memory, routes, send, serve, Payments};
+
+/// The user an authentication layer found behind the request's token.
+#[derive(Clone)]
+struct UserId(&'static str);
+
+impl std::fmt::Display for UserId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "user:{}", self.0)
+    }
+}
+
+/// Every token of Alice's (she refreshes it) and of Bob's; anything else is refused.
+async fn authenticate(mut request: Request, next: Next) -> Response {
+    let token = request
+        .headers()
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let user = match token {
+        "Bearer alice-token-1" | "Bearer alice-token-2" => UserId("alice"),
+        "Bearer bob-token" => UserId("bob"),
+        _ => return StatusCode::UNAUTHORIZED.into_response(),
+    };
+    request.extensions_mut().insert(user);
+    next.run(request).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refreshed_token_keeps_its_principal_s_records() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .scope_from_extension::<UserId>()
+        .build();
+    // The authentication layer is added last, so it runs first.
+    let router = app(layer, payments.clone()).layer(middleware::from_fn(authenticate));
+    let server = serve(router).await;
+    let with_token = |token: &str| {
+        server
+            .post("/payments", Some("pay-1"), "{}")
+            .header("authorization", format!("Bearer {token}"))
+    };
+
+    let first = send(with_token("alice-token-1")).await;
+    assert_eq!(first.status, 201);
+    let refreshed = send(with_token("alice-token-2")).await;
+    assert!(refreshed.replayed(), "the same user, with a new token");
+    assert_eq!(refreshed.body, first.body);
+    assert!(!send(with_token("bob-token")).await.replayed());
+    assert_eq!(payments.runs(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_the_principal_is_refused_rather_than_unscoped() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .scope_from_extension::<UserId>()
+        .build();
+    // Misordered: added last, the idempotency layer runs before authentication sets the user.
+    let misordered = routes(payments.clone())
+        .layer(middleware::from_fn(authenticate))
+        .layer(layer);
+    let server = serve(misordered).await;
+
+    let answer = send(
+        server
+            .post("/payments", Some("pay-1"), "{}")
+            .header("authorization", "Bearer alice-token-1"),
+    )
+    .await;
+    answer.assert_problem(500, problem::SCOPE_MISSING, Some("pay-1"));
+    let detail = answer.json()["detail"].as_str().unwrap().to_owned();
+    assert!(detail.contains("UserId"), "{detail}");
+    assert_eq!(payments.runs(), 0);
+}
