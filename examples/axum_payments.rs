@@ -150,12 +150,13 @@ async fn main() {
     let busy = pay(&client, &url, "order-43", order).await;
     assert_eq!(busy.status, StatusCode::CONFLICT);
 
-    println!("   The provider answers; the client backs off a second (Retry-After is the");
-    println!("   latest it needs to wait) and gets the charge.");
+    println!("   The provider answers; the client backs off as Retry-After says and");
+    println!("   gets the charge.");
     assert!(busy.retry_after.is_some_and(|seconds| seconds >= 1));
     network.open.add_permits(1);
     let done = loop {
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        let seconds = busy.retry_after.unwrap_or(1);
+        tokio::time::sleep(Duration::from_secs(seconds)).await;
         let attempt = pay(&client, &url, "order-43", order).await;
         if attempt.status != StatusCode::CONFLICT {
             break attempt;
