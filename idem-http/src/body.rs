@@ -1,6 +1,7 @@
 //! The one body type the layer hands its service and returns, and reading bodies up to a limit.
 
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -79,6 +80,37 @@ pub(crate) fn with_trailers(bytes: Bytes, trailers: http::HeaderMap) -> Body {
             .map_err(|never| match never {})
             .boxed_unsync(),
     )
+}
+
+/// `body`, with a panic while it is polled turned into an error of the body.
+pub(crate) fn panics_as_errors(body: Body) -> Body {
+    Body::new(PanicsAsErrors(body))
+}
+
+struct PanicsAsErrors(Body);
+
+impl http_body::Body for PanicsAsErrors {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll_frame(cx))) {
+            Ok(polled) => polled,
+            Err(_) => Poll::Ready(Some(Err("the response body panicked".into()))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.0.size_hint()
+    }
 }
 
 /// Boxes any body of `Bytes`.

@@ -286,7 +286,8 @@ impl IdempotencyLayerBuilder {
     /// How long a streamed response is still read once its client has gone (10 seconds by
     /// default). If it ends within this time and the size limit, it is stored and the retry
     /// gets it whole; otherwise the layer stops reading it and its key is kept as handled,
-    /// with a response not kept. A client that reads nothing for this long counts as gone.
+    /// with a response not kept. A client that takes longer than this to take one frame
+    /// counts as gone.
     pub fn abandoned_stream_timeout(mut self, timeout: Duration) -> Self {
         self.config.abandoned_stream_timeout = timeout;
         self

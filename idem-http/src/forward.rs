@@ -98,16 +98,30 @@ pub(crate) struct Tail {
 
 impl Tail {
     /// Ends the client's body: with its trailers when its outcome is `settled` (recorded, or
-    /// released on purpose), with a failure when it is not, or when the body failed.
-    pub(crate) async fn finish(self, settled: bool) {
+    /// released on purpose), with a failure when it is not, or when the body failed. A client
+    /// that takes none of it within `timeout` is left.
+    pub(crate) async fn finish(self, settled: bool, timeout: Duration) {
         let Some(client) = self.client else {
             return;
         };
-        let last = match (self.failure, settled) {
+        let _ = tokio::time::timeout(
+            timeout,
+            Tail::end(client, self.failure, self.trailers, settled),
+        )
+        .await;
+    }
+
+    async fn end(
+        client: mpsc::Sender<Sent>,
+        failure: Option<BoxError>,
+        trailers: Option<HeaderMap>,
+        settled: bool,
+    ) {
+        let last = match (failure, settled) {
             (Some(error), _) => Sent::Failed(error),
             (None, false) => Sent::Failed("the response was not recorded".into()),
             (None, true) => {
-                if let Some(trailers) = self.trailers {
+                if let Some(trailers) = trailers {
                     let _ = client.send(Sent::Frame(Frame::trailers(trailers))).await;
                 }
                 Sent::End
@@ -119,9 +133,12 @@ impl Tail {
 
 /// Forwards `body` through `forwarder`, keeping a copy of up to `limit` bytes, all but its
 /// end: trailers, a failure and the end itself are left in `tail`. A client that goes away,
-/// or reads nothing for `abandoned_timeout`, is given up on; the body is still read (and kept)
-/// for up to `abandoned_timeout` more, so that a retry can get it whole, and dropped, unread,
-/// once it can no longer be kept.
+/// or takes longer than `abandoned_timeout` to take one frame, is given up on; the body is
+/// still read (and kept) for up to `abandoned_timeout` more, so that a retry can get it whole,
+/// and dropped, unread, once it can no longer be kept.
+///
+/// The end is held back for chunked and HTTP/2 bodies; a body whose `Content-Length` is
+/// declared ends for its client as soon as that many bytes were sent.
 pub(crate) async fn forward(
     mut body: Body,
     forwarder: Forwarder,
@@ -152,7 +169,7 @@ pub(crate) async fn forward(
             None => {
                 client = None;
                 if kept.is_over() {
-                    return Ending::NotKept(NotKept::Abandoned);
+                    return Ending::NotKept(NotKept::TooLarge);
                 }
                 continue;
             }
@@ -181,7 +198,7 @@ pub(crate) async fn forward(
             }
         }
         if client.is_none() && kept.is_over() {
-            return Ending::NotKept(NotKept::Abandoned);
+            return Ending::NotKept(NotKept::TooLarge);
         }
     }
 }

@@ -24,7 +24,7 @@ pub(crate) fn is_grpc(headers: &HeaderMap) -> bool {
 
 /// The HTTP status a gRPC answer stands for, from its `grpc-status` (in the trailers, or in
 /// the head of a trailers-only answer), by the mapping of `google.rpc.Code`; `None` when it has
-/// none. An unknown or unreadable code is an `UNKNOWN` failure.
+/// none (yet). An unknown or unreadable code is an `UNKNOWN` failure.
 pub(crate) fn judged(head: &HeaderMap, trailers: Option<&HeaderMap>) -> Option<StatusCode> {
     let value = trailers
         .and_then(|trailers| trailers.get(GRPC_STATUS))
@@ -48,6 +48,23 @@ pub(crate) fn judged(head: &HeaderMap, trailers: Option<&HeaderMap>) -> Option<S
         _ => 500,                // UNKNOWN, INTERNAL, DATA_LOSS, or unreadable
     };
     Some(StatusCode::from_u16(status).expect("a valid status"))
+}
+
+/// How many length-prefixed messages a gRPC request body holds (one for a unary or
+/// server-streaming call), or `None` if it is not made of whole messages.
+pub(crate) fn message_count(body: &[u8]) -> Option<usize> {
+    let mut rest = body;
+    let mut count = 0;
+    while !rest.is_empty() {
+        // A compression flag, then the message's length in 4 bytes, big-endian.
+        let [_, a, b, c, d, after @ ..] = rest else {
+            return None;
+        };
+        let len = usize::try_from(u32::from_be_bytes([*a, *b, *c, *d])).ok()?;
+        rest = after.get(len..)?;
+        count += 1;
+    }
+    Some(count)
 }
 
 /// `problem` as a trailers-only gRPC answer: HTTP 200, with `grpc-status` and a
@@ -132,6 +149,25 @@ mod tests {
         assert!(typed("application/grpc+proto"));
         assert!(!typed("application/grpc-web"));
         assert!(!typed("application/json"));
+    }
+
+    #[test]
+    fn request_messages_are_counted_by_their_length_prefix() {
+        let message = |payload: &[u8]| {
+            let mut framed = vec![0];
+            framed.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+            framed.extend_from_slice(payload);
+            framed
+        };
+        assert_eq!(message_count(&message(b"charge")), Some(1));
+        assert_eq!(message_count(&message(b"")), Some(1));
+        assert_eq!(
+            message_count(&[message(b"a"), message(b"bc")].concat()),
+            Some(2)
+        );
+        assert_eq!(message_count(b""), Some(0));
+        assert_eq!(message_count(&message(b"charge")[..7]), None);
+        assert_eq!(message_count(&[0, 0, 0]), None);
     }
 
     #[test]

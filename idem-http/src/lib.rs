@@ -53,11 +53,12 @@
 //! - **Streamed.** A response whose length is not known up front (server-sent events, a
 //!   proxied or compressed body) reaches the client frame by frame as the handler produces
 //!   it, while the layer keeps a copy; its end (and trailers) are sent once the copy is
-//!   stored, so a client that saw the end can count on the replay. See [Streams](#streams).
+//!   stored, so a client that saw the end of a chunked or HTTP/2 body can count on the
+//!   replay. See [Streams](#streams).
 //! - **Never a second run.** Once the handler has answered with a status that is stored, its
-//!   key is never released: a body over the response limit (1 MiB), a body that fails while it
-//!   is sent, or a stream its client abandoned leave the key handled with its response *not
-//!   kept*, and every retry and waiter gets a 410
+//!   key is never released: a body over the response limit (1 MiB), a body that fails (or
+//!   panics) while it is read, or a stream its client abandoned leave the key handled with its
+//!   response *not kept*, and every retry and waiter gets a 410
 //!   ([`problem::RESPONSE_NOT_KEPT`]) saying so.
 //! - **The handler runs in a task of its own**: a client that disconnects never cuts it off
 //!   halfway; it finishes, its response is stored, and the client's retry gets the replay. A
@@ -72,7 +73,7 @@
 //! | case | answer |
 //! |---|---|
 //! | first request | the handler's response |
-//! | replay | the stored status, body and trailers, the headers `content-type`, `content-encoding`, `vary`, `location`, `content-location`, `etag`, `last-modified`, `link`, `grpc-*` (and [yours](IdempotencyLayerBuilder::replay_headers)), and `Idempotent-Replayed: true`; never `Set-Cookie` or `Date` |
+//! | replay | the stored status, body and trailers, the headers `content-type`, `content-encoding`, `vary`, `location`, `content-location`, `etag`, `last-modified`, `link`, `grpc-encoding`, `grpc-status`, `grpc-message`, `grpc-status-details-bin` (and [yours](IdempotencyLayerBuilder::replay_headers)), and `Idempotent-Replayed: true`; never `Set-Cookie` or `Date` |
 //! | replay of a body in a coding the retry does not accept | 406 |
 //! | same key still in progress | 409 with `Retry-After: 1` ([`retry_after`](IdempotencyLayerBuilder::retry_after)), or the response once it is done with [`wait`](IdempotencyLayerBuilder::wait) |
 //! | same key, other request | 422 (or 400, 409: [`mismatch_status`](IdempotencyLayerBuilder::mismatch_status)) |
@@ -129,9 +130,13 @@
 //! The layer's own answers are gRPC statuses: in progress is `ABORTED` with
 //! `grpc-retry-pushback-ms`; key reused, `FAILED_PRECONDITION`; response not kept,
 //! `ALREADY_EXISTS`; store unavailable, `UNAVAILABLE`; a bad key, `INVALID_ARGUMENT`; not
-//! recorded, `UNKNOWN`. The request message is read whole before the call runs, so send the
-//! key on unary calls only: streaming calls should carry none, and then pass through.
-//! gRPC-Web carries its status in the body and is not judged this way.
+//! recorded, `UNKNOWN`. The request is read whole (up to the request limit) before the call
+//! runs: a call whose request holds other than one message (client streaming) passes
+//! through, unreserved; a
+//! server-streaming call is kept like any stream, and replayed whole when it ended within
+//! the limit. A bidirectional call must not carry a key, or the layer would wait for the end
+//! of a request its client never ends. gRPC-Web carries its status in the body and is not
+//! judged this way.
 //!
 //! # Which requests should carry keys
 //!

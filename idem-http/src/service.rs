@@ -8,7 +8,8 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, CONTENT_LENGTH};
-use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
+use http_body::Body as _;
 use idem_core::{Call, Executed, ReleaseErrors};
 use tokio::sync::oneshot;
 use tower_service::Service;
@@ -62,7 +63,8 @@ where
 }
 
 /// Why the handler's run ended without a response to store. Every case but `Engine` releases
-/// the key; the engine's errors say themselves what became of it.
+/// the key (or keeps it for the same request only, when a step was recorded); an engine error
+/// says itself what became of it.
 enum Unstored<E> {
     /// The engine refused or failed.
     Engine(idem_core::Error),
@@ -159,6 +161,11 @@ where
             return Ok(asked.render(answer::body_unreadable(&key)));
         }
     };
+    if asked.grpc && grpc::message_count(&bytes) != Some(1) {
+        // A client-streaming call, not one request: there is nothing to replay it with.
+        tracing::debug!(target: TARGET, key, "gRPC call with other than one request message passed through");
+        return pass_through(inner, Request::from_parts(parts, body::full(bytes))).await;
+    }
     let scope = match (config.scope)(&parts) {
         Ok(scope) => scope,
         Err(missing) => {
@@ -251,7 +258,7 @@ where
         })
         .await;
     let settled = matches!(outcome, Ok(_) | Err(Unstored::Released));
-    tail.finish(settled).await;
+    tail.finish(settled, config.abandoned_stream_timeout).await;
     outcome
 }
 
@@ -262,7 +269,7 @@ async fn keep<E, ResBody>(
     config: &Config,
     key: &str,
     response: Response<ResBody>,
-    head: oneshot::Sender<Response<Body>>,
+    mut head: oneshot::Sender<Response<Body>>,
     tail: &mut Tail,
 ) -> Result<StoredResponse, Unstored<E>>
 where
@@ -270,6 +277,9 @@ where
     ResBody::Error: Into<BoxError>,
 {
     let (parts, body) = response.into_parts();
+    // The handler has answered: a panic while its body is read must not leave the key held,
+    // for a retry to take over and run it again once the lease passes.
+    let body = body::panics_as_errors(body::boxed(body));
     // A gRPC answer's status is in its trailers, so it is judged when its body ends; but for a
     // trailers-only answer (every error tonic sends), it is in the head already.
     let judged = if !grpc::is_grpc(&parts.headers) {
@@ -281,10 +291,7 @@ where
     };
     if let Some(status) = judged.filter(|&status| !(config.store_when)(status)) {
         tracing::debug!(target: TARGET, key, status = status.as_u16(), "status not stored; the key is released");
-        return Err(Unstored::PassedOn(Response::from_parts(
-            parts,
-            body::boxed(body),
-        )));
+        return Err(Unstored::PassedOn(Response::from_parts(parts, body)));
     }
     let limit = config.max_response_body as u64;
     let declared = content_length(&parts.headers);
@@ -293,9 +300,27 @@ where
         && known.is_some_and(|len| len <= limit)
         && declared.is_none_or(|len| len <= limit);
     if !buffered {
-        return stream(config, key, parts, body::boxed(body), head, tail).await;
+        return stream(config, key, parts, body, head, tail).await;
     }
-    match body::read_up_to(Box::pin(body), config.max_response_body).await {
+    let read = body::read_up_to(body, config.max_response_body);
+    tokio::pin!(read);
+    let read = tokio::select! {
+        read = &mut read => read,
+        // The client went away: the body is read on for a while, so the retry can have it.
+        () = head.closed() => match tokio::time::timeout(config.abandoned_stream_timeout, read).await {
+            Ok(read) => read,
+            Err(_) => {
+                tracing::warn!(target: TARGET, key, "the response body stalled after its client went away; the request is kept as handled, its response not kept");
+                return Ok(StoredResponse::not_kept(
+                    parts.status,
+                    &parts.headers,
+                    NotKept::Abandoned,
+                    &config.replay_headers,
+                ));
+            }
+        },
+    };
+    match read {
         Read::Whole(bytes) => Ok(StoredResponse::capture(
             parts,
             bytes,
@@ -334,10 +359,15 @@ async fn stream<E>(
     let timeout = config.abandoned_stream_timeout;
     let ending = forward::forward(body, forwarder, limit, timeout, tail).await;
     // A gRPC answer is judged by the status in its trailers, now they are known; one that says
-    // "try again" releases its key even if its body was not kept.
-    let judged = match grpc::is_grpc(&headers) {
-        true => grpc::judged(&headers, tail.trailers.as_ref()),
-        false => Some(status),
+    // "try again" releases its key even if its body was not kept, and one that ended without
+    // a status is an `UNKNOWN` failure.
+    let judged = match (grpc::is_grpc(&headers), &ending) {
+        (false, _) => Some(status),
+        (true, Ending::Whole(_)) => Some(
+            grpc::judged(&headers, tail.trailers.as_ref())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        ),
+        (true, Ending::NotKept(_)) => grpc::judged(&headers, tail.trailers.as_ref()),
     };
     if let Some(judged) = judged.filter(|&judged| !(config.store_when)(judged)) {
         tracing::debug!(target: TARGET, key, status = judged.as_u16(), "status not stored; the key is released");

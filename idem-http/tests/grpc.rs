@@ -15,10 +15,10 @@ use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
-use tonic::server::{NamedService, UnaryService};
+use tonic::server::{ClientStreamingService, NamedService, UnaryService};
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Channel, Server};
-use tonic::{Code, Status};
+use tonic::{Code, Status, Streaming};
 use tonic_prost::ProstCodec;
 
 const HANG: Duration = Duration::from_secs(60);
@@ -78,12 +78,48 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Payments {
     }
 
     fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
-        let charge = Charge(self.clone());
+        let payments = self.clone();
         Box::pin(async move {
             let mut grpc =
                 tonic::server::Grpc::new(ProstCodec::<Receipt, ChargeRequest>::default());
-            Ok(grpc.unary(charge, request).await)
+            if request.uri().path().ends_with("/ChargeBatch") {
+                return Ok(grpc.client_streaming(ChargeBatch(payments), request).await);
+            }
+            Ok(grpc.unary(Charge(payments), request).await)
         })
+    }
+}
+
+/// `ChargeBatch`, a client-streaming method: one charge for every batch of orders.
+struct ChargeBatch(Payments);
+
+impl ClientStreamingService<ChargeRequest> for ChargeBatch {
+    type Response = Receipt;
+    type Future = BoxFuture<Result<tonic::Response<Receipt>, Status>>;
+
+    fn call(&mut self, request: tonic::Request<Streaming<ChargeRequest>>) -> Self::Future {
+        let payments = self.0.clone();
+        Box::pin(async move {
+            let charge = payments.runs.fetch_add(1, Ordering::SeqCst) as u64 + 1;
+            let mut orders = request.into_inner();
+            let mut names = Vec::new();
+            while let Some(order) = orders.message().await? {
+                names.push(order.order);
+            }
+            let order = names.join(",");
+            Ok(tonic::Response::new(Receipt { charge, order }))
+        })
+    }
+}
+
+/// The orders of a batch, sent one message each.
+struct Orders(std::vec::IntoIter<ChargeRequest>);
+
+impl futures_core::Stream for Orders {
+    type Item = ChargeRequest;
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<ChargeRequest>> {
+        Poll::Ready(self.0.next())
     }
 }
 
@@ -145,6 +181,31 @@ async fn charge(
         .insert("idempotency-key", key.parse().unwrap());
     let path = PathAndQuery::from_static("/idem.test.Payments/Charge");
     client.unary(request, path, ProstCodec::default()).await
+}
+
+/// Calls `ChargeBatch` with `key`, one message per order.
+async fn charge_batch(
+    channel: &Channel,
+    key: &str,
+    orders: &[&str],
+) -> Result<tonic::Response<Receipt>, Status> {
+    let mut client = tonic::client::Grpc::new(channel.clone());
+    client.ready().await.unwrap();
+    let messages: Vec<ChargeRequest> = orders
+        .iter()
+        .map(|order| ChargeRequest {
+            order: (*order).to_owned(),
+            amount: 1000,
+        })
+        .collect();
+    let mut request = tonic::Request::new(Orders(messages.into_iter()));
+    request
+        .metadata_mut()
+        .insert("idempotency-key", key.parse().unwrap());
+    let path = PathAndQuery::from_static("/idem.test.Payments/ChargeBatch");
+    client
+        .client_streaming(request, path, ProstCodec::default())
+        .await
 }
 
 fn replayed<T>(response: &tonic::Response<T>) -> bool {
@@ -237,4 +298,18 @@ async fn a_duplicate_in_flight_is_told_to_retry_later() {
     let first = first.await.unwrap().unwrap();
     assert_eq!(first.get_ref().charge, 1);
     assert_eq!(payments.runs(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_streaming_call_passes_through() {
+    let payments = Payments::default();
+    let channel = serve(layer(), payments.clone()).await;
+
+    let orders = ["order-7", "order-8"];
+    let first = charge_batch(&channel, "batch-1", &orders).await.unwrap();
+    let second = charge_batch(&channel, "batch-1", &orders).await.unwrap();
+    assert_eq!(first.get_ref().order, "order-7,order-8");
+    assert!(!replayed(&second), "nothing was recorded for it");
+    assert_eq!(second.get_ref().charge, 2);
+    assert_eq!(payments.runs(), 2);
 }

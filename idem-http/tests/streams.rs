@@ -185,7 +185,8 @@ impl futures_core::Stream for PanicsAfterOneChunk {
 async fn a_stream_that_panics_midway_never_looks_whole_to_its_client() {
     let body = axum::body::Body::from_stream(PanicsAfterOneChunk(false));
     let streams = Streams::answering(body);
-    let server = serve(events_app(IdempotencyLayer::new(memory()), streams.clone())).await;
+    let layer = IdempotencyLayer::builder(memory()).wait(HANG).build();
+    let server = serve(events_app(layer, streams.clone())).await;
 
     let request = server.post("/events", Some("sse-1"), "{}");
     let received = match request.send().await {
@@ -196,6 +197,9 @@ async fn a_stream_that_panics_midway_never_looks_whole_to_its_client() {
         received.is_err(),
         "a cut-off answer fails rather than ends as if whole"
     );
+
+    let retry = send(server.post("/events", Some("sse-1"), "{}")).await;
+    retry.assert_problem(410, problem::RESPONSE_NOT_KEPT, Some("sse-1"));
     assert_eq!(streams.runs(), 1);
 }
 
@@ -227,4 +231,36 @@ async fn waiters_on_a_response_over_the_limit_are_not_woken_into_a_second_run() 
         duplicate.assert_problem(410, problem::RESPONSE_NOT_KEPT, Some("pay-1"));
     }
     assert_eq!(payments.runs(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_of_declared_length_that_stalls_after_its_client_left_does_not_hold_the_key() {
+    let (producer, body) = events();
+    let body = Arc::new(Mutex::new(Some(body)));
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let handler = move || {
+        let _ = started_tx.send(());
+        let body = body.lock().unwrap().take();
+        let body = body.unwrap_or_else(|| axum::body::Body::from("a second run"));
+        async move { ([("content-length", "64")], body).into_response() }
+    };
+    let layer = IdempotencyLayer::builder(memory())
+        .wait(HANG)
+        .abandoned_stream_timeout(Duration::from_millis(50))
+        .build();
+    let server = Arc::new(serve(Router::new().route("/slow", post(handler)).layer(layer)).await);
+
+    let client = {
+        let server = server.clone();
+        tokio::spawn(async move { server.post("/slow", Some("slow-1"), "{}").send().await })
+    };
+    timeout(HANG, started.recv()).await.unwrap();
+    client.abort();
+    timeout(HANG, producer.closed())
+        .await
+        .expect("the layer stops reading a body nobody can get");
+
+    let retry = send(server.post("/slow", Some("slow-1"), "{}")).await;
+    retry.assert_problem(410, problem::RESPONSE_NOT_KEPT, Some("slow-1"));
+    assert!(started.try_recv().is_err(), "no second run");
 }
