@@ -82,14 +82,14 @@ pub(crate) fn with_trailers(bytes: Bytes, trailers: http::HeaderMap) -> Body {
     )
 }
 
-/// `body`, with a panic while it is polled turned into an error of the body.
-pub(crate) fn panics_as_errors(body: Body) -> Body {
-    Body::new(PanicsAsErrors(body))
-}
+/// A body whose panics while it is polled are errors of the body instead.
+pub(crate) struct PanicsAsErrors<B>(pub(crate) B);
 
-struct PanicsAsErrors(Body);
-
-impl http_body::Body for PanicsAsErrors {
+impl<B> http_body::Body for PanicsAsErrors<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
     type Data = Bytes;
     type Error = BoxError;
 
@@ -99,7 +99,7 @@ impl http_body::Body for PanicsAsErrors {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let inner = &mut self.0;
         match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll_frame(cx))) {
-            Ok(polled) => polled,
+            Ok(polled) => polled.map(|frame| frame.map(|frame| frame.map_err(Into::into))),
             Err(_) => Poll::Ready(Some(Err("the response body panicked".into()))),
         }
     }

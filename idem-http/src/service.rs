@@ -16,7 +16,7 @@ use tower_service::Service;
 use tracing::Instrument;
 
 use crate::answer;
-use crate::body::{self, Body, BoxError, Read};
+use crate::body::{self, Body, BoxError, PanicsAsErrors, Read};
 use crate::config::{Config, KEY_NAME};
 use crate::forward::{self, Ending, Tail};
 use crate::key_header::{self, KeyHeader};
@@ -279,7 +279,7 @@ where
     let (parts, body) = response.into_parts();
     // The handler has answered: a panic while its body is read must not leave the key held,
     // for a retry to take over and run it again once the lease passes.
-    let body = body::panics_as_errors(body::boxed(body));
+    let body = PanicsAsErrors(Box::pin(body));
     // A gRPC answer's status is in its trailers, so it is judged when its body ends; but for a
     // trailers-only answer (every error tonic sends), it is in the head already.
     let judged = if !grpc::is_grpc(&parts.headers) {
@@ -291,7 +291,10 @@ where
     };
     if let Some(status) = judged.filter(|&status| !(config.store_when)(status)) {
         tracing::debug!(target: TARGET, key, status = status.as_u16(), "status not stored; the key is released");
-        return Err(Unstored::PassedOn(Response::from_parts(parts, body)));
+        return Err(Unstored::PassedOn(Response::from_parts(
+            parts,
+            body::boxed(body),
+        )));
     }
     let limit = config.max_response_body as u64;
     let declared = content_length(&parts.headers);
@@ -300,7 +303,7 @@ where
         && known.is_some_and(|len| len <= limit)
         && declared.is_none_or(|len| len <= limit);
     if !buffered {
-        return stream(config, key, parts, body, head, tail).await;
+        return stream(config, key, parts, body::boxed(body), head, tail).await;
     }
     let read = body::read_up_to(body, config.max_response_body);
     tokio::pin!(read);
