@@ -13,7 +13,7 @@ use crate::journal::{self, Journal};
 use crate::lease::Lease;
 use crate::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::renewal::{Renew, Renewal};
-use crate::retry::FencedWrite;
+use crate::retry::{FencedWrite, Patience};
 use crate::{
     fencing, Call, CallContext, Claim, Completed, Error, Executed, Idempotency, InProgress,
     OnAbort, Outcome, OwnerToken, Record, Reservation, StoreError, TARGET,
@@ -374,6 +374,7 @@ impl Idempotency {
             fingerprint: &call.fingerprint,
             lease,
             what: "the outcome",
+            patience: Patience::Lease,
         };
         // Exactly this record, expiry included: an earlier attempt landed with its answer
         // lost. A successor's completion with an equal outcome is not this call's. (A record

@@ -7,10 +7,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::lease::Lease;
-use crate::retry::FencedWrite;
+use crate::retry::{FencedWrite, Patience};
 use crate::{
     Clock, Error, Fingerprint, Key, OwnerToken, Record, Steps, Store, MAX_STEP_NAME_LEN, TARGET,
 };
+
+/// How often a step write is tried before the step fails: the body waits for it.
+const STEP_WRITE_ATTEMPTS: u32 = 3;
 
 /// The steps of the call being run, shared by the engine and the body's
 /// [`CallContext`](crate::CallContext).
@@ -112,6 +115,7 @@ impl Journal {
             fingerprint: &self.fingerprint,
             lease: &self.lease,
             what: &what,
+            patience: Patience::Attempts(STEP_WRITE_ATTEMPTS),
         };
         let landed = |record: &Record| {
             matches!(record, Record::InProgress(held)

@@ -6,10 +6,21 @@ use std::time::Duration;
 use crate::lease::{self, Lease, Loss};
 use crate::{Clock, Fingerprint, Key, OwnerToken, Record, Store, StoreError, TARGET};
 
-/// How often a write is tried before it fails.
-const ATTEMPTS: u32 = 3;
-/// The pause before the second attempt; each later pause is four times longer.
+/// The pause before the second attempt; each later pause is four times longer, up to
+/// [`MAX_BACKOFF`].
 const BACKOFF: Duration = Duration::from_millis(25);
+/// The longest pause between two attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// How long a write keeps being retried.
+#[derive(Clone, Copy)]
+pub(crate) enum Patience {
+    /// At most this many attempts: a step write, which the body waits for.
+    Attempts(u32),
+    /// For as long as the lease holds: a completion, after which nothing waits but the
+    /// caller, and which a failover must not cost.
+    Lease,
+}
 
 /// An owner's fenced write (a completion or a step) that must land if it can: once a side
 /// effect happened, giving up leaves the key to a retry that runs it again.
@@ -23,11 +34,16 @@ pub(crate) struct FencedWrite<'a> {
     pub(crate) lease: &'a Lease,
     /// What is written, for the logs: "the outcome", "step `charge`".
     pub(crate) what: &'a str,
+    /// How long it keeps being retried.
+    pub(crate) patience: Patience,
 }
 
 impl FencedWrite<'_> {
-    /// Runs `write`, retrying a backend failure while the lease holds. A retry that would
-    /// outlast the lease is not made: by then another caller may have taken the key over.
+    /// Runs `write`, retrying a backend failure as its [`Patience`] says. With
+    /// [`Patience::Lease`], a store failover shorter than the lease (a Redis Cluster promotes a
+    /// replica after its 15 s node timeout) costs a delay, not the outcome. A retry that would
+    /// outlast the lease, as it stood when the write began, is never made: by then another
+    /// caller may have taken the key over.
     ///
     /// A write refused as not owned may still be in place: an earlier attempt landed with only
     /// its answer lost, or the caller completed the record in its own transaction. The record
@@ -47,27 +63,35 @@ impl FencedWrite<'_> {
         if self.lease.loss() == Some(Loss::TakenOver) {
             return Err(StoreError::LeaseLost);
         }
+        // Renewals go on while the write is retried: the lease as it stands now bounds the
+        // retries, however long later renewals would stretch it.
+        let deadline = self.lease.until();
         let mut backoff = BACKOFF;
-        for attempt in 1..=ATTEMPTS {
-            match write().await {
+        for attempt in 1.. {
+            let error = match write().await {
                 Ok(()) => return Ok(()),
-                Err(StoreError::Backend(error)) if attempt < ATTEMPTS => {
-                    if self.lease.loss() == Some(Loss::TakenOver) {
-                        return Err(StoreError::LeaseLost);
-                    }
-                    if self.clock.now() + backoff >= self.lease.until() {
-                        tracing::error!(target: TARGET, key, %error, "storing {what} failed and the lease passes before a retry");
-                        return Err(StoreError::Backend(error));
-                    }
-                    tracing::warn!(target: TARGET, key, %error, attempt, "storing {what} failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 4;
-                }
+                Err(StoreError::Backend(error)) => error,
                 Err(StoreError::LeaseLost) => return self.refused(landed).await,
                 Err(error) => return Err(error),
+            };
+            if self.lease.loss() == Some(Loss::TakenOver) {
+                return Err(StoreError::LeaseLost);
             }
+            if let Patience::Attempts(most) = self.patience {
+                if attempt >= most {
+                    tracing::error!(target: TARGET, key, %error, attempt, "storing {what} failed");
+                    return Err(StoreError::Backend(error));
+                }
+            }
+            if self.clock.now() + backoff >= deadline.min(self.lease.until()) {
+                tracing::error!(target: TARGET, key, %error, attempt, "storing {what} failed and the lease passes before a retry");
+                return Err(StoreError::Backend(error));
+            }
+            tracing::warn!(target: TARGET, key, %error, attempt, "storing {what} failed; retrying");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 4).min(MAX_BACKOFF);
         }
-        unreachable!("the last attempt returns")
+        unreachable!("the loop returns")
     }
 
     /// Reads the record back after the store refused the write; see [`run`](FencedWrite::run).

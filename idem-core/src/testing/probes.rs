@@ -23,9 +23,11 @@ pub(crate) struct Probe {
     lost_completions: AtomicUsize,
     /// Holds the first reserve after it is applied, or the first complete before it is sent.
     hold: Option<Hold>,
-    /// Fails every completion without applying it, moving this clock on by the given time
-    /// each time, as an outage that lasts.
+    /// Fails completions without applying them, moving this clock on by the given time each
+    /// time, as an outage that lasts...
     outage: Option<(ManualClock, Duration)>,
+    /// ...for this many more completions.
+    outage_left: AtomicUsize,
     /// Whether the first completion is lost while another owner takes the key over and
     /// completes it with this record.
     overtaken_by: Option<Completed>,
@@ -86,6 +88,7 @@ impl Probe {
             lost_completions: AtomicUsize::new(0),
             hold: None,
             outage: None,
+            outage_left: AtomicUsize::new(usize::MAX),
             overtaken_by: None,
             failing_renewals: AtomicUsize::new(0),
             renewals_down: AtomicBool::new(false),
@@ -143,6 +146,21 @@ impl Probe {
     ) -> Arc<Probe> {
         Arc::new(Probe {
             outage: Some((clock, each)),
+            ..Probe::over(inner)
+        })
+    }
+
+    /// Fails the next `count` completions as [`failing_completions`](Probe::failing_completions)
+    /// does, then lets them through: an outage that ends.
+    pub(crate) fn failing_completions_for(
+        inner: Arc<dyn Store>,
+        clock: ManualClock,
+        each: Duration,
+        count: usize,
+    ) -> Arc<Probe> {
+        Arc::new(Probe {
+            outage: Some((clock, each)),
+            outage_left: AtomicUsize::new(count),
             ..Probe::over(inner)
         })
     }
@@ -233,7 +251,11 @@ impl Store for Probe {
             self.overtake(key, theirs).await?;
             return Err(StoreError::backend(Message("connection reset".into())));
         }
-        if let Some((clock, each)) = &self.outage {
+        let down = self
+            .outage_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if let (Some((clock, each)), true) = (&self.outage, down) {
             clock.advance(*each);
             return Err(StoreError::backend(Message("connection refused".into())));
         }

@@ -73,6 +73,14 @@ impl FaultInjector {
             .push_back((operation.map(str::to_owned), fault));
     }
 
+    /// Drops the planned faults not used yet.
+    pub fn clear(&self) {
+        self.plan
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clear();
+    }
+
     /// How many planned faults were not used yet.
     pub fn pending(&self) -> usize {
         self.plan

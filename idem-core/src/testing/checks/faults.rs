@@ -16,7 +16,8 @@ use crate::{Completed, Error, Executed, ManualClock, OnAbort, Outcome};
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::testing::Check] = &[
     check!(a_wait_that_ends_is_in_progress),
-    check!(completion_is_tried_three_times),
+    check!(completion_is_retried_until_the_lease_would_pass),
+    check!(completion_rides_out_an_outage_shorter_than_the_lease),
     check!(a_lost_completion_is_not_mistaken_for_another_owners),
     check!(on_abort_release_after_a_wait_frees_the_key),
     check!(renewal_failures_are_retried_while_the_lease_holds),
@@ -46,27 +47,48 @@ async fn a_wait_that_ends_is_in_progress(ctx: Context) {
     assert!(!first.await.unwrap().unwrap().replayed);
 }
 
-/// Storing an outcome is tried three times against a failing store, then the call ends as not
-/// recorded; the key stays reserved.
-async fn completion_is_tried_three_times(ctx: Context) {
+/// Storing an outcome is retried against a failing store for as long as the lease holds, then
+/// the call ends as not recorded; the key stays reserved.
+async fn completion_is_retried_until_the_lease_would_pass(ctx: Context) {
     let clock = ManualClock::new();
-    let outage = Probe::failing_completions(ctx.store().clone(), clock.clone(), Duration::ZERO);
+    let lease = Duration::from_secs(60);
+    // Each failed completion takes a quarter of the lease: the fourth ends it.
+    let outage = Probe::failing_completions(ctx.store().clone(), clock.clone(), lease / 4);
     let store: Arc<dyn crate::Store> = outage.clone();
     let idem = ctx.handle_with(clock, store);
     let side_effect = Charge::instant();
-    let err = charge(&idem, call(&ctx, "o-fault-2", 1), 1, &side_effect)
+    let call = call(&ctx, "o-fault-2", 1).with_lease(lease);
+    let err = charge(&idem, call.clone(), 1, &side_effect)
         .await
         .unwrap_err();
     assert!(
         matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store { .. })),
         "got {err:?}"
     );
-    assert_eq!(outage.completions.load(Ordering::SeqCst), 3);
-    let retry = charge(&ctx.handle(), call(&ctx, "o-fault-2", 1), 1, &side_effect).await;
+    assert_eq!(outage.completions.load(Ordering::SeqCst), 4);
+    let retry = charge(&ctx.handle(), call, 1, &side_effect).await;
     assert!(
         matches!(retry, Err(Error::InProgress { .. })),
         "the key stays reserved, got {retry:?}"
     );
+    assert_eq!(side_effect.runs(), 1);
+}
+
+/// A store that fails completions for a while, as during a failover, and comes back before
+/// the lease passes gets the outcome: more than a fixed few attempts are made.
+async fn completion_rides_out_an_outage_shorter_than_the_lease(ctx: Context) {
+    let clock = ManualClock::new();
+    let lease = Duration::from_secs(60);
+    let outage = Probe::failing_completions_for(ctx.store().clone(), clock.clone(), lease / 10, 4);
+    let store: Arc<dyn crate::Store> = outage.clone();
+    let idem = ctx.handle_with(clock, store);
+    let side_effect = Charge::instant();
+    let call = call(&ctx, "o-fault-8", 1).with_lease(lease);
+    let done = charge(&idem, call.clone(), 1, &side_effect).await.unwrap();
+    assert!(!done.replayed);
+    assert_eq!(outage.completions.load(Ordering::SeqCst), 5);
+    let retry = charge(&ctx.handle(), call, 1, &side_effect).await.unwrap();
+    assert!(retry.replayed);
     assert_eq!(side_effect.runs(), 1);
 }
 
