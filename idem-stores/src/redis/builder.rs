@@ -6,6 +6,8 @@ use idem_core::StoreError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Client;
 
+#[cfg(feature = "redis-cluster")]
+use super::cluster::Cluster;
 use super::connection::Connection;
 use super::error::store_error;
 use super::store::RedisStore;
@@ -182,6 +184,7 @@ impl RedisStoreBuilder {
                     .get_async_connection()
                     .await
                     .map_err(|error| store_error(error, "cluster connect"))?;
+                let conn = Cluster::new(conn, Some(client));
                 // A publication reaches subscribers on every node of a cluster, so waiting
                 // callers subscribe on the first node given.
                 let wakeups = nodes
@@ -191,7 +194,9 @@ impl RedisStoreBuilder {
                 (Connection::Cluster(conn), wakeups)
             }
             #[cfg(feature = "redis-cluster")]
-            Source::ClusterConnection(conn) => (Connection::Cluster(conn.clone()), None),
+            Source::ClusterConnection(conn) => {
+                (Connection::Cluster(Cluster::new(conn.clone(), None)), None)
+            }
         };
         let store = self.build(conn, wakeups);
         store.warn_unless_noeviction().await;
@@ -209,7 +214,9 @@ impl RedisStoreBuilder {
             }
             Source::Connection(conn) => (Connection::Single(conn.clone()), None),
             #[cfg(feature = "redis-cluster")]
-            Source::ClusterConnection(conn) => (Connection::Cluster(conn.clone()), None),
+            Source::ClusterConnection(conn) => {
+                (Connection::Cluster(Cluster::new(conn.clone(), None)), None)
+            }
             #[cfg(feature = "redis-cluster")]
             Source::ClusterNodes(_) => {
                 return Err(StoreError::rejected(

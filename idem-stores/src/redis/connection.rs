@@ -10,7 +10,7 @@ pub(crate) enum Connection {
     Single(ConnectionManager),
     /// A Redis Cluster: each request goes to the node that owns its key's slot.
     #[cfg(feature = "redis-cluster")]
-    Cluster(redis::cluster_async::ClusterConnection),
+    Cluster(super::cluster::Cluster),
 }
 
 impl Connection {
@@ -19,7 +19,7 @@ impl Connection {
         match self {
             Connection::Single(conn) => cmd.query_async(conn).await,
             #[cfg(feature = "redis-cluster")]
-            Connection::Cluster(conn) => cmd.query_async(conn).await,
+            Connection::Cluster(cluster) => cluster.query(cmd).await,
         }
     }
 }

@@ -150,6 +150,8 @@
 //! idempotency key.
 
 mod builder;
+#[cfg(feature = "redis-cluster")]
+mod cluster;
 mod codec;
 mod connection;
 mod error;
