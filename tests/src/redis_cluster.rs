@@ -112,6 +112,53 @@ impl TestRedisCluster {
     pub fn ports(&self) -> Vec<u16> {
         self.nodes.iter().map(ServerProcess::port).collect()
     }
+    /// Runs `redis-cli` with `args` on node `node` (an index into [`ports`](Self::ports)).
+    pub fn cli_on(&self, node: usize, args: &[&str]) -> io::Result<String> {
+        let port = self.nodes[node].port().to_string();
+        let mut all = vec!["-p", port.as_str()];
+        all.extend_from_slice(args);
+        cli(&all)
+    }
+
+    /// The cluster id of node `node`.
+    pub fn node_id(&self, node: usize) -> io::Result<String> {
+        Ok(self.cli_on(node, &["CLUSTER", "MYID"])?.trim().to_owned())
+    }
+
+    /// The hash slot of `key`.
+    pub fn slot_of(&self, key: &str) -> io::Result<u16> {
+        let slot = self.cli_on(0, &["CLUSTER", "KEYSLOT", key])?;
+        slot.trim().parse().map_err(io::Error::other)
+    }
+
+    /// The node that owns `slot`, as node 0 sees the cluster.
+    pub fn owner_of(&self, slot: u16) -> io::Result<usize> {
+        let nodes = self.cli_on(0, &["CLUSTER", "NODES"])?;
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let Some(addr) = fields.get(1) else {
+                continue;
+            };
+            let owns = fields.iter().skip(8).any(|range| {
+                let (first, last) = range.split_once('-').unwrap_or((range, range));
+                match (first.parse::<u16>(), last.parse::<u16>()) {
+                    (Ok(first), Ok(last)) => (first..=last).contains(&slot),
+                    _ => false,
+                }
+            });
+            if !owns {
+                continue;
+            }
+            let port = addr.split(['@', ',']).next().unwrap_or("");
+            let port = port.rsplit(':').next().unwrap_or("");
+            if let Some(node) = self.ports().iter().position(|p| p.to_string() == port) {
+                return Ok(node);
+            }
+        }
+        Err(io::Error::other(format!(
+            "no node owns slot {slot}:\n{nodes}"
+        )))
+    }
 }
 
 impl Drop for TestRedisCluster {

@@ -1,9 +1,12 @@
-//! The Redis store on a three-node Redis Cluster: keys spread over every node, each request
-//! routed to the node that owns its key.
+//! The Redis store on a Redis Cluster: keys spread over every node, each request routed to the
+//! node that owns its key, and records that survive their slot being migrated.
 
-use idem_core::{Call, Error, Fingerprint, Idempotency};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use idem_core::{Call, Error, Fingerprint, Idempotency, Store};
 use idem_tests::redis_cluster::cli;
 use idem_tests::redis_target::RedisClusterTarget;
+use tokio::sync::oneshot;
 
 const KEYS: usize = 300;
 
@@ -66,6 +69,136 @@ async fn keys_spread_over_every_node_and_replay_in_one_round_trip() {
     assert!(matches!(err, Error::Mismatch { .. }), "{err:?}");
 }
 
+/// A call whose body is running when its key's slot starts migrating to another node (as
+/// `redis-cli --cluster reshard` does) completes on the node that holds its record: the record
+/// is never deleted and written again, which a migrating slot refuses halfway.
+async fn a_completion_in_a_migrating_slot_keeps_its_record() {
+    let Some(target) = RedisClusterTarget::start(3).await else {
+        return;
+    };
+    let cluster = target.cluster();
+    let idem = Idempotency::new(target.redis_store().clone());
+    let call = call(&idem, 1);
+    let redis_key = target.redis_store().redis_key(call.key());
+    let slot = cluster.slot_of(&redis_key).unwrap().to_string();
+    let source = cluster.owner_of(slot.parse().unwrap()).unwrap();
+    let destination = (source + 1) % 3;
+    let (source_id, destination_id) = (
+        cluster.node_id(source).unwrap(),
+        cluster.node_id(destination).unwrap(),
+    );
+
+    let (started_tx, started) = oneshot::channel();
+    let (release, released) = oneshot::channel::<()>();
+    let runs = AtomicUsize::new(0);
+    let body = async {
+        runs.fetch_add(1, Ordering::SeqCst);
+        started_tx.send(()).unwrap();
+        released.await.unwrap();
+        Ok::<_, Error>(42)
+    };
+    let migrate = async {
+        started.await.unwrap();
+        let importing = ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id];
+        cluster.cli_on(destination, &importing).unwrap();
+        let migrating = ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &destination_id];
+        cluster.cli_on(source, &migrating).unwrap();
+        release.send(()).unwrap();
+    };
+    let (done, ()) = tokio::join!(idem.run(call.clone(), body), migrate);
+    assert_eq!(done.expect("the outcome is recorded").value, 42);
+
+    let state = cluster
+        .cli_on(source, &["HGET", &redis_key, "state"])
+        .unwrap();
+    assert_eq!(state.trim(), "completed");
+    let retry = idem.run(call, async { Ok::<_, Error>(0) }).await.unwrap();
+    assert!(retry.replayed);
+    assert_eq!(retry.value, 42);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// Calls keep running while `redis-cli --cluster reshard` moves slots from one node to
+/// another; every call that returned its outcome replays it afterwards, without running again,
+/// and no record is lost.
+async fn records_survive_a_reshard_under_load() {
+    let Some(target) = RedisClusterTarget::start(3).await else {
+        return;
+    };
+    let cluster = target.cluster();
+    let idem = Idempotency::new(target.redis_store().clone());
+    let (from, to) = (cluster.node_id(0).unwrap(), cluster.node_id(1).unwrap());
+    let entry = format!("127.0.0.1:{}", cluster.ports()[0]);
+    let reshard = tokio::task::spawn_blocking(move || {
+        let args = [
+            "--cluster",
+            "reshard",
+            &entry,
+            "--cluster-from",
+            &from,
+            "--cluster-to",
+            &to,
+            "--cluster-slots",
+            "3000",
+            "--cluster-yes",
+        ];
+        cli(&args).map(drop)
+    });
+
+    let runs = AtomicUsize::new(0);
+    let mut recorded = Vec::new();
+    let mut unconfirmed = Vec::new();
+    let mut order = 0;
+    while !reshard.is_finished() || order < 100 {
+        let calls = (order..order + 50).map(|order| {
+            let (runs, idem) = (&runs, &idem);
+            async move {
+                let body = async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    // Work that takes a while, so that slots start migrating under it.
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    Ok::<_, Error>(order * 10)
+                };
+                (order, idem.run(call(idem, order), body).await)
+            }
+        });
+        for (order, outcome) in futures_util::future::join_all(calls).await {
+            match outcome {
+                Ok(done) => recorded.push((order, done.value)),
+                Err(Error::NotRecorded { cause, .. }) => {
+                    // The store's scripts never lose an owner's record...
+                    assert!(!matches!(*cause, Error::LeaseLost { .. }), "order {order}");
+                    // ...but the client may time out while the cluster moves slots.
+                    unconfirmed.push(order);
+                }
+                Err(_) => {}
+            }
+        }
+        order += 50;
+    }
+    reshard.await.unwrap().expect("the reshard succeeds");
+
+    let ran = runs.load(Ordering::SeqCst);
+    for (order, value) in &recorded {
+        let replay = idem
+            .run(call(&idem, *order), async { Ok::<_, Error>(0) })
+            .await
+            .unwrap();
+        assert!(replay.replayed, "order {order} was not recorded");
+        assert_eq!(replay.value, *value);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), ran, "no body ran twice");
+    assert!(recorded.len() >= 100);
+    // A call whose completion went unconfirmed still has its record, completed or held.
+    let store = target.redis_store();
+    for order in unconfirmed {
+        let record = store.get(call(&idem, order).key()).await.unwrap();
+        assert!(record.is_some(), "the record of order {order} is gone");
+    }
+}
+
 idem_tests::backend_tests! {
     async keys_spread_over_every_node_and_replay_in_one_round_trip,
+    async a_completion_in_a_migrating_slot_keeps_its_record,
+    async records_survive_a_reshard_under_load,
 }

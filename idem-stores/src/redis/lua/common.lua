@@ -130,3 +130,29 @@ local function covering(ms, kept, now)
   end
   return expiry(ms)
 end
+
+-- Sets the flat field, value list `written` on the record under `key`, then removes every
+-- other field. Never deletes the key and writes it again: while its slot migrates, a script may
+-- write only keys that exist on this node, so the write after a DEL is refused, and a script
+-- that stops halfway keeps what it did. Overwriting leaves the record whole at every step.
+local function overwrite(key, written)
+  redis.call('HSET', key, unpack(written))
+  local kept = {}
+  for i = 1, #written, 2 do
+    kept[written[i]] = true
+  end
+  local stale = {}
+  for _, name in ipairs(redis.call('HKEYS', key)) do
+    if not kept[name] then
+      stale[#stale + 1] = name
+      -- In batches, to stay within Lua's limit on unpacked arguments.
+      if #stale == 1000 then
+        redis.call('HDEL', key, unpack(stale))
+        stale = {}
+      end
+    end
+  end
+  if #stale > 0 then
+    redis.call('HDEL', key, unpack(stale))
+  end
+end

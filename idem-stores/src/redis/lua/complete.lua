@@ -16,14 +16,13 @@ if refusal then
   return refusal
 end
 local remaining = tonumber(expires_at) - (server_millis() + offset)
-redis.call('DEL', key)
-redis.call('HSET', key,
+overwrite(key, {
   'state', 'completed',
   'fingerprint', fingerprint,
   'owner', owner,
   'outcome', outcome,
   'body', body,
-  'expires_at', expires_at)
+  'expires_at', expires_at})
 redis.call('PEXPIRE', key, expiry(remaining))
 redis.call('PUBLISH', key, 'completed')
 return {'ok'}

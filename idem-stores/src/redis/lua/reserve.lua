@@ -11,22 +11,24 @@ local key = KEYS[1]
 local now, owner, fingerprint, lease_until, px = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local abandoned_before, fencing = ARGV[6], tonumber(ARGV[7])
 
--- Writes the claim's record. `replace` deletes what the key held first; otherwise the fields
--- not written here (the steps of a takeover by the same call) stay, and `kept` (their
+-- Writes the claim's record. `replace` removes every other field the key held; otherwise the
+-- fields not written here (the steps of a takeover by the same call) stay, and `kept` (their
 -- `steps_kept_until`, or nil) bounds the key's expiry from below.
 local function write(replace, attempt, token, kept)
   local offset = tonumber(now) - server_millis()
-  if replace then
-    redis.call('DEL', key)
-  end
-  redis.call('HSET', key,
+  local record = {
     'state', 'in_progress',
     'fingerprint', fingerprint,
     'owner', owner,
     'lease_until', lease_until,
     'fencing_token', string.format('%.0f', token),
     'attempt', tostring(attempt),
-    'clock_offset', string.format('%.0f', offset))
+    'clock_offset', string.format('%.0f', offset)}
+  if replace then
+    overwrite(key, record)
+  else
+    redis.call('HSET', key, unpack(record))
+  end
   redis.call('PEXPIRE', key, covering(tonumber(px), kept, tonumber(now)))
 end
 
