@@ -16,7 +16,8 @@ use crate::redis_server::{unavailable, PROGRAM};
 /// The client program used to join the nodes.
 pub const CLI: &str = "redis-cli";
 
-/// A Redis Cluster of primaries only, each node a process of this test.
+/// A Redis Cluster, each node a process of this test: primaries only, or primaries each with
+/// their replicas.
 #[derive(Debug)]
 pub struct TestRedisCluster {
     nodes: Vec<ServerProcess>,
@@ -27,7 +28,14 @@ impl TestRedisCluster {
     /// Starts `nodes` primaries and joins them; `None` if that cannot be done,
     /// unless backends are required.
     pub fn start(nodes: usize) -> Option<TestRedisCluster> {
-        match Self::try_start(nodes) {
+        Self::start_with_replicas(nodes, 0)
+    }
+
+    /// Starts `primaries` primaries with `replicas` replicas each, joins them, and waits until
+    /// every replica follows its primary; `None` if that cannot be done, unless backends are
+    /// required.
+    pub fn start_with_replicas(primaries: usize, replicas: usize) -> Option<TestRedisCluster> {
+        match Self::try_start(primaries * (1 + replicas), replicas) {
             Ok(cluster) => Some(cluster),
             Err(error) => {
                 let hint = if error.kind() == io::ErrorKind::NotFound {
@@ -40,7 +48,7 @@ impl TestRedisCluster {
         }
     }
 
-    fn try_start(count: usize) -> io::Result<TestRedisCluster> {
+    fn try_start(count: usize, replicas: usize) -> io::Result<TestRedisCluster> {
         let dir = scratch_dir("redis-cluster")?;
         let mut cluster = TestRedisCluster {
             nodes: Vec::with_capacity(count),
@@ -60,11 +68,11 @@ impl TestRedisCluster {
                 ]);
             cluster.nodes.push(ServerProcess::start(command)?);
         }
-        cluster.join()?;
+        cluster.join(replicas)?;
         Ok(cluster)
     }
 
-    fn join(&self) -> io::Result<()> {
+    fn join(&self, replicas: usize) -> io::Result<()> {
         if let [node] = self.nodes.as_slice() {
             cli(&[
                 "-p",
@@ -77,7 +85,8 @@ impl TestRedisCluster {
         } else {
             let mut args = vec!["--cluster".to_owned(), "create".to_owned()];
             args.extend(self.nodes.iter().map(|n| n.addr().to_string()));
-            args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
+            args.extend(["--cluster-replicas".to_owned(), replicas.to_string()]);
+            args.push("--cluster-yes".to_owned());
             cli(&args.iter().map(String::as_str).collect::<Vec<_>>())?;
         }
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -97,7 +106,55 @@ impl TestRedisCluster {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
+        if replicas > 0 {
+            self.await_replication(deadline)?;
+        }
         Ok(())
+    }
+
+    /// Waits until every replica's link to its primary is up.
+    fn await_replication(&self, deadline: Instant) -> io::Result<()> {
+        for node in 0..self.nodes.len() {
+            loop {
+                let info = self.cli_on(node, &["INFO", "replication"])?;
+                if info.contains("role:master") || info.contains("master_link_status:up") {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("replica {node} never followed its primary:\n{info}"),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Ok(())
+    }
+
+    /// The nodes that replicate node `primary`.
+    pub fn replicas_of(&self, primary: usize) -> io::Result<Vec<usize>> {
+        let id = self.node_id(primary)?;
+        let nodes = self.cli_on(primary, &["CLUSTER", "NODES"])?;
+        let ports: Vec<String> = nodes
+            .lines()
+            .filter(|line| line.split_whitespace().nth(3) == Some(id.as_str()))
+            .filter_map(|line| line.split_whitespace().nth(1))
+            .filter_map(|addr| addr.split(['@', ',']).next()?.rsplit(':').next())
+            .map(str::to_owned)
+            .collect();
+        Ok(self
+            .ports()
+            .iter()
+            .enumerate()
+            .filter(|(_, port)| ports.contains(&port.to_string()))
+            .map(|(node, _)| node)
+            .collect())
+    }
+
+    /// Kills node `node` (SIGKILL), as a crashed server.
+    pub fn kill(&mut self, node: usize) {
+        self.nodes[node].kill();
     }
 
     /// The URLs of every node.

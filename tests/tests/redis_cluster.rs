@@ -3,8 +3,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use std::time::Duration;
+
 use idem_core::{Call, Error, Fingerprint, Idempotency, Store};
-use idem_tests::redis_cluster::cli;
+use idem_stores::redis::RedisStore;
+use idem_tests::redis_cluster::{cli, TestRedisCluster};
 use idem_tests::redis_target::RedisClusterTarget;
 use tokio::sync::oneshot;
 
@@ -197,7 +200,57 @@ async fn records_survive_a_reshard_under_load() {
     }
 }
 
+/// With `wait_for_replicas`, `WAIT` goes to the primary that holds the key: a shard whose
+/// replica died fails its own calls closed, and the other shards' calls go on.
+async fn a_shard_without_its_replica_fails_only_its_own_calls() {
+    let Some(mut cluster) = TestRedisCluster::start_with_replicas(3, 1) else {
+        return;
+    };
+    let urls = cluster.urls();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let store = RedisStore::cluster_builder(&urls)
+        .wait_for_replicas(1, Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap();
+    let idem = Idempotency::new(store.clone());
+    let shard_of = |order: usize| {
+        let key = store.redis_key(call(&idem, order).key());
+        cluster.owner_of(cluster.slot_of(&key).unwrap()).unwrap()
+    };
+    let orphaned = shard_of(0);
+    let healthy = (1..).find(|&order| shard_of(order) != orphaned).unwrap();
+    let orphan = (1..).find(|&order| shard_of(order) == orphaned).unwrap();
+    for replica in cluster.replicas_of(orphaned).unwrap() {
+        cluster.kill(replica);
+    }
+
+    let runs = AtomicUsize::new(0);
+    let body = |value| {
+        let runs = &runs;
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Error>(value)
+        }
+    };
+    let done = idem.run(call(&idem, healthy), body(1)).await.unwrap();
+    assert!(
+        !done.replayed,
+        "a healthy shard's call is confirmed by its replica"
+    );
+    let refused = idem.run(call(&idem, orphan), body(2)).await.unwrap_err();
+    assert!(matches!(refused, Error::Store { .. }), "{refused:?}");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the unconfirmed call never ran"
+    );
+    let replay = idem.run(call(&idem, healthy), body(3)).await.unwrap();
+    assert!(replay.replayed);
+}
+
 idem_tests::backend_tests! {
+    async a_shard_without_its_replica_fails_only_its_own_calls,
     async keys_spread_over_every_node_and_replay_in_one_round_trip,
     async a_completion_in_a_migrating_slot_keeps_its_record,
     async records_survive_a_reshard_under_load,

@@ -101,7 +101,8 @@ impl RedisStoreBuilder {
     }
 
     /// Puts `prefix` in front of every key (default: none; keys already start with the
-    /// handle's namespace).
+    /// handle's namespace). On a Redis Cluster, a prefix with a hash tag (`"{billing}:"`) puts
+    /// every record on one slot: see the [module docs](super) on hash tags before setting one.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
@@ -140,6 +141,9 @@ impl RedisStoreBuilder {
     /// runs) or no outcome (a retry runs the function again). `WAIT` narrows that window to
     /// writes the replicas have not acknowledged; it does not make Redis strongly consistent
     /// (a failover may still pick a replica that missed the write).
+    ///
+    /// On a Redis Cluster, the `WAIT` goes to the primary that holds the key: only that
+    /// shard's replicas count.
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
         self.replicas = Some((replicas, timeout));
         self

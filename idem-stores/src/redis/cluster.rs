@@ -9,6 +9,7 @@ use std::sync::{Arc, RwLock};
 
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, RedisResult, Value};
 
 use super::TARGET;
@@ -45,6 +46,21 @@ impl Cluster {
     pub(crate) async fn query(&self, cmd: &Cmd) -> RedisResult<Value> {
         let (generation, mut conn) = self.current();
         let result = cmd.query_async(&mut conn).await;
+        self.after(generation, result).await
+    }
+
+    /// Sends one command to the primary that owns `key`'s slot, on the connection that wrote
+    /// to it: a `WAIT` for the replicas of that write, and of no other shard's.
+    pub(crate) async fn query_on_primary_of(&self, cmd: &Cmd, key: &str) -> RedisResult<Value> {
+        let (generation, mut conn) = self.current();
+        let route = Route::with_key(key, SlotAddr::Master);
+        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+        let result = conn.route_command(cmd.clone(), routing).await;
+        self.after(generation, result).await
+    }
+
+    /// Replaces the connection after a timeout, and passes `result` on.
+    async fn after(&self, generation: u64, result: RedisResult<Value>) -> RedisResult<Value> {
         if result.as_ref().is_err_and(|error| error.is_timeout()) {
             self.replace(generation).await;
         }

@@ -22,4 +22,15 @@ impl Connection {
             Connection::Cluster(cluster) => cluster.query(cmd).await,
         }
     }
+
+    /// Sends one command to the server that holds `key`: on a cluster, the primary that owns
+    /// its slot, rather than wherever a keyless command would go.
+    #[cfg_attr(not(feature = "redis-cluster"), allow(unused_variables))]
+    pub(crate) async fn query_on_primary_of(&mut self, cmd: &Cmd, key: &str) -> RedisResult<Value> {
+        match self {
+            Connection::Single(conn) => cmd.query_async(conn).await,
+            #[cfg(feature = "redis-cluster")]
+            Connection::Cluster(cluster) => cluster.query_on_primary_of(cmd, key).await,
+        }
+    }
 }

@@ -20,6 +20,18 @@
 //! `RedisStore::connect_cluster`: every request touches one key and names it as the script's
 //! only key, so the cluster client sends it to the node that owns the key's slot.
 //!
+//! On a cluster:
+//! - **Resharding** is safe: no script deletes a record to write it again (a slot being
+//!   migrated refuses that second write), so a record survives its slot moving mid-call.
+//! - **A stalled connection is replaced.** A request that times out makes the store connect
+//!   to the cluster again for the requests that follow: under a reshard, the cluster
+//!   connection can otherwise stay stuck with every request timing out.
+//! - **Hash tags.** Redis hashes only the part of a key between its first `{` and the next
+//!   `}`. A prefix such as `"{billing}:"` therefore puts every record on one slot, one node:
+//!   set one only to keep the records next to other keys of yours, knowing it gives up
+//!   spreading them. A key part with braces does the same for its own keys, so don't build
+//!   key parts from client input that may hold `{`.
+//!
 //! The store runs on one multiplexed connection (a `redis::aio::ConnectionManager`): many
 //! concurrent calls share it, and it reconnects by itself when the server restarts. A request
 //! that fails because the connection dropped is sent once more on the new connection (every
@@ -145,7 +157,9 @@
 //! service, a cluster), [`RedisStoreBuilder::wait_for_replicas`] has each reservation, recorded
 //! step and completion wait for replicas to acknowledge it (`WAIT`) and fails the call closed when they
 //! don't; that narrows the window but does not close it, since a failover may still promote a
-//! replica that missed the write. For at-most-once across failovers, pass
+//! replica that missed the write. On a cluster the `WAIT` goes to the primary that holds the
+//! key, one round trip: a shard that lost its replica fails its own calls closed, and the
+//! others go on. For at-most-once across failovers, pass
 //! [`CallContext::key`](idem_core::CallContext::key) to the downstream provider as its own
 //! idempotency key.
 

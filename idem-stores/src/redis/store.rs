@@ -94,7 +94,9 @@ impl RedisStore {
     }
 
     /// Starts building a store on a Redis Cluster connection you already have. Callers that
-    /// wait for a duplicate poll the record (see [`RedisStore::connection_builder`]).
+    /// wait for a duplicate poll the record (see [`RedisStore::connection_builder`]). The
+    /// store cannot connect again on its own: a connection that stalls stays stalled (see the
+    /// [module docs](super)); prefer [`cluster_builder`](RedisStore::cluster_builder).
     #[cfg(feature = "redis-cluster")]
     #[cfg_attr(docsrs, doc(cfg(feature = "redis-cluster")))]
     pub fn cluster_connection_builder(
@@ -181,14 +183,27 @@ impl RedisStore {
     }
 
     /// With [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas), waits until enough
-    /// replicas acknowledged the write just made on this connection.
-    async fn replicate(&self, what: &str) -> Result<(), StoreError> {
+    /// replicas acknowledged the write just made to `key` on this connection: on a cluster,
+    /// the replicas of the primary that holds it, whatever other shards' replicas do.
+    async fn replicate(&self, key: &Key, what: &str) -> Result<(), StoreError> {
         let Some((replicas, timeout)) = self.replicas else {
             return Ok(());
         };
         let mut wait = redis::cmd("WAIT");
         wait.arg(replicas).arg(timeout.as_millis().max(1) as u64);
-        let acked = match self.query(&wait, "WAIT").await? {
+        let redis_key = self.redis_key(key);
+        let mut conn = self.conn.clone();
+        let mut reply = self
+            .counter
+            .query_on_primary_of(&mut conn, &wait, &redis_key)
+            .await;
+        if reply.as_ref().is_err_and(is_connection_error) {
+            reply = self
+                .counter
+                .query_on_primary_of(&mut conn, &wait, &redis_key)
+                .await;
+        }
+        let acked = match reply.map_err(|error| store_error(error, "WAIT"))? {
             Value::Int(acked) => acked,
             other => {
                 return Err(StoreError::backend(format!(
@@ -351,7 +366,7 @@ impl Store for RedisStore {
             .await?;
         let reservation = codec::reservation(reply, record)?;
         if !matches!(reservation, Reservation::Existing(_)) {
-            self.replicate("reserve").await?;
+            self.replicate(key, "reserve").await?;
         }
         Ok(reservation)
     }
@@ -376,7 +391,7 @@ impl Store for RedisStore {
             )
             .await?;
         fenced(reply, "complete")?;
-        self.replicate("complete").await
+        self.replicate(key, "complete").await
     }
 
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
@@ -407,7 +422,7 @@ impl Store for RedisStore {
             )
             .await?;
         fenced(reply, "record_step")?;
-        self.replicate("record_step").await
+        self.replicate(key, "record_step").await
     }
 
     async fn renew(
