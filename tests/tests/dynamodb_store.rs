@@ -432,7 +432,7 @@ async fn attribute_names_and_key_prefix_are_configurable() {
     assert!(!item.contains_key("ttl"));
 }
 
-async fn a_missing_table_is_a_store_error() {
+async fn a_missing_table_is_refused_not_retried() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
@@ -446,14 +446,15 @@ async fn a_missing_table_is_a_store_error() {
         .run(call, async { Ok::<_, Error>(1u64) })
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Store { .. }), "{err:?}");
+    assert!(matches!(err, Error::Rejected { .. }), "{err:?}");
+    assert!(!err.is_retryable());
     let mut report = err.to_string();
     let mut cause = std::error::Error::source(&err);
     while let Some(inner) = cause {
         report.push_str(&format!(": {inner}"));
         cause = inner.source();
     }
-    assert!(report.contains("ResourceNotFoundException"), "{report}");
+    assert!(report.contains("does not exist"), "{report}");
     assert!(report.contains("idem-no-such-table"), "{report}");
 }
 
@@ -476,6 +477,6 @@ idem_tests::backend_tests! {
     async malformed_items_are_corrupt_not_panics,
     async oversized_results_are_refused_before_any_request,
     async attribute_names_and_key_prefix_are_configurable,
-    async a_missing_table_is_a_store_error,
+    async a_missing_table_is_refused_not_retried,
     async an_overlong_prefixed_key_is_refused_before_any_request,
 }

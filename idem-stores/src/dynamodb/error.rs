@@ -162,3 +162,134 @@ impl fmt::Display for KeyTooLong {
 }
 
 impl StdError for KeyTooLong {}
+
+/// The table or the credentials are set up so that no request can succeed: retrying will not
+/// help, fixing the setup will. [`DynamoDbStore::verify`](super::DynamoDbStore::verify) finds
+/// these at start-up; a request that meets one at run time fails with it, not retried.
+///
+/// Carried by [`StoreError::Rejected`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Misconfigured {
+    /// The table does not exist (or not in this account and region).
+    MissingTable {
+        /// The table's name.
+        table: String,
+    },
+    /// The table's partition key is not the store's key attribute, as a string.
+    WrongKey {
+        /// The table's name.
+        table: String,
+        /// The partition key the store needs: its attribute name, type `S`.
+        expected: String,
+        /// What the table has, or DynamoDB's message.
+        found: String,
+    },
+    /// The table has a sort key: the store's items have none, so no write can succeed.
+    SortKey {
+        /// The table's name.
+        table: String,
+        /// The sort key's attribute name, or DynamoDB's message.
+        sort_key: String,
+    },
+    /// DynamoDB's TTL is not enabled on the store's TTL attribute: expired records would stay
+    /// for ever (they are still treated as expired, but never removed).
+    TtlDisabled {
+        /// The table's name.
+        table: String,
+        /// The attribute TTL must be enabled on.
+        attribute: String,
+        /// The attribute TTL is enabled on instead, if any.
+        enabled_on: Option<String>,
+    },
+    /// DynamoDB refused the credentials, or their permissions.
+    Credentials {
+        /// The table's name.
+        table: String,
+        /// DynamoDB's error code and message.
+        detail: String,
+    },
+}
+
+impl fmt::Display for Misconfigured {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Misconfigured::MissingTable { table } => write!(
+                f,
+                "DynamoDB table `{table}` does not exist: create it (a string partition key and \
+                 TTL enabled, see `DynamoDbStore::create_table`) or name the right one"
+            ),
+            Misconfigured::WrongKey {
+                table,
+                expected,
+                found,
+            } => write!(
+                f,
+                "DynamoDB table `{table}` does not have the partition key the store needs \
+                 (`{expected}`, a string): {found}; use a table with that key, or set \
+                 `AttributeNames::key` to the table's"
+            ),
+            Misconfigured::SortKey { table, sort_key } => write!(
+                f,
+                "DynamoDB table `{table}` has a sort key ({sort_key}); the store needs a table \
+                 with a partition key only"
+            ),
+            Misconfigured::TtlDisabled {
+                table,
+                attribute,
+                enabled_on: None,
+            } => write!(
+                f,
+                "DynamoDB table `{table}` has TTL disabled: enable it on attribute `{attribute}` \
+                 (`DynamoDbStore::create_table` does), or expired records are never removed"
+            ),
+            Misconfigured::TtlDisabled {
+                table,
+                attribute,
+                enabled_on: Some(other),
+            } => write!(
+                f,
+                "DynamoDB table `{table}` has TTL on attribute `{other}`, not `{attribute}`: \
+                 set `AttributeNames::ttl` to `{other}`, or expired records are never removed"
+            ),
+            Misconfigured::Credentials { table, detail } => write!(
+                f,
+                "DynamoDB refused the credentials for table `{table}`: {detail}; check the \
+                 access key, region and the role's permissions on the table"
+            ),
+        }
+    }
+}
+
+impl StdError for Misconfigured {}
+
+impl From<Misconfigured> for StoreError {
+    fn from(error: Misconfigured) -> Self {
+        StoreError::rejected(error)
+    }
+}
+
+/// The misconfiguration DynamoDB's error `code` (with `message`) reports on `table`, if it is
+/// one: a missing table, a key that does not match the table's schema, refused credentials.
+pub(crate) fn misconfiguration(table: &str, code: &str, message: &str) -> Option<Misconfigured> {
+    let table = table.to_owned();
+    let detail = format!("{code}: {message}");
+    match code {
+        "ResourceNotFoundException" => Some(Misconfigured::MissingTable { table }),
+        "UnrecognizedClientException"
+        | "InvalidSignatureException"
+        | "MissingAuthenticationTokenException"
+        | "AccessDeniedException" => Some(Misconfigured::Credentials { table, detail }),
+        "ValidationException"
+            if message.contains("key element does not match the schema")
+                || message.contains("Missing the key") =>
+        {
+            Some(Misconfigured::WrongKey {
+                table,
+                expected: String::from("the store's key attribute only"),
+                found: detail,
+            })
+        }
+        _ => None,
+    }
+}

@@ -8,6 +8,8 @@
 //! // aws_sdk_dynamodb::Client::new(&aws_config::load_from_env().await)
 //! use idem_stores::dynamodb::DynamoDbStore;
 //! let store = DynamoDbStore::new(client, "idempotency");
+//! // A missing table, a wrong key, a sort key or TTL off stops the service here, named.
+//! store.verify().await?;
 //! let idem = idem_core::Idempotency::new(store);
 //! idem_core::install(idem);
 //! # Ok(()) }
@@ -16,6 +18,10 @@
 //! idem-stores does not configure the client: credentials, region, endpoint, HTTP client and
 //! retries are yours (`aws-config` does it from the environment). The store only needs a table
 //! whose partition key is a string; [`DynamoDbStore::create_table`] makes one for development.
+//! [`DynamoDbStore::verify`] checks a table at start-up. At run time, a missing table, a key
+//! that does not match the table or refused credentials fail the call as
+//! [`StoreError::Rejected`](idem_core::StoreError::Rejected) with a [`Misconfigured`]: not
+//! retryable, unlike an outage.
 //!
 //! # The item
 //!
@@ -158,7 +164,7 @@ pub use builder::{
     DynamoDbStoreBuilder, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_OPERATION_TIMEOUT,
 };
-pub use error::{ItemTooLarge, KeyTooLong, RequestFailed, StepTooLarge};
+pub use error::{ItemTooLarge, KeyTooLong, Misconfigured, RequestFailed, StepTooLarge};
 pub use item::{item_size, MAX_ITEM_SIZE};
 pub use names::AttributeNames;
 pub use store::DynamoDbStore;

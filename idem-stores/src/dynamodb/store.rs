@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::config::http::HttpResponse;
-use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
@@ -15,7 +15,7 @@ use idem_core::{
     Timestamp,
 };
 
-use super::error::{ItemTooLarge, KeyTooLong, RequestFailed};
+use super::error::{misconfiguration, ItemTooLarge, KeyTooLong, RequestFailed};
 use super::item::{self, Item, COMPLETED, IN_PROGRESS, MAX_ITEM_SIZE};
 use super::{AttributeNames, DynamoDbStoreBuilder};
 
@@ -128,12 +128,20 @@ impl DynamoDbStore {
         Ok(item_key)
     }
 
+    /// The store error for a failed request: a misconfiguration (a missing table, a key that
+    /// does not match the table, refused credentials) is rejected, not retried; anything else
+    /// is a backend failure.
     pub(crate) fn failed<E, R>(&self, operation: &'static str, error: SdkError<E, R>) -> StoreError
     where
-        E: std::error::Error + Send + Sync + 'static,
+        E: std::error::Error + ProvideErrorMetadata + Send + Sync + 'static,
         R: fmt::Debug + Send + Sync + 'static,
     {
-        RequestFailed::new(operation, &self.table, error).into()
+        let code = error.code().unwrap_or_default();
+        let message = error.message().unwrap_or_default();
+        match misconfiguration(&self.table, code, message) {
+            Some(misconfigured) => misconfigured.into(),
+            None => RequestFailed::new(operation, &self.table, error).into(),
+        }
     }
 
     /// The answer to a request conditioned on [`OWNER_CONDITION`]: a failed condition means the
@@ -145,7 +153,7 @@ impl DynamoDbStore {
         condition_failed: impl FnOnce(&E) -> bool,
     ) -> Result<(), StoreError>
     where
-        E: std::error::Error + Send + Sync + 'static,
+        E: std::error::Error + ProvideErrorMetadata + Send + Sync + 'static,
         R: fmt::Debug + Send + Sync + 'static,
     {
         match result {

@@ -1,15 +1,16 @@
-//! `create_table`: a table for development and tests.
+//! `create_table`, a table for development and tests, and `verify`, which checks a table at
+//! start-up.
 
 use std::time::Duration;
 
 use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    TimeToLiveSpecification,
+    TimeToLiveSpecification, TimeToLiveStatus,
 };
-use idem_core::BoxError;
+use idem_core::{BoxError, StoreError};
 
-use super::error::RequestFailed;
+use super::error::{Misconfigured, RequestFailed};
 use super::DynamoDbStore;
 
 /// How long [`DynamoDbStore::create_table`] waits for a new table to become active.
@@ -18,7 +19,8 @@ const ACTIVE_WITHIN: Duration = Duration::from_secs(120);
 impl DynamoDbStore {
     /// Creates the store's table if it does not exist: a string partition key, on-demand
     /// billing, and DynamoDB's TTL sweeper on the TTL attribute. Waits until the table is
-    /// active. Returns `false` if the table was already there (it is left as it is).
+    /// active. Returns `false` if the table was already there: its TTL is then enabled if it
+    /// was not, and the table is [verified](DynamoDbStore::verify).
     ///
     /// Meant for development and tests; production tables belong in your infrastructure code,
     /// with the same key and TTL settings.
@@ -50,7 +52,12 @@ impl DynamoDbStore {
                     .as_service_error()
                     .is_some_and(|e| e.is_resource_in_use_exception()) =>
             {
-                return Ok(false)
+                // An existing table gets its TTL if it has none, and must fit the store.
+                if self.ttl_attribute().await?.is_none() {
+                    self.enable_ttl().await?;
+                }
+                self.verify().await?;
+                return Ok(false);
             }
             Err(error) => return Err(RequestFailed::new("CreateTable", self.table(), error).into()),
         }
@@ -60,18 +67,106 @@ impl DynamoDbStore {
             .wait(ACTIVE_WITHIN)
             .await
             .map_err(|error| RequestFailed::new("DescribeTable", self.table(), error))?;
+        self.enable_ttl().await?;
+        Ok(true)
+    }
+
+    /// Checks that the table exists and fits the store: a string partition key named as the
+    /// store's key attribute, no sort key, and TTL enabled on the store's TTL attribute. Call
+    /// it at start-up, so that a misconfiguration stops the service with a message that names
+    /// it, rather than failing every call.
+    ///
+    /// A misconfiguration is [`StoreError::Rejected`] with a [`Misconfigured`]; a request that
+    /// could not be made is [`StoreError::Backend`]. Needs `dynamodb:DescribeTable` and
+    /// `dynamodb:DescribeTimeToLive`.
+    pub async fn verify(&self) -> Result<(), StoreError> {
+        let table = self.table().to_owned();
+        let described = self
+            .client()
+            .describe_table()
+            .table_name(&table)
+            .send()
+            .await
+            .map_err(|error| self.failed("DescribeTable", error))?;
+        let Some(description) = described.table() else {
+            return Err(Misconfigured::MissingTable { table }.into());
+        };
+        let key = &self.names().key;
+        let mut partition_key = None;
+        for element in description.key_schema() {
+            match element.key_type() {
+                KeyType::Hash => partition_key = Some(element.attribute_name()),
+                _ => {
+                    return Err(Misconfigured::SortKey {
+                        table,
+                        sort_key: format!("`{}`", element.attribute_name()),
+                    }
+                    .into())
+                }
+            }
+        }
+        let key_type = description
+            .attribute_definitions()
+            .iter()
+            .find(|definition| Some(definition.attribute_name()) == partition_key)
+            .map(|definition| definition.attribute_type().clone());
+        if partition_key != Some(key.as_str()) || key_type != Some(ScalarAttributeType::S) {
+            let found = match (partition_key, key_type) {
+                (Some(name), Some(kind)) => format!("it has `{name}`, of type {}", kind.as_str()),
+                _ => "it has none".to_owned(),
+            };
+            return Err(Misconfigured::WrongKey {
+                table,
+                expected: key.clone(),
+                found,
+            }
+            .into());
+        }
+        let ttl = &self.names().ttl;
+        match self.ttl_attribute().await? {
+            Some(enabled_on) if &enabled_on == ttl => Ok(()),
+            enabled_on => Err(Misconfigured::TtlDisabled {
+                table,
+                attribute: ttl.clone(),
+                enabled_on,
+            }
+            .into()),
+        }
+    }
+
+    /// The attribute DynamoDB's TTL is enabled (or being enabled) on, if any.
+    async fn ttl_attribute(&self) -> Result<Option<String>, StoreError> {
+        let described = self
+            .client()
+            .describe_time_to_live()
+            .table_name(self.table())
+            .send()
+            .await
+            .map_err(|error| self.failed("DescribeTimeToLive", error))?;
+        let Some(ttl) = described.time_to_live_description() else {
+            return Ok(None);
+        };
+        let enabled = matches!(
+            ttl.time_to_live_status(),
+            Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
+        );
+        Ok(ttl.attribute_name().filter(|_| enabled).map(str::to_owned))
+    }
+
+    /// Enables DynamoDB's TTL on the store's TTL attribute.
+    async fn enable_ttl(&self) -> Result<(), BoxError> {
         self.client()
             .update_time_to_live()
             .table_name(self.table())
             .time_to_live_specification(
                 TimeToLiveSpecification::builder()
                     .enabled(true)
-                    .attribute_name(&names.ttl)
+                    .attribute_name(&self.names().ttl)
                     .build()?,
             )
             .send()
             .await
             .map_err(|error| RequestFailed::new("UpdateTimeToLive", self.table(), error))?;
-        Ok(true)
+        Ok(())
     }
 }
