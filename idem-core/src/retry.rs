@@ -64,8 +64,12 @@ impl FencedWrite<'_> {
             return Err(StoreError::LeaseLost);
         }
         // Renewals go on while the write is retried: the lease as it stands now bounds the
-        // retries, however long later renewals would stretch it.
+        // retries, however long later renewals would stretch it. The same span is measured on
+        // the monotonic clock too, so that a clock that stands still or steps back cannot
+        // keep the retries going.
         let deadline = self.lease.until();
+        let span = deadline.saturating_duration_since(self.clock.now());
+        let started = tokio::time::Instant::now();
         let mut backoff = BACKOFF;
         for attempt in 1.. {
             let error = match write().await {
@@ -83,7 +87,8 @@ impl FencedWrite<'_> {
                     return Err(StoreError::Backend(error));
                 }
             }
-            if self.clock.now() + backoff >= deadline.min(self.lease.until()) {
+            let lease_ends = self.clock.now() + backoff >= deadline.min(self.lease.until());
+            if lease_ends || started.elapsed() + backoff >= span {
                 tracing::error!(target: TARGET, key, %error, attempt, "storing {what} failed and the lease passes before a retry");
                 return Err(StoreError::Backend(error));
             }

@@ -249,7 +249,65 @@ async fn a_shard_without_its_replica_fails_only_its_own_calls() {
     assert!(replay.replayed);
 }
 
+/// After a primary dies and its replica takes over, the promoted primary has no replica of its
+/// own: with `wait_for_replicas`, its shard fails its calls closed (nothing runs), and the
+/// other shards' calls go on.
+async fn after_a_failover_only_the_promoted_shard_fails_closed() {
+    let Some(mut cluster) = TestRedisCluster::start_with_replicas(3, 1) else {
+        return;
+    };
+    let urls = cluster.urls();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let store = RedisStore::cluster_builder(&urls)
+        .wait_for_replicas(1, Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap();
+    let idem = Idempotency::new(store.clone());
+    let slot_of = |order: usize| {
+        let key = store.redis_key(call(&idem, order).key());
+        cluster.slot_of(&key).unwrap()
+    };
+    // Node 0 answers the test's own questions about the cluster, so it must live.
+    let failed_order = (0..)
+        .find(|&order| cluster.owner_of(slot_of(order)).unwrap() != 0)
+        .unwrap();
+    let failed_slot = slot_of(failed_order);
+    let failed_primary = cluster.owner_of(failed_slot).unwrap();
+    let healthy_order = (0..)
+        .find(|&order| cluster.owner_of(slot_of(order)).unwrap() == 0)
+        .unwrap();
+    cluster.kill(failed_primary);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while cluster.owner_of(failed_slot).unwrap() == failed_primary {
+        assert!(std::time::Instant::now() < deadline, "no replica took over");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let runs = AtomicUsize::new(0);
+    let body = |value| {
+        let runs = &runs;
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Error>(value)
+        }
+    };
+    let done = idem.run(call(&idem, healthy_order), body(1)).await.unwrap();
+    assert_eq!(done.value, 1);
+    let refused = idem
+        .run(call(&idem, failed_order), body(2))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, Error::Store { .. }), "{refused:?}");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the unconfirmed call never ran"
+    );
+}
+
 idem_tests::backend_tests! {
+    async after_a_failover_only_the_promoted_shard_fails_closed,
     async a_shard_without_its_replica_fails_only_its_own_calls,
     async keys_spread_over_every_node_and_replay_in_one_round_trip,
     async a_completion_in_a_migrating_slot_keeps_its_record,

@@ -18,6 +18,7 @@ pub(super) const CHECKS: &[crate::testing::Check] = &[
     check!(a_wait_that_ends_is_in_progress),
     check!(completion_is_retried_until_the_lease_would_pass),
     check!(completion_rides_out_an_outage_shorter_than_the_lease),
+    check!(completion_retries_end_even_when_the_clock_stands_still),
     check!(a_lost_completion_is_not_mistaken_for_another_owners),
     check!(on_abort_release_after_a_wait_frees_the_key),
     check!(renewal_failures_are_retried_while_the_lease_holds),
@@ -72,6 +73,28 @@ async fn completion_is_retried_until_the_lease_would_pass(ctx: Context) {
         "the key stays reserved, got {retry:?}"
     );
     assert_eq!(side_effect.runs(), 1);
+}
+
+/// Completion retries are bounded on the monotonic clock as well: a clock that stands still
+/// (or steps back) does not keep them going past the lease.
+async fn completion_retries_end_even_when_the_clock_stands_still(ctx: Context) {
+    let clock = ManualClock::new();
+    let outage = Probe::failing_completions(ctx.store().clone(), clock.clone(), Duration::ZERO);
+    let store: Arc<dyn crate::Store> = outage.clone();
+    let idem = ctx.handle_with(clock, store);
+    let side_effect = Charge::instant();
+    let call = call(&ctx, "o-fault-9", 1).with_lease(Duration::from_secs(3));
+    let ended = waiting_for(
+        "completion retries to end",
+        Duration::from_secs(20),
+        charge(&idem, call, 1, &side_effect),
+    )
+    .await;
+    assert!(
+        matches!(&ended, Err(Error::NotRecorded { .. })),
+        "got {ended:?}"
+    );
+    assert!(outage.completions.load(Ordering::SeqCst) >= 2);
 }
 
 /// A store that fails completions for a while, as during a failover, and comes back before
