@@ -18,6 +18,9 @@ use super::TARGET;
 #[derive(Clone)]
 pub(crate) struct Cluster {
     shared: Arc<Shared>,
+    /// The connection this handle keeps using, replaced or not: a `WAIT` must go over the
+    /// connection that made the write it waits for.
+    pinned: Option<(u64, ClusterConnection)>,
 }
 
 struct Shared {
@@ -38,33 +41,46 @@ impl Cluster {
                 current: RwLock::new((0, conn)),
                 replacing: tokio::sync::Mutex::new(()),
             }),
+            pinned: None,
+        }
+    }
+
+    /// A handle that keeps using the connection in use now, for a write and the `WAIT` after
+    /// it.
+    pub(crate) fn pinned(&self) -> Cluster {
+        Cluster {
+            shared: self.shared.clone(),
+            pinned: Some(self.current()),
+        }
+    }
+
+    /// The pinned connection, or the one in use now.
+    fn connection(&self) -> (u64, ClusterConnection) {
+        match &self.pinned {
+            Some((generation, conn)) => (*generation, conn.clone()),
+            None => self.current(),
         }
     }
 
     /// Sends one command and reads its reply. A timeout replaces the connection for the
     /// requests that follow (the store retries once on it).
     pub(crate) async fn query(&self, cmd: &Cmd) -> RedisResult<Value> {
-        let (generation, mut conn) = self.current();
+        let (generation, mut conn) = self.connection();
         let result = cmd.query_async(&mut conn).await;
-        self.after(generation, result).await
-    }
-
-    /// Sends one command to the primary that owns `key`'s slot, on the connection that wrote
-    /// to it: a `WAIT` for the replicas of that write, and of no other shard's.
-    pub(crate) async fn query_on_primary_of(&self, cmd: &Cmd, key: &str) -> RedisResult<Value> {
-        let (generation, mut conn) = self.current();
-        let route = Route::with_key(key, SlotAddr::Master);
-        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
-        let result = conn.route_command(cmd.clone(), routing).await;
-        self.after(generation, result).await
-    }
-
-    /// Replaces the connection after a timeout, and passes `result` on.
-    async fn after(&self, generation: u64, result: RedisResult<Value>) -> RedisResult<Value> {
         if result.as_ref().is_err_and(|error| error.is_timeout()) {
             self.replace(generation).await;
         }
         result
+    }
+
+    /// Sends a `WAIT` to the primary that owns `key`'s slot, over this handle's connection:
+    /// it counts the replicas of the write made on it, and of no other shard's. A `WAIT` that
+    /// times out says the replicas lag, not that the connection stalled: nothing is replaced.
+    pub(crate) async fn wait_on_primary_of(&self, cmd: &Cmd, key: &str) -> RedisResult<Value> {
+        let (_, mut conn) = self.connection();
+        let route = Route::with_key(key, SlotAddr::Master);
+        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+        conn.route_command(cmd.clone(), routing).await
     }
 
     fn current(&self) -> (u64, ClusterConnection) {
@@ -76,7 +92,8 @@ impl Cluster {
         (current.0, current.1.clone())
     }
 
-    /// Connects again, unless the connection was replaced since `seen`.
+    /// Connects again, unless the connection was replaced since `seen`. Requests that timed
+    /// out meanwhile wait for it, so that their retry goes over the new connection.
     async fn replace(&self, seen: u64) {
         let Some(client) = &self.shared.client else {
             return;

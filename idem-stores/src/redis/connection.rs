@@ -23,14 +23,24 @@ impl Connection {
         }
     }
 
-    /// Sends one command to the server that holds `key`: on a cluster, the primary that owns
-    /// its slot, rather than wherever a keyless command would go.
+    /// The same connection, pinned: on a cluster, it keeps using the connection in use now
+    /// even if the store replaces it, so that a `WAIT` follows its write.
+    pub(crate) fn pinned(&self) -> Connection {
+        match self {
+            Connection::Single(conn) => Connection::Single(conn.clone()),
+            #[cfg(feature = "redis-cluster")]
+            Connection::Cluster(cluster) => Connection::Cluster(cluster.pinned()),
+        }
+    }
+
+    /// Sends a `WAIT` to the server that holds `key`: on a cluster, the primary that owns its
+    /// slot, rather than every primary as a keyless command would go.
     #[cfg_attr(not(feature = "redis-cluster"), allow(unused_variables))]
-    pub(crate) async fn query_on_primary_of(&mut self, cmd: &Cmd, key: &str) -> RedisResult<Value> {
+    pub(crate) async fn wait_on_primary_of(&mut self, cmd: &Cmd, key: &str) -> RedisResult<Value> {
         match self {
             Connection::Single(conn) => cmd.query_async(conn).await,
             #[cfg(feature = "redis-cluster")]
-            Connection::Cluster(cluster) => cluster.query_on_primary_of(cmd, key).await,
+            Connection::Cluster(cluster) => cluster.wait_on_primary_of(cmd, key).await,
         }
     }
 }

@@ -77,15 +77,15 @@ impl Counter {
         conn.query(cmd).await
     }
 
-    /// Sends a command to the server that holds `key` (on a cluster, its slot's primary).
-    pub(crate) async fn query_on_primary_of(
+    /// Sends a `WAIT` to the server that holds `key` (on a cluster, its slot's primary).
+    pub(crate) async fn wait_on_primary_of(
         &self,
         conn: &mut Connection,
         cmd: &Cmd,
         key: &str,
     ) -> Result<Value, RedisError> {
         self.0.fetch_add(1, Ordering::Relaxed);
-        conn.query_on_primary_of(cmd, key).await
+        conn.wait_on_primary_of(cmd, key).await
     }
 
     /// Runs `script` on one key: `EVALSHA`, and if the server does not know the script yet

@@ -171,38 +171,55 @@ impl RedisStore {
     /// Runs a script on the record of `key`, retrying once if the connection failed: every
     /// script is safe to repeat for the same owner.
     async fn eval(&self, script: &Script, key: &Key, args: &[&[u8]]) -> Result<Reply, StoreError> {
+        self.eval_on(script, key, args)
+            .await
+            .map(|(reply, _)| reply)
+    }
+
+    /// [`eval`](Self::eval), with the connection the script ran on, for the `WAIT` after it.
+    async fn eval_on(
+        &self,
+        script: &Script,
+        key: &Key,
+        args: &[&[u8]],
+    ) -> Result<(Reply, Connection), StoreError> {
         let redis_key = self.redis_key(key);
-        let mut conn = self.conn.clone();
+        let mut conn = self.conn.pinned();
         let mut result = self.counter.eval(&mut conn, script, &redis_key, args).await;
         if result.as_ref().is_err_and(is_connection_error) {
+            // The store may have replaced a stalled connection meanwhile: retry on it.
+            conn = self.conn.pinned();
             result = self.counter.eval(&mut conn, script, &redis_key, args).await;
         }
-        result
+        let reply = result
             .map_err(|error| store_error(error, script.name()))
-            .and_then(codec::reply)
+            .and_then(codec::reply)?;
+        Ok((reply, conn))
     }
 
     /// With [`wait_for_replicas`](RedisStoreBuilder::wait_for_replicas), waits until enough
-    /// replicas acknowledged the write just made to `key` on this connection: on a cluster,
-    /// the replicas of the primary that holds it, whatever other shards' replicas do.
-    async fn replicate(&self, key: &Key, what: &str) -> Result<(), StoreError> {
+    /// replicas acknowledged the write just made to `key` on `conn`: on a cluster, the
+    /// replicas of the primary that holds it, whatever other shards' replicas do.
+    ///
+    /// Never retried: `WAIT` counts only the writes of the connection it is sent on, so on
+    /// another connection it would pass without the write replicated. A failure fails the
+    /// request, and the write and its `WAIT` are made again.
+    async fn replicate(
+        &self,
+        conn: &mut Connection,
+        key: &Key,
+        what: &str,
+    ) -> Result<(), StoreError> {
         let Some((replicas, timeout)) = self.replicas else {
             return Ok(());
         };
         let mut wait = redis::cmd("WAIT");
         wait.arg(replicas).arg(timeout.as_millis().max(1) as u64);
         let redis_key = self.redis_key(key);
-        let mut conn = self.conn.clone();
-        let mut reply = self
+        let reply = self
             .counter
-            .query_on_primary_of(&mut conn, &wait, &redis_key)
+            .wait_on_primary_of(conn, &wait, &redis_key)
             .await;
-        if reply.as_ref().is_err_and(is_connection_error) {
-            reply = self
-                .counter
-                .query_on_primary_of(&mut conn, &wait, &redis_key)
-                .await;
-        }
         let acked = match reply.map_err(|error| store_error(error, "WAIT"))? {
             Value::Int(acked) => acked,
             other => {
@@ -349,8 +366,8 @@ impl Store for RedisStore {
             .saturating_duration_since(claim.now())
             .as_millis()
             .clamp(1, u128::from(MAX_EXPIRY_MS)) as u64;
-        let reply = self
-            .eval(
+        let (reply, mut conn) = self
+            .eval_on(
                 &SCRIPTS.reserve,
                 key,
                 &[
@@ -366,7 +383,7 @@ impl Store for RedisStore {
             .await?;
         let reservation = codec::reservation(reply, record)?;
         if !matches!(reservation, Reservation::Existing(_)) {
-            self.replicate(key, "reserve").await?;
+            self.replicate(&mut conn, key, "reserve").await?;
         }
         Ok(reservation)
     }
@@ -377,8 +394,8 @@ impl Store for RedisStore {
         owner: &OwnerToken,
         record: &Completed,
     ) -> Result<(), StoreError> {
-        let reply = self
-            .eval(
+        let (reply, mut conn) = self
+            .eval_on(
                 &SCRIPTS.complete,
                 key,
                 &[
@@ -391,7 +408,7 @@ impl Store for RedisStore {
             )
             .await?;
         fenced(reply, "complete")?;
-        self.replicate(key, "complete").await
+        self.replicate(&mut conn, key, "complete").await
     }
 
     async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
@@ -409,8 +426,8 @@ impl Store for RedisStore {
         value: &[u8],
         kept_until: Timestamp,
     ) -> Result<(), StoreError> {
-        let reply = self
-            .eval(
+        let (reply, mut conn) = self
+            .eval_on(
                 &SCRIPTS.record_step,
                 key,
                 &[
@@ -422,7 +439,7 @@ impl Store for RedisStore {
             )
             .await?;
         fenced(reply, "record_step")?;
-        self.replicate(key, "record_step").await
+        self.replicate(&mut conn, key, "record_step").await
     }
 
     async fn renew(
