@@ -41,9 +41,10 @@ pub(crate) struct FencedWrite<'a> {
 impl FencedWrite<'_> {
     /// Runs `write`, retrying a backend failure as its [`Patience`] says. With
     /// [`Patience::Lease`], a store failover shorter than the lease (a Redis Cluster promotes a
-    /// replica after its 15 s node timeout) costs a delay, not the outcome. A retry that would
-    /// outlast the lease, as it stood when the write began, is never made: by then another
-    /// caller may have taken the key over.
+    /// replica after its 15 s node timeout) costs a delay, not the outcome. No retry starts
+    /// whose pause would reach the end of the lease as it stood when the write began (by then
+    /// another caller may have taken the key over); the last attempt may still end after it,
+    /// by at most the store's own request timeout, and is fenced like every other.
     ///
     /// A write refused as not owned may still be in place: an earlier attempt landed with only
     /// its answer lost, or the caller completed the record in its own transaction. The record

@@ -176,13 +176,14 @@ pub enum Misconfigured {
         /// The table's name.
         table: String,
     },
-    /// The table's partition key is not the store's key attribute, as a string.
+    /// The table's key is not the store's: another partition key, one that is not a string,
+    /// or (as DynamoDB reports it at run time) a sort key.
     WrongKey {
         /// The table's name.
         table: String,
         /// The partition key the store needs: its attribute name, type `S`.
         expected: String,
-        /// What the table has, or DynamoDB's message.
+        /// What the table has, or what DynamoDB said.
         found: String,
     },
     /// The table has a sort key: the store's items have none, so no write can succeed.
@@ -225,9 +226,9 @@ impl fmt::Display for Misconfigured {
                 found,
             } => write!(
                 f,
-                "DynamoDB table `{table}` does not have the partition key the store needs \
-                 (`{expected}`, a string): {found}; use a table with that key, or set \
-                 `AttributeNames::key` to the table's"
+                "DynamoDB table `{table}` does not match the store's key: the store needs a \
+                 partition key `{expected}` of type string and no sort key, and {found}; use \
+                 such a table, or set `AttributeNames::key` to the table's partition key"
             ),
             Misconfigured::SortKey { table, sort_key } => write!(
                 f,
@@ -269,27 +270,46 @@ impl From<Misconfigured> for StoreError {
     }
 }
 
-/// The misconfiguration DynamoDB's error `code` (with `message`) reports on `table`, if it is
-/// one: a missing table, a key that does not match the table's schema, refused credentials.
-pub(crate) fn misconfiguration(table: &str, code: &str, message: &str) -> Option<Misconfigured> {
+/// The misconfiguration DynamoDB's error `code` (with `message`) reports on `table`, whose
+/// partition key should be `key`, if it is one at run time: a missing table, or a key that does
+/// not match the table. Refused credentials are not among them here: while an IAM policy or new
+/// keys propagate they pass, so at run time they stay retryable ([`credentials_refused`] says
+/// them at start-up).
+pub(crate) fn misconfiguration(
+    table: &str,
+    key: &str,
+    code: &str,
+    message: &str,
+) -> Option<Misconfigured> {
     let table = table.to_owned();
-    let detail = format!("{code}: {message}");
     match code {
         "ResourceNotFoundException" => Some(Misconfigured::MissingTable { table }),
-        "UnrecognizedClientException"
-        | "InvalidSignatureException"
-        | "MissingAuthenticationTokenException"
-        | "AccessDeniedException" => Some(Misconfigured::Credentials { table, detail }),
         "ValidationException"
             if message.contains("key element does not match the schema")
                 || message.contains("Missing the key") =>
         {
             Some(Misconfigured::WrongKey {
                 table,
-                expected: String::from("the store's key attribute only"),
-                found: detail,
+                expected: key.to_owned(),
+                found: format!("DynamoDB says {code}: {message}"),
             })
         }
         _ => None,
     }
+}
+
+/// Whether DynamoDB's error `code` (with `message`) refuses the credentials or their
+/// permissions on `table`.
+pub(crate) fn credentials_refused(table: &str, code: &str, message: &str) -> Option<Misconfigured> {
+    matches!(
+        code,
+        "UnrecognizedClientException"
+            | "InvalidSignatureException"
+            | "MissingAuthenticationTokenException"
+            | "AccessDeniedException"
+    )
+    .then(|| Misconfigured::Credentials {
+        table: table.to_owned(),
+        detail: format!("{code}: {message}"),
+    })
 }

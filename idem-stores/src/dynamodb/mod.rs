@@ -18,8 +18,8 @@
 //! idem-stores does not configure the client: credentials, region, endpoint, HTTP client and
 //! retries are yours (`aws-config` does it from the environment). The store only needs a table
 //! whose partition key is a string; [`DynamoDbStore::create_table`] makes one for development.
-//! [`DynamoDbStore::verify`] checks a table at start-up. At run time, a missing table, a key
-//! that does not match the table or refused credentials fail the call as
+//! [`DynamoDbStore::verify`] checks a table (and the credentials) at start-up. At run time, a
+//! missing table or a key that does not match the table fails the call as
 //! [`StoreError::Rejected`](idem_core::StoreError::Rejected) with a [`Misconfigured`]: not
 //! retryable, unlike an outage.
 //!

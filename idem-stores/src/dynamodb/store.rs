@@ -138,7 +138,7 @@ impl DynamoDbStore {
     {
         let code = error.code().unwrap_or_default();
         let message = error.message().unwrap_or_default();
-        match misconfiguration(&self.table, code, message) {
+        match misconfiguration(&self.table, &self.names.key, code, message) {
             Some(misconfigured) => misconfigured.into(),
             None => RequestFailed::new(operation, &self.table, error).into(),
         }

@@ -4,13 +4,14 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
     TimeToLiveSpecification, TimeToLiveStatus,
 };
 use idem_core::{BoxError, StoreError};
 
-use super::error::{Misconfigured, RequestFailed};
+use super::error::{credentials_refused, Misconfigured, RequestFailed};
 use super::DynamoDbStore;
 
 /// How long [`DynamoDbStore::create_table`] waits for a new table to become active.
@@ -52,7 +53,9 @@ impl DynamoDbStore {
                     .as_service_error()
                     .is_some_and(|e| e.is_resource_in_use_exception()) =>
             {
-                // An existing table gets its TTL if it has none, and must fit the store.
+                // An existing table (perhaps still being created by another process) gets
+                // its TTL if it has none, and must fit the store.
+                self.wait_until_active().await?;
                 if self.ttl_attribute().await?.is_none() {
                     self.enable_ttl().await?;
                 }
@@ -61,14 +64,20 @@ impl DynamoDbStore {
             }
             Err(error) => return Err(RequestFailed::new("CreateTable", self.table(), error).into()),
         }
+        self.wait_until_active().await?;
+        self.enable_ttl().await?;
+        Ok(true)
+    }
+
+    /// Waits until the table is active.
+    async fn wait_until_active(&self) -> Result<(), BoxError> {
         self.client()
             .wait_until_table_exists()
             .table_name(self.table())
             .wait(ACTIVE_WITHIN)
             .await
             .map_err(|error| RequestFailed::new("DescribeTable", self.table(), error))?;
-        self.enable_ttl().await?;
-        Ok(true)
+        Ok(())
     }
 
     /// Checks that the table exists and fits the store: a string partition key named as the
@@ -77,7 +86,9 @@ impl DynamoDbStore {
     /// it, rather than failing every call.
     ///
     /// A misconfiguration is [`StoreError::Rejected`] with a [`Misconfigured`]; a request that
-    /// could not be made is [`StoreError::Backend`]. Needs `dynamodb:DescribeTable` and
+    /// could not be made is [`StoreError::Backend`]. Refused credentials are a
+    /// [`Misconfigured::Credentials`] here; at run time they stay retryable, since new keys or
+    /// policies take a while to propagate. Needs `dynamodb:DescribeTable` and
     /// `dynamodb:DescribeTimeToLive`.
     pub async fn verify(&self) -> Result<(), StoreError> {
         let table = self.table().to_owned();
@@ -87,7 +98,13 @@ impl DynamoDbStore {
             .table_name(&table)
             .send()
             .await
-            .map_err(|error| self.failed("DescribeTable", error))?;
+            .map_err(|error| {
+                let (code, message) = (error.code(), error.message());
+                match credentials_refused(&table, code.unwrap_or(""), message.unwrap_or("")) {
+                    Some(refused) => refused.into(),
+                    None => self.failed("DescribeTable", error),
+                }
+            })?;
         let Some(description) = described.table() else {
             return Err(Misconfigured::MissingTable { table }.into());
         };
@@ -113,7 +130,7 @@ impl DynamoDbStore {
         if partition_key != Some(key.as_str()) || key_type != Some(ScalarAttributeType::S) {
             let found = match (partition_key, key_type) {
                 (Some(name), Some(kind)) => format!("it has `{name}`, of type {}", kind.as_str()),
-                _ => "it has none".to_owned(),
+                _ => "it has no partition key".to_owned(),
             };
             return Err(Misconfigured::WrongKey {
                 table,
@@ -155,7 +172,8 @@ impl DynamoDbStore {
 
     /// Enables DynamoDB's TTL on the store's TTL attribute.
     async fn enable_ttl(&self) -> Result<(), BoxError> {
-        self.client()
+        let enabled = self
+            .client()
             .update_time_to_live()
             .table_name(self.table())
             .time_to_live_specification(
@@ -165,8 +183,18 @@ impl DynamoDbStore {
                     .build()?,
             )
             .send()
-            .await
-            .map_err(|error| RequestFailed::new("UpdateTimeToLive", self.table(), error))?;
-        Ok(())
+            .await;
+        match enabled {
+            Ok(_) => Ok(()),
+            // Another process enabled it first.
+            Err(error)
+                if error
+                    .message()
+                    .is_some_and(|m| m.contains("already enabled")) =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(RequestFailed::new("UpdateTimeToLive", self.table(), error).into()),
+        }
     }
 }
