@@ -62,6 +62,12 @@ impl TestRedisCluster {
                 .args(crate::redis_server::base_args())
                 .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
                 .args(["--cluster-port".to_owned(), bus.to_string()])
+                // A primary writes a snapshot to sync its replica: into the scratch directory.
+                .args([
+                    "--dir".to_owned(),
+                    cluster.dir.to_string_lossy().into_owned(),
+                ])
+                .args(["--dbfilename".to_owned(), format!("dump-{bus}.rdb")])
                 .args([
                     "--cluster-config-file".to_owned(),
                     config.to_string_lossy().into_owned(),
