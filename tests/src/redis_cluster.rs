@@ -96,40 +96,42 @@ impl TestRedisCluster {
             cli(&args.iter().map(String::as_str).collect::<Vec<_>>())?;
         }
         let deadline = Instant::now() + Duration::from_secs(30);
-        for node in &self.nodes {
-            let port = node.port().to_string();
-            loop {
-                let info = cli(&["-p", &port, "CLUSTER", "INFO"])?;
-                if info.contains("cluster_state:ok") {
-                    break;
-                }
-                if Instant::now() >= deadline {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!("node {port} never saw the cluster up:\n{info}"),
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        self.await_every_node(
+            deadline,
+            &["CLUSTER", "INFO"],
+            "saw the cluster up",
+            |info| info.contains("cluster_state:ok"),
+        )?;
         if replicas > 0 {
-            self.await_replication(deadline)?;
+            self.await_every_node(
+                deadline,
+                &["INFO", "replication"],
+                "had its replication link up",
+                |info| info.contains("role:master") || info.contains("master_link_status:up"),
+            )?;
         }
         Ok(())
     }
 
-    /// Waits until every replica's link to its primary is up.
-    fn await_replication(&self, deadline: Instant) -> io::Result<()> {
+    /// Asks every node `args` until its answer is `ready`, or fails once `deadline` passes
+    /// with the node that never `became` so.
+    fn await_every_node(
+        &self,
+        deadline: Instant,
+        args: &[&str],
+        became: &str,
+        ready: impl Fn(&str) -> bool,
+    ) -> io::Result<()> {
         for node in 0..self.nodes.len() {
             loop {
-                let info = self.cli_on(node, &["INFO", "replication"])?;
-                if info.contains("role:master") || info.contains("master_link_status:up") {
+                let answer = self.cli_on(node, args)?;
+                if ready(&answer) {
                     break;
                 }
                 if Instant::now() >= deadline {
                     return Err(io::Error::new(
                         io::ErrorKind::TimedOut,
-                        format!("replica {node} never followed its primary:\n{info}"),
+                        format!("node {node} never {became}:\n{answer}"),
                     ));
                 }
                 std::thread::sleep(Duration::from_millis(20));

@@ -200,19 +200,30 @@ async fn records_survive_a_reshard_under_load() {
     }
 }
 
+/// A store on `cluster` that has every write confirmed by one replica.
+async fn waiting_for_a_replica(cluster: &TestRedisCluster) -> RedisStore {
+    let urls = cluster.urls();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    RedisStore::cluster_builder(&urls)
+        .wait_for_replicas(1, Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// A body that counts its runs in `runs` and returns `value`.
+async fn counted(runs: &AtomicUsize, value: usize) -> Result<usize, Error> {
+    runs.fetch_add(1, Ordering::SeqCst);
+    Ok(value)
+}
+
 /// With `wait_for_replicas`, `WAIT` goes to the primary that holds the key: a shard whose
 /// replica died fails its own calls closed, and the other shards' calls go on.
 async fn a_shard_without_its_replica_fails_only_its_own_calls() {
     let Some(mut cluster) = TestRedisCluster::start_with_replicas(3, 1) else {
         return;
     };
-    let urls = cluster.urls();
-    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
-    let store = RedisStore::cluster_builder(&urls)
-        .wait_for_replicas(1, Duration::from_millis(500))
-        .connect()
-        .await
-        .unwrap();
+    let store = waiting_for_a_replica(&cluster).await;
     let idem = Idempotency::new(store.clone());
     let shard_of = |order: usize| {
         let key = store.redis_key(call(&idem, order).key());
@@ -226,13 +237,7 @@ async fn a_shard_without_its_replica_fails_only_its_own_calls() {
     }
 
     let runs = AtomicUsize::new(0);
-    let body = |value| {
-        let runs = &runs;
-        async move {
-            runs.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, Error>(value)
-        }
-    };
+    let body = |value| counted(&runs, value);
     let done = idem.run(call(&idem, healthy), body(1)).await.unwrap();
     assert!(
         !done.replayed,
@@ -256,13 +261,7 @@ async fn after_a_failover_only_the_promoted_shard_fails_closed() {
     let Some(mut cluster) = TestRedisCluster::start_with_replicas(3, 1) else {
         return;
     };
-    let urls = cluster.urls();
-    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
-    let store = RedisStore::cluster_builder(&urls)
-        .wait_for_replicas(1, Duration::from_millis(500))
-        .connect()
-        .await
-        .unwrap();
+    let store = waiting_for_a_replica(&cluster).await;
     let idem = Idempotency::new(store.clone());
     let slot_of = |order: usize| {
         let key = store.redis_key(call(&idem, order).key());
@@ -285,13 +284,7 @@ async fn after_a_failover_only_the_promoted_shard_fails_closed() {
     }
 
     let runs = AtomicUsize::new(0);
-    let body = |value| {
-        let runs = &runs;
-        async move {
-            runs.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, Error>(value)
-        }
-    };
+    let body = |value| counted(&runs, value);
     let done = idem.run(call(&idem, healthy_order), body(1)).await.unwrap();
     assert_eq!(done.value, 1);
     let refused = idem
