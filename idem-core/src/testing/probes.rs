@@ -21,7 +21,8 @@ pub(crate) struct Probe {
     unreachable: bool,
     /// How many completions still lose their answer: applied, then reported as failed.
     lost_completions: AtomicUsize,
-    /// Holds the first reserve after it is applied, or the first complete before it is sent.
+    /// Holds the first reserve after it is applied, or the first complete or renewal before it
+    /// is sent.
     hold: Option<Hold>,
     /// Fails completions without applying them, moving this clock on by the given time each
     /// time, as an outage that lasts...
@@ -50,6 +51,8 @@ pub(crate) enum Held {
     ReserveAnswer,
     /// The complete request itself: nothing is stored yet.
     Complete,
+    /// A renewal, its new lease already computed: nothing is sent yet.
+    Renewal,
 }
 
 /// Stops one request mid-way until the check lets it go on.
@@ -307,6 +310,7 @@ impl Store for Probe {
         if fail || self.renewals_down.load(Ordering::SeqCst) {
             return Err(StoreError::backend(Message("connection refused".into())));
         }
+        self.maybe_hold(Held::Renewal).await;
         self.inner.renew(key, owner, lease_until).await?;
         self.renewed.add_permits(1);
         Ok(())

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::oneshot;
 
 use super::{assert_lease_lost_after_run, call, charge, Charge, Context, PROMPTLY};
 use crate::testing::probes::{Held, Probe};
@@ -122,30 +122,37 @@ async fn attempt_and_fencing_token_grow_across_a_takeover(ctx: Context) {
 /// `lease_lost()` fires in its body, and its call ends as not recorded.
 async fn lease_lost_fires_when_another_owner_took_over(ctx: Context) {
     let clock = ManualClock::new();
+    // The stale owner's first renewal is held until the takeover is done: a renewal let
+    // through after the clock moves on would extend the lease and keep the new owner out.
+    let (held, probe) = Probe::holding(ctx.store().clone(), Held::Renewal);
+    let stale_idem = ctx.handle_with(clock.clone(), held);
     let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let lease = Duration::from_secs(60);
-    let started = Arc::new(Semaphore::new(0));
     let fired = Arc::new(AtomicBool::new(false));
     let stale = {
-        let (idem, started, fired) = (idem.clone(), started.clone(), fired.clone());
+        let fired = fired.clone();
         let stale_call = call(&ctx, "o-ctx-3", 1)
             .with_lease(lease)
             .with_renew_every(Duration::from_millis(20));
         tokio::spawn(async move {
-            idem.run(stale_call, async {
-                let context = crate::context().expect("a context");
-                started.add_permits(1);
-                let lost = tokio::time::timeout(Duration::from_secs(10), context.lease_lost());
-                fired.store(lost.await.is_ok(), Ordering::SeqCst);
-                Ok::<_, Error>("stale".to_string())
-            })
-            .await
+            stale_idem
+                .run(stale_call, async {
+                    let context = crate::context().expect("a context");
+                    let lost = tokio::time::timeout(Duration::from_secs(10), context.lease_lost());
+                    fired.store(lost.await.is_ok(), Ordering::SeqCst);
+                    Ok::<_, Error>("stale".to_string())
+                })
+                .await
         })
     };
-    waiting_for("the body to start", PROMPTLY, started.acquire())
-        .await
-        .unwrap()
-        .forget();
+    waiting_for(
+        "the stale owner's renewal",
+        PROMPTLY,
+        probe.hold().reached.acquire(),
+    )
+    .await
+    .unwrap()
+    .forget();
     clock.advance(lease + Duration::from_secs(1));
     let new = charge(
         &idem,
@@ -156,6 +163,7 @@ async fn lease_lost_fires_when_another_owner_took_over(ctx: Context) {
     .await
     .unwrap();
     assert!(!new.replayed);
+    probe.hold().proceed.add_permits(1);
     assert_lease_lost_after_run(&stale.await.unwrap().unwrap_err());
     assert!(
         fired.load(Ordering::SeqCst),
