@@ -20,7 +20,7 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use crate::{Call, Error, Fingerprinter, Idempotency, KeyPart};
 
-pub use crate::names::Registration;
+pub use crate::key::names::Registration;
 pub use crate::{installed, OnAbort};
 pub use inventory;
 
@@ -258,7 +258,7 @@ impl Prepare {
 
     /// Refuses to run the function when another function of the program has its `name`.
     pub fn registered(&mut self, name: &str) {
-        self.keep_first(crate::names::check(name));
+        self.keep_first(crate::key::names::check(name));
     }
 
     /// Keeps `result`'s error unless an earlier one is kept already.

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::time::saturating_millis;
+use crate::store::time::saturating_millis;
 use crate::Timestamp;
 
 /// The source of "now" for leases and expiry. Stores never read a clock of their own: every

@@ -11,7 +11,7 @@ static INSTALLED: RwLock<Option<Idempotency>> = RwLock::new(None);
 /// afterwards. Logs every name two `#[idempotent]` functions of the program share
 /// ([`check_names`](crate::check_names)): such functions refuse to run.
 pub fn install(handle: Idempotency) {
-    crate::names::log_duplicates();
+    crate::key::names::log_duplicates();
     *INSTALLED.write().unwrap_or_else(|e| e.into_inner()) = Some(handle);
 }
 

@@ -76,64 +76,69 @@
 //!
 //! # Writing a store
 //!
-//! Implement [`Store`] and run the conformance suite from the `testing` feature against it
-//! ([`testing`] module, with the `conformance_tests!` macro).
+//! Implement [`store::Store`]: the [`store`] module holds the contract and the records a store
+//! keeps, and the `idem-conformance` crate checks a store against every semantic above.
+//!
+//! # Where things are
+//!
+//! In the order a call flows through them:
+//!
+//! - [`handle`](Idempotency) and `global`: the [`Idempotency`] handle (store, clock, namespace,
+//!   replay cache) and the one [`install`]ed for the attribute;
+//! - `key` builds the [`Key`] from its parts and checks function names; `fingerprint` hashes
+//!   the arguments ([`Fingerprint`], with `canonical` serialisation);
+//! - `call`: one [`Call`] and its options, the [`ErrorPolicy`], [`OnAbort`] and the body's
+//!   [`CallContext`];
+//! - `engine`: reserves the key, runs the body at most once (`guard` settles a body that
+//!   panicked or was dropped) and settles the outcome (`settle`);
+//! - `lease`: the lease a running call holds, its `renewal`, the `fencing` token and the
+//!   `retry` of a fenced write while the lease lasts;
+//! - `steps`: [`step`]s a body records as it goes (`journal`), replayed after a takeover;
+//! - [`store`]: the [`Store`](store::Store) contract and its records, and `replay_cache`
+//!   ([`ReplayCache`]), which keeps completed records in the process;
+//! - [`Error`], and [`Clock`] for tests that move time by hand;
+//! - `__private01`: what the `#[idempotent]` expansion calls; not an API.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod abort;
 mod call;
-mod canonical;
 mod clock;
-mod context;
 mod engine;
 mod error;
-mod fencing;
 mod fingerprint;
 mod global;
-mod guard;
 mod handle;
-mod journal;
 mod key;
 mod lease;
-mod names;
-mod policy;
-mod record;
-mod renewal;
 mod replay_cache;
-mod retry;
-mod step;
 mod steps;
-mod store;
-mod time;
-
-#[cfg(feature = "testing")]
-#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
-pub mod testing;
+pub mod store;
 
 #[doc(hidden)]
 pub mod __private01;
 
-pub use abort::OnAbort;
+pub use call::abort::OnAbort;
+pub use call::context::{context, CallContext};
+pub use call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 pub use call::{Call, Executed, DEFAULT_LEASE, DEFAULT_TTL};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use context::{context, CallContext};
 pub use error::{BoxError, Error, StoreError};
 pub use fingerprint::{Fingerprint, Fingerprinter, ParseFingerprintError};
 pub use global::{install, installed};
 pub use handle::{Idempotency, DEFAULT_NAMESPACE};
+pub use key::names::check_names;
 pub use key::{Key, KeyBuilder, KeyPart, MAX_KEY_LEN};
-pub use names::check_names;
-pub use policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
-pub use record::{
-    Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
-    LEASE_GRACE_MS,
-};
 pub use replay_cache::{ReplayCache, DEFAULT_REPLAY_CACHE_MAX_AGE};
-pub use step::{step, MAX_STEP_NAME_LEN};
-pub use steps::Steps;
-pub use store::Store;
-pub use time::Timestamp;
+pub use steps::step::{step, MAX_STEP_NAME_LEN};
+pub use store::Timestamp;
+
+// The store author's items, documented in `store`, also at the root, where the crate's own
+// modules and existing stores name them.
+#[doc(hidden)]
+pub use store::{
+    Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Steps, Store,
+    LEASE_GRACE, LEASE_GRACE_MS,
+};
 
 /// The `tracing` target of every event idem-core emits.
 pub(crate) const TARGET: &str = "idem";

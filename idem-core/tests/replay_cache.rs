@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use idem_core::testing::ReferenceStore;
+use idem_conformance::ReferenceStore;
 use idem_core::{
     Call, Claim, Completed, Error, Fingerprint, Idempotency, Key, ManualClock, OwnerToken, Record,
     ReplayCache, Reservation, Store, StoreError, Timestamp,

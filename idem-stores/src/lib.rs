@@ -11,7 +11,7 @@
 //! | `dynamodb` | `dynamodb::DynamoDbStore` | Amazon DynamoDB or a compatible server |
 //! | `postgres` | `postgres::PostgresStore` | PostgreSQL, through a `sqlx::PgPool` |
 //!
-//! Every store passes idem-core's conformance suite (`idem_core::testing`) against a real
+//! Every store passes idem-core's conformance suite (`idem_conformance`) against a real
 //! server.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idem_core::testing::broken::{Broken, Fault};
-use idem_core::testing::{all_checks, run_check, Target};
+use idem_conformance::broken::{Broken, Fault};
+use idem_conformance::{all_checks, run_check, Target};
 use idem_core::{Key, Store};
 use idem_stores::memory::MemoryStore;
 

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idem_core::testing::{all_checks, backends_required, run_suite, Arguments, Conclusion, Target};
+use idem_conformance::{all_checks, backends_required, run_suite, Arguments, Conclusion, Target};
 use idem_core::{Key, Store};
 use idem_stores::memory::MemoryStore;
 

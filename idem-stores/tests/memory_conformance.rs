@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use idem_core::testing::Target;
+use idem_conformance::Target;
 use idem_core::{Key, Store};
 use idem_stores::memory::MemoryStore;
 
@@ -25,4 +25,4 @@ async fn memory() -> Option<Memory> {
     Some(Memory(MemoryStore::builder().no_sweeping().build()))
 }
 
-idem_core::conformance_tests!(memory);
+idem_conformance::conformance_tests!(memory);

@@ -11,7 +11,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-pub use idem_core::testing::backends_required;
+pub use idem_conformance::backends_required;
 
 use crate::process::{
     connectable, scratch_dir, start_failure, ServerCommand, ServerKind, ServerProcess, TestServer,

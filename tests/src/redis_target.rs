@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
-use idem_core::testing::Target;
+use idem_conformance::Target;
 use idem_core::{Key, OwnerToken, Store};
 use idem_stores::redis::client::aio::MultiplexedConnection;
 use idem_stores::redis::client::cluster::ClusterClient;

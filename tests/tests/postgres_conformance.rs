@@ -7,4 +7,4 @@ async fn target() -> Option<TestPg> {
     TestPg::start().await
 }
 
-idem_core::conformance_tests!(target);
+idem_conformance::conformance_tests!(target);

@@ -6,4 +6,4 @@ async fn target() -> Option<RedisClusterTarget> {
     RedisClusterTarget::start(1).await
 }
 
-idem_core::conformance_tests!(target);
+idem_conformance::conformance_tests!(target);

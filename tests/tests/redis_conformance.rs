@@ -6,4 +6,4 @@ async fn target() -> Option<RedisTarget> {
     RedisTarget::start().await
 }
 
-idem_core::conformance_tests!(target);
+idem_conformance::conformance_tests!(target);

@@ -8,4 +8,4 @@ async fn target() -> Option<RedisTarget> {
     Some(RedisTarget::reading_before_reserve(TestRedis::start()?).await)
 }
 
-idem_core::conformance_tests!(target);
+idem_conformance::conformance_tests!(target);

@@ -1,5 +1,5 @@
 //! DynamoDB test support: SDK clients for a test endpoint, interceptors that count requests and
-//! inject faulty responses, and the conformance [`Target`](idem_core::testing::Target).
+//! inject faulty responses, and the conformance [`Target`](idem_conformance::Target).
 
 mod client;
 mod faults;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use idem_core::testing::Target;
+use idem_conformance::Target;
 use idem_core::{Key, Store};
 use idem_stores::dynamodb::DynamoDbStore;
 

@@ -1,5 +1,5 @@
 //! PostgreSQL test support: a store on a database of its own, and the conformance
-//! [`Target`](idem_core::testing::Target).
+//! [`Target`](idem_conformance::Target).
 
 mod target;
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use idem_core::testing::Target;
+use idem_conformance::Target;
 use idem_core::{Key, Store};
 use idem_stores::postgres::PostgresStore;
 use sqlx::postgres::PgPoolOptions;

@@ -1,0 +1,146 @@
+//! `ReferenceStore`: the store contract in its plainest form.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+
+use idem_core::{
+    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
+};
+
+/// The [`Store`] contract in its plainest form: one map behind one mutex, nothing ever swept.
+/// The conformance suite checks it like any other store, so it is both a test double for code
+/// that needs a store without a backend and a reading aid for store authors. Not for
+/// production: it never forgets a record.
+#[derive(Debug, Default)]
+pub struct ReferenceStore {
+    records: Mutex<HashMap<Key, Record>>,
+}
+
+impl ReferenceStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn records(&self) -> MutexGuard<'_, HashMap<Key, Record>> {
+        // Nothing panics while holding the lock, so a poisoned map is still consistent.
+        self.records.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies `change` to the record under `key` if `owner` holds it in progress.
+    fn owned(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        change: impl FnOnce(&mut HashMap<Key, Record>),
+    ) -> Result<(), StoreError> {
+        let mut records = self.records();
+        match records.get(key) {
+            Some(Record::InProgress(held)) if held.owner() == owner => {
+                change(&mut records);
+                Ok(())
+            }
+            _ => Err(StoreError::LeaseLost),
+        }
+    }
+}
+
+/// What `reserve` does to the key, given what it holds.
+fn reservation(found: Option<&Record>, claim: &Claim) -> Reservation {
+    let now = claim.now();
+    let Some(record) = found else {
+        return Reservation::Reserved(claim.record().clone());
+    };
+    match record {
+        // The first attempt of this very request landed and only its answer was lost.
+        Record::InProgress(held) if held.owner() == claim.record().owner() => {
+            Reservation::Reserved(held.clone())
+        }
+        live if live.is_live(now) => Reservation::Existing(live.clone()),
+        Record::InProgress(stale)
+            if stale.fingerprint() == claim.record().fingerprint() || stale.is_abandoned(now) =>
+        {
+            Reservation::TookOver {
+                previous: stale.owner().clone(),
+                record: claim.record().taking_over(stale),
+            }
+        }
+        Record::InProgress(_) => Reservation::Existing(record.clone()),
+        _ => Reservation::Reserved(claim.record().clone()),
+    }
+}
+
+#[async_trait]
+impl Store for ReferenceStore {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        let mut records = self.records();
+        let answer = reservation(records.get(key), claim);
+        if let Reservation::Reserved(record) | Reservation::TookOver { record, .. } = &answer {
+            records.insert(key.clone(), Record::InProgress(record.clone()));
+        }
+        Ok(answer)
+    }
+
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        self.owned(key, owner, |records| {
+            records.insert(key.clone(), Record::Completed(record.clone()));
+        })
+    }
+
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        self.owned(key, owner, |records| match records.remove(key) {
+            Some(Record::InProgress(held)) if !held.steps().is_empty() => {
+                records.insert(key.clone(), Record::InProgress(held.released()));
+            }
+            _ => {}
+        })
+    }
+
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.owned(key, owner, |records| {
+            if let Some(Record::InProgress(held)) = records.get_mut(key) {
+                held.steps_mut().insert(name, value.to_vec());
+                held.steps_mut().keep_until(kept_until);
+            }
+        })
+    }
+
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut records = self.records();
+        match records.get_mut(key) {
+            Some(Record::InProgress(held)) if held.owner() == owner && !held.is_released() => {
+                held.set_lease_until(lease_until);
+                Ok(())
+            }
+            _ => Err(StoreError::LeaseLost),
+        }
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        Ok(self.records().get(key).cloned())
+    }
+
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        self.records().remove(key);
+        Ok(())
+    }
+}

@@ -1,0 +1,32 @@
+//! The conformance suite with a replay cache in front of [`ReferenceStore`] in every handle the
+//! checks build: a cached replay must keep every semantic the store alone keeps.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use idem_conformance::{ReferenceStore, Target};
+use idem_core::{Key, ReplayCache, Store};
+
+struct Cached(Arc<ReferenceStore>);
+
+#[async_trait]
+impl Target for Cached {
+    fn store(&self) -> Arc<dyn Store> {
+        self.0.clone()
+    }
+
+    /// A map of typed records holds nothing undecodable.
+    async fn corrupt(&self, _: &Key) -> bool {
+        false
+    }
+
+    fn replay_cache(&self) -> Option<ReplayCache> {
+        Some(ReplayCache::new(1_000, 1 << 20))
+    }
+}
+
+async fn cached() -> Option<Cached> {
+    Some(Cached(Arc::new(ReferenceStore::new())))
+}
+
+idem_conformance::conformance_tests!(cached);

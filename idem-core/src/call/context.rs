@@ -1,0 +1,133 @@
+//! Where a running body stands: its key, attempt, fencing token and lease.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::lease::Lease;
+use crate::steps::journal::Journal;
+use crate::{Key, OwnerToken};
+
+tokio::task_local! {
+    static CURRENT: CallContext;
+}
+
+/// What a running idempotent body can know about its call, from [`context`].
+///
+/// ```
+/// # async fn gateway_charge(_: &str, _: u64) -> Result<String, idem_core::Error> { Ok("ch_1".into()) }
+/// # async fn demo(idem: idem_core::Idempotency) -> Result<(), idem_core::Error> {
+/// use idem_core::{Call, Fingerprint};
+/// let key = idem.key("payments.charge").part("order-42").finish()?;
+/// let call = Call::new(key, Fingerprint::of(&("order-42", 1_000))?);
+/// idem.run(call, async {
+///     let ctx = idem_core::context().expect("inside an idempotent body");
+///     // The provider deduplicates on our key, even after a takeover by a retry.
+///     gateway_charge(ctx.key().as_str(), 1_000).await
+/// })
+/// .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct CallContext {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    key: Key,
+    owner: OwnerToken,
+    attempt: u32,
+    fencing_token: u64,
+    lease: Arc<Lease>,
+    journal: Arc<Journal>,
+}
+
+impl CallContext {
+    pub(crate) fn new(
+        key: Key,
+        owner: OwnerToken,
+        attempt: u32,
+        fencing_token: u64,
+        lease: Arc<Lease>,
+        journal: Arc<Journal>,
+    ) -> Self {
+        CallContext {
+            inner: Arc::new(Inner {
+                key,
+                owner,
+                attempt,
+                fencing_token,
+                lease,
+                journal,
+            }),
+        }
+    }
+
+    /// The call's steps, for [`step`](crate::step).
+    pub(crate) fn journal(&self) -> &Journal {
+        &self.inner.journal
+    }
+
+    /// The full stored key. Pass it on as the idempotency key of a downstream call (a card
+    /// gateway, another service), so that the provider deduplicates too, even when a retry
+    /// took this call over after a crash and runs the body a second time.
+    pub fn key(&self) -> &Key {
+        &self.inner.key
+    }
+
+    /// The owner token of this call's reservation, as the store holds it. A store that
+    /// completes the record inside the caller's own transaction conditions its write on it
+    /// and on the [fencing token](CallContext::fencing_token), as every fenced write does.
+    pub fn owner(&self) -> &OwnerToken {
+        &self.inner.owner
+    }
+
+    /// 1 for the first reservation of this call's record, one more for each takeover by a retry
+    /// with the same arguments (after the previous owner crashed, hung or held an aborted call).
+    /// A body that sees `attempt() > 1` may check what an earlier attempt already did.
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt
+    }
+
+    /// A number that strictly grows with every reservation of this key, on every store (while
+    /// the callers' clocks agree, as leases assume). Hand it to a downstream system that
+    /// refuses writes carrying a smaller token than one it has seen, so that a stale owner
+    /// whose lease passed can never overwrite its successor's work.
+    pub fn fencing_token(&self) -> u64 {
+        self.inner.fencing_token
+    }
+
+    /// Resolves when the engine learns the lease is gone: another caller took the key over
+    /// (a renewal or a [step](crate::step)'s write was refused and the record read back shows
+    /// another owner), or no renewal reached the store before the lease passed. A long body can
+    /// race its work against it and stop early; its outcome will not be recorded
+    /// ([`Error::NotRecorded`](crate::Error::NotRecorded)) unless the store still accepts it.
+    ///
+    /// After an outage that outlasted the lease, renewals go on; when one gets through, no one
+    /// took the key over meanwhile and [`is_lease_lost`](CallContext::is_lease_lost) is `false`
+    /// again. A renewal that finds the record completed by this very call (in the caller's
+    /// own transaction) is no loss.
+    pub async fn lease_lost(&self) {
+        self.inner.lease.lost().await
+    }
+
+    /// Whether the lease is known to be lost now: taken over (for good), or passed with no
+    /// renewal through since.
+    pub fn is_lease_lost(&self) -> bool {
+        self.inner.lease.loss().is_some()
+    }
+
+    /// Runs `body` with this context current.
+    pub(crate) fn scope<F: Future>(self, body: F) -> impl Future<Output = F::Output> {
+        CURRENT.scope(self, body)
+    }
+}
+
+/// The context of the idempotent body being polled on this task, or `None` outside one.
+///
+/// Set while the engine polls the body (of `#[idempotent]` functions and of
+/// [`Idempotency::run`](crate::Idempotency::run)), including every function the body awaits;
+/// not inside tasks the body spawns.
+pub fn context() -> Option<CallContext> {
+    CURRENT.try_with(CallContext::clone).ok()
+}

@@ -1,0 +1,145 @@
+//! One idempotent call's key, fingerprint and options.
+
+pub(crate) mod abort;
+pub(crate) mod context;
+pub(crate) mod policy;
+
+use std::time::Duration;
+
+use crate::{Fingerprint, Key, OnAbort};
+
+/// How long a completed record is replayed unless told otherwise: 24 hours, as Stripe does.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How long a reservation holds without renewal unless told otherwise: 30 seconds. The lease is
+/// renewed every third of it while the function runs, so it only runs out when the process
+/// holding it died or hung; a retry after a crash waits at most this long.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// What to run under which key: the input of [`Idempotency::run`](crate::Idempotency::run).
+///
+/// ```
+/// # use idem_core::{Call, Fingerprint, Idempotency};
+/// # fn demo(idem: &Idempotency) -> Result<(), idem_core::Error> {
+/// use std::time::Duration;
+/// let key = idem.key("payments.charge").scope(Some("tenant-7")).part("order-42").finish()?;
+/// let call = Call::new(key, Fingerprint::of(&("order-42", 1_000))?)
+///     .with_ttl(Duration::from_secs(3600))
+///     .with_wait(Duration::from_secs(5));
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub(crate) key: Key,
+    pub(crate) fingerprint: Fingerprint,
+    pub(crate) ttl: Duration,
+    pub(crate) lease: Duration,
+    pub(crate) wait: Option<Duration>,
+    pub(crate) renew_every: Option<Duration>,
+    pub(crate) on_abort: OnAbort,
+}
+
+impl Call {
+    /// A call under `key` whose arguments fingerprint to `fingerprint`, with the default TTL and
+    /// lease and no waiting.
+    pub fn new(key: Key, fingerprint: Fingerprint) -> Self {
+        Call {
+            key,
+            fingerprint,
+            ttl: DEFAULT_TTL,
+            lease: DEFAULT_LEASE,
+            wait: None,
+            renew_every: None,
+            on_abort: OnAbort::Hold,
+        }
+    }
+
+    /// How long the outcome is replayed, counted from completion. Zero is raised to 1 ms.
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long the reservation holds without renewal. Raised to at least 3 ms so that it can
+    /// be renewed every third.
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(3));
+        self
+    }
+
+    /// Wait up to `wait` for an in-flight duplicate to finish and return its outcome, instead of
+    /// failing at once with [`Error::InProgress`](crate::Error::InProgress).
+    pub fn with_wait(mut self, wait: Duration) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// How often the lease is renewed while the call holds it; by default every third of the
+    /// lease. Raised to at least 1 ms and capped at half the lease.
+    ///
+    /// Every store judges leases by the callers' clocks, so the interval sets how much clock
+    /// skew between two processes is tolerated: a duplicate takes the key over only when its
+    /// clock is ahead of the owner's by more than `lease - renew_every` (less the time a renewal
+    /// takes to reach the store). With the defaults (30 s, renewed every 10 s) that is about
+    /// 20 s.
+    pub fn with_renew_every(mut self, interval: Duration) -> Self {
+        self.renew_every = Some(interval);
+        self
+    }
+
+    /// What a panic or a dropped future does to the key once the body has been polled
+    /// ([`OnAbort::Hold`] unless told otherwise).
+    pub fn with_on_abort(mut self, on_abort: OnAbort) -> Self {
+        self.on_abort = on_abort;
+        self
+    }
+
+    /// How often the lease is renewed: [`with_renew_every`](Call::with_renew_every)'s interval
+    /// within its bounds, or a third of the lease.
+    pub fn renew_every(&self) -> Duration {
+        self.renew_every
+            .unwrap_or(self.lease / 3)
+            .clamp(Duration::from_millis(1), self.lease / 2)
+    }
+
+    /// The stored key.
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+
+    /// The arguments' fingerprint.
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
+    }
+
+    /// How long the outcome is replayed, counted from completion.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// How long the reservation holds without renewal.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// How long a duplicate waits for an in-flight call; `None` when it answers
+    /// [`Error::InProgress`](crate::Error::InProgress) at once.
+    pub fn wait(&self) -> Option<Duration> {
+        self.wait
+    }
+
+    /// What a panic or a dropped future does to the key once the body has been polled.
+    pub fn on_abort(&self) -> OnAbort {
+        self.on_abort
+    }
+}
+
+/// The result of a call that returned `Ok`: the value, and whether it was replayed from the
+/// store rather than computed by this call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Executed<T> {
+    /// The function's value.
+    pub value: T,
+    /// `true` when the function did not run and the value came from an earlier call.
+    pub replayed: bool,
+}

@@ -1,0 +1,439 @@
+//! The protocol: reserve, run while renewing the lease, then complete or release.
+
+mod guard;
+
+use std::future::Future;
+use std::panic;
+use std::time::Duration;
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use std::sync::Arc;
+
+use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
+use crate::engine::guard::{CatchUnwind, Settle};
+use crate::lease::fencing;
+use crate::lease::renewal::{Renew, Renewal};
+use crate::lease::retry::{FencedWrite, Patience};
+use crate::lease::Lease;
+use crate::steps::journal::{self, Journal};
+use crate::{
+    Call, CallContext, Claim, Completed, Error, Executed, Idempotency, InProgress, OnAbort,
+    Outcome, OwnerToken, Record, Reservation, StoreError, TARGET,
+};
+
+impl Idempotency {
+    /// Runs `body` at most once for `call`'s key, releasing the key when it returns `Err`.
+    ///
+    /// - The key is free: it is reserved, `body` runs, its `Ok` value is stored and returned
+    ///   with `replayed: false`.
+    /// - A call with the same fingerprint completed earlier: `body` does not run; the stored value
+    ///   is returned with `replayed: true`.
+    /// - A call with the same fingerprint is running: [`Error::InProgress`], or with
+    ///   [`Call::wait`] its outcome once it finishes.
+    /// - The key was used with another fingerprint: [`Error::Mismatch`].
+    ///
+    /// `body` is a future, so nothing in it happens unless the key is reserved. While it runs,
+    /// [`context`](crate::context) tells it its key, attempt and fencing token. If it panics or
+    /// the returned future is dropped after `body` was first polled, [`Call::on_abort`] says
+    /// what happens to the key (by default it is held until the lease passes); before that, the
+    /// reservation is released.
+    ///
+    /// ```
+    /// # async fn demo(idem: idem_core::Idempotency) -> Result<(), idem_core::Error> {
+    /// use idem_core::{Call, Fingerprint};
+    /// let key = idem.key("orders.create").part("order-42").finish()?;
+    /// let call = Call::new(key, Fingerprint::of(&("order-42", 3))?);
+    /// let created = idem.run(call, async { Ok::<_, idem_core::Error>(42u64) }).await?;
+    /// println!("order {} (replayed: {})", created.value, created.replayed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn run<T, E, F>(&self, call: Call, body: F) -> Result<Executed<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.run_with_policy(call, &ReleaseErrors, body).await
+    }
+
+    /// Like [`run`](Idempotency::run), but an `Err` for which `store_err` returns `true` is
+    /// stored and replayed to retries instead of releasing the key. Use it for failures that
+    /// happen after an irreversible side effect.
+    pub async fn run_storing_errors<T, E, P, F>(
+        &self,
+        call: Call,
+        store_err: P,
+        body: F,
+    ) -> Result<Executed<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error> + Serialize + DeserializeOwned,
+        P: Fn(&E) -> bool,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.run_with_policy(call, &StoreErrorsWhen(store_err), body)
+            .await
+    }
+
+    /// [`run`](Idempotency::run) with any [`ErrorPolicy`].
+    pub async fn run_with_policy<T, E, P, F>(
+        &self,
+        call: Call,
+        policy: &P,
+        body: F,
+    ) -> Result<Executed<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+        F: Future<Output = Result<T, E>>,
+    {
+        if let Some(completed) = self.cached(&call)? {
+            return replay(policy, &call, completed.outcome());
+        }
+        let mut settle = Settle::new(self.store.clone(), call.key.clone(), OwnerToken::generate());
+        match self.acquire(&call, &mut settle).await? {
+            Acquired::Owner(held) => self.execute(&call, settle, held, policy, body).await,
+            Acquired::Done(completed) => replay(policy, &call, completed.outcome()),
+        }
+    }
+
+    /// The completed record of `call`'s key in the replay cache, checked against its fingerprint.
+    fn cached(&self, call: &Call) -> Result<Option<Arc<Completed>>, Error> {
+        let Some(cache) = &self.replay_cache else {
+            return Ok(None);
+        };
+        let Some(completed) = cache.get(&call.key, self.clock.now()) else {
+            return Ok(None);
+        };
+        let key = call.key.as_str();
+        if completed.fingerprint() != &call.fingerprint {
+            tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments (cached record)");
+            return Err(Error::Mismatch {
+                key: key.to_owned(),
+            });
+        }
+        tracing::debug!(target: TARGET, key, "replayed: cached outcome returned");
+        Ok(Some(completed))
+    }
+
+    /// Caches `completed` as `call`'s record, if the handle has a replay cache.
+    fn cache(&self, call: &Call, completed: Arc<Completed>) {
+        if let Some(cache) = &self.replay_cache {
+            cache.insert(&call.key, completed, self.clock.now());
+        }
+    }
+
+    /// Reserves the key, or finds the completed record to replay, waiting if the call asks to.
+    ///
+    /// `settle` stays armed to release while a reservation may have landed without an answer
+    /// (the reserve failed or this future is dropped mid-request); a release by an owner that
+    /// holds nothing is refused by fencing, so that is harmless.
+    async fn acquire(&self, call: &Call, settle: &mut Settle) -> Result<Acquired, Error> {
+        let key = call.key.as_str();
+        let started = self.clock.now();
+        let wait_until = call.wait.map(|wait| started + wait);
+        loop {
+            let now = self.clock.now();
+            let record =
+                InProgress::new(settle.owner().clone(), call.fingerprint, now + call.lease)
+                    .with_fencing_token(fencing::propose(now));
+            let claim = Claim::new(record, now);
+            settle.arm_release();
+            let reservation = self
+                .store
+                .reserve(&call.key, &claim)
+                .await
+                .map_err(|e| e.into_error(key))?;
+            let existing = match reservation {
+                Reservation::Reserved(held) => {
+                    tracing::debug!(target: TARGET, key, fencing_token = held.fencing_token(), "fresh: key reserved");
+                    return Ok(Acquired::Owner(held));
+                }
+                Reservation::TookOver { previous, record } => {
+                    tracing::warn!(target: TARGET, key, previous = previous.as_str(), attempt = record.attempt(), fencing_token = record.fencing_token(), recorded_steps = record.steps().len(), "taken over: the previous owner's lease passed or it failed after recording steps");
+                    return Ok(Acquired::Owner(record));
+                }
+                Reservation::Existing(record) => record,
+            };
+            settle.disarm();
+            if existing.fingerprint() != &call.fingerprint {
+                tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments");
+                return Err(Error::Mismatch {
+                    key: key.to_owned(),
+                });
+            }
+            let in_progress = match existing {
+                Record::Completed(completed) => {
+                    tracing::debug!(target: TARGET, key, "replayed: stored outcome returned");
+                    let completed = Arc::new(completed);
+                    self.cache(call, completed.clone());
+                    return Ok(Acquired::Done(completed));
+                }
+                Record::InProgress(in_progress) => in_progress,
+            };
+            match wait_until {
+                Some(until) if now < until => {
+                    // Wake at the latest when the other owner's lease passes, to take over.
+                    let until = until.min(in_progress.lease_until() + Duration::from_millis(1));
+                    let timeout = until
+                        .saturating_duration_since(now)
+                        .max(Duration::from_millis(1));
+                    self.store
+                        .changed(&call.key, timeout)
+                        .await
+                        .map_err(|e| e.into_error(key))?;
+                }
+                _ => {
+                    tracing::debug!(target: TARGET, key, "in progress: a duplicate is running");
+                    return Err(Error::InProgress {
+                        key: key.to_owned(),
+                        retry_after: in_progress.lease_until().saturating_duration_since(now),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Runs the body as the key's owner, renewing the lease until the outcome is recorded or
+    /// the key released.
+    async fn execute<T, E, P, F>(
+        &self,
+        call: &Call,
+        mut settle: Settle,
+        held: InProgress,
+        policy: &P,
+        body: F,
+    ) -> Result<Executed<T>, E>
+    where
+        T: Serialize,
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+        F: Future<Output = Result<T, E>>,
+    {
+        let key = call.key.as_str();
+        let owner = settle.owner().clone();
+        let lease = Arc::new(Lease::new(held.lease_until()));
+        let renewal = Renewal::start(Renew {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            key: call.key.clone(),
+            owner: owner.clone(),
+            fingerprint: call.fingerprint,
+            lease: call.lease,
+            every: call.renew_every(),
+            state: lease.clone(),
+        })
+        .await;
+        let journal = Arc::new(Journal::new(
+            journal::Owner {
+                store: self.store.clone(),
+                clock: self.clock.clone(),
+                key: call.key.clone(),
+                owner: owner.clone(),
+                fingerprint: call.fingerprint,
+                ttl: call.ttl,
+                lease: lease.clone(),
+            },
+            resumable_steps(&held, self.clock.now()),
+        ));
+        settle.watch(journal.clone());
+        let context = CallContext::new(
+            call.key.clone(),
+            owner.clone(),
+            held.attempt(),
+            held.fencing_token(),
+            lease.clone(),
+            journal.clone(),
+        );
+        match call.on_abort {
+            OnAbort::Hold => settle.disarm(),
+            OnAbort::Release => settle.arm_release(),
+            OnAbort::Fail => settle.arm_complete(self.completed(call, Outcome::Aborted)),
+        }
+        // No await between arming and the first poll: a drop from here on is an abort.
+        let outcome = CatchUnwind(std::pin::pin!(context.scope(body))).await;
+        let result = match outcome {
+            Ok(result) => result,
+            Err(panic) => {
+                // No renewal may land between a release and the end of this call.
+                drop(renewal);
+                self.settle_panic(call, &owner, &lease, &journal).await;
+                settle.disarm();
+                panic::resume_unwind(panic);
+            }
+        };
+        let stored = match &result {
+            Ok(value) => Some(
+                serde_json::to_vec(value)
+                    .map(Outcome::Ok)
+                    .map_err(Error::codec),
+            ),
+            Err(error) => policy.encode(error).map(|body| body.map(Outcome::Err)),
+        };
+        let outcome = match stored {
+            None if journal.has_unrecorded() => {
+                // A step ran without a record: a retry after a release would run it again.
+                tracing::error!(target: TARGET, key, "the call failed after a step that was not recorded; the key stays reserved until its lease passes");
+                settle.disarm();
+                return result.map(|value| Executed {
+                    value,
+                    replayed: false,
+                });
+            }
+            None => {
+                settle.arm_release();
+                // A renewal landing after a release that keeps the record (it holds steps)
+                // would bring its lease back and lock the retry out.
+                drop(renewal);
+                self.release(call, &owner).await;
+                settle.disarm();
+                return result.map(|value| Executed {
+                    value,
+                    replayed: false,
+                });
+            }
+            Some(Err(codec)) => {
+                // Releasing would let every retry run the side effect again, and fail the same
+                // way: keep the key reserved until its lease passes instead.
+                tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised; the key stays reserved until its lease passes");
+                settle.disarm();
+                return Err(codec.after_run(key).into());
+            }
+            Some(Ok(outcome)) => outcome,
+        };
+        let completed = self.completed(call, outcome);
+        settle.arm_complete(completed.clone());
+        let recorded = self.record_outcome(call, &owner, &completed, &lease).await;
+        settle.disarm();
+        drop(renewal);
+        match recorded {
+            Ok(()) => {
+                tracing::debug!(target: TARGET, key, ok = result.is_ok(), "completed: outcome stored");
+                self.cache(call, Arc::new(completed));
+                result.map(|value| Executed {
+                    value,
+                    replayed: false,
+                })
+            }
+            Err(error) => {
+                tracing::error!(target: TARGET, key, %error, "the function ran but its outcome was not stored");
+                Err(error.into_error(key).after_run(key).into())
+            }
+        }
+    }
+
+    /// The completed record of `call` with `outcome`, expiring a TTL from now.
+    fn completed(&self, call: &Call, outcome: Outcome) -> Completed {
+        Completed::new(call.fingerprint, outcome, self.clock.now() + call.ttl)
+    }
+
+    /// Does what [`Call::on_abort`] says after the body panicked.
+    async fn settle_panic(
+        &self,
+        call: &Call,
+        owner: &OwnerToken,
+        lease: &Lease,
+        journal: &Journal,
+    ) {
+        let key = call.key.as_str();
+        match call.on_abort {
+            OnAbort::Release if journal.has_unrecorded() => {
+                tracing::error!(target: TARGET, key, "the function panicked after a step that was not recorded; the key is held until its lease passes");
+            }
+            OnAbort::Hold => {
+                tracing::error!(target: TARGET, key, "the function panicked; the key is held until its lease passes");
+            }
+            OnAbort::Release => self.release(call, owner).await,
+            OnAbort::Fail => {
+                let aborted = self.completed(call, Outcome::Aborted);
+                match self.record_outcome(call, owner, &aborted, lease).await {
+                    Ok(()) => {
+                        tracing::error!(target: TARGET, key, "the function panicked; recorded as aborted")
+                    }
+                    Err(error) => {
+                        tracing::error!(target: TARGET, key, %error, "the function panicked and recording it failed; the key is held until its lease passes")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stores the completed record, retrying a backend failure while the lease holds
+    /// ([`FencedWrite`]).
+    async fn record_outcome(
+        &self,
+        call: &Call,
+        owner: &OwnerToken,
+        completed: &Completed,
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        let write = FencedWrite {
+            store: &*self.store,
+            clock: &*self.clock,
+            key: &call.key,
+            owner,
+            fingerprint: &call.fingerprint,
+            lease,
+            what: "the outcome",
+            patience: Patience::Lease,
+        };
+        // Exactly this record, expiry included: an earlier attempt landed with its answer
+        // lost. A successor's completion with an equal outcome is not this call's. (A record
+        // this owner completed in its own transaction is accepted by the store's completion
+        // itself.)
+        let landed =
+            |stored: &Record| matches!(stored, Record::Completed(stored) if stored == completed);
+        write
+            .run(|| self.store.complete(&call.key, owner, completed), landed)
+            .await
+    }
+
+    async fn release(&self, call: &Call, owner: &OwnerToken) {
+        let key = call.key.as_str();
+        match self.store.release(&call.key, owner).await {
+            Ok(()) => tracing::debug!(target: TARGET, key, "released: key free for a retry"),
+            Err(error) => {
+                tracing::warn!(target: TARGET, key, %error, "release failed; the key frees when its lease passes")
+            }
+        }
+    }
+}
+
+/// The steps of `held` a body resumes after: none once they stopped holding the key (a TTL
+/// after the latest one), when the call counts as new, as a completed record's does.
+fn resumable_steps(held: &InProgress, now: crate::Timestamp) -> crate::Steps {
+    if held.steps().hold_key(now) {
+        held.steps().clone()
+    } else {
+        crate::Steps::new()
+    }
+}
+
+enum Acquired {
+    /// This call holds the key, as this record.
+    Owner(InProgress),
+    Done(Arc<Completed>),
+}
+
+fn replay<T, E, P>(policy: &P, call: &Call, outcome: &Outcome) -> Result<Executed<T>, E>
+where
+    T: DeserializeOwned,
+    E: From<Error>,
+    P: ErrorPolicy<E>,
+{
+    match outcome {
+        Outcome::Ok(body) => serde_json::from_slice(body)
+            .map(|value| Executed {
+                value,
+                replayed: true,
+            })
+            .map_err(|e| Error::codec(e).into()),
+        Outcome::Err(body) => Err(policy.decode(body).unwrap_or_else(E::from)),
+        Outcome::Aborted => Err(Error::Aborted {
+            key: call.key.as_str().to_owned(),
+        }
+        .into()),
+    }
+}

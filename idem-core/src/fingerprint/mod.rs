@@ -1,0 +1,260 @@
+//! Fingerprints: SHA-256 over the canonical encoding of a call's arguments.
+
+pub(crate) mod canonical;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::Error;
+
+/// The SHA-256 fingerprint of a call's fingerprinted arguments.
+///
+/// Two calls fingerprint alike exactly when their arguments encode alike canonically: map entry
+/// order does not matter (a `HashMap` argument fingerprints the same every time), integer widths
+/// and type names do not matter, sequence order does. `HashSet` serialises as a sequence in its
+/// iteration order, so fingerprint sets as `BTreeSet` or sorted `Vec`s.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Fingerprint([u8; 32]);
+
+impl Fingerprint {
+    /// The fingerprint of a call with no fingerprinted arguments.
+    pub fn empty() -> Self {
+        Fingerprinter::new().finish()
+    }
+
+    /// The fingerprint of one value.
+    pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<Self, Error> {
+        let mut fingerprinter = Fingerprinter::new();
+        fingerprinter.add(value)?;
+        Ok(fingerprinter.finish())
+    }
+
+    /// The raw digest.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Builds a fingerprint from a raw digest, as read back from a store.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Fingerprint(bytes)
+    }
+
+    /// Lower-case hex, the form stores keep.
+    pub fn to_hex(&self) -> String {
+        let mut hex = String::with_capacity(64);
+        for byte in self.0 {
+            hex.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
+            hex.push(char::from_digit(u32::from(byte & 0xf), 16).unwrap_or('0'));
+        }
+        hex
+    }
+}
+
+impl FromStr for Fingerprint {
+    type Err = ParseFingerprintError;
+
+    /// Parses the output of [`to_hex`](Fingerprint::to_hex): 64 hex digits.
+    fn from_str(hex: &str) -> Result<Self, Self::Err> {
+        let bytes = hex.as_bytes();
+        if bytes.len() != 64 {
+            return Err(ParseFingerprintError);
+        }
+        let mut digest = [0u8; 32];
+        for (slot, pair) in digest.iter_mut().zip(bytes.chunks_exact(2)) {
+            let digit = |c: u8| (c as char).to_digit(16).ok_or(ParseFingerprintError);
+            *slot = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
+        }
+        Ok(Fingerprint(digest))
+    }
+}
+
+/// Why a text is not a fingerprint: it is not 64 hex digits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParseFingerprintError;
+
+impl fmt::Display for ParseFingerprintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a fingerprint is 64 hex digits")
+    }
+}
+
+impl std::error::Error for ParseFingerprintError {}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fingerprint({})", self.to_hex())
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+/// Fingerprints a call's arguments one after another.
+///
+/// ```
+/// use idem_core::Fingerprinter;
+/// let mut fp = Fingerprinter::new();
+/// fp.add(&"order-42")?;
+/// fp.add(&1_000u64)?;
+/// let fingerprint = fp.finish();
+/// # Ok::<(), idem_core::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct Fingerprinter {
+    encoded: Vec<u8>,
+}
+
+/// Bumped when the canonical encoding changes, so old records never match new fingerprints by
+/// accident.
+const ENCODING_VERSION: &[u8] = b"idem-fp-v1";
+
+impl Fingerprinter {
+    /// A fingerprinter with no arguments yet.
+    pub fn new() -> Self {
+        Fingerprinter {
+            encoded: Vec::with_capacity(256),
+        }
+    }
+
+    /// Adds the next argument. Fails only if the value's `Serialize` impl fails.
+    pub fn add<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<&mut Self, Error> {
+        canonical::encode(value, &mut self.encoded).map_err(Error::codec)?;
+        Ok(self)
+    }
+
+    /// The fingerprint of the arguments added so far.
+    pub fn finish(&self) -> Fingerprint {
+        let mut hasher = Sha256::new();
+        hasher.update(ENCODING_VERSION);
+        hasher.update(&self.encoded);
+        Fingerprint(hasher.finalize().into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::ser::{Error as _, Serializer};
+    use std::collections::{BTreeMap, HashMap};
+
+    #[derive(Serialize)]
+    struct Request {
+        order_id: String,
+        amount: u64,
+        meta: HashMap<String, String>,
+    }
+
+    #[derive(Serialize)]
+    struct Reordered {
+        amount: u32,
+        meta: BTreeMap<String, String>,
+        order_id: &'static str,
+    }
+
+    fn request(pairs: &[(&str, &str)]) -> Request {
+        Request {
+            order_id: "o-1".into(),
+            amount: 100,
+            meta: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn hashmap_order_does_not_matter() {
+        let pairs: Vec<(String, String)> = (0..64)
+            .map(|i| (format!("k{i}"), format!("v{i}")))
+            .collect();
+        let forward: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut backward = forward.clone();
+        backward.reverse();
+        let reference = Fingerprint::of(&request(&forward)).unwrap();
+        for _ in 0..16 {
+            // Each new HashMap has its own random iteration order.
+            assert_eq!(Fingerprint::of(&request(&backward)).unwrap(), reference);
+            assert_eq!(Fingerprint::of(&request(&forward)).unwrap(), reference);
+        }
+    }
+
+    #[test]
+    fn field_order_integer_width_and_type_name_do_not_matter() {
+        let a = request(&[("x", "1")]);
+        let b = Reordered {
+            amount: 100,
+            meta: [("x".to_string(), "1".to_string())].into(),
+            order_id: "o-1",
+        };
+        assert_eq!(Fingerprint::of(&a).unwrap(), Fingerprint::of(&b).unwrap());
+    }
+
+    #[test]
+    fn different_values_differ() {
+        let a = Fingerprint::of(&request(&[("x", "1")])).unwrap();
+        let b = Fingerprint::of(&request(&[("x", "2")])).unwrap();
+        let c = Fingerprint::of(&request(&[("x", "1"), ("y", "1")])).unwrap();
+        assert_ne!(a, b);
+        assert_ne!(a, c);
+        assert_ne!(
+            Fingerprint::of(&vec![1, 2]).unwrap(),
+            Fingerprint::of(&vec![2, 1]).unwrap()
+        );
+        assert_ne!(
+            Fingerprint::of(&Some(0)).unwrap(),
+            Fingerprint::of(&0).unwrap()
+        );
+        assert_ne!(Fingerprint::of(&"1").unwrap(), Fingerprint::of(&1).unwrap());
+    }
+
+    #[test]
+    fn argument_boundaries_are_unambiguous() {
+        let mut ab_c = Fingerprinter::new();
+        ab_c.add("ab").unwrap().add("c").unwrap();
+        let mut a_bc = Fingerprinter::new();
+        a_bc.add("a").unwrap().add("bc").unwrap();
+        assert_ne!(ab_c.finish(), a_bc.finish());
+        let mut nested = Fingerprinter::new();
+        nested.add(&vec![vec![1], vec![]]).unwrap();
+        let mut flat = Fingerprinter::new();
+        flat.add(&vec![vec![], vec![1]]).unwrap();
+        assert_ne!(nested.finish(), flat.finish());
+    }
+
+    #[test]
+    fn non_string_map_keys_are_canonical_too() {
+        let a: HashMap<(u8, u8), bool> = (0..40).map(|i| ((i, i * 2), i % 2 == 0)).collect();
+        let b: BTreeMap<(u8, u8), bool> = a.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(Fingerprint::of(&a).unwrap(), Fingerprint::of(&b).unwrap());
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let fp = Fingerprint::of("x").unwrap();
+        assert_eq!(fp.to_hex().parse(), Ok(fp));
+        assert_eq!("zz".parse::<Fingerprint>(), Err(ParseFingerprintError));
+        assert!("g".repeat(64).parse::<Fingerprint>().is_err());
+    }
+
+    struct Failing;
+    impl Serialize for Failing {
+        fn serialize<S: Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(S::Error::custom("cannot serialise"))
+        }
+    }
+
+    #[test]
+    fn a_failing_serialize_is_a_codec_error() {
+        let err = Fingerprint::of(&Failing).unwrap_err();
+        assert!(matches!(err, Error::Codec(_)), "{err}");
+    }
+}

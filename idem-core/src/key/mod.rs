@@ -1,0 +1,418 @@
+//! Idempotency keys: an unambiguous encoding of namespace, function name, scope and key parts.
+
+pub(crate) mod names;
+
+use std::borrow::Cow;
+use std::fmt::{self, Write as _};
+use std::num::{
+    NonZeroI128, NonZeroI16, NonZeroI32, NonZeroI64, NonZeroI8, NonZeroIsize, NonZeroU128,
+    NonZeroU16, NonZeroU32, NonZeroU64, NonZeroU8, NonZeroUsize,
+};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::Error;
+
+/// The longest stored key, in bytes. DynamoDB allows 2 048 bytes in a partition key; half of
+/// that leaves room for a store's own prefix and keeps Redis keys cheap to compare.
+pub const MAX_KEY_LEN: usize = 1024;
+
+/// A complete stored key. Built with [`KeyBuilder`]; stores use [`Key::as_str`] as the record's
+/// primary key (after adding their own prefix).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key(String);
+
+impl Key {
+    /// The encoded key.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The key under a store's own `prefix`: the prefix escaped like every key component, a
+    /// `|`, then the key. The first unescaped `|` ends the prefix, so no prefix and key pair can
+    /// spell another pair's (`"billing"` + `idem|…` is `billing|idem|…`, while `""` +
+    /// `billingidem|…` is `|billingidem|…`); an empty prefix keeps its delimiter for that
+    /// reason.
+    pub fn with_prefix(&self, prefix: &str) -> String {
+        let mut prefixed = String::with_capacity(prefix.len() + 1 + self.0.len());
+        escape_into(&mut prefixed, prefix);
+        prefixed.push('|');
+        prefixed.push_str(&self.0);
+        prefixed
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Builds a [`Key`] from its parts.
+///
+/// The encoding is `namespace|name|scope|part|part…`, where every component escapes `%` and `|`
+/// (as `%25` and `%7C`) and a missing scope is written `-` while a present one starts with `=`.
+/// Two different sequences of parts therefore never give the same key: `"ab" + "c"` is
+/// `ab|c`, `"a" + "bc"` is `a|bc`. The scope always has its slot, whether or not
+/// [`scope`](KeyBuilder::scope) was called and whenever it was, so a key part can never pass
+/// for a scope.
+#[derive(Clone, Debug)]
+pub struct KeyBuilder {
+    /// `namespace|name`.
+    prefix: String,
+    /// `|scope` when one was given.
+    scope: Option<String>,
+    /// `|part|part…`.
+    parts: String,
+    /// A key part whose `KeyPart` impl failed.
+    failed: bool,
+}
+
+impl KeyBuilder {
+    /// Starts a key in `namespace` for the function called `name`.
+    pub fn new(namespace: &str, name: &str) -> Self {
+        let mut prefix = String::with_capacity(64);
+        escape_into(&mut prefix, namespace);
+        prefix.push('|');
+        escape_into(&mut prefix, name);
+        KeyBuilder {
+            prefix,
+            scope: None,
+            parts: String::new(),
+            failed: false,
+        }
+    }
+
+    /// Sets the scope (tenant, principal) the key belongs to; `None` (the default) for none.
+    pub fn scope(mut self, scope: Option<&str>) -> Self {
+        self.scope = scope.map(|scope| {
+            let mut encoded = String::with_capacity(scope.len() + 1);
+            encoded.push('=');
+            escape_into(&mut encoded, scope);
+            encoded
+        });
+        self
+    }
+
+    /// Appends one key part.
+    pub fn part<P: KeyPart + ?Sized>(mut self, part: &P) -> Self {
+        self.push_part(part);
+        self
+    }
+
+    /// Appends one key part in place.
+    pub fn push_part<P: KeyPart + ?Sized>(&mut self, part: &P) {
+        self.parts.push('|');
+        let mut escaper = Escaper(&mut self.parts);
+        self.failed |= part.write_key_part(&mut escaper).is_err();
+    }
+
+    /// Finishes the key, refusing one longer than [`MAX_KEY_LEN`] or one whose part failed to
+    /// write itself.
+    pub fn finish(self) -> Result<Key, Error> {
+        if self.failed {
+            return Err(Error::InvalidKey(
+                "a key part's `KeyPart` implementation returned an error".into(),
+            ));
+        }
+        let scope = self.scope.as_deref().unwrap_or("-");
+        let len = self.prefix.len() + 1 + scope.len() + self.parts.len();
+        if len > MAX_KEY_LEN {
+            return Err(Error::InvalidKey(format!(
+                "the encoded key is {len} bytes long, more than the limit of {MAX_KEY_LEN}; \
+                 use shorter key parts or leave `key` out to key by the arguments' fingerprint"
+            )));
+        }
+        let mut encoded = self.prefix;
+        encoded.reserve_exact(len - encoded.len());
+        encoded.push('|');
+        encoded.push_str(scope);
+        encoded.push_str(&self.parts);
+        Ok(Key(encoded))
+    }
+}
+
+fn escape_into(out: &mut String, text: &str) {
+    Escaper(out)
+        .write_str(text)
+        .expect("writing to a String cannot fail");
+}
+
+/// Escapes `%` and `|` while writing into a key.
+struct Escaper<'a>(&'a mut String);
+
+impl fmt::Write for Escaper<'_> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        for c in text.chars() {
+            match c {
+                '%' => self.0.push_str("%25"),
+                '|' => self.0.push_str("%7C"),
+                c => self.0.push(c),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A value that can be one operand of a key expression.
+///
+/// Implemented for strings, integers (`NonZero` ones too), `bool`, `char`, `uuid::Uuid`
+/// (hyphenated lower case), `Option`s of these (`None` is refused: a call without the value
+/// cannot be told apart from another), and references and smart pointers to them. A type with
+/// a `Display` form of its own can be keyed by it with `display(..)` in the key expression
+/// (`key = "display(req.at)"`). Implement it for your own identifier types by writing their
+/// canonical text form:
+///
+/// ```
+/// use std::fmt;
+/// struct OrderId(u64);
+/// impl idem_core::KeyPart for OrderId {
+///     fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+///         write!(out, "order-{}", self.0)
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be part of an idempotency key",
+    label = "this key operand has type `{Self}`",
+    note = "key operands are strings, integers, `bool`, `char`, `uuid::Uuid`, and `Option`s, references and `Box`/`Rc`/`Arc` of those",
+    note = "key by a field of this value (`key = \"req.id\"`), by its `Display` text (`key = \"display(req.id)\"`), or implement `idem_core::KeyPart` if `{Self}` is your own type"
+)]
+pub trait KeyPart {
+    /// Writes the part's text. Escaping is done by the caller.
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result;
+}
+
+impl KeyPart for str {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        out.write_str(self)
+    }
+}
+
+impl KeyPart for String {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        out.write_str(self)
+    }
+}
+
+impl KeyPart for Cow<'_, str> {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        out.write_str(self)
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for &T {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        (**self).write_key_part(out)
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for &mut T {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        (**self).write_key_part(out)
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for Box<T> {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        (**self).write_key_part(out)
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for Arc<T> {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        (**self).write_key_part(out)
+    }
+}
+
+impl<T: KeyPart + ?Sized> KeyPart for Rc<T> {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        (**self).write_key_part(out)
+    }
+}
+
+/// `Some(value)` writes what `value` writes, so a field that becomes optional keeps its keys;
+/// `None` is refused.
+impl<T: KeyPart> KeyPart for Option<T> {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        match self {
+            Some(value) => value.write_key_part(out),
+            None => Err(fmt::Error),
+        }
+    }
+}
+
+impl KeyPart for uuid::Uuid {
+    fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        write!(out, "{}", self.hyphenated())
+    }
+}
+
+macro_rules! display_key_parts {
+    ($($ty:ty),*) => {$(
+        impl KeyPart for $ty {
+            fn write_key_part(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+                write!(out, "{self}")
+            }
+        }
+    )*};
+}
+
+display_key_parts!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, bool, char);
+display_key_parts!(
+    NonZeroU8,
+    NonZeroU16,
+    NonZeroU32,
+    NonZeroU64,
+    NonZeroU128,
+    NonZeroUsize,
+    NonZeroI8,
+    NonZeroI16,
+    NonZeroI32,
+    NonZeroI64,
+    NonZeroI128,
+    NonZeroIsize
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(parts: &[&str]) -> String {
+        let mut builder = KeyBuilder::new("ns", "f").scope(None);
+        for part in parts {
+            builder.push_part(*part);
+        }
+        builder.finish().unwrap().0
+    }
+
+    #[test]
+    fn splitting_parts_differently_gives_different_keys() {
+        assert_ne!(key(&["ab", "c"]), key(&["a", "bc"]));
+        assert_ne!(key(&["a|b"]), key(&["a", "b"]));
+        assert_ne!(key(&["a%7Cb"]), key(&["a|b"]));
+        assert_ne!(key(&[""]), key(&[]));
+    }
+
+    #[test]
+    fn scope_none_and_scope_text_differ() {
+        let none = KeyBuilder::new("ns", "f").scope(None).finish().unwrap();
+        let dash = KeyBuilder::new("ns", "f")
+            .scope(Some("-"))
+            .finish()
+            .unwrap();
+        let empty = KeyBuilder::new("ns", "f").scope(Some("")).finish().unwrap();
+        assert_ne!(none, dash);
+        assert_ne!(none, empty);
+        assert_ne!(dash, empty);
+    }
+
+    #[test]
+    fn a_part_cannot_pass_for_the_scope() {
+        let unscoped = KeyBuilder::new("ns", "f")
+            .part("-")
+            .part("x")
+            .finish()
+            .unwrap();
+        let none = KeyBuilder::new("ns", "f")
+            .scope(None)
+            .part("x")
+            .finish()
+            .unwrap();
+        assert_ne!(unscoped, none);
+        let fake = KeyBuilder::new("ns", "f").part("=t").finish().unwrap();
+        let real = KeyBuilder::new("ns", "f")
+            .scope(Some("t"))
+            .finish()
+            .unwrap();
+        assert_ne!(fake, real);
+        let late = KeyBuilder::new("ns", "f")
+            .part("x")
+            .scope(Some("t"))
+            .finish()
+            .unwrap();
+        let early = KeyBuilder::new("ns", "f")
+            .scope(Some("t"))
+            .part("x")
+            .finish()
+            .unwrap();
+        assert_eq!(late, early, "the scope has one slot whenever it is set");
+    }
+
+    #[test]
+    fn a_failing_key_part_is_an_invalid_key_not_a_panic() {
+        struct Broken;
+        impl KeyPart for Broken {
+            fn write_key_part(&self, _: &mut dyn fmt::Write) -> fmt::Result {
+                Err(fmt::Error)
+            }
+        }
+        let err = KeyBuilder::new("ns", "f")
+            .part(&Broken)
+            .finish()
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidKey(_)), "{err}");
+    }
+
+    #[test]
+    fn namespace_and_name_are_escaped() {
+        let a = KeyBuilder::new("a|b", "c").scope(None).finish().unwrap();
+        let b = KeyBuilder::new("a", "b|c").scope(None).finish().unwrap();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn layout_is_readable() {
+        let key = KeyBuilder::new("idem", "payments::charge")
+            .scope(Some("tenant-7"))
+            .part("order-42")
+            .part(&3u32)
+            .finish()
+            .unwrap();
+        assert_eq!(key.as_str(), "idem|payments::charge|=tenant-7|order-42|3");
+    }
+
+    #[test]
+    fn store_prefixes_are_delimited() {
+        let key = |namespace: &str| KeyBuilder::new(namespace, "charge").finish().unwrap();
+        let billing = key("idem").with_prefix("billing");
+        let joined = key("billingidem").with_prefix("");
+        assert_eq!(billing, "billing|idem|charge|-");
+        assert_eq!(joined, "|billingidem|charge|-");
+        assert_ne!(
+            key("b").with_prefix("a|"),
+            key("").with_prefix("a"),
+            "a `|` in the prefix is escaped"
+        );
+    }
+
+    #[test]
+    fn overlong_key_is_refused_with_the_limit() {
+        let long = "x".repeat(MAX_KEY_LEN);
+        let err = KeyBuilder::new("ns", "f")
+            .scope(None)
+            .part(long.as_str())
+            .finish()
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidKey(m) if m.contains("1024")),
+            "{err}"
+        );
+        assert_eq!(err.http_status(), 400);
+    }
+
+    fn text(part: &dyn KeyPart) -> Result<String, fmt::Error> {
+        let mut out = String::new();
+        part.write_key_part(&mut out).map(|()| out)
+    }
+
+    #[test]
+    fn uuids_options_and_non_zero_integers_are_key_parts() {
+        let id = uuid::Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
+        assert_eq!(text(&id).unwrap(), "01234567-89ab-cdef-0123-456789abcdef");
+        assert_eq!(text(&Some("o-1")).unwrap(), text(&"o-1").unwrap());
+        assert!(text(&None::<String>).is_err(), "None is refused");
+        assert_eq!(text(&std::num::NonZeroU64::new(42).unwrap()).unwrap(), "42");
+        assert_eq!(text(&Rc::new(7u8)).unwrap(), "7");
+    }
+}
