@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::{Intercepted, Interceptor};
 use idem_core::{
     Claim, Completed, Fingerprint, InProgress, Key, OwnerToken, Record, Reservation, Steps, Store,
     StoreError, Timestamp,
@@ -118,9 +119,9 @@ pub struct Broken {
 }
 
 impl Broken {
-    /// `inner`, breaking `fault`'s rule.
-    pub fn new(inner: Arc<dyn Store>, fault: Fault) -> Self {
-        Broken { inner, fault }
+    /// `inner`, breaking `fault`'s rule, as a store.
+    pub fn new(inner: Arc<dyn Store>, fault: Fault) -> Intercepted<Broken> {
+        Intercepted(Broken { inner, fault })
     }
 
     /// The owner holding `key` in progress, if any.
@@ -146,7 +147,11 @@ impl Broken {
 }
 
 #[async_trait]
-impl Store for Broken {
+impl Interceptor for Broken {
+    fn inner(&self) -> &dyn Store {
+        &*self.inner
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         match self.fault {
             Fault::ReserveAlwaysGrants => {
@@ -273,14 +278,6 @@ impl Store for Broken {
             },
             _ => self.inner.renew(key, owner, lease_until).await,
         }
-    }
-
-    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
-        self.inner.get(key).await
-    }
-
-    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
-        self.inner.delete(key).await
     }
 
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {

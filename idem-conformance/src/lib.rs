@@ -38,10 +38,12 @@ pub mod broken;
 #[macro_use]
 mod check;
 mod checks;
+mod intercept;
 mod probes;
 mod reference;
 mod suite;
 
+pub use intercept::{Intercepted, Interceptor, Operation};
 pub use reference::ReferenceStore;
 
 use std::future::Future;

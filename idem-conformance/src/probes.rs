@@ -8,9 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::Semaphore;
 
-use idem_core::{
-    Claim, Completed, Key, ManualClock, OwnerToken, Record, Reservation, Store, StoreError,
-};
+use crate::{Intercepted, Interceptor};
+use idem_core::{Claim, Completed, Key, ManualClock, OwnerToken, Reservation, Store, StoreError};
 
 pub(crate) struct Probe {
     inner: Arc<dyn Store>,
@@ -102,32 +101,35 @@ impl Probe {
 
     /// Reports parked waiters on `parked`.
     pub(crate) fn observing(inner: Arc<dyn Store>, parked: Arc<Semaphore>) -> Arc<dyn Store> {
-        Arc::new(Probe {
+        Arc::new(Intercepted(Probe {
             parked,
             ..Probe::over(inner)
-        })
+        }))
     }
 
     /// Refuses every reservation with a backend error.
     pub(crate) fn unreachable(inner: Arc<dyn Store>) -> Arc<dyn Store> {
-        Arc::new(Probe {
+        Arc::new(Intercepted(Probe {
             unreachable: true,
             ..Probe::over(inner)
-        })
+        }))
     }
 
     /// Applies the next `count` completions but answers them with a backend error, as when the
     /// connection drops after the write.
     pub(crate) fn losing_completions(inner: Arc<dyn Store>, count: usize) -> Arc<dyn Store> {
-        Arc::new(Probe {
+        Arc::new(Intercepted(Probe {
             lost_completions: AtomicUsize::new(count),
             ..Probe::over(inner)
-        })
+        }))
     }
 
     /// Holds the first request of kind `what`; returns the store and the hold to steer it.
-    pub(crate) fn holding(inner: Arc<dyn Store>, what: Held) -> (Arc<dyn Store>, Arc<Probe>) {
-        let probe = Arc::new(Probe {
+    pub(crate) fn holding(
+        inner: Arc<dyn Store>,
+        what: Held,
+    ) -> (Arc<dyn Store>, Arc<Intercepted<Probe>>) {
+        let probe = Arc::new(Intercepted(Probe {
             hold: Some(Hold {
                 what,
                 armed: AtomicUsize::new(1),
@@ -135,7 +137,7 @@ impl Probe {
                 proceed: Semaphore::new(0),
             }),
             ..Probe::over(inner)
-        });
+        }));
         (probe.clone(), probe)
     }
 
@@ -145,11 +147,11 @@ impl Probe {
         inner: Arc<dyn Store>,
         clock: ManualClock,
         each: Duration,
-    ) -> Arc<Probe> {
-        Arc::new(Probe {
+    ) -> Arc<Intercepted<Probe>> {
+        Arc::new(Intercepted(Probe {
             outage: Some((clock, each)),
             ..Probe::over(inner)
-        })
+        }))
     }
 
     /// Fails the next `count` completions as [`failing_completions`](Probe::failing_completions)
@@ -159,46 +161,46 @@ impl Probe {
         clock: ManualClock,
         each: Duration,
         count: usize,
-    ) -> Arc<Probe> {
-        Arc::new(Probe {
+    ) -> Arc<Intercepted<Probe>> {
+        Arc::new(Intercepted(Probe {
             outage: Some((clock, each)),
             outage_left: AtomicUsize::new(count),
             ..Probe::over(inner)
-        })
+        }))
     }
 
     /// Loses the first completion with a backend error, unapplied, while another owner takes
     /// the key over and completes it with `theirs`.
     pub(crate) fn overtaken(inner: Arc<dyn Store>, theirs: Completed) -> Arc<dyn Store> {
-        Arc::new(Probe {
+        Arc::new(Intercepted(Probe {
             overtaken_by: Some(theirs),
             ..Probe::over(inner)
-        })
+        }))
     }
 
     /// Fails the next `count` step writes with a backend error, unapplied.
     pub(crate) fn failing_steps(inner: Arc<dyn Store>, count: usize) -> Arc<dyn Store> {
-        Arc::new(Probe {
+        Arc::new(Intercepted(Probe {
             failing_steps: AtomicUsize::new(count),
             ..Probe::over(inner)
-        })
+        }))
     }
 
     /// Fails the next `count` renewals with a backend error, unapplied.
     pub(crate) fn failing_renewals(inner: Arc<dyn Store>, count: usize) -> Arc<dyn Store> {
-        Arc::new(Probe {
+        Arc::new(Intercepted(Probe {
             failing_renewals: AtomicUsize::new(count),
             ..Probe::over(inner)
-        })
+        }))
     }
 
     /// Fails every renewal with a backend error, unapplied, until
     /// [`end_renewal_outage`](Probe::end_renewal_outage).
-    pub(crate) fn renewal_outage(inner: Arc<dyn Store>) -> Arc<Probe> {
-        Arc::new(Probe {
+    pub(crate) fn renewal_outage(inner: Arc<dyn Store>) -> Arc<Intercepted<Probe>> {
+        Arc::new(Intercepted(Probe {
             renewals_down: AtomicBool::new(true),
             ..Probe::over(inner)
-        })
+        }))
     }
 
     /// Lets renewals through again.
@@ -231,7 +233,11 @@ impl Probe {
 }
 
 #[async_trait]
-impl Store for Probe {
+impl Interceptor for Probe {
+    fn inner(&self) -> &dyn Store {
+        &*self.inner
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         if self.unreachable {
             return Err(StoreError::backend("connection refused"));
@@ -272,10 +278,6 @@ impl Store for Probe {
         Ok(())
     }
 
-    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
-        self.inner.release(key, owner).await
-    }
-
     async fn record_step(
         &self,
         key: &Key,
@@ -313,14 +315,6 @@ impl Store for Probe {
         self.inner.renew(key, owner, lease_until).await?;
         self.renewed.add_permits(1);
         Ok(())
-    }
-
-    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
-        self.inner.get(key).await
-    }
-
-    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
-        self.inner.delete(key).await
     }
 
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {

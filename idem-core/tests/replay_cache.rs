@@ -5,10 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use idem_conformance::ReferenceStore;
+use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::{
-    Call, Claim, Completed, Error, Fingerprint, Idempotency, Key, ManualClock, OwnerToken, Record,
-    ReplayCache, Reservation, Store, StoreError, Timestamp,
+    Call, Error, Fingerprint, Idempotency, Key, ManualClock, ReplayCache, Store, StoreError,
 };
 
 /// A [`ReferenceStore`] that counts the calls made to it.
@@ -22,79 +21,30 @@ impl Counting {
     fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
-
-    fn count(&self) {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 #[async_trait]
-impl Store for Counting {
-    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
-        self.count();
-        self.inner.reserve(key, claim).await
+impl Interceptor for Counting {
+    fn inner(&self) -> &dyn Store {
+        &self.inner
     }
 
-    async fn complete(
-        &self,
-        key: &Key,
-        owner: &OwnerToken,
-        completed: &Completed,
-    ) -> Result<(), StoreError> {
-        self.count();
-        self.inner.complete(key, owner, completed).await
-    }
-
-    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
-        self.count();
-        self.inner.release(key, owner).await
-    }
-
-    async fn record_step(
-        &self,
-        key: &Key,
-        owner: &OwnerToken,
-        name: &str,
-        value: &[u8],
-        kept_until: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.count();
-        self.inner
-            .record_step(key, owner, name, value, kept_until)
-            .await
-    }
-
-    async fn renew(
-        &self,
-        key: &Key,
-        owner: &OwnerToken,
-        lease_until: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.count();
-        self.inner.renew(key, owner, lease_until).await
-    }
-
-    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
-        self.count();
-        self.inner.get(key).await
-    }
-
-    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
-        self.count();
-        self.inner.delete(key).await
+    async fn before(&self, _: Operation, _: &Key) -> Result<(), StoreError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(())
     }
 }
 
 const TTL: Duration = Duration::from_secs(60);
 
 struct Setup {
-    store: Arc<Counting>,
+    store: Arc<Intercepted<Counting>>,
     clock: ManualClock,
     idem: Idempotency,
 }
 
 fn setup(cache: Option<ReplayCache>) -> Setup {
-    let store = Arc::new(Counting::default());
+    let store = Arc::new(Intercepted(Counting::default()));
     let clock = ManualClock::new();
     let idem = Idempotency::from_arc(store.clone()).with_clock(clock.clone());
     let idem = match cache {

@@ -5,10 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem_core::{
-    step, Call, Claim, Completed, Error, Fingerprint, Idempotency, Key, OwnerToken, Record,
-    Reservation, Store, StoreError, Timestamp,
-};
+use idem_conformance::{Intercepted, Interceptor};
+use idem_core::{step, Call, Error, Fingerprint, Idempotency, Key, Store, StoreError};
 use idem_stores::redis::client::aio::ConnectionManager;
 use idem_stores::redis::client::{self as redis, Client};
 use idem_stores::redis::{NotReplicated, RedisStore};
@@ -89,46 +87,14 @@ fn calls(commands: &[(String, u64)], name: &str) -> u64 {
 struct DefaultWaiting(RedisStore);
 
 #[async_trait::async_trait]
-impl Store for DefaultWaiting {
-    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
-        self.0.reserve(key, claim).await
+impl Interceptor for DefaultWaiting {
+    fn inner(&self) -> &dyn Store {
+        &self.0
     }
-    async fn complete(
-        &self,
-        key: &Key,
-        owner: &OwnerToken,
-        record: &Completed,
-    ) -> Result<(), StoreError> {
-        self.0.complete(key, owner, record).await
-    }
-    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
-        self.0.release(key, owner).await
-    }
-    async fn record_step(
-        &self,
-        key: &Key,
-        owner: &OwnerToken,
-        name: &str,
-        value: &[u8],
-        kept_until: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.0
-            .record_step(key, owner, name, value, kept_until)
-            .await
-    }
-    async fn renew(
-        &self,
-        key: &Key,
-        owner: &OwnerToken,
-        until: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.0.renew(key, owner, until).await
-    }
-    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
-        self.0.get(key).await
-    }
-    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
-        self.0.delete(key).await
+
+    async fn changed(&self, _: &Key, timeout: Duration) -> Result<(), StoreError> {
+        tokio::time::sleep(timeout.min(Duration::from_millis(25))).await;
+        Ok(())
     }
 }
 
@@ -142,7 +108,7 @@ async fn waiters_are_woken_by_publication_not_polling() {
     };
     let subscribed = cost_of_waiting(&target, target.another_store().await, "o-1").await;
     let polled = cost_of_waiting(&target, polling_store(&target).await, "o-2").await;
-    let default = DefaultWaiting(target.another_store().await);
+    let default = Intercepted(DefaultWaiting(target.another_store().await));
     let defaulted = cost_of_waiting(&target, default, "o-3").await;
 
     eprintln!("{WAITERS} callers waiting {HELD_FOR:?} for one key, commands on the server:");

@@ -12,10 +12,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use idem_core::{
-    Claim, Completed, Idempotency, Key, OwnerToken, Record, Reservation, Store, StoreError,
-    Timestamp,
-};
+use idem_conformance::{Intercepted, Interceptor, Operation};
+use idem_core::{Idempotency, Key, Store, StoreError};
 use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 use tokio::net::TcpListener;
@@ -205,10 +203,13 @@ pub fn routes(payments: Arc<Payments>) -> Router {
 }
 
 /// A memory store whose faults the test switches on.
+pub type FaultyStore = Intercepted<Faults>;
+
+/// The faults of a [`FaultyStore`].
 #[derive(Default)]
-pub struct FaultyStore {
+pub struct Faults {
     pub memory: MemoryStore,
-    /// Every operation fails, as when the store cannot be reached.
+    /// Reserving and storing an outcome fail, as when the store cannot be reached.
     pub unreachable: AtomicBool,
     /// Storing an outcome fails.
     pub complete_fails: AtomicBool,
@@ -218,7 +219,7 @@ pub struct FaultyStore {
     pub waits: AtomicUsize,
 }
 
-impl FaultyStore {
+impl Faults {
     /// Returns once callers have waited for a key to change `count` times in all.
     pub async fn waited(&self, count: usize) {
         while self.waits.load(Ordering::SeqCst) < count {
@@ -227,62 +228,26 @@ impl FaultyStore {
     }
 }
 
-fn down() -> StoreError {
-    StoreError::backend("connection refused")
-}
-
 #[async_trait::async_trait]
-impl Store for FaultyStore {
-    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
-        if self.unreachable.load(Ordering::SeqCst) {
-            return Err(down());
+impl Interceptor for Faults {
+    fn inner(&self) -> &dyn Store {
+        &self.memory
+    }
+
+    async fn before(&self, operation: Operation, _: &Key) -> Result<(), StoreError> {
+        let down = self.unreachable.load(Ordering::SeqCst);
+        match operation {
+            Operation::Reserve if down => Err(StoreError::backend("connection refused")),
+            Operation::Complete if down || self.complete_fails.load(Ordering::SeqCst) => {
+                Err(StoreError::backend("connection refused"))
+            }
+            Operation::Changed => {
+                self.waits.fetch_add(1, Ordering::SeqCst);
+                self.waiting.notify_one();
+                Ok(())
+            }
+            _ => Ok(()),
         }
-        self.memory.reserve(key, claim).await
-    }
-    async fn complete(
-        &self,
-        key: &Key,
-        owner: &OwnerToken,
-        record: &Completed,
-    ) -> Result<(), StoreError> {
-        if self.complete_fails.load(Ordering::SeqCst) || self.unreachable.load(Ordering::SeqCst) {
-            return Err(down());
-        }
-        self.memory.complete(key, owner, record).await
-    }
-    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
-        self.memory.release(key, owner).await
-    }
-    async fn record_step(
-        &self,
-        key: &Key,
-        owner: &OwnerToken,
-        name: &str,
-        value: &[u8],
-        kept_until: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.memory
-            .record_step(key, owner, name, value, kept_until)
-            .await
-    }
-    async fn renew(
-        &self,
-        key: &Key,
-        owner: &OwnerToken,
-        lease_until: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.memory.renew(key, owner, lease_until).await
-    }
-    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
-        self.memory.get(key).await
-    }
-    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
-        self.memory.delete(key).await
-    }
-    async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
-        self.waits.fetch_add(1, Ordering::SeqCst);
-        self.waiting.notify_one();
-        self.memory.changed(key, timeout).await
     }
 }
 

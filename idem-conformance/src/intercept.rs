@@ -1,0 +1,205 @@
+//! One way to wrap a store: pass every call through to it, and change the ones a test picks.
+
+use std::ops::Deref;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use idem_core::store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp};
+use idem_core::{Key, StoreError};
+
+/// Which [`Store`] method a call is, for [`Interceptor::before`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Operation {
+    /// [`Store::reserve`].
+    Reserve,
+    /// [`Store::complete`].
+    Complete,
+    /// [`Store::release`].
+    Release,
+    /// [`Store::record_step`].
+    RecordStep,
+    /// [`Store::renew`].
+    Renew,
+    /// [`Store::get`].
+    Get,
+    /// [`Store::delete`].
+    Delete,
+    /// [`Store::changed`].
+    Changed,
+}
+
+/// A store that wraps [`inner`](Interceptor::inner): every method passes the call through
+/// unless the implementation overrides it, after [`before`](Interceptor::before) had its say.
+/// [`Intercepted`] makes one a [`Store`].
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
+/// use idem_core::{store::Store, Key, StoreError};
+///
+/// /// Counts every call, and refuses reservations while `down` is set.
+/// struct Flaky { inner: ReferenceStore, calls: AtomicUsize, down: bool }
+///
+/// #[async_trait::async_trait]
+/// impl Interceptor for Flaky {
+///     fn inner(&self) -> &dyn Store { &self.inner }
+///     async fn before(&self, operation: Operation, _: &Key) -> Result<(), StoreError> {
+///         self.calls.fetch_add(1, Ordering::SeqCst);
+///         match operation {
+///             Operation::Reserve if self.down => Err(StoreError::backend("connection refused")),
+///             _ => Ok(()),
+///         }
+///     }
+/// }
+///
+/// let store = Arc::new(Intercepted(Flaky { inner: ReferenceStore::new(), calls: AtomicUsize::new(0), down: true }));
+/// let idem = idem_core::Idempotency::from_arc(store.clone());
+/// ```
+#[async_trait]
+pub trait Interceptor: Send + Sync + 'static {
+    /// The store every call goes to unless overridden.
+    fn inner(&self) -> &dyn Store;
+
+    /// Runs before every call; an error is the call's answer, and the call is not passed on.
+    async fn before(&self, operation: Operation, key: &Key) -> Result<(), StoreError> {
+        let _ = (operation, key);
+        Ok(())
+    }
+
+    /// [`Store::reserve`].
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        self.inner().reserve(key, claim).await
+    }
+
+    /// [`Store::complete`].
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        self.inner().complete(key, owner, record).await
+    }
+
+    /// [`Store::release`].
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        self.inner().release(key, owner).await
+    }
+
+    /// [`Store::record_step`].
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner()
+            .record_step(key, owner, name, value, kept_until)
+            .await
+    }
+
+    /// [`Store::renew`].
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner().renew(key, owner, lease_until).await
+    }
+
+    /// [`Store::get`].
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        self.inner().get(key).await
+    }
+
+    /// [`Store::delete`].
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        self.inner().delete(key).await
+    }
+
+    /// [`Store::changed`].
+    async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
+        self.inner().changed(key, timeout).await
+    }
+}
+
+/// An [`Interceptor`] as a [`Store`]; it dereferences to the interceptor, so a test reads what
+/// its interceptor saw through the store it handed out.
+#[derive(Default)]
+pub struct Intercepted<I>(pub I);
+
+impl<I> Deref for Intercepted<I> {
+    type Target = I;
+
+    fn deref(&self) -> &I {
+        &self.0
+    }
+}
+
+#[async_trait]
+impl<I: Interceptor> Store for Intercepted<I> {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        self.0.before(Operation::Reserve, key).await?;
+        self.0.reserve(key, claim).await
+    }
+
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        self.0.before(Operation::Complete, key).await?;
+        self.0.complete(key, owner, record).await
+    }
+
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        self.0.before(Operation::Release, key).await?;
+        self.0.release(key, owner).await
+    }
+
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.0.before(Operation::RecordStep, key).await?;
+        self.0
+            .record_step(key, owner, name, value, kept_until)
+            .await
+    }
+
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.0.before(Operation::Renew, key).await?;
+        self.0.renew(key, owner, lease_until).await
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        self.0.before(Operation::Get, key).await?;
+        self.0.get(key).await
+    }
+
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        self.0.before(Operation::Delete, key).await?;
+        self.0.delete(key).await
+    }
+
+    async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
+        self.0.before(Operation::Changed, key).await?;
+        self.0.changed(key, timeout).await
+    }
+}
