@@ -54,6 +54,40 @@ pub const SCOPE_MISSING: &str =
 /// `type` of the 500 for any other failure of the idempotency machinery.
 pub const FAILED: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.FAILED.html";
 
+/// The layer's own answer to `error`, for an [`idem_core::Error`] that an `#[idempotent]`
+/// function returned inside a handler: the same `application/problem+json` document, status
+/// and `Retry-After` (on a 409, at most [`DEFAULT_RETRY_AFTER`](crate::DEFAULT_RETRY_AFTER))
+/// as the layer gives for its own key, so that both paths answer alike. A reused key is a
+/// 422. The key itself is not named: it was built from the request, not sent by the client.
+///
+/// ```
+/// use axum::response::{IntoResponse, Response};
+///
+/// # #[derive(Debug)] struct Receipt;
+/// # async fn charge(_: &str) -> Result<Receipt, idem_core::Error> {
+/// #     Err(idem_core::Error::InvalidKey("empty".into()))
+/// # }
+/// async fn pay(order_id: String) -> Response {
+///     match charge(&order_id).await {
+///         Ok(receipt) => format!("{receipt:?}").into_response(),
+///         Err(error) => idem_http::problem::response_for(&error).into_response(),
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let response = pay("order-42".into()).await;
+/// assert_eq!(response.status(), 400);
+/// # }
+/// ```
+pub fn response_for(error: &idem_core::Error) -> Response<Body> {
+    crate::answer::judged(
+        error,
+        crate::answer::Subject::Unnamed,
+        crate::DEFAULT_RETRY_AFTER,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .into_response()
+}
+
 /// One problem answer, before it becomes a response.
 #[derive(Debug, Serialize)]
 pub(crate) struct Problem {
