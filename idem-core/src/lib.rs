@@ -81,23 +81,24 @@
 //!
 //! # Where things are
 //!
-//! In the order a call flows through them:
+//! The modules, in the order a call flows through them:
 //!
-//! - [`handle`](Idempotency) and `global`: the [`Idempotency`] handle (store, clock, namespace,
-//!   replay cache) and the one [`install`]ed for the attribute;
+//! - `handle` and `global`: the [`Idempotency`] handle (store, clock, namespace, replay cache)
+//!   and the one [`install`]ed for the attribute;
 //! - `key` builds the [`Key`] from its parts and checks function names; `fingerprint` hashes
-//!   the arguments ([`Fingerprint`], with `canonical` serialisation);
-//! - `call`: one [`Call`] and its options, the [`ErrorPolicy`], [`OnAbort`] and the body's
+//!   the arguments into a [`Fingerprint`] (`fingerprint::canonical` serialises them);
+//! - `call`: one [`Call`] and its options, its [`ErrorPolicy`] and [`OnAbort`], and the body's
 //!   [`CallContext`];
-//! - `engine`: reserves the key, runs the body at most once (`guard` settles a body that
-//!   panicked or was dropped) and settles the outcome (`settle`);
+//! - `engine`: reserves the key, runs the body at most once and settles the outcome
+//!   (`engine::settle`; `engine::guard` settles a body that panicked or was dropped);
 //! - `lease`: the lease a running call holds, its `renewal`, the `fencing` token and the
 //!   `retry` of a fenced write while the lease lasts;
-//! - `steps`: [`step`]s a body records as it goes (`journal`), replayed after a takeover;
-//! - [`store`]: the [`Store`](store::Store) contract and its records, and `replay_cache`
-//!   ([`ReplayCache`]), which keeps completed records in the process;
-//! - [`Error`], and [`Clock`] for tests that move time by hand;
-//! - `__private01`: what the `#[idempotent]` expansion calls; not an API.
+//! - `steps`: the [`step`]s a body records as it goes (`steps::journal`), replayed after a
+//!   takeover;
+//! - [`store`]: the [`Store`] contract and the records a store keeps; `replay_cache` keeps
+//!   completed records in the process too ([`ReplayCache`]);
+//! - [`Error`]; [`Clock`], which tests move by hand; [`guide`], the long explanations;
+//! - `__private01`: what the `#[idempotent]` expansion calls, not an API.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -113,6 +114,9 @@ mod lease;
 mod replay_cache;
 mod steps;
 pub mod store;
+
+#[doc = include_str!("../docs/guide.md")]
+pub mod guide {}
 
 #[doc(hidden)]
 pub mod __private01;

@@ -11,9 +11,12 @@
 //! | `dynamodb` | `dynamodb::DynamoDbStore` | Amazon DynamoDB or a compatible server |
 //! | `postgres` | `postgres::PostgresStore` | PostgreSQL, through a `sqlx::PgPool` |
 //!
-//! Every store passes idem-core's conformance suite (`idem_conformance`) against a real
+//! Every store passes the conformance suite of the `idem-conformance` crate against a real
 //! server.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[doc = include_str!("../docs/performance.md")]
+pub mod performance {}
 
 #[cfg(feature = "memory")]
 #[cfg_attr(docsrs, doc(cfg(feature = "memory")))]
