@@ -1,6 +1,7 @@
 //! The protocol: reserve, run while renewing the lease, then complete or release.
 
 mod guard;
+mod settle;
 
 use std::future::Future;
 use std::panic;
@@ -12,14 +13,14 @@ use std::sync::Arc;
 
 use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::engine::guard::{CatchUnwind, Settle};
+use crate::engine::settle::Running;
 use crate::lease::fencing;
 use crate::lease::renewal::{Renew, Renewal};
-use crate::lease::retry::{FencedWrite, Patience};
 use crate::lease::Lease;
 use crate::steps::journal::{self, Journal};
 use crate::{
     Call, CallContext, Claim, Completed, Error, Executed, Idempotency, InProgress, OnAbort,
-    Outcome, OwnerToken, Record, Reservation, StoreError, TARGET,
+    Outcome, OwnerToken, Record, Reservation, TARGET,
 };
 
 impl Idempotency {
@@ -201,7 +202,7 @@ impl Idempotency {
     async fn execute<T, E, P, F>(
         &self,
         call: &Call,
-        mut settle: Settle,
+        mut guard: Settle,
         held: InProgress,
         policy: &P,
         body: F,
@@ -212,8 +213,7 @@ impl Idempotency {
         P: ErrorPolicy<E>,
         F: Future<Output = Result<T, E>>,
     {
-        let key = call.key.as_str();
-        let owner = settle.owner().clone();
+        let owner = guard.owner().clone();
         let lease = Arc::new(Lease::new(held.lease_until()));
         let renewal = Renewal::start(Renew {
             store: self.store.clone(),
@@ -238,7 +238,7 @@ impl Idempotency {
             },
             resumable_steps(&held, self.clock.now()),
         ));
-        settle.watch(journal.clone());
+        guard.watch(journal.clone());
         let context = CallContext::new(
             call.key.clone(),
             owner.clone(),
@@ -248,154 +248,23 @@ impl Idempotency {
             journal.clone(),
         );
         match call.on_abort {
-            OnAbort::Hold => settle.disarm(),
-            OnAbort::Release => settle.arm_release(),
-            OnAbort::Fail => settle.arm_complete(self.completed(call, Outcome::Aborted)),
+            OnAbort::Hold => guard.disarm(),
+            OnAbort::Release => guard.arm_release(),
+            OnAbort::Fail => guard.arm_complete(self.completed(call, Outcome::Aborted)),
         }
-        // No await between arming and the first poll: a drop from here on is an abort.
-        let outcome = CatchUnwind(std::pin::pin!(context.scope(body))).await;
-        let result = match outcome {
-            Ok(result) => result,
-            Err(panic) => {
-                // No renewal may land between a release and the end of this call.
-                drop(renewal);
-                self.settle_panic(call, &owner, &lease, &journal).await;
-                settle.disarm();
-                panic::resume_unwind(panic);
-            }
-        };
-        let stored = match &result {
-            Ok(value) => Some(
-                serde_json::to_vec(value)
-                    .map(Outcome::Ok)
-                    .map_err(Error::codec),
-            ),
-            Err(error) => policy.encode(error).map(|body| body.map(Outcome::Err)),
-        };
-        let outcome = match stored {
-            None if journal.has_unrecorded() => {
-                // A step ran without a record: a retry after a release would run it again.
-                tracing::error!(target: TARGET, key, "the call failed after a step that was not recorded; the key stays reserved until its lease passes");
-                settle.disarm();
-                return result.map(|value| Executed {
-                    value,
-                    replayed: false,
-                });
-            }
-            None => {
-                settle.arm_release();
-                // A renewal landing after a release that keeps the record (it holds steps)
-                // would bring its lease back and lock the retry out.
-                drop(renewal);
-                self.release(call, &owner).await;
-                settle.disarm();
-                return result.map(|value| Executed {
-                    value,
-                    replayed: false,
-                });
-            }
-            Some(Err(codec)) => {
-                // Releasing would let every retry run the side effect again, and fail the same
-                // way: keep the key reserved until its lease passes instead.
-                tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised; the key stays reserved until its lease passes");
-                settle.disarm();
-                return Err(codec.after_run(key).into());
-            }
-            Some(Ok(outcome)) => outcome,
-        };
-        let completed = self.completed(call, outcome);
-        settle.arm_complete(completed.clone());
-        let recorded = self.record_outcome(call, &owner, &completed, &lease).await;
-        settle.disarm();
-        drop(renewal);
-        match recorded {
-            Ok(()) => {
-                tracing::debug!(target: TARGET, key, ok = result.is_ok(), "completed: outcome stored");
-                self.cache(call, Arc::new(completed));
-                result.map(|value| Executed {
-                    value,
-                    replayed: false,
-                })
-            }
-            Err(error) => {
-                tracing::error!(target: TARGET, key, %error, "the function ran but its outcome was not stored");
-                Err(error.into_error(key).after_run(key).into())
-            }
-        }
-    }
-
-    /// The completed record of `call` with `outcome`, expiring a TTL from now.
-    fn completed(&self, call: &Call, outcome: Outcome) -> Completed {
-        Completed::new(call.fingerprint, outcome, self.clock.now() + call.ttl)
-    }
-
-    /// Does what [`Call::on_abort`] says after the body panicked.
-    async fn settle_panic(
-        &self,
-        call: &Call,
-        owner: &OwnerToken,
-        lease: &Lease,
-        journal: &Journal,
-    ) {
-        let key = call.key.as_str();
-        match call.on_abort {
-            OnAbort::Release if journal.has_unrecorded() => {
-                tracing::error!(target: TARGET, key, "the function panicked after a step that was not recorded; the key is held until its lease passes");
-            }
-            OnAbort::Hold => {
-                tracing::error!(target: TARGET, key, "the function panicked; the key is held until its lease passes");
-            }
-            OnAbort::Release => self.release(call, owner).await,
-            OnAbort::Fail => {
-                let aborted = self.completed(call, Outcome::Aborted);
-                match self.record_outcome(call, owner, &aborted, lease).await {
-                    Ok(()) => {
-                        tracing::error!(target: TARGET, key, "the function panicked; recorded as aborted")
-                    }
-                    Err(error) => {
-                        tracing::error!(target: TARGET, key, %error, "the function panicked and recording it failed; the key is held until its lease passes")
-                    }
-                }
-            }
-        }
-    }
-
-    /// Stores the completed record, retrying a backend failure while the lease holds
-    /// ([`FencedWrite`]).
-    async fn record_outcome(
-        &self,
-        call: &Call,
-        owner: &OwnerToken,
-        completed: &Completed,
-        lease: &Lease,
-    ) -> Result<(), StoreError> {
-        let write = FencedWrite {
-            store: &*self.store,
-            clock: &*self.clock,
-            key: &call.key,
+        let running = Running {
+            guard,
+            renewal,
             owner,
-            fingerprint: &call.fingerprint,
             lease,
-            what: "the outcome",
-            patience: Patience::Lease,
+            journal,
         };
-        // Exactly this record, expiry included: an earlier attempt landed with its answer
-        // lost. A successor's completion with an equal outcome is not this call's. (A record
-        // this owner completed in its own transaction is accepted by the store's completion
-        // itself.)
-        let landed =
-            |stored: &Record| matches!(stored, Record::Completed(stored) if stored == completed);
-        write
-            .run(|| self.store.complete(&call.key, owner, completed), landed)
-            .await
-    }
-
-    async fn release(&self, call: &Call, owner: &OwnerToken) {
-        let key = call.key.as_str();
-        match self.store.release(&call.key, owner).await {
-            Ok(()) => tracing::debug!(target: TARGET, key, "released: key free for a retry"),
-            Err(error) => {
-                tracing::warn!(target: TARGET, key, %error, "release failed; the key frees when its lease passes")
+        // No await between arming and the first poll: a drop from here on is an abort.
+        match CatchUnwind(std::pin::pin!(context.scope(body))).await {
+            Ok(result) => self.settle(call, running, policy, result).await,
+            Err(panic) => {
+                self.settle_panic(call, running).await;
+                panic::resume_unwind(panic);
             }
         }
     }

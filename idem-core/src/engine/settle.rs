@@ -1,0 +1,215 @@
+//! Settling a call once its body has answered: store the outcome, release the key, or hold it
+//! until its lease passes, and what a panicking body leaves behind.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::call::policy::ErrorPolicy;
+use crate::engine::guard::Settle;
+use crate::lease::renewal::Renewal;
+use crate::lease::retry::{FencedWrite, Patience};
+use crate::lease::Lease;
+use crate::steps::journal::Journal;
+use crate::{
+    Call, Completed, Error, Executed, Idempotency, OnAbort, Outcome, OwnerToken, Record,
+    StoreError, TARGET,
+};
+
+/// A call whose body runs as the key's owner.
+pub(super) struct Running {
+    /// Settles the key if this call's future is dropped before it is settled here.
+    pub(super) guard: Settle,
+    /// Keeps the lease renewed while alive.
+    pub(super) renewal: Renewal,
+    pub(super) owner: OwnerToken,
+    pub(super) lease: Arc<Lease>,
+    pub(super) journal: Arc<Journal>,
+}
+
+/// What the body's answer leaves to do with the key.
+enum Verdict {
+    /// Store this outcome and replay it to retries.
+    Store(Outcome),
+    /// Free the key: the error is one the policy does not keep.
+    Release,
+    /// Keep the key until its lease passes: a step ran whose result was not recorded, so a
+    /// retry after a release would run it again.
+    HoldForUnrecordedStep,
+    /// Keep the key until its lease passes: the outcome cannot be stored, and a retry would
+    /// run the side effect again only to fail the same way.
+    HoldUnstorable(Error),
+}
+
+fn verdict<T, E, P>(result: &Result<T, E>, policy: &P, journal: &Journal) -> Verdict
+where
+    T: Serialize,
+    P: ErrorPolicy<E>,
+{
+    let encoded = match result {
+        Ok(value) => Some(
+            serde_json::to_vec(value)
+                .map(Outcome::Ok)
+                .map_err(Error::codec),
+        ),
+        Err(error) => policy.encode(error).map(|body| body.map(Outcome::Err)),
+    };
+    match encoded {
+        Some(Ok(outcome)) => Verdict::Store(outcome),
+        Some(Err(codec)) => Verdict::HoldUnstorable(codec),
+        None if journal.has_unrecorded() => Verdict::HoldForUnrecordedStep,
+        None => Verdict::Release,
+    }
+}
+
+fn fresh<T, E>(result: Result<T, E>) -> Result<Executed<T>, E> {
+    result.map(|value| Executed {
+        value,
+        replayed: false,
+    })
+}
+
+impl Idempotency {
+    /// Settles `running` after its body answered `result`. Each branch keeps the guard armed
+    /// for exactly what a drop mid-way must still do, and disarms it once that is done.
+    pub(super) async fn settle<T, E, P>(
+        &self,
+        call: &Call,
+        running: Running,
+        policy: &P,
+        result: Result<T, E>,
+    ) -> Result<Executed<T>, E>
+    where
+        T: Serialize,
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+    {
+        let key = call.key.as_str();
+        let Running {
+            mut guard,
+            renewal,
+            owner,
+            lease,
+            journal,
+        } = running;
+        match verdict(&result, policy, &journal) {
+            Verdict::Store(outcome) => {
+                let completed = self.completed(call, outcome);
+                guard.arm_complete(completed.clone());
+                let recorded = self.record_outcome(call, &owner, &completed, &lease).await;
+                guard.disarm();
+                drop(renewal);
+                match recorded {
+                    Ok(()) => {
+                        tracing::debug!(target: TARGET, key, ok = result.is_ok(), "completed: outcome stored");
+                        self.cache(call, Arc::new(completed));
+                        fresh(result)
+                    }
+                    Err(error) => {
+                        tracing::error!(target: TARGET, key, %error, "the function ran but its outcome was not stored");
+                        Err(error.into_error(key).after_run(key).into())
+                    }
+                }
+            }
+            Verdict::Release => {
+                guard.arm_release();
+                // A renewal landing after a release that keeps the record (it holds steps)
+                // would bring its lease back and lock the retry out.
+                drop(renewal);
+                self.release(call, &owner).await;
+                guard.disarm();
+                fresh(result)
+            }
+            Verdict::HoldForUnrecordedStep => {
+                tracing::error!(target: TARGET, key, "the call failed after a step that was not recorded; the key stays reserved until its lease passes");
+                guard.disarm();
+                fresh(result)
+            }
+            Verdict::HoldUnstorable(codec) => {
+                tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised; the key stays reserved until its lease passes");
+                guard.disarm();
+                Err(codec.after_run(key).into())
+            }
+        }
+    }
+
+    /// Does what [`Call::on_abort`] says after the body of `running` panicked.
+    pub(super) async fn settle_panic(&self, call: &Call, running: Running) {
+        let key = call.key.as_str();
+        let Running {
+            mut guard,
+            renewal,
+            owner,
+            lease,
+            journal,
+        } = running;
+        // No renewal may land between a release and the end of this call.
+        drop(renewal);
+        match call.on_abort {
+            OnAbort::Release if journal.has_unrecorded() => {
+                tracing::error!(target: TARGET, key, "the function panicked after a step that was not recorded; the key is held until its lease passes");
+            }
+            OnAbort::Hold => {
+                tracing::error!(target: TARGET, key, "the function panicked; the key is held until its lease passes");
+            }
+            OnAbort::Release => self.release(call, &owner).await,
+            OnAbort::Fail => {
+                let aborted = self.completed(call, Outcome::Aborted);
+                match self.record_outcome(call, &owner, &aborted, &lease).await {
+                    Ok(()) => {
+                        tracing::error!(target: TARGET, key, "the function panicked; recorded as aborted")
+                    }
+                    Err(error) => {
+                        tracing::error!(target: TARGET, key, %error, "the function panicked and recording it failed; the key is held until its lease passes")
+                    }
+                }
+            }
+        }
+        guard.disarm();
+    }
+
+    /// The completed record of `call` with `outcome`, expiring a TTL from now.
+    pub(super) fn completed(&self, call: &Call, outcome: Outcome) -> Completed {
+        Completed::new(call.fingerprint, outcome, self.clock.now() + call.ttl)
+    }
+
+    /// Stores the completed record, retrying a backend failure while the lease holds
+    /// ([`FencedWrite`]).
+    async fn record_outcome(
+        &self,
+        call: &Call,
+        owner: &OwnerToken,
+        completed: &Completed,
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        let write = FencedWrite {
+            store: &*self.store,
+            clock: &*self.clock,
+            key: &call.key,
+            owner,
+            fingerprint: &call.fingerprint,
+            lease,
+            what: "the outcome",
+            patience: Patience::Lease,
+        };
+        // Exactly this record, expiry included: an earlier attempt landed with its answer
+        // lost. A successor's completion with an equal outcome is not this call's. (A record
+        // this owner completed in its own transaction is accepted by the store's completion
+        // itself.)
+        let landed =
+            |stored: &Record| matches!(stored, Record::Completed(stored) if stored == completed);
+        write
+            .run(|| self.store.complete(&call.key, owner, completed), landed)
+            .await
+    }
+
+    async fn release(&self, call: &Call, owner: &OwnerToken) {
+        let key = call.key.as_str();
+        match self.store.release(&call.key, owner).await {
+            Ok(()) => tracing::debug!(target: TARGET, key, "released: key free for a retry"),
+            Err(error) => {
+                tracing::warn!(target: TARGET, key, %error, "release failed; the key frees when its lease passes")
+            }
+        }
+    }
+}
