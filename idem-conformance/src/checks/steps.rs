@@ -8,7 +8,6 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::{call, Context, PROMPTLY};
-use crate::probes::Probe;
 use crate::waiting_for;
 use idem_core::Clock as _;
 use idem_core::{
@@ -23,23 +22,15 @@ pub(super) const CHECKS: &[crate::Check] = &[
     check!(a_stale_owners_step_is_refused),
     check!(a_released_record_keeps_its_steps),
     check!(a_released_record_is_not_renewed),
-    check!(an_error_after_a_step_keeps_the_key_for_the_same_call),
     check!(steps_hold_the_key_until_their_ttl),
     check!(steps_past_their_ttl_are_not_replayed),
-    check!(an_error_before_any_step_releases_the_key),
-    check!(a_step_name_used_twice_is_an_error),
-    check!(an_undecodable_step_value_is_a_codec_error),
-    check!(a_failed_step_write_is_retried),
-    check!(a_step_that_cannot_be_recorded_holds_the_key),
-    check!(a_failed_step_can_be_tried_again_in_the_same_run),
-    check!(a_refused_step_write_fires_lease_lost),
 ];
 
-const LEASE: Duration = Duration::from_secs(30);
+pub(super) const LEASE: Duration = Duration::from_secs(30);
 
 /// Where a checkout stops after its first step.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Stop {
+pub(super) enum Stop {
     /// It runs to the end.
     Never,
     /// It fails, as a declined ledger would.
@@ -50,7 +41,7 @@ enum Stop {
 
 /// What a checkout body can fail with.
 #[derive(Debug)]
-enum ShopError {
+pub(super) enum ShopError {
     Declined,
     Idem(Error),
 }
@@ -62,7 +53,7 @@ impl From<Error> for ShopError {
 }
 
 /// A checkout's two side effects, counted, and the attempt each run saw.
-struct Checkout {
+pub(super) struct Checkout {
     charges: AtomicUsize,
     ledgers: AtomicUsize,
     attempt: AtomicU32,
@@ -70,7 +61,7 @@ struct Checkout {
 }
 
 impl Checkout {
-    fn new() -> Arc<Self> {
+    pub(super) fn new() -> Arc<Self> {
         Arc::new(Checkout {
             charges: AtomicUsize::new(0),
             ledgers: AtomicUsize::new(0),
@@ -81,7 +72,7 @@ impl Checkout {
 
     /// Runs the checkout of `call` as steps `charge` then `ledger`, stopping after the
     /// charge as `stop` says.
-    async fn run(
+    pub(super) async fn run(
         &self,
         idem: &Idempotency,
         call: Call,
@@ -112,7 +103,7 @@ impl Checkout {
 
     /// Runs a checkout that hangs after its charge, then drops it: the key stays held by a
     /// record with the charge step, as after a crash.
-    async fn crash_after_charge(self: &Arc<Self>, idem: &Idempotency, call: Call) {
+    pub(super) async fn crash_after_charge(self: &Arc<Self>, idem: &Idempotency, call: Call) {
         let task = {
             let (checkout, idem) = (self.clone(), idem.clone());
             tokio::spawn(async move { checkout.run(&idem, call, Stop::Hang).await })
@@ -125,27 +116,27 @@ impl Checkout {
         assert!(task.await.is_err(), "the hanging checkout was dropped");
     }
 
-    fn charges(&self) -> usize {
+    pub(super) fn charges(&self) -> usize {
         self.charges.load(Ordering::SeqCst)
     }
 
-    fn ledgers(&self) -> usize {
+    pub(super) fn ledgers(&self) -> usize {
         self.ledgers.load(Ordering::SeqCst)
     }
 }
 
-fn checkout_call(ctx: &Context, order: &str, amount: u64) -> Call {
+pub(super) fn checkout_call(ctx: &Context, order: &str, amount: u64) -> Call {
     call(ctx, order, amount).with_lease(LEASE)
 }
 
-fn claim(what: &str, lease_until: Timestamp, now: Timestamp) -> Claim {
+pub(super) fn claim(what: &str, lease_until: Timestamp, now: Timestamp) -> Claim {
     let fingerprint = Fingerprint::of(what).expect("text fingerprints");
     let record = InProgress::new(OwnerToken::generate(), fingerprint, lease_until)
         .with_fencing_token(idem_core::store::propose_fencing_token(now));
     Claim::new(record, now)
 }
 
-fn assert_ran_once(checkout: &Checkout, what: &str) {
+pub(super) fn assert_ran_once(checkout: &Checkout, what: &str) {
     assert_eq!(checkout.charges(), 1, "{what}: the charge step ran again");
     assert_eq!(
         checkout.ledgers(),
@@ -257,7 +248,7 @@ async fn a_stale_owners_step_is_refused(ctx: Context) {
 
 /// Reserves `name`'s key for a `checkout` call, records its `charge` step (kept an hour), and
 /// releases it. Returns the key, the time of the reservation and the steps' `kept_until`.
-async fn released_with_a_step(ctx: &Context, name: &str) -> (Key, Timestamp, Timestamp) {
+pub(super) async fn released_with_a_step(ctx: &Context, name: &str) -> (Key, Timestamp, Timestamp) {
     let key = ctx.key(name);
     let now = SystemClock.now();
     let first = claim("checkout", now + LEASE, now);
@@ -303,37 +294,6 @@ async fn a_released_record_keeps_its_steps(ctx: Context) {
     }
 }
 
-/// An `Err` after a step keeps the key: another payload is refused (422) even after the
-/// lease and its grace, and a retry of the same call resumes.
-async fn an_error_after_a_step_keeps_the_key_for_the_same_call(ctx: Context) {
-    let clock = ManualClock::new();
-    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
-    let checkout = Checkout::new();
-    let failed = checkout
-        .run(&idem, checkout_call(&ctx, "s-4", 10), Stop::Fail)
-        .await;
-    assert!(matches!(failed, Err(ShopError::Declined)), "{failed:?}");
-    for (what, wait) in [
-        ("at once", Duration::ZERO),
-        ("after the lease and its grace", LEASE + LEASE_GRACE),
-    ] {
-        clock.advance(wait);
-        let other = checkout
-            .run(&idem, checkout_call(&ctx, "s-4", 99), Stop::Never)
-            .await;
-        assert!(
-            matches!(other, Err(ShopError::Idem(Error::Mismatch { .. }))),
-            "another payload {what} must be refused, got {other:?}"
-        );
-    }
-    let resumed = checkout
-        .run(&idem, checkout_call(&ctx, "s-4", 10), Stop::Never)
-        .await
-        .expect("the same call resumes");
-    assert_eq!(resumed.value, ("ch_1".to_string(), 1));
-    assert_ran_once(&checkout, "a retry after an error");
-}
-
 /// Steps hold the key for a TTL after the latest one; after it, another call may use the key
 /// and starts with no steps.
 async fn steps_hold_the_key_until_their_ttl(ctx: Context) {
@@ -359,127 +319,6 @@ async fn steps_hold_the_key_until_their_ttl(ctx: Context) {
         ("ch_2".to_string(), 1),
         "another call starts with no steps"
     );
-}
-
-/// With no step recorded, an `Err` releases the key as always: a corrected retry runs.
-async fn an_error_before_any_step_releases_the_key(ctx: Context) {
-    let idem = ctx.handle();
-    let call = checkout_call(&ctx, "s-6", 10);
-    let key = call.key().clone();
-    let failed = idem
-        .run(call, async {
-            step("charge", async { Err::<String, _>(ShopError::Declined) }).await
-        })
-        .await;
-    assert!(matches!(failed, Err(ShopError::Declined)), "{failed:?}");
-    assert_eq!(
-        ctx.store().get(&key).await.unwrap(),
-        None,
-        "a failed step is not recorded, and the key is released"
-    );
-    let checkout = Checkout::new();
-    let corrected = checkout
-        .run(&idem, checkout_call(&ctx, "s-6", 20), Stop::Never)
-        .await
-        .expect("another payload runs on a released key");
-    assert_eq!(corrected.value, ("ch_1".to_string(), 1));
-}
-
-/// Two steps with one name in one call are refused: a retry could not tell their values apart.
-async fn a_step_name_used_twice_is_an_error(ctx: Context) {
-    let idem = ctx.handle();
-    let runs = AtomicUsize::new(0);
-    let twice = idem
-        .run(checkout_call(&ctx, "s-7", 10), async {
-            for _ in 0..2 {
-                step("charge", async {
-                    Ok::<_, Error>(runs.fetch_add(1, Ordering::SeqCst))
-                })
-                .await?;
-            }
-            Ok::<_, Error>(())
-        })
-        .await;
-    assert!(
-        matches!(&twice, Err(Error::DuplicateStep { step, .. }) if step == "charge"),
-        "{twice:?}"
-    );
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        1,
-        "the second use must not run"
-    );
-}
-
-/// A recorded value that no longer decodes as the step's type (the code changed between
-/// attempts) is a codec error, not a panic, and the step does not run again.
-async fn an_undecodable_step_value_is_a_codec_error(ctx: Context) {
-    let idem = ctx.handle();
-    let checkout = Checkout::new();
-    let failed = checkout
-        .run(&idem, checkout_call(&ctx, "s-8", 10), Stop::Fail)
-        .await;
-    assert!(matches!(failed, Err(ShopError::Declined)), "{failed:?}");
-    let runs = AtomicUsize::new(0);
-    let changed = idem
-        .run(checkout_call(&ctx, "s-8", 10), async {
-            let charge: u64 = step("charge", async {
-                Ok::<_, Error>(runs.fetch_add(1, Ordering::SeqCst) as u64)
-            })
-            .await?;
-            Ok::<_, Error>(charge)
-        })
-        .await;
-    assert!(matches!(changed, Err(Error::Codec(_))), "{changed:?}");
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        0,
-        "a recorded step must not run"
-    );
-}
-
-/// A step write that fails is tried again while the lease holds: the step runs once and the
-/// call completes.
-async fn a_failed_step_write_is_retried(ctx: Context) {
-    let idem = ctx.handle_with(SystemClock, Probe::failing_steps(ctx.store().clone(), 1));
-    let checkout = Checkout::new();
-    let done = checkout
-        .run(&idem, checkout_call(&ctx, "s-9", 10), Stop::Never)
-        .await
-        .expect("the second write lands");
-    assert_eq!(done.value, ("ch_1".to_string(), 1));
-    assert_ran_once(&checkout, "a retried step write");
-}
-
-/// A step that ran but whose value could not be recorded is `NotRecorded`, and the key is held
-/// until its lease passes instead of being released: a retry must not run the step again
-/// while its effect is unrecorded.
-async fn a_step_that_cannot_be_recorded_holds_the_key(ctx: Context) {
-    let idem = ctx.handle_with(SystemClock, Probe::failing_steps(ctx.store().clone(), 3));
-    let checkout = Checkout::new();
-    let call = checkout_call(&ctx, "s-10", 10);
-    let key = call.key().clone();
-    let failed = checkout.run(&idem, call, Stop::Never).await;
-    assert!(
-        matches!(&failed, Err(ShopError::Idem(error)) if error.ran_without_record()),
-        "{failed:?}"
-    );
-    match ctx.store().get(&key).await.unwrap() {
-        Some(Record::InProgress(held)) => {
-            assert!(!held.is_released(), "the key must stay held: {held:?}");
-            assert!(held.steps().is_empty());
-        }
-        other => panic!("the key must stay reserved, found {other:?}"),
-    }
-    let retry = checkout
-        .run(&ctx.handle(), checkout_call(&ctx, "s-10", 10), Stop::Never)
-        .await;
-    assert!(
-        matches!(retry, Err(ShopError::Idem(Error::InProgress { .. }))),
-        "a retry must wait for the lease, got {retry:?}"
-    );
-    assert_eq!(checkout.charges(), 1, "the unrecorded charge ran again");
-    assert_eq!(checkout.ledgers(), 0);
 }
 
 /// A renewal that arrives after the release of a record with steps must not bring its lease
@@ -522,74 +361,4 @@ async fn steps_past_their_ttl_are_not_replayed(ctx: Context) {
         ("ch_2".to_string(), 1),
         "a stale charge was replayed"
     );
-}
-
-/// A step whose future returned `Err` holds no value, so the body may try it again under the
-/// same name; the value of the try that succeeds is the one recorded and returned.
-async fn a_failed_step_can_be_tried_again_in_the_same_run(ctx: Context) {
-    let idem = ctx.handle();
-    let tries = AtomicUsize::new(0);
-    let done = idem
-        .run(checkout_call(&ctx, "s-14", 10), async {
-            let mut last = None;
-            for _ in 0..3 {
-                let outcome = step("flaky", async {
-                    match tries.fetch_add(1, Ordering::SeqCst) {
-                        0 => Err(ShopError::Declined),
-                        n => Ok(format!("try {}", n + 1)),
-                    }
-                })
-                .await;
-                match outcome {
-                    Ok(value) => return Ok(value),
-                    Err(ShopError::Declined) => last = Some(ShopError::Declined),
-                    Err(other) => return Err(other),
-                }
-            }
-            Err(last.expect("three tries"))
-        })
-        .await;
-    let done = done.unwrap_or_else(|e| panic!("the second try must run and succeed: {e:?}"));
-    assert_eq!(done.value, "try 2");
-    assert_eq!(tries.load(Ordering::SeqCst), 2, "one failed try, one good");
-}
-
-/// Semantic 7: a step write the store refuses because another owner took the key over tells
-/// the body at once: `lease_lost()` fires with the step's `NotRecorded`.
-async fn a_refused_step_write_fires_lease_lost(ctx: Context) {
-    let clock = ManualClock::new();
-    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
-    let call = || checkout_call(&ctx, "s-15", 10);
-    let stale = idem
-        .run(call(), async {
-            // The lease passes and a retry takes the key over and finishes first.
-            clock.advance(LEASE + Duration::from_millis(1));
-            let retry = idem
-                .run(call(), async { Ok::<_, Error>("retry".to_owned()) })
-                .await
-                .unwrap();
-            assert!(!retry.replayed, "the retry took the key over");
-            let context = idem_core::context().expect("a context");
-            assert!(!context.is_lease_lost(), "nothing told this owner yet");
-            let refused = step("charge", async { Ok::<_, Error>(1) }).await;
-            assert!(
-                matches!(&refused, Err(Error::NotRecorded { .. })),
-                "a stale owner's step is not recorded, got {refused:?}"
-            );
-            assert!(
-                context.is_lease_lost(),
-                "the refusal itself must tell the body, not the next renewal"
-            );
-            Ok::<_, Error>("stale".to_owned())
-        })
-        .await;
-    assert!(
-        stale.is_err(),
-        "the stale owner's outcome is not recorded either, got {stale:?}"
-    );
-    let replay = idem
-        .run(call(), async { Ok::<_, Error>("third".to_owned()) })
-        .await
-        .unwrap();
-    assert_eq!(replay.value, "retry", "the successor's outcome stands");
 }
