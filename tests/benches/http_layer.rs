@@ -25,7 +25,7 @@ use idem_core::{Idempotency, OwnerToken};
 use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 use idem_stores::redis::{client as redis, RedisStore};
-use idem_tests::redis_server::TestRedis;
+use idem_tests::redis::server::TestRedis;
 use tokio::net::TcpListener;
 
 const TASKS: usize = 32;

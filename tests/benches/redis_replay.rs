@@ -30,7 +30,7 @@ use idem_core::{
 };
 use idem_stores::redis::client as redis;
 use idem_stores::redis::RedisStore;
-use idem_tests::redis_server::TestRedis;
+use idem_tests::redis::server::TestRedis;
 
 const TASKS: usize = 64;
 

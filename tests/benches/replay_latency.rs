@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use idem_core::{Call, Error, Fingerprint, Idempotency, Store};
 use idem_tests::postgres::TestPg;
-use idem_tests::redis_target::RedisTarget;
+use idem_tests::redis::target::RedisTarget;
 
 const WARM_UP: usize = 500;
 

@@ -19,8 +19,8 @@
 //! }
 //! ```
 //!
-//! The server helpers ([`TestRedis`](crate::redis_server::TestRedis),
-//! [`TestMoto`](crate::moto_server::TestMoto) and those built on them) return `None` when their
+//! The server helpers ([`TestRedis`](crate::redis::server::TestRedis),
+//! [`TestMoto`](crate::dynamodb::server::TestMoto) and those built on them) return `None` when their
 //! server cannot be had, and the test returns early; they first tell the harness why
 //! (`server_unavailable`), which then reports the test as ignored with that reason. With
 //! `IDEM_REQUIRE_BACKENDS=1` they panic instead, failing the test. An `async` test runs on a
@@ -112,6 +112,30 @@ pub fn main(tests: Vec<Test>) -> ExitCode {
         .map(|test| Trial::ignorable_test(test.name, move || test.run()))
         .collect();
     libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+}
+
+pub use idem_conformance::backends_required;
+
+/// The environment variable that makes a missing server a failure, not an ignored test.
+pub const REQUIRE_VAR: &str = "IDEM_REQUIRE_BACKENDS";
+
+/// A server helper's answer when its server can't be had: a panic naming `backend` when
+/// backends are required, else `None`, after telling the harness `reason` and what to do:
+/// `missing` ("No Redis server") and `how_to_get_one`.
+pub(crate) fn unavailable<T>(
+    backend: &str,
+    missing: &str,
+    how_to_get_one: &str,
+    reason: &str,
+) -> Option<T> {
+    if backends_required() {
+        panic!("{backend} is required ({REQUIRE_VAR} is set) but unavailable: {reason}");
+    }
+    server_unavailable(
+        reason,
+        &format!("{missing}: {how_to_get_one}. Set {REQUIRE_VAR}=1 to make this a failure."),
+    );
+    None
 }
 
 /// Tells the harness that the running test's server cannot be had, for `reason`, so that the

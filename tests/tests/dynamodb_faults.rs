@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use idem_core::{Call, Error, Fingerprint, Idempotency, Store, StoreError};
+use idem_tests::dynamodb::server::TestMoto;
 use idem_tests::dynamodb::{ClientOptions, Fault, TestDynamo};
-use idem_tests::moto_server::TestMoto;
 use tokio::sync::oneshot;
 
 fn call(idem: &Idempotency, order: &str) -> Call {

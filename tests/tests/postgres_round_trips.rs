@@ -9,8 +9,8 @@ use idem_core::{
     Call, Claim, Clock, Error, Fingerprint, Idempotency, InProgress, OwnerToken, Reservation,
     Store, SystemClock, Timestamp,
 };
+use idem_tests::postgres::server::TestPostgres;
 use idem_tests::postgres::TestPg;
-use idem_tests::postgres_server::TestPostgres;
 use tokio::sync::oneshot;
 
 /// A store on a cluster of this test's own that tracks statements, through one connection, so

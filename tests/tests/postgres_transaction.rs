@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock, Outcome, Record, Store};
 use idem_stores::postgres::RequestFailed;
+use idem_tests::postgres::server::TestPostgres;
 use idem_tests::postgres::TestPg;
-use idem_tests::postgres_server::TestPostgres;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgConnection};
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use idem_core::{Call, Error, Fingerprint, Idempotency, Store};
 use idem_stores::redis::RedisStore;
-use idem_tests::redis_cluster::{cli, TestRedisCluster};
-use idem_tests::redis_target::RedisClusterTarget;
+use idem_tests::redis::cluster::{cli, TestRedisCluster};
+use idem_tests::redis::target::RedisClusterTarget;
 use tokio::sync::oneshot;
 
 const KEYS: usize = 300;

@@ -3,7 +3,7 @@
 
 use idem_core::Idempotency;
 use idem_tests::crowd;
-use idem_tests::redis_target::RedisTarget;
+use idem_tests::redis::target::RedisTarget;
 
 const CALLERS: usize = 1_000;
 

@@ -1,8 +1,8 @@
 //! The store conformance suite, unchanged, against Redis with `read_before_reserve`: a replay
 //! answered from a plain read must keep every guarantee the reserve script keeps.
 
-use idem_tests::redis_server::TestRedis;
-use idem_tests::redis_target::RedisTarget;
+use idem_tests::redis::server::TestRedis;
+use idem_tests::redis::target::RedisTarget;
 
 async fn target() -> Option<RedisTarget> {
     Some(RedisTarget::reading_before_reserve(TestRedis::start()?).await)

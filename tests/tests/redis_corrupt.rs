@@ -8,7 +8,7 @@ use idem_core::{
     Timestamp,
 };
 use idem_stores::redis::client::{self as redis, aio::MultiplexedConnection};
-use idem_tests::redis_target::RedisTarget;
+use idem_tests::redis::target::RedisTarget;
 
 /// Ways to spoil a record, each written with raw commands.
 fn spoilers(fingerprint: &str) -> Vec<(&'static str, Vec<Vec<String>>)> {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use idem_core::{step, Call, Clock, Error, Fingerprint, Idempotency, ManualClock, Record, Store};
 use idem_stores::redis::client as redis;
 use idem_stores::redis::LEASE_GRACE;
-use idem_tests::redis_target::RedisTarget;
+use idem_tests::redis::target::RedisTarget;
 use tokio::sync::oneshot;
 
 const TTL: Duration = Duration::from_secs(3600);

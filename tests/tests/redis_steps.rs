@@ -7,7 +7,7 @@ use idem_core::{
     Claim, Clock, Fingerprint, InProgress, OwnerToken, Reservation, Store, SystemClock, Timestamp,
 };
 use idem_stores::redis::client as redis;
-use idem_tests::redis_target::RedisTarget;
+use idem_tests::redis::target::RedisTarget;
 
 const HOUR: Duration = Duration::from_secs(3600);
 

@@ -10,8 +10,8 @@ use idem_core::{step, Call, Error, Fingerprint, Idempotency, Key, Store, StoreEr
 use idem_stores::redis::client::aio::ConnectionManager;
 use idem_stores::redis::client::{self as redis, Client};
 use idem_stores::redis::{NotReplicated, RedisStore};
-use idem_tests::redis_server::TestRedis;
-use idem_tests::redis_target::RedisTarget;
+use idem_tests::redis::server::TestRedis;
+use idem_tests::redis::target::RedisTarget;
 use tokio::sync::{oneshot, Semaphore};
 
 const WAITERS: usize = 100;

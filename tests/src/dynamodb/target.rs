@@ -12,7 +12,7 @@ use idem_core::{Key, Store};
 use idem_stores::dynamodb::DynamoDbStore;
 
 use super::{client, ClientOptions, FaultInjector, RequestLog};
-use crate::moto_server::TestMoto;
+use crate::dynamodb::server::TestMoto;
 
 /// A DynamoDB store on a table of its own, with the client's requests logged and faults
 /// injectable. Owns its server when it started one: dropping it stops the server.

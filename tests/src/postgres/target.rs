@@ -11,7 +11,7 @@ use idem_stores::postgres::PostgresStore;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgConnection, PgPool};
 
-use crate::postgres_server::TestPostgres;
+use crate::postgres::server::TestPostgres;
 
 /// A PostgreSQL store on a database of its own, its table migrated. Owns its server when it
 /// started one: dropping it stops the server.

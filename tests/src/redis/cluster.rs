@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::process::{free_port, scratch_dir, ServerCommand, ServerProcess};
-use crate::redis_server::{unavailable, PROGRAM};
+use crate::redis::server::{unavailable, PROGRAM};
 
 /// The client program used to join the nodes.
 pub const CLI: &str = "redis-cli";
@@ -59,7 +59,7 @@ impl TestRedisCluster {
             let bus = free_port()?;
             let config = cluster.dir.join(format!("nodes-{bus}.conf"));
             let command = ServerCommand::new(PROGRAM)
-                .args(crate::redis_server::base_args())
+                .args(crate::redis::server::base_args())
                 .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
                 .args(["--cluster-port".to_owned(), bus.to_string()])
                 // A primary writes a snapshot to sync its replica: into the scratch directory.

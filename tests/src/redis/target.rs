@@ -13,8 +13,8 @@ use idem_stores::redis::client::cluster_async::ClusterConnection;
 use idem_stores::redis::client::{self as redis, Client};
 use idem_stores::redis::RedisStore;
 
-use crate::redis_cluster::TestRedisCluster;
-use crate::redis_server::TestRedis;
+use crate::redis::cluster::TestRedisCluster;
+use crate::redis::server::TestRedis;
 
 /// A test server with a store on it. Every target gets a key prefix of its own, so targets may
 /// share a server named by `IDEM_REDIS_URL`.

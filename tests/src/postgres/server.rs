@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 use crate::process::{
     connectable, scratch_dir, start_failure, ServerCommand, ServerKind, ServerProcess, TestServer,
 };
-use crate::redis_server::{backends_required, REQUIRE_VAR};
 
 /// The environment variable naming an existing server to use instead of starting one, as a
 /// URL whose user may create databases (`postgres://postgres@127.0.0.1:5432`).
@@ -226,18 +225,14 @@ pub fn program(name: &str) -> PathBuf {
 }
 
 fn unavailable<T>(reason: &str) -> Option<T> {
-    if backends_required() {
-        panic!("PostgreSQL is required ({REQUIRE_VAR} is set) but unavailable: {reason}");
-    }
-    crate::harness::server_unavailable(
-        reason,
+    crate::harness::unavailable(
+        "PostgreSQL",
+        "No PostgreSQL",
         &format!(
-            "No PostgreSQL: install it (scripts/services.sh) or set \
-             {URL_VAR}=postgres://postgres@127.0.0.1:5432. Set {REQUIRE_VAR}=1 to make this a \
-             failure."
+            "install it (scripts/services.sh) or set {URL_VAR}=postgres://postgres@127.0.0.1:5432"
         ),
-    );
-    None
+        reason,
+    )
 }
 
 /// Checks that the host and port of a `postgres://user@host:port/db` URL accept TCP

@@ -11,17 +11,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-pub use idem_conformance::backends_required;
-
 use crate::process::{
     connectable, scratch_dir, start_failure, ServerCommand, ServerKind, ServerProcess, TestServer,
 };
 
 /// The environment variable naming an existing server to use instead of starting one.
 pub const URL_VAR: &str = "IDEM_REDIS_URL";
-
-/// The environment variable that makes a missing server a failure, not an ignored test.
-pub const REQUIRE_VAR: &str = "IDEM_REQUIRE_BACKENDS";
 
 /// The program started when no URL is given.
 pub const PROGRAM: &str = "redis-server";
@@ -137,17 +132,14 @@ pub fn base_args() -> [&'static str; 8] {
 }
 
 pub(crate) fn unavailable<T>(reason: &str) -> Option<T> {
-    if backends_required() {
-        panic!("Redis is required ({REQUIRE_VAR} is set) but unavailable: {reason}");
-    }
-    crate::harness::server_unavailable(
-        reason,
+    crate::harness::unavailable(
+        "Redis",
+        "No Redis server",
         &format!(
-            "No Redis server: install redis-server (scripts/services.sh) or set \
-             {URL_VAR}=redis://127.0.0.1:6379. Set {REQUIRE_VAR}=1 to make this a failure."
+            "install redis-server (scripts/services.sh) or set {URL_VAR}=redis://127.0.0.1:6379"
         ),
-    );
-    None
+        reason,
+    )
 }
 
 /// Sends `PING` until the server answers `+PONG`: a server that accepts connections may still

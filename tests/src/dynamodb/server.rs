@@ -26,7 +26,6 @@ use std::path::{Path, PathBuf};
 use crate::process::{
     connectable, start_failure, ServerCommand, ServerKind, ServerProcess, TestServer,
 };
-use crate::redis_server::{backends_required, REQUIRE_VAR};
 
 /// The environment variable naming an existing endpoint to use instead of starting a server.
 pub const ENDPOINT_VAR: &str = "IDEM_DYNAMODB_ENDPOINT";
@@ -141,17 +140,14 @@ fn python(moto_server: &Path) -> PathBuf {
 }
 
 fn unavailable<T>(reason: &str) -> Option<T> {
-    if backends_required() {
-        panic!("DynamoDB is required ({REQUIRE_VAR} is set) but unavailable: {reason}");
-    }
-    crate::harness::server_unavailable(
-        reason,
+    crate::harness::unavailable(
+        "DynamoDB",
+        "No DynamoDB endpoint",
         &format!(
-            "No DynamoDB endpoint: install moto_server (scripts/services.sh) or set \
-             {ENDPOINT_VAR}=http://127.0.0.1:8000. Set {REQUIRE_VAR}=1 to make this a failure."
+            "install moto_server (scripts/services.sh) or set {ENDPOINT_VAR}=http://127.0.0.1:8000"
         ),
-    );
-    None
+        reason,
+    )
 }
 
 /// Checks that the host and port of an `http://host:port` endpoint accept TCP connections.
