@@ -93,37 +93,22 @@
 //!
 //! # Scripts
 //!
-//! Each script starts with shared helpers (`lua/common.lua`) and replies with an array whose
-//! first element says what happened; `{'corrupt', reason}` becomes
-//! [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), as does a key of another type.
+//! Every write is one Lua script, run atomically on the key's server. Each file starts with its
+//! arguments and replies; the rules are the [`Store`](idem_core::Store) contract's, and the
+//! files are the reference for how this store keeps them:
 //!
-//! - **reserve** (`now, owner, fingerprint, lease_until, expiry, abandoned_before,
-//!   fencing_token`): writes the in-progress record if the key is absent, holds a completed
-//!   record with `expires_at <= now`, or holds an in-progress record whose `lease_until <= now`
-//!   with the same fingerprint, or with any fingerprint once it is abandoned: `lease_until <=
-//!   abandoned_before` (`now` less [`LEASE_GRACE`]) and no step holds it (it has no step, or
-//!   `steps_kept_until <= now`). A takeover writes the attempt and fencing token of
-//!   [`InProgress::taking_over`](idem_core::InProgress::taking_over): by the same call, over
-//!   the old fields, so that the steps stay and the key's expiry still covers them; by another,
-//!   on a deleted key, so that none stay. It publishes `taken_over` and replies with the
-//!   previous owner, the attempt, the token and the step fields kept, so a resumed call reads
-//!   its steps from this reply. A record already owned by
-//!   this owner (a retried request) is replied as held. Otherwise it writes nothing and replies
-//!   with the record's fields, so a replay, a conflict and a mismatch each take this one round
-//!   trip.
-//! - **complete** (`owner, fingerprint, outcome, body, expires_at`): replaces the owner's
-//!   in-progress record with the completed one and publishes `completed`; `{'lost'}` if the key
-//!   is absent, completed by someone else, or held by another owner. A record this owner already
-//!   completed replies `{'ok'}` again.
-//! - **release** (`owner`): deletes the owner's in-progress record and publishes `released`,
-//!   else `{'lost'}`. A record with steps is kept instead, its `lease_until` set to 0
-//!   ([`InProgress::released`](idem_core::InProgress::released)) and its expiry unchanged, so
-//!   that the same call may take it over at once.
-//! - **renew** (`owner, lease_until, grace`): moves the owner's lease and the key's expiry
-//!   (never below `steps_kept_until`), else `{'lost'}`.
-//! - **record_step** (`owner, name, value, kept_until`): sets the owner's `step:<name>` field,
-//!   raises `steps_kept_until` to `kept_until` and lengthens the key's expiry to cover it (never
-//!   shortens it), else `{'lost'}`.
+//! | script | what it does |
+//! |---|---|
+//! | [`common.lua`](https://github.com/idem-rs/idem/blob/main/idem-stores/src/redis/lua/common.lua) | helpers prepended to every script: timestamps compared exactly as decimal strings, the owner check, the publication that wakes waiters |
+//! | [`reserve.lua`](https://github.com/idem-rs/idem/blob/main/idem-stores/src/redis/lua/reserve.lua) | writes the in-progress record, takes over a passed lease or an expired record, or replies with the live record (a replay, a conflict and a mismatch each take this one round trip) |
+//! | [`complete.lua`](https://github.com/idem-rs/idem/blob/main/idem-stores/src/redis/lua/complete.lua) | replaces the owner's in-progress record with the completed one |
+//! | [`release.lua`](https://github.com/idem-rs/idem/blob/main/idem-stores/src/redis/lua/release.lua) | deletes the owner's record, or keeps one with steps with its lease ended |
+//! | [`renew.lua`](https://github.com/idem-rs/idem/blob/main/idem-stores/src/redis/lua/renew.lua) | moves the owner's lease and the key's expiry |
+//! | [`record_step.lua`](https://github.com/idem-rs/idem/blob/main/idem-stores/src/redis/lua/record_step.lua) | records a step and lengthens the key's expiry to cover it |
+//!
+//! A reply `{'corrupt', reason}`, or a key of another type, becomes
+//! [`StoreError::Corrupt`](idem_core::StoreError::Corrupt); `{'lost'}` is
+//! [`StoreError::LeaseLost`](idem_core::StoreError::LeaseLost).
 //!
 //! Reading a record without changing it ([`Store::get`](idem_core::Store::get)) is a plain
 //! `HGETALL`; [`Store::delete`](idem_core::Store::delete) is `DEL`.
