@@ -1,32 +1,11 @@
 //! What the client is told when the idempotency machinery, not the handler, answers.
 
-use std::fmt;
-use std::time::Duration;
-
 use http::StatusCode;
 use idem_core::Error;
 
 use crate::config::{Config, ScopeMissing};
-use crate::problem::{self, Problem};
+use crate::problem::{self, failed_for, judged, not_recorded_for, Problem, Subject};
 use crate::stored::NotKept;
-
-/// Whose request a problem speaks of: the client's key, or a key the problem does not name.
-#[derive(Clone, Copy)]
-pub(crate) enum Subject<'a> {
-    /// The client's `Idempotency-Key`.
-    Key(&'a str),
-    /// A key the application built, say from an order id, which the client never sent.
-    Unnamed,
-}
-
-impl fmt::Display for Subject<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Subject::Key(key) => write!(f, "idempotency key `{key}`"),
-            Subject::Unnamed => f.write_str("this idempotency key"),
-        }
-    }
-}
 
 /// The problem answer for an engine error on the client's key `key`.
 pub(crate) fn engine_error(error: &Error, key: &str, config: &Config) -> Problem {
@@ -38,79 +17,14 @@ pub(crate) fn engine_error(error: &Error, key: &str, config: &Config) -> Problem
     )
 }
 
-/// The problem answer for `error` about `subject`: a duplicate in flight is told to retry after
-/// at most `retry_after`, a reused key gets `mismatch`.
-pub(crate) fn judged(
-    error: &Error,
-    subject: Subject<'_>,
-    retry_after: Duration,
-    mismatch: StatusCode,
-) -> Problem {
-    match error {
-        Error::InProgress {
-            retry_after: engine_says,
-            ..
-        } => Problem::new(
-            problem::IN_PROGRESS,
-            StatusCode::CONFLICT,
-            "Request in progress",
-            format!("a request with {subject} is still being processed; retry later"),
-        )
-        .with_retry_after(retry_after.min(*engine_says)),
-        Error::Mismatch { .. } => Problem::new(
-            problem::KEY_REUSED,
-            mismatch,
-            "Idempotency key reused",
-            format!("{subject} was already used for a different request"),
-        ),
-        Error::Store { .. } => Problem::new(
-            problem::STORE_UNAVAILABLE,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Idempotency store unavailable",
-            format!("the request with {subject} was not processed; retry later"),
-        ),
-        Error::InvalidKey(reason) => Problem::new(
-            problem::KEY_INVALID,
-            StatusCode::BAD_REQUEST,
-            "Invalid idempotency key",
-            format!("{subject} cannot be used: {reason}"),
-        ),
-        error if error.ran_without_record() || matches!(error, Error::Aborted { .. }) => {
-            not_recorded_for(subject)
-        }
-        _ => failed_for(subject),
-    }
-}
-
 /// Any other failure of the idempotency machinery.
 pub(crate) fn failed(key: &str) -> Problem {
     failed_for(Subject::Key(key))
 }
 
-fn failed_for(subject: Subject<'_>) -> Problem {
-    Problem::new(
-        problem::FAILED,
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "Idempotency failure",
-        format!("the request with {subject} failed"),
-    )
-}
-
 /// The request was handled, or may have been, but its response was not recorded.
 pub(crate) fn not_recorded(key: &str) -> Problem {
     not_recorded_for(Subject::Key(key))
-}
-
-fn not_recorded_for(subject: Subject<'_>) -> Problem {
-    Problem::new(
-        problem::NOT_RECORDED,
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "Response not recorded",
-        format!(
-            "the request with {subject} may have been processed but its response was not \
-             recorded; check its effect before retrying"
-        ),
-    )
 }
 
 /// The request was handled and answered with `status`, but its response was not kept.

@@ -1,11 +1,13 @@
 //! The RFC 9457 `application/problem+json` answers of the layer, and their stable `type` URIs,
 //! one per case.
 
+use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, Response, StatusCode};
+use idem_core::Error;
 use serde::Serialize;
 
 use crate::body::{self, Body};
@@ -79,9 +81,9 @@ pub const FAILED: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/consta
 /// # }
 /// ```
 pub fn response_for(error: &idem_core::Error) -> Response<Body> {
-    crate::answer::judged(
+    judged(
         error,
-        crate::answer::Subject::Unnamed,
+        Subject::Unnamed,
         crate::DEFAULT_RETRY_AFTER,
         StatusCode::UNPROCESSABLE_ENTITY,
     )
@@ -146,6 +148,91 @@ impl Problem {
         }
         response
     }
+}
+
+/// Whose request a problem speaks of: the client's key, or a key the problem does not name.
+#[derive(Clone, Copy)]
+pub(crate) enum Subject<'a> {
+    /// The client's `Idempotency-Key`.
+    Key(&'a str),
+    /// A key the application built, say from an order id, which the client never sent.
+    Unnamed,
+}
+
+impl fmt::Display for Subject<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Subject::Key(key) => write!(f, "idempotency key `{key}`"),
+            Subject::Unnamed => f.write_str("this idempotency key"),
+        }
+    }
+}
+
+/// The problem answer for `error` about `subject`: a duplicate in flight is told to retry after
+/// at most `retry_after`, a reused key gets `mismatch`.
+pub(crate) fn judged(
+    error: &Error,
+    subject: Subject<'_>,
+    retry_after: Duration,
+    mismatch: StatusCode,
+) -> Problem {
+    match error {
+        Error::InProgress {
+            retry_after: engine_says,
+            ..
+        } => Problem::new(
+            IN_PROGRESS,
+            StatusCode::CONFLICT,
+            "Request in progress",
+            format!("a request with {subject} is still being processed; retry later"),
+        )
+        .with_retry_after(retry_after.min(*engine_says)),
+        Error::Mismatch { .. } => Problem::new(
+            KEY_REUSED,
+            mismatch,
+            "Idempotency key reused",
+            format!("{subject} was already used for a different request"),
+        ),
+        Error::Store { .. } => Problem::new(
+            STORE_UNAVAILABLE,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Idempotency store unavailable",
+            format!("the request with {subject} was not processed; retry later"),
+        ),
+        Error::InvalidKey(reason) => Problem::new(
+            KEY_INVALID,
+            StatusCode::BAD_REQUEST,
+            "Invalid idempotency key",
+            format!("{subject} cannot be used: {reason}"),
+        ),
+        error if error.ran_without_record() || matches!(error, Error::Aborted { .. }) => {
+            not_recorded_for(subject)
+        }
+        _ => failed_for(subject),
+    }
+}
+
+/// Any other failure of the idempotency machinery, about `subject`.
+pub(crate) fn failed_for(subject: Subject<'_>) -> Problem {
+    Problem::new(
+        FAILED,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Idempotency failure",
+        format!("the request with {subject} failed"),
+    )
+}
+
+/// The request was handled, or may have been, but its response was not recorded.
+pub(crate) fn not_recorded_for(subject: Subject<'_>) -> Problem {
+    Problem::new(
+        NOT_RECORDED,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Response not recorded",
+        format!(
+            "the request with {subject} may have been processed but its response was not \
+             recorded; check its effect before retrying"
+        ),
+    )
 }
 
 /// Rounds up to whole seconds, and to at least one, so that a client never retries at once.
