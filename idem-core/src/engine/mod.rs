@@ -259,8 +259,11 @@ impl Idempotency {
             lease,
             journal,
         };
-        // No await between arming and the first poll: a drop from here on is an abort.
-        match CatchUnwind(std::pin::pin!(context.scope(body))).await {
+        // No await between arming and the first poll: a drop from here on is an abort. The
+        // body's future ends with this statement, before anything is settled: what it owns (a
+        // transaction that rolls back when dropped) is gone before a retry can take the key.
+        let answered = CatchUnwind(std::pin::pin!(context.scope(body))).await;
+        match answered {
             Ok(result) => self.settle(call, running, policy, result).await,
             Err(panic) => {
                 self.settle_panic(call, running).await;
