@@ -207,8 +207,8 @@ async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
     assert_lease_lost_after_run(&refused);
 }
 
-/// The lease is renewed from a task of its own: a body that holds its worker thread for three
-/// leases still keeps the key, and a duplicate meanwhile is told "in progress".
+/// The lease is renewed from a task of its own: a body that holds its thread for three leases
+/// (in `block_in_place`) still keeps the key, and a duplicate meanwhile is told "in progress".
 async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
     let idem = ctx.handle();
     let lease = Duration::from_millis(300);
@@ -225,8 +225,12 @@ async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
         tokio::spawn(async move {
             idem.run(call, async move {
                 started.add_permits(1);
-                // Holding the worker thread is the point here (bounded, should the check fail).
-                let _ = released.recv_timeout(PROMPTLY);
+                // Holding the thread is the point here (bounded, should the check fail). In
+                // `block_in_place`, as a body that blocks should: a worker blocked outright can
+                // hold up the runtime's timers and I/O, the renewal's and the check's alike.
+                tokio::task::block_in_place(|| {
+                    let _ = released.recv_timeout(PROMPTLY);
+                });
                 Ok::<_, Error>("blocked".to_string())
             })
             .await

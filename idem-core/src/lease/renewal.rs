@@ -27,9 +27,13 @@ pub(crate) struct Renew {
     pub(crate) state: Arc<Lease>,
 }
 
-/// Renews the lease every `every` from a task of its own, so that a body that holds its worker
-/// thread (blocking I/O, heavy computation) on a multi-threaded runtime does not starve the
-/// renewal and lose the key to a duplicate. Stops when dropped.
+/// Renews the lease every `every` from a task of its own, so that a body that holds its thread
+/// (blocking I/O, heavy computation) on a multi-threaded runtime does not starve the renewal
+/// and lose the key to a duplicate. Stops when dropped.
+///
+/// The body should still block inside `tokio::task::block_in_place` or `spawn_blocking`: a
+/// worker blocked outright may be the one that was driving the runtime's timers and I/O, and
+/// then every timer waits for it, the renewal's included, until the body lets go.
 ///
 /// A renewal that fails is tried again, also after the lease passed: renewing late is safe,
 /// since the store refuses it once another caller took the key over, and until then no one
