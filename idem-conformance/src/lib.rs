@@ -19,7 +19,7 @@
 //!
 //! #[async_trait::async_trait]
 //! impl idem_conformance::Target for MyTarget {
-//!     fn store(&self) -> Arc<dyn idem_core::Store> { self.store.clone() }
+//!     fn store(&self) -> Arc<dyn idem_core::store::Store> { self.store.clone() }
 //!     async fn corrupt(&self, key: &idem_core::Key) -> bool { /* write garbage */ true }
 //! }
 //!

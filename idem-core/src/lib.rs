@@ -89,8 +89,8 @@
 //!   the arguments into a [`Fingerprint`] (`fingerprint::canonical` serialises them);
 //! - `call`: one [`Call`] and its options, its [`ErrorPolicy`] and [`OnAbort`], and the body's
 //!   [`CallContext`];
-//! - `engine`: reserves the key, runs the body at most once and settles the outcome
-//!   (`engine::settle`; `engine::guard` settles a body that panicked or was dropped);
+//! - `engine`: reserves the key, runs the body at most once and settles what it answered or
+//!   how it panicked (`engine::settle`); `engine::guard` settles a call dropped mid-way;
 //! - `lease`: the lease a running call holds, its `renewal`, the `fencing` token and the
 //!   `retry` of a fenced write while the lease lasts;
 //! - `steps`: the [`step`]s a body records as it goes (`steps::journal`), replayed after a

@@ -82,8 +82,9 @@ fn calls(commands: &[(String, u64)], name: &str) -> u64 {
         .sum()
 }
 
-/// The Redis store without its own `changed`: `Store::changed`'s default, which sleeps 25 ms
-/// and has the engine run the reserve script again, as the store did before it subscribed.
+/// The Redis store without its own `changed`: a copy of `Store::changed`'s default, which
+/// sleeps 25 ms and has the engine run the reserve script again, as the store did before it
+/// subscribed.
 struct DefaultWaiting(RedisStore);
 
 #[async_trait::async_trait]

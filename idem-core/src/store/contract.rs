@@ -44,8 +44,7 @@ use crate::{InProgress, Steps, LEASE_GRACE};
 /// - **Errors.** Backend failures are [`StoreError::Backend`]; a record that cannot be decoded is
 ///   [`StoreError::Corrupt`]. Never panic on stored data.
 ///
-/// The `testing` feature of idem-core has a conformance suite that checks all of this against a
-/// real instance of your store.
+/// The `idem-conformance` crate checks all of this against a real instance of your store.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Writes `claim.record` under `key` if the key is free, else returns the live record.
