@@ -63,15 +63,16 @@ pub(crate) struct Hold {
     pub(crate) proceed: Semaphore,
 }
 
+/// Takes one from `count` unless it is zero; whether one was taken.
+fn take_one(count: &AtomicUsize) -> bool {
+    count
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
 impl Hold {
     async fn maybe_hold(&self, what: Held) {
-        let take = |n: usize| n.checked_sub(1);
-        if self.what != what
-            || self
-                .armed
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, take)
-                .is_err()
-        {
+        if self.what != what || !take_one(&self.armed) {
             return;
         }
         self.reached.add_permits(1);
@@ -259,19 +260,13 @@ impl Interceptor for Probe {
             self.overtake(key, theirs).await?;
             return Err(StoreError::backend("connection reset"));
         }
-        let down = self
-            .outage_left
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
+        let down = take_one(&self.outage_left);
         if let (Some((clock, each)), true) = (&self.outage, down) {
             clock.advance(*each);
             return Err(StoreError::backend("connection refused"));
         }
         self.inner.complete(key, owner, record).await?;
-        let lose = self
-            .lost_completions
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
+        let lose = take_one(&self.lost_completions);
         if lose {
             return Err(StoreError::backend("connection reset"));
         }
@@ -286,10 +281,7 @@ impl Interceptor for Probe {
         value: &[u8],
         kept_until: idem_core::Timestamp,
     ) -> Result<(), StoreError> {
-        let fail = self
-            .failing_steps
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
+        let fail = take_one(&self.failing_steps);
         if fail {
             return Err(StoreError::backend("connection reset"));
         }
@@ -304,10 +296,7 @@ impl Interceptor for Probe {
         owner: &OwnerToken,
         lease_until: idem_core::Timestamp,
     ) -> Result<(), StoreError> {
-        let fail = self
-            .failing_renewals
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
+        let fail = take_one(&self.failing_renewals);
         if fail || self.renewals_down.load(Ordering::SeqCst) {
             return Err(StoreError::backend("connection refused"));
         }
