@@ -1,0 +1,153 @@
+//! [`IdempotentRetry`] and its builder: which requests get a key, and how long to keep trying.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{HeaderName, Method};
+
+/// The header that carries the key.
+pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+/// Attempts per `send()`, the first one included.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+/// No attempt starts later than this after the first one.
+pub const DEFAULT_MAX_ELAPSED: Duration = Duration::from_secs(30);
+/// The backoff before the first retry, doubled for each one after it.
+pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(200);
+/// The longest backoff between two attempts.
+pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// The longest a server's `Retry-After` is waited.
+pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(10);
+/// idem-http's problem type for a request that was handled but whose response was not
+/// recorded (`idem_http::problem::NOT_RECORDED`).
+pub const IDEM_HTTP_NOT_RECORDED: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.NOT_RECORDED.html";
+
+/// The middleware: keys the requests that change things, retries them with their key, and
+/// returns the final answer. See the [crate docs](crate) for what is retried and why.
+///
+/// ```
+/// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+///     .with(idem_client::IdempotentRetry::default())
+///     .build();
+/// # drop(client);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct IdempotentRetry {
+    pub(crate) config: Arc<Config>,
+}
+
+impl IdempotentRetry {
+    /// The defaults, to change.
+    pub fn builder() -> IdempotentRetryBuilder {
+        IdempotentRetryBuilder {
+            config: Config::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) header: HeaderName,
+    pub(crate) keyed_methods: Vec<Method>,
+    pub(crate) max_attempts: u32,
+    pub(crate) max_elapsed: Duration,
+    pub(crate) initial_backoff: Duration,
+    pub(crate) max_backoff: Duration,
+    pub(crate) max_retry_after: Duration,
+    pub(crate) not_recorded_types: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            header: IDEMPOTENCY_KEY,
+            keyed_methods: vec![Method::POST, Method::PATCH],
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            max_elapsed: DEFAULT_MAX_ELAPSED,
+            initial_backoff: DEFAULT_INITIAL_BACKOFF,
+            max_backoff: DEFAULT_MAX_BACKOFF,
+            max_retry_after: DEFAULT_MAX_RETRY_AFTER,
+            not_recorded_types: vec![IDEM_HTTP_NOT_RECORDED.to_owned()],
+        }
+    }
+}
+
+/// Builds an [`IdempotentRetry`]; every setting has a default.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let retry = idem_client::IdempotentRetry::builder()
+///     .max_attempts(8)
+///     .max_elapsed(Duration::from_secs(120))
+///     .not_recorded_problem_type("https://api.example.com/problems/outcome-unknown")
+///     .build();
+/// # drop(retry);
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "call build() to get the middleware"]
+pub struct IdempotentRetryBuilder {
+    config: Config,
+}
+
+impl IdempotentRetryBuilder {
+    /// The header that carries the key ([`IDEMPOTENCY_KEY`] by default).
+    pub fn header(mut self, header: HeaderName) -> Self {
+        self.config.header = header;
+        self
+    }
+
+    /// The methods whose requests get a fresh key when they have none (POST and PATCH by
+    /// default). A request of another method is keyed, and retried, only when the caller set
+    /// its key.
+    pub fn keyed_methods(mut self, methods: impl IntoIterator<Item = Method>) -> Self {
+        self.config.keyed_methods = methods.into_iter().collect();
+        self
+    }
+
+    /// Attempts per `send()`, the first one included ([`DEFAULT_MAX_ATTEMPTS`]); 1 turns
+    /// retries off and keeps the keys. Zero counts as one.
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.config.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// No retry starts later than this after the first attempt ([`DEFAULT_MAX_ELAPSED`]): a
+    /// wait that would end past it is not begun, and the last answer is returned. An attempt
+    /// in flight is never cut short; bound each one with reqwest's own timeouts.
+    pub fn max_elapsed(mut self, max_elapsed: Duration) -> Self {
+        self.config.max_elapsed = max_elapsed;
+        self
+    }
+
+    /// The backoff: `initial` before the first retry, doubled for each one after it up to
+    /// `max`, each wait drawn between half of that and all of it
+    /// ([`DEFAULT_INITIAL_BACKOFF`], [`DEFAULT_MAX_BACKOFF`]).
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.config.initial_backoff = initial;
+        self.config.max_backoff = max.max(initial);
+        self
+    }
+
+    /// The longest a server's `Retry-After` is waited ([`DEFAULT_MAX_RETRY_AFTER`]): a longer
+    /// one is waited this long before the retry.
+    pub fn max_retry_after(mut self, max: Duration) -> Self {
+        self.config.max_retry_after = max;
+        self
+    }
+
+    /// Another `application/problem+json` type that says "handled, but the answer was not
+    /// recorded": a 5xx of that type is returned to the caller, not retried. idem-http's
+    /// ([`IDEM_HTTP_NOT_RECORDED`]) is always there.
+    pub fn not_recorded_problem_type(mut self, problem_type: impl Into<String>) -> Self {
+        self.config.not_recorded_types.push(problem_type.into());
+        self
+    }
+
+    /// The middleware.
+    pub fn build(self) -> IdempotentRetry {
+        IdempotentRetry {
+            config: Arc::new(self.config),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The error of a keyed send that got no answer, with the key it used.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use crate::key::IdempotencyKey;
+
+/// A keyed `send()` that ended without a response: the last attempt's error, the key every
+/// attempt carried, and how many were made. It reaches the caller as
+/// `reqwest_middleware::Error::Middleware`; find it with [`SendError::of`].
+///
+/// The server may have processed the operation (an answer may have been lost): resend it
+/// later with [the same key](SendError::key), or check its effect, before doing it again
+/// under a new key.
+#[derive(Debug)]
+pub struct SendError {
+    key: IdempotencyKey,
+    attempts: u32,
+    last: reqwest_middleware::Error,
+    /// Whether the last error may have lost an answer (a failed connection or a timeout).
+    answer_lost: bool,
+}
+
+impl SendError {
+    pub(crate) fn new(
+        key: IdempotencyKey,
+        attempts: u32,
+        last: reqwest_middleware::Error,
+        answer_lost: bool,
+    ) -> Self {
+        SendError {
+            key,
+            attempts,
+            last,
+            answer_lost,
+        }
+    }
+
+    /// The `SendError` inside `error`, when the send was keyed.
+    ///
+    /// ```
+    /// # async fn call(client: reqwest_middleware::ClientWithMiddleware) {
+    /// match client.post("http://127.0.0.1:9/payments").body("{}").send().await {
+    ///     Ok(response) => println!("{}", response.status()),
+    ///     Err(error) => match idem_client::SendError::of(&error) {
+    ///         Some(failed) => println!("resend later with key {}", failed.key()),
+    ///         None => println!("{error}"),
+    ///     },
+    /// }
+    /// # }
+    /// ```
+    pub fn of(error: &reqwest_middleware::Error) -> Option<&SendError> {
+        match error {
+            reqwest_middleware::Error::Middleware(error) => error.downcast_ref(),
+            reqwest_middleware::Error::Reqwest(_) => None,
+        }
+    }
+
+    /// The `Idempotency-Key` every attempt carried.
+    pub fn key(&self) -> &str {
+        self.key.as_str()
+    }
+
+    /// How many attempts were made.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The last attempt's error.
+    pub fn last_error(&self) -> &reqwest_middleware::Error {
+        &self.last
+    }
+
+    /// The last attempt's error, owned.
+    pub fn into_last_error(self) -> reqwest_middleware::Error {
+        self.last
+    }
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let attempts = match self.attempts {
+            1 => "1 attempt".to_owned(),
+            n => format!("{n} attempts"),
+        };
+        if self.answer_lost {
+            write!(
+                f,
+                "no answer to the request with Idempotency-Key `{}` after {attempts}; it may \
+                 have been processed: resend it later with the same key, or check its effect",
+                self.key
+            )
+        } else {
+            write!(
+                f,
+                "the request with Idempotency-Key `{}` failed after {attempts}",
+                self.key
+            )
+        }
+    }
+}
+
+impl StdError for SendError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&self.last)
+    }
+}

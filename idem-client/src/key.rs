@@ -1,0 +1,96 @@
+//! The key a send used, and what a response says about it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use http::HeaderValue;
+
+/// The header a server sets on an answer it replayed from its record (idem-http, Stripe).
+pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
+/// The `Idempotency-Key` a send used, minted or the caller's own: every response the
+/// middleware returns carries it as an extension ([`key_of`]), and so does a
+/// [`SendError`](crate::SendError).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct IdempotencyKey(Arc<str>);
+
+impl IdempotencyKey {
+    /// A fresh key: a random (version 4) UUID, which says nothing of when or where it was
+    /// made.
+    pub(crate) fn mint() -> Self {
+        IdempotencyKey(uuid::Uuid::new_v4().to_string().into())
+    }
+
+    /// The key the caller set, as the header carries it.
+    pub(crate) fn from_header(value: &HeaderValue) -> Self {
+        IdempotencyKey(String::from_utf8_lossy(value.as_bytes()).into())
+    }
+
+    /// The key, as sent in the header.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+/// The `Idempotency-Key` the request behind `response` was sent with, when it went through
+/// [`IdempotentRetry`](crate::IdempotentRetry) with a key: the key to quote when you check
+/// the operation's effect, or to resend it later.
+pub fn key_of(response: &reqwest::Response) -> Option<&str> {
+    response
+        .extensions()
+        .get::<IdempotencyKey>()
+        .map(IdempotencyKey::as_str)
+}
+
+/// Whether the server answered from its record (`Idempotent-Replayed: true`): the operation
+/// ran earlier, for an attempt whose answer was lost or for an earlier `send()` with this key.
+pub fn was_replayed(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(IDEMPOTENT_REPLAYED)
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minted_keys_are_distinct_uuids() {
+        let first = IdempotencyKey::mint();
+        let second = IdempotencyKey::mint();
+        assert_ne!(first, second);
+        let parsed = uuid::Uuid::parse_str(first.as_str()).expect("a UUID");
+        assert_eq!(parsed.get_version_num(), 4);
+    }
+
+    #[test]
+    fn replayed_is_read_case_insensitively_and_only_when_true() {
+        let answer = |value: &'static str| {
+            reqwest::Response::from(
+                http::Response::builder()
+                    .header(IDEMPOTENT_REPLAYED, value)
+                    .body("")
+                    .unwrap(),
+            )
+        };
+        assert!(was_replayed(&answer("true")));
+        assert!(was_replayed(&answer("TRUE")));
+        assert!(!was_replayed(&answer("false")));
+        assert!(!was_replayed(&reqwest::Response::from(
+            http::Response::new("")
+        )));
+    }
+}

@@ -1,0 +1,109 @@
+//! The client half of the `Idempotency-Key` contract, as a
+//! [`reqwest-middleware`](reqwest_middleware) middleware: a key minted once per operation and
+//! kept across its retries, retries for the answers worth retrying, a 409 waited out, a 422
+//! returned at once, and a "handled, not recorded" 500 handed back with its key.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), reqwest_middleware::Error> {
+//! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+//!     .with(idem_client::IdempotentRetry::default())
+//!     .build();
+//! let response = client
+//!     .post("https://api.example.com/payments")
+//!     .header("content-type", "application/json")
+//!     .body(r#"{"order":"o_42","amount":1250}"#)
+//!     .send()
+//!     .await?;
+//! if idem_client::was_replayed(&response) {
+//!     // The server answered from its record: the payment was made by an earlier attempt.
+//! }
+//! println!("key {:?}: {}", idem_client::key_of(&response), response.status());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What it does
+//!
+//! - **Keys.** A POST or PATCH without an `Idempotency-Key` header gets a fresh one (a random
+//!   UUID, version 4: it tells the server nothing of when or where it was made), set before the
+//!   first attempt and kept for every retry of that `send()`. A key the caller set is used as it
+//!   is, whatever the method. Every other request is left alone: no key, one attempt. Two
+//!   `send()`s are two operations, with two keys: to repeat an operation later (after a crash,
+//!   from a queue), set its key yourself.
+//! - **Retries** of a keyed request, with the same key, until [`max_attempts`] (5) or
+//!   [`max_elapsed`] (30 s) runs out:
+//!
+//!   | outcome | retried | wait |
+//!   |---|---|---|
+//!   | connection failed, reset or closed before the answer; timeout | yes: the answer may be lost, which is what the key is for | backoff |
+//!   | 409 (in progress) | yes, to get the first attempt's answer | `Retry-After`, at most [`max_retry_after`] (10 s); else backoff |
+//!   | 429, 502, 503, 504 | yes | `Retry-After`, at most 10 s; else backoff |
+//!   | 500 | yes: a server that lets go of the key on a failure expects the retry | `Retry-After`, else backoff |
+//!   | 500 (any 5xx) whose [problem type](https://www.rfc-editor.org/rfc/rfc9457) says "handled, not recorded" (idem-http's, and [those you name](IdempotentRetryBuilder::not_recorded_problem_type)) | **no**: it may have taken effect; check before resending | |
+//!   | 400, 422, every other 4xx (408 included), 501, 505, other 5xx | no | |
+//!   | 1xx, 2xx, 3xx | no | |
+//!   | a request body that is a stream (it cannot be sent twice) | **no**: sent once, with its key | |
+//!
+//!   Backoff is exponential from 200 ms to 5 s, each wait drawn between half and all of its
+//!   step. A wait that would end after [`max_elapsed`] is not begun: the last outcome is
+//!   returned. An attempt in flight is never cut short: bound it with reqwest's timeouts.
+//! - **What you get**: the final response, as reqwest gives it, with its key ([`key_of`]) and
+//!   whether it was replayed ([`was_replayed`]); or, when no attempt got an answer, an
+//!   error holding a [`SendError`] with the key, the attempt count and the last error.
+//! - **Tracing**: an event (target `idem_client`) per retry, with the key, attempt, reason and
+//!   wait, and one when it gives up.
+//!
+//! Put it after middlewares that must run once per `send()` and before those that must run on
+//! every attempt (request signing, say). Don't stack a generic retry middleware under it: a
+//! retry of a POST without its key is exactly what this crate is here to prevent.
+//!
+//! # The contract, both sides
+//!
+//! | | the client promises | the server promises |
+//! |---|---|---|
+//! | key | one unique key per operation; the same key for every retry of it; never reused for another | a key is the client's for the key's lifetime (24 h in idem-http and Stripe) |
+//! | first request | | runs the operation once, stores its answer |
+//! | retry after a lost answer | same key, same body | replays the stored answer, `Idempotent-Replayed: true` |
+//! | retry while the first still runs | waits, then retries | 409, with `Retry-After` in idem-http |
+//! | same key, other body | never does it (a bug when it happens) | refuses: 422, nothing runs |
+//! | "handled, not recorded" | does not resend blindly: checks the effect | says so (idem-http: 500 [`IDEM_HTTP_NOT_RECORDED`]) |
+//! | failures that let go of the key (5xx) | may retry with the same key | runs it again, as if new |
+//!
+//! The [IETF draft](https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/)
+//! and Stripe agree on the shape and differ on details; this client works with both:
+//!
+//! | | IETF `Idempotency-Key` draft | Stripe | idem-http |
+//! |---|---|---|---|
+//! | header value | sf-string: `"8e03978e-..."` | bare string, up to 255 characters | both |
+//! | key advised | UUID (v4) | UUID v4 | any |
+//! | request in flight | 409 | 409 | 409 + `Retry-After` |
+//! | other payload | 422 | an `idempotency_error` | 422 |
+//! | missing key where required | 400 | n/a | 400 (when required) |
+//! | replay marked | not specified | `Idempotent-Replayed: true` | `Idempotent-Replayed: true` |
+//! | 5xx | not specified | stored and replayed once the endpoint began | releases the key, except "not recorded" |
+//! | expiry | published by the resource | 24 h | 24 h by default |
+//!
+//! This client sends bare keys, which every one of them accepts. Stripe's own SDKs mint keys
+//! and retry the way this middleware does; their `Stripe-Should-Retry` header is not read.
+//!
+//! [`max_attempts`]: IdempotentRetryBuilder::max_attempts
+//! [`max_elapsed`]: IdempotentRetryBuilder::max_elapsed
+//! [`max_retry_after`]: IdempotentRetryBuilder::max_retry_after
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod config;
+mod error;
+mod key;
+mod middleware;
+mod problem;
+mod verdict;
+mod wait;
+
+pub use config::{
+    IdempotentRetry, IdempotentRetryBuilder, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_BACKOFF, DEFAULT_MAX_ELAPSED, DEFAULT_MAX_RETRY_AFTER, IDEMPOTENCY_KEY,
+    IDEM_HTTP_NOT_RECORDED,
+};
+pub use error::SendError;
+pub use key::{key_of, was_replayed, IdempotencyKey, IDEMPOTENT_REPLAYED};

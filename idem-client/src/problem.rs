@@ -1,0 +1,110 @@
+//! Reading the `type` of an `application/problem+json` answer without taking its body from
+//! the caller.
+
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use reqwest::{Response, ResponseBuilderExt};
+use serde::Deserialize;
+
+/// Problem documents are small; a body longer than this is not read for its type.
+const READ_AT_MOST: usize = 64 * 1024;
+
+#[derive(Deserialize)]
+struct Typed {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+/// The problem type of `response`, when it is an `application/problem+json` document of at most
+/// 64 KiB, and the response with its body whole: the bytes read are put back in front of the
+/// rest, and a failure to read them reaches the caller when it reads the body.
+pub(crate) async fn problem_type(mut response: Response) -> (Response, Option<String>) {
+    if !is_problem(&response) {
+        return (response, None);
+    }
+    let url = response.url().clone();
+    let mut head = http::Response::builder()
+        .status(response.status())
+        .version(response.version());
+    if let Some(headers) = head.headers_mut() {
+        *headers = response.headers().clone();
+    }
+    if let Some(extensions) = head.extensions_mut() {
+        *extensions = response.extensions().clone();
+    }
+    let head = head.url(url);
+
+    let mut read = Vec::new();
+    let mut length = 0;
+    let mut failure = None;
+    let mut ended = false;
+    while length <= READ_AT_MOST {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                length += chunk.len();
+                read.push(chunk);
+            }
+            Ok(None) => {
+                ended = true;
+                break;
+            }
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
+        }
+    }
+
+    let kind = if ended {
+        let whole: Vec<u8> = read
+            .iter()
+            .flat_map(|chunk| chunk.iter().copied())
+            .collect();
+        serde_json::from_slice::<Typed>(&whole)
+            .ok()
+            .and_then(|typed| typed.kind)
+    } else {
+        None
+    };
+    let body = put_back(read, failure, (!ended).then_some(response));
+    let rebuilt = head.body(body).expect("the parts of a valid response");
+    (Response::from(rebuilt), kind)
+}
+
+fn is_problem(response: &Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| {
+            essence
+                .trim()
+                .eq_ignore_ascii_case("application/problem+json")
+        })
+}
+
+/// A body of the `read` chunks, then the `failure` that stopped the reading or else what is left
+/// of `rest`.
+fn put_back(
+    read: Vec<Bytes>,
+    failure: Option<reqwest::Error>,
+    rest: Option<Response>,
+) -> reqwest::Body {
+    use futures_util::stream::{self, StreamExt};
+
+    if failure.is_none() && rest.is_none() {
+        let whole: Vec<u8> = read
+            .iter()
+            .flat_map(|chunk| chunk.iter().copied())
+            .collect();
+        return reqwest::Body::from(whole);
+    }
+    let read = stream::iter(read.into_iter().map(Ok::<_, reqwest::Error>));
+    let tail = match (failure, rest) {
+        (Some(error), _) => stream::once(async move { Err(error) }).boxed(),
+        (None, Some(rest)) => rest.bytes_stream().boxed(),
+        (None, None) => stream::empty().boxed(),
+    };
+    reqwest::Body::wrap_stream(read.chain(tail))
+}

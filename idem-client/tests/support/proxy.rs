@@ -1,0 +1,106 @@
+//! A TCP proxy that loses answers on purpose, one connection at a time.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the proxy does to one connection.
+#[derive(Clone, Copy, Debug)]
+pub enum Fault {
+    /// Forwards the request, reads the start of the server's answer, and closes the client's
+    /// connection without passing it on.
+    LoseAnswer,
+    /// Forwards the request and closes the client's connection at once; the server's answer,
+    /// when it comes, is read and dropped.
+    CutAfterRequest,
+}
+
+/// A proxy on a free loopback port in front of `upstream`.
+pub struct Proxy {
+    pub url: String,
+    plan: Mutex<VecDeque<Fault>>,
+}
+
+impl Proxy {
+    /// Starts a proxy that passes every connection through until [`plan`](Proxy::plan) says
+    /// otherwise.
+    pub async fn start(upstream: SocketAddr) -> Arc<Proxy> {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let proxy = Arc::new(Proxy {
+            url: format!("http://{}", listener.local_addr().unwrap()),
+            plan: Mutex::new(VecDeque::new()),
+        });
+        let serving = proxy.clone();
+        tokio::spawn(async move {
+            loop {
+                let (client, _) = listener.accept().await.unwrap();
+                let fault = serving.plan.lock().unwrap().pop_front();
+                tokio::spawn(relay(client, upstream, fault));
+            }
+        });
+        proxy
+    }
+
+    /// The faults for the next connections, in order; the ones after them pass.
+    pub fn plan(&self, faults: impl IntoIterator<Item = Fault>) {
+        self.plan.lock().unwrap().extend(faults);
+    }
+}
+
+async fn relay(mut client: TcpStream, upstream: SocketAddr, fault: Option<Fault>) {
+    let mut server = TcpStream::connect(upstream).await.unwrap();
+    let Some(fault) = fault else {
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+        return;
+    };
+    let Some(request) = read_request(&mut client).await else {
+        return;
+    };
+    server.write_all(&request).await.unwrap();
+    let mut answer = [0; 1024];
+    if let Fault::LoseAnswer = fault {
+        let _ = server.read(&mut answer).await;
+    }
+    drop(client);
+    // The server's connection stays open until it has said all it had to say.
+    while matches!(server.read(&mut answer).await, Ok(n) if n > 0) {}
+}
+
+/// One HTTP/1.1 request, read whole: its head, then a body of its `Content-Length`, or chunks
+/// up to the last one.
+async fn read_request(client: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut request = Vec::new();
+    let mut buffer = [0; 4096];
+    loop {
+        if let Some(end) = find(&request, b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+            if head.contains("transfer-encoding: chunked") {
+                if request[end + 4..].ends_with(b"0\r\n\r\n") {
+                    return Some(request);
+                }
+            } else {
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .map_or(0, |value| value.trim().parse().unwrap());
+                if request.len() >= end + 4 + length {
+                    return Some(request);
+                }
+            }
+        }
+        let read = client.read(&mut buffer).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        request.extend_from_slice(&buffer[..read]);
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
