@@ -1,8 +1,9 @@
 //! The examples of idem live beside this file, one per `[[example]]`. The library holds only
 //! README.md's snippets, compiled and run as its doctests, so that the README stays true.
 
-/// README.md, whose Rust snippets are this crate's doctests. They need the HTTP layer and the
-/// Redis store; the snippets that would reach a server are compiled, not run.
-#[cfg(all(doctest, feature = "http", feature = "redis"))]
+/// README.md, whose Rust snippets are this crate's doctests. They need the HTTP layer, the
+/// client middleware and the Redis store; the snippets that would reach a server are compiled,
+/// not run.
+#[cfg(all(doctest, feature = "client", feature = "redis"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDocTests;

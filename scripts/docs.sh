@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs -D warnings" \
-    cargo doc -p idem-core -p idem-macros -p idem-stores -p idem-http -p idem-conformance \
+    cargo doc -p idem-core -p idem-macros -p idem-stores -p idem-http -p idem-client \
+    -p idem-conformance \
     --all-features --no-deps \
     --target-dir target/docsrs "$@"
