@@ -9,8 +9,10 @@ use http::{HeaderName, Method};
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 /// Attempts per `send()`, the first one included.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
-/// No attempt starts later than this after the first one.
-pub const DEFAULT_MAX_ELAPSED: Duration = Duration::from_secs(30);
+/// No attempt starts later than this after the first one: less than the lease of a server on
+/// idem (30 s by default), past which a request that ran but whose answer was not recorded may
+/// be run again.
+pub const DEFAULT_MAX_ELAPSED: Duration = Duration::from_secs(20);
 /// The backoff before the first retry, doubled for each one after it.
 pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(200);
 /// The longest backoff between two attempts.
@@ -18,7 +20,8 @@ pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// The longest a server's `Retry-After` is waited.
 pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(10);
 /// idem-http's problem type for a request that was handled but whose response was not
-/// recorded (`idem_http::problem::NOT_RECORDED`).
+/// recorded (`idem_http::problem::NOT_RECORDED`), as 0.1 spells it; the middleware knows it
+/// in every version.
 pub const IDEM_HTTP_NOT_RECORDED: &str =
     "https://docs.rs/idem-http/0.1/idem_http/problem/constant.NOT_RECORDED.html";
 
@@ -48,6 +51,7 @@ impl IdempotentRetry {
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
     pub(crate) header: HeaderName,
+    pub(crate) sf_string_keys: bool,
     pub(crate) keyed_methods: Vec<Method>,
     pub(crate) max_attempts: u32,
     pub(crate) max_elapsed: Duration,
@@ -61,13 +65,14 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             header: IDEMPOTENCY_KEY,
+            sf_string_keys: false,
             keyed_methods: vec![Method::POST, Method::PATCH],
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             max_elapsed: DEFAULT_MAX_ELAPSED,
             initial_backoff: DEFAULT_INITIAL_BACKOFF,
             max_backoff: DEFAULT_MAX_BACKOFF,
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
-            not_recorded_types: vec![IDEM_HTTP_NOT_RECORDED.to_owned()],
+            not_recorded_types: Vec::new(),
         }
     }
 }
@@ -79,7 +84,7 @@ impl Default for Config {
 ///
 /// let retry = idem_client::IdempotentRetry::builder()
 ///     .max_attempts(8)
-///     .max_elapsed(Duration::from_secs(120))
+///     .max_elapsed(Duration::from_secs(25))
 ///     .not_recorded_problem_type("https://api.example.com/problems/outcome-unknown")
 ///     .build();
 /// # drop(retry);
@@ -94,6 +99,15 @@ impl IdempotentRetryBuilder {
     /// The header that carries the key ([`IDEMPOTENCY_KEY`] by default).
     pub fn header(mut self, header: HeaderName) -> Self {
         self.config.header = header;
+        self
+    }
+
+    /// Whether a minted key is sent as a Structured Field string (`"8e03978e-..."`, quotes
+    /// included), as the IETF draft writes it, rather than bare (`8e03978e-...`), as Stripe's
+    /// clients send it. Bare by default: idem-http and Stripe read both; a server that parses
+    /// the header strictly as the draft says needs the quotes.
+    pub fn sf_string_keys(mut self, quoted: bool) -> Self {
+        self.config.sf_string_keys = quoted;
         self
     }
 
@@ -114,7 +128,12 @@ impl IdempotentRetryBuilder {
 
     /// No retry starts later than this after the first attempt ([`DEFAULT_MAX_ELAPSED`]): a
     /// wait that would end past it is not begun, and the last answer is returned. An attempt
-    /// in flight is never cut short; bound each one with reqwest's own timeouts.
+    /// in flight is never cut short; bound each one with reqwest's own timeouts
+    /// (`reqwest::Client::new()` has none).
+    ///
+    /// Keep it under the server's lease (30 s on idem by default). A request that ran but
+    /// whose answer was not recorded holds its key until the lease passes, and is answered
+    /// 409 meanwhile; a retry after that may run it again.
     pub fn max_elapsed(mut self, max_elapsed: Duration) -> Self {
         self.config.max_elapsed = max_elapsed;
         self
@@ -138,7 +157,7 @@ impl IdempotentRetryBuilder {
 
     /// Another `application/problem+json` type that says "handled, but the answer was not
     /// recorded": a 5xx of that type is returned to the caller, not retried. idem-http's
-    /// ([`IDEM_HTTP_NOT_RECORDED`]) is always there.
+    /// ([`IDEM_HTTP_NOT_RECORDED`], in every version) is always known.
     pub fn not_recorded_problem_type(mut self, problem_type: impl Into<String>) -> Self {
         self.config.not_recorded_types.push(problem_type.into());
         self

@@ -17,8 +17,8 @@ pub struct SendError {
     key: IdempotencyKey,
     attempts: u32,
     last: reqwest_middleware::Error,
-    /// Whether the last error may have lost an answer (a failed connection or a timeout).
-    answer_lost: bool,
+    /// Whether an attempt may have reached the server.
+    reached: bool,
 }
 
 impl SendError {
@@ -26,13 +26,13 @@ impl SendError {
         key: IdempotencyKey,
         attempts: u32,
         last: reqwest_middleware::Error,
-        answer_lost: bool,
+        reached: bool,
     ) -> Self {
         SendError {
             key,
             attempts,
             last,
-            answer_lost,
+            reached,
         }
     }
 
@@ -66,6 +66,13 @@ impl SendError {
         self.attempts
     }
 
+    /// Whether the operation may have taken effect: some attempt may have reached the server
+    /// (its answer was lost, or it timed out). False when no attempt ever connected, or the
+    /// request could not be built: then nothing was sent.
+    pub fn may_have_been_processed(&self) -> bool {
+        self.reached
+    }
+
     /// The last attempt's error.
     pub fn last_error(&self) -> &reqwest_middleware::Error {
         &self.last
@@ -83,18 +90,20 @@ impl fmt::Display for SendError {
             1 => "1 attempt".to_owned(),
             n => format!("{n} attempts"),
         };
-        if self.answer_lost {
+        let key = &self.key;
+        if self.reached {
             write!(
                 f,
-                "no answer to the request with Idempotency-Key `{}` after {attempts}; it may \
-                 have been processed: resend it later with the same key, or check its effect",
-                self.key
+                "no answer to the request with Idempotency-Key `{key}` after {attempts}; it may \
+                 have been processed: resend it later with the same key, or check its effect \
+                 ({})",
+                self.last
             )
         } else {
             write!(
                 f,
-                "the request with Idempotency-Key `{}` failed after {attempts}",
-                self.key
+                "the request with Idempotency-Key `{key}` was not sent after {attempts}: {}",
+                self.last
             )
         }
     }

@@ -3,10 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use http::HeaderValue;
+use http::{HeaderName, HeaderValue};
 
 /// The header a server sets on an answer it replayed from its record (idem-http, Stripe).
-pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
 /// The `Idempotency-Key` a send used, minted or the caller's own: every response the
 /// middleware returns carries it as an extension ([`key_of`]), and so does a
@@ -46,7 +46,8 @@ impl fmt::Debug for IdempotencyKey {
 
 /// The `Idempotency-Key` the request behind `response` was sent with, when it went through
 /// [`IdempotentRetry`](crate::IdempotentRetry) with a key: the key to quote when you check
-/// the operation's effect, or to resend it later.
+/// the operation's effect, or to resend it later. Take it before reading the body: a body
+/// that fails halfway (a timeout, say) is not retried, and its answer is lost.
 pub fn key_of(response: &reqwest::Response) -> Option<&str> {
     response
         .extensions()

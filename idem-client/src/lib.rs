@@ -31,31 +31,38 @@
 //!   `send()`s are two operations, with two keys: to repeat an operation later (after a crash,
 //!   from a queue), set its key yourself.
 //! - **Retries** of a keyed request, with the same key, until [`max_attempts`] (5) or
-//!   [`max_elapsed`] (30 s) runs out:
+//!   [`max_elapsed`] (20 s) runs out:
 //!
 //!   | outcome | retried | wait |
 //!   |---|---|---|
-//!   | connection failed, reset or closed before the answer; timeout | yes: the answer may be lost, which is what the key is for | backoff |
-//!   | 409 (in progress) | yes, to get the first attempt's answer | `Retry-After`, at most [`max_retry_after`] (10 s); else backoff |
+//!   | any transport error: no connection, or the connection reset, closed or timed out before the answer | yes: the answer may be lost, which is what the key is for | backoff |
+//!   | 409 (taken as "in progress", as the IETF draft and Stripe mean it) | yes, to get the first attempt's answer; not idem-http's `KEY_REUSED` (its `mismatch_status(409)`) | `Retry-After`, at most [`max_retry_after`] (10 s); else backoff |
 //!   | 429, 502, 503, 504 | yes | `Retry-After`, at most 10 s; else backoff |
 //!   | 500 | yes: a server that lets go of the key on a failure expects the retry | `Retry-After`, else backoff |
-//!   | 500 (any 5xx) whose [problem type](https://www.rfc-editor.org/rfc/rfc9457) says "handled, not recorded" (idem-http's, and [those you name](IdempotentRetryBuilder::not_recorded_problem_type)) | **no**: it may have taken effect; check before resending | |
+//!   | 500, 502, 503, 504 whose [problem type](https://www.rfc-editor.org/rfc/rfc9457) says "handled, not recorded" (idem-http's, and [those you name](IdempotentRetryBuilder::not_recorded_problem_type)), or whose `application/problem+json` document cannot be read (over 64 KiB, cut short, not JSON) | **no**: it may have taken effect; check before resending | |
 //!   | 400, 422, every other 4xx (408 included), 501, 505, other 5xx | no | |
 //!   | 1xx, 2xx, 3xx | no | |
 //!   | a request body that is a stream (it cannot be sent twice) | **no**: sent once, with its key | |
 //!
 //!   Backoff is exponential from 200 ms to 5 s, each wait drawn between half and all of its
 //!   step. A wait that would end after [`max_elapsed`] is not begun: the last outcome is
-//!   returned. An attempt in flight is never cut short: bound it with reqwest's timeouts.
+//!   returned. An attempt in flight is never cut short: bound it with reqwest's timeouts
+//!   (`reqwest::Client::new()` has none). Keep [`max_elapsed`] under the server's lease (see
+//!   there).
 //! - **What you get**: the final response, as reqwest gives it, with its key ([`key_of`]) and
 //!   whether it was replayed ([`was_replayed`]); or, when no attempt got an answer, an
-//!   error holding a [`SendError`] with the key, the attempt count and the last error.
+//!   error holding a [`SendError`] with the key, the attempt count, whether the operation
+//!   [may have taken effect](SendError::may_have_been_processed) and the last error. Take the
+//!   key before reading the body: a body that fails halfway is not retried.
 //! - **Tracing**: an event (target `idem_client`) per retry, with the key, attempt, reason and
 //!   wait, and one when it gives up.
 //!
-//! Put it after middlewares that must run once per `send()` and before those that must run on
-//! every attempt (request signing, say). Don't stack a generic retry middleware under it: a
-//! retry of a POST without its key is exactly what this crate is here to prevent.
+//! **Order in the chain.** `ClientBuilder::with` adds middlewares from the outside in: the
+//! first added runs first, once per `send()`. Add this one before the middlewares that must
+//! run on every attempt (request signing, say), and after those that run once per `send()`. A
+//! generic retry middleware is best left out: inside this one it would retry what this one
+//! refuses to (a "not recorded" 500, say); outside it, it would resend the request, which this
+//! one keys again with the key it minted for the `send()`.
 //!
 //! # The contract, both sides
 //!
@@ -83,8 +90,12 @@
 //! | 5xx | not specified | stored and replayed once the endpoint began | releases the key, except "not recorded" |
 //! | expiry | published by the resource | 24 h | 24 h by default |
 //!
-//! This client sends bare keys, which every one of them accepts. Stripe's own SDKs mint keys
-//! and retry the way this middleware does; their `Stripe-Should-Retry` header is not read.
+//! This client sends bare keys, which idem-http and Stripe read; a server that parses the
+//! header strictly as the draft does needs
+//! [`sf_string_keys(true)`](IdempotentRetryBuilder::sf_string_keys). Stripe's own SDKs mint
+//! keys and retry much as this middleware does, and also obey Stripe's `Stripe-Should-Retry`
+//! header, which this middleware does not read. Stripe stores a 500 once the endpoint began,
+//! so a retry of one there gets the same 500 back: harmless, and bounded by the attempts.
 //!
 //! [`max_attempts`]: IdempotentRetryBuilder::max_attempts
 //! [`max_elapsed`]: IdempotentRetryBuilder::max_elapsed

@@ -9,8 +9,9 @@ use reqwest_middleware::{Middleware, Next};
 use crate::config::{Config, IdempotentRetry};
 use crate::error::SendError;
 use crate::key::IdempotencyKey;
-use crate::verdict::{self, Reason, Verdict};
-use crate::{problem, wait};
+use crate::problem::{self, Problem};
+use crate::verdict::{self, Verdict};
+use crate::wait;
 
 const TARGET: &str = "idem_client";
 
@@ -23,38 +24,40 @@ impl Middleware for IdempotentRetry {
         next: Next<'_>,
     ) -> reqwest_middleware::Result<Response> {
         let config = &*self.config;
-        let Some(key) = key_for(&mut request, config) else {
+        let Some(key) = key_for(&mut request, extensions, config) else {
             return next.run(request, extensions).await;
         };
         let started = Instant::now();
         let mut attempt = 1;
+        let mut reached = false;
         loop {
             let spare = request.try_clone();
             let outcome = next.clone().run(request, extensions).await;
+            reached |= may_have_reached(&outcome);
             let (outcome, verdict) = judge(outcome, config).await;
             let Verdict::Retry {
                 reason,
                 retry_after,
             } = verdict
             else {
-                return finish(outcome, key, attempt, false);
+                return finish(outcome, key, attempt, reached);
             };
-            let lost = reason == Reason::NoAnswer;
             let Some(spare) = spare else {
                 tracing::warn!(target: TARGET, %key, %reason,
                     "the request's body is a stream that cannot be sent again: not retried");
-                return finish(outcome, key, attempt, lost);
+                return finish(outcome, key, attempt, reached);
             };
             if attempt >= config.max_attempts {
                 tracing::warn!(target: TARGET, %key, attempts = attempt, %reason,
                     "giving up: no attempts left");
-                return finish(outcome, key, attempt, lost);
+                return finish(outcome, key, attempt, reached);
             }
             let wait = wait::before_next(attempt, retry_after, config);
-            if started.elapsed() + wait > config.max_elapsed {
+            let next_start = started.elapsed().checked_add(wait);
+            if next_start.is_none_or(|start| start > config.max_elapsed) {
                 tracing::warn!(target: TARGET, %key, attempts = attempt, %reason,
                     wait_ms = millis(wait), "giving up: the next attempt would start too late");
-                return finish(outcome, key, attempt, lost);
+                return finish(outcome, key, attempt, reached);
             }
             tracing::info!(target: TARGET, %key, attempt, %reason, wait_ms = millis(wait),
                 "retrying with the same key");
@@ -66,22 +69,49 @@ impl Middleware for IdempotentRetry {
     }
 }
 
-/// The key of `request`: the caller's, or a fresh one set in its header when its method is
-/// keyed; none for a request that is left alone.
-fn key_for(request: &mut Request, config: &Config) -> Option<IdempotencyKey> {
+/// The key of `request`: the caller's, or one set in its header when its method is keyed;
+/// none for a request that is left alone. The key minted for a `send()` is kept in its
+/// extensions, so that a retry middleware outside this one, which sends the request as it was
+/// before its key, sends it with the same key.
+fn key_for(
+    request: &mut Request,
+    extensions: &mut Extensions,
+    config: &Config,
+) -> Option<IdempotencyKey> {
     if let Some(value) = request.headers().get(&config.header) {
         return Some(IdempotencyKey::from_header(value));
     }
     if !config.keyed_methods.contains(request.method()) {
         return None;
     }
-    let key = IdempotencyKey::mint();
-    let value = http::HeaderValue::from_str(key.as_str()).expect("a UUID is a valid header");
+    let key = extensions
+        .get::<IdempotencyKey>()
+        .cloned()
+        .unwrap_or_else(IdempotencyKey::mint);
+    extensions.insert(key.clone());
+    let value = if config.sf_string_keys {
+        format!("\"{key}\"")
+    } else {
+        key.to_string()
+    };
+    let value = http::HeaderValue::from_str(&value).expect("a UUID is a valid header");
     request.headers_mut().insert(config.header.clone(), value);
     Some(key)
 }
 
 type Outcome = reqwest_middleware::Result<Response>;
+
+/// Whether the request may have reached the server, and so taken effect: unless the
+/// connection was never made or the request never built. Another middleware's error says
+/// nothing, so it counts as a maybe.
+fn may_have_reached(outcome: &Outcome) -> bool {
+    match outcome {
+        Ok(_) | Err(reqwest_middleware::Error::Middleware(_)) => true,
+        Err(reqwest_middleware::Error::Reqwest(error)) => {
+            !(error.is_connect() || error.is_builder())
+        }
+    }
+}
 
 async fn judge(outcome: Outcome, config: &Config) -> (Outcome, Verdict) {
     match outcome {
@@ -90,35 +120,28 @@ async fn judge(outcome: Outcome, config: &Config) -> (Outcome, Verdict) {
             (Err(error), verdict)
         }
         Ok(response) => {
-            let (response, problem_type) = if verdict::may_be_not_recorded(response.status()) {
-                problem::problem_type(response).await
+            let (response, problem) = if verdict::reads_problem(response.status()) {
+                problem::read(response).await
             } else {
-                (response, None)
+                (response, Problem::None)
             };
-            let verdict = verdict::on_response(
-                response.status(),
-                response.headers(),
-                problem_type.as_deref(),
-                config,
-            );
+            let verdict =
+                verdict::on_response(response.status(), response.headers(), &problem, config);
             (Ok(response), verdict)
         }
     }
 }
 
 /// The outcome as the caller gets it: the response with its key, or the error inside a
-/// [`SendError`] that names it.
-fn finish(outcome: Outcome, key: IdempotencyKey, attempts: u32, answer_lost: bool) -> Outcome {
+/// [`SendError`] that names it and says whether an attempt may have `reached` the server.
+fn finish(outcome: Outcome, key: IdempotencyKey, attempts: u32, reached: bool) -> Outcome {
     match outcome {
         Ok(mut response) => {
             response.extensions_mut().insert(key);
             Ok(response)
         }
         Err(error) => Err(reqwest_middleware::Error::middleware(SendError::new(
-            key,
-            attempts,
-            error,
-            answer_lost,
+            key, attempts, error, reached,
         ))),
     }
 }

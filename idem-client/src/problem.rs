@@ -15,12 +15,23 @@ struct Typed {
     kind: Option<String>,
 }
 
-/// The problem type of `response`, when it is an `application/problem+json` document of at most
-/// 64 KiB, and the response with its body whole: the bytes read are put back in front of the
-/// rest, and a failure to read them reaches the caller when it reads the body.
-pub(crate) async fn problem_type(mut response: Response) -> (Response, Option<String>) {
+/// What a response says of itself as an RFC 9457 problem.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Problem {
+    /// Not an `application/problem+json` response.
+    None,
+    /// A problem document, with its `type` when it has one.
+    Read(Option<String>),
+    /// A problem whose document could not be read: over 64 KiB, cut short, or not JSON.
+    Unreadable,
+}
+
+/// What `response` says of itself as a problem, and the response with its body whole: the
+/// bytes read are put back in front of the rest, and a failure to read them reaches the
+/// caller when it reads the body (whose `content_length()` is then unknown).
+pub(crate) async fn read(mut response: Response) -> (Response, Problem) {
     if !is_problem(&response) {
-        return (response, None);
+        return (response, Problem::None);
     }
     let url = response.url().clone();
     let mut head = http::Response::builder()
@@ -55,20 +66,21 @@ pub(crate) async fn problem_type(mut response: Response) -> (Response, Option<St
         }
     }
 
-    let kind = if ended {
+    let problem = if ended {
         let whole: Vec<u8> = read
             .iter()
             .flat_map(|chunk| chunk.iter().copied())
             .collect();
-        serde_json::from_slice::<Typed>(&whole)
-            .ok()
-            .and_then(|typed| typed.kind)
+        match serde_json::from_slice::<Typed>(&whole) {
+            Ok(typed) => Problem::Read(typed.kind),
+            Err(_) => Problem::Unreadable,
+        }
     } else {
-        None
+        Problem::Unreadable
     };
     let body = put_back(read, failure, (!ended).then_some(response));
     let rebuilt = head.body(body).expect("the parts of a valid response");
-    (Response::from(rebuilt), kind)
+    (Response::from(rebuilt), problem)
 }
 
 fn is_problem(response: &Response) -> bool {

@@ -7,6 +7,7 @@ use http::header::RETRY_AFTER;
 use http::{HeaderMap, StatusCode};
 
 use crate::config::Config;
+use crate::problem::Problem;
 
 /// What to do after an attempt.
 #[derive(Debug, PartialEq, Eq)]
@@ -23,7 +24,10 @@ pub(crate) enum Verdict {
 /// Why an attempt is retried, as the tracing events say it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reason {
-    /// No answer: the connection failed or timed out, and the answer may have been lost.
+    /// No connection could be made: the request was not sent.
+    NotConnected,
+    /// The connection failed or timed out after the request may have left: the answer may be
+    /// lost.
     NoAnswer,
     /// 409: the server is still processing the key.
     InProgress,
@@ -38,6 +42,7 @@ pub(crate) enum Reason {
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Reason::NotConnected => f.write_str("no connection"),
             Reason::NoAnswer => f.write_str("no answer"),
             Reason::InProgress => f.write_str("409: in progress"),
             Reason::RateLimited => f.write_str("429: rate limited"),
@@ -53,23 +58,31 @@ pub(crate) fn on_error(error: &reqwest_middleware::Error) -> Verdict {
         // Another middleware's own failure: not ours to repeat.
         return Verdict::Final;
     };
-    let lost = error.is_connect() || error.is_timeout() || error.is_request();
-    if lost && !error.is_builder() {
-        Verdict::Retry {
-            reason: Reason::NoAnswer,
-            retry_after: None,
-        }
+    let reason = if error.is_connect() {
+        Reason::NotConnected
+    } else if error.is_timeout() || error.is_request() {
+        Reason::NoAnswer
     } else {
-        Verdict::Final
+        return Verdict::Final;
+    };
+    Verdict::Retry {
+        reason,
+        retry_after: None,
     }
 }
 
-/// The verdict on a response with `status` and `headers`, whose `application/problem+json`
-/// type (when it has one and it was read) is `problem_type`.
+/// Whether the problem document of a response with `status` is read before judging it: only
+/// for the statuses that would be retried, and that a problem type can make final.
+pub(crate) fn reads_problem(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 409 | 500 | 502..=504)
+}
+
+/// The verdict on a response with `status` and `headers`, which says `problem` of itself
+/// when [`reads_problem`] had it read.
 pub(crate) fn on_response(
     status: StatusCode,
     headers: &HeaderMap,
-    problem_type: Option<&str>,
+    problem: &Problem,
     config: &Config,
 ) -> Verdict {
     let reason = match status.as_u16() {
@@ -79,7 +92,17 @@ pub(crate) fn on_response(
         500 => Reason::ServerError,
         _ => return Verdict::Final,
     };
-    if problem_type.is_some_and(|kind| is_not_recorded(kind, config)) {
+    let final_problem = match (reason, problem) {
+        // Another request holds the key (idem-http's `mismatch_status(409)`): waiting won't
+        // change that.
+        (Reason::InProgress, Problem::Read(Some(kind))) => is_idem_http(kind, "KEY_REUSED"),
+        (Reason::InProgress, _) => false,
+        // A failure that may have taken effect is never retried, nor one that may say so.
+        (_, Problem::Read(Some(kind))) => is_not_recorded(kind, config),
+        (_, Problem::Unreadable) => true,
+        (_, Problem::Read(None) | Problem::None) => false,
+    };
+    if final_problem {
         return Verdict::Final;
     }
     Verdict::Retry {
@@ -88,16 +111,22 @@ pub(crate) fn on_response(
     }
 }
 
-/// Whether a response with `status` may carry a "not recorded" problem type worth reading.
-pub(crate) fn may_be_not_recorded(status: StatusCode) -> bool {
-    status.is_server_error()
+fn is_not_recorded(problem_type: &str, config: &Config) -> bool {
+    is_idem_http(problem_type, "NOT_RECORDED")
+        || config
+            .not_recorded_types
+            .iter()
+            .any(|known| known == problem_type)
 }
 
-fn is_not_recorded(problem_type: &str, config: &Config) -> bool {
-    config
-        .not_recorded_types
-        .iter()
-        .any(|known| known == problem_type)
+/// Whether `problem_type` is idem-http's problem `name`, in any of its versions.
+fn is_idem_http(problem_type: &str, name: &str) -> bool {
+    problem_type
+        .strip_prefix("https://docs.rs/idem-http/")
+        .and_then(|rest| rest.split_once('/'))
+        .and_then(|(_version, rest)| rest.strip_prefix("idem_http/problem/constant."))
+        .and_then(|rest| rest.strip_suffix(".html"))
+        == Some(name)
 }
 
 /// The wait a `Retry-After` header asks for: delay-seconds, or an HTTP-date (a date already
@@ -126,7 +155,11 @@ mod tests {
 
     fn verdict(status: u16, retry_after: Option<&'static str>, kind: Option<&str>) -> Verdict {
         let status = StatusCode::from_u16(status).unwrap();
-        on_response(status, &headers(retry_after), kind, &Config::default())
+        let problem = match kind {
+            Some(kind) => Problem::Read(Some(kind.to_owned())),
+            None => Problem::None,
+        };
+        on_response(status, &headers(retry_after), &problem, &Config::default())
     }
 
     fn retried(reason: Reason, retry_after: Option<u64>) -> Verdict {
@@ -178,10 +211,42 @@ mod tests {
         let own = on_response(
             StatusCode::SERVICE_UNAVAILABLE,
             &HeaderMap::new(),
-            Some("https://example.com/unknown-outcome"),
+            &Problem::Read(Some("https://example.com/unknown-outcome".to_owned())),
             &config.config,
         );
         assert_eq!(own, Verdict::Final);
+    }
+
+    #[test]
+    fn idem_http_problems_are_known_in_every_version() {
+        let later = "https://docs.rs/idem-http/0.7/idem_http/problem/constant.NOT_RECORDED.html";
+        assert_eq!(verdict(500, None, Some(later)), Verdict::Final);
+        let lookalike = "https://docs.rs/idem-http/0.7/idem_http/problem/constant.NOT_RECORDED.htm";
+        assert_ne!(verdict(500, None, Some(lookalike)), Verdict::Final);
+        let reused = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.KEY_REUSED.html";
+        assert_eq!(verdict(409, None, Some(reused)), Verdict::Final);
+        let in_progress =
+            "https://docs.rs/idem-http/0.1/idem_http/problem/constant.IN_PROGRESS.html";
+        assert_eq!(
+            verdict(409, Some("1"), Some(in_progress)),
+            retried(Reason::InProgress, Some(1))
+        );
+    }
+
+    #[test]
+    fn an_unreadable_problem_is_final_unless_in_progress() {
+        let judged = |status| {
+            let status = StatusCode::from_u16(status).unwrap();
+            on_response(
+                status,
+                &HeaderMap::new(),
+                &Problem::Unreadable,
+                &Config::default(),
+            )
+        };
+        assert_eq!(judged(500), Verdict::Final);
+        assert_eq!(judged(503), Verdict::Final);
+        assert_eq!(judged(409), retried(Reason::InProgress, None));
     }
 
     #[test]

@@ -31,7 +31,7 @@ fn payment(body: &str) -> String {
 #[tokio::test]
 async fn a_lost_answer_is_replayed_and_the_handler_runs_once() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
+    let proxy = Proxy::start(&shop).await;
     proxy.plan([Fault::LoseAnswer]);
 
     let response = pay(&client(quick().build()), &proxy, ORDER).await.unwrap();
@@ -47,8 +47,8 @@ async fn a_lost_answer_is_replayed_and_the_handler_runs_once() {
 #[tokio::test]
 async fn a_connection_cut_after_the_request_ends_in_the_replay() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
-    proxy.plan([Fault::CutAfterRequest]);
+    let proxy = Proxy::start(&shop).await;
+    proxy.plan([Fault::CutOnceRunning]);
 
     let response = pay(&client(quick().build()), &proxy, ORDER).await.unwrap();
 
@@ -67,9 +67,9 @@ async fn a_connection_cut_after_the_request_ends_in_the_replay() {
 #[tokio::test]
 async fn a_request_in_progress_is_waited_out_to_the_replay() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
+    let proxy = Proxy::start(&shop).await;
     shop.hold();
-    proxy.plan([Fault::CutAfterRequest]);
+    proxy.plan([Fault::CutOnceRunning]);
 
     let client = client(quick().build());
     let url = proxy.url.clone();
@@ -116,7 +116,7 @@ async fn a_request_in_progress_is_waited_out_to_the_replay() {
 #[tokio::test]
 async fn a_key_reused_with_another_body_gets_422_after_one_request() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
+    let proxy = Proxy::start(&shop).await;
     let client = client(quick().build());
     let send = |body: &'static str| {
         client
@@ -139,7 +139,7 @@ async fn a_key_reused_with_another_body_gets_422_after_one_request() {
 #[tokio::test]
 async fn the_callers_own_key_is_sent_as_it_is_on_every_attempt() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
+    let proxy = Proxy::start(&shop).await;
     proxy.plan([Fault::LoseAnswer]);
 
     let response = client(quick().build())
@@ -159,7 +159,7 @@ async fn the_callers_own_key_is_sent_as_it_is_on_every_attempt() {
 #[tokio::test]
 async fn two_sends_of_one_body_are_two_operations_with_two_keys() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
+    let proxy = Proxy::start(&shop).await;
     let client = client(quick().build());
 
     let first = pay(&client, &proxy, ORDER).await.unwrap();
@@ -176,7 +176,7 @@ async fn two_sends_of_one_body_are_two_operations_with_two_keys() {
 #[tokio::test]
 async fn a_get_carries_no_key_and_is_sent_once() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
+    let proxy = Proxy::start(&shop).await;
     let client = client(quick().build());
 
     let listed = client
@@ -201,7 +201,7 @@ async fn a_get_carries_no_key_and_is_sent_once() {
 #[tokio::test]
 async fn answers_lost_every_time_end_in_an_error_that_names_the_key() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
+    let proxy = Proxy::start(&shop).await;
     proxy.plan([Fault::LoseAnswer; 3]);
 
     let error = pay(&client(quick().max_attempts(3).build()), &proxy, ORDER)
@@ -238,7 +238,7 @@ async fn answers_lost_every_time_end_in_an_error_that_names_the_key() {
 #[tokio::test]
 async fn a_streamed_body_is_sent_once_with_its_key() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
+    let proxy = Proxy::start(&shop).await;
     proxy.plan([Fault::LoseAnswer]);
     let chunks: Vec<Result<&'static str, std::io::Error>> =
         vec![Ok(r#"{"order":"#), Ok(r#""o_42"}"#)];
@@ -260,7 +260,7 @@ async fn a_streamed_body_is_sent_once_with_its_key() {
 #[tokio::test]
 async fn a_response_not_recorded_is_returned_with_its_key_and_not_retried() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
+    let proxy = Proxy::start(&shop).await;
     shop.faults()
         .completion_fails
         .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -278,7 +278,7 @@ async fn a_response_not_recorded_is_returned_with_its_key_and_not_retried() {
 #[tokio::test]
 async fn a_store_outage_is_retried_to_the_first_run() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(shop.addr).await;
+    let proxy = Proxy::start(&shop).await;
     shop.faults()
         .reservations_refused
         .store(2, std::sync::atomic::Ordering::SeqCst);

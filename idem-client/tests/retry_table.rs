@@ -156,7 +156,7 @@ async fn one_attempt_keeps_the_key_and_retries_nothing() {
 }
 
 #[tokio::test]
-async fn a_problem_too_long_to_read_for_its_type_reaches_the_caller_whole() {
+async fn a_problem_too_long_to_read_is_not_retried_and_reaches_the_caller_whole() {
     let detail = "x".repeat(200 * 1024);
     let document = serde_json::json!({ "type": "https://example.com/oops", "detail": detail });
     let shop = Shop::open().await;
@@ -164,8 +164,42 @@ async fn a_problem_too_long_to_read_for_its_type_reaches_the_caller_whole() {
         .header("content-type", "application/problem+json")
         .body(document.to_string())]);
 
-    let response = send(&shop, quick().max_attempts(1).build()).await;
+    let response = send(&shop, quick().build()).await;
 
     assert_eq!(response.status(), 500);
     assert_eq!(response.text().await.unwrap(), document.to_string());
+    assert_eq!(answered(&shop), vec![500], "it might say 'not recorded'");
+}
+
+#[tokio::test]
+async fn a_409_that_says_the_key_was_reused_is_not_waited_for() {
+    let shop = Shop::open().await;
+    shop.script([Scripted::status(409).problem(idem_http::problem::KEY_REUSED)]);
+
+    let response = send(&shop, quick().build()).await;
+
+    assert_eq!(response.status(), 409);
+    assert_eq!(answered(&shop), vec![409]);
+}
+
+#[tokio::test]
+async fn a_long_retry_after_is_cut_to_max_retry_after() {
+    let shop = Shop::open().await;
+    shop.script([Scripted::status(503).header("retry-after", "3600")]);
+
+    let retry = backoff_never().max_retry_after(Duration::ZERO).build();
+    let response = send(&shop, retry).await;
+
+    assert_eq!(response.status(), 200);
+    assert_eq!(answered(&shop), vec![503, 200]);
+}
+
+#[tokio::test]
+async fn keys_can_be_sent_as_sf_strings() {
+    let shop = Shop::open().await;
+
+    let response = send(&shop, quick().sf_string_keys(true).build()).await;
+
+    let key = key_of(&response).unwrap().to_owned();
+    assert_eq!(shop.keys(), vec![Some(format!("\"{key}\""))]);
 }

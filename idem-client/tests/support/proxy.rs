@@ -1,11 +1,14 @@
 //! A TCP proxy that loses answers on purpose, one connection at a time.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::time::timeout;
+
+use super::server::Shop;
+use super::HANG;
 
 /// What the proxy does to one connection.
 #[derive(Clone, Copy, Debug)]
@@ -13,12 +16,12 @@ pub enum Fault {
     /// Forwards the request, reads the start of the server's answer, and closes the client's
     /// connection without passing it on.
     LoseAnswer,
-    /// Forwards the request and closes the client's connection at once; the server's answer,
-    /// when it comes, is read and dropped.
-    CutAfterRequest,
+    /// Forwards the request, waits for the payments handler to start on it, and closes the
+    /// client's connection; the server's answer, when it comes, is read and dropped.
+    CutOnceRunning,
 }
 
-/// A proxy on a free loopback port in front of `upstream`.
+/// A proxy on a free loopback port in front of a [`Shop`].
 pub struct Proxy {
     pub url: String,
     plan: Mutex<VecDeque<Fault>>,
@@ -27,18 +30,19 @@ pub struct Proxy {
 impl Proxy {
     /// Starts a proxy that passes every connection through until [`plan`](Proxy::plan) says
     /// otherwise.
-    pub async fn start(upstream: SocketAddr) -> Arc<Proxy> {
+    pub async fn start(shop: &Arc<Shop>) -> Arc<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let proxy = Arc::new(Proxy {
             url: format!("http://{}", listener.local_addr().unwrap()),
             plan: Mutex::new(VecDeque::new()),
         });
         let serving = proxy.clone();
+        let shop = shop.clone();
         tokio::spawn(async move {
             loop {
                 let (client, _) = listener.accept().await.unwrap();
                 let fault = serving.plan.lock().unwrap().pop_front();
-                tokio::spawn(relay(client, upstream, fault));
+                tokio::spawn(relay(client, shop.clone(), fault));
             }
         });
         proxy
@@ -50,8 +54,8 @@ impl Proxy {
     }
 }
 
-async fn relay(mut client: TcpStream, upstream: SocketAddr, fault: Option<Fault>) {
-    let mut server = TcpStream::connect(upstream).await.unwrap();
+async fn relay(mut client: TcpStream, shop: Arc<Shop>, fault: Option<Fault>) {
+    let mut server = TcpStream::connect(shop.addr).await.unwrap();
     let Some(fault) = fault else {
         let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
         return;
@@ -59,10 +63,14 @@ async fn relay(mut client: TcpStream, upstream: SocketAddr, fault: Option<Fault>
     let Some(request) = read_request(&mut client).await else {
         return;
     };
+    let runs = shop.runs();
     server.write_all(&request).await.unwrap();
     let mut answer = [0; 1024];
-    if let Fault::LoseAnswer = fault {
-        let _ = server.read(&mut answer).await;
+    match fault {
+        Fault::LoseAnswer => {
+            let _ = server.read(&mut answer).await;
+        }
+        Fault::CutOnceRunning => timeout(HANG, shop.ran(runs + 1)).await.unwrap(),
     }
     drop(client);
     // The server's connection stays open until it has said all it had to say.

@@ -37,6 +37,8 @@ pub struct Shop {
     /// Every request answered, in order.
     seen: Mutex<Vec<Seen>>,
     answered: Notify,
+    /// Told each time the payments handler starts.
+    started: Notify,
     /// While set, the payments handler waits for a permit of `gate`.
     held: std::sync::atomic::AtomicBool,
     gate: Semaphore,
@@ -123,6 +125,7 @@ impl Shop {
             runs: AtomicUsize::new(0),
             seen: Mutex::new(Vec::new()),
             answered: Notify::new(),
+            started: Notify::new(),
             held: Default::default(),
             gate: Semaphore::new(0),
             script: Mutex::new(VecDeque::new()),
@@ -172,6 +175,17 @@ impl Shop {
         }
     }
 
+    /// Returns once the payments handler has started `runs` times in all.
+    pub async fn ran(&self, runs: usize) {
+        loop {
+            let notified = self.started.notified();
+            if self.runs() >= runs {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// Makes the payments handler wait until [`release`](Shop::release).
     pub fn hold(&self) {
         self.held.store(true, Ordering::SeqCst);
@@ -211,6 +225,7 @@ async fn record(State(shop): State<Arc<Shop>>, request: Request, next: Next) -> 
 
 async fn pay(State(shop): State<Arc<Shop>>, body: String) -> impl IntoResponse {
     let run = shop.runs.fetch_add(1, Ordering::SeqCst) + 1;
+    shop.started.notify_waiters();
     if shop.held.load(Ordering::SeqCst) {
         shop.gate.acquire().await.unwrap().forget();
     }

@@ -1,0 +1,102 @@
+//! Failures below HTTP: a timeout, a server that is not there, and a retry middleware stacked
+//! outside this one.
+
+mod support;
+
+use std::time::Duration;
+
+use http::Extensions;
+use idem_client::{key_of, was_replayed, SendError};
+use reqwest_middleware::{ClientBuilder, Middleware, Next};
+use support::proxy::{Fault, Proxy};
+use support::server::Shop;
+use support::{quick, HANG};
+
+#[tokio::test]
+async fn a_timed_out_attempt_is_retried_with_its_key_to_the_replay() {
+    let shop = Shop::open().await;
+    shop.hold();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let client = ClientBuilder::new(http).with(quick().build()).build();
+    let url = shop.url("/payments");
+    let send = tokio::spawn(async move { client.post(url).body("{}").send().await });
+
+    tokio::time::timeout(HANG, shop.answered(409))
+        .await
+        .unwrap();
+    shop.release();
+    let response = send.await.unwrap().unwrap();
+
+    assert_eq!(response.status(), 201);
+    assert!(was_replayed(&response));
+    assert_eq!(shop.runs(), 1);
+    let key = key_of(&response).map(str::to_owned);
+    assert!(shop.keys().iter().all(|seen| *seen == key));
+}
+
+#[tokio::test]
+async fn a_server_never_reached_is_reported_as_not_processed() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/payments", closed.local_addr().unwrap());
+    drop(closed);
+
+    let client = support::client(quick().max_attempts(3).build());
+    let error = client.post(url).body("{}").send().await.unwrap_err();
+
+    let failed = SendError::of(&error).expect("a keyed send's error");
+    assert_eq!(failed.attempts(), 3);
+    assert!(!failed.may_have_been_processed());
+    assert!(failed.last_error().is_connect());
+    assert!(error.to_string().contains("was not sent"), "{error}");
+}
+
+/// Sends the request once more, as it was given, when the first try fails: what a generic
+/// retry middleware does.
+struct RetryOnceOutside;
+
+#[async_trait::async_trait]
+impl Middleware for RetryOnceOutside {
+    async fn handle(
+        &self,
+        request: reqwest::Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        let again = request.try_clone().unwrap();
+        match next.clone().run(request, extensions).await {
+            Err(_) => next.run(again, extensions).await,
+            answered => answered,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_retry_middleware_outside_resends_with_the_same_key() {
+    let shop = Shop::open().await;
+    let proxy = Proxy::start(&shop).await;
+    proxy.plan([Fault::LoseAnswer]);
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let client = ClientBuilder::new(http)
+        .with(RetryOnceOutside)
+        .with(quick().max_attempts(1).build())
+        .build();
+
+    let response = client
+        .post(format!("{}/payments", proxy.url))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+
+    assert!(was_replayed(&response));
+    assert_eq!(shop.runs(), 1);
+    let key = key_of(&response).map(str::to_owned);
+    assert_eq!(shop.keys(), vec![key.clone(), key]);
+}
