@@ -22,18 +22,38 @@ use idem_stores::memory::MemoryStore;
 use reqwest_middleware::{ClientBuilder, Middleware, Next};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 
 /// The payment provider: counts charges; slow to answer while `slow` is set.
 #[derive(Default)]
 struct CardNetwork {
+    /// Charges begun.
+    started: AtomicUsize,
+    /// Told each time a charge begins.
+    begun: Notify,
     charges: AtomicUsize,
     slow: std::sync::atomic::AtomicBool,
+}
+
+impl CardNetwork {
+    /// Returns once `count` charges have begun.
+    async fn begun(&self, count: usize) {
+        loop {
+            let told = self.begun.notified();
+            if self.started.load(Ordering::SeqCst) >= count {
+                return;
+            }
+            told.await;
+        }
+    }
 }
 
 async fn create_payment(
     State(network): State<Arc<CardNetwork>>,
     body: String,
 ) -> (StatusCode, String) {
+    network.started.fetch_add(1, Ordering::SeqCst);
+    network.begun.notify_waiters();
     if network.slow.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(800)).await;
     }
@@ -49,37 +69,66 @@ async fn create_payment(
 enum Fault {
     /// The server's answer is read and dropped; the client's connection is closed.
     LoseAnswer,
-    /// The client's connection is closed as soon as its request is forwarded.
-    CutAfterRequest,
+    /// The client's connection is closed once the charge it asked for has begun.
+    CutOnceCharging,
 }
 
 /// A TCP proxy on a free loopback port in front of `upstream`, faulty as `plan` says.
-async fn lossy_proxy(upstream: SocketAddr, plan: Arc<Mutex<VecDeque<Fault>>>) -> String {
+async fn lossy_proxy(
+    upstream: SocketAddr,
+    network: Arc<CardNetwork>,
+    plan: Arc<Mutex<VecDeque<Fault>>>,
+) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("a free port");
     let url = format!("http://{}", listener.local_addr().expect("bound"));
     tokio::spawn(async move {
         loop {
             let (mut client, _) = listener.accept().await.expect("a connection");
             let fault = plan.lock().expect("not poisoned").pop_front();
+            let network = network.clone();
             tokio::spawn(async move {
                 let mut server = TcpStream::connect(upstream).await.expect("the server");
                 let Some(fault) = fault else {
                     let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
                     return;
                 };
-                // The example's requests are small: one read takes the whole of one.
-                let mut buffer = vec![0; 64 * 1024];
-                let read = client.read(&mut buffer).await.expect("a request");
-                server.write_all(&buffer[..read]).await.expect("forwarded");
-                if let Fault::LoseAnswer = fault {
-                    let _ = server.read(&mut buffer).await;
+                let begun = network.started.load(Ordering::SeqCst);
+                let request = read_request(&mut client).await;
+                server.write_all(&request).await.expect("forwarded");
+                let mut answer = vec![0; 4096];
+                match fault {
+                    Fault::LoseAnswer => {
+                        let _ = server.read(&mut answer).await;
+                    }
+                    Fault::CutOnceCharging => network.begun(begun + 1).await,
                 }
                 drop(client);
-                while matches!(server.read(&mut buffer).await, Ok(n) if n > 0) {}
+                while matches!(server.read(&mut answer).await, Ok(n) if n > 0) {}
             });
         }
     });
     url
+}
+
+/// One request, whole: its head, then the body its `Content-Length` announces.
+async fn read_request(client: &mut TcpStream) -> Vec<u8> {
+    let mut request = Vec::new();
+    let mut buffer = [0; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length: usize = text[..end]
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .map_or(0, |value| value.trim().parse().expect("a length"));
+            if request.len() >= end + 4 + length {
+                return request;
+            }
+        }
+        let read = client.read(&mut buffer).await.expect("a request");
+        assert!(read > 0, "the client closed before its request was whole");
+        request.extend_from_slice(&buffer[..read]);
+    }
 }
 
 /// Prints every attempt the retry middleware makes: it sits after it in the chain.
@@ -134,7 +183,7 @@ async fn main() {
     let server = listener.local_addr().expect("bound");
     tokio::spawn(async move { axum::serve(listener, app).await.expect("the server runs") });
     let plan = Arc::new(Mutex::new(VecDeque::new()));
-    let proxy = lossy_proxy(server, plan.clone()).await;
+    let proxy = lossy_proxy(server, network.clone(), plan.clone()).await;
     println!("server on http://{server}, a lossy proxy in front of it on {proxy}\n");
 
     // A new connection per attempt, so that each fault of the plan hits one attempt.
@@ -178,7 +227,7 @@ async fn main() {
     network.slow.store(true, Ordering::SeqCst);
     plan.lock()
         .expect("not poisoned")
-        .push_back(Fault::CutAfterRequest);
+        .push_back(Fault::CutOnceCharging);
     let paid = send(r#"{"order":"o_43","amount":990,"currency":"eur"}"#)
         .await
         .expect("an answer");

@@ -105,7 +105,9 @@ impl IdempotentRetryBuilder {
     /// Whether a minted key is sent as a Structured Field string (`"8e03978e-..."`, quotes
     /// included), as the IETF draft writes it, rather than bare (`8e03978e-...`), as Stripe's
     /// clients send it. Bare by default: idem-http and Stripe read both; a server that parses
-    /// the header strictly as the draft says needs the quotes.
+    /// the header strictly as the draft says needs the quotes. A key you set is sent as you set
+    /// it: quote it yourself for such a server ([`key_of`](crate::key_of) and
+    /// [`SendError::key`](crate::SendError::key) give keys without their quotes).
     pub fn sf_string_keys(mut self, quoted: bool) -> Self {
         self.config.sf_string_keys = quoted;
         self

@@ -94,15 +94,15 @@ impl fmt::Display for SendError {
         if self.reached {
             write!(
                 f,
-                "no answer to the request with Idempotency-Key `{key}` after {attempts}; it may \
+                "the request with idempotency key `{key}` got no answer after {attempts}; it may \
                  have been processed: resend it later with the same key, or check its effect \
-                 ({})",
+                 (last error: {})",
                 self.last
             )
         } else {
             write!(
                 f,
-                "the request with Idempotency-Key `{key}` was not sent after {attempts}: {}",
+                "the request with idempotency key `{key}` was not sent after {attempts}: {}",
                 self.last
             )
         }

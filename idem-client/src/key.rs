@@ -21,12 +21,18 @@ impl IdempotencyKey {
         IdempotencyKey(uuid::Uuid::new_v4().to_string().into())
     }
 
-    /// The key the caller set, as the header carries it.
+    /// The key the caller set: the header's value, without the quotes of an sf-string.
     pub(crate) fn from_header(value: &HeaderValue) -> Self {
-        IdempotencyKey(String::from_utf8_lossy(value.as_bytes()).into())
+        let text = String::from_utf8_lossy(value.as_bytes());
+        let text = text.trim();
+        let unquoted = text
+            .strip_prefix('"')
+            .and_then(|rest| rest.strip_suffix('"'))
+            .filter(|inner| !inner.contains(['"', '\\']));
+        IdempotencyKey(unquoted.unwrap_or(text).into())
     }
 
-    /// The key, as sent in the header.
+    /// The key, without the quotes it has in the header when sent as an sf-string.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -93,5 +99,20 @@ mod tests {
         assert!(!was_replayed(&reqwest::Response::from(
             http::Response::new("")
         )));
+    }
+
+    #[test]
+    fn a_callers_key_is_read_without_sf_string_quotes() {
+        let read = |value: &'static str| {
+            IdempotencyKey::from_header(&HeaderValue::from_static(value)).to_string()
+        };
+        assert_eq!(read("order-42"), "order-42");
+        assert_eq!(read("\"order-42\""), "order-42");
+        assert_eq!(
+            read("\"a\\\"b\""),
+            "\"a\\\"b\"",
+            "escapes are left as they are"
+        );
+        assert_eq!(read("\"order-42\";p=1"), "\"order-42\";p=1");
     }
 }

@@ -35,7 +35,8 @@
 //!
 //!   | outcome | retried | wait |
 //!   |---|---|---|
-//!   | any transport error: no connection, or the connection reset, closed or timed out before the answer | yes: the answer may be lost, which is what the key is for | backoff |
+//!   | no connection (`is_connect`), a timeout (`is_timeout`), or the connection reset or closed before the answer (`is_request`) | yes: the answer may be lost, which is what the key is for | backoff |
+//!   | any other error: a request that cannot be built, a redirect loop, another middleware's error | no | |
 //!   | 409 (taken as "in progress", as the IETF draft and Stripe mean it) | yes, to get the first attempt's answer; not idem-http's `KEY_REUSED` (its `mismatch_status(409)`) | `Retry-After`, at most [`max_retry_after`] (10 s); else backoff |
 //!   | 429, 502, 503, 504 | yes | `Retry-After`, at most 10 s; else backoff |
 //!   | 500 | yes: a server that lets go of the key on a failure expects the retry | `Retry-After`, else backoff |
@@ -54,6 +55,11 @@
 //!   error holding a [`SendError`] with the key, the attempt count, whether the operation
 //!   [may have taken effect](SendError::may_have_been_processed) and the last error. Take the
 //!   key before reading the body: a body that fails halfway is not retried.
+//!
+//!   A keyed send's error is always a `reqwest_middleware::Error::Middleware` holding the
+//!   [`SendError`], so its own `is_timeout()`, `is_connect()` and `url()` say nothing: ask
+//!   [`SendError::of(&error)`](SendError::of) and its
+//!   [`last_error()`](SendError::last_error).
 //! - **Tracing**: an event (target `idem_client`) per retry, with the key, attempt, reason and
 //!   wait, and one when it gives up.
 //!
@@ -62,7 +68,8 @@
 //! run on every attempt (request signing, say), and after those that run once per `send()`. A
 //! generic retry middleware is best left out: inside this one it would retry what this one
 //! refuses to (a "not recorded" 500, say); outside it, it would resend the request, which this
-//! one keys again with the key it minted for the `send()`.
+//! one keys again with the key it minted for the `send()`. The same goes for the retry
+//! policies of reqwest's own `ClientBuilder`: they run inside every middleware.
 //!
 //! # The contract, both sides
 //!

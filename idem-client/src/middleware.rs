@@ -70,9 +70,7 @@ impl Middleware for IdempotentRetry {
 }
 
 /// The key of `request`: the caller's, or one set in its header when its method is keyed;
-/// none for a request that is left alone. The key minted for a `send()` is kept in its
-/// extensions, so that a retry middleware outside this one, which sends the request as it was
-/// before its key, sends it with the same key.
+/// none for a request that is left alone.
 fn key_for(
     request: &mut Request,
     extensions: &mut Extensions,
@@ -84,11 +82,7 @@ fn key_for(
     if !config.keyed_methods.contains(request.method()) {
         return None;
     }
-    let key = extensions
-        .get::<IdempotencyKey>()
-        .cloned()
-        .unwrap_or_else(IdempotencyKey::mint);
-    extensions.insert(key.clone());
+    let key = Minted::reuse_or_mint(request, extensions);
     let value = if config.sf_string_keys {
         format!("\"{key}\"")
     } else {
@@ -97,6 +91,46 @@ fn key_for(
     let value = http::HeaderValue::from_str(&value).expect("a UUID is a valid header");
     request.headers_mut().insert(config.header.clone(), value);
     Some(key)
+}
+
+/// The key minted for a `send()`, kept in its extensions with what it was minted for: a retry
+/// middleware outside this one resends the request as it was, without its key, and gets the
+/// same key; another request through the same extensions gets a key of its own.
+#[derive(Clone)]
+struct Minted {
+    key: IdempotencyKey,
+    request: u64,
+}
+
+impl Minted {
+    fn reuse_or_mint(request: &Request, extensions: &mut Extensions) -> IdempotencyKey {
+        let digest = Self::digest(request);
+        if let Some(minted) = extensions.get::<Minted>() {
+            if minted.request == digest {
+                return minted.key.clone();
+            }
+        }
+        let key = IdempotencyKey::mint();
+        extensions.insert(Minted {
+            key: key.clone(),
+            request: digest,
+        });
+        key
+    }
+
+    /// The method, URL and body (when it is in memory) of `request`.
+    fn digest(request: &Request) -> u64 {
+        use std::hash::{Hash, Hasher};
+
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        request.method().hash(&mut hasher);
+        request.url().as_str().hash(&mut hasher);
+        request
+            .body()
+            .and_then(reqwest::Body::as_bytes)
+            .hash(&mut hasher);
+        hasher.finish()
+    }
 }
 
 type Outcome = reqwest_middleware::Result<Response>;

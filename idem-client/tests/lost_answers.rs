@@ -210,6 +210,7 @@ async fn answers_lost_every_time_end_in_an_error_that_names_the_key() {
 
     let failed = SendError::of(&error).expect("a keyed send's error");
     assert_eq!(failed.attempts(), 3);
+    assert!(failed.may_have_been_processed());
     assert!(
         failed.last_error().is_request(),
         "{:?}",
@@ -253,6 +254,7 @@ async fn a_streamed_body_is_sent_once_with_its_key() {
 
     let failed = SendError::of(&error).expect("a keyed send's error");
     assert_eq!(failed.attempts(), 1);
+    assert!(failed.may_have_been_processed());
     assert_eq!(shop.keys(), vec![Some(failed.key().to_owned())]);
     assert_eq!(shop.runs(), 1);
 }
@@ -298,4 +300,33 @@ fn the_not_recorded_type_is_idem_https() {
         idem_client::IDEM_HTTP_NOT_RECORDED,
         idem_http::problem::NOT_RECORDED
     );
+}
+
+#[tokio::test]
+async fn each_retry_is_told_with_its_key_attempt_reason_and_wait() {
+    let shop = Shop::open().await;
+    let proxy = Proxy::start(&shop).await;
+    proxy.plan([Fault::LoseAnswer]);
+    let events = support::events::Events::default();
+    let _default = tracing::subscriber::set_default(events.clone());
+
+    let response = pay(&client(quick().build()), &proxy, ORDER).await.unwrap();
+
+    let key = key_of(&response).unwrap();
+    let retries: Vec<String> = events
+        .all()
+        .into_iter()
+        .filter(|event| event.contains("retrying with the same key"))
+        .collect();
+    assert_eq!(retries.len(), 1, "{retries:?}");
+    let retry = &retries[0];
+    assert!(retry.starts_with("INFO idem_client: "), "{retry}");
+    for field in [
+        format!("key={key}"),
+        "attempt=1".to_owned(),
+        "reason=no answer".to_owned(),
+    ] {
+        assert!(retry.contains(&field), "{field} in {retry}");
+    }
+    assert!(retry.contains(" wait_ms="), "{retry}");
 }

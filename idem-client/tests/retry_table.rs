@@ -203,3 +203,17 @@ async fn keys_can_be_sent_as_sf_strings() {
     let key = key_of(&response).unwrap().to_owned();
     assert_eq!(shop.keys(), vec![Some(format!("\"{key}\""))]);
 }
+
+#[tokio::test]
+async fn a_problem_that_is_not_json_is_not_retried() {
+    let shop = Shop::open().await;
+    shop.script([Scripted::status(503)
+        .header("content-type", "application/problem+json")
+        .body("upstream said no".to_owned())]);
+
+    let response = send(&shop, quick().build()).await;
+
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.text().await.unwrap(), "upstream said no");
+    assert_eq!(answered(&shop), vec![503]);
+}

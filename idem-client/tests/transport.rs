@@ -18,7 +18,7 @@ async fn a_timed_out_attempt_is_retried_with_its_key_to_the_replay() {
     shop.hold();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
-        .timeout(Duration::from_millis(300))
+        .timeout(Duration::from_secs(1))
         .build()
         .unwrap();
     let client = ClientBuilder::new(http).with(quick().build()).build();
@@ -99,4 +99,46 @@ async fn a_retry_middleware_outside_resends_with_the_same_key() {
     assert_eq!(shop.runs(), 1);
     let key = key_of(&response).map(str::to_owned);
     assert_eq!(shop.keys(), vec![key.clone(), key]);
+}
+
+/// Sends a request of its own through the rest of the chain, with the same extensions, before
+/// the caller's: a token fetch, say.
+struct AnotherPostFirst;
+
+#[async_trait::async_trait]
+impl Middleware for AnotherPostFirst {
+    async fn handle(
+        &self,
+        request: reqwest::Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        let mut own = request.try_clone().unwrap();
+        *own.body_mut() = Some(reqwest::Body::from("{\"token\":true}"));
+        next.clone().run(own, extensions).await?;
+        next.run(request, extensions).await
+    }
+}
+
+#[tokio::test]
+async fn another_request_through_the_same_extensions_gets_a_key_of_its_own() {
+    let shop = Shop::open().await;
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(AnotherPostFirst)
+        .with(quick().build())
+        .build();
+
+    let response = client
+        .post(shop.url("/payments"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+
+    assert_eq!(response.status(), 201);
+    assert!(!was_replayed(&response));
+    assert_eq!(shop.runs(), 2);
+    let keys = shop.keys();
+    assert_ne!(keys[0], keys[1]);
+    assert_eq!(keys[1].as_deref(), key_of(&response));
 }

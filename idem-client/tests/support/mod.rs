@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses part of it
 
+pub mod events;
 pub mod proxy;
 pub mod server;
 
