@@ -35,11 +35,17 @@ pub(crate) fn of_request(
     Ok(fp.finish())
 }
 
-/// The query's `name=value` pairs in sorted order, so that `?a=1&b=2` and `?b=2&a=1` match.
+/// The query's `name=value` pairs sorted by name, so that `?a=1&b=2` and `?b=2&a=1` match.
+/// Pairs of one name keep their order: applications read `?to=alice&to=mallory` as a list,
+/// and a list in another order is another request.
 fn sorted_query(query: &str) -> Vec<&str> {
     let mut pairs: Vec<&str> = query.split('&').filter(|pair| !pair.is_empty()).collect();
-    pairs.sort_unstable();
+    pairs.sort_by(|a, b| query_name(a).cmp(query_name(b)));
     pairs
+}
+
+fn query_name(pair: &str) -> &str {
+    pair.split_once('=').map_or(pair, |(name, _)| name)
 }
 
 /// The body read as JSON when it says it is, so that key order, whitespace and the spelling
@@ -111,5 +117,26 @@ mod tests {
         assert_ne!(base, print("PATCH", "/p?a=1&b=2", None, "x"));
         assert_ne!(base, print("POST", "/q?a=1&b=2", None, "x"));
         assert_ne!(base, print("POST", "/p?a=1&b=3", None, "x"));
+    }
+
+    #[test]
+    fn values_of_one_name_keep_their_order() {
+        let base = print("POST", "/p?to=alice&cc=bob&to=mallory", None, "x");
+        assert_eq!(
+            base,
+            print("POST", "/p?to=alice&to=mallory&cc=bob", None, "x")
+        );
+        assert_eq!(
+            base,
+            print("POST", "/p?cc=bob&to=alice&to=mallory", None, "x")
+        );
+        assert_ne!(
+            base,
+            print("POST", "/p?to=mallory&to=alice&cc=bob", None, "x")
+        );
+        assert_ne!(
+            print("POST", "/p?flag&flag=1", None, "x"),
+            print("POST", "/p?flag=1&flag", None, "x")
+        );
     }
 }

@@ -40,8 +40,9 @@
 //!   ([`scope_from_extension`](IdempotencyLayerBuilder::scope_from_extension)), so that a
 //!   refreshed token keeps its records; with tenants or cookie sessions, set
 //!   [`scope`](IdempotencyLayerBuilder::scope). See [Scopes](#scopes).
-//! - **Fingerprint.** Method, path, query (pairs sorted) and body: an `application/json` (or
-//!   `+json`) body by its value, so key order, whitespace and escapes don't matter, and
+//! - **Fingerprint.** Method, path, query (pairs sorted by name; the values of one name in
+//!   their order) and body: an `application/json` (or `+json`) body by its value, so key
+//!   order, whitespace and escapes don't matter, and
 //!   numbers count by their exact decimal value (`1`, `1.0` and `10e-1` match;
 //!   `12345678901234567890123` and `...124` never do); any other body by its bytes; plus the
 //!   [headers you list](IdempotencyLayerBuilder::fingerprint_headers). A body over 1 MiB gets

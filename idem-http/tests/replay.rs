@@ -236,3 +236,18 @@ async fn json_numbers_equal_in_value_match_however_spelled() {
     }
     assert_eq!(payments.runs(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_names_may_move_but_the_values_of_one_name_keep_their_order() {
+    let payments = Arc::new(Payments::default());
+    let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
+    let pay = |query: &str| send(server.post(&format!("/payments?{query}"), Some("pay-1"), "{}"));
+
+    let first = pay("to=alice&memo=rent&to=mallory").await;
+    assert_eq!(first.status, 201);
+    assert!(pay("memo=rent&to=alice&to=mallory").await.replayed());
+
+    let reordered = pay("to=mallory&to=alice&memo=rent").await;
+    reordered.assert_problem(422, problem::KEY_REUSED, Some("pay-1"));
+    assert_eq!(payments.runs(), 1);
+}
