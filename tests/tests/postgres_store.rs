@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use idem_core::{
     Claim, Completed, Fingerprint, InProgress, Key, Outcome, OwnerToken, Reservation, Store,
-    Timestamp, LEASE_GRACE,
+    StoreError, Timestamp, LEASE_GRACE,
 };
 use idem_stores::postgres::PostgresStore;
 use idem_tests::postgres::TestPg;
@@ -197,7 +197,56 @@ async fn migrating_a_migrated_table_waits_for_no_one() {
     writer.rollback().await.unwrap();
 }
 
+/// PostgreSQL cuts names to 63 bytes: two tables named alike up to there would be one table,
+/// and the index of a table of 63 bytes, cut, would be named as the table itself, so that
+/// `CREATE INDEX IF NOT EXISTS` skipped it.
+async fn names_over_63_bytes_are_refused_and_long_tables_get_an_index_each() {
+    let Some(target) = TestPg::start().await else {
+        return;
+    };
+    let store = |table: &str| {
+        PostgresStore::builder(target.pool.clone())
+            .table(table)
+            .build()
+    };
+    let base = "t".repeat(63);
+    let too_long = store(&format!("{base}_service_a"));
+    let refused = too_long.migrate().await.unwrap_err();
+    assert!(matches!(refused, StoreError::Rejected(_)), "{refused:?}");
+    assert!(refused.to_string().contains("63 bytes"), "{refused}");
+    let now = Timestamp::from_millis(1_800_000_000_000);
+    let record = InProgress::new(OwnerToken::generate(), Fingerprint::empty(), now);
+    let call = too_long
+        .reserve(&key("o-1"), &Claim::new(record, now))
+        .await;
+    assert!(matches!(call, Err(StoreError::Rejected(_))), "{call:?}");
+    assert!(
+        !target
+            .holds(&format!("SELECT to_regclass('\"{base}\"') IS NOT NULL"))
+            .await,
+        "nothing was created under the cut name"
+    );
+
+    let long = |service: &str| format!("{}_{service}", "t".repeat(59));
+    for service in ["one", "two"] {
+        let store = store(&long(service));
+        store.migrate().await.unwrap();
+        reserve(&store, "o-1", now + Duration::from_secs(30), now).await;
+    }
+    let indexes = format!(
+        "SELECT (SELECT count(*) FROM pg_indexes WHERE tablename IN ('{}', '{}') \
+         AND indexdef LIKE '%live_until_ms%') = 2",
+        long("one"),
+        long("two")
+    );
+    assert!(
+        target.holds(&indexes).await,
+        "each 63-byte table has its index"
+    );
+}
+
 idem_tests::backend_tests! {
+    async names_over_63_bytes_are_refused_and_long_tables_get_an_index_each,
     async purge_deletes_expired_and_abandoned_rows_in_batches,
     async any_table_and_schema_name_is_quoted,
     async processes_migrating_at_once_all_succeed,

@@ -41,14 +41,18 @@ impl PostgresStoreBuilder {
         }
     }
 
-    /// Keeps the records in `table` (default [`DEFAULT_TABLE`]). Any name works: it is quoted
-    /// in every statement.
+    /// Keeps the records in `table` (default [`DEFAULT_TABLE`]). Any name of 1 to 63 bytes
+    /// ([`MAX_NAME_BYTES`](super::MAX_NAME_BYTES)) works: it is quoted in every statement. A
+    /// longer one is refused, since PostgreSQL would cut it and two names could then share one
+    /// table: every call (and [`migrate`](PostgresStore::migrate)) fails with
+    /// [`StoreError::Rejected`](idem_core::StoreError::Rejected), which says so.
     pub fn table(mut self, table: impl Into<String>) -> Self {
         self.table = table.into();
         self
     }
 
-    /// Looks the table up in `schema` (default [`DEFAULT_SCHEMA`]), which must exist.
+    /// Looks the table up in `schema` (default [`DEFAULT_SCHEMA`]), which must exist. Its name
+    /// is held to the same 63 bytes as the table's.
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
         self

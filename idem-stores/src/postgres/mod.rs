@@ -38,6 +38,11 @@
 //!     ON "public"."idem_records" (live_until_ms);
 //! ```
 //!
+//! Schema and table names are at most 63 bytes ([`MAX_NAME_BYTES`]), PostgreSQL's limit. The
+//! index is `{table}_live_until_idx`, or, when that would pass 63 bytes, the table's first
+//! bytes, `_`, a 16-digit hexadecimal digest of its whole name (64-bit FNV-1a) and
+//! `_live_until_idx`, so that PostgreSQL never cuts it to the name of another relation.
+//!
 //! A table created before the step columns existed needs them added; `migrate` does it (only
 //! when they are missing, since `ALTER TABLE` locks the table), teams that own their
 //! migrations run:
@@ -240,6 +245,7 @@
 
 mod builder;
 mod error;
+mod names;
 mod row;
 mod sql;
 mod steps;
@@ -248,5 +254,6 @@ mod transaction;
 
 pub use builder::{PostgresStoreBuilder, DEFAULT_SCHEMA, DEFAULT_TABLE};
 pub use error::RequestFailed;
+pub use names::MAX_NAME_BYTES;
 pub use store::PostgresStore;
 pub use transaction::OutsideIdempotentCall;

@@ -51,7 +51,7 @@ impl Statements {
     /// The statements on `table` in `schema`.
     pub(crate) fn new(schema: &str, table: &str) -> Self {
         let t = format!("{}.{}", quote_identifier(schema), quote_identifier(table));
-        let index = quote_identifier(&format!("{table}_live_until_idx"));
+        let index = quote_identifier(&super::names::index_name(table));
         Statements {
             index: format!("{}.{index}", quote_identifier(schema)),
             catalog: "SELECT to_regclass($1) IS NOT NULL, \

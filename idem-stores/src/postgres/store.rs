@@ -14,8 +14,8 @@ use sqlx::PgPool;
 use super::error::RequestFailed;
 use super::row::{self, Decoded};
 use super::sql::{quote_identifier, Statements};
-use super::steps;
 use super::PostgresStoreBuilder;
+use super::{names, steps};
 
 /// A [`Store`] in a PostgreSQL table: one row per key, each operation one statement.
 ///
@@ -39,6 +39,8 @@ pub struct PostgresStore {
     prefix: Arc<str>,
     pub(crate) statements: Arc<Statements>,
     round_trips: Arc<AtomicU64>,
+    /// Why the schema or table name cannot be used, when it cannot: every call is refused.
+    pub(crate) refusal: Option<Arc<str>>,
 }
 
 impl PostgresStore {
@@ -59,6 +61,7 @@ impl PostgresStore {
             prefix: prefix.into(),
             statements: Arc::new(Statements::new(schema, table)),
             round_trips: Arc::new(AtomicU64::new(0)),
+            refusal: names::refusal(schema, table).map(Into::into),
         }
     }
 
@@ -110,6 +113,7 @@ impl PostgresStore {
 
     /// What the catalog holds of the table, read without locking it.
     async fn catalog(&self, executor: impl sqlx::PgExecutor<'_>) -> Result<Catalog, StoreError> {
+        self.usable()?;
         self.count_round_trip();
         let row = sqlx::query(&self.statements.catalog)
             .bind(&*self.table)
@@ -170,6 +174,14 @@ impl PostgresStore {
         self.round_trips.load(Ordering::Relaxed)
     }
 
+    /// Refuses every statement when the schema or table name cannot be used.
+    pub(crate) fn usable(&self) -> Result<(), StoreError> {
+        match &self.refusal {
+            Some(refusal) => Err(StoreError::rejected(refusal.to_string())),
+            None => Ok(()),
+        }
+    }
+
     pub(crate) fn count_round_trip(&self) {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
     }
@@ -191,6 +203,7 @@ impl PostgresStore {
         operation: &'static str,
         query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
     ) -> Result<PgQueryResult, StoreError> {
+        self.usable()?;
         self.count_round_trip();
         query
             .execute(&self.pool)
@@ -203,6 +216,7 @@ impl PostgresStore {
         operation: &'static str,
         query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
     ) -> Result<Option<PgRow>, StoreError> {
+        self.usable()?;
         self.count_round_trip();
         query
             .fetch_optional(&self.pool)

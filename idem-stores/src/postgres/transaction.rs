@@ -68,6 +68,12 @@ impl PostgresStore {
             });
         };
         let key = context.key();
+        if let Some(refusal) = &self.refusal {
+            return Err(Error::Rejected {
+                key: key.as_str().to_owned(),
+                source: refusal.to_string().into(),
+            });
+        }
         let body = serde_json::to_vec(value).map_err(|error| Error::Codec(error.into()))?;
         let expires_at = Timestamp::from_system_time(SystemTime::now()) + ttl;
         let query = sqlx::query(&self.statements.complete_in_transaction)
