@@ -51,6 +51,12 @@
 //!   409, 425, 429, 499) and validation answers (400, 415, 422): see [`stored_by_default`].
 //!   Any other response releases the key, so the client can retry it (or correct it and
 //!   resend it with the same key).
+//! - **Replays are checked again.** A record is data from the store, which others may write:
+//!   a replay carries only the headers on the allow-list, never those that frame the message
+//!   (`content-length`, `transfer-encoding`, `connection`, `upgrade` and the like: its length
+//!   is the server's own), and only a status of 200 to 599 and a body within
+//!   [`max_response_body`](IdempotencyLayerBuilder::max_response_body). Any other record is
+//!   refused with a 500 ([`problem::FAILED`]), never replayed and never run again.
 //! - **Streamed.** A response whose length is not known up front (server-sent events, a
 //!   proxied or compressed body) reaches the client frame by frame as the handler produces
 //!   it, while the layer keeps a copy; its end (and trailers) are sent once the copy is
@@ -192,6 +198,7 @@ mod grpc;
 mod key_header;
 mod layer;
 pub mod problem;
+mod replay_limits;
 mod scope;
 mod service;
 mod stored;

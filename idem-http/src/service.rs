@@ -21,6 +21,7 @@ use crate::config::{Config, KEY_NAME};
 use crate::forward::{self, Ending, Tail};
 use crate::key_header::{self, KeyHeader};
 use crate::problem::Problem;
+use crate::replay_limits::ReplayLimits;
 use crate::stored::{NotKept, StoredResponse};
 use crate::{encoding, fingerprint, grpc, IDEMPOTENT_REPLAYED, TARGET};
 
@@ -199,7 +200,7 @@ where
         return Ok(response);
     }
     match run.await {
-        Ok(Ok(executed)) => Ok(answer_stored(executed, &key, &asked)),
+        Ok(Ok(executed)) => Ok(answer_stored(executed, &key, &asked, &config)),
         Ok(Err(Unstored::PassedOn(response))) => Ok(response),
         Ok(Err(Unstored::Inner(error))) => Err(error),
         Ok(Err(Unstored::Engine(error))) => {
@@ -399,7 +400,12 @@ async fn stream<E>(
 
 /// The answer from a stored response: the handler's own the first time, else the replay (or
 /// the problem saying why there is none).
-fn answer_stored(executed: Executed<StoredResponse>, key: &str, asked: &Asked) -> Response<Body> {
+fn answer_stored(
+    executed: Executed<StoredResponse>,
+    key: &str,
+    asked: &Asked,
+    config: &Config,
+) -> Response<Body> {
     let mut stored = executed.value;
     if !executed.replayed {
         if let Some(fresh) = stored.take_fresh() {
@@ -425,7 +431,11 @@ fn answer_stored(executed: Executed<StoredResponse>, key: &str, asked: &Asked) -
     if let Some(coding) = refused {
         return asked.render(answer::encoding_not_accepted(key, coding));
     }
-    match stored.into_replay() {
+    let limits = ReplayLimits {
+        headers: &config.replay_headers,
+        max_body: config.max_response_body,
+    };
+    match stored.into_replay(&limits) {
         Ok(response) => response,
         Err(reason) => {
             tracing::error!(target: TARGET, key, reason, "the stored response cannot be replayed");

@@ -9,6 +9,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use crate::body::{self, Body};
+use crate::replay_limits::{is_framing, ReplayLimits};
 
 /// The header a replayed answer carries.
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
@@ -159,29 +160,57 @@ impl StoredResponse {
             .map(|(_, value)| value.trim())
     }
 
-    /// The replay: the stored status, headers, body and trailers, marked as replayed.
-    pub(crate) fn into_replay(self) -> Result<Response<Body>, String> {
+    /// The replay: the stored status, headers, body and trailers, marked as replayed, within
+    /// `limits`. Headers off the allow-list and framing headers are left out; a status no
+    /// response is stored with, or a body over the limit, refuses the record.
+    pub(crate) fn into_replay(self, limits: &ReplayLimits<'_>) -> Result<Response<Body>, String> {
+        let status = limits.status(self.status)?;
         let body = match self.body {
-            StoredBody::Text(text) => Bytes::from(text),
-            StoredBody::Base64(encoded) => BASE64
-                .decode(encoded)
-                .map(Bytes::from)
-                .map_err(|e| format!("stored body is not base64: {e}"))?,
+            StoredBody::Text(text) => {
+                limits.body_len(text.len())?;
+                Bytes::from(text)
+            }
+            StoredBody::Base64(encoded) => {
+                limits.body_len(base64_decoded_len(&encoded))?;
+                BASE64
+                    .decode(encoded)
+                    .map(Bytes::from)
+                    .map_err(|e| format!("stored body is not base64: {e}"))?
+            }
             StoredBody::NotKept(_) => return Err("the stored response has no body".to_owned()),
         };
-        let body = if self.trailers.is_empty() {
+        let trailers: Vec<_> = self
+            .trailers
+            .into_iter()
+            .filter(|(name, _)| !is_framing(name))
+            .collect();
+        let body = if trailers.is_empty() {
             body::full(body)
         } else {
-            body::with_trailers(body, header_map(self.trailers)?)
+            body::with_trailers(body, header_map(trailers)?)
         };
         let mut response = Response::new(body);
-        *response.status_mut() = StatusCode::from_u16(self.status)
-            .map_err(|_| format!("stored status {} is not a status", self.status))?;
-        let headers = response.headers_mut();
-        *headers = header_map(self.headers)?;
-        headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+        *response.status_mut() = status;
+        let headers = self
+            .headers
+            .into_iter()
+            .filter(|(name, _)| limits.header_replayed(name))
+            .collect();
+        let headers_out = response.headers_mut();
+        *headers_out = header_map(headers)?;
+        headers_out.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
         Ok(response)
     }
+}
+
+/// The length of what `encoded` decodes to, without decoding it.
+fn base64_decoded_len(encoded: &str) -> usize {
+    let padding = encoded
+        .bytes()
+        .rev()
+        .take_while(|byte| *byte == b'=')
+        .count();
+    (encoded.len() / 4 * 3).saturating_sub(padding.min(2))
 }
 
 /// Whether `text`, escaped for the JSON record, would take more room than in base64: control
@@ -198,11 +227,12 @@ fn costly_to_escape(text: &str) -> bool {
     escaped > text.len().div_ceil(3) * 4
 }
 
-/// The headers among `names`. Values that are not visible ASCII are left out rather than
+/// The headers among `names`, framing ones aside. Values that are not visible ASCII are left out rather than
 /// mangled.
 fn allowed(headers: &HeaderMap, names: &[HeaderName]) -> Vec<(String, String)> {
     names
         .iter()
+        .filter(|name| !is_framing(name.as_str()))
         .flat_map(|name| {
             headers.get_all(name).iter().filter_map(move |value| {
                 Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
@@ -214,6 +244,7 @@ fn allowed(headers: &HeaderMap, names: &[HeaderName]) -> Vec<(String, String)> {
 fn every_header(headers: &HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
+        .filter(|(name, _)| !is_framing(name.as_str()))
         .filter_map(|(name, value)| {
             Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
         })
@@ -236,6 +267,21 @@ mod tests {
     use http::header::{CONTENT_TYPE, DATE, LOCATION, SET_COOKIE};
     use http_body_util::BodyExt;
 
+    fn default_names() -> Vec<HeaderName> {
+        DEFAULT_REPLAY_HEADERS
+            .iter()
+            .map(|name| HeaderName::from_static(name))
+            .collect()
+    }
+
+    fn replayed(stored: StoredResponse, max_body: usize) -> Result<Response<Body>, String> {
+        let names = default_names();
+        stored.into_replay(&ReplayLimits {
+            headers: &names,
+            max_body,
+        })
+    }
+
     fn handled(body: &'static [u8]) -> StoredResponse {
         let response = Response::builder()
             .status(201)
@@ -245,11 +291,11 @@ mod tests {
             .header(DATE, "Mon, 30 Nov 2026 03:00:00 GMT")
             .body(())
             .unwrap();
-        let names: Vec<HeaderName> = DEFAULT_REPLAY_HEADERS
-            .iter()
-            .map(|name| HeaderName::from_static(name))
-            .collect();
-        StoredResponse::capture(response.into_parts().0, Bytes::from_static(body), &names)
+        StoredResponse::capture(
+            response.into_parts().0,
+            Bytes::from_static(body),
+            &default_names(),
+        )
     }
 
     #[tokio::test]
@@ -257,7 +303,7 @@ mod tests {
         let binary: &[u8] = &[0, 159, 146, 150, 255];
         let json = serde_json::to_vec(&handled(binary)).unwrap();
         let stored: StoredResponse = serde_json::from_slice(&json).unwrap();
-        let replay = stored.into_replay().unwrap();
+        let replay = replayed(stored, 1024).unwrap();
         assert_eq!(replay.status(), 201);
         assert_eq!(replay.headers()[LOCATION], "/payments/1");
         assert_eq!(replay.headers()[IDEMPOTENT_REPLAYED], "true");
@@ -282,8 +328,7 @@ mod tests {
         let stored = StoredResponse::streamed(StatusCode::OK, &head, b"msg", Some(&trailers), &[]);
         let json = serde_json::to_vec(&stored).unwrap();
         let stored: StoredResponse = serde_json::from_slice(&json).unwrap();
-        let collected = stored
-            .into_replay()
+        let collected = replayed(stored, 1024)
             .unwrap()
             .into_body()
             .collect()
@@ -327,6 +372,73 @@ mod tests {
         let json = serde_json::to_vec(&stored).unwrap();
         let stored: StoredResponse = serde_json::from_slice(&json).unwrap();
         assert_eq!(stored.not_kept_reason(), Some((201, NotKept::TooLarge)));
-        assert!(stored.into_replay().is_err());
+        assert!(replayed(stored, 1024).is_err());
+    }
+
+    /// A record as someone with write access to the store could write it.
+    fn crafted(record: serde_json::Value) -> StoredResponse {
+        serde_json::from_value(record).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_crafted_record_replays_no_header_off_the_list_and_no_framing() {
+        let record = crafted(serde_json::json!({
+            "status": 200,
+            "headers": [
+                ["location", "/payments/1"],
+                ["set-cookie", "session=stolen"],
+                ["access-control-allow-origin", "*"],
+                ["content-length", "2"],
+                ["transfer-encoding", "chunked"],
+                ["connection", "close"],
+            ],
+            "body": { "text": "0123456789" },
+            "trailers": [["grpc-status", "0"], ["content-length", "99"]],
+        }));
+        let replay = replayed(record, 1024).unwrap();
+        let names: Vec<&str> = replay.headers().keys().map(HeaderName::as_str).collect();
+        assert_eq!(names, ["location", IDEMPOTENT_REPLAYED]);
+        let collected = replay.into_body().collect().await.unwrap();
+        let trailers = collected.trailers().unwrap().clone();
+        assert_eq!(collected.to_bytes(), "0123456789");
+        assert_eq!(trailers.len(), 1);
+        assert_eq!(trailers["grpc-status"], "0");
+    }
+
+    #[test]
+    fn a_crafted_record_with_a_status_no_response_is_stored_with_is_refused() {
+        for status in [101, 999, 0] {
+            let record = crafted(serde_json::json!({
+                "status": status, "headers": [], "body": { "text": "x" },
+            }));
+            assert!(replayed(record, 1024).is_err(), "{status}");
+        }
+    }
+
+    #[test]
+    fn a_body_over_the_limit_is_refused_before_it_is_decoded() {
+        let body = |body: serde_json::Value| {
+            crafted(serde_json::json!({ "status": 200, "headers": [], "body": body }))
+        };
+        let ten = BASE64.encode(b"0123456789");
+        assert!(replayed(body(serde_json::json!({ "text": "0123456789" })), 10).is_ok());
+        assert!(replayed(body(serde_json::json!({ "base64": ten.clone() })), 10).is_ok());
+        assert!(replayed(body(serde_json::json!({ "text": "0123456789!" })), 10).is_err());
+        assert!(replayed(body(serde_json::json!({ "base64": ten })), 9).is_err());
+    }
+
+    #[test]
+    fn framing_headers_are_never_stored() {
+        let response = Response::builder()
+            .header("content-length", "2")
+            .header(LOCATION, "/payments/1")
+            .body(())
+            .unwrap();
+        let names = [HeaderName::from_static("content-length"), LOCATION];
+        let stored = StoredResponse::capture(response.into_parts().0, Bytes::new(), &names);
+        assert_eq!(
+            stored.headers,
+            [("location".to_owned(), "/payments/1".to_owned())]
+        );
     }
 }

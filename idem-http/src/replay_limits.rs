@@ -1,0 +1,108 @@
+//! What a stored response may put on the wire when it is replayed, checked again on every
+//! replay: a record is data from a store, and a store can be written by others.
+
+use http::{HeaderName, StatusCode};
+
+/// Headers that frame a message or belong to one connection: never stored, never replayed,
+/// whatever the allow-list says. The replay's own length and framing are the server's.
+const FRAMING: [&str; 9] = [
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-authenticate",
+];
+
+/// The limits of a replay: the headers it may carry and the size of its body.
+pub(crate) struct ReplayLimits<'a> {
+    /// The response headers the layer replays.
+    pub(crate) headers: &'a [HeaderName],
+    /// The largest body the layer stores, in bytes.
+    pub(crate) max_body: usize,
+}
+
+impl ReplayLimits<'_> {
+    /// Whether a stored header named `name` is replayed: it is on the allow-list, and it does
+    /// not frame the message.
+    pub(crate) fn header_replayed(&self, name: &str) -> bool {
+        !is_framing(name) && self.headers.iter().any(|allowed| allowed == name)
+    }
+
+    /// The stored status, when a layer could have stored it: a final status, 200 to 599.
+    pub(crate) fn status(&self, stored: u16) -> Result<StatusCode, String> {
+        match StatusCode::from_u16(stored) {
+            Ok(status) if (200..=599).contains(&stored) => Ok(status),
+            _ => Err(format!(
+                "stored status {stored} is not one a response is stored with"
+            )),
+        }
+    }
+
+    /// Refuses a body of `len` bytes (at least) over the limit, before it is decoded.
+    pub(crate) fn body_len(&self, len: usize) -> Result<(), String> {
+        if len > self.max_body {
+            return Err(format!(
+                "the stored body is {len} bytes, over the {} the layer stores",
+                self.max_body
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` frames a message or belongs to one connection.
+pub(crate) fn is_framing(name: &str) -> bool {
+    FRAMING
+        .iter()
+        .any(|framing| name.eq_ignore_ascii_case(framing))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(headers: &[HeaderName]) -> ReplayLimits<'_> {
+        ReplayLimits {
+            headers,
+            max_body: 10,
+        }
+    }
+
+    #[test]
+    fn only_allowed_headers_that_do_not_frame_are_replayed() {
+        let allowed = [
+            HeaderName::from_static("location"),
+            HeaderName::from_static("content-length"),
+        ];
+        let limits = limits(&allowed);
+        assert!(limits.header_replayed("location"));
+        assert!(
+            !limits.header_replayed("content-length"),
+            "framing, though allowed"
+        );
+        assert!(!limits.header_replayed("set-cookie"));
+        assert!(!limits.header_replayed("access-control-allow-origin"));
+    }
+
+    #[test]
+    fn only_final_statuses_are_replayed() {
+        let limits = limits(&[]);
+        for status in [200, 201, 404, 500, 599] {
+            assert!(limits.status(status).is_ok(), "{status}");
+        }
+        for status in [0, 100, 101, 199, 600, 999, 1000] {
+            assert!(limits.status(status).is_err(), "{status}");
+        }
+    }
+
+    #[test]
+    fn bodies_over_the_limit_are_refused() {
+        let limits = limits(&[]);
+        assert!(limits.body_len(10).is_ok());
+        assert!(limits.body_len(11).unwrap_err().contains("11 bytes"));
+    }
+}
