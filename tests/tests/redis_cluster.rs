@@ -299,7 +299,55 @@ async fn after_a_failover_only_the_promoted_shard_fails_closed() {
     );
 }
 
+/// Braces in a key part are client input: Redis Cluster must hash the whole key rather than
+/// the part between them, or `{hot}1`, `{hot}2`... from every principal would share one slot.
+/// A hash tag in the store's prefix still chooses, as the application asked.
+async fn braces_in_a_key_part_never_choose_the_slot() {
+    let Some(target) = RedisClusterTarget::start(3).await else {
+        return;
+    };
+    let cluster = target.cluster();
+    let urls = cluster.urls();
+    let nodes: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let idem = Idempotency::new(target.redis_store().clone());
+    let keys: Vec<_> = (0..20)
+        .map(|n| {
+            idem.key("orders.create")
+                .scope(Some(&format!("principal-{n}")))
+                .part(&format!("{{hot}}{n}"))
+                .finish()
+                .unwrap()
+        })
+        .collect();
+    let slots_of = |store: &RedisStore| -> std::collections::HashSet<u16> {
+        keys.iter()
+            .map(|key| cluster.slot_of(&store.redis_key(key)).unwrap())
+            .collect()
+    };
+
+    let spread = slots_of(target.redis_store());
+    assert!(spread.len() > 10, "20 keys on {} slots", spread.len());
+
+    let tagged = RedisStore::cluster_builder(&nodes)
+        .prefix("{billing}")
+        .connect()
+        .await
+        .unwrap();
+    let billing = cluster.slot_of("billing").unwrap();
+    assert_eq!(slots_of(&tagged), [billing].into());
+
+    let done = Idempotency::new(target.redis_store().clone())
+        .run(
+            Call::new(keys[0].clone(), Fingerprint::of(&0).unwrap()),
+            async { Ok::<_, Error>(1) },
+        )
+        .await
+        .unwrap();
+    assert!(!done.replayed, "a key with braces is a key like any other");
+}
+
 idem_tests::backend_tests! {
+    async braces_in_a_key_part_never_choose_the_slot,
     async after_a_failover_only_the_promoted_shard_fails_closed,
     async a_shard_without_its_replica_fails_only_its_own_calls,
     async keys_spread_over_every_node_and_replay_in_one_round_trip,

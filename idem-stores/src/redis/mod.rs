@@ -29,8 +29,9 @@
 //! - **Hash tags.** Redis hashes only the part of a key between its first `{` and the next
 //!   `}`. A prefix such as `"{billing}:"` therefore puts every record on one slot, one node:
 //!   set one only to keep the records next to other keys of yours, knowing it gives up
-//!   spreading them. A key part with braces does the same for its own keys, so don't build
-//!   key parts from client input that may hold `{`.
+//!   spreading them. Braces in a key part choose nothing: every key starts, after the prefix,
+//!   with an empty hash tag `{}`, which makes Redis hash the whole key, so client input such
+//!   as `{hot}1` cannot pile records onto one slot.
 //!
 //! The store runs on one multiplexed connection (a `redis::aio::ConnectionManager`): many
 //! concurrent calls share it, and it reconnects by itself when the server restarts. A request
@@ -61,9 +62,10 @@
 //! # Record layout
 //!
 //! A record is one hash under the store's prefix and the key, delimited so that no prefix and
-//! key pair can equal another ([`Key::with_prefix`](idem_core::Key::with_prefix): the prefix
-//! `billing` gives `billing|idem|payments::charge|-|order-42`, no prefix gives
-//! `|idem|payments::charge|-|order-42`). Every operation touches that one key only, so the
+//! key pair can equal another ([`Key::with_prefix`](idem_core::Key::with_prefix)), with the
+//! empty hash tag `{}` between them ([`RedisStore::redis_key`]): the prefix `billing` gives
+//! `billing|{}idem|payments::charge|-|order-42`, no prefix gives
+//! `|{}idem|payments::charge|-|order-42`. Every operation touches that one key only, so the
 //! store works on a Redis Cluster.
 //!
 //! | field | in progress | completed | content |

@@ -156,9 +156,15 @@ impl RedisStore {
     }
 
     /// The Redis key that holds the record of `key`: the prefix and the key, delimited so that
-    /// no prefix and key pair can equal another ([`Key::with_prefix`]).
+    /// no prefix and key pair can equal another ([`Key::with_prefix`]), with an empty hash tag
+    /// `{}` between them. Redis Cluster hashes the part of a key between its first `{` and
+    /// the next `}`, and the whole key when that part is empty: with `{}` before the key,
+    /// braces in a key part (client input, say) never choose the slot; only a hash tag in the
+    /// prefix does.
     pub fn redis_key(&self, key: &Key) -> String {
-        key.with_prefix(&self.prefix)
+        let mut name = key.with_prefix(&self.prefix);
+        name.insert_str(name.len() - key.as_str().len(), "{}");
+        name
     }
 
     /// How many requests this store (and its clones) sent to the server so far: each is one
