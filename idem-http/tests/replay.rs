@@ -251,3 +251,24 @@ async fn query_names_may_move_but_the_values_of_one_name_keep_their_order() {
     reordered.assert_problem(422, problem::KEY_REUSED, Some("pay-1"));
     assert_eq!(payments.runs(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_that_say_something_else_are_refused_however_close() {
+    let payments = Arc::new(Payments::default());
+    let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
+    let pairs = [
+        // A second `amount` that one parser reads and another drops.
+        (r#"{"amount":1000}"#, r#"{"amount":5000,"amount":1000}"#),
+        (r#"{"amount":1e20}"#, r#"{"amount":100000000000000000001}"#),
+        (r#"{"amount":0.3}"#, r#"{"amount":0.30000000000000001}"#),
+    ];
+    for (i, (first, other)) in pairs.into_iter().enumerate() {
+        let key = format!("pay-{i}");
+        let answered = send(server.post("/payments", Some(&key), first)).await;
+        assert_eq!(answered.status, 201);
+        send(server.post("/payments", Some(&key), other))
+            .await
+            .assert_problem(422, problem::KEY_REUSED, Some(&key));
+    }
+    assert_eq!(payments.runs(), 3);
+}
