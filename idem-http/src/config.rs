@@ -93,6 +93,9 @@ pub(crate) struct Config {
     pub(crate) methods: Vec<Method>,
     pub(crate) require_key: bool,
     pub(crate) scope: Arc<ScopeFn>,
+    /// Whether `scope` is still the default digest of `Authorization`.
+    pub(crate) scope_is_default: bool,
+    pub(crate) scope_secret: Option<scope::ScopeSecret>,
     pub(crate) fingerprint_headers: Vec<HeaderName>,
     pub(crate) replay_headers: Vec<HeaderName>,
     pub(crate) max_request_body: usize,
@@ -137,6 +140,8 @@ impl IdempotencyLayerBuilder {
                 methods: vec![Method::POST, Method::PATCH],
                 require_key: false,
                 scope: Arc::new(|parts| Ok(scope::authorization_digest(parts))),
+                scope_is_default: true,
+                scope_secret: None,
                 fingerprint_headers: Vec::new(),
                 replay_headers: DEFAULT_REPLAY_HEADERS
                     .iter()
@@ -183,6 +188,7 @@ impl IdempotencyLayerBuilder {
         F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
     {
         self.config.scope = Arc::new(move |parts| Ok(scope(parts)));
+        self.config.scope_is_default = false;
         self
     }
 
@@ -220,6 +226,27 @@ impl IdempotencyLayerBuilder {
             Some(principal) => Ok(Some(principal.to_string())),
             None => Err(ScopeMissing(std::any::type_name::<T>())),
         });
+        self.config.scope_is_default = false;
+        self
+    }
+
+    /// Keys every scope with `secret`, a secret of this server, before it reaches the store:
+    /// the stored scope is the HMAC-SHA256 of the scope under it. Without one, the default
+    /// scope is a plain SHA-256 of the `Authorization` header, which anyone who can read the
+    /// store can test guessed credentials against, a million guesses a second: a weak
+    /// password or API key falls at once. Every server of one service needs the same secret,
+    /// and changing it changes every scope, so that records stored before are not found.
+    ///
+    /// ```
+    /// # fn demo(idem: idem_core::Idempotency) {
+    /// let secret = std::env::var("IDEM_SCOPE_SECRET").unwrap_or_default();
+    /// let layer = idem_http::IdempotencyLayer::builder(idem)
+    ///     .scope_secret(secret)
+    ///     .build();
+    /// # let _ = layer; }
+    /// ```
+    pub fn scope_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.config.scope_secret = Some(scope::ScopeSecret::new(secret.as_ref()));
         self
     }
 
@@ -315,6 +342,15 @@ impl IdempotencyLayerBuilder {
 
     /// The layer.
     pub fn build(self) -> IdempotencyLayer {
+        if self.config.scope_is_default && self.config.scope_secret.is_none() {
+            tracing::warn!(
+                target: crate::TARGET,
+                "keys are scoped by an unkeyed SHA-256 digest of the Authorization header, which \
+                 anyone who can read the idempotency store can test guessed credentials \
+                 against; set IdempotencyLayerBuilder::scope_secret to key it with a secret of \
+                 this server"
+            );
+        }
         IdempotencyLayer {
             config: Arc::new(self.config),
         }
@@ -345,6 +381,7 @@ impl fmt::Debug for Config {
             .field("wait", &self.wait)
             .field("ttl", &self.ttl)
             .field("lease", &self.lease)
+            .field("scope_secret", &self.scope_secret.is_some())
             .finish_non_exhaustive()
     }
 }

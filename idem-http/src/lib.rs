@@ -174,7 +174,12 @@
 //! ```
 //!
 //! The scope is part of the stored key: digest anything secret, such as a session cookie,
-//! before returning it.
+//! before returning it. Better, give the layer a secret of the server with
+//! [`scope_secret`](IdempotencyLayerBuilder::scope_secret): every scope, whichever way it
+//! is read, is then stored as its HMAC-SHA256 under that secret. The default digest of
+//! `Authorization` is a plain SHA-256: anyone who can read the store can test guesses
+//! against it (a dictionary finds `Basic` credentials with a weak password in well under a
+//! second), and the layer says so in a warning when it is built without a secret.
 //!
 //! # CORS
 //!

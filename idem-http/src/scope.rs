@@ -1,9 +1,35 @@
-//! Whose key it is: the default scope, a digest of the `Authorization` header.
+//! Whose key it is: the default scope, a digest of the `Authorization` header, and scopes
+//! keyed by a secret of the server.
 
+use hmac::{Hmac, Mac};
 use http::header::AUTHORIZATION;
 use http::request::Parts;
 use idem_core::Fingerprint;
 use sha2::{Digest, Sha256};
+
+/// A secret of the server that every scope is keyed with before it reaches the store.
+#[derive(Clone)]
+pub(crate) struct ScopeSecret(Hmac<Sha256>);
+
+impl ScopeSecret {
+    pub(crate) fn new(secret: &[u8]) -> Self {
+        ScopeSecret(Hmac::new_from_slice(secret).expect("HMAC takes a key of any length"))
+    }
+
+    /// The HMAC-SHA256 of `scope` under the secret, in hex: without the secret, no one who
+    /// reads the store can test a guess of the credentials or principal behind it.
+    pub(crate) fn keyed(&self, scope: &str) -> String {
+        let mut mac = self.0.clone();
+        mac.update(scope.as_bytes());
+        Fingerprint::from_bytes(mac.finalize().into_bytes().into()).to_hex()
+    }
+}
+
+impl std::fmt::Debug for ScopeSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScopeSecret(..)")
+    }
+}
 
 /// The SHA-256 hex digest of every `Authorization` value, or `None` when there is none. The
 /// credentials themselves never reach the store.
@@ -41,5 +67,23 @@ mod tests {
         assert_eq!(alice.len(), 64);
         assert!(!alice.contains("alice"));
         assert_eq!(authorization_digest(&parts(&[])), None);
+    }
+
+    #[test]
+    fn a_keyed_scope_depends_on_the_secret_and_is_hmac_sha256() {
+        let scope = "user:alice";
+        let one = ScopeSecret::new(b"server secret one").keyed(scope);
+        let two = ScopeSecret::new(b"server secret two").keyed(scope);
+        assert_ne!(one, two);
+        assert_eq!(one, ScopeSecret::new(b"server secret one").keyed(scope));
+        assert_ne!(
+            one,
+            ScopeSecret::new(b"server secret one").keyed("user:bob")
+        );
+        // RFC 4231, test case 2.
+        assert_eq!(
+            ScopeSecret::new(b"Jefe").keyed("what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 }

@@ -168,7 +168,10 @@ where
         return pass_through(inner, Request::from_parts(parts, body::full(bytes))).await;
     }
     let scope = match (config.scope)(&parts) {
-        Ok(scope) => scope,
+        Ok(scope) => match &config.scope_secret {
+            Some(secret) => scope.map(|scope| secret.keyed(&scope)),
+            None => scope,
+        },
         Err(missing) => {
             tracing::error!(target: TARGET, key, extension = missing.0, "the request lacks the extension the scope is taken from");
             return Ok(asked.render(answer::scope_missing(&key, &missing)));

@@ -84,3 +84,75 @@ async fn a_request_without_the_principal_is_refused_rather_than_unscoped() {
     assert!(detail.contains("UserId"), "{detail}");
     assert_eq!(payments.runs(), 0);
 }
+
+/// A memory store that notes every key reserved in it.
+#[derive(Default)]
+struct Noting {
+    memory: idem_stores::memory::MemoryStore,
+    reserved: std::sync::Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl idem_conformance::Interceptor for Noting {
+    fn inner(&self) -> &dyn idem_core::Store {
+        &self.memory
+    }
+
+    async fn before(
+        &self,
+        operation: idem_conformance::Operation,
+        key: &idem_core::Key,
+    ) -> Result<(), idem_core::StoreError> {
+        if operation == idem_conformance::Operation::Reserve {
+            self.reserved.lock().unwrap().push(key.as_str().to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// The key reserved for one request with `authorization`, through a layer with `secret`.
+async fn stored_key(authorization: &str, secret: Option<&str>) -> String {
+    let store = Arc::new(idem_conformance::Intercepted(Noting::default()));
+    let builder = IdempotencyLayer::builder(idem_core::Idempotency::from_arc(store.clone()));
+    let layer = match secret {
+        Some(secret) => builder.scope_secret(secret),
+        None => builder,
+    }
+    .build();
+    let payments = Arc::new(Payments::default());
+    let server = serve(app(layer, payments.clone())).await;
+    let request = || {
+        server
+            .post("/payments", Some("pay-1"), "{}")
+            .header("authorization", authorization)
+    };
+    assert_eq!(send(request()).await.status, 201);
+    assert!(send(request()).await.replayed(), "one secret, one scope");
+    assert_eq!(payments.runs(), 1);
+    let reserved = store.0.reserved.lock().unwrap();
+    reserved[0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_scope_secret_the_store_never_sees_a_bare_digest_of_the_credentials() {
+    use sha2::{Digest, Sha256};
+
+    // alice:Summer2024!, a password any dictionary holds.
+    let authorization = "Basic YWxpY2U6U3VtbWVyMjAyNCE=";
+    let mut hasher = Sha256::new();
+    hasher.update(authorization.as_bytes());
+    hasher.update([0]);
+    let crackable: String = hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+
+    let unkeyed = stored_key(authorization, None).await;
+    assert!(unkeyed.contains(&crackable), "{unkeyed}");
+
+    let keyed = stored_key(authorization, Some("a secret of this server")).await;
+    assert!(!keyed.contains(&crackable), "{keyed}");
+    let other_secret = stored_key(authorization, Some("another server's secret")).await;
+    assert_ne!(keyed, other_secret);
+}
