@@ -18,6 +18,10 @@ use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 use tokio::sync::Semaphore;
 
+/// The client's credentials: keys are scoped by `Authorization`, and a keyed request without
+/// one is refused.
+const MERCHANT: &str = "Bearer merchant-42";
+
 /// The payment provider: counts charges, and can be made slow to answer.
 struct CardNetwork {
     charges: AtomicUsize,
@@ -50,6 +54,7 @@ async fn pay(client: &reqwest::Client, url: &str, key: &str, body: &str) -> Exch
     println!("-> POST /payments  Idempotency-Key: {key}  {body}");
     let response = client
         .post(url)
+        .header("authorization", MERCHANT)
         .header("idempotency-key", key)
         .header("content-type", "application/json")
         .body(body.to_owned())
@@ -138,6 +143,7 @@ async fn main() {
         .expect("a client");
     let gave_up = impatient
         .post(&url)
+        .header("authorization", MERCHANT)
         .header("idempotency-key", "order-43")
         .header("content-type", "application/json")
         .body(order)

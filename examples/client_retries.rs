@@ -187,7 +187,14 @@ async fn main() {
     println!("server on http://{server}, a lossy proxy in front of it on {proxy}\n");
 
     // A new connection per attempt, so that each fault of the plan hits one attempt.
+    // Keys are scoped by `Authorization`: a keyed request without one is refused.
+    let mut credentials = reqwest::header::HeaderMap::new();
+    credentials.insert(
+        "authorization",
+        reqwest::header::HeaderValue::from_static("Bearer merchant-42"),
+    );
     let http = reqwest::Client::builder()
+        .default_headers(credentials)
         .pool_max_idle_per_host(0)
         .build()
         .expect("a client");

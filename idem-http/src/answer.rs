@@ -71,6 +71,21 @@ pub(crate) fn scope_missing(key: &str, missing: &ScopeMissing) -> Problem {
     )
 }
 
+/// A keyed request without a scope, refused.
+pub(crate) fn unscoped(key: &str) -> Problem {
+    Problem::new(
+        problem::UNSCOPED,
+        StatusCode::BAD_REQUEST,
+        "Idempotency key without a principal",
+        format!(
+            "the request with idempotency key `{key}` was not processed: it carries no \
+             principal to scope its key by (the layer reads it from `Authorization` unless \
+             told otherwise), and a key without one would be shared with every other such \
+             client; authenticate, or send it without `Idempotency-Key`"
+        ),
+    )
+}
+
 pub(crate) fn key_missing() -> Problem {
     Problem::new(
         problem::KEY_MISSING,

@@ -8,7 +8,8 @@ use http::request::Parts;
 use http::{HeaderName, Method, StatusCode};
 use idem_core::{Idempotency, DEFAULT_TTL};
 
-use crate::{scope, IdempotencyLayer, DEFAULT_REPLAY_HEADERS};
+use crate::scope::{self, Unscoped};
+use crate::{IdempotencyLayer, DEFAULT_REPLAY_HEADERS};
 
 /// The largest request body the layer reads by default: 1 MiB.
 pub const DEFAULT_MAX_REQUEST_BODY: usize = 1024 * 1024;
@@ -96,6 +97,7 @@ pub(crate) struct Config {
     /// Whether `scope` is still the default digest of `Authorization`.
     pub(crate) scope_is_default: bool,
     pub(crate) scope_secret: Option<scope::ScopeSecret>,
+    pub(crate) unscoped: Unscoped,
     pub(crate) fingerprint_headers: Vec<HeaderName>,
     pub(crate) replay_headers: Vec<HeaderName>,
     pub(crate) max_request_body: usize,
@@ -142,6 +144,7 @@ impl IdempotencyLayerBuilder {
                 scope: Arc::new(|parts| Ok(scope::authorization_digest(parts))),
                 scope_is_default: true,
                 scope_secret: None,
+                unscoped: Unscoped::default(),
                 fingerprint_headers: Vec::new(),
                 replay_headers: DEFAULT_REPLAY_HEADERS
                     .iter()
@@ -176,8 +179,8 @@ impl IdempotencyLayerBuilder {
 
     /// Whose keys these are: a principal or tenant read from the request head, or `None` for a
     /// request without one. Two scopes never share a record. Replaces the default, a SHA-256
-    /// digest of the `Authorization` header, under which a request without `Authorization` is
-    /// unscoped: all such requests share one key space.
+    /// digest of the `Authorization` header. A request without a scope is refused unless
+    /// [`unscoped`](Self::unscoped) says otherwise.
     ///
     /// The scope is stored in the key: digest anything secret (a session cookie) first.
     ///
@@ -198,8 +201,8 @@ impl IdempotencyLayerBuilder {
     ///
     /// The authentication layer must run first: put it outside this one (added after it with
     /// axum's `Router::layer`, or before it in a `ServiceBuilder`). A request without the
-    /// extension gets a 500 saying so, and nothing runs: a missing principal never falls back
-    /// to the shared unscoped key space.
+    /// extension gets a 500 saying so, and nothing runs, whatever
+    /// [`unscoped`](Self::unscoped) says: a missing principal there is a misconfiguration.
     ///
     /// ```
     /// # fn demo(idem: idem_core::Idempotency) {
@@ -227,6 +230,25 @@ impl IdempotencyLayerBuilder {
             None => Err(ScopeMissing(std::any::type_name::<T>())),
         });
         self.config.scope_is_default = false;
+        self
+    }
+
+    /// What happens to a keyed request without a scope ([`Unscoped::Refused`] by default: a
+    /// 400). Under the default scope, that is a request without `Authorization`; under
+    /// [`scope`](Self::scope), one for which it returns `None`.
+    ///
+    /// ```
+    /// # fn demo(idem: idem_core::Idempotency) {
+    /// use idem_http::Unscoped;
+    ///
+    /// // Behind the authentication inside the app: let it answer the anonymous ones.
+    /// let layer = idem_http::IdempotencyLayer::builder(idem)
+    ///     .unscoped(Unscoped::PassedThrough)
+    ///     .build();
+    /// # let _ = layer; }
+    /// ```
+    pub fn unscoped(mut self, unscoped: Unscoped) -> Self {
+        self.config.unscoped = unscoped;
         self
     }
 
@@ -382,6 +404,7 @@ impl fmt::Debug for Config {
             .field("ttl", &self.ttl)
             .field("lease", &self.lease)
             .field("scope_secret", &self.scope_secret.is_some())
+            .field("unscoped", &self.unscoped)
             .finish_non_exhaustive()
     }
 }

@@ -24,8 +24,10 @@
 //!
 //! # What it does
 //!
-//! With no configuration, the layer is already correct and safe; every point below can be
-//! changed on [`IdempotencyLayer::builder`].
+//! With no configuration, the layer is correct and fails closed; every point below can be
+//! changed on [`IdempotencyLayer::builder`]. Give it a
+//! [`scope_secret`](IdempotencyLayerBuilder::scope_secret) in production (see
+//! [Scopes](#scopes)).
 //!
 //! - **Methods.** POST and PATCH requests carrying `Idempotency-Key` are handled. Other
 //!   methods, and requests without the header, pass through untouched
@@ -35,7 +37,10 @@
 //!   it), of 1 to 255 visible ASCII characters. Anything else, or two headers, gets a 400.
 //! - **Scope.** Keys belong to a principal: by default the SHA-256 digest of the
 //!   `Authorization` header (never stored in clear), so two clients never share a record. A
-//!   request **without `Authorization` is unscoped**: every such client shares one key space.
+//!   keyed request **without a scope** (no `Authorization`) **is refused** with a 400
+//!   ([`problem::UNSCOPED`]): its key would be shared with every other such client.
+//!   [`unscoped`](IdempotencyLayerBuilder::unscoped) passes such requests through instead,
+//!   or, for services whose clients are all one party, gives them one shared key space.
 //!   Behind an authentication layer, take the scope from the principal it sets
 //!   ([`scope_from_extension`](IdempotencyLayerBuilder::scope_from_extension)), so that a
 //!   refreshed token keeps its records; with tenants or cookie sessions, set
@@ -216,6 +221,7 @@ pub use config::{
 };
 pub use key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use layer::IdempotencyLayer;
+pub use scope::Unscoped;
 pub use service::{IdempotencyService, ResponseFuture};
 pub use stored::{DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED};
 

@@ -53,6 +53,9 @@ pub const ENCODING_NOT_ACCEPTED: &str =
 /// authentication layer that sets it must run before this one. Nothing ran.
 pub const SCOPE_MISSING: &str =
     "https://docs.rs/idem-http/0.1/idem_http/problem/constant.SCOPE_MISSING.html";
+/// `type` of the 400 for a keyed request the layer finds no scope (principal) for, under
+/// [`Unscoped::Refused`](crate::Unscoped::Refused), the default: nothing ran.
+pub const UNSCOPED: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.UNSCOPED.html";
 /// `type` of the 500 for any other failure of the idempotency machinery.
 pub const FAILED: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.FAILED.html";
 
@@ -266,6 +269,7 @@ mod tests {
             RESPONSE_NOT_KEPT,
             ENCODING_NOT_ACCEPTED,
             SCOPE_MISSING,
+            UNSCOPED,
             FAILED,
         ] {
             assert!(kind.starts_with(BASE), "{kind}");

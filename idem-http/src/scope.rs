@@ -7,6 +7,26 @@ use http::request::Parts;
 use idem_core::Fingerprint;
 use sha2::{Digest, Sha256};
 
+/// What the layer does with a keyed request it finds no scope for: under the default scope, a
+/// request without `Authorization`. Set with
+/// [`unscoped`](crate::IdempotencyLayerBuilder::unscoped).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unscoped {
+    /// Answered 400 ([`problem::UNSCOPED`](crate::problem::UNSCOPED)); nothing runs. The
+    /// default: a key without a principal would be shared with every other client without
+    /// one, who could read its answer by sending it.
+    #[default]
+    Refused,
+    /// Passed to the handler as if it carried no key: no protection against a second run,
+    /// and the handler (or the authentication inside the layer) answers as it would.
+    PassedThrough,
+    /// Given one key space shared by every request without a scope. Only for services whose
+    /// clients are all one party (calls between services of one team, say): any client
+    /// that guesses another's key gets its answer.
+    Shared,
+}
+
 /// A secret of the server that every scope is keyed with before it reaches the store.
 #[derive(Clone)]
 pub(crate) struct ScopeSecret(Hmac<Sha256>);

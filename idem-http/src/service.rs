@@ -22,6 +22,7 @@ use crate::forward::{self, Ending, Tail};
 use crate::key_header::{self, KeyHeader};
 use crate::problem::Problem;
 use crate::replay_limits::ReplayLimits;
+use crate::scope::Unscoped;
 use crate::stored::{NotKept, StoredResponse};
 use crate::{encoding, fingerprint, grpc, IDEMPOTENT_REPLAYED, TARGET};
 
@@ -177,6 +178,19 @@ where
             return Ok(asked.render(answer::scope_missing(&key, &missing)));
         }
     };
+    if scope.is_none() {
+        match config.unscoped {
+            Unscoped::Refused => {
+                tracing::debug!(target: TARGET, key, "keyed request without a scope refused");
+                return Ok(asked.render(answer::unscoped(&key)));
+            }
+            Unscoped::PassedThrough => {
+                tracing::debug!(target: TARGET, key, "keyed request without a scope passed through");
+                return pass_through(inner, Request::from_parts(parts, body::full(bytes))).await;
+            }
+            Unscoped::Shared => {}
+        }
+    }
     let call = match call(&config, &key, scope.as_deref(), &parts, &bytes) {
         Ok(call) => call,
         Err(error) => return Ok(asked.render(answer::engine_error(&error, &key, &config))),

@@ -179,6 +179,9 @@ async fn charge(
     request
         .metadata_mut()
         .insert("idempotency-key", key.parse().unwrap());
+    request
+        .metadata_mut()
+        .insert("authorization", "Bearer grpc-client".parse().unwrap());
     let path = PathAndQuery::from_static("/idem.test.Payments/Charge");
     client.unary(request, path, ProstCodec::default()).await
 }
@@ -202,6 +205,9 @@ async fn charge_batch(
     request
         .metadata_mut()
         .insert("idempotency-key", key.parse().unwrap());
+    request
+        .metadata_mut()
+        .insert("authorization", "Bearer grpc-client".parse().unwrap());
     let path = PathAndQuery::from_static("/idem.test.Payments/ChargeBatch");
     client
         .client_streaming(request, path, ProstCodec::default())

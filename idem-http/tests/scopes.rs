@@ -8,7 +8,7 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use idem_http::{problem, IdempotencyLayer};
+use idem_http::{problem, IdempotencyLayer, Unscoped};
 use support::{app, memory, routes, send, serve, Payments};
 
 /// The user an authentication layer found behind the request's token.
@@ -155,4 +155,69 @@ async fn with_a_scope_secret_the_store_never_sees_a_bare_digest_of_the_credentia
     assert!(!keyed.contains(&crackable), "{keyed}");
     let other_secret = stored_key(authorization, Some("another server's secret")).await;
     assert_ne!(keyed, other_secret);
+}
+
+/// A keyed POST of `{}` to `server` with no `Authorization`, from a client of its own.
+fn anonymous(server: &support::Server, key: &str) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .post(format!("{}/payments", server.url))
+        .header("idempotency-key", key)
+        .header("content-type", "application/json")
+        .body("{}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_request_without_a_principal_is_refused_by_default() {
+    let payments = Arc::new(Payments::default());
+    let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
+
+    let refused = send(anonymous(&server, "pay-1")).await;
+
+    refused.assert_problem(400, problem::UNSCOPED, Some("pay-1"));
+    assert_eq!(payments.runs(), 0);
+    let unkeyed = reqwest::Client::new()
+        .post(format!("{}/payments", server.url))
+        .body("{}");
+    assert_eq!(send(unkeyed).await.status, 201, "without a key, it passes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unscoped_requests_can_pass_through_or_share_one_key_space() {
+    let passed = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .unscoped(Unscoped::PassedThrough)
+        .build();
+    let server = serve(app(layer, passed.clone())).await;
+    for _ in 0..2 {
+        let answer = send(anonymous(&server, "pay-1")).await;
+        assert_eq!(answer.status, 201);
+        assert!(!answer.replayed());
+    }
+    assert_eq!(passed.runs(), 2, "passed through: no protection");
+
+    let shared = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .unscoped(Unscoped::Shared)
+        .build();
+    let server = serve(app(layer, shared.clone())).await;
+    assert!(!send(anonymous(&server, "pay-1")).await.replayed());
+    assert!(
+        send(anonymous(&server, "pay-1")).await.replayed(),
+        "another anonymous client, the same key space"
+    );
+    assert_eq!(shared.runs(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_scope_that_finds_none_is_refused() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .scope(|parts| Some(parts.headers.get("x-api-key")?.to_str().ok()?.to_owned()))
+        .build();
+    let server = serve(app(layer, payments.clone())).await;
+
+    let refused = send(server.post("/payments", Some("pay-1"), "{}")).await;
+
+    refused.assert_problem(400, problem::UNSCOPED, Some("pay-1"));
+    assert_eq!(payments.runs(), 0);
 }

@@ -111,7 +111,16 @@ async fn main() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(2),
     );
-    let client = reqwest::Client::new();
+    // Every request carries `Authorization`: the layer refuses keyed requests without a scope.
+    let mut credentials = reqwest::header::HeaderMap::new();
+    credentials.insert(
+        "authorization",
+        reqwest::header::HeaderValue::from_static("Bearer bench-client"),
+    );
+    let client = reqwest::Client::builder()
+        .default_headers(credentials)
+        .build()
+        .unwrap();
     let plain = serve(None).await;
     let memory = serve(Some(IdempotencyLayer::new(Idempotency::new(
         MemoryStore::new(),

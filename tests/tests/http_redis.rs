@@ -97,7 +97,7 @@ async fn two_hundred_duplicates_on_two_instances_run_the_handler_once() {
         instance(target.redis_store().clone(), payments.clone()).await,
         instance(target.another_store().await, payments.clone()).await,
     ]);
-    let client = reqwest::Client::new();
+    let client = with_credentials();
 
     let (answers, mut answered) = mpsc::unbounded_channel();
     for caller in 0..CALLERS {
@@ -137,4 +137,18 @@ async fn two_hundred_duplicates_on_two_instances_run_the_handler_once() {
 
 idem_tests::backend_tests! {
     async two_hundred_duplicates_on_two_instances_run_the_handler_once,
+}
+
+/// A client whose requests carry `Authorization`: the layer refuses keyed requests without a
+/// scope.
+fn with_credentials() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        "authorization",
+        reqwest::header::HeaderValue::from_static("Bearer merchant-42"),
+    );
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap()
 }

@@ -132,8 +132,10 @@ impl Shop {
             faults: faults.clone(),
         });
         // A short lease, so that a completion the store keeps refusing is given up in seconds.
+        // The tests' clients are one party, and send no `Authorization`.
         let layer = IdempotencyLayer::builder(Idempotency::from_arc(faults))
             .lease(std::time::Duration::from_secs(2))
+            .unscoped(idem_http::Unscoped::Shared)
             .build();
         let app = Router::new()
             .route("/payments", post(pay))

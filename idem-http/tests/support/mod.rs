@@ -35,8 +35,22 @@ pub async fn serve(app: Router) -> Server {
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     Server {
         url: format!("http://{addr}"),
-        client: reqwest::Client::new(),
+        client: reqwest::Client::builder()
+            .default_headers(client_credentials())
+            .build()
+            .unwrap(),
     }
+}
+
+/// The `Authorization` every request of the test client carries unless it sets its own: the
+/// layer refuses keyed requests without a scope.
+pub fn client_credentials() -> reqwest::header::HeaderMap {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        "authorization",
+        reqwest::header::HeaderValue::from_static("Bearer test-client"),
+    );
+    headers
 }
 
 impl Server {
