@@ -259,9 +259,13 @@ impl IdempotencyLayerBuilder {
     /// password or API key falls at once. Every server of one service needs the same secret,
     /// and changing it changes every scope, so that records stored before are not found.
     ///
-    /// ```
+    /// The secret is at least [`MIN_SCOPE_SECRET_BYTES`](crate::MIN_SCOPE_SECRET_BYTES) (32)
+    /// bytes, random: a shorter one panics here, so that an unset variable read as empty
+    /// never passes for one.
+    ///
+    /// ```no_run
     /// # fn demo(idem: idem_core::Idempotency) {
-    /// let secret = std::env::var("IDEM_SCOPE_SECRET").unwrap_or_default();
+    /// let secret = std::env::var("IDEM_SCOPE_SECRET").expect("IDEM_SCOPE_SECRET is set");
     /// let layer = idem_http::IdempotencyLayer::builder(idem)
     ///     .scope_secret(secret)
     ///     .build();

@@ -37,15 +37,48 @@ pub(crate) fn of_request(
 
 /// The query's `name=value` pairs sorted by name, so that `?a=1&b=2` and `?b=2&a=1` match.
 /// Pairs of one name keep their order: applications read `?to=alice&to=mallory` as a list,
-/// and a list in another order is another request.
+/// and a list in another order is another request. Names are compared as the application
+/// reads them, decoded, so that `amount` and `amoun%74` are one name.
 fn sorted_query(query: &str) -> Vec<&str> {
-    let mut pairs: Vec<&str> = query.split('&').filter(|pair| !pair.is_empty()).collect();
-    pairs.sort_by(|a, b| query_name(a).cmp(query_name(b)));
-    pairs
+    let mut pairs: Vec<(Vec<u8>, &str)> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| (decoded_name(pair), pair))
+        .collect();
+    pairs.sort_by(|(a, _), (b, _)| a.cmp(b));
+    pairs.into_iter().map(|(_, pair)| pair).collect()
 }
 
-fn query_name(pair: &str) -> &str {
-    pair.split_once('=').map_or(pair, |(name, _)| name)
+/// The name of a `name=value` pair, `+` and `%XX` decoded as forms are; a `%` not followed by
+/// two hexadecimal digits is kept as it is.
+fn decoded_name(pair: &str) -> Vec<u8> {
+    let name = pair
+        .split_once('=')
+        .map_or(pair, |(name, _)| name)
+        .as_bytes();
+    let mut decoded = Vec::with_capacity(name.len());
+    let mut at = 0;
+    while at < name.len() {
+        let hex = |offset: usize| {
+            name.get(at + offset)
+                .and_then(|b| (*b as char).to_digit(16))
+        };
+        match (name[at], hex(1), hex(2)) {
+            (b'%', Some(high), Some(low)) => {
+                decoded.push((high * 16 + low) as u8);
+                at += 3;
+            }
+            (b'+', _, _) => {
+                decoded.push(b' ');
+                at += 1;
+            }
+            (byte, _, _) => {
+                decoded.push(byte);
+                at += 1;
+            }
+        }
+    }
+    decoded
 }
 
 /// The body read as JSON when it says it is, so that key order, whitespace and the spelling
@@ -138,5 +171,15 @@ mod tests {
             print("POST", "/p?flag&flag=1", None, "x"),
             print("POST", "/p?flag=1&flag", None, "x")
         );
+        // One name, spelt twice: the application decodes both to `amount`.
+        assert_ne!(
+            print("POST", "/p?amount=1&amoun%74=1000", None, "x"),
+            print("POST", "/p?amoun%74=1000&amount=1", None, "x")
+        );
+        assert_ne!(
+            print("POST", "/p?a+b=1&a%20b=2", None, "x"),
+            print("POST", "/p?a%20b=2&a+b=1", None, "x")
+        );
+        assert_eq!(decoded_name("bad%zz%4=x"), b"bad%zz%4");
     }
 }

@@ -61,7 +61,11 @@
 //!   (`content-length`, `transfer-encoding`, `connection`, `upgrade` and the like: its length
 //!   is the server's own), and only a status of 200 to 599 and a body within
 //!   [`max_response_body`](IdempotencyLayerBuilder::max_response_body). Any other record is
-//!   refused with a 500 ([`problem::FAILED`]), never replayed and never run again.
+//!   refused with a 500 ([`problem::FAILED`]), never replayed and never run again (lowering
+//!   the limit refuses the larger records already stored, for the rest of their TTL). This
+//!   bounds what a record written by someone else can do; it does not prove who wrote it: its
+//!   status, body and allow-listed headers (a `location`, say) go out as stored. Keep write
+//!   access to the store as narrow as access to the answers it holds.
 //! - **Streamed.** A response whose length is not known up front (server-sent events, a
 //!   proxied or compressed body) reaches the client frame by frame as the handler produces
 //!   it, while the layer keeps a copy; its end (and trailers) are sent once the copy is
@@ -221,7 +225,7 @@ pub use config::{
 };
 pub use key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use layer::IdempotencyLayer;
-pub use scope::Unscoped;
+pub use scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
 pub use service::{IdempotencyService, ResponseFuture};
 pub use stored::{DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED};
 

@@ -31,8 +31,20 @@ pub enum Unscoped {
 #[derive(Clone)]
 pub(crate) struct ScopeSecret(Hmac<Sha256>);
 
+/// The shortest scope secret accepted, in bytes: HMAC-SHA256's output length, as RFC 2104
+/// advises for its keys.
+pub const MIN_SCOPE_SECRET_BYTES: usize = 32;
+
 impl ScopeSecret {
+    /// Panics on a secret shorter than [`MIN_SCOPE_SECRET_BYTES`]: an empty one (an unset
+    /// variable read with a default, say) would protect nothing, and turn off the warning.
     pub(crate) fn new(secret: &[u8]) -> Self {
+        assert!(
+            secret.len() >= MIN_SCOPE_SECRET_BYTES,
+            "the idempotency scope secret is {} bytes long; it takes at least {MIN_SCOPE_SECRET_BYTES} \
+             random bytes (`openssl rand -base64 32` makes one)",
+            secret.len()
+        );
         ScopeSecret(Hmac::new_from_slice(secret).expect("HMAC takes a key of any length"))
     }
 
@@ -51,11 +63,16 @@ impl std::fmt::Debug for ScopeSecret {
     }
 }
 
-/// The SHA-256 hex digest of every `Authorization` value, or `None` when there is none. The
-/// credentials themselves never reach the store.
+/// The SHA-256 hex digest of every `Authorization` value, or `None` when there is none, or
+/// only blank ones. The credentials themselves never reach the store.
 pub(crate) fn authorization_digest(parts: &Parts) -> Option<String> {
     let mut values = parts.headers.get_all(AUTHORIZATION).iter().peekable();
     values.peek()?;
+    // An empty value names no one: it would put every client that sends one in one scope.
+    let blank = |value: &http::HeaderValue| value.as_bytes().trim_ascii().is_empty();
+    if parts.headers.get_all(AUTHORIZATION).iter().all(blank) {
+        return None;
+    }
     let mut hasher = Sha256::new();
     for value in values {
         hasher.update(value.as_bytes());
@@ -87,23 +104,29 @@ mod tests {
         assert_eq!(alice.len(), 64);
         assert!(!alice.contains("alice"));
         assert_eq!(authorization_digest(&parts(&[])), None);
+        assert_eq!(authorization_digest(&parts(&[""])), None);
+        assert_eq!(authorization_digest(&parts(&[" ", ""])), None);
     }
 
     #[test]
     fn a_keyed_scope_depends_on_the_secret_and_is_hmac_sha256() {
         let scope = "user:alice";
-        let one = ScopeSecret::new(b"server secret one").keyed(scope);
-        let two = ScopeSecret::new(b"server secret two").keyed(scope);
+        let one = ScopeSecret::new(&[1; 32]).keyed(scope);
+        let two = ScopeSecret::new(&[2; 32]).keyed(scope);
         assert_ne!(one, two);
-        assert_eq!(one, ScopeSecret::new(b"server secret one").keyed(scope));
-        assert_ne!(
-            one,
-            ScopeSecret::new(b"server secret one").keyed("user:bob")
-        );
-        // RFC 4231, test case 2.
+        assert_eq!(one, ScopeSecret::new(&[1; 32]).keyed(scope));
+        assert_ne!(one, ScopeSecret::new(&[1; 32]).keyed("user:bob"));
+        // RFC 4231, test case 6.
         assert_eq!(
-            ScopeSecret::new(b"Jefe").keyed("what do ya want for nothing?"),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+            ScopeSecret::new(&[0xaa; 131])
+                .keyed("Test Using Larger Than Block-Size Key - Hash Key First"),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
         );
+    }
+
+    #[test]
+    #[should_panic(expected = "at least 32")]
+    fn a_short_secret_is_refused() {
+        ScopeSecret::new(b"");
     }
 }

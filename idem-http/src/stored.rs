@@ -146,7 +146,7 @@ impl StoredResponse {
     pub(crate) fn content_encodings(&self) -> impl Iterator<Item = &str> {
         self.headers
             .iter()
-            .filter(|(name, _)| name == CONTENT_ENCODING.as_str())
+            .filter(|(name, _)| name.eq_ignore_ascii_case(CONTENT_ENCODING.as_str()))
             .flat_map(|(_, value)| value.split(','))
             .map(str::trim)
             .filter(|coding| !coding.is_empty())
@@ -156,13 +156,13 @@ impl StoredResponse {
     pub(crate) fn grpc_encoding(&self) -> Option<&str> {
         self.headers
             .iter()
-            .find(|(name, _)| name == "grpc-encoding")
+            .find(|(name, _)| name.eq_ignore_ascii_case("grpc-encoding"))
             .map(|(_, value)| value.trim())
     }
 
     /// The replay: the stored status, headers, body and trailers, marked as replayed, within
-    /// `limits`. Headers off the allow-list and framing headers are left out; a status no
-    /// response is stored with, or a body over the limit, refuses the record.
+    /// `limits`. Headers and trailers off the allow-list, and framing ones, are left out; a
+    /// status no response is stored with, or a body over the limit, refuses the record.
     pub(crate) fn into_replay(self, limits: &ReplayLimits<'_>) -> Result<Response<Body>, String> {
         let status = limits.status(self.status)?;
         let body = match self.body {
@@ -182,8 +182,14 @@ impl StoredResponse {
         let trailers: Vec<_> = self
             .trailers
             .into_iter()
-            .filter(|(name, _)| !is_framing(name))
+            .filter(|(name, _)| limits.header_replayed(name))
             .collect();
+        // HTTP/1.1 sends only the trailers its `Trailer` header announces.
+        let announced = trailers
+            .iter()
+            .map(|(name, _)| name.to_ascii_lowercase())
+            .collect::<Vec<_>>()
+            .join(", ");
         let body = if trailers.is_empty() {
             body::full(body)
         } else {
@@ -199,6 +205,10 @@ impl StoredResponse {
         let headers_out = response.headers_mut();
         *headers_out = header_map(headers)?;
         headers_out.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+        if !announced.is_empty() {
+            let announced = HeaderValue::try_from(announced).map_err(|e| e.to_string())?;
+            headers_out.insert(http::header::TRAILER, announced);
+        }
         Ok(response)
     }
 }
@@ -393,11 +403,12 @@ mod tests {
                 ["connection", "close"],
             ],
             "body": { "text": "0123456789" },
-            "trailers": [["grpc-status", "0"], ["content-length", "99"]],
+            "trailers": [["grpc-status", "0"], ["content-length", "99"], ["set-cookie", "a=b"]],
         }));
         let replay = replayed(record, 1024).unwrap();
         let names: Vec<&str> = replay.headers().keys().map(HeaderName::as_str).collect();
-        assert_eq!(names, ["location", IDEMPOTENT_REPLAYED]);
+        assert_eq!(names, ["location", IDEMPOTENT_REPLAYED, "trailer"]);
+        assert_eq!(replay.headers()["trailer"], "grpc-status");
         let collected = replay.into_body().collect().await.unwrap();
         let trailers = collected.trailers().unwrap().clone();
         assert_eq!(collected.to_bytes(), "0123456789");
@@ -425,6 +436,17 @@ mod tests {
         assert!(replayed(body(serde_json::json!({ "base64": ten.clone() })), 10).is_ok());
         assert!(replayed(body(serde_json::json!({ "text": "0123456789!" })), 10).is_err());
         assert!(replayed(body(serde_json::json!({ "base64": ten })), 9).is_err());
+    }
+
+    #[test]
+    fn a_coding_is_found_whatever_the_case_of_its_header() {
+        let record = crafted(serde_json::json!({
+            "status": 200,
+            "headers": [["Content-Encoding", "gzip"], ["GRPC-Encoding", "gzip"]],
+            "body": { "text": "x" },
+        }));
+        assert_eq!(record.content_encodings().collect::<Vec<_>>(), ["gzip"]);
+        assert_eq!(record.grpc_encoding(), Some("gzip"));
     }
 
     #[test]

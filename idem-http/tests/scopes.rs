@@ -151,9 +151,9 @@ async fn with_a_scope_secret_the_store_never_sees_a_bare_digest_of_the_credentia
     let unkeyed = stored_key(authorization, None).await;
     assert!(unkeyed.contains(&crackable), "{unkeyed}");
 
-    let keyed = stored_key(authorization, Some("a secret of this server")).await;
+    let keyed = stored_key(authorization, Some("a secret of this server, 32 bytes+")).await;
     assert!(!keyed.contains(&crackable), "{keyed}");
-    let other_secret = stored_key(authorization, Some("another server's secret")).await;
+    let other_secret = stored_key(authorization, Some("another server's secret, 32 bytes")).await;
     assert_ne!(keyed, other_secret);
 }
 
@@ -217,6 +217,22 @@ async fn a_custom_scope_that_finds_none_is_refused() {
     let server = serve(app(layer, payments.clone())).await;
 
     let refused = send(server.post("/payments", Some("pay-1"), "{}")).await;
+
+    refused.assert_problem(400, problem::UNSCOPED, Some("pay-1"));
+    assert_eq!(payments.runs(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_authorization_is_no_scope() {
+    let payments = Arc::new(Payments::default());
+    let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
+
+    let refused = send(
+        server
+            .post("/payments", Some("pay-1"), "{}")
+            .header("authorization", ""),
+    )
+    .await;
 
     refused.assert_problem(400, problem::UNSCOPED, Some("pay-1"));
     assert_eq!(payments.runs(), 0);
