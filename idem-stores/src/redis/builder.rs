@@ -103,6 +103,7 @@ impl RedisStoreBuilder {
     /// Puts `prefix` in front of every key (default: none; keys already start with the
     /// handle's namespace). On a Redis Cluster, a prefix with a hash tag (`"{billing}:"`) puts
     /// every record on one slot: see the [module docs](super) on hash tags before setting one.
+    /// So does a prefix with a `{` it does not close: the `{}` after the prefix closes it.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
