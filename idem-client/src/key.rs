@@ -32,7 +32,8 @@ impl IdempotencyKey {
         IdempotencyKey(unquoted.unwrap_or(text).into())
     }
 
-    /// The key, without the quotes it has in the header when sent as an sf-string.
+    /// The key, without the quotes it has in the header when sent as an sf-string. A key of
+    /// yours that is not UTF-8 shows its other bytes as `U+FFFD`.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -68,7 +68,8 @@
 //! run on every attempt (request signing, say), and after those that run once per `send()`. A
 //! generic retry middleware is best left out: inside this one it would retry what this one
 //! refuses to (a "not recorded" 500, say); outside it, it would resend the request, which this
-//! one keys again with the key it minted for the `send()`. The same goes for the retry
+//! one keys again with the key it minted for the `send()` after an error, but with a new key
+//! after a response (a 5xx this one gave up on, say): a second operation. The same goes for the retry
 //! policies of reqwest's own `ClientBuilder`: they run inside every middleware.
 //!
 //! # The contract, both sides

@@ -40,24 +40,24 @@ impl Middleware for IdempotentRetry {
                 retry_after,
             } = verdict
             else {
-                return finish(outcome, key, attempt, reached);
+                return finish(outcome, key, attempt, reached, extensions);
             };
             let Some(spare) = spare else {
                 tracing::warn!(target: TARGET, %key, %reason,
                     "the request's body is a stream that cannot be sent again: not retried");
-                return finish(outcome, key, attempt, reached);
+                return finish(outcome, key, attempt, reached, extensions);
             };
             if attempt >= config.max_attempts {
                 tracing::warn!(target: TARGET, %key, attempts = attempt, %reason,
                     "giving up: no attempts left");
-                return finish(outcome, key, attempt, reached);
+                return finish(outcome, key, attempt, reached, extensions);
             }
             let wait = wait::before_next(attempt, retry_after, config);
             let next_start = started.elapsed().checked_add(wait);
             if next_start.is_none_or(|start| start > config.max_elapsed) {
                 tracing::warn!(target: TARGET, %key, attempts = attempt, %reason,
                     wait_ms = millis(wait), "giving up: the next attempt would start too late");
-                return finish(outcome, key, attempt, reached);
+                return finish(outcome, key, attempt, reached, extensions);
             }
             tracing::info!(target: TARGET, %key, attempt, %reason, wait_ms = millis(wait),
                 "retrying with the same key");
@@ -93,9 +93,10 @@ fn key_for(
     Some(key)
 }
 
-/// The key minted for a `send()`, kept in its extensions with what it was minted for: a retry
-/// middleware outside this one resends the request as it was, without its key, and gets the
-/// same key; another request through the same extensions gets a key of its own.
+/// The key minted for a `send()`, kept in its extensions with what it was minted for until the
+/// send has a response: a retry middleware outside this one that resends the request as it
+/// was, without its key, after an error gets the same key; another request through the same
+/// extensions, or the same one once answered, gets a key of its own.
 #[derive(Clone)]
 struct Minted {
     key: IdempotencyKey,
@@ -168,9 +169,18 @@ async fn judge(outcome: Outcome, config: &Config) -> (Outcome, Verdict) {
 
 /// The outcome as the caller gets it: the response with its key, or the error inside a
 /// [`SendError`] that names it and says whether an attempt may have `reached` the server.
-fn finish(outcome: Outcome, key: IdempotencyKey, attempts: u32, reached: bool) -> Outcome {
+/// Once there is a response, the operation has its answer: the key minted for it is
+/// forgotten, so that a request sent later through the same extensions is another operation.
+fn finish(
+    outcome: Outcome,
+    key: IdempotencyKey,
+    attempts: u32,
+    reached: bool,
+    extensions: &mut Extensions,
+) -> Outcome {
     match outcome {
         Ok(mut response) => {
+            extensions.remove::<Minted>();
             response.extensions_mut().insert(key);
             Ok(response)
         }

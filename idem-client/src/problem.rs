@@ -9,10 +9,11 @@ use serde::Deserialize;
 /// Problem documents are small; a body longer than this is not read for its type.
 const READ_AT_MOST: usize = 64 * 1024;
 
+/// A problem document's `type`; a member of another JSON type is ignored, as RFC 9457 says.
 #[derive(Deserialize)]
 struct Typed {
     #[serde(rename = "type")]
-    kind: Option<String>,
+    kind: Option<serde_json::Value>,
 }
 
 /// What a response says of itself as an RFC 9457 problem.
@@ -72,7 +73,10 @@ pub(crate) async fn read(mut response: Response) -> (Response, Problem) {
             .flat_map(|chunk| chunk.iter().copied())
             .collect();
         match serde_json::from_slice::<Typed>(&whole) {
-            Ok(typed) => Problem::Read(typed.kind),
+            Ok(typed) => Problem::Read(typed.kind.and_then(|kind| match kind {
+                serde_json::Value::String(kind) => Some(kind),
+                _ => None,
+            })),
             Err(_) => Problem::Unreadable,
         }
     } else {

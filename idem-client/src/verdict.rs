@@ -133,7 +133,9 @@ fn is_idem_http(problem_type: &str, name: &str) -> bool {
 /// past asks for none).
 fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
+    if !value.is_empty() && value.bytes().all(|byte| byte.is_ascii_digit()) {
+        // Delay-seconds has no bound: past u64, it is simply very long.
+        let seconds = value.parse::<u64>().unwrap_or(u64::MAX);
         return Some(Duration::from_secs(seconds));
     }
     let date = httpdate::parse_http_date(value).ok()?;
@@ -261,6 +263,10 @@ mod tests {
             Some(Duration::from_secs(10))
         );
         assert_eq!(read("Sun, 06 Nov 1994 08:00:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(
+            read("99999999999999999999999"),
+            Some(Duration::from_secs(u64::MAX))
+        );
         assert_eq!(read("-1"), None);
         assert_eq!(read("soon"), None);
         assert_eq!(retry_after(&headers(None), now), None);

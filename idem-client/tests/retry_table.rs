@@ -217,3 +217,16 @@ async fn a_problem_that_is_not_json_is_not_retried() {
     assert_eq!(response.text().await.unwrap(), "upstream said no");
     assert_eq!(answered(&shop), vec![503]);
 }
+
+#[tokio::test]
+async fn a_problem_type_that_is_not_a_string_is_no_type() {
+    let shop = Shop::open().await;
+    shop.script([Scripted::status(503)
+        .header("content-type", "application/problem+json")
+        .body(r#"{"type":5,"title":"t"}"#.to_owned())]);
+
+    let response = send(&shop, quick().build()).await;
+
+    assert_eq!(response.status(), 200);
+    assert_eq!(answered(&shop), vec![503, 200]);
+}

@@ -142,3 +142,28 @@ async fn another_request_through_the_same_extensions_gets_a_key_of_its_own() {
     assert_ne!(keys[0], keys[1]);
     assert_eq!(keys[1].as_deref(), key_of(&response));
 }
+
+#[tokio::test]
+async fn one_extensions_for_two_operations_gives_two_keys() {
+    let shop = Shop::open().await;
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(quick().build())
+        .build();
+    let mut extensions = Extensions::new();
+    let mut keys = Vec::new();
+    for _ in 0..2 {
+        let request = client
+            .post(shop.url("/payments"))
+            .body("{}")
+            .build()
+            .unwrap();
+        let response = client
+            .execute_with_extensions(request, &mut extensions)
+            .await
+            .unwrap();
+        assert!(!was_replayed(&response));
+        keys.push(key_of(&response).unwrap().to_owned());
+    }
+    assert_ne!(keys[0], keys[1]);
+    assert_eq!(shop.runs(), 2, "two operations, two runs");
+}
