@@ -2,6 +2,7 @@
 //! the caller.
 
 use bytes::Bytes;
+use futures_util::stream::{self, Stream, StreamExt};
 use http::header::CONTENT_TYPE;
 use reqwest::{Response, ResponseBuilderExt};
 use serde::Deserialize;
@@ -48,43 +49,47 @@ pub(crate) async fn read(mut response: Response) -> (Response, Problem) {
 
     let mut read = Vec::new();
     let mut length = 0;
-    let mut failure = None;
-    let mut ended = false;
-    while length <= READ_AT_MOST {
+    let stopped = loop {
+        if length > READ_AT_MOST {
+            break Stopped::TooLong;
+        }
         match response.chunk().await {
             Ok(Some(chunk)) => {
                 length += chunk.len();
                 read.push(chunk);
             }
-            Ok(None) => {
-                ended = true;
-                break;
-            }
-            Err(error) => {
-                failure = Some(error);
-                break;
-            }
+            Ok(None) => break Stopped::Ended,
+            Err(error) => break Stopped::Failed(error),
         }
-    }
-
-    let problem = if ended {
-        let whole: Vec<u8> = read
-            .iter()
-            .flat_map(|chunk| chunk.iter().copied())
-            .collect();
-        match serde_json::from_slice::<Typed>(&whole) {
-            Ok(typed) => Problem::Read(typed.kind.and_then(|kind| match kind {
-                serde_json::Value::String(kind) => Some(kind),
-                _ => None,
-            })),
-            Err(_) => Problem::Unreadable,
-        }
-    } else {
-        Problem::Unreadable
     };
-    let body = put_back(read, failure, (!ended).then_some(response));
+
+    let (body, problem) = match stopped {
+        Stopped::Ended => {
+            let whole = Bytes::from(read.concat());
+            let problem = match serde_json::from_slice::<Typed>(&whole) {
+                Ok(typed) => Problem::Read(typed.kind.and_then(|kind| match kind {
+                    serde_json::Value::String(kind) => Some(kind),
+                    _ => None,
+                })),
+                Err(_) => Problem::Unreadable,
+            };
+            (reqwest::Body::from(whole), problem)
+        }
+        Stopped::Failed(error) => (
+            put_back(read, stream::once(async { Err(error) })),
+            Problem::Unreadable,
+        ),
+        Stopped::TooLong => (put_back(read, response.bytes_stream()), Problem::Unreadable),
+    };
     let rebuilt = head.body(body).expect("the parts of a valid response");
     (Response::from(rebuilt), problem)
+}
+
+/// Why the reading of a problem document stopped.
+enum Stopped {
+    Ended,
+    Failed(reqwest::Error),
+    TooLong,
 }
 
 fn is_problem(response: &Response) -> bool {
@@ -100,27 +105,11 @@ fn is_problem(response: &Response) -> bool {
         })
 }
 
-/// A body of the `read` chunks, then the `failure` that stopped the reading or else what is left
-/// of `rest`.
+/// A body of the `read` chunks, then `rest`: what is left of the body, or the failure that
+/// stopped the reading.
 fn put_back(
     read: Vec<Bytes>,
-    failure: Option<reqwest::Error>,
-    rest: Option<Response>,
+    rest: impl Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static,
 ) -> reqwest::Body {
-    use futures_util::stream::{self, StreamExt};
-
-    if failure.is_none() && rest.is_none() {
-        let whole: Vec<u8> = read
-            .iter()
-            .flat_map(|chunk| chunk.iter().copied())
-            .collect();
-        return reqwest::Body::from(whole);
-    }
-    let read = stream::iter(read.into_iter().map(Ok::<_, reqwest::Error>));
-    let tail = match (failure, rest) {
-        (Some(error), _) => stream::once(async move { Err(error) }).boxed(),
-        (None, Some(rest)) => rest.bytes_stream().boxed(),
-        (None, None) => stream::empty().boxed(),
-    };
-    reqwest::Body::wrap_stream(read.chain(tail))
+    reqwest::Body::wrap_stream(stream::iter(read.into_iter().map(Ok)).chain(rest))
 }

@@ -74,7 +74,18 @@ pub(crate) fn on_error(error: &reqwest_middleware::Error) -> Verdict {
 /// Whether the problem document of a response with `status` is read before judging it: only
 /// for the statuses that would be retried, and that a problem type can make final.
 pub(crate) fn reads_problem(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 409 | 500 | 502..=504)
+    retry_reason(status).is_some_and(|reason| reason != Reason::RateLimited)
+}
+
+/// Why a response with `status` is worth another attempt, unless its problem says otherwise.
+fn retry_reason(status: StatusCode) -> Option<Reason> {
+    match status.as_u16() {
+        409 => Some(Reason::InProgress),
+        429 => Some(Reason::RateLimited),
+        502..=504 => Some(Reason::Unavailable(status)),
+        500 => Some(Reason::ServerError),
+        _ => None,
+    }
 }
 
 /// The verdict on a response with `status` and `headers`, which says `problem` of itself
@@ -85,12 +96,8 @@ pub(crate) fn on_response(
     problem: &Problem,
     config: &Config,
 ) -> Verdict {
-    let reason = match status.as_u16() {
-        409 => Reason::InProgress,
-        429 => Reason::RateLimited,
-        502..=504 => Reason::Unavailable(status),
-        500 => Reason::ServerError,
-        _ => return Verdict::Final,
+    let Some(reason) = retry_reason(status) else {
+        return Verdict::Final;
     };
     let final_problem = match (reason, problem) {
         // Another request holds the key (idem-http's `mismatch_status(409)`): waiting won't

@@ -151,23 +151,8 @@ where
         }
     };
     let (parts, body) = request.into_parts();
-    let limit = config.max_request_body;
-    if content_length(&parts.headers).is_some_and(|len| len > limit as u64) {
-        return Ok(asked.render(answer::body_too_large(&key, limit)));
-    }
-    let bytes = match body::read_up_to(Box::pin(body), limit).await {
-        Read::Whole(bytes) => bytes,
-        Read::Unbuffered(_) => return Ok(asked.render(answer::body_too_large(&key, limit))),
-        Read::Failed(error) => {
-            tracing::debug!(target: TARGET, key, %error, "request body unreadable");
-            return Ok(asked.render(answer::body_unreadable(&key)));
-        }
-    };
-    if asked.grpc && grpc::message_count(&bytes) != Some(1) {
-        // A client-streaming call, not one request: there is nothing to replay it with.
-        tracing::debug!(target: TARGET, key, "gRPC call with other than one request message passed through");
-        return pass_through(inner, Request::from_parts(parts, body::full(bytes))).await;
-    }
+    // Whose key it is needs only the head: a request refused, or passed through, for want of
+    // a scope is not read first.
     let scope = match (config.scope)(&parts) {
         Ok(scope) => match &config.scope_secret {
             Some(secret) => scope.map(|scope| secret.keyed(&scope)),
@@ -186,10 +171,27 @@ where
             }
             Unscoped::PassedThrough => {
                 tracing::debug!(target: TARGET, key, "keyed request without a scope passed through");
-                return pass_through(inner, Request::from_parts(parts, body::full(bytes))).await;
+                return pass_through(inner, Request::from_parts(parts, body)).await;
             }
             Unscoped::Shared => {}
         }
+    }
+    let limit = config.max_request_body;
+    if content_length(&parts.headers).is_some_and(|len| len > limit as u64) {
+        return Ok(asked.render(answer::body_too_large(&key, limit)));
+    }
+    let bytes = match body::read_up_to(Box::pin(body), limit).await {
+        Read::Whole(bytes) => bytes,
+        Read::Unbuffered(_) => return Ok(asked.render(answer::body_too_large(&key, limit))),
+        Read::Failed(error) => {
+            tracing::debug!(target: TARGET, key, %error, "request body unreadable");
+            return Ok(asked.render(answer::body_unreadable(&key)));
+        }
+    };
+    if asked.grpc && grpc::message_count(&bytes) != Some(1) {
+        // A client-streaming call, not one request: there is nothing to replay it with.
+        tracing::debug!(target: TARGET, key, "gRPC call with other than one request message passed through");
+        return pass_through(inner, Request::from_parts(parts, body::full(bytes))).await;
     }
     let call = match call(&config, &key, scope.as_deref(), &parts, &bytes) {
         Ok(call) => call,

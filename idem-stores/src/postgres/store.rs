@@ -40,7 +40,7 @@ pub struct PostgresStore {
     pub(crate) statements: Arc<Statements>,
     round_trips: Arc<AtomicU64>,
     /// Why the schema or table name cannot be used, when it cannot: every call is refused.
-    pub(crate) refusal: Option<Arc<str>>,
+    refusal: Option<Arc<str>>,
 }
 
 impl PostgresStore {

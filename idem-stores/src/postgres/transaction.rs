@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use idem_core::{Error, Timestamp};
+use idem_core::{Error, StoreError, Timestamp};
 use serde::Serialize;
 use sqlx::PgConnection;
 
@@ -68,10 +68,10 @@ impl PostgresStore {
             });
         };
         let key = context.key();
-        if let Some(refusal) = &self.refusal {
+        if let Err(StoreError::Rejected(source)) = self.usable() {
             return Err(Error::Rejected {
                 key: key.as_str().to_owned(),
-                source: refusal.to_string().into(),
+                source,
             });
         }
         let body = serde_json::to_vec(value).map_err(|error| Error::Codec(error.into()))?;
