@@ -51,6 +51,17 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// The key's scope has used up its [`Quota`](crate::Quota) (HTTP 429). The function did not
+    /// run; retry after `retry_after`. Keys the scope already used are still replayed.
+    #[error("the scope of idempotency key `{key}` is over its quota: {reason}")]
+    QuotaExceeded {
+        /// The stored key.
+        key: String,
+        /// What ran out, as the quota says.
+        reason: String,
+        /// How long until the scope may have room again. Fit for a `Retry-After` header.
+        retry_after: Duration,
+    },
     /// This call's reservation was taken over by another caller after its lease passed, so its
     /// result was not recorded. Only ever the cause of an [`Error::NotRecorded`].
     #[error("lease on idempotency key `{key}` was lost to another caller")]
@@ -151,13 +162,14 @@ pub enum Error {
 
 impl Error {
     /// The HTTP status code this error stands for: 409 for [`InProgress`](Error::InProgress),
-    /// 422 for [`Mismatch`](Error::Mismatch), 400 for [`InvalidKey`](Error::InvalidKey), 503 for
-    /// [`Store`](Error::Store), 500 otherwise (every failure after the function ran among them).
+    /// 422 for [`Mismatch`](Error::Mismatch), 400 for [`InvalidKey`](Error::InvalidKey), 429 for
+    /// [`QuotaExceeded`](Error::QuotaExceeded), 503 for [`Store`](Error::Store), 500 otherwise (every failure after the function ran among them).
     pub fn http_status(&self) -> u16 {
         match self {
             Error::InProgress { .. } => 409,
             Error::Mismatch { .. } => 422,
             Error::InvalidKey(_) => 400,
+            Error::QuotaExceeded { .. } => 429,
             Error::Store { .. } => 503,
             Error::LeaseLost { .. }
             | Error::NotRecorded { .. }
@@ -173,10 +185,14 @@ impl Error {
     }
 
     /// Whether retrying the same call later is safe and may succeed: `true` for
-    /// [`InProgress`](Error::InProgress) and for a [`Store`](Error::Store) failure (the function
-    /// did not run); `false` otherwise, and always once the function ran.
+    /// [`InProgress`](Error::InProgress), [`QuotaExceeded`](Error::QuotaExceeded) and a
+    /// [`Store`](Error::Store) failure (the function did not run); `false` otherwise, and always
+    /// once the function ran.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::InProgress { .. } | Error::Store { .. })
+        matches!(
+            self,
+            Error::InProgress { .. } | Error::QuotaExceeded { .. } | Error::Store { .. }
+        )
     }
 
     /// Whether the function ran but its outcome was not recorded ([`NotRecorded`](Error::NotRecorded)).
@@ -285,6 +301,15 @@ mod tests {
             (Error::Aborted { key: key() }, 500, false),
             (Error::Mismatch { key: key() }, 422, false),
             (Error::InvalidKey("too long".into()), 400, false),
+            (
+                Error::QuotaExceeded {
+                    key: key(),
+                    reason: "100 records kept".into(),
+                    retry_after: Duration::from_secs(60),
+                },
+                429,
+                true,
+            ),
             (
                 Error::Store {
                     key: key(),

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::{Clock, Error, Key, KeyBuilder, ReplayCache, Store, SystemClock};
+use crate::{Clock, Error, Key, KeyBuilder, Quota, ReplayCache, Store, SystemClock};
 
 /// The namespace keys live in unless [`Idempotency::with_namespace`] says otherwise.
 pub const DEFAULT_NAMESPACE: &str = "idem";
@@ -30,6 +30,7 @@ pub struct Idempotency {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) namespace: Arc<str>,
     pub(crate) replay_cache: Option<Arc<ReplayCache>>,
+    pub(crate) quota: Option<Arc<dyn Quota>>,
 }
 
 impl Idempotency {
@@ -45,6 +46,7 @@ impl Idempotency {
             clock: Arc::new(SystemClock),
             namespace: DEFAULT_NAMESPACE.into(),
             replay_cache: None,
+            quota: None,
         }
     }
 
@@ -75,6 +77,28 @@ impl Idempotency {
     pub fn with_replay_cache(mut self, cache: ReplayCache) -> Self {
         self.replay_cache = Some(Arc::new(cache));
         self
+    }
+
+    /// Asks `quota` before every reservation, so that no scope (principal, tenant) can fill
+    /// the store for the others: a call with a new key in a scope over its quota gets
+    /// [`Error::QuotaExceeded`] without running, while its keys already used are still
+    /// replayed. Off unless set; clones of this handle share the quota.
+    ///
+    /// ```
+    /// # fn demo(store: impl idem_core::Store) {
+    /// use idem_core::{Idempotency, ScopeQuota};
+    /// let idem = Idempotency::new(store)
+    ///     .with_quota(ScopeQuota::new().max_records(1_000).max_bytes(16 << 20));
+    /// # }
+    /// ```
+    pub fn with_quota(mut self, quota: impl Quota) -> Self {
+        self.quota = Some(Arc::new(quota));
+        self
+    }
+
+    /// The quota, if [`with_quota`](Idempotency::with_quota) set one.
+    pub fn quota(&self) -> Option<&dyn Quota> {
+        self.quota.as_deref()
     }
 
     /// The store.
@@ -129,6 +153,7 @@ impl fmt::Debug for Idempotency {
         f.debug_struct("Idempotency")
             .field("namespace", &self.namespace)
             .field("replay_cache", &self.replay_cache)
+            .field("quota", &self.quota.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -73,6 +73,8 @@
 //!   optional scope (see [`KeyBuilder`]).
 //! - With [`Idempotency::with_replay_cache`], completed records are also kept in the process
 //!   ([`ReplayCache`], bounded, off by default), so replaying a hot key makes no store call.
+//! - With [`Idempotency::with_quota`], a scope over its [`Quota`] gets
+//!   [`Error::QuotaExceeded`] (HTTP 429) for new keys, and its used keys still replay.
 //!
 //! # Writing a store
 //!
@@ -96,7 +98,8 @@
 //! - `steps`: the [`step`]s a body records as it goes (`steps::journal`), replayed after a
 //!   takeover;
 //! - [`store`]: the [`Store`] contract and the records a store keeps; `replay_cache` keeps
-//!   completed records in the process too ([`ReplayCache`]);
+//!   completed records in the process too ([`ReplayCache`]); `quota` bounds what one scope
+//!   may keep ([`Quota`], [`ScopeQuota`]);
 //! - [`Error`]; [`Clock`], which tests move by hand; [`guide`], the long explanations;
 //! - `__private01`: what the `#[idempotent]` expansion calls, not an API.
 #![warn(missing_docs)]
@@ -111,6 +114,7 @@ mod global;
 mod handle;
 mod key;
 mod lease;
+mod quota;
 mod replay_cache;
 mod steps;
 pub mod store;
@@ -132,6 +136,7 @@ pub use global::{install, installed};
 pub use handle::{Idempotency, DEFAULT_NAMESPACE};
 pub use key::names::check_names;
 pub use key::{Key, KeyBuilder, KeyPart, MAX_KEY_LEN};
+pub use quota::{Quota, QuotaExceeded, QuotaPermit, ScopeQuota};
 pub use replay_cache::{ReplayCache, DEFAULT_REPLAY_CACHE_MAX_AGE};
 pub use steps::step::{step, MAX_STEP_NAME_LEN};
 pub use store::Timestamp;

@@ -1,6 +1,7 @@
 //! The protocol: reserve, run while renewing the lease, then complete or release.
 
 mod guard;
+mod quota;
 mod settle;
 
 use std::future::Future;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 
 use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::engine::guard::{CatchUnwind, Settle};
+use crate::engine::quota::Admitted;
 use crate::engine::settle::Running;
 use crate::lease::fencing;
 use crate::lease::renewal::{Renew, Renewal};
@@ -93,6 +95,11 @@ impl Idempotency {
         if let Some(completed) = self.cached(&call)? {
             return replay(policy, &call, completed.outcome());
         }
+        // Held until the call ends: a running call counts against its scope.
+        let _permit = match self.admit(&call).await? {
+            Admitted::Go(permit) => permit,
+            Admitted::Done(completed) => return replay(policy, &call, completed.outcome()),
+        };
         let mut settle = Settle::new(self.store.clone(), call.key.clone(), OwnerToken::generate());
         match self.acquire(&call, &mut settle).await? {
             Acquired::Owner(held) => self.execute(&call, settle, held, policy, body).await,

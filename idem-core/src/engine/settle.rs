@@ -102,6 +102,7 @@ impl Idempotency {
                 match recorded {
                     Ok(()) => {
                         tracing::debug!(target: TARGET, key, ok = result.is_ok(), "completed: outcome stored");
+                        self.count_stored(call, &completed);
                         self.cache(call, Arc::new(completed));
                         fresh(result)
                     }
@@ -157,6 +158,7 @@ impl Idempotency {
                 let aborted = self.completed(call, Outcome::Aborted);
                 match self.record_outcome(call, &owner, &aborted, &lease).await {
                     Ok(()) => {
+                        self.count_stored(call, &aborted);
                         tracing::error!(target: TARGET, key, "the function panicked; recorded as aborted")
                     }
                     Err(error) => {

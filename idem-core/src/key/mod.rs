@@ -28,6 +28,23 @@ impl Key {
         &self.0
     }
 
+    /// The scope the key was built with, as encoded in it (`%` and `|` escaped as `%25` and
+    /// `%7C`), or `None` for a key without one.
+    ///
+    /// ```
+    /// use idem_core::KeyBuilder;
+    /// let key = KeyBuilder::new("idem", "charge").scope(Some("tenant|7")).part("a|b").finish()?;
+    /// assert_eq!(key.scope(), Some("tenant%7C7"));
+    /// assert_eq!(KeyBuilder::new("idem", "charge").finish()?.scope(), None);
+    /// # Ok::<(), idem_core::Error>(())
+    /// ```
+    pub fn scope(&self) -> Option<&str> {
+        // `namespace|name|scope|…`: every component escapes `|`, so the third slot is the
+        // scope's, `-` for none and `=…` for one.
+        let slot = self.0.split('|').nth(2)?;
+        slot.strip_prefix('=')
+    }
+
     /// The key under a store's own `prefix`: the prefix escaped like every key component, a
     /// `|`, then the key. The first unescaped `|` ends the prefix, so no prefix and key pair can
     /// spell another pair's (`"billing"` + `idem|…` is `billing|idem|…`, while `""` +
