@@ -276,6 +276,28 @@ impl IdempotencyLayerBuilder {
         self
     }
 
+    /// Bounds what each scope (principal) may keep in the store, so that one client cannot
+    /// fill it for the others: a request with a new key from a client over its quota gets a
+    /// 429 ([`problem::QUOTA_EXCEEDED`](crate::problem::QUOTA_EXCEEDED)) with `Retry-After`,
+    /// and nothing runs; its keys already used are still replayed. Requests under
+    /// [`Unscoped::Shared`] share one allowance. The same as
+    /// [`Idempotency::with_quota`](idem_core::Idempotency::with_quota) on the handle the
+    /// layer was built with.
+    ///
+    /// ```
+    /// # fn demo(idem: idem_core::Idempotency) {
+    /// use idem_core::ScopeQuota;
+    /// // Each client keeps at most 1,000 answers or 16 MiB of them for the TTL.
+    /// let layer = idem_http::IdempotencyLayer::builder(idem)
+    ///     .quota(ScopeQuota::new().max_records(1_000).max_bytes(16 << 20))
+    ///     .build();
+    /// # let _ = layer; }
+    /// ```
+    pub fn quota(mut self, quota: impl idem_core::Quota) -> Self {
+        self.config.idem = self.config.idem.clone().with_quota(quota);
+        self
+    }
+
     /// Request headers that are part of the fingerprint, so that a retry with other values is
     /// refused (none by default).
     pub fn fingerprint_headers(mut self, names: impl IntoIterator<Item = HeaderName>) -> Self {

@@ -90,7 +90,7 @@ fn code_of(problem: &Problem) -> u16 {
     match problem.kind {
         problem::KEY_MISSING | problem::KEY_INVALID | problem::BODY_UNREADABLE => 3,
         problem::UNSCOPED => 16,
-        problem::BODY_TOO_LARGE => 8,
+        problem::BODY_TOO_LARGE | problem::QUOTA_EXCEEDED => 8,
         problem::IN_PROGRESS => 10,
         problem::KEY_REUSED | problem::ENCODING_NOT_ACCEPTED => 9,
         problem::RESPONSE_NOT_KEPT => 6,

@@ -32,6 +32,11 @@ pub const IN_PROGRESS: &str =
 /// `type` of the answer (422 by default) for a key reused with another request.
 pub const KEY_REUSED: &str =
     "https://docs.rs/idem-http/0.1/idem_http/problem/constant.KEY_REUSED.html";
+/// `type` of the 429 for a request with a new key whose scope (principal) is over its
+/// [`Quota`](idem_core::Quota): nothing ran; `Retry-After` says when the scope may have room.
+/// Keys the scope already used are still answered.
+pub const QUOTA_EXCEEDED: &str =
+    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.QUOTA_EXCEEDED.html";
 /// `type` of the 503 for an idempotency store that cannot be reached: nothing ran.
 pub const STORE_UNAVAILABLE: &str =
     "https://docs.rs/idem-http/0.1/idem_http/problem/constant.STORE_UNAVAILABLE.html";
@@ -196,6 +201,20 @@ pub(crate) fn judged(
             "Idempotency key reused",
             format!("{subject} was already used for a different request"),
         ),
+        Error::QuotaExceeded {
+            reason,
+            retry_after,
+            ..
+        } => Problem::new(
+            QUOTA_EXCEEDED,
+            StatusCode::TOO_MANY_REQUESTS,
+            "Idempotency quota exceeded",
+            format!(
+                "the request with {subject} was not processed: its client keeps {reason}; \
+                 retry later, or reuse a key already answered"
+            ),
+        )
+        .with_retry_after(*retry_after),
         Error::Store { .. } => Problem::new(
             STORE_UNAVAILABLE,
             StatusCode::SERVICE_UNAVAILABLE,
@@ -264,6 +283,7 @@ mod tests {
             BODY_UNREADABLE,
             IN_PROGRESS,
             KEY_REUSED,
+            QUOTA_EXCEEDED,
             STORE_UNAVAILABLE,
             NOT_RECORDED,
             RESPONSE_NOT_KEPT,

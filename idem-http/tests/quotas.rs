@@ -1,0 +1,85 @@
+//! A quota per client: one that floods the store with new keys is refused with a 429, keeps
+//! its answers, and leaves room for the others.
+
+mod support;
+
+use std::sync::Arc;
+
+use idem_core::{Idempotency, ScopeQuota};
+use idem_http::{problem, IdempotencyLayer};
+use idem_stores::memory::MemoryStore;
+use support::{app, send, serve, Answer, Payments, Server};
+
+/// Room for 50 records in all, as a small service might size its store.
+fn bounded_store() -> Idempotency {
+    Idempotency::new(MemoryStore::builder().max_records(50).build())
+}
+
+async fn pay(server: &Server, client: &str, key: &str) -> Answer {
+    send(
+        server
+            .post("/payments", Some(key), r#"{"amount":1000}"#)
+            .header("authorization", format!("Bearer {client}")),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_new_keys_is_refused_and_leaves_room_for_others() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(bounded_store())
+        .quota(ScopeQuota::new().max_records(20))
+        .build();
+    let server = serve(app(layer, payments.clone())).await;
+
+    let mut refused = 0;
+    for n in 0..60 {
+        let answer = pay(&server, "mallory", &format!("flood-{n}")).await;
+        match answer.status {
+            201 => {}
+            429 => {
+                answer.assert_problem(429, problem::QUOTA_EXCEEDED, Some(&format!("flood-{n}")));
+                let retry_after: u64 = answer.header("retry-after").unwrap().parse().unwrap();
+                assert!((1..=24 * 3600).contains(&retry_after), "{retry_after}");
+                refused += 1;
+            }
+            other => panic!("flood-{n}: {other} {:?}", answer.body),
+        }
+    }
+    assert_eq!(refused, 40);
+    assert_eq!(payments.runs(), 20, "a refused request does not run");
+
+    let replay = pay(&server, "mallory", "flood-0").await;
+    assert_eq!(replay.status, 201);
+    assert!(
+        replay.replayed(),
+        "a key already answered is replayed over the quota"
+    );
+
+    for n in 0..20 {
+        let answer = pay(&server, "alice", &format!("order-{n}")).await;
+        assert_eq!(answer.status, 201, "alice's order-{n}: {:?}", answer.body);
+        assert!(!answer.replayed());
+    }
+    assert_eq!(payments.runs(), 40);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_of_a_shared_space_share_one_allowance() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(bounded_store())
+        .unscoped(idem_http::Unscoped::Shared)
+        .quota(ScopeQuota::new().max_records(1))
+        .build();
+    let server = serve(app(layer, payments.clone())).await;
+    let anonymous = |key: &str| {
+        server
+            .post("/payments", Some(key), "{}")
+            .header("authorization", "")
+    };
+    assert_eq!(send(anonymous("a")).await.status, 201);
+    send(anonymous("b"))
+        .await
+        .assert_problem(429, problem::QUOTA_EXCEEDED, Some("b"));
+    assert_eq!(payments.runs(), 1);
+}
