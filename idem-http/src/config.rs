@@ -9,6 +9,7 @@ use http::{HeaderName, Method, StatusCode};
 use idem_core::{Idempotency, DEFAULT_TTL};
 
 use crate::scope::{self, Unscoped};
+use crate::shared_bodies::SharedBodies;
 use crate::{IdempotencyLayer, DEFAULT_REPLAY_HEADERS};
 
 /// The largest request body the layer reads by default: 1 MiB.
@@ -109,6 +110,8 @@ pub(crate) struct Config {
     pub(crate) wait: Option<Duration>,
     pub(crate) ttl: Duration,
     pub(crate) lease: Option<Duration>,
+    /// The large request bodies in flight, held once for every duplicate that sent them.
+    pub(crate) bodies: SharedBodies,
 }
 
 /// Builds an [`IdempotencyLayer`] with settings other than the defaults.
@@ -159,6 +162,7 @@ impl IdempotencyLayerBuilder {
                 wait: None,
                 ttl: DEFAULT_TTL,
                 lease: None,
+                bodies: SharedBodies::default(),
             },
         }
     }

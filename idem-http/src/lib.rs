@@ -215,6 +215,7 @@ pub mod problem;
 mod replay_limits;
 mod scope;
 mod service;
+mod shared_bodies;
 mod stored;
 
 pub use body::{Body, BoxError};

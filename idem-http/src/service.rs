@@ -197,6 +197,8 @@ where
         Ok(call) => call,
         Err(error) => return Ok(asked.render(answer::engine_error(&error, &key, &config))),
     };
+    // Duplicates that wait for the first request hold its body, not a copy each.
+    let (bytes, _shared) = config.bodies.share(*call.fingerprint(), bytes);
     let request = Request::from_parts(parts, body::full(bytes));
     // The handler runs in a task of its own, so that a client that disconnects does not cut
     // it off halfway: it finishes, its response is stored, and the retry gets the replay (a
