@@ -74,7 +74,7 @@ pub(crate) fn on_error(error: &reqwest_middleware::Error) -> Verdict {
 /// Whether the problem document of a response with `status` is read before judging it: only
 /// for the statuses that would be retried, and that a problem type can make final.
 pub(crate) fn reads_problem(status: StatusCode) -> bool {
-    retry_reason(status).is_some_and(|reason| reason != Reason::RateLimited)
+    retry_reason(status).is_some()
 }
 
 /// Why a response with `status` is worth another attempt, unless its problem says otherwise.
@@ -104,6 +104,14 @@ pub(crate) fn on_response(
         // change that.
         (Reason::InProgress, Problem::Read(Some(kind))) => is_idem_http(kind, "KEY_REUSED"),
         (Reason::InProgress, _) => false,
+        // A quota that frees up only after longer than this client waits: retrying sooner
+        // cannot succeed. Any other 429 is a rate limit, worth its wait.
+        (Reason::RateLimited, Problem::Read(Some(kind)))
+            if is_idem_http(kind, "QUOTA_EXCEEDED") =>
+        {
+            retry_after(headers, SystemTime::now()).is_none_or(|wait| wait > config.max_retry_after)
+        }
+        (Reason::RateLimited, _) => false,
         // A failure that may have taken effect is never retried, nor one that may say so.
         (_, Problem::Read(Some(kind))) => is_not_recorded(kind, config),
         (_, Problem::Unreadable) => true,
@@ -239,6 +247,28 @@ mod tests {
         assert_eq!(
             verdict(409, Some("1"), Some(in_progress)),
             retried(Reason::InProgress, Some(1))
+        );
+    }
+
+    #[test]
+    fn a_quota_that_frees_up_later_than_the_client_waits_is_final() {
+        let quota = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.QUOTA_EXCEEDED.html";
+        assert_eq!(verdict(429, Some("86400"), Some(quota)), Verdict::Final);
+        assert_eq!(verdict(429, None, Some(quota)), Verdict::Final);
+        assert_eq!(
+            verdict(429, Some("3"), Some(quota)),
+            retried(Reason::RateLimited, Some(3))
+        );
+        let unreadable = on_response(
+            StatusCode::TOO_MANY_REQUESTS,
+            &headers(Some("86400")),
+            &Problem::Unreadable,
+            &Config::default(),
+        );
+        assert_eq!(
+            unreadable,
+            retried(Reason::RateLimited, Some(86400)),
+            "another 429 is a rate limit"
         );
     }
 

@@ -1,11 +1,17 @@
-//! A quota on the engine: a scope over it runs no new key, and is still answered for the keys
-//! it used; other scopes are not touched.
+//! A quota on the engine: a scope over it runs no new key and writes nothing for it, while a
+//! key that still has a record goes on as without a quota; other scopes are not touched.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use idem_conformance::ReferenceStore;
-use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock, ScopeQuota};
+use async_trait::async_trait;
+use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
+use idem_core::{
+    Call, Error, Fingerprint, Idempotency, Key, ManualClock, Quota, QuotaExceeded, QuotaPermit,
+    ScopeQuota, Store, StoreError, Timestamp,
+};
+use tokio::sync::Notify;
 
 const TTL: Duration = Duration::from_secs(600);
 
@@ -36,7 +42,8 @@ async fn create(
 #[tokio::test]
 async fn a_scope_over_its_quota_replays_its_keys_and_runs_no_new_one() {
     let clock = ManualClock::new();
-    let idem = Idempotency::new(ReferenceStore::default())
+    let store = Arc::new(ReferenceStore::default());
+    let idem = Idempotency::from_arc(store.clone())
         .with_clock(clock.clone())
         .with_quota(ScopeQuota::new().max_records(2));
     let runs = AtomicUsize::new(0);
@@ -47,16 +54,15 @@ async fn a_scope_over_its_quota_replays_its_keys_and_runs_no_new_one() {
             .unwrap();
     }
     clock.advance(Duration::from_secs(10));
-    let refused = create(&idem, &runs, call(&idem, "mallory", "o-3", 5))
-        .await
-        .unwrap_err();
+    let new_key = call(&idem, "mallory", "o-3", 5);
+    let refused = create(&idem, &runs, new_key.clone()).await.unwrap_err();
     match &refused {
         Error::QuotaExceeded {
             reason,
             retry_after,
             ..
         } => {
-            assert_eq!(reason, "2 records kept");
+            assert_eq!(reason, "2 records");
             assert_eq!(*retry_after, TTL - Duration::from_secs(10));
         }
         other => panic!("expected QuotaExceeded, got {other:?}"),
@@ -67,6 +73,11 @@ async fn a_scope_over_its_quota_replays_its_keys_and_runs_no_new_one() {
         runs.load(Ordering::SeqCst),
         2,
         "the refused call did not run"
+    );
+    assert_eq!(
+        store.get(new_key.key()).await.unwrap(),
+        None,
+        "nothing written"
     );
 
     let replay = create(&idem, &runs, call(&idem, "mallory", "o-1", 5))
@@ -95,41 +106,113 @@ async fn a_scope_over_its_quota_replays_its_keys_and_runs_no_new_one() {
 }
 
 #[tokio::test]
-async fn a_scope_over_its_quota_is_told_its_running_key_is_in_progress() {
+async fn a_call_that_ends_in_an_error_gives_its_room_back() {
     let idem =
         Idempotency::new(ReferenceStore::default()).with_quota(ScopeQuota::new().max_records(1));
+    let failed = idem
+        .run(call(&idem, "s", "o-1", 5), async {
+            Err::<u32, _>(Error::InvalidKey("declined".into()))
+        })
+        .await;
+    assert!(failed.is_err());
+    let next = idem
+        .run(call(&idem, "s", "o-2", 5), async { Ok::<_, Error>(2) })
+        .await
+        .unwrap();
+    assert_eq!(next.value, 2);
+}
+
+/// A quota that refuses every call: whatever the engine does then is the over-quota path.
+struct Refusing;
+
+#[async_trait]
+impl Quota for Refusing {
+    async fn admit(
+        &self,
+        _: Option<&str>,
+        _: &Key,
+        _: Timestamp,
+    ) -> Result<QuotaPermit, QuotaExceeded> {
+        Err(QuotaExceeded::new(Duration::from_secs(5), "0 records"))
+    }
+
+    fn stored(&self, _: Option<&str>, _: &Key, _: usize, _: Timestamp) {}
+}
+
+/// A reference store that says when a caller starts waiting for a key to change.
+#[derive(Default)]
+struct Watched {
+    inner: ReferenceStore,
+    waiting: Notify,
+}
+
+#[async_trait]
+impl Interceptor for Watched {
+    fn inner(&self) -> &dyn Store {
+        &self.inner
+    }
+
+    async fn before(&self, operation: Operation, _: &Key) -> Result<(), StoreError> {
+        if operation == Operation::Changed {
+            self.waiting.notify_one();
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn over_the_quota_a_running_key_is_in_progress_and_a_waiter_gets_its_outcome() {
+    let store = Arc::new(Intercepted(Watched::default()));
+    let unbounded = Idempotency::from_arc(store.clone());
+    let refusing = Idempotency::from_arc(store.clone()).with_quota(Refusing);
     let (started, running) = tokio::sync::oneshot::channel();
     let (finish, finished) = tokio::sync::oneshot::channel::<()>();
     let first = tokio::spawn({
-        let idem = idem.clone();
-        let call = call(&idem, "mallory", "o-1", 5);
+        let call = call(&unbounded, "mallory", "o-1", 5);
         async move {
-            idem.run(call, async {
-                started.send(()).unwrap();
-                finished.await.unwrap();
-                Ok::<_, Error>(1)
-            })
-            .await
+            unbounded
+                .run(call, async {
+                    started.send(()).unwrap();
+                    finished.await.unwrap();
+                    Ok::<_, Error>("order #1".to_owned())
+                })
+                .await
         }
     });
     running.await.unwrap();
     let runs = AtomicUsize::new(0);
-    let duplicate = create(&idem, &runs, call(&idem, "mallory", "o-1", 5))
+    let duplicate = create(&refusing, &runs, call(&refusing, "mallory", "o-1", 5))
         .await
         .unwrap_err();
     assert!(
         matches!(duplicate, Error::InProgress { .. }),
         "{duplicate:?}"
     );
-    let new_key = create(&idem, &runs, call(&idem, "mallory", "o-2", 5))
+    let new_key = create(&refusing, &runs, call(&refusing, "mallory", "o-2", 5))
         .await
         .unwrap_err();
     assert!(
         matches!(new_key, Error::QuotaExceeded { .. }),
         "{new_key:?}"
     );
+
+    let waiter = {
+        let call = call(&refusing, "mallory", "o-1", 5).with_wait(Duration::from_secs(60));
+        let refusing = refusing.clone();
+        tokio::spawn(async move {
+            refusing
+                .run(call, async { Ok::<_, Error>("ran again".to_owned()) })
+                .await
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(60), store.0.waiting.notified())
+        .await
+        .expect("the waiter waits for the running call");
     finish.send(()).unwrap();
-    assert_eq!(first.await.unwrap().unwrap().value, 1);
+    assert_eq!(first.await.unwrap().unwrap().value, "order #1");
+    let waited = waiter.await.unwrap().unwrap();
+    assert_eq!(waited.value, "order #1");
+    assert!(waited.replayed);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
 
@@ -146,7 +229,7 @@ async fn bytes_are_counted_from_the_stored_outcome() {
         .await
         .unwrap_err();
     match refused {
-        Error::QuotaExceeded { reason, .. } => assert_eq!(reason, "1000 bytes of answers kept"),
+        Error::QuotaExceeded { reason, .. } => assert_eq!(reason, "1000 bytes of answers"),
         other => panic!("expected QuotaExceeded, got {other:?}"),
     }
 }

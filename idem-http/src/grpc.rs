@@ -116,6 +116,8 @@ fn percent_encode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::problem::Subject;
+    use std::time::Duration;
 
     fn with_status(code: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
@@ -137,6 +139,27 @@ mod tests {
         assert_eq!(status("x"), 500);
         assert_eq!(judged(&with_status("7"), None).unwrap().as_u16(), 403);
         assert_eq!(judged(&head, None), None);
+    }
+
+    #[test]
+    fn the_layer_s_answers_have_their_own_codes() {
+        let code = |error: idem_core::Error| {
+            let problem = crate::problem::judged(
+                &error,
+                Subject::Unnamed,
+                Duration::from_secs(1),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            );
+            code_of(&problem)
+        };
+        let quota = idem_core::Error::QuotaExceeded {
+            key: "k".into(),
+            reason: "1 records".into(),
+            retry_after: Duration::from_secs(60),
+        };
+        assert_eq!(code(quota), 8, "RESOURCE_EXHAUSTED");
+        assert_eq!(code(idem_core::Error::Mismatch { key: "k".into() }), 9);
+        assert_eq!(code(idem_core::Error::InvalidKey("empty".into())), 3);
     }
 
     #[test]

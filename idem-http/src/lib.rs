@@ -96,6 +96,7 @@
 //! | handled, response not kept | 410, with the status it was answered with |
 //! | bad key, or two | 400 |
 //! | body too large | 413 |
+//! | a new key from a client over its [`quota`](IdempotencyLayerBuilder::quota) | 429 with `Retry-After`: nothing ran |
 //! | store unreachable | 503: nothing ran |
 //! | handled, response not recorded | 500: check the effect before retrying |
 //!
@@ -105,7 +106,9 @@
 //!
 //! The layer's records need a store: in production a shared one (Redis, DynamoDB,
 //! PostgreSQL from `idem-stores`). On the embedded memory store, bound it, so that a flood
-//! of keys cannot exhaust the process: `MemoryStore::builder().max_records(100_000).build()`.
+//! of keys cannot exhaust the process: `MemoryStore::builder().max_records(100_000).build()`;
+//! and give each client a [`quota`](IdempotencyLayerBuilder::quota) below that bound, so that
+//! one client cannot fill it for the others.
 //!
 //! # Streams
 //!
@@ -145,8 +148,9 @@
 //!
 //! The layer's own answers are gRPC statuses: in progress is `ABORTED` with
 //! `grpc-retry-pushback-ms`; key reused, `FAILED_PRECONDITION`; response not kept,
-//! `ALREADY_EXISTS`; store unavailable, `UNAVAILABLE`; a bad key, `INVALID_ARGUMENT`; not
-//! recorded, `UNKNOWN`. The request is read whole (up to the request limit) before the call
+//! `ALREADY_EXISTS`; store unavailable, `UNAVAILABLE`; a bad key, `INVALID_ARGUMENT`; a
+//! body too large or a quota exceeded, `RESOURCE_EXHAUSTED`; not recorded, `UNKNOWN`. The
+//! request is read whole (up to the request limit) before the call
 //! runs: a call whose request holds other than one message (client streaming) passes
 //! through, unreserved; a
 //! server-streaming call is kept like any stream, and replayed whole when it ended within

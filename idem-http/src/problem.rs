@@ -210,8 +210,8 @@ pub(crate) fn judged(
             StatusCode::TOO_MANY_REQUESTS,
             "Idempotency quota exceeded",
             format!(
-                "the request with {subject} was not processed: its client keeps {reason}; \
-                 retry later, or reuse a key already answered"
+                "the request with {subject} was not processed: its client already keeps the \
+                 most it may ({reason}); retry after the time in Retry-After"
             ),
         )
         .with_retry_after(*retry_after),

@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::engine::guard::{CatchUnwind, Settle};
-use crate::engine::quota::Admitted;
 use crate::engine::settle::Running;
 use crate::lease::fencing;
 use crate::lease::renewal::{Renew, Renewal};
@@ -96,10 +95,7 @@ impl Idempotency {
             return replay(policy, &call, completed.outcome());
         }
         // Held until the call ends: a running call counts against its scope.
-        let _permit = match self.admit(&call).await? {
-            Admitted::Go(permit) => permit,
-            Admitted::Done(completed) => return replay(policy, &call, completed.outcome()),
-        };
+        let _permit = self.admit(&call).await?;
         let mut settle = Settle::new(self.store.clone(), call.key.clone(), OwnerToken::generate());
         match self.acquire(&call, &mut settle).await? {
             Acquired::Owner(held) => self.execute(&call, settle, held, policy, body).await,

@@ -325,6 +325,20 @@ mod tests {
     }
 
     #[test]
+    fn the_scope_is_read_back_whatever_the_namespace_and_name_hold() {
+        let key = KeyBuilder::new("a|=b", "c|d")
+            .scope(Some("x|y"))
+            .part("=p|q")
+            .finish()
+            .unwrap();
+        assert_eq!(key.scope(), Some("x%7Cy"));
+        let unscoped = KeyBuilder::new("a|=b", "c|d").part("=p").finish().unwrap();
+        assert_eq!(unscoped.scope(), None);
+        let empty = KeyBuilder::new("ns", "f").scope(Some("")).finish().unwrap();
+        assert_eq!(empty.scope(), Some(""));
+    }
+
+    #[test]
     fn a_part_cannot_pass_for_the_scope() {
         let unscoped = KeyBuilder::new("ns", "f")
             .part("-")

@@ -2,10 +2,12 @@
 //! can deny the others by filling it.
 //!
 //! A [`Quota`] set with [`Idempotency::with_quota`](crate::Idempotency::with_quota) is asked
-//! before every reservation. While it refuses a scope, that scope's calls with keys it has
-//! already used are still answered (a replay, or "in progress"), and calls with new keys get
-//! [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) (HTTP 429 with `Retry-After`) without
-//! running. [`ScopeQuota`] counts in the process; implement [`Quota`] to count elsewhere.
+//! before every reservation. While it refuses a scope, a call whose key still has a record
+//! goes on as it would without a quota (a replay, "in progress", a wait, a takeover, a
+//! mismatch), and a call with a new key gets
+//! [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) (HTTP 429 with `Retry-After`)
+//! without anything written or run. [`ScopeQuota`] counts in the process; implement [`Quota`]
+//! to count elsewhere.
 
 mod scope_quota;
 
@@ -18,23 +20,31 @@ use crate::{Key, Timestamp};
 
 pub use scope_quota::ScopeQuota;
 
-/// Decides whether a scope may reserve one more key, and learns what each one stored.
+/// Decides whether a scope may reserve one more key, and learns what the calls it let in
+/// stored.
 ///
 /// `scope` is the key's scope as encoded in it ([`Key::scope`]), `None` for keys without
-/// one: every unscoped call counts against one shared allowance.
+/// one. `stored` and the permit's drop are called on the request path and cannot wait: an
+/// implementation over a shared counter (Redis, say) reads it in `admit` and sends its
+/// updates from a task of its own.
+///
+/// What is not reported: an outcome stored by the task that settles a call whose future was
+/// dropped mid-way, a recorded step's value, and a key held after a panic until its lease
+/// passes. They are bounded by the calls let in, which the permits count while they run.
 #[async_trait]
 pub trait Quota: Send + Sync + 'static {
-    /// Before a reservation in `scope` at `now`: a permit, held until the call ends, or why
-    /// not. The permit is also taken for a call that turns out to be a replay; it then counts
-    /// only while the call runs.
+    /// Before `key` is reserved in `scope` at `now`: a permit, held until the call ends, or
+    /// why not. The permit is also taken for a call that turns out to be a replay or a
+    /// duplicate; it then counts only while that call runs.
     async fn admit(
         &self,
         scope: Option<&str>,
+        key: &Key,
         now: Timestamp,
     ) -> Result<QuotaPermit, QuotaExceeded>;
 
-    /// `key`, in `scope`, now keeps an outcome of `bytes` bytes until `expires_at`. Called on
-    /// the request path once the outcome is stored, before the call's permit is dropped.
+    /// `key`, in `scope`, now keeps an outcome of `bytes` bytes until `expires_at`. Called
+    /// once the outcome is stored, before the call's permit is dropped.
     fn stored(&self, scope: Option<&str>, key: &Key, bytes: usize, expires_at: Timestamp);
 }
 
@@ -72,8 +82,8 @@ pub struct QuotaExceeded {
 }
 
 impl QuotaExceeded {
-    /// A refusal because of `reason` ("100 records kept", say), that may lift after
-    /// `retry_after`.
+    /// A refusal because of `reason` (what the scope keeps: "100 records", say), that may
+    /// lift after `retry_after`.
     pub fn new(retry_after: Duration, reason: impl Into<String>) -> Self {
         QuotaExceeded {
             retry_after,
@@ -86,7 +96,7 @@ impl QuotaExceeded {
         self.retry_after
     }
 
-    /// What ran out, in words.
+    /// What the scope keeps that reached its bound, in words: "100 records".
     pub fn reason(&self) -> &str {
         &self.reason
     }

@@ -1,6 +1,7 @@
 //! `ScopeQuota`: records and bytes per scope, counted in the process.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -9,7 +10,8 @@ use async_trait::async_trait;
 use super::{Quota, QuotaExceeded, QuotaPermit};
 use crate::{Key, Timestamp};
 
-/// How long a scope full of running calls only is told to wait: they end within a lease.
+/// How long a scope whose calls are still running is told to wait at most: each one that
+/// ends without storing (an error, a replay, a duplicate) frees its room at once.
 const BUSY_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// How often, at most, scopes that no call came back to are swept out of the counts.
@@ -18,14 +20,22 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// A [`Quota`] of records and bytes per scope, counted in this process.
 ///
 /// A scope holds the outcomes it stored until they expire, and one record for each of its
-/// calls still running. A call with a new key is refused once the scope holds `max_records`,
-/// or once its stored outcomes reach `max_bytes` (the outcome that crosses the bound is still
-/// stored: the function has run). Retry-After is when the scope's first outcome expires.
+/// calls still running. A call with a new key is refused once the scope holds `max_records`
+/// (0 refuses every new key), or once its stored outcomes reach `max_bytes`. Calls let in
+/// before the bound was reached still store their outcomes (the function has run), so the
+/// bytes kept may pass `max_bytes` by the answers of the calls running at that moment, at
+/// most `max_records` of them: bound the answer's size too (idem-http's
+/// `max_response_body`). Retry-After is when the scope's first outcome expires, or a second
+/// while some of its calls are still running.
 ///
-/// Each process counts only the calls it ran, so `n` processes behind one store let a scope
-/// fill up to `n` times the bounds; divide them by the number of processes, or implement
-/// [`Quota`] over a shared counter. An outcome removed with
-/// [`forget`](crate::Idempotency::forget) still counts until it would have expired.
+/// Keys without a scope count as one scope, unless
+/// [`bound_unscoped(false)`](ScopeQuota::bound_unscoped) leaves them unbounded.
+///
+/// The counts live in this process: `n` processes behind one store let a scope fill up to
+/// `n` times the bounds (divide them by the number of processes, or implement [`Quota`] over
+/// a shared counter), and a restart starts them from zero. An outcome removed with
+/// [`forget`](crate::Idempotency::forget) still counts until it would have expired. The
+/// counts take a few dozen bytes per stored outcome, and nothing when no bound is set.
 ///
 /// ```
 /// use idem_core::{Idempotency, ScopeQuota};
@@ -38,6 +48,9 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 pub struct ScopeQuota {
     max_records: usize,
     max_bytes: u64,
+    bound_unscoped: bool,
+    /// Keys are counted by a keyed hash of themselves, not a copy.
+    hasher: RandomState,
     counts: Arc<Mutex<Counts>>,
 }
 
@@ -54,6 +67,8 @@ impl ScopeQuota {
         ScopeQuota {
             max_records: usize::MAX,
             max_bytes: u64::MAX,
+            bound_unscoped: true,
+            hasher: RandomState::new(),
             counts: Arc::default(),
         }
     }
@@ -64,10 +79,23 @@ impl ScopeQuota {
         self
     }
 
-    /// At most `max` bytes of stored outcomes per scope.
+    /// At most `max` bytes of stored outcomes per scope, as above.
     pub fn max_bytes(mut self, max: u64) -> Self {
         self.max_bytes = max;
         self
+    }
+
+    /// Whether keys without a scope share one bounded allowance (`true`, the default) or are
+    /// not bounded at all (`false`): for an application whose `#[idempotent]` functions take
+    /// no scope, and whose HTTP layer does.
+    pub fn bound_unscoped(mut self, bound: bool) -> Self {
+        self.bound_unscoped = bound;
+        self
+    }
+
+    fn bounds(&self, scope: Option<&str>) -> bool {
+        let bounded = self.max_records != usize::MAX || self.max_bytes != u64::MAX;
+        bounded && (scope.is_some() || self.bound_unscoped)
     }
 
     fn counts(&self) -> MutexGuard<'_, Counts> {
@@ -80,23 +108,32 @@ impl Quota for ScopeQuota {
     async fn admit(
         &self,
         scope: Option<&str>,
+        _key: &Key,
         now: Timestamp,
     ) -> Result<QuotaPermit, QuotaExceeded> {
+        if !self.bounds(scope) {
+            return Ok(QuotaPermit::free());
+        }
         let mut counts = self.counts();
         counts.sweep(now);
         let usage = counts.scopes.entry(scope.map(str::to_owned)).or_default();
         usage.expire(now);
         let refusal = if usage.records() >= self.max_records {
-            Some(format!("{} records kept", self.max_records))
+            Some(format!("{} records", self.max_records))
         } else if usage.bytes >= self.max_bytes {
-            Some(format!("{} bytes of answers kept", self.max_bytes))
+            Some(format!("{} bytes of answers", self.max_bytes))
         } else {
             None
         };
         if let Some(reason) = refusal {
-            let retry_after = usage
+            let first_expiry = usage
                 .first_expiry()
-                .map_or(BUSY_RETRY_AFTER, |at| at.saturating_duration_since(now));
+                .map(|at| at.saturating_duration_since(now));
+            let retry_after = match (first_expiry, usage.running) {
+                (Some(expiry), 0) => expiry,
+                (Some(expiry), _) => expiry.min(BUSY_RETRY_AFTER),
+                (None, _) => BUSY_RETRY_AFTER,
+            };
             return Err(QuotaExceeded::new(
                 retry_after.max(Duration::from_millis(1)),
                 reason,
@@ -110,6 +147,10 @@ impl Quota for ScopeQuota {
     }
 
     fn stored(&self, scope: Option<&str>, key: &Key, bytes: usize, expires_at: Timestamp) {
+        if !self.bounds(scope) {
+            return;
+        }
+        let key = self.hasher.hash_one(key.as_str());
         let mut counts = self.counts();
         let usage = counts.scopes.entry(scope.map(str::to_owned)).or_default();
         usage.store(key, bytes as u64, expires_at);
@@ -138,14 +179,17 @@ impl Counts {
     }
 }
 
+/// A key, as its hash.
+type KeyHash = u64;
+
 /// One scope's calls running and outcomes stored.
 #[derive(Debug, Default)]
 struct Usage {
     running: usize,
     bytes: u64,
     /// Each stored key's expiry and size.
-    stored: HashMap<Key, (Timestamp, u64)>,
-    by_expiry: BTreeSet<(Timestamp, Key)>,
+    stored: HashMap<KeyHash, (Timestamp, u64)>,
+    by_expiry: BTreeSet<(Timestamp, KeyHash)>,
 }
 
 impl Usage {
@@ -161,27 +205,27 @@ impl Usage {
         self.by_expiry.first().map(|(at, _)| *at)
     }
 
-    fn store(&mut self, key: &Key, bytes: u64, expires_at: Timestamp) {
+    fn store(&mut self, key: KeyHash, bytes: u64, expires_at: Timestamp) {
         self.forget(key);
-        self.stored.insert(key.clone(), (expires_at, bytes));
-        self.by_expiry.insert((expires_at, key.clone()));
+        self.stored.insert(key, (expires_at, bytes));
+        self.by_expiry.insert((expires_at, key));
         self.bytes += bytes;
     }
 
-    fn forget(&mut self, key: &Key) {
-        if let Some((expires_at, bytes)) = self.stored.remove(key) {
-            self.by_expiry.remove(&(expires_at, key.clone()));
+    fn forget(&mut self, key: KeyHash) {
+        if let Some((expires_at, bytes)) = self.stored.remove(&key) {
+            self.by_expiry.remove(&(expires_at, key));
             self.bytes -= bytes;
         }
     }
 
     /// Drops the outcomes expired at `now`.
     fn expire(&mut self, now: Timestamp) {
-        while let Some((at, key)) = self.by_expiry.first().cloned() {
+        while let Some(&(at, key)) = self.by_expiry.first() {
             if at > now {
                 break;
             }
-            self.forget(&key);
+            self.forget(key);
         }
     }
 }
@@ -217,6 +261,7 @@ mod tests {
     use super::*;
 
     const NOW: Timestamp = Timestamp::from_millis(1_700_000_000_000);
+    const TTL: Duration = Duration::from_secs(600);
 
     fn key(part: &str) -> Key {
         crate::KeyBuilder::new("ns", "f")
@@ -230,38 +275,43 @@ mod tests {
         scope: &str,
         now: Timestamp,
     ) -> Result<QuotaPermit, QuotaExceeded> {
-        quota.admit(Some(scope), now).await
+        quota.admit(Some(scope), &key("new"), now).await
     }
 
     #[tokio::test]
     async fn records_are_counted_per_scope_until_they_expire() {
         let quota = ScopeQuota::new().max_records(2);
-        let ttl = Duration::from_secs(600);
         for part in ["a", "b"] {
             let permit = admit(&quota, "mallory", NOW).await.unwrap();
-            quota.stored(Some("mallory"), &key(part), 10, NOW + ttl);
+            quota.stored(Some("mallory"), &key(part), 10, NOW + TTL);
             drop(permit);
         }
         let refused = admit(&quota, "mallory", NOW).await.unwrap_err();
-        assert_eq!(refused.retry_after(), ttl);
-        assert_eq!(refused.reason(), "2 records kept");
+        assert_eq!(refused.retry_after(), TTL);
+        assert_eq!(refused.reason(), "2 records");
         assert!(admit(&quota, "alice", NOW).await.is_ok());
-        assert!(quota.admit(None, NOW).await.is_ok());
-        assert!(admit(&quota, "mallory", NOW + ttl).await.is_ok());
+        assert!(quota.admit(None, &key("a"), NOW).await.is_ok());
+        assert!(admit(&quota, "mallory", NOW + TTL).await.is_ok());
     }
 
     #[tokio::test]
-    async fn running_calls_count_until_their_permit_drops() {
-        let quota = ScopeQuota::new().max_records(1);
+    async fn running_calls_count_until_their_permit_drops_and_shorten_the_wait() {
+        let quota = ScopeQuota::new().max_records(2);
+        quota.stored(Some("mallory"), &key("a"), 10, NOW + TTL);
         let running = admit(&quota, "mallory", NOW).await.unwrap();
         let refused = admit(&quota, "mallory", NOW).await.unwrap_err();
         assert_eq!(refused.retry_after(), BUSY_RETRY_AFTER);
         drop(running);
-        assert!(admit(&quota, "mallory", NOW).await.is_ok());
-        assert!(
-            quota.counts().scopes.is_empty(),
-            "a scope left empty is dropped"
-        );
+        let refused_later = admit(&quota, "mallory", NOW).await;
+        assert!(refused_later.is_ok(), "the running call's room is back");
+    }
+
+    #[tokio::test]
+    async fn a_scope_left_empty_is_dropped() {
+        let quota = ScopeQuota::new().max_records(1);
+        let running = admit(&quota, "mallory", NOW).await.unwrap();
+        drop(running);
+        assert!(quota.counts().scopes.is_empty());
     }
 
     #[tokio::test]
@@ -273,14 +323,35 @@ mod tests {
         assert!(admit(&quota, "s", NOW).await.is_ok());
         quota.stored(Some("s"), &key("b"), 40, later + Duration::from_secs(1));
         let refused = admit(&quota, "s", NOW).await.unwrap_err();
-        assert_eq!(refused.reason(), "100 bytes of answers kept");
+        assert_eq!(refused.reason(), "100 bytes of answers");
         assert_eq!(refused.retry_after(), Duration::from_secs(60));
     }
 
     #[tokio::test]
-    async fn scopes_nobody_comes_back_to_are_swept() {
+    async fn unscoped_keys_share_one_allowance_unless_left_unbounded() {
+        let shared = ScopeQuota::new().max_records(0);
+        assert!(shared.admit(None, &key("a"), NOW).await.is_err());
+        let unbounded = ScopeQuota::new().max_records(0).bound_unscoped(false);
+        assert!(unbounded.admit(None, &key("a"), NOW).await.is_ok());
+        unbounded.stored(None, &key("a"), 10, NOW + TTL);
+        assert!(unbounded.counts().scopes.is_empty(), "nothing counted");
+        assert!(admit(&unbounded, "s", NOW).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_quota_without_bounds_counts_nothing() {
         let quota = ScopeQuota::new();
+        let _permit = admit(&quota, "s", NOW).await.unwrap();
+        quota.stored(Some("s"), &key("a"), 10, NOW + TTL);
+        assert!(quota.counts().scopes.is_empty());
+    }
+
+    #[tokio::test]
+    async fn scopes_nobody_comes_back_to_are_swept() {
+        let quota = ScopeQuota::new().max_records(10);
+        admit(&quota, "other", NOW).await.unwrap();
         quota.stored(Some("gone"), &key("a"), 1, NOW + Duration::from_secs(1));
+        assert!(quota.counts().scopes.contains_key(&Some("gone".to_owned())));
         admit(&quota, "other", NOW + SWEEP_EVERY).await.unwrap();
         assert!(!quota.counts().scopes.contains_key(&Some("gone".to_owned())));
     }
