@@ -23,7 +23,7 @@ use crate::key_header::{self, KeyHeader};
 use crate::problem::Problem;
 use crate::replay_limits::ReplayLimits;
 use crate::scope::Unscoped;
-use crate::stored::{NotKept, StoredResponse};
+use crate::stored::{self, NotKept, StoredResponse};
 use crate::{encoding, fingerprint, grpc, IDEMPOTENT_REPLAYED, TARGET};
 
 /// The service made by [`IdempotencyLayer`](crate::IdempotencyLayer) around `S`.
@@ -245,7 +245,9 @@ fn call(
 ) -> Result<Call, idem_core::Error> {
     let stored_key = config.idem.key(KEY_NAME).scope(scope).part(key).finish()?;
     let fingerprint = fingerprint::of_request(parts, body, &config.fingerprint_headers)?;
-    let mut call = Call::new(stored_key, fingerprint).with_ttl(config.ttl);
+    let mut call = Call::new(stored_key, fingerprint)
+        .with_ttl(config.ttl)
+        .with_max_outcome(stored::max_stored_len(config.max_response_body));
     if let Some(wait) = config.wait {
         call = call.with_wait(wait);
     }

@@ -33,6 +33,19 @@ pub const DEFAULT_REPLAY_HEADERS: [&str; 12] = [
     "grpc-status-details-bin",
 ];
 
+/// Room in a stored response for its status, headers and trailers, on top of its body.
+const STORED_HEAD_ROOM: usize = 1 << 20;
+
+/// The longest stored response the layer reads back for a body of at most `max_body` bytes:
+/// the body in base64 (text is stored as is only when that is no longer), and room for the
+/// rest. A longer record was not written by this layer, and is refused before it is parsed.
+pub(crate) fn max_stored_len(max_body: usize) -> usize {
+    max_body
+        .div_ceil(3)
+        .saturating_mul(4)
+        .saturating_add(STORED_HEAD_ROOM)
+}
+
 /// A response the layer stores: status, allow-listed headers, body and trailers.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct StoredResponse {
@@ -282,6 +295,35 @@ mod tests {
             .iter()
             .map(|name| HeaderName::from_static(name))
             .collect()
+    }
+
+    #[test]
+    fn the_longest_response_the_layer_keeps_is_read_back() {
+        let max_body = 64 * 1024;
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
+        headers.insert(
+            LOCATION,
+            HeaderValue::from_str(&"l".repeat(60_000)).unwrap(),
+        );
+        for body in [
+            vec![1u8; max_body],
+            vec![0xff; max_body],
+            vec![b'"'; max_body],
+        ] {
+            let stored =
+                StoredResponse::streamed(StatusCode::OK, &headers, &body, None, &default_names());
+            let encoded = serde_json::to_vec(&stored).unwrap();
+            assert!(
+                encoded.len() <= max_stored_len(max_body),
+                "{}",
+                encoded.len()
+            );
+        }
+        assert_eq!(max_stored_len(usize::MAX), usize::MAX, "saturates");
     }
 
     fn replayed(stored: StoredResponse, max_body: usize) -> Result<Response<Body>, String> {

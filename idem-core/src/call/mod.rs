@@ -37,6 +37,7 @@ pub struct Call {
     pub(crate) wait: Option<Duration>,
     pub(crate) renew_every: Option<Duration>,
     pub(crate) on_abort: OnAbort,
+    pub(crate) max_outcome: Option<usize>,
 }
 
 impl Call {
@@ -51,6 +52,7 @@ impl Call {
             wait: None,
             renew_every: None,
             on_abort: OnAbort::Hold,
+            max_outcome: None,
         }
     }
 
@@ -94,6 +96,16 @@ impl Call {
         self
     }
 
+    /// Refuses to replay a stored outcome longer than `bytes`, before it is decoded: the
+    /// record is taken as corrupt ([`Error::CorruptRecord`](crate::Error::CorruptRecord)),
+    /// so that a record written by someone else cannot make a replay decode (and allocate)
+    /// without bound. No limit unless set; set it above the largest value the function returns,
+    /// as encoded.
+    pub fn with_max_outcome(mut self, bytes: usize) -> Self {
+        self.max_outcome = Some(bytes);
+        self
+    }
+
     /// How often the lease is renewed: [`with_renew_every`](Call::with_renew_every)'s interval
     /// within its bounds, or a third of the lease.
     pub fn renew_every(&self) -> Duration {
@@ -131,6 +143,12 @@ impl Call {
     /// What a panic or a dropped future does to the key once the body has been polled.
     pub fn on_abort(&self) -> OnAbort {
         self.on_abort
+    }
+
+    /// The longest stored outcome replayed, if [`with_max_outcome`](Call::with_max_outcome)
+    /// set one.
+    pub fn max_outcome(&self) -> Option<usize> {
+        self.max_outcome
     }
 }
 

@@ -298,6 +298,20 @@ where
     E: From<Error>,
     P: ErrorPolicy<E>,
 {
+    if let Outcome::Ok(body) | Outcome::Err(body) = outcome {
+        if let Some(max) = call.max_outcome.filter(|&max| body.len() > max) {
+            let key = call.key.as_str();
+            tracing::error!(target: TARGET, key, bytes = body.len(), max, "the stored outcome is over the size this call replays");
+            return Err(Error::CorruptRecord {
+                key: key.to_owned(),
+                reason: format!(
+                    "the stored outcome is {} bytes long, over the {max} bytes this call replays",
+                    body.len()
+                ),
+            }
+            .into());
+        }
+    }
     match outcome {
         Outcome::Ok(body) => serde_json::from_slice(body)
             .map(|value| Executed {
