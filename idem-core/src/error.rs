@@ -52,7 +52,8 @@ pub enum Error {
         source: BoxError,
     },
     /// The key's scope has used up its [`Quota`](crate::Quota) (HTTP 429). The function did not
-    /// run; retry after `retry_after`. Keys the scope already used are still replayed.
+    /// run, and nothing was written; retry after `retry_after`. Keys the scope already used
+    /// are still replayed.
     #[error("the scope of idempotency key `{key}` is over its quota: {reason}")]
     QuotaExceeded {
         /// The stored key.
@@ -163,7 +164,8 @@ pub enum Error {
 impl Error {
     /// The HTTP status code this error stands for: 409 for [`InProgress`](Error::InProgress),
     /// 422 for [`Mismatch`](Error::Mismatch), 400 for [`InvalidKey`](Error::InvalidKey), 429 for
-    /// [`QuotaExceeded`](Error::QuotaExceeded), 503 for [`Store`](Error::Store), 500 otherwise (every failure after the function ran among them).
+    /// [`QuotaExceeded`](Error::QuotaExceeded), 503 for [`Store`](Error::Store), 500 otherwise
+    /// (every failure after the function ran among them).
     pub fn http_status(&self) -> u16 {
         match self {
             Error::InProgress { .. } => 409,

@@ -81,8 +81,8 @@ impl Idempotency {
 
     /// Asks `quota` before every reservation, so that no scope (principal, tenant) can fill
     /// the store for the others: a call with a new key in a scope over its quota gets
-    /// [`Error::QuotaExceeded`] without running, while a key that still has a record goes on
-    /// as it would without a quota. Keys without a scope (an `#[idempotent]` function's,
+    /// [`Error::QuotaExceeded`] without running, while a key that still has a record is
+    /// answered as it would be without a quota (but runs only with room in the quota). Keys without a scope (an `#[idempotent]` function's,
     /// unless it sets `scope`) share one allowance, unless
     /// [`ScopeQuota::bound_unscoped`](crate::ScopeQuota::bound_unscoped) says otherwise. Off
     /// unless set; clones of this handle share the quota.

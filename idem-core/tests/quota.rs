@@ -233,3 +233,52 @@ async fn bytes_are_counted_from_the_stored_outcome() {
         other => panic!("expected QuotaExceeded, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_waiter_over_the_quota_that_ends_up_holding_the_key_does_not_run() {
+    let store = Arc::new(Intercepted(Watched::default()));
+    let unbounded = Idempotency::from_arc(store.clone());
+    let refusing = Idempotency::from_arc(store.clone()).with_quota(Refusing);
+    let (started, running) = tokio::sync::oneshot::channel();
+    let (fail, failing) = tokio::sync::oneshot::channel::<()>();
+    let first = tokio::spawn({
+        let call = call(&unbounded, "mallory", "o-1", 5);
+        async move {
+            unbounded
+                .run(call, async {
+                    started.send(()).unwrap();
+                    failing.await.unwrap();
+                    Err::<String, _>(Error::InvalidKey("declined".into()))
+                })
+                .await
+        }
+    });
+    running.await.unwrap();
+    let waiter_call = call(&refusing, "mallory", "o-1", 5).with_wait(Duration::from_secs(60));
+    let key = waiter_call.key().clone();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let waiter = tokio::spawn({
+        let runs = runs.clone();
+        async move {
+            refusing
+                .run(waiter_call, async {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, Error>("ran over the quota".to_owned())
+                })
+                .await
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(60), store.0.waiting.notified())
+        .await
+        .expect("the waiter waits for the running call");
+    fail.send(()).unwrap();
+    assert!(first.await.unwrap().is_err());
+
+    let refused = waiter.await.unwrap().unwrap_err();
+    assert!(
+        matches!(refused, Error::QuotaExceeded { .. }),
+        "{refused:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the body did not run");
+    assert_eq!(store.get(&key).await.unwrap(), None, "the key was released");
+}

@@ -86,3 +86,28 @@ async fn clients_of_a_shared_space_share_one_allowance() {
         .assert_problem(429, problem::QUOTA_EXCEEDED, Some("b"));
     assert_eq!(payments.runs(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_of_a_new_key_at_the_limit_are_in_progress_not_over_quota() {
+    let (payments, mut started) = Payments::held();
+    let layer = IdempotencyLayer::builder(bounded_store())
+        .quota(ScopeQuota::new().max_records(1))
+        .build();
+    let server = Arc::new(serve(app(layer, payments.clone())).await);
+    let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    for _ in 0..16 {
+        let (server, answers) = (server.clone(), answers.clone());
+        tokio::spawn(async move { answers.send(pay(&server, "mallory", "only-key").await) });
+    }
+    started.recv().await.unwrap();
+    // Fifteen copies are answered while the first is held.
+    let mut statuses = Vec::new();
+    for _ in 0..15 {
+        statuses.push(answered.recv().await.unwrap().status);
+    }
+    payments.release();
+    let first = answered.recv().await.unwrap();
+    assert_eq!(first.status, 201);
+    assert_eq!(statuses, vec![409; 15], "never 429 for a key in use");
+    assert_eq!(payments.runs(), 1);
+}

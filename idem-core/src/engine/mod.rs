@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::engine::guard::{CatchUnwind, Settle};
+use crate::engine::quota::Admission;
 use crate::engine::settle::Running;
 use crate::lease::fencing;
 use crate::lease::renewal::{Renew, Renewal};
@@ -95,10 +96,16 @@ impl Idempotency {
             return replay(policy, &call, completed.outcome());
         }
         // Held until the call ends: a running call counts against its scope.
-        let _permit = self.admit(&call).await?;
+        let admission = self.admit(&call).await?;
         let mut settle = Settle::new(self.store.clone(), call.key.clone(), OwnerToken::generate());
         match self.acquire(&call, &mut settle).await? {
-            Acquired::Owner(held) => self.execute(&call, settle, held, policy, body).await,
+            Acquired::Owner(held) => {
+                let _permit = match admission {
+                    Admission::Counted(permit) => permit,
+                    Admission::OverQuota => self.admit_owner(&call, &mut settle).await?,
+                };
+                self.execute(&call, settle, held, policy, body).await
+            }
             Acquired::Done(completed) => replay(policy, &call, completed.outcome()),
         }
     }

@@ -1,19 +1,31 @@
-//! Asking the quota before a reservation, and letting a key that still has a record go on.
+//! Asking the quota before a reservation; a key that still has a record goes on, but runs
+//! only with room in the quota.
 
-use crate::{Call, Completed, Error, Idempotency, Outcome, QuotaPermit, Record, TARGET};
+use crate::engine::guard::Settle;
+use crate::{Call, Completed, Error, Idempotency, Outcome, QuotaExceeded, QuotaPermit, TARGET};
+
+/// The quota's answer for a call about to reserve its key.
+pub(super) enum Admission {
+    /// Counted: the call may run.
+    Counted(QuotaPermit),
+    /// The scope is over its quota, but the key has a record: the call goes on for its
+    /// answer (a replay, "in progress", a wait, a mismatch), and runs only if the quota
+    /// admits it once it holds the key.
+    OverQuota,
+}
 
 impl Idempotency {
-    /// The quota's permit for `call`. When its scope is over the quota, a key that still has a
-    /// record goes on as it would without one (a replay, "in progress", a wait, a takeover, a
-    /// mismatch: none adds a record), with a permit that counts nothing; a new key gets
-    /// [`Error::QuotaExceeded`], and nothing is written.
-    pub(super) async fn admit(&self, call: &Call) -> Result<QuotaPermit, Error> {
+    /// The quota's admission of `call`. A scope over its quota is refused a key without a
+    /// record ([`Error::QuotaExceeded`]; nothing is written); a key with one goes on.
+    pub(super) async fn admit(&self, call: &Call) -> Result<Admission, Error> {
         let Some(quota) = &self.quota else {
-            return Ok(QuotaPermit::free());
+            return Ok(Admission::Counted(QuotaPermit::free()));
         };
-        let now = self.clock.now();
-        let exceeded = match quota.admit(call.key.scope(), &call.key, now).await {
-            Ok(permit) => return Ok(permit),
+        let exceeded = match quota
+            .admit(call.key.scope(), &call.key, self.clock.now())
+            .await
+        {
+            Ok(permit) => return Ok(Admission::Counted(permit)),
             Err(exceeded) => exceeded,
         };
         let key = call.key.as_str();
@@ -22,20 +34,35 @@ impl Idempotency {
             .get(&call.key)
             .await
             .map_err(|e| e.into_error(key))?;
-        let held = match &record {
-            Some(Record::Completed(completed)) => now < completed.expires_at(),
-            Some(Record::InProgress(running)) => !running.is_abandoned(now),
-            None => false,
-        };
-        if held {
-            return Ok(QuotaPermit::free());
+        match record {
+            Some(_) => Ok(Admission::OverQuota),
+            None => Err(refused(call, &exceeded)),
         }
-        tracing::debug!(target: TARGET, key, reason = exceeded.reason(), "refused: the key's scope is over its quota");
-        Err(Error::QuotaExceeded {
-            key: key.to_owned(),
-            reason: exceeded.reason().to_owned(),
-            retry_after: exceeded.retry_after(),
-        })
+    }
+
+    /// The permit of a call that was over its quota and now holds its key, about to run: one
+    /// that counts, or the key released (the body has not started) and
+    /// [`Error::QuotaExceeded`].
+    pub(super) async fn admit_owner(
+        &self,
+        call: &Call,
+        settle: &mut Settle,
+    ) -> Result<QuotaPermit, Error> {
+        let Some(quota) = &self.quota else {
+            return Ok(QuotaPermit::free());
+        };
+        match quota
+            .admit(call.key.scope(), &call.key, self.clock.now())
+            .await
+        {
+            Ok(permit) => Ok(permit),
+            Err(exceeded) => {
+                // Disarmed only once released: a drop mid-way still releases.
+                self.release(call, settle.owner()).await;
+                settle.disarm();
+                Err(refused(call, &exceeded))
+            }
+        }
     }
 
     /// Tells the quota that `call` stored `completed`.
@@ -47,5 +74,15 @@ impl Idempotency {
             };
             quota.stored(call.key.scope(), &call.key, bytes, completed.expires_at());
         }
+    }
+}
+
+fn refused(call: &Call, exceeded: &QuotaExceeded) -> Error {
+    let key = call.key.as_str();
+    tracing::debug!(target: TARGET, key, reason = exceeded.reason(), "refused: the key's scope is over its quota");
+    Error::QuotaExceeded {
+        key: key.to_owned(),
+        reason: exceeded.reason().to_owned(),
+        retry_after: exceeded.retry_after(),
     }
 }

@@ -205,7 +205,7 @@ impl Idempotency {
             .await
     }
 
-    async fn release(&self, call: &Call, owner: &OwnerToken) {
+    pub(super) async fn release(&self, call: &Call, owner: &OwnerToken) {
         let key = call.key.as_str();
         match self.store.release(&call.key, owner).await {
             Ok(()) => tracing::debug!(target: TARGET, key, "released: key free for a retry"),

@@ -3,10 +3,12 @@
 //!
 //! A [`Quota`] set with [`Idempotency::with_quota`](crate::Idempotency::with_quota) is asked
 //! before every reservation. While it refuses a scope, a call whose key still has a record
-//! goes on as it would without a quota (a replay, "in progress", a wait, a takeover, a
+//! goes on for its answer as it would without a quota (a replay, "in progress", a wait, a
 //! mismatch), and a call with a new key gets
 //! [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) (HTTP 429 with `Retry-After`)
-//! without anything written or run. [`ScopeQuota`] counts in the process; implement [`Quota`]
+//! without anything written or run. A call that would run the function (a takeover after a
+//! crash, a waiter whose first call failed) is asked for again once it holds the key, and
+//! releases it unrun when the quota still refuses. [`ScopeQuota`] counts in the process; implement [`Quota`]
 //! to count elsewhere.
 
 mod scope_quota;

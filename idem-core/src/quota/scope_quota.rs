@@ -20,8 +20,9 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// A [`Quota`] of records and bytes per scope, counted in this process.
 ///
 /// A scope holds the outcomes it stored until they expire, and one record for each of its
-/// calls still running. A call with a new key is refused once the scope holds `max_records`
-/// (0 refuses every new key), or once its stored outcomes reach `max_bytes`. Calls let in
+/// calls still running (a duplicate of one running here counts, but is never refused). A call
+/// with a new key is refused once the scope holds `max_records` (0 refuses every new key), or
+/// once its stored outcomes reach `max_bytes`. Calls let in
 /// before the bound was reached still store their outcomes (the function has run), so the
 /// bytes kept may pass `max_bytes` by the answers of the calls running at that moment, at
 /// most `max_records` of them: bound the answer's size too (idem-http's
@@ -108,17 +109,23 @@ impl Quota for ScopeQuota {
     async fn admit(
         &self,
         scope: Option<&str>,
-        _key: &Key,
+        key: &Key,
         now: Timestamp,
     ) -> Result<QuotaPermit, QuotaExceeded> {
         if !self.bounds(scope) {
             return Ok(QuotaPermit::free());
         }
+        let key = self.hasher.hash_one(key.as_str());
         let mut counts = self.counts();
         counts.sweep(now);
         let usage = counts.scopes.entry(scope.map(str::to_owned)).or_default();
         usage.expire(now);
-        let refusal = if usage.records() >= self.max_records {
+        // A duplicate of a call running here adds no record: refusing it would answer 429
+        // for a key the client is already using.
+        let duplicate = usage.running_keys.contains_key(&key);
+        let refusal = if duplicate {
+            None
+        } else if usage.records() >= self.max_records {
             Some(format!("{} records", self.max_records))
         } else if usage.bytes >= self.max_bytes {
             Some(format!("{} bytes of answers", self.max_bytes))
@@ -140,9 +147,11 @@ impl Quota for ScopeQuota {
             ));
         }
         usage.running += 1;
+        *usage.running_keys.entry(key).or_default() += 1;
         Ok(QuotaPermit::holding(Running {
             counts: self.counts.clone(),
             scope: scope.map(str::to_owned),
+            key,
         }))
     }
 
@@ -186,6 +195,8 @@ type KeyHash = u64;
 #[derive(Debug, Default)]
 struct Usage {
     running: usize,
+    /// How many of the running calls have each key.
+    running_keys: HashMap<KeyHash, usize>,
     bytes: u64,
     /// Each stored key's expiry and size.
     stored: HashMap<KeyHash, (Timestamp, u64)>,
@@ -234,6 +245,7 @@ impl Usage {
 struct Running {
     counts: Arc<Mutex<Counts>>,
     scope: Option<String>,
+    key: KeyHash,
 }
 
 impl Drop for Running {
@@ -241,6 +253,12 @@ impl Drop for Running {
         let mut counts = lock(&self.counts);
         if let Some(usage) = counts.scopes.get_mut(&self.scope) {
             usage.running -= 1;
+            if let Some(same_key) = usage.running_keys.get_mut(&self.key) {
+                *same_key -= 1;
+                if *same_key == 0 {
+                    usage.running_keys.remove(&self.key);
+                }
+            }
             if usage.is_empty() {
                 counts.scopes.remove(&self.scope);
             }
@@ -275,7 +293,12 @@ mod tests {
         scope: &str,
         now: Timestamp,
     ) -> Result<QuotaPermit, QuotaExceeded> {
-        quota.admit(Some(scope), &key("new"), now).await
+        // A key of its own, so that no call is a duplicate of another.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        quota
+            .admit(Some(scope), &key(&format!("new-{n}")), now)
+            .await
     }
 
     #[tokio::test]
@@ -304,6 +327,21 @@ mod tests {
         drop(running);
         let refused_later = admit(&quota, "mallory", NOW).await;
         assert!(refused_later.is_ok(), "the running call's room is back");
+    }
+
+    #[tokio::test]
+    async fn a_duplicate_of_a_running_call_is_let_in_and_counted() {
+        let quota = ScopeQuota::new().max_records(1);
+        let first = quota.admit(Some("s"), &key("k"), NOW).await.unwrap();
+        let duplicate = quota.admit(Some("s"), &key("k"), NOW).await.unwrap();
+        assert!(quota.admit(Some("s"), &key("other"), NOW).await.is_err());
+        drop(first);
+        assert!(
+            quota.admit(Some("s"), &key("other"), NOW).await.is_err(),
+            "the duplicate still counts"
+        );
+        drop(duplicate);
+        assert!(quota.counts().scopes.is_empty());
     }
 
     #[tokio::test]
