@@ -26,7 +26,13 @@ pub const DEFAULT_NAMESPACE: &str = "idem";
 /// ```
 #[derive(Clone)]
 pub struct Idempotency {
+    /// The store as the engine sees it: through sealing, when it is on.
     pub(crate) store: Arc<dyn Store>,
+    /// The store as given.
+    #[cfg(feature = "seal")]
+    pub(crate) unsealed: Arc<dyn Store>,
+    #[cfg(feature = "seal")]
+    pub(crate) sealing: crate::seal::Sealing,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) namespace: Arc<str>,
     pub(crate) replay_cache: Option<Arc<ReplayCache>>,
@@ -42,6 +48,10 @@ impl Idempotency {
     /// A handle on a store that is already shared.
     pub fn from_arc(store: Arc<dyn Store>) -> Self {
         Idempotency {
+            #[cfg(feature = "seal")]
+            unsealed: store.clone(),
+            #[cfg(feature = "seal")]
+            sealing: Default::default(),
             store,
             clock: Arc::new(SystemClock),
             namespace: DEFAULT_NAMESPACE.into(),
@@ -104,7 +114,40 @@ impl Idempotency {
         self.quota.as_deref()
     }
 
-    /// The store.
+    /// Seals every outcome and step value this handle stores under `keyring`'s current key,
+    /// and opens what any of its keys sealed (see [`seal`](crate::seal)).
+    #[cfg(feature = "seal")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "seal")))]
+    pub fn with_sealing(mut self, keyring: crate::seal::Keyring) -> Self {
+        self.sealing.keyring = Some(Arc::new(keyring));
+        self.store = self.sealing.wrap(self.unsealed.clone());
+        self
+    }
+
+    /// Stores every key as its namespace and an HMAC-SHA256 of the whole key under
+    /// `secret`, at least [`MIN_KEY_DIGEST_SECRET_BYTES`](crate::seal::MIN_KEY_DIGEST_SECRET_BYTES)
+    /// (32) random bytes: a shorter one panics here. Changes every stored key (see
+    /// [`seal`](crate::seal)).
+    #[cfg(feature = "seal")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "seal")))]
+    pub fn with_key_digest(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.sealing.digest = Some(crate::seal::KeyDigest::new(secret.as_ref()));
+        self.store = self.sealing.wrap(self.unsealed.clone());
+        self
+    }
+
+    /// `key` as the store keeps it: the same key, or its digest under
+    /// [`with_key_digest`](Idempotency::with_key_digest). For reading the store with its own
+    /// client, or a store of the handle's without its sealing.
+    pub fn stored_key(&self, key: &Key) -> Key {
+        #[cfg(feature = "seal")]
+        return self.sealing.stored_key(key);
+        #[cfg(not(feature = "seal"))]
+        key.clone()
+    }
+
+    /// The store, as calls see it: with sealing on, keys are digested and values opened on
+    /// the way.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }

@@ -99,7 +99,8 @@
 //!   takeover;
 //! - [`store`]: the [`Store`] contract and the records a store keeps; `replay_cache` keeps
 //!   completed records in the process too ([`ReplayCache`]); `quota` bounds what one scope
-//!   may keep ([`Quota`], [`ScopeQuota`]);
+//!   may keep ([`Quota`], [`ScopeQuota`]); `seal` (feature `seal`) keeps outcomes and step
+//!   values sealed and keys digested in the store;
 //! - [`Error`]; [`Clock`], which tests move by hand; [`guide`], the long explanations;
 //! - `__private01`: what the `#[idempotent]` expansion calls, not an API.
 #![warn(missing_docs)]
@@ -116,6 +117,9 @@ mod key;
 mod lease;
 mod quota;
 mod replay_cache;
+#[cfg(feature = "seal")]
+#[cfg_attr(docsrs, doc(cfg(feature = "seal")))]
+pub mod seal;
 mod steps;
 pub mod store;
 

@@ -23,6 +23,12 @@ pub const MAX_KEY_LEN: usize = 1024;
 pub struct Key(String);
 
 impl Key {
+    /// A key already encoded, as sealing stores it.
+    #[cfg(feature = "seal")]
+    pub(crate) fn from_encoded(encoded: String) -> Self {
+        Key(encoded)
+    }
+
     /// The encoded key.
     pub fn as_str(&self) -> &str {
         &self.0

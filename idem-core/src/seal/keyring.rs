@@ -1,0 +1,245 @@
+//! `Keyring`: the AES-256-GCM keys values are sealed with and opened by.
+
+use std::fmt;
+
+use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+
+/// The length of a sealing key, in bytes.
+pub const SEAL_KEY_BYTES: usize = 32;
+
+/// What a sealed value starts with: no JSON value (what idem stores unsealed) starts with a
+/// zero byte. The last byte is the format's version.
+const MAGIC: [u8; 4] = [0, b'i', b'S', 1];
+const NONCE_BYTES: usize = 12;
+
+/// The keys values are sealed with: the current one seals everything new, and every key in
+/// the ring opens what it sealed, so that keys can be rotated while records sealed with the
+/// previous one are still replayed.
+///
+/// ```
+/// use idem_core::seal::Keyring;
+/// # let (current_key, previous_key) = ([7u8; 32], [9u8; 32]);
+/// let keys = Keyring::new("2026-11", current_key).with_old("2026-05", previous_key);
+/// ```
+#[derive(Clone)]
+pub struct Keyring {
+    current: Named,
+    old: Vec<Named>,
+    refuse_unsealed: bool,
+}
+
+#[derive(Clone)]
+struct Named {
+    id: String,
+    cipher: Aes256Gcm,
+}
+
+impl Named {
+    fn new(id: &str, key: &[u8]) -> Self {
+        assert!(
+            !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic()),
+            "a sealing key id is 1 to 64 visible ASCII characters, not {id:?}"
+        );
+        assert!(
+            key.len() == SEAL_KEY_BYTES,
+            "the sealing key `{id}` is {} bytes long; AES-256 takes {SEAL_KEY_BYTES} random bytes \
+             (`openssl rand -base64 32` makes one)",
+            key.len()
+        );
+        Named {
+            id: id.to_owned(),
+            cipher: Aes256Gcm::new_from_slice(key).expect("the length was checked"),
+        }
+    }
+}
+
+/// Why a stored value did not open.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Unopened {
+    /// Sealed with a key the ring lacks.
+    UnknownKey(String),
+    /// Sealed with a key of the ring, but it does not open: changed, cut, or moved from
+    /// another key or step.
+    Tampered(String),
+    /// Not sealed at all, and the ring refuses such values.
+    Unsealed,
+    /// Starts like a sealed value but is too short or malformed to be one.
+    Malformed,
+}
+
+impl fmt::Display for Unopened {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unopened::UnknownKey(id) => write!(
+                f,
+                "sealed with key `{id}`, which the keyring lacks: add it with `with_old`"
+            ),
+            Unopened::Tampered(id) => write!(
+                f,
+                "sealed with key `{id}` but does not open: it was changed, or moved from another key"
+            ),
+            Unopened::Unsealed => f.write_str(
+                "not sealed, and the keyring refuses unsealed values (`refuse_unsealed`)",
+            ),
+            Unopened::Malformed => f.write_str("a malformed sealed value"),
+        }
+    }
+}
+
+impl Keyring {
+    /// A ring whose key `id` (1 to 64 visible ASCII characters, stored beside each value)
+    /// seals everything new. Panics unless `key` is [`SEAL_KEY_BYTES`] (32) bytes long.
+    pub fn new(id: &str, key: impl AsRef<[u8]>) -> Self {
+        Keyring {
+            current: Named::new(id, key.as_ref()),
+            old: Vec::new(),
+            refuse_unsealed: false,
+        }
+    }
+
+    /// The same ring, also opening what the key `id` sealed. Panics as [`Keyring::new`] does.
+    pub fn with_old(mut self, id: &str, key: impl AsRef<[u8]>) -> Self {
+        self.old.push(Named::new(id, key.as_ref()));
+        self
+    }
+
+    /// Refuses values stored unsealed, as a corrupt record, rather than reading them as they
+    /// are: once every record written before sealing has expired, so that no one with write
+    /// access to the store can slip in an unsealed one.
+    pub fn refuse_unsealed(mut self) -> Self {
+        self.refuse_unsealed = true;
+        self
+    }
+
+    /// The id of the key new values are sealed with.
+    pub fn current_id(&self) -> &str {
+        &self.current.id
+    }
+
+    /// `plain` sealed under the current key, bound to `context`.
+    pub(crate) fn seal(&self, plain: &[u8], context: &[u8]) -> Vec<u8> {
+        let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
+        let sealed = self
+            .current
+            .cipher
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: plain,
+                    aad: context,
+                },
+            )
+            .expect("AES-GCM seals any value shorter than 64 GiB");
+        let id = self.current.id.as_bytes();
+        let mut out = Vec::with_capacity(MAGIC.len() + 1 + id.len() + NONCE_BYTES + sealed.len());
+        out.extend_from_slice(&MAGIC);
+        out.push(id.len() as u8);
+        out.extend_from_slice(id);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&sealed);
+        out
+    }
+
+    /// `stored` opened, if sealed, with the key it names and `context`; as it is if it was
+    /// stored unsealed and the ring still reads those.
+    pub(crate) fn open(&self, stored: &[u8], context: &[u8]) -> Result<Vec<u8>, Unopened> {
+        let Some(rest) = stored.strip_prefix(&MAGIC) else {
+            return if self.refuse_unsealed {
+                Err(Unopened::Unsealed)
+            } else {
+                Ok(stored.to_vec())
+            };
+        };
+        let (&id_len, rest) = rest.split_first().ok_or(Unopened::Malformed)?;
+        let id_len = usize::from(id_len);
+        if rest.len() < id_len + NONCE_BYTES {
+            return Err(Unopened::Malformed);
+        }
+        let (id, rest) = rest.split_at(id_len);
+        let (nonce, sealed) = rest.split_at(NONCE_BYTES);
+        let id = std::str::from_utf8(id).map_err(|_| Unopened::Malformed)?;
+        let named = std::iter::once(&self.current)
+            .chain(&self.old)
+            .find(|named| named.id == id)
+            .ok_or_else(|| Unopened::UnknownKey(id.to_owned()))?;
+        named
+            .cipher
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: sealed,
+                    aad: context,
+                },
+            )
+            .map_err(|_| Unopened::Tampered(id.to_owned()))
+    }
+}
+
+impl fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let old: Vec<&str> = self.old.iter().map(|named| named.id.as_str()).collect();
+        f.debug_struct("Keyring")
+            .field("current", &self.current.id)
+            .field("old", &old)
+            .field("refuse_unsealed", &self.refuse_unsealed)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_value_opens_in_its_context_only() {
+        let ring = Keyring::new("k1", [1; 32]);
+        let sealed = ring.seal(b"card 4242", b"key-a");
+        assert!(!sealed.windows(4).any(|w| w == b"4242"));
+        assert_eq!(ring.open(&sealed, b"key-a").unwrap(), b"card 4242");
+        assert_eq!(
+            ring.open(&sealed, b"key-b"),
+            Err(Unopened::Tampered("k1".into()))
+        );
+        assert_ne!(
+            ring.seal(b"card 4242", b"key-a"),
+            sealed,
+            "a fresh nonce each time"
+        );
+    }
+
+    #[test]
+    fn old_keys_open_what_they_sealed_and_unknown_ones_are_named() {
+        let old = Keyring::new("2026-05", [1; 32]);
+        let sealed = old.seal(b"value", b"ctx");
+        let rotated = Keyring::new("2026-11", [2; 32]).with_old("2026-05", [1; 32]);
+        assert_eq!(rotated.open(&sealed, b"ctx").unwrap(), b"value");
+        let without = Keyring::new("2026-11", [2; 32]);
+        assert_eq!(
+            without.open(&sealed, b"ctx"),
+            Err(Unopened::UnknownKey("2026-05".into()))
+        );
+    }
+
+    #[test]
+    fn tampered_cut_and_unsealed_values_are_told_apart() {
+        let ring = Keyring::new("k1", [1; 32]);
+        let mut sealed = ring.seal(b"value", b"ctx");
+        let last = sealed.len() - 1;
+        sealed[last] ^= 1;
+        assert_eq!(
+            ring.open(&sealed, b"ctx"),
+            Err(Unopened::Tampered("k1".into()))
+        );
+        assert_eq!(ring.open(&sealed[..8], b"ctx"), Err(Unopened::Malformed));
+        assert_eq!(ring.open(b"{\"a\":1}", b"ctx").unwrap(), b"{\"a\":1}");
+        let strict = ring.refuse_unsealed();
+        assert_eq!(strict.open(b"{\"a\":1}", b"ctx"), Err(Unopened::Unsealed));
+    }
+
+    #[test]
+    #[should_panic(expected = "takes 32 random bytes")]
+    fn a_short_key_is_refused() {
+        Keyring::new("k1", [1; 16]);
+    }
+}

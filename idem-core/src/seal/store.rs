@@ -1,0 +1,250 @@
+//! `SealedStore`: a store seen through sealing. Keys are digested and values sealed on the
+//! way in, opened on the way out.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::keyring::Keyring;
+use crate::{
+    Claim, Completed, Fingerprint, InProgress, Key, Outcome, OwnerToken, Record, Reservation,
+    Steps, Store, StoreError, Timestamp,
+};
+
+/// The shortest key digest secret accepted, in bytes: HMAC-SHA256's output length.
+pub const MIN_KEY_DIGEST_SECRET_BYTES: usize = 32;
+
+/// Stored keys as an HMAC-SHA256 of the whole key under a secret of the application.
+#[derive(Clone)]
+pub(crate) struct KeyDigest(Hmac<Sha256>);
+
+impl KeyDigest {
+    /// Panics on a secret shorter than [`MIN_KEY_DIGEST_SECRET_BYTES`].
+    pub(crate) fn new(secret: &[u8]) -> Self {
+        assert!(
+            secret.len() >= MIN_KEY_DIGEST_SECRET_BYTES,
+            "the key digest secret is {} bytes long; it takes at least \
+             {MIN_KEY_DIGEST_SECRET_BYTES} random bytes (`openssl rand -base64 32` makes one)",
+            secret.len()
+        );
+        KeyDigest(Hmac::new_from_slice(secret).expect("HMAC takes a key of any length"))
+    }
+
+    /// The stored form of `key`: its namespace, which tells services apart and reveals
+    /// nothing of a call, then the HMAC of the whole key.
+    pub(crate) fn digest(&self, key: &Key) -> Key {
+        let mut mac = self.0.clone();
+        mac.update(key.as_str().as_bytes());
+        let digest = Fingerprint::from_bytes(mac.finalize().into_bytes().into()).to_hex();
+        let namespace = key.as_str().split('|').next().unwrap_or_default();
+        Key::from_encoded(format!("{namespace}|#{digest}"))
+    }
+}
+
+/// Sealing as a handle applies it: either part may be off.
+#[derive(Clone, Default)]
+pub(crate) struct Sealing {
+    pub(crate) keyring: Option<Arc<Keyring>>,
+    pub(crate) digest: Option<KeyDigest>,
+}
+
+impl Sealing {
+    /// `key` as the store keeps it.
+    pub(crate) fn stored_key(&self, key: &Key) -> Key {
+        match &self.digest {
+            Some(digest) => digest.digest(key),
+            None => key.clone(),
+        }
+    }
+
+    /// `store` seen through this sealing, or `store` itself when it does nothing.
+    pub(crate) fn wrap(&self, store: Arc<dyn Store>) -> Arc<dyn Store> {
+        if self.keyring.is_none() && self.digest.is_none() {
+            return store;
+        }
+        Arc::new(SealedStore {
+            inner: store,
+            sealing: self.clone(),
+        })
+    }
+}
+
+/// A store whose keys are digested and whose outcomes and step values are sealed.
+struct SealedStore {
+    inner: Arc<dyn Store>,
+    sealing: Sealing,
+}
+
+/// What a sealed value is bound to besides its stored key.
+enum Purpose<'a> {
+    Outcome,
+    Step(&'a str),
+}
+
+/// The associated data of a value: the stored key and what the value is, so that a sealed
+/// value moved to another key, or from one step to another, does not open.
+fn context(stored_key: &Key, purpose: Purpose<'_>) -> Vec<u8> {
+    let mut context = b"idem-seal-v1\0".to_vec();
+    context.extend_from_slice(stored_key.as_str().as_bytes());
+    match purpose {
+        Purpose::Outcome => context.extend_from_slice(b"\0outcome"),
+        Purpose::Step(name) => {
+            context.extend_from_slice(b"\0step\0");
+            context.extend_from_slice(name.as_bytes());
+        }
+    }
+    context
+}
+
+impl SealedStore {
+    fn key(&self, key: &Key) -> Key {
+        self.sealing.stored_key(key)
+    }
+
+    fn seal(&self, value: &[u8], stored_key: &Key, purpose: Purpose<'_>) -> Vec<u8> {
+        match &self.sealing.keyring {
+            Some(keyring) => keyring.seal(value, &context(stored_key, purpose)),
+            None => value.to_vec(),
+        }
+    }
+
+    fn open(
+        &self,
+        value: &[u8],
+        stored_key: &Key,
+        purpose: Purpose<'_>,
+    ) -> Result<Vec<u8>, StoreError> {
+        match &self.sealing.keyring {
+            Some(keyring) => keyring
+                .open(value, &context(stored_key, purpose))
+                .map_err(|unopened| StoreError::Corrupt(unopened.to_string())),
+            None => Ok(value.to_vec()),
+        }
+    }
+
+    fn open_steps(&self, steps: &Steps, stored_key: &Key) -> Result<Steps, StoreError> {
+        let mut opened = Steps::new().with_kept_until(steps.kept_until());
+        for (name, value) in steps.iter() {
+            opened.insert(name, self.open(value, stored_key, Purpose::Step(name))?);
+        }
+        Ok(opened)
+    }
+
+    fn open_in_progress(
+        &self,
+        record: InProgress,
+        stored_key: &Key,
+    ) -> Result<InProgress, StoreError> {
+        if record.steps().is_empty() {
+            return Ok(record);
+        }
+        let steps = self.open_steps(record.steps(), stored_key)?;
+        Ok(record.with_steps(steps))
+    }
+
+    fn open_record(&self, record: Record, stored_key: &Key) -> Result<Record, StoreError> {
+        Ok(match record {
+            Record::InProgress(running) => {
+                Record::InProgress(self.open_in_progress(running, stored_key)?)
+            }
+            Record::Completed(completed) => {
+                let outcome = match completed.outcome() {
+                    Outcome::Ok(body) => {
+                        Outcome::Ok(self.open(body, stored_key, Purpose::Outcome)?)
+                    }
+                    Outcome::Err(body) => {
+                        Outcome::Err(self.open(body, stored_key, Purpose::Outcome)?)
+                    }
+                    other => other.clone(),
+                };
+                Record::Completed(Completed::new(
+                    *completed.fingerprint(),
+                    outcome,
+                    completed.expires_at(),
+                ))
+            }
+        })
+    }
+}
+
+#[async_trait]
+impl Store for SealedStore {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        let stored = self.key(key);
+        Ok(match self.inner.reserve(&stored, claim).await? {
+            Reservation::Reserved(record) => {
+                Reservation::Reserved(self.open_in_progress(record, &stored)?)
+            }
+            Reservation::TookOver { previous, record } => Reservation::TookOver {
+                previous,
+                record: self.open_in_progress(record, &stored)?,
+            },
+            Reservation::Existing(record) => {
+                Reservation::Existing(self.open_record(record, &stored)?)
+            }
+        })
+    }
+
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        let stored = self.key(key);
+        let outcome = match record.outcome() {
+            Outcome::Ok(body) => Outcome::Ok(self.seal(body, &stored, Purpose::Outcome)),
+            Outcome::Err(body) => Outcome::Err(self.seal(body, &stored, Purpose::Outcome)),
+            other => other.clone(),
+        };
+        let sealed = Completed::new(*record.fingerprint(), outcome, record.expires_at());
+        self.inner.complete(&stored, owner, &sealed).await
+    }
+
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        self.inner.release(&self.key(key), owner).await
+    }
+
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        let stored = self.key(key);
+        let sealed = self.seal(value, &stored, Purpose::Step(name));
+        self.inner
+            .record_step(&stored, owner, name, &sealed, kept_until)
+            .await
+    }
+
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.renew(&self.key(key), owner, lease_until).await
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        let stored = self.key(key);
+        match self.inner.get(&stored).await? {
+            Some(record) => Ok(Some(self.open_record(record, &stored)?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        self.inner.delete(&self.key(key)).await
+    }
+
+    async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
+        self.inner.changed(&self.key(key), timeout).await
+    }
+}

@@ -1,0 +1,233 @@
+//! Sealed records on the reference store: nothing in clear at rest, replays across a
+//! rotation, and refusals of a value sealed with an unknown key or moved to another key.
+#![cfg(feature = "seal")]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use idem_conformance::ReferenceStore;
+use idem_core::seal::Keyring;
+use idem_core::{
+    step, Call, Claim, Error, Fingerprint, Idempotency, InProgress, Outcome, OwnerToken, Record,
+    Store, Timestamp,
+};
+
+const SECRET: [u8; 32] = [42; 32];
+
+fn ring() -> Keyring {
+    Keyring::new("2026-11", [1; 32])
+}
+
+fn call(idem: &Idempotency, email: &str) -> Call {
+    let key = idem.key("accounts.close").part(email).finish().unwrap();
+    Call::new(key, Fingerprint::of(&email).unwrap())
+}
+
+/// Every byte of a record as it is stored.
+fn stored_bytes(record: &Record) -> Vec<u8> {
+    let mut bytes = format!("{record:?}").into_bytes();
+    match record {
+        Record::Completed(completed) => bytes.extend_from_slice(completed.outcome().body()),
+        Record::InProgress(running) => {
+            for (name, value) in running.steps().iter() {
+                bytes.extend_from_slice(name.as_bytes());
+                bytes.extend_from_slice(value);
+            }
+        }
+        _ => {}
+    }
+    bytes
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[tokio::test]
+async fn outcomes_and_keys_are_not_stored_in_clear() {
+    let raw = Arc::new(ReferenceStore::default());
+    let idem = Idempotency::from_arc(raw.clone())
+        .with_sealing(ring())
+        .with_key_digest(SECRET);
+    let runs = AtomicUsize::new(0);
+    let close = |idem: &Idempotency| {
+        let call = call(idem, "alice@example.com");
+        let runs = &runs;
+        let idem = idem.clone();
+        async move {
+            idem.run(call, async {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, Error>("closed account of Alice Liddell, card ending 4242".to_owned())
+            })
+            .await
+        }
+    };
+    assert!(!close(&idem).await.unwrap().replayed);
+    let replay = close(&idem).await.unwrap();
+    assert!(replay.replayed);
+    assert!(replay.value.contains("4242"));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let key = call(&idem, "alice@example.com").key().clone();
+    assert_eq!(
+        raw.get(&key).await.unwrap(),
+        None,
+        "nothing under the clear key"
+    );
+    let stored_key = idem.stored_key(&key);
+    assert!(!contains(stored_key.as_str().as_bytes(), "alice"));
+    let record = raw.get(&stored_key).await.unwrap().expect("the record");
+    let bytes = stored_bytes(&record);
+    for clear in ["alice", "Alice", "4242", "closed", "accounts.close"] {
+        assert!(!contains(&bytes, clear), "{clear:?} is stored in clear");
+    }
+}
+
+#[tokio::test]
+async fn step_values_are_sealed_too() {
+    let raw = Arc::new(ReferenceStore::default());
+    let idem = Idempotency::from_arc(raw.clone()).with_sealing(ring());
+    let call = call(&idem, "bob@example.com");
+    let key = call.key().clone();
+    let (recorded, stop) = tokio::sync::oneshot::channel::<()>();
+    let (hold, held) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn({
+        let idem = idem.clone();
+        async move {
+            idem.run(call, async {
+                step("refund", async {
+                    Ok::<_, Error>("refund re_secret_77".to_owned())
+                })
+                .await?;
+                recorded.send(()).unwrap();
+                held.await.unwrap();
+                Ok::<_, Error>(1)
+            })
+            .await
+        }
+    });
+    stop.await.unwrap();
+    let record = raw.get(&key).await.unwrap().expect("the running record");
+    assert!(matches!(record, Record::InProgress(_)));
+    assert_eq!(record_step_count(&record), 1);
+    assert!(!contains(&stored_bytes(&record), "re_secret_77"));
+    let opened = idem.store().get(&key).await.unwrap().expect("the record");
+    assert!(
+        contains(&stored_bytes(&opened), "re_secret_77"),
+        "opened through the handle"
+    );
+    hold.send(()).unwrap();
+    running.await.unwrap().unwrap();
+}
+
+fn record_step_count(record: &Record) -> usize {
+    match record {
+        Record::InProgress(running) => running.steps().len(),
+        _ => 0,
+    }
+}
+
+#[tokio::test]
+async fn a_rotated_ring_replays_the_old_key_s_records_and_a_ring_without_it_refuses() {
+    let raw = Arc::new(ReferenceStore::default());
+    let before = Idempotency::from_arc(raw.clone()).with_sealing(Keyring::new("2026-05", [5; 32]));
+    before
+        .run(call(&before, "carol@example.com"), async {
+            Ok::<_, Error>(7)
+        })
+        .await
+        .unwrap();
+
+    let rotated = Idempotency::from_arc(raw.clone())
+        .with_sealing(Keyring::new("2026-11", [1; 32]).with_old("2026-05", [5; 32]));
+    let replay = rotated
+        .run(call(&rotated, "carol@example.com"), async {
+            Ok::<_, Error>(8)
+        })
+        .await
+        .unwrap();
+    assert_eq!((replay.value, replay.replayed), (7, true));
+
+    let lacking = Idempotency::from_arc(raw).with_sealing(ring());
+    let refused = lacking
+        .run(call(&lacking, "carol@example.com"), async {
+            Ok::<_, Error>(9)
+        })
+        .await
+        .unwrap_err();
+    match refused {
+        Error::CorruptRecord { reason, .. } => assert!(reason.contains("`2026-05`"), "{reason}"),
+        other => panic!("expected CorruptRecord, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_sealed_outcome_moved_to_another_key_does_not_open() {
+    let raw = Arc::new(ReferenceStore::default());
+    let idem = Idempotency::from_arc(raw.clone()).with_sealing(ring());
+    idem.run(call(&idem, "dave@example.com"), async { Ok::<_, Error>(1) })
+        .await
+        .unwrap();
+    let from = call(&idem, "dave@example.com");
+    let Some(Record::Completed(sealed)) = raw.get(from.key()).await.unwrap() else {
+        panic!("a completed record");
+    };
+
+    // Someone with write access copies dave's sealed outcome to erin's key.
+    let to = call(&idem, "erin@example.com");
+    let owner = OwnerToken::generate();
+    let now = Timestamp::from_millis(u64::MAX / 4);
+    let claim = Claim::new(
+        InProgress::new(owner.clone(), *to.fingerprint(), now),
+        Timestamp::from_millis(0),
+    );
+    raw.reserve(to.key(), &claim).await.unwrap();
+    let moved = idem_core::Completed::new(*to.fingerprint(), sealed.outcome().clone(), now);
+    raw.complete(to.key(), &owner, &moved).await.unwrap();
+    assert!(matches!(sealed.outcome(), Outcome::Ok(_)));
+
+    let runs = AtomicUsize::new(0);
+    let refused = idem
+        .run(to, async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Error>(2)
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, Error::CorruptRecord { .. }),
+        "{refused:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "refused, never run again");
+}
+
+#[tokio::test]
+async fn values_stored_before_sealing_are_read_until_refused() {
+    let raw = Arc::new(ReferenceStore::default());
+    let plain = Idempotency::from_arc(raw.clone());
+    plain
+        .run(call(&plain, "fay@example.com"), async { Ok::<_, Error>(3) })
+        .await
+        .unwrap();
+    let migrating = Idempotency::from_arc(raw.clone()).with_sealing(ring());
+    let replay = migrating
+        .run(call(&migrating, "fay@example.com"), async {
+            Ok::<_, Error>(4)
+        })
+        .await
+        .unwrap();
+    assert_eq!((replay.value, replay.replayed), (3, true));
+    let strict = Idempotency::from_arc(raw).with_sealing(ring().refuse_unsealed());
+    let refused = strict
+        .run(call(&strict, "fay@example.com"), async {
+            Ok::<_, Error>(5)
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, Error::CorruptRecord { .. }),
+        "{refused:?}"
+    );
+}
