@@ -9,3 +9,4 @@ pub mod process;
 pub mod dynamodb;
 pub mod postgres;
 pub mod redis;
+pub mod sealed;
