@@ -2,8 +2,8 @@
 //! README.md's snippets, compiled and run as its doctests, so that the README stays true.
 
 /// README.md, whose Rust snippets are this crate's doctests. They need the HTTP layer, the
-/// client middleware and the Redis store; the snippets that would reach a server are compiled,
-/// not run.
-#[cfg(all(doctest, feature = "client", feature = "redis"))]
+/// client middleware, the Redis store and sealing; the snippets that would reach a server are
+/// compiled, not run.
+#[cfg(all(doctest, feature = "client", feature = "redis", feature = "seal"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDocTests;
