@@ -59,6 +59,7 @@ report() {
     bench "DynamoDB: requests and latency per call" -p idem-tests --features dynamodb --bench dynamodb_calls
     bench "HTTP layer" -p idem-tests --features http,redis --bench http_layer
     bench "PostgreSQL and Redis replay latency" -p idem-tests --features redis,postgres --bench replay_latency
+    bench "Sealing: fresh calls and replays with and without" -p idem-tests --features redis,seal --bench sealing
     bench "Stored size of an answer" -p idem-tests --features http,redis,postgres,dynamodb --bench stored_size
 }
 
