@@ -146,6 +146,21 @@ impl Idempotency {
         key.clone()
     }
 
+    /// `outcome` under `stored_key` as the store keeps it: sealed, with sealing on.
+    pub(crate) fn stored_outcome(
+        &self,
+        stored_key: &Key,
+        outcome: crate::Outcome,
+    ) -> crate::Outcome {
+        #[cfg(feature = "seal")]
+        return self.sealing.stored_outcome(stored_key, outcome);
+        #[cfg(not(feature = "seal"))]
+        {
+            let _ = stored_key;
+            outcome
+        }
+    }
+
     /// The store, as calls see it: with sealing on, keys are digested and values opened on
     /// the way.
     pub fn store(&self) -> &Arc<dyn Store> {

@@ -377,7 +377,50 @@ async fn a_pool_too_small_for_a_step_in_a_transaction_says_so() {
     }
 }
 
+/// With sealing and key digests on, the transaction completes the record under the stored
+/// key, sealed: the handle replays it, and the row holds neither the order nor the answer.
+#[cfg(feature = "seal")]
+async fn a_sealed_record_commits_with_the_business_rows() {
+    let Some((target, idem)) = setup().await else {
+        return;
+    };
+    let idem = idem
+        .with_sealing(idem_tests::sealed::keyring())
+        .with_key_digest(idem_tests::sealed::KEY_DIGEST_SECRET);
+    let done = place(&target, &idem, "o-secret-9", true, "placed o-secret-9")
+        .await
+        .unwrap();
+    assert!(!done.replayed);
+    let replay = place(&target, &idem, "o-secret-9", true, "placed o-secret-9")
+        .await
+        .unwrap();
+    assert!(replay.replayed);
+    assert_eq!(replay.value, "placed o-secret-9");
+    assert_eq!(orders(&target, "o-secret-9").await, 1);
+    let rows: Vec<(String, Vec<u8>)> = sqlx::query_as(&format!(
+        "SELECT key, coalesce(body, ''::bytea) FROM {}",
+        idem_stores::postgres::DEFAULT_TABLE
+    ))
+    .fetch_all(&target.pool)
+    .await
+    .unwrap();
+    let sealed = rows
+        .iter()
+        .find(|(key, _)| key.ends_with(idem.stored_key(call(&idem, "o-secret-9").key()).as_str()))
+        .expect("the record under its stored key");
+    assert!(!sealed.0.contains("o-secret-9"));
+    assert!(
+        !sealed.1.windows(9).any(|w| w == b"o-secret-"),
+        "the answer is sealed"
+    );
+}
+
+/// Without the `seal` feature there is nothing to check.
+#[cfg(not(feature = "seal"))]
+async fn a_sealed_record_commits_with_the_business_rows() {}
+
 idem_tests::backend_tests! {
+    async a_sealed_record_commits_with_the_business_rows,
     async the_record_commits_with_the_business_rows,
     async a_rolled_back_transaction_leaves_the_call_to_the_engine,
     async another_value_than_the_committed_one_is_not_recorded,

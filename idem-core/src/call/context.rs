@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::lease::Lease;
 use crate::steps::journal::Journal;
-use crate::{Key, OwnerToken};
+use crate::{Idempotency, Key, Outcome, OwnerToken};
 
 tokio::task_local! {
     static CURRENT: CallContext;
@@ -35,6 +35,8 @@ pub struct CallContext {
 #[derive(Debug)]
 struct Inner {
     key: Key,
+    /// The handle the call runs under, for what its sealing makes of the key and outcome.
+    handle: Idempotency,
     owner: OwnerToken,
     attempt: u32,
     fencing_token: u64,
@@ -45,6 +47,7 @@ struct Inner {
 impl CallContext {
     pub(crate) fn new(
         key: Key,
+        handle: Idempotency,
         owner: OwnerToken,
         attempt: u32,
         fencing_token: u64,
@@ -54,6 +57,7 @@ impl CallContext {
         CallContext {
             inner: Arc::new(Inner {
                 key,
+                handle,
                 owner,
                 attempt,
                 fencing_token,
@@ -73,6 +77,22 @@ impl CallContext {
     /// took this call over after a crash and runs the body a second time.
     pub fn key(&self) -> &Key {
         &self.inner.key
+    }
+
+    /// The key as the store keeps it: [`key`](CallContext::key), or its digest when the
+    /// handle has [`with_key_digest`](crate::Idempotency::with_key_digest). What a store's own
+    /// API (PostgreSQL's `complete_in_transaction`) writes under.
+    pub fn stored_key(&self) -> crate::Key {
+        self.inner.handle.stored_key(&self.inner.key)
+    }
+
+    /// `outcome` as the store keeps it: sealed when the handle has
+    /// [`with_sealing`](crate::Idempotency::with_sealing), as it is otherwise. What a store's
+    /// own API writes.
+    pub fn stored_outcome(&self, outcome: Outcome) -> Outcome {
+        self.inner
+            .handle
+            .stored_outcome(&self.inner.handle.stored_key(&self.inner.key), outcome)
     }
 
     /// The owner token of this call's reservation, as the store holds it. A store that

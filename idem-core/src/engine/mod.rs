@@ -251,6 +251,7 @@ impl Idempotency {
         guard.watch(journal.clone());
         let context = CallContext::new(
             call.key.clone(),
+            self.clone(),
             owner.clone(),
             held.attempt(),
             held.fencing_token(),

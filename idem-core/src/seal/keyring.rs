@@ -2,8 +2,10 @@
 
 use std::fmt;
 
-use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 /// The length of a sealing key, in bytes.
 pub const SEAL_KEY_BYTES: usize = 32;
@@ -33,6 +35,8 @@ pub struct Keyring {
 struct Named {
     id: String,
     cipher: Aes256Gcm,
+    /// Derives each value's nonce from the value and its context.
+    nonces: Hmac<Sha256>,
 }
 
 impl Named {
@@ -47,10 +51,29 @@ impl Named {
              (`openssl rand -base64 32` makes one)",
             key.len()
         );
+        let mut nonces = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key");
+        nonces.update(b"idem-seal-v1 nonce key");
+        let nonce_key = nonces.finalize().into_bytes();
         Named {
             id: id.to_owned(),
             cipher: Aes256Gcm::new_from_slice(key).expect("the length was checked"),
+            nonces: <Hmac<Sha256> as Mac>::new_from_slice(&nonce_key).expect("HMAC takes any key"),
         }
+    }
+
+    /// The nonce of `plain` in `context`: an HMAC of both under a key derived from the
+    /// sealing key (a synthetic nonce, as SIV modes make). Two different values, or one value
+    /// in two contexts, get different nonces; the same value sealed again in the same context
+    /// gets the same bytes, so that a store can recognise a repeated completion.
+    fn nonce(&self, plain: &[u8], context: &[u8]) -> [u8; NONCE_BYTES] {
+        let mut mac = self.nonces.clone();
+        mac.update(&(context.len() as u64).to_be_bytes());
+        mac.update(context);
+        mac.update(plain);
+        let digest = mac.finalize().into_bytes();
+        let mut nonce = [0; NONCE_BYTES];
+        nonce.copy_from_slice(&digest[..NONCE_BYTES]);
+        nonce
     }
 }
 
@@ -119,12 +142,13 @@ impl Keyring {
 
     /// `plain` sealed under the current key, bound to `context`.
     pub(crate) fn seal(&self, plain: &[u8], context: &[u8]) -> Vec<u8> {
-        let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
+        let nonce = self.current.nonce(plain, context);
+        let nonce = Nonce::from_slice(&nonce);
         let sealed = self
             .current
             .cipher
             .encrypt(
-                &nonce,
+                nonce,
                 Payload {
                     msg: plain,
                     aad: context,
@@ -136,7 +160,7 @@ impl Keyring {
         out.extend_from_slice(&MAGIC);
         out.push(id.len() as u8);
         out.extend_from_slice(id);
-        out.extend_from_slice(&nonce);
+        out.extend_from_slice(nonce);
         out.extend_from_slice(&sealed);
         out
     }
@@ -201,11 +225,14 @@ mod tests {
             ring.open(&sealed, b"key-b"),
             Err(Unopened::Tampered("k1".into()))
         );
-        assert_ne!(
+        assert_eq!(
             ring.seal(b"card 4242", b"key-a"),
             sealed,
-            "a fresh nonce each time"
+            "sealed again alike"
         );
+        let nonce = |sealed: &[u8]| sealed[MAGIC.len() + 3..MAGIC.len() + 3 + NONCE_BYTES].to_vec();
+        assert_ne!(nonce(&ring.seal(b"card 4243", b"key-a")), nonce(&sealed));
+        assert_ne!(nonce(&ring.seal(b"card 4242", b"key-b")), nonce(&sealed));
     }
 
     #[test]

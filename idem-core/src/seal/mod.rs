@@ -14,10 +14,17 @@
 //! ```
 //!
 //! - **Sealing.** Every stored outcome and step value is sealed with AES-256-GCM (RustCrypto's
-//!   `aes-gcm`) under the ring's current key, with a fresh random nonce, the key's id stored
-//!   beside it, and the record's stored key (and the step's name) as associated data: a
-//!   sealed value copied to another key, or to another step, does not open. Fingerprints are
-//!   digests already, and stay as they are.
+//!   `aes-gcm`) under the ring's current key, the key's id stored beside it, and the record's
+//!   stored key (and the step's name) as associated data: a sealed value copied to another
+//!   key, or to another step, does not open. Each nonce is synthetic, an HMAC of the value
+//!   and its context under a key derived from the sealing key (as SIV modes make them): no two
+//!   different values share one, and a value sealed again for the same record gives the same
+//!   bytes, so that a store still recognises a repeated completion (PostgreSQL's
+//!   `complete_in_transaction` relies on it). What that shows is only that one record was
+//!   written twice with one value. Fingerprints are digests already, and stay as they are.
+//! - **Stores' own APIs.** [`CallContext::stored_key`](crate::CallContext::stored_key) and
+//!   [`CallContext::stored_outcome`](crate::CallContext::stored_outcome) give a store what
+//!   the handle would write, as `complete_in_transaction` uses them.
 //! - **Rotation.** Put the new key first and the old one in [`Keyring::with_old`]: new values
 //!   are sealed with the new key, and records sealed with the old one are still replayed.
 //!   Drop the old key once a TTL has passed. A value sealed with a key the ring lacks, or

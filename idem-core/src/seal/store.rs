@@ -60,6 +60,19 @@ impl Sealing {
         }
     }
 
+    /// `outcome` as a sealed store under `stored_key` keeps it.
+    pub(crate) fn stored_outcome(&self, stored_key: &Key, outcome: Outcome) -> Outcome {
+        let Some(keyring) = &self.keyring else {
+            return outcome;
+        };
+        let seal = |body: &[u8]| keyring.seal(body, &context(stored_key, Purpose::Outcome));
+        match &outcome {
+            Outcome::Ok(body) => Outcome::Ok(seal(body)),
+            Outcome::Err(body) => Outcome::Err(seal(body)),
+            _ => outcome,
+        }
+    }
+
     /// `store` seen through this sealing, or `store` itself when it does nothing.
     pub(crate) fn wrap(&self, store: Arc<dyn Store>) -> Arc<dyn Store> {
         if self.keyring.is_none() && self.digest.is_none() {
@@ -195,11 +208,9 @@ impl Store for SealedStore {
         record: &Completed,
     ) -> Result<(), StoreError> {
         let stored = self.key(key);
-        let outcome = match record.outcome() {
-            Outcome::Ok(body) => Outcome::Ok(self.seal(body, &stored, Purpose::Outcome)),
-            Outcome::Err(body) => Outcome::Err(self.seal(body, &stored, Purpose::Outcome)),
-            other => other.clone(),
-        };
+        let outcome = self
+            .sealing
+            .stored_outcome(&stored, record.outcome().clone());
         let sealed = Completed::new(*record.fingerprint(), outcome, record.expires_at());
         self.inner.complete(&stored, owner, &sealed).await
     }

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use idem_core::{Error, StoreError, Timestamp};
+use idem_core::{Error, Outcome, StoreError, Timestamp};
 use serde::Serialize;
 use sqlx::PgConnection;
 
@@ -75,9 +75,11 @@ impl PostgresStore {
             });
         }
         let body = serde_json::to_vec(value).map_err(|error| Error::Codec(error.into()))?;
+        // Under the key and sealed as the call's handle stores them, when it seals records.
+        let body = context.stored_outcome(Outcome::Ok(body)).body().to_vec();
         let expires_at = Timestamp::from_system_time(SystemTime::now()) + ttl;
         let query = sqlx::query(&self.statements.complete_in_transaction)
-            .bind(self.row_key(key))
+            .bind(self.row_key(&context.stored_key()))
             .bind(row::count(context.fencing_token()))
             .bind(row::millis(expires_at))
             .bind(body)
