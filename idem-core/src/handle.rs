@@ -146,23 +146,42 @@ impl Idempotency {
         key.clone()
     }
 
-    /// `outcome` under `stored_key` as the store keeps it: sealed, with sealing on.
+    /// `outcome` of the call fingerprinted `fingerprint` (as stored), under `stored_key`, as
+    /// the store keeps it: sealed, with sealing on.
     pub(crate) fn stored_outcome(
         &self,
         stored_key: &Key,
+        fingerprint: &crate::Fingerprint,
         outcome: crate::Outcome,
     ) -> crate::Outcome {
         #[cfg(feature = "seal")]
-        return self.sealing.stored_outcome(stored_key, outcome);
+        return self
+            .sealing
+            .stored_outcome(stored_key, fingerprint, outcome);
         #[cfg(not(feature = "seal"))]
         {
-            let _ = stored_key;
+            let _ = (stored_key, fingerprint);
             outcome
         }
     }
 
+    /// `call` with its fingerprint as the store keeps it: keyed by the digest secret, when
+    /// there is one.
+    pub(crate) fn stored_call(&self, call: crate::Call) -> crate::Call {
+        #[cfg(feature = "seal")]
+        {
+            let mut call = call;
+            call.fingerprint = self.sealing.stored_fingerprint(call.fingerprint);
+            call
+        }
+        #[cfg(not(feature = "seal"))]
+        call
+    }
+
     /// The store, as calls see it: with sealing on, keys are digested and values opened on
-    /// the way.
+    /// the way. To share a store between handles, give each the store itself and its own
+    /// sealing: a handle built on this view seals through it, but what its calls' contexts
+    /// tell a store's own API would not know it.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }

@@ -204,14 +204,14 @@ async fn a_sealed_outcome_moved_to_another_key_does_not_open() {
 }
 
 #[tokio::test]
-async fn values_stored_before_sealing_are_read_until_refused() {
+async fn values_stored_before_sealing_are_refused_unless_accepted() {
     let raw = Arc::new(ReferenceStore::default());
     let plain = Idempotency::from_arc(raw.clone());
     plain
         .run(call(&plain, "fay@example.com"), async { Ok::<_, Error>(3) })
         .await
         .unwrap();
-    let migrating = Idempotency::from_arc(raw.clone()).with_sealing(ring());
+    let migrating = Idempotency::from_arc(raw.clone()).with_sealing(ring().accept_unsealed());
     let replay = migrating
         .run(call(&migrating, "fay@example.com"), async {
             Ok::<_, Error>(4)
@@ -219,7 +219,7 @@ async fn values_stored_before_sealing_are_read_until_refused() {
         .await
         .unwrap();
     assert_eq!((replay.value, replay.replayed), (3, true));
-    let strict = Idempotency::from_arc(raw).with_sealing(ring().refuse_unsealed());
+    let strict = Idempotency::from_arc(raw).with_sealing(ring());
     let refused = strict
         .run(call(&strict, "fay@example.com"), async {
             Ok::<_, Error>(5)
@@ -230,4 +230,101 @@ async fn values_stored_before_sealing_are_read_until_refused() {
         matches!(refused, Error::CorruptRecord { .. }),
         "{refused:?}"
     );
+}
+
+/// Rewrites the completed record under `key` in `raw` with `outcome` and `fingerprint`, as
+/// someone with write access to the store could.
+async fn rewrite(
+    raw: &ReferenceStore,
+    key: &idem_core::Key,
+    fingerprint: Fingerprint,
+    outcome: Outcome,
+) {
+    raw.delete(key).await.unwrap();
+    let owner = OwnerToken::generate();
+    let until = Timestamp::from_millis(u64::MAX / 4);
+    let claim = Claim::new(
+        InProgress::new(owner.clone(), fingerprint, until),
+        Timestamp::from_millis(0),
+    );
+    raw.reserve(key, &claim).await.unwrap();
+    let record = idem_core::Completed::new(fingerprint, outcome, until);
+    raw.complete(key, &owner, &record).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_changed_byte_an_ok_made_err_or_another_fingerprint_does_not_open() {
+    let raw = Arc::new(ReferenceStore::default());
+    let idem = Idempotency::from_arc(raw.clone()).with_sealing(ring());
+    let email = "gus@example.com";
+    idem.run(call(&idem, email), async {
+        Ok::<_, Error>("ok".to_owned())
+    })
+    .await
+    .unwrap();
+    let key = call(&idem, email).key().clone();
+    let Some(Record::Completed(sealed)) = raw.get(&key).await.unwrap() else {
+        panic!("a completed record");
+    };
+    let body = sealed.outcome().body().to_vec();
+    let fingerprint = *sealed.fingerprint();
+    let mut flipped = body.clone();
+    *flipped.last_mut().unwrap() ^= 1;
+    let other = Fingerprint::of(&"someone else").unwrap();
+    for (what, fingerprint, outcome) in [
+        ("a changed byte", fingerprint, Outcome::Ok(flipped)),
+        ("an ok made err", fingerprint, Outcome::Err(body.clone())),
+        ("another fingerprint", other, Outcome::Ok(body.clone())),
+    ] {
+        rewrite(&raw, &key, fingerprint, outcome).await;
+        let read = idem.store().get(&key).await;
+        assert!(
+            matches!(read, Err(idem_core::StoreError::Corrupt(_))),
+            "{what}: {read:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_sealed_value_read_without_the_keyring_is_corrupt_not_a_codec_error() {
+    let raw = Arc::new(ReferenceStore::default());
+    let sealed = Idempotency::from_arc(raw.clone()).with_sealing(ring());
+    sealed
+        .run(call(&sealed, "hal@example.com"), async {
+            Ok::<_, Error>(1)
+        })
+        .await
+        .unwrap();
+    let plain = Idempotency::from_arc(raw);
+    let refused = plain
+        .run(call(&plain, "hal@example.com"), async { Ok::<_, Error>(2) })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, Error::CorruptRecord { .. }),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn with_a_digest_secret_the_stored_fingerprint_is_keyed() {
+    let raw = Arc::new(ReferenceStore::default());
+    let idem = Idempotency::from_arc(raw.clone()).with_key_digest(SECRET);
+    let call = call(&idem, "ivy@example.com");
+    let bare = *call.fingerprint();
+    let key = call.key().clone();
+    idem.run(call, async { Ok::<_, Error>(1) }).await.unwrap();
+    let record = raw.get(&idem.stored_key(&key)).await.unwrap().unwrap();
+    assert_ne!(
+        *record.fingerprint(),
+        bare,
+        "a guess of the arguments cannot be tested against the store"
+    );
+    let replay = idem
+        .run(self::call(&idem, "ivy@example.com"), async {
+            Ok::<_, Error>(2)
+        })
+        .await
+        .unwrap();
+    assert_eq!((replay.value, replay.replayed), (1, true));
 }

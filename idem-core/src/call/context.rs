@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::lease::Lease;
 use crate::steps::journal::Journal;
-use crate::{Idempotency, Key, Outcome, OwnerToken};
+use crate::{Fingerprint, Idempotency, Key, Outcome, OwnerToken};
 
 tokio::task_local! {
     static CURRENT: CallContext;
@@ -37,6 +37,8 @@ struct Inner {
     key: Key,
     /// The handle the call runs under, for what its sealing makes of the key and outcome.
     handle: Idempotency,
+    /// The call's fingerprint, as stored.
+    fingerprint: Fingerprint,
     owner: OwnerToken,
     attempt: u32,
     fencing_token: u64,
@@ -46,7 +48,7 @@ struct Inner {
 
 impl CallContext {
     pub(crate) fn new(
-        key: Key,
+        call: &crate::Call,
         handle: Idempotency,
         owner: OwnerToken,
         attempt: u32,
@@ -56,8 +58,9 @@ impl CallContext {
     ) -> Self {
         CallContext {
             inner: Arc::new(Inner {
-                key,
+                key: call.key.clone(),
                 handle,
+                fingerprint: call.fingerprint,
                 owner,
                 attempt,
                 fencing_token,
@@ -90,9 +93,10 @@ impl CallContext {
     /// [`with_sealing`](crate::Idempotency::with_sealing), as it is otherwise. What a store's
     /// own API writes.
     pub fn stored_outcome(&self, outcome: Outcome) -> Outcome {
+        let stored_key = self.inner.handle.stored_key(&self.inner.key);
         self.inner
             .handle
-            .stored_outcome(&self.inner.handle.stored_key(&self.inner.key), outcome)
+            .stored_outcome(&stored_key, &self.inner.fingerprint, outcome)
     }
 
     /// The owner token of this call's reservation, as the store holds it. A store that

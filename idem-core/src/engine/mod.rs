@@ -92,6 +92,7 @@ impl Idempotency {
         P: ErrorPolicy<E>,
         F: Future<Output = Result<T, E>>,
     {
+        let call = self.stored_call(call);
         if let Some(completed) = self.cached(&call)? {
             return replay(policy, &call, completed.outcome());
         }
@@ -250,7 +251,7 @@ impl Idempotency {
         ));
         guard.watch(journal.clone());
         let context = CallContext::new(
-            call.key.clone(),
+            call,
             self.clone(),
             owner.clone(),
             held.attempt(),
@@ -307,6 +308,15 @@ where
     P: ErrorPolicy<E>,
 {
     if let Outcome::Ok(body) | Outcome::Err(body) = outcome {
+        if crate::store::is_sealed(body) {
+            // A handle with a keyring opens values on the way out of the store.
+            return Err(Error::CorruptRecord {
+                key: call.key.as_str().to_owned(),
+                reason: "the stored outcome is sealed, and this handle has no keyring to open it"
+                    .to_owned(),
+            }
+            .into());
+        }
         if let Some(max) = call.max_outcome.filter(|&max| body.len() > max) {
             let key = call.key.as_str();
             tracing::error!(target: TARGET, key, bytes = body.len(), max, "the stored outcome is over the size this call replays");

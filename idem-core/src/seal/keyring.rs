@@ -10,9 +10,7 @@ use sha2::Sha256;
 /// The length of a sealing key, in bytes.
 pub const SEAL_KEY_BYTES: usize = 32;
 
-/// What a sealed value starts with: no JSON value (what idem stores unsealed) starts with a
-/// zero byte. The last byte is the format's version.
-const MAGIC: [u8; 4] = [0, b'i', b'S', 1];
+use crate::store::SEALED_PREFIX as MAGIC;
 const NONCE_BYTES: usize = 12;
 
 /// The keys values are sealed with: the current one seals everything new, and every key in
@@ -22,13 +20,14 @@ const NONCE_BYTES: usize = 12;
 /// ```
 /// use idem_core::seal::Keyring;
 /// # let (current_key, previous_key) = ([7u8; 32], [9u8; 32]);
+/// // Each key is 32 random bytes: `openssl rand -base64 32`, decoded.
 /// let keys = Keyring::new("2026-11", current_key).with_old("2026-05", previous_key);
 /// ```
 #[derive(Clone)]
 pub struct Keyring {
     current: Named,
     old: Vec<Named>,
-    refuse_unsealed: bool,
+    accept_unsealed: bool,
 }
 
 #[derive(Clone)]
@@ -40,23 +39,23 @@ struct Named {
 }
 
 impl Named {
-    fn new(id: &str, key: &[u8]) -> Self {
+    fn new(id: &str, key: &[u8; SEAL_KEY_BYTES]) -> Self {
         assert!(
             !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic()),
             "a sealing key id is 1 to 64 visible ASCII characters, not {id:?}"
         );
-        assert!(
-            key.len() == SEAL_KEY_BYTES,
-            "the sealing key `{id}` is {} bytes long; AES-256 takes {SEAL_KEY_BYTES} random bytes \
-             (`openssl rand -base64 32` makes one)",
-            key.len()
-        );
-        let mut nonces = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key");
-        nonces.update(b"idem-seal-v1 nonce key");
-        let nonce_key = nonces.finalize().into_bytes();
+        // The key given is never used as it is: the cipher's key and the nonces' key are
+        // derived from it, each for its own use.
+        let derive = |label: &[u8]| {
+            let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key");
+            mac.update(label);
+            mac.finalize().into_bytes()
+        };
+        let cipher_key = derive(b"idem-seal-v1 cipher key");
+        let nonce_key = derive(b"idem-seal-v1 nonce key");
         Named {
             id: id.to_owned(),
-            cipher: Aes256Gcm::new_from_slice(key).expect("the length was checked"),
+            cipher: Aes256Gcm::new_from_slice(&cipher_key).expect("32 bytes"),
             nonces: <Hmac<Sha256> as Mac>::new_from_slice(&nonce_key).expect("HMAC takes any key"),
         }
     }
@@ -103,7 +102,7 @@ impl fmt::Display for Unopened {
                 "sealed with key `{id}` but does not open: it was changed, or moved from another key"
             ),
             Unopened::Unsealed => f.write_str(
-                "not sealed, and the keyring refuses unsealed values (`refuse_unsealed`)",
+                "not sealed: values stored before sealing are read only under `accept_unsealed`",
             ),
             Unopened::Malformed => f.write_str("a malformed sealed value"),
         }
@@ -112,26 +111,32 @@ impl fmt::Display for Unopened {
 
 impl Keyring {
     /// A ring whose key `id` (1 to 64 visible ASCII characters, stored beside each value)
-    /// seals everything new. Panics unless `key` is [`SEAL_KEY_BYTES`] (32) bytes long.
-    pub fn new(id: &str, key: impl AsRef<[u8]>) -> Self {
+    /// seals everything new. `key` is 32 random bytes; panics on an id out of bounds.
+    pub fn new(id: &str, key: [u8; SEAL_KEY_BYTES]) -> Self {
         Keyring {
-            current: Named::new(id, key.as_ref()),
+            current: Named::new(id, &key),
             old: Vec::new(),
-            refuse_unsealed: false,
+            accept_unsealed: false,
         }
     }
 
-    /// The same ring, also opening what the key `id` sealed. Panics as [`Keyring::new`] does.
-    pub fn with_old(mut self, id: &str, key: impl AsRef<[u8]>) -> Self {
-        self.old.push(Named::new(id, key.as_ref()));
+    /// The same ring, also opening what the key `id` sealed. Panics on an id out of bounds,
+    /// or one already in the ring.
+    pub fn with_old(mut self, id: &str, key: [u8; SEAL_KEY_BYTES]) -> Self {
+        let taken = std::iter::once(&self.current)
+            .chain(&self.old)
+            .any(|named| named.id == id);
+        assert!(!taken, "the sealing key id `{id}` is in the ring already");
+        self.old.push(Named::new(id, &key));
         self
     }
 
-    /// Refuses values stored unsealed, as a corrupt record, rather than reading them as they
-    /// are: once every record written before sealing has expired, so that no one with write
-    /// access to the store can slip in an unsealed one.
-    pub fn refuse_unsealed(mut self) -> Self {
-        self.refuse_unsealed = true;
+    /// Reads values stored unsealed as they are, instead of refusing them as corrupt: while
+    /// records written before sealing was turned on still live. Remove it once they have
+    /// expired: until then, anyone with write access to the store can slip in an unsealed
+    /// value, and it is replayed.
+    pub fn accept_unsealed(mut self) -> Self {
+        self.accept_unsealed = true;
         self
     }
 
@@ -169,10 +174,10 @@ impl Keyring {
     /// stored unsealed and the ring still reads those.
     pub(crate) fn open(&self, stored: &[u8], context: &[u8]) -> Result<Vec<u8>, Unopened> {
         let Some(rest) = stored.strip_prefix(&MAGIC) else {
-            return if self.refuse_unsealed {
-                Err(Unopened::Unsealed)
-            } else {
+            return if self.accept_unsealed {
                 Ok(stored.to_vec())
+            } else {
+                Err(Unopened::Unsealed)
             };
         };
         let (&id_len, rest) = rest.split_first().ok_or(Unopened::Malformed)?;
@@ -206,7 +211,7 @@ impl fmt::Debug for Keyring {
         f.debug_struct("Keyring")
             .field("current", &self.current.id)
             .field("old", &old)
-            .field("refuse_unsealed", &self.refuse_unsealed)
+            .field("accept_unsealed", &self.accept_unsealed)
             .finish()
     }
 }
@@ -214,6 +219,12 @@ impl fmt::Debug for Keyring {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The nonce of a value sealed under key id `k1`.
+    fn nonce(sealed: &[u8]) -> &[u8] {
+        let start = MAGIC.len() + 1 + "k1".len();
+        &sealed[start..start + NONCE_BYTES]
+    }
 
     #[test]
     fn a_sealed_value_opens_in_its_context_only() {
@@ -230,7 +241,6 @@ mod tests {
             sealed,
             "sealed again alike"
         );
-        let nonce = |sealed: &[u8]| sealed[MAGIC.len() + 3..MAGIC.len() + 3 + NONCE_BYTES].to_vec();
         assert_ne!(nonce(&ring.seal(b"card 4243", b"key-a")), nonce(&sealed));
         assert_ne!(nonce(&ring.seal(b"card 4242", b"key-b")), nonce(&sealed));
     }
@@ -259,14 +269,29 @@ mod tests {
             Err(Unopened::Tampered("k1".into()))
         );
         assert_eq!(ring.open(&sealed[..8], b"ctx"), Err(Unopened::Malformed));
-        assert_eq!(ring.open(b"{\"a\":1}", b"ctx").unwrap(), b"{\"a\":1}");
-        let strict = ring.refuse_unsealed();
-        assert_eq!(strict.open(b"{\"a\":1}", b"ctx"), Err(Unopened::Unsealed));
+        assert_eq!(ring.open(b"{\"a\":1}", b"ctx"), Err(Unopened::Unsealed));
+        let migrating = ring.accept_unsealed();
+        assert_eq!(migrating.open(b"{\"a\":1}", b"ctx").unwrap(), b"{\"a\":1}");
     }
 
     #[test]
-    #[should_panic(expected = "takes 32 random bytes")]
-    fn a_short_key_is_refused() {
-        Keyring::new("k1", [1; 16]);
+    fn the_key_given_is_not_the_cipher_s() {
+        let key = [1; 32];
+        let sealed = Keyring::new("k1", key).seal(b"value", b"ctx");
+        let raw = Aes256Gcm::new_from_slice(&key).unwrap();
+        let opened = raw.decrypt(
+            Nonce::from_slice(nonce(&sealed)),
+            Payload {
+                msg: &sealed[MAGIC.len() + 3 + NONCE_BYTES..],
+                aad: b"ctx",
+            },
+        );
+        assert!(opened.is_err());
+    }
+
+    #[test]
+    #[should_panic(expected = "in the ring already")]
+    fn a_key_id_is_used_once() {
+        let _ = Keyring::new("k1", [1; 32]).with_old("k1", [2; 32]);
     }
 }

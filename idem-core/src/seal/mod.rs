@@ -14,32 +14,46 @@
 //! ```
 //!
 //! - **Sealing.** Every stored outcome and step value is sealed with AES-256-GCM (RustCrypto's
-//!   `aes-gcm`) under the ring's current key, the key's id stored beside it, and the record's
-//!   stored key (and the step's name) as associated data: a sealed value copied to another
-//!   key, or to another step, does not open. Each nonce is synthetic, an HMAC of the value
-//!   and its context under a key derived from the sealing key (as SIV modes make them): no two
-//!   different values share one, and a value sealed again for the same record gives the same
-//!   bytes, so that a store still recognises a repeated completion (PostgreSQL's
-//!   `complete_in_transaction` relies on it). What that shows is only that one record was
-//!   written twice with one value. Fingerprints are digests already, and stay as they are.
-//! - **Stores' own APIs.** [`CallContext::stored_key`](crate::CallContext::stored_key) and
-//!   [`CallContext::stored_outcome`](crate::CallContext::stored_outcome) give a store what
-//!   the handle would write, as `complete_in_transaction` uses them.
-//! - **Rotation.** Put the new key first and the old one in [`Keyring::with_old`]: new values
-//!   are sealed with the new key, and records sealed with the old one are still replayed.
-//!   Drop the old key once a TTL has passed. A value sealed with a key the ring lacks, or
-//!   changed, is a corrupt record ([`Error::CorruptRecord`](crate::Error::CorruptRecord),
-//!   naming the key's id): refused, never run again, never a panic.
+//!   `aes-gcm`) under a key derived from the ring's current key, with that key's id stored
+//!   beside it. The associated data is the record's stored key and what the value is: an
+//!   outcome of its kind (`ok` or `err`) for the call's fingerprint, or a step of its name. A
+//!   sealed value copied to another key, another step or another call, or turned from `ok`
+//!   into `err`, does not open.
+//! - **Nonces.** Each nonce is synthetic: an HMAC of the value and its context under a second
+//!   derived key, as SIV modes make them. Sealing one value again for one record gives the
+//!   same bytes, so that a store still recognises a repeated completion (PostgreSQL's
+//!   `complete_in_transaction` relies on it). That shows when a stored key holds the same
+//!   value twice (a retry, or the key used again after it expired). Two different values get
+//!   different nonces unless 96 bits of HMAC collide: rotate a key well before it has sealed
+//!   2^32 values.
+//! - **Unsealed values are refused** as corrupt records, so that no one with write access to
+//!   the store can slip one in. While records written before sealing still live, read them
+//!   with [`Keyring::accept_unsealed`], and remove it once they have expired.
+//! - **Rotation.** Deploy the new key to every process in [`Keyring::with_old`] first; then
+//!   make it the current one (and the old one `with_old`): a process that does not know a key
+//!   yet refuses what it sealed. Drop the old key once the longest TTL any call uses (and any
+//!   steps' keeping) has passed since: nothing seals old values again. A value sealed with a
+//!   key the ring lacks, or changed, is a corrupt record
+//!   ([`Error::CorruptRecord`](crate::Error::CorruptRecord), naming the key's id): refused,
+//!   never run again, never a panic.
 //! - **Key digests.** With [`Idempotency::with_key_digest`](crate::Idempotency::with_key_digest)
 //!   the stored key is the namespace and an HMAC-SHA256 of the whole key (namespace, name,
-//!   scope, parts) under the secret. Errors and logs still name the clear key. Turning digests
-//!   on (or changing the secret) changes every stored key: records stored before are not
-//!   found, so switch on a new namespace, or when a TTL without traffic has passed.
-//! - **Migrating.** Values stored before sealing was on are read as they are, until
-//!   [`Keyring::refuse_unsealed`] refuses them once they have all expired.
-//! - **What stays visible**: sizes and timing of records, the fingerprint, the state and
-//!   times of a record, the namespace. Someone with the process's memory or the keys reads
-//!   everything. The [`ReplayCache`](crate::ReplayCache) keeps opened values, in memory only.
+//!   scope, parts) under the secret, and the stored fingerprint is keyed by the secret too,
+//!   so that a guess of the arguments cannot be tested against it. Turning digests on or off,
+//!   or changing the secret, changes every stored key and fingerprint: records stored before
+//!   are not found, and while processes of both kinds serve, one call can run on each. Switch
+//!   when no call with a live key can arrive: a deploy with no traffic for the TTL.
+//! - **Stores' own APIs.** [`CallContext::stored_key`](crate::CallContext::stored_key) and
+//!   [`CallContext::stored_outcome`](crate::CallContext::stored_outcome) give a store what
+//!   the handle writes, as `complete_in_transaction` uses them. They follow the handle the
+//!   call runs under: set sealing on each handle, rather than building a handle on another's
+//!   [`store`](crate::Idempotency::store).
+//! - **What stays visible**: sizes and timing of records, states and times, step names, the
+//!   namespace; without a digest secret, the fingerprint (a SHA-256 of the arguments) and the
+//!   key. Errors, logs and traces name the clear key. Someone with the process's memory or
+//!   the keys reads everything. The [`ReplayCache`](crate::ReplayCache) keeps opened values,
+//!   in memory only. A quota counts values before they are sealed (a sealed value is 30 to 100
+//!   bytes longer).
 
 mod keyring;
 mod store;

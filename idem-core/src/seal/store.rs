@@ -33,6 +33,14 @@ impl KeyDigest {
         KeyDigest(Hmac::new_from_slice(secret).expect("HMAC takes a key of any length"))
     }
 
+    /// `fingerprint` keyed by the secret.
+    fn fingerprint(&self, fingerprint: &Fingerprint) -> Fingerprint {
+        let mut mac = self.0.clone();
+        mac.update(b"idem-fingerprint-v1");
+        mac.update(fingerprint.as_bytes());
+        Fingerprint::from_bytes(mac.finalize().into_bytes().into())
+    }
+
     /// The stored form of `key`: its namespace, which tells services apart and reveals
     /// nothing of a call, then the HMAC of the whole key.
     pub(crate) fn digest(&self, key: &Key) -> Key {
@@ -60,16 +68,33 @@ impl Sealing {
         }
     }
 
-    /// `outcome` as a sealed store under `stored_key` keeps it.
-    pub(crate) fn stored_outcome(&self, stored_key: &Key, outcome: Outcome) -> Outcome {
+    /// `outcome`, of the call fingerprinted `fingerprint`, as a sealed store under
+    /// `stored_key` keeps it.
+    pub(crate) fn stored_outcome(
+        &self,
+        stored_key: &Key,
+        fingerprint: &Fingerprint,
+        outcome: Outcome,
+    ) -> Outcome {
         let Some(keyring) = &self.keyring else {
             return outcome;
         };
-        let seal = |body: &[u8]| keyring.seal(body, &context(stored_key, Purpose::Outcome));
-        match &outcome {
-            Outcome::Ok(body) => Outcome::Ok(seal(body)),
-            Outcome::Err(body) => Outcome::Err(seal(body)),
-            _ => outcome,
+        let sealed = map_body(&outcome, |kind, body| {
+            let context = context(stored_key, Purpose::Outcome(kind, fingerprint));
+            Ok::<_, std::convert::Infallible>(keyring.seal(body, &context))
+        });
+        match sealed {
+            Ok(sealed) => sealed,
+            Err(never) => match never {},
+        }
+    }
+
+    /// `fingerprint` as the store keeps it: keyed by the digest secret, when there is one,
+    /// so that no one who reads the store can test a guess of a call's arguments against it.
+    pub(crate) fn stored_fingerprint(&self, fingerprint: Fingerprint) -> Fingerprint {
+        match &self.digest {
+            Some(digest) => digest.fingerprint(&fingerprint),
+            None => fingerprint,
         }
     }
 
@@ -93,23 +118,45 @@ struct SealedStore {
 
 /// What a sealed value is bound to besides its stored key.
 enum Purpose<'a> {
-    Outcome,
+    /// A stored outcome, of this kind, of the call with this fingerprint: flipping `ok` and
+    /// `err`, or the fingerprint, in the store leaves a value that does not open.
+    Outcome(&'static str, &'a Fingerprint),
     Step(&'a str),
 }
 
-/// The associated data of a value: the stored key and what the value is, so that a sealed
-/// value moved to another key, or from one step to another, does not open.
+/// The associated data of a value: the stored key and what the value is, each part preceded
+/// by its length, so that a sealed value moved to another key, slot or call does not open.
 fn context(stored_key: &Key, purpose: Purpose<'_>) -> Vec<u8> {
-    let mut context = b"idem-seal-v1\0".to_vec();
-    context.extend_from_slice(stored_key.as_str().as_bytes());
+    let mut context = b"idem-seal-v1".to_vec();
+    let mut part = |bytes: &[u8]| {
+        context.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+        context.extend_from_slice(bytes);
+    };
+    part(stored_key.as_str().as_bytes());
     match purpose {
-        Purpose::Outcome => context.extend_from_slice(b"\0outcome"),
+        Purpose::Outcome(kind, fingerprint) => {
+            part(b"outcome");
+            part(kind.as_bytes());
+            part(fingerprint.as_bytes());
+        }
         Purpose::Step(name) => {
-            context.extend_from_slice(b"\0step\0");
-            context.extend_from_slice(name.as_bytes());
+            part(b"step");
+            part(name.as_bytes());
         }
     }
     context
+}
+
+/// `outcome` with its body mapped by `map`, given the outcome's kind.
+fn map_body<E>(
+    outcome: &Outcome,
+    map: impl FnOnce(&'static str, &[u8]) -> Result<Vec<u8>, E>,
+) -> Result<Outcome, E> {
+    Ok(match outcome {
+        Outcome::Ok(body) => Outcome::Ok(map("ok", body)?),
+        Outcome::Err(body) => Outcome::Err(map("err", body)?),
+        Outcome::Aborted => Outcome::Aborted,
+    })
 }
 
 impl SealedStore {
@@ -138,6 +185,14 @@ impl SealedStore {
         }
     }
 
+    fn seal_steps(&self, steps: &Steps, stored_key: &Key) -> Steps {
+        let mut sealed = Steps::new().with_kept_until(steps.kept_until());
+        for (name, value) in steps.iter() {
+            sealed.insert(name, self.seal(value, stored_key, Purpose::Step(name)));
+        }
+        sealed
+    }
+
     fn open_steps(&self, steps: &Steps, stored_key: &Key) -> Result<Steps, StoreError> {
         let mut opened = Steps::new().with_kept_until(steps.kept_until());
         for (name, value) in steps.iter() {
@@ -164,15 +219,10 @@ impl SealedStore {
                 Record::InProgress(self.open_in_progress(running, stored_key)?)
             }
             Record::Completed(completed) => {
-                let outcome = match completed.outcome() {
-                    Outcome::Ok(body) => {
-                        Outcome::Ok(self.open(body, stored_key, Purpose::Outcome)?)
-                    }
-                    Outcome::Err(body) => {
-                        Outcome::Err(self.open(body, stored_key, Purpose::Outcome)?)
-                    }
-                    other => other.clone(),
-                };
+                let fingerprint = completed.fingerprint();
+                let outcome = map_body(completed.outcome(), |kind, body| {
+                    self.open(body, stored_key, Purpose::Outcome(kind, fingerprint))
+                })?;
                 Record::Completed(Completed::new(
                     *completed.fingerprint(),
                     outcome,
@@ -187,7 +237,14 @@ impl SealedStore {
 impl Store for SealedStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         let stored = self.key(key);
-        Ok(match self.inner.reserve(&stored, claim).await? {
+        // A claim carries no steps from the engine; any a caller put in are sealed too.
+        let claim = if claim.record().steps().is_empty() {
+            claim.clone()
+        } else {
+            let steps = self.seal_steps(claim.record().steps(), &stored);
+            Claim::new(claim.record().clone().with_steps(steps), claim.now())
+        };
+        Ok(match self.inner.reserve(&stored, &claim).await? {
             Reservation::Reserved(record) => {
                 Reservation::Reserved(self.open_in_progress(record, &stored)?)
             }
@@ -208,9 +265,9 @@ impl Store for SealedStore {
         record: &Completed,
     ) -> Result<(), StoreError> {
         let stored = self.key(key);
-        let outcome = self
-            .sealing
-            .stored_outcome(&stored, record.outcome().clone());
+        let outcome =
+            self.sealing
+                .stored_outcome(&stored, record.fingerprint(), record.outcome().clone());
         let sealed = Completed::new(*record.fingerprint(), outcome, record.expires_at());
         self.inner.complete(&stored, owner, &sealed).await
     }

@@ -74,6 +74,15 @@ where
     };
     let journal = context.journal();
     let running = match journal.begin(name)? {
+        Begun::Recorded(recorded) if crate::store::is_sealed(&recorded) => {
+            return Err(Error::CorruptRecord {
+                key: context.key().as_str().to_owned(),
+                reason: format!(
+                    "the value of step `{name}` is sealed, and this handle has no keyring to open it"
+                ),
+            }
+            .into());
+        }
         Begun::Recorded(recorded) => {
             tracing::debug!(target: crate::TARGET, key = context.key().as_str(), step = name, "step replayed from the record");
             return serde_json::from_slice(&recorded).map_err(|e| Error::codec(e).into());

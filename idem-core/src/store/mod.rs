@@ -24,3 +24,12 @@ pub use record::{
     LEASE_GRACE_MS,
 };
 pub use time::Timestamp;
+
+/// What a sealed value starts with (see `seal`): no JSON value, which is what idem stores
+/// unsealed, starts with a zero byte. The last byte is the format's version.
+pub(crate) const SEALED_PREFIX: [u8; 4] = [0, b'i', b'S', 1];
+
+/// Whether `value` is a sealed value, which only a handle with a keyring opens.
+pub(crate) fn is_sealed(value: &[u8]) -> bool {
+    value.starts_with(&SEALED_PREFIX)
+}
