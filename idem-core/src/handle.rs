@@ -136,6 +136,19 @@ impl Idempotency {
         self
     }
 
+    /// Names every call's key by its digest (see
+    /// [`with_key_digest`](Idempotency::with_key_digest)) rather than in clear: in errors,
+    /// in this crate's logs and traces, and in [`CallContext::key`](crate::CallContext::key).
+    /// Quotas still count calls by the scope the key was built with. Without a digest
+    /// secret, it does nothing.
+    #[cfg(feature = "seal")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "seal")))]
+    pub fn hide_clear_keys(mut self) -> Self {
+        self.sealing.hide_clear_keys = true;
+        self.store = self.sealing.wrap(self.unsealed.clone());
+        self
+    }
+
     /// `key` as the store keeps it: the same key, or its digest under
     /// [`with_key_digest`](Idempotency::with_key_digest). For reading the store with its own
     /// client, or a store of the handle's without its sealing.
@@ -169,11 +182,7 @@ impl Idempotency {
     /// there is one.
     pub(crate) fn stored_call(&self, call: crate::Call) -> crate::Call {
         #[cfg(feature = "seal")]
-        {
-            let mut call = call;
-            call.fingerprint = self.sealing.stored_fingerprint(call.fingerprint);
-            call
-        }
+        return self.sealing.stored_call(call);
         #[cfg(not(feature = "seal"))]
         call
     }
@@ -223,6 +232,8 @@ impl Idempotency {
         // entry from the record about to go.
         if let Some(cache) = &self.replay_cache {
             cache.remove(key);
+            // Cached under its digest when calls name keys so.
+            cache.remove(&self.stored_key(key));
         }
         deleted
     }

@@ -328,3 +328,65 @@ async fn with_a_digest_secret_the_stored_fingerprint_is_keyed() {
         .unwrap();
     assert_eq!((replay.value, replay.replayed), (1, true));
 }
+
+#[tokio::test]
+async fn hidden_clear_keys_are_named_by_their_digest_everywhere() {
+    let idem = Idempotency::new(ReferenceStore::default())
+        .with_key_digest(SECRET)
+        .hide_clear_keys()
+        .with_quota(idem_core::ScopeQuota::new().max_records(1));
+    let scoped = |tenant: &str, email: &str, amount: u32| {
+        let key = idem
+            .key("accounts.close")
+            .scope(Some(tenant))
+            .part(email)
+            .finish()
+            .unwrap();
+        Call::new(key, Fingerprint::of(&(email, amount)).unwrap())
+    };
+    let first = scoped("tenant-1", "jo@example.com", 1);
+    let stored = idem.stored_key(first.key());
+    let seen = idem
+        .run(first, async {
+            Ok::<_, Error>(idem_core::context().unwrap().key().to_string())
+        })
+        .await
+        .unwrap();
+    assert_eq!(seen.value, stored.as_str(), "the body sees the digest");
+
+    let reused = idem
+        .run(scoped("tenant-1", "jo@example.com", 2), async {
+            Ok::<_, Error>(String::new())
+        })
+        .await
+        .unwrap_err();
+    let message = reused.to_string();
+    assert!(!message.contains("jo@example.com"), "{message}");
+    assert!(message.contains(stored.as_str()), "{message}");
+
+    let over = idem
+        .run(scoped("tenant-1", "kim@example.com", 1), async {
+            Ok::<_, Error>(String::new())
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(over, Error::QuotaExceeded { .. }), "{over:?}");
+    let other_tenant = idem
+        .run(scoped("tenant-2", "kim@example.com", 1), async {
+            Ok::<_, Error>("ran".to_owned())
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        other_tenant.value, "ran",
+        "quotas still count by the key's scope"
+    );
+
+    let replay = idem
+        .run(scoped("tenant-1", "jo@example.com", 1), async {
+            Ok::<_, Error>(String::new())
+        })
+        .await
+        .unwrap();
+    assert!(replay.replayed);
+}

@@ -38,6 +38,8 @@ pub struct Call {
     pub(crate) renew_every: Option<Duration>,
     pub(crate) on_abort: OnAbort,
     pub(crate) max_outcome: Option<usize>,
+    /// The scope of the key as the caller built it, once the key is shown by its digest.
+    pub(crate) clear_scope: Option<String>,
 }
 
 impl Call {
@@ -53,6 +55,7 @@ impl Call {
             renew_every: None,
             on_abort: OnAbort::Hold,
             max_outcome: None,
+            clear_scope: None,
         }
     }
 
@@ -112,6 +115,12 @@ impl Call {
         self.renew_every
             .unwrap_or(self.lease / 3)
             .clamp(Duration::from_millis(1), self.lease / 2)
+    }
+
+    /// The scope a quota counts the call in: the key's own, even once the key is shown by its
+    /// digest.
+    pub(crate) fn quota_scope(&self) -> Option<&str> {
+        self.clear_scope.as_deref().or_else(|| self.key.scope())
     }
 
     /// The stored key.

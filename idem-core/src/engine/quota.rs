@@ -22,7 +22,7 @@ impl Idempotency {
             return Ok(Admission::Counted(QuotaPermit::free()));
         };
         let exceeded = match quota
-            .admit(call.key.scope(), &call.key, self.clock.now())
+            .admit(call.quota_scope(), &call.key, self.clock.now())
             .await
         {
             Ok(permit) => return Ok(Admission::Counted(permit)),
@@ -52,7 +52,7 @@ impl Idempotency {
             return Ok(QuotaPermit::free());
         };
         match quota
-            .admit(call.key.scope(), &call.key, self.clock.now())
+            .admit(call.quota_scope(), &call.key, self.clock.now())
             .await
         {
             Ok(permit) => Ok(permit),
@@ -72,7 +72,7 @@ impl Idempotency {
                 Outcome::Ok(body) | Outcome::Err(body) => body.len(),
                 Outcome::Aborted => 0,
             };
-            quota.stored(call.key.scope(), &call.key, bytes, completed.expires_at());
+            quota.stored(call.quota_scope(), &call.key, bytes, completed.expires_at());
         }
     }
 }
