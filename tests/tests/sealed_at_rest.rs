@@ -1,10 +1,15 @@
 //! Sealed records on every store, read back with the backend's own client: no part of a key
 //! and no outcome or step text in any stored byte, while the handle replays them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use idem_core::{step, Call, Error, Fingerprint, Idempotency};
+use idem_core::seal::Keyring;
+use idem_core::{
+    step, Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Outcome, OwnerToken,
+    Record, Store, Timestamp,
+};
 use idem_stores::redis::client as redis;
 use idem_tests::dynamodb::TestDynamo;
 use idem_tests::postgres::TestPg;
@@ -45,12 +50,12 @@ fn assert_nothing_in_clear(store: &str, dump: &[u8]) {
 /// Stores one completed record (alice) and one running with a recorded step (bob) through a
 /// sealed handle on `store`, checks `dump` of everything the backend holds, then checks the
 /// handle still replays alice's outcome.
-async fn check<F, D>(name: &str, store: std::sync::Arc<dyn idem_core::Store>, dump: D)
+async fn check<F, D>(name: &str, store: Arc<dyn Store>, dump: D)
 where
     D: Fn() -> F,
     F: std::future::Future<Output = Vec<u8>>,
 {
-    let idem = Idempotency::from_arc(store)
+    let idem = Idempotency::from_arc(store.clone())
         .with_sealing(keyring())
         .with_key_digest(KEY_DIGEST_SECRET);
     let answer = || async { Ok::<_, Error>("closed: Alice Liddell, card 4242".to_owned()) };
@@ -92,6 +97,72 @@ where
         .unwrap();
     assert!(replay.replayed);
     assert!(replay.value.contains("4242"));
+
+    rotation_and_refusals(name, &idem, store).await;
+}
+
+/// On the same store: a ring rotated to a new key replays what the old one sealed; a ring
+/// without that key, or a sealed body changed in the store, is refused and never runs.
+async fn rotation_and_refusals(name: &str, sealed: &Idempotency, raw: Arc<dyn Store>) {
+    let on = |ring: Keyring| {
+        Idempotency::from_arc(raw.clone())
+            .with_sealing(ring)
+            .with_key_digest(KEY_DIGEST_SECRET)
+    };
+    let never_runs = || async { Ok::<_, Error>("ran again".to_owned()) };
+    let rotated = on(Keyring::new("test-2027-05", [9; 32]).with_old("test-2026-11", [7; 32]));
+    let replay = rotated
+        .run(call(&rotated, "alice@example.com"), never_runs())
+        .await
+        .unwrap();
+    assert!(
+        replay.replayed && replay.value.contains("4242"),
+        "{name}: rotation"
+    );
+
+    let lacking = on(Keyring::new("test-2027-05", [9; 32]));
+    match lacking
+        .run(call(&lacking, "alice@example.com"), never_runs())
+        .await
+    {
+        Err(Error::CorruptRecord { reason, .. }) => {
+            assert!(reason.contains("`test-2026-11`"), "{name}: {reason}")
+        }
+        other => panic!("{name}: a ring without the key: {other:?}"),
+    }
+
+    // Someone with write access changes one byte of the sealed body.
+    let key = sealed.stored_key(call(sealed, "alice@example.com").key());
+    let Some(Record::Completed(record)) = raw.get(&key).await.unwrap() else {
+        panic!("{name}: the completed record");
+    };
+    let mut body = record.outcome().body().to_vec();
+    *body.last_mut().unwrap() ^= 1;
+    raw.delete(&key).await.unwrap();
+    let owner = OwnerToken::generate();
+    let now = Timestamp::from_system_time(std::time::SystemTime::now());
+    let claim = Claim::new(
+        InProgress::new(
+            owner.clone(),
+            *record.fingerprint(),
+            now + Duration::from_secs(60),
+        ),
+        now,
+    );
+    raw.reserve(&key, &claim).await.unwrap();
+    let changed = Completed::new(
+        *record.fingerprint(),
+        Outcome::Ok(body),
+        record.expires_at(),
+    );
+    raw.complete(&key, &owner, &changed).await.unwrap();
+    match sealed
+        .run(call(sealed, "alice@example.com"), never_runs())
+        .await
+    {
+        Err(Error::CorruptRecord { .. }) => {}
+        other => panic!("{name}: a changed body: {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,7 +170,7 @@ async fn redis_holds_nothing_in_clear() {
     let Some(redis_target) = RedisTarget::on_owned().await else {
         return;
     };
-    let store = std::sync::Arc::new(redis_target.redis_store().clone());
+    let store = Arc::new(redis_target.redis_store().clone());
     check("Redis", store, || async {
         let mut conn = redis_target.raw().await;
         let keys: Vec<Vec<u8>> = redis::cmd("KEYS")
