@@ -20,3 +20,4 @@ for feature in memory redis redis-cluster dynamodb postgres; do
     cargo check -p idem-stores --no-default-features --features "$feature"
 done
 cargo check -p idem-core --no-default-features
+cargo check -p idem-core --no-default-features --features seal

@@ -187,6 +187,16 @@ impl Idempotency {
         call
     }
 
+    /// The key a completed record is cached under: its stored form, so that `forget` finds
+    /// it from the key in clear or from its digest. Borrowed when that is the key itself.
+    pub(crate) fn cache_key<'a>(&self, key: &'a Key) -> std::borrow::Cow<'a, Key> {
+        #[cfg(feature = "seal")]
+        if self.sealing.digest.is_some() {
+            return std::borrow::Cow::Owned(self.sealing.stored_key(key));
+        }
+        std::borrow::Cow::Borrowed(key)
+    }
+
     /// The store, as calls see it: with sealing on, keys are digested and values opened on
     /// the way. To share a store between handles, give each the store itself and its own
     /// sealing: a handle built on this view seals through it, but what its calls' contexts
@@ -231,9 +241,7 @@ impl Idempotency {
         // After the delete: evicting first would let a replay running meanwhile refill the
         // entry from the record about to go.
         if let Some(cache) = &self.replay_cache {
-            cache.remove(key);
-            // Cached under its digest when calls name keys so.
-            cache.remove(&self.stored_key(key));
+            cache.remove(&self.cache_key(key));
         }
         deleted
     }

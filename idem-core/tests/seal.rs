@@ -390,3 +390,57 @@ async fn hidden_clear_keys_are_named_by_their_digest_everywhere() {
         .unwrap();
     assert!(replay.replayed);
 }
+
+#[tokio::test]
+async fn forget_by_the_digest_drops_the_cached_replay_too() {
+    let idem = Idempotency::new(ReferenceStore::default())
+        .with_key_digest(SECRET)
+        .with_replay_cache(idem_core::ReplayCache::new(100, 1 << 20));
+    let runs = AtomicUsize::new(0);
+    let once = || async {
+        runs.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, Error>(1)
+    };
+    idem.run(call(&idem, "lee@example.com"), once())
+        .await
+        .unwrap();
+    assert!(
+        idem.run(call(&idem, "lee@example.com"), once())
+            .await
+            .unwrap()
+            .replayed
+    );
+    let key = call(&idem, "lee@example.com").key().clone();
+    idem.forget(&idem.stored_key(&key)).await.unwrap();
+    assert!(
+        !idem
+            .run(call(&idem, "lee@example.com"), once())
+            .await
+            .unwrap()
+            .replayed
+    );
+    idem.forget(&key).await.unwrap();
+    assert!(
+        !idem
+            .run(call(&idem, "lee@example.com"), once())
+            .await
+            .unwrap()
+            .replayed
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn equal_arguments_under_two_keys_store_two_fingerprints() {
+    let raw = Arc::new(ReferenceStore::default());
+    let idem = Idempotency::from_arc(raw.clone()).with_key_digest(SECRET);
+    let mut stored = Vec::new();
+    for part in ["a", "b"] {
+        let key = idem.key("f").part(part).finish().unwrap();
+        let call = Call::new(key.clone(), Fingerprint::of(&"same arguments").unwrap());
+        idem.run(call, async { Ok::<_, Error>(1) }).await.unwrap();
+        let record = raw.get(&idem.stored_key(&key)).await.unwrap().unwrap();
+        stored.push(*record.fingerprint());
+    }
+    assert_ne!(stored[0], stored[1]);
+}

@@ -116,7 +116,7 @@ impl Idempotency {
         let Some(cache) = &self.replay_cache else {
             return Ok(None);
         };
-        let Some(completed) = cache.get(&call.key, self.clock.now()) else {
+        let Some(completed) = cache.get(&self.cache_key(&call.key), self.clock.now()) else {
             return Ok(None);
         };
         let key = call.key.as_str();
@@ -133,7 +133,8 @@ impl Idempotency {
     /// Caches `completed` as `call`'s record, if the handle has a replay cache.
     fn cache(&self, call: &Call, completed: Arc<Completed>) {
         if let Some(cache) = &self.replay_cache {
-            cache.insert(&call.key, completed, self.clock.now());
+            // Under the stored key, which `forget` finds from a key in clear or its digest.
+            cache.insert(&self.cache_key(&call.key), completed, self.clock.now());
         }
     }
 

@@ -187,7 +187,11 @@ impl Keyring {
         }
         let (id, rest) = rest.split_at(id_len);
         let (nonce, sealed) = rest.split_at(NONCE_BYTES);
-        let id = std::str::from_utf8(id).map_err(|_| Unopened::Malformed)?;
+        // Checked as the ring's own ids are: the id ends up in errors and logs.
+        let id = std::str::from_utf8(id)
+            .ok()
+            .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_graphic()))
+            .ok_or(Unopened::Malformed)?;
         let named = std::iter::once(&self.current)
             .chain(&self.old)
             .find(|named| named.id == id)
@@ -287,6 +291,16 @@ mod tests {
             },
         );
         assert!(opened.is_err());
+    }
+
+    #[test]
+    fn a_key_id_that_no_ring_could_hold_is_malformed() {
+        let ring = Keyring::new("k1", [1; 32]);
+        let mut forged = MAGIC.to_vec();
+        forged.push(3);
+        forged.extend_from_slice(b"k\n1");
+        forged.extend_from_slice(&[0; NONCE_BYTES + 16]);
+        assert_eq!(ring.open(&forged, b"ctx"), Err(Unopened::Malformed));
     }
 
     #[test]

@@ -16,9 +16,9 @@
 //! - **Sealing.** Every stored outcome and step value is sealed with AES-256-GCM (RustCrypto's
 //!   `aes-gcm`) under a key derived from the ring's current key, with that key's id stored
 //!   beside it. The associated data is the record's stored key and what the value is: an
-//!   outcome of its kind (`ok` or `err`) for the call's fingerprint, or a step of its name. A
-//!   sealed value copied to another key, another step or another call, or turned from `ok`
-//!   into `err`, does not open.
+//!   outcome of its kind (`ok` or `err`) for the call's fingerprint, or a step of its name. An
+//!   outcome copied to another key or to a call with other arguments, a step value copied to
+//!   another key or step, or an `ok` turned into `err`, does not open.
 //! - **Nonces.** Each nonce is synthetic: an HMAC of the value and its context under a second
 //!   derived key, as SIV modes make them. Sealing one value again for one record gives the
 //!   same bytes, so that a store still recognises a repeated completion (PostgreSQL's
@@ -48,6 +48,12 @@
 //!   the handle writes, as `complete_in_transaction` uses them. They follow the handle the
 //!   call runs under: set sealing on each handle, rather than building a handle on another's
 //!   [`store`](crate::Idempotency::store).
+//! - **What a writer of the store can still do**: put back an earlier value of the same stored
+//!   key, since a value is bound to its key, its step name or its outcome's kind and
+//!   arguments, not to one record's lifetime: a step value from an earlier record of the key
+//!   (one that expired or was forgotten), or an earlier outcome of the same key and arguments.
+//!   And mark a completed record aborted, which replays no value. Keep write access to the
+//!   store as narrow as read access.
 //! - **What stays visible**: sizes and timing of records, states and times, step names, the
 //!   namespace; without a digest secret, the fingerprint (a SHA-256 of the arguments) and the
 //!   key; errors, logs and traces name the clear key unless

@@ -33,11 +33,12 @@ impl KeyDigest {
         KeyDigest(Hmac::new_from_slice(secret).expect("HMAC takes a key of any length"))
     }
 
-    /// `fingerprint` keyed by the secret.
-    fn fingerprint(&self, fingerprint: &Fingerprint) -> Fingerprint {
+    /// `fingerprint` of a call under `stored_key`, keyed by the secret.
+    fn fingerprint(&self, fingerprint: &Fingerprint, stored_key: &Key) -> Fingerprint {
         let mut mac = self.0.clone();
         mac.update(b"idem-fingerprint-v1");
         mac.update(fingerprint.as_bytes());
+        mac.update(stored_key.as_str().as_bytes());
         Fingerprint::from_bytes(mac.finalize().into_bytes().into())
     }
 
@@ -100,21 +101,19 @@ impl Sealing {
     /// `call` with its fingerprint keyed, and its key shown by its digest when clear keys are
     /// hidden.
     pub(crate) fn stored_call(&self, mut call: crate::Call) -> crate::Call {
-        call.fingerprint = self.stored_fingerprint(call.fingerprint);
-        if let (Some(digest), true) = (&self.digest, self.hide_clear_keys) {
+        let Some(digest) = &self.digest else {
+            return call;
+        };
+        let stored_key = digest.digest(&call.key);
+        // Keyed by the secret, so that no one who reads the store can test a guess of a
+        // call's arguments against it, and by the key, so that equal arguments under two
+        // keys do not show as such.
+        call.fingerprint = digest.fingerprint(&call.fingerprint, &stored_key);
+        if self.hide_clear_keys {
             call.clear_scope = call.key.scope().map(str::to_owned);
-            call.key = digest.digest(&call.key);
+            call.key = stored_key;
         }
         call
-    }
-
-    /// `fingerprint` as the store keeps it: keyed by the digest secret, when there is one,
-    /// so that no one who reads the store can test a guess of a call's arguments against it.
-    pub(crate) fn stored_fingerprint(&self, fingerprint: Fingerprint) -> Fingerprint {
-        match &self.digest {
-            Some(digest) => digest.fingerprint(&fingerprint),
-            None => fingerprint,
-        }
     }
 
     /// `store` seen through this sealing, or `store` itself when it does nothing.
