@@ -122,6 +122,34 @@ async fn a_call_that_ends_in_an_error_gives_its_room_back() {
     assert_eq!(next.value, 2);
 }
 
+/// Starts `call` on `idem` with a body that answers `answer` once the returned sender is
+/// told to go on; returns once the body runs.
+async fn held<T>(
+    idem: &Idempotency,
+    call: Call,
+    answer: Result<T, Error>,
+) -> (
+    tokio::task::JoinHandle<Result<idem_core::Executed<T>, Error>>,
+    tokio::sync::oneshot::Sender<()>,
+)
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
+{
+    let (started, running) = tokio::sync::oneshot::channel();
+    let (go_on, going_on) = tokio::sync::oneshot::channel::<()>();
+    let idem = idem.clone();
+    let first = tokio::spawn(async move {
+        idem.run(call, async {
+            started.send(()).unwrap();
+            going_on.await.unwrap();
+            answer
+        })
+        .await
+    });
+    running.await.unwrap();
+    (first, go_on)
+}
+
 /// A quota that refuses every call: whatever the engine does then is the over-quota path.
 struct Refusing;
 
@@ -165,21 +193,12 @@ async fn over_the_quota_a_running_key_is_in_progress_and_a_waiter_gets_its_outco
     let store = Arc::new(Intercepted(Watched::default()));
     let unbounded = Idempotency::from_arc(store.clone());
     let refusing = Idempotency::from_arc(store.clone()).with_quota(Refusing);
-    let (started, running) = tokio::sync::oneshot::channel();
-    let (finish, finished) = tokio::sync::oneshot::channel::<()>();
-    let first = tokio::spawn({
-        let call = call(&unbounded, "mallory", "o-1", 5);
-        async move {
-            unbounded
-                .run(call, async {
-                    started.send(()).unwrap();
-                    finished.await.unwrap();
-                    Ok::<_, Error>("order #1".to_owned())
-                })
-                .await
-        }
-    });
-    running.await.unwrap();
+    let (first, finish) = held(
+        &unbounded,
+        call(&unbounded, "mallory", "o-1", 5),
+        Ok("order #1".to_owned()),
+    )
+    .await;
     let runs = AtomicUsize::new(0);
     let duplicate = create(&refusing, &runs, call(&refusing, "mallory", "o-1", 5))
         .await
@@ -239,21 +258,12 @@ async fn a_waiter_over_the_quota_that_ends_up_holding_the_key_does_not_run() {
     let store = Arc::new(Intercepted(Watched::default()));
     let unbounded = Idempotency::from_arc(store.clone());
     let refusing = Idempotency::from_arc(store.clone()).with_quota(Refusing);
-    let (started, running) = tokio::sync::oneshot::channel();
-    let (fail, failing) = tokio::sync::oneshot::channel::<()>();
-    let first = tokio::spawn({
-        let call = call(&unbounded, "mallory", "o-1", 5);
-        async move {
-            unbounded
-                .run(call, async {
-                    started.send(()).unwrap();
-                    failing.await.unwrap();
-                    Err::<String, _>(Error::InvalidKey("declined".into()))
-                })
-                .await
-        }
-    });
-    running.await.unwrap();
+    let (first, fail) = held::<String>(
+        &unbounded,
+        call(&unbounded, "mallory", "o-1", 5),
+        Err(Error::InvalidKey("declined".into())),
+    )
+    .await;
     let waiter_call = call(&refusing, "mallory", "o-1", 5).with_wait(Duration::from_secs(60));
     let key = waiter_call.key().clone();
     let runs = Arc::new(AtomicUsize::new(0));
