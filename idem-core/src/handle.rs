@@ -92,8 +92,9 @@ impl Idempotency {
     /// Asks `quota` before every reservation, so that no scope (principal, tenant) can fill
     /// the store for the others: a call with a new key in a scope over its quota gets
     /// [`Error::QuotaExceeded`] without running, while a key that still has a record is
-    /// answered as it would be without a quota (but runs only with room in the quota). Keys without a scope (an `#[idempotent]` function's,
-    /// unless it sets `scope`) share one allowance, unless
+    /// answered as it would be without a quota (but runs only with room in the quota). Keys
+    /// without a scope (an `#[idempotent]` function's, unless it sets `scope`) share one
+    /// allowance, unless
     /// [`ScopeQuota::bound_unscoped`](crate::ScopeQuota::bound_unscoped) says otherwise. Off
     /// unless set; clones of this handle share the quota.
     ///
@@ -118,10 +119,8 @@ impl Idempotency {
     /// and opens what any of its keys sealed (see [`seal`](crate::seal)).
     #[cfg(feature = "seal")]
     #[cfg_attr(docsrs, doc(cfg(feature = "seal")))]
-    pub fn with_sealing(mut self, keyring: crate::seal::Keyring) -> Self {
-        self.sealing.keyring = Some(Arc::new(keyring));
-        self.store = self.sealing.wrap(self.unsealed.clone());
-        self
+    pub fn with_sealing(self, keyring: crate::seal::Keyring) -> Self {
+        self.resealed(|sealing| sealing.keyring = Some(Arc::new(keyring)))
     }
 
     /// Stores every key as its namespace and an HMAC-SHA256 of the whole key under
@@ -130,10 +129,9 @@ impl Idempotency {
     /// [`seal`](crate::seal)).
     #[cfg(feature = "seal")]
     #[cfg_attr(docsrs, doc(cfg(feature = "seal")))]
-    pub fn with_key_digest(mut self, secret: impl AsRef<[u8]>) -> Self {
-        self.sealing.digest = Some(crate::seal::KeyDigest::new(secret.as_ref()));
-        self.store = self.sealing.wrap(self.unsealed.clone());
-        self
+    pub fn with_key_digest(self, secret: impl AsRef<[u8]>) -> Self {
+        let digest = crate::seal::KeyDigest::new(secret.as_ref());
+        self.resealed(|sealing| sealing.digest = Some(digest))
     }
 
     /// Names every call's key by its digest (see
@@ -144,7 +142,15 @@ impl Idempotency {
     #[cfg(feature = "seal")]
     #[cfg_attr(docsrs, doc(cfg(feature = "seal")))]
     pub fn hide_clear_keys(mut self) -> Self {
+        // The store does not depend on it: only what calls are named by does.
         self.sealing.hide_clear_keys = true;
+        self
+    }
+
+    /// The same handle with its sealing changed by `change`, and the store seen through it.
+    #[cfg(feature = "seal")]
+    fn resealed(mut self, change: impl FnOnce(&mut crate::seal::Sealing)) -> Self {
+        change(&mut self.sealing);
         self.store = self.sealing.wrap(self.unsealed.clone());
         self
     }

@@ -28,8 +28,16 @@ pub(crate) struct ReplayLimits<'a> {
 impl ReplayLimits<'_> {
     /// Whether a stored header named `name` is replayed: it is on the allow-list, and it does
     /// not frame the message.
-    pub(crate) fn header_replayed(&self, name: &str) -> bool {
+    fn header_replayed(&self, name: &str) -> bool {
         !is_framing(name) && self.headers.iter().any(|allowed| allowed == name)
+    }
+
+    /// The stored `(name, value)` pairs that are replayed, in order.
+    pub(crate) fn replayed_headers(&self, stored: Vec<(String, String)>) -> Vec<(String, String)> {
+        stored
+            .into_iter()
+            .filter(|(name, _)| self.header_replayed(name))
+            .collect()
     }
 
     /// The stored status, when a layer could have stored it: a final status, 200 to 599.

@@ -192,11 +192,7 @@ impl StoredResponse {
             }
             StoredBody::NotKept(_) => return Err("the stored response has no body".to_owned()),
         };
-        let trailers: Vec<_> = self
-            .trailers
-            .into_iter()
-            .filter(|(name, _)| limits.header_replayed(name))
-            .collect();
+        let trailers = limits.replayed_headers(self.trailers);
         // HTTP/1.1 sends only the trailers its `Trailer` header announces.
         let announced = trailers
             .iter()
@@ -210,13 +206,8 @@ impl StoredResponse {
         };
         let mut response = Response::new(body);
         *response.status_mut() = status;
-        let headers = self
-            .headers
-            .into_iter()
-            .filter(|(name, _)| limits.header_replayed(name))
-            .collect();
         let headers_out = response.headers_mut();
-        *headers_out = header_map(headers)?;
+        *headers_out = header_map(limits.replayed_headers(self.headers))?;
         headers_out.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
         if !announced.is_empty() {
             let announced = HeaderValue::try_from(announced).map_err(|e| e.to_string())?;
@@ -250,8 +241,8 @@ fn costly_to_escape(text: &str) -> bool {
     escaped > text.len().div_ceil(3) * 4
 }
 
-/// The headers among `names`, framing ones aside. Values that are not visible ASCII are left out rather than
-/// mangled.
+/// The headers among `names`, framing ones aside. Values that are not visible ASCII are left
+/// out rather than mangled.
 fn allowed(headers: &HeaderMap, names: &[HeaderName]) -> Vec<(String, String)> {
     names
         .iter()

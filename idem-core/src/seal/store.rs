@@ -88,14 +88,11 @@ impl Sealing {
         let Some(keyring) = &self.keyring else {
             return outcome;
         };
-        let sealed = map_body(&outcome, |kind, body| {
+        map_body(&outcome, |kind, body| {
             let context = context(stored_key, Purpose::Outcome(kind, fingerprint));
             Ok::<_, std::convert::Infallible>(keyring.seal(body, &context))
-        });
-        match sealed {
-            Ok(sealed) => sealed,
-            Err(never) => match never {},
-        }
+        })
+        .unwrap_or_else(|never| match never {})
     }
 
     /// `call` with its fingerprint keyed, and its key shown by its digest when clear keys are
