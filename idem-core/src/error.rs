@@ -149,6 +149,14 @@ pub enum Error {
     /// The idempotency key cannot be used, for example because it is too long (HTTP 400).
     #[error("invalid idempotency key: {0}")]
     InvalidKey(String),
+    /// The store does not offer what an operator asked of it (a listing, a purge).
+    #[error("the `{store}` store can't {what}")]
+    Unsupported {
+        /// The store's [`name`](crate::Store::name).
+        store: String,
+        /// What it was asked to do.
+        what: &'static str,
+    },
     /// The store refused a request that retrying cannot fix, such as an outcome larger than a
     /// DynamoDB item may be (HTTP 500).
     #[error("idempotency store refused the request on key `{key}`")]
@@ -182,6 +190,7 @@ impl Error {
             | Error::DuplicateStep { .. }
             | Error::DuplicateName { .. }
             | Error::InvalidStepName { .. }
+            | Error::Unsupported { .. }
             | Error::Rejected { .. } => 500,
         }
     }

@@ -115,6 +115,7 @@ mod global;
 mod handle;
 mod key;
 mod lease;
+mod operator;
 mod quota;
 mod replay_cache;
 #[cfg(feature = "seal")]
@@ -140,6 +141,7 @@ pub use global::{install, installed};
 pub use handle::{Idempotency, DEFAULT_NAMESPACE};
 pub use key::names::check_names;
 pub use key::{Key, KeyBuilder, KeyPart, MAX_KEY_LEN};
+pub use operator::{HeldRelease, Inspection, RecordState};
 pub use quota::{Quota, QuotaExceeded, QuotaPermit, ScopeQuota};
 pub use replay_cache::{ReplayCache, DEFAULT_REPLAY_CACHE_MAX_AGE};
 pub use steps::step::{step, MAX_STEP_NAME_LEN};

@@ -34,6 +34,67 @@ impl Key {
         &self.0
     }
 
+    /// The key exactly as idem prints it (in errors, logs and [`Key::as_str`]), for an operator
+    /// who copied it from there, or a store listing its records. Refuses text that no
+    /// [`KeyBuilder`] or key digest produces: empty, longer than [`MAX_KEY_LEN`], or without
+    /// the `|` after the namespace.
+    ///
+    /// ```
+    /// use idem_core::{Key, KeyBuilder};
+    /// let built = KeyBuilder::new("idem", "charge").part("order-42").finish()?;
+    /// assert_eq!(Key::parse(built.as_str())?, built);
+    /// assert!(Key::parse("no-namespace").is_err());
+    /// # Ok::<(), idem_core::Error>(())
+    /// ```
+    pub fn parse(text: &str) -> Result<Key, Error> {
+        if text.len() > MAX_KEY_LEN {
+            return Err(Error::InvalidKey(format!(
+                "the key is {} bytes long, more than the limit of {MAX_KEY_LEN}",
+                text.len()
+            )));
+        }
+        if !text.contains('|') {
+            return Err(Error::InvalidKey(format!(
+                "`{text}` is not an idempotency key: keys read `namespace|function|scope|parts`, \
+                 or `namespace|#digest` under a key digest"
+            )));
+        }
+        Ok(Key(text.to_owned()))
+    }
+
+    /// The function's name as encoded in the key (`%` and `|` escaped), or `None` for a key
+    /// stored as its digest, which hides it.
+    ///
+    /// ```
+    /// use idem_core::KeyBuilder;
+    /// let key = KeyBuilder::new("idem", "charge").part("order-42").finish()?;
+    /// assert_eq!(key.function(), Some("charge"));
+    /// # Ok::<(), idem_core::Error>(())
+    /// ```
+    pub fn function(&self) -> Option<&str> {
+        let slot = self.0.split('|').nth(1)?;
+        (!slot.starts_with('#')).then_some(slot)
+    }
+
+    /// The text every key of function `name` in `namespace` starts with, encoded as keys are:
+    /// what a listing filters stored keys by.
+    ///
+    /// ```
+    /// use idem_core::{Key, KeyBuilder};
+    /// let key = KeyBuilder::new("idem", "charge").part("order-42").finish()?;
+    /// assert!(key.as_str().starts_with(&Key::function_prefix("idem", "charge")));
+    /// assert!(!key.as_str().starts_with(&Key::function_prefix("idem", "char")));
+    /// # Ok::<(), idem_core::Error>(())
+    /// ```
+    pub fn function_prefix(namespace: &str, name: &str) -> String {
+        let mut prefix = String::with_capacity(namespace.len() + name.len() + 2);
+        escape_into(&mut prefix, namespace);
+        prefix.push('|');
+        escape_into(&mut prefix, name);
+        prefix.push('|');
+        prefix
+    }
+
     /// The scope the key was built with, as encoded in it (`%` and `|` escaped as `%25` and
     /// `%7C`), or `None` for a key without one.
     ///

@@ -330,4 +330,14 @@ impl Store for SealedStore {
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         self.inner.changed(&self.key(key), timeout).await
     }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    /// The store's own listing: keys as stored (digests, under a key digest) and values
+    /// sealed, as an operator without the keyring sees them.
+    fn inventory(&self) -> Option<&dyn crate::store::Inventory> {
+        self.inner.inventory()
+    }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::store::Inventory;
 use crate::{Claim, Completed, Key, OwnerToken, Record, Reservation, StoreError, Timestamp};
 #[cfg(doc)]
 use crate::{InProgress, Steps, LEASE_GRACE};
@@ -104,6 +105,19 @@ pub trait Store: Send + Sync + 'static {
         tokio::time::sleep(timeout.min(Duration::from_millis(25))).await;
         Ok(())
     }
+
+    /// The store's name in metrics and traces (`memory`, `redis`, `dynamodb`, `postgres`):
+    /// the `store` label of `idem_store_duration_seconds`. A store of your own names itself;
+    /// the default is `custom`.
+    fn name(&self) -> &'static str {
+        "custom"
+    }
+
+    /// The store's listing of its records, for operators, or `None` (the default) for a store
+    /// that can't list.
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        None
+    }
 }
 
 #[async_trait]
@@ -150,5 +164,11 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         (**self).changed(key, timeout).await
+    }
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        (**self).inventory()
     }
 }

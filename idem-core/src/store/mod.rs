@@ -12,6 +12,7 @@
 //! The items here are also re-exported, hidden, at the crate root.
 
 mod contract;
+mod inventory;
 mod record;
 pub(crate) mod time;
 
@@ -19,6 +20,7 @@ pub use crate::lease::fencing::propose as propose_fencing_token;
 pub use crate::steps::Steps;
 pub use crate::StoreError;
 pub use contract::Store;
+pub use inventory::{Inventory, ListPage, ListQuery};
 pub use record::{
     Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
     LEASE_GRACE_MS,

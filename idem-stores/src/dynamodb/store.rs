@@ -284,6 +284,10 @@ fn next_step(record: Record, claim: &Claim) -> Next {
 
 #[async_trait]
 impl Store for DynamoDbStore {
+    fn name(&self) -> &'static str {
+        "dynamodb"
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         let item_key = self.checked_item_key(key)?;
         let mut put = self.put_free(&item_key, claim).await?;

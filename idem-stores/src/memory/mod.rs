@@ -13,6 +13,7 @@
 
 mod builder;
 mod capacity;
+mod inventory;
 mod shard;
 mod store;
 

@@ -219,6 +219,16 @@ impl Shard {
         (purged, earliest)
     }
 
+    /// The records whose keys start with `prefix` and sort after `after`.
+    pub(crate) fn matching(&self, prefix: &str, after: Option<&str>) -> Vec<(Key, Record)> {
+        self.lock()
+            .iter()
+            .filter(|(key, _)| key.as_str().starts_with(prefix))
+            .filter(|(key, _)| after.is_none_or(|after| key.as_str() > after))
+            .map(|(key, slot)| (key.clone(), slot.record.clone()))
+            .collect()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
     }

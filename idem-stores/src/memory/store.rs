@@ -98,6 +98,10 @@ impl MemoryStore {
         drop(self.inner.sweeping.lock().await);
     }
 
+    pub(crate) fn shards(&self) -> &[Shard] {
+        &self.inner.shards
+    }
+
     fn shard(&self, key: &Key) -> &Shard {
         let index = self.inner.hasher.hash_one(key) as usize % self.inner.shards.len();
         &self.inner.shards[index]
@@ -241,6 +245,14 @@ impl Store for MemoryStore {
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         Shard::remove(&mut self.shard(key).lock(), key, &self.inner.room);
         Ok(())
+    }
+
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn inventory(&self) -> Option<&dyn idem_core::store::Inventory> {
+        Some(self)
     }
 
     /// Waits for the in-progress record under `key` to be completed, released, taken over or

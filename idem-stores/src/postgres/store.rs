@@ -284,6 +284,10 @@ fn reservation(row: &PgRow, claim: &Claim) -> Result<Reservation, StoreError> {
 
 #[async_trait]
 impl Store for PostgresStore {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         let row_key = self.row_key(key);
         let record = claim.record();

@@ -361,6 +361,10 @@ fn time(at: Timestamp) -> Vec<u8> {
 
 #[async_trait]
 impl Store for RedisStore {
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         if self.read_before_reserve {
             if let Some(completed) = self.live_completed(key, claim.now()).await {

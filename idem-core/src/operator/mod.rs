@@ -1,0 +1,110 @@
+//! What operators do with a handle: inspect a key, release a held one, list and purge records.
+
+mod inspection;
+
+pub use inspection::{Inspection, RecordState};
+
+use crate::store::{ListPage, ListQuery};
+use crate::{Error, Idempotency, Key, Record, StoreError, TARGET};
+
+/// What [`Idempotency::release_held`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HeldRelease {
+    /// The in-progress record was released; this is what it was. The next call with the key
+    /// runs the function again (resuming after recorded steps, whose effects happened).
+    Released(Inspection),
+    /// Nothing was released: the key has no record, or a completed one (which
+    /// [`forget`](Idempotency::forget) deletes).
+    NotHeld(Option<Inspection>),
+    /// The key changed hands between the read and the release (another call took it over, or
+    /// the owner finished): nothing was released; this is the record now. Check its effect
+    /// again before releasing.
+    Changed(Option<Inspection>),
+}
+
+impl Idempotency {
+    /// The record under `key` as an operator sees it, or `None` if there is none. `key` is
+    /// the key as idem prints it ([`Key::parse`]); under a key digest, the key in clear or its
+    /// digest.
+    pub async fn inspect(&self, key: &Key) -> Result<Option<Inspection>, Error> {
+        let record = self
+            .store
+            .get(key)
+            .await
+            .map_err(|e| e.into_error(key.as_str()))?;
+        Ok(record.map(|record| self.inspection(key, record)))
+    }
+
+    /// Frees `key` held by an in-progress call, for an operator who checked the call's
+    /// effect: a deploy killed the process that held it, and the next retry should run rather
+    /// than be told "in progress" until the lease passes. Fenced: only the owner read here is
+    /// released, so a key that completed or changed hands meanwhile is left as it is
+    /// ([`HeldRelease::Changed`]). If that owner is in fact still running, it loses its lease
+    /// and its outcome is not recorded ([`Error::NotRecorded`]).
+    pub async fn release_held(&self, key: &Key) -> Result<HeldRelease, Error> {
+        let Some(before) = self.inspect(key).await? else {
+            return Ok(HeldRelease::NotHeld(None));
+        };
+        let Record::InProgress(held) = before.record() else {
+            return Ok(HeldRelease::NotHeld(Some(before)));
+        };
+        match self.store.release(key, held.owner()).await {
+            Ok(()) => {
+                tracing::warn!(target: TARGET, key = key.as_str(), owner = held.owner().as_str(), attempt = held.attempt(), "released by an operator: the next call runs again");
+                Ok(HeldRelease::Released(before))
+            }
+            Err(StoreError::LeaseLost) => Ok(HeldRelease::Changed(self.inspect(key).await?)),
+            Err(error) => Err(error.into_error(key.as_str())),
+        }
+    }
+
+    /// One page of the store's records whose keys start with `query`'s prefix, as stored
+    /// (under a key digest, digests; with sealing on, values sealed).
+    /// [`Error::Unsupported`] for a store that can't list.
+    ///
+    /// ```
+    /// # async fn demo(idem: idem_core::Idempotency) -> Result<(), idem_core::Error> {
+    /// use idem_core::{store::ListQuery, Key};
+    /// let mut query = ListQuery::new(Key::function_prefix(idem.namespace(), "charge"), 100);
+    /// loop {
+    ///     let page = idem.list(&query).await?;
+    ///     for (key, record) in &page.records {
+    ///         println!("{key}: {record:?}");
+    ///     }
+    ///     let Some(cursor) = page.cursor else { break };
+    ///     query = query.after(Some(cursor));
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list(&self, query: &ListQuery) -> Result<ListPage, Error> {
+        let inventory = self.inventory("list its records")?;
+        inventory
+            .list(query)
+            .await
+            .map_err(|e| e.into_error(&query.prefix))
+    }
+
+    /// Deletes up to `batch` records that stopped counting (see
+    /// [`Inventory::purge_expired`](crate::store::Inventory::purge_expired)); returns how
+    /// many. [`Error::Unsupported`] for a store that can't list.
+    pub async fn purge_expired(&self, batch: u32) -> Result<u64, Error> {
+        let inventory = self.inventory("purge expired records")?;
+        inventory
+            .purge_expired(self.clock.now(), batch)
+            .await
+            .map_err(|e| e.into_error(""))
+    }
+
+    /// `record`, read under `key`, as of now.
+    pub(crate) fn inspection(&self, key: &Key, record: Record) -> Inspection {
+        Inspection::new(key.clone(), record, self.clock.now())
+    }
+
+    fn inventory(&self, what: &'static str) -> Result<&dyn crate::store::Inventory, Error> {
+        self.store.inventory().ok_or_else(|| Error::Unsupported {
+            store: self.store.name().to_owned(),
+            what,
+        })
+    }
+}
