@@ -198,6 +198,16 @@ impl<I: Interceptor> Store for Intercepted<I> {
         self.0.delete(key).await
     }
 
+    /// The inner store's name: a wrapped store is still that store in metrics.
+    fn name(&self) -> &'static str {
+        self.0.inner().name()
+    }
+
+    /// The inner store's listing, not intercepted.
+    fn inventory(&self) -> Option<&dyn idem_core::store::Inventory> {
+        self.0.inner().inventory()
+    }
+
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         self.0.before(Operation::Changed, key).await?;
         self.0.changed(key, timeout).await

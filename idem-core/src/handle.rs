@@ -47,6 +47,7 @@ impl Idempotency {
 
     /// A handle on a store that is already shared.
     pub fn from_arc(store: Arc<dyn Store>) -> Self {
+        let store: Arc<dyn Store> = Arc::new(crate::telemetry::MeteredStore::new(store));
         Idempotency {
             #[cfg(feature = "seal")]
             unsealed: store.clone(),

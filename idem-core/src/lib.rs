@@ -123,6 +123,7 @@ mod replay_cache;
 pub mod seal;
 mod steps;
 pub mod store;
+pub mod telemetry;
 
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}

@@ -6,6 +6,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use tracing::Instrument;
 
 use crate::steps::journal::Journal;
 use crate::{Completed, Key, OwnerToken, Store, TARGET};
@@ -98,7 +99,7 @@ impl Drop for Settle {
                 Ok(()) => tracing::debug!(target: TARGET, key, "cancelled call settled by {what}"),
                 Err(error) => tracing::warn!(target: TARGET, key, %error, "{what} after cancellation failed; the key frees when its lease passes"),
             }
-        });
+        }.in_current_span());
     }
 }
 

@@ -9,6 +9,7 @@ use std::panic;
 use std::time::Duration;
 
 use serde::{de::DeserializeOwned, Serialize};
+use tracing::Instrument;
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use crate::lease::fencing;
 use crate::lease::renewal::{Renew, Renewal};
 use crate::lease::Lease;
 use crate::steps::journal::{self, Journal};
+use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
     Call, CallContext, Claim, Completed, Error, Executed, Idempotency, InProgress, OnAbort,
     Outcome, OwnerToken, Record, Reservation, TARGET,
@@ -92,31 +94,70 @@ impl Idempotency {
         P: ErrorPolicy<E>,
         F: Future<Output = Result<T, E>>,
     {
+        let clear_key = call.key.clone();
         let call = self.stored_call(call);
-        if let Some(completed) = self.cached(&call)? {
-            return replay(policy, &call, completed.outcome());
+        let mut telemetry = CallTelemetry::start(&clear_key, &call.key);
+        let span = telemetry.span().clone();
+        self.run_counted(call, policy, body, &mut telemetry)
+            .instrument(span)
+            .await
+    }
+
+    async fn run_counted<T, E, P, F>(
+        &self,
+        call: Call,
+        policy: &P,
+        body: F,
+        telemetry: &mut CallTelemetry,
+    ) -> Result<Executed<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+        F: Future<Output = Result<T, E>>,
+    {
+        let failed =
+            |telemetry: &mut CallTelemetry, error: Error| -> E { telemetry.failed(error).into() };
+        match self.cached(&call, telemetry) {
+            Ok(Some(completed)) => return replay(policy, &call, completed.outcome(), telemetry),
+            Ok(None) => {}
+            Err(error) => return Err(failed(telemetry, error)),
         }
         // Held until the call ends: a running call counts against its scope.
-        let admission = self.admit(&call).await?;
+        let admission = match self.admit(&call).await {
+            Ok(admission) => admission,
+            Err(error) => return Err(failed(telemetry, error)),
+        };
         let mut settle = Settle::new(self.store.clone(), call.key.clone(), OwnerToken::generate());
-        match self.acquire(&call, &mut settle).await? {
-            Acquired::Owner(held) => {
+        match self.acquire(&call, &mut settle, telemetry).await {
+            Ok(Acquired::Owner(held)) => {
                 let _permit = match admission {
                     Admission::Counted(permit) => permit,
-                    Admission::OverQuota => self.admit_owner(&call, &mut settle).await?,
+                    Admission::OverQuota => match self.admit_owner(&call, &mut settle).await {
+                        Ok(permit) => permit,
+                        Err(error) => return Err(failed(telemetry, error)),
+                    },
                 };
-                self.execute(&call, settle, held, policy, body).await
+                self.execute(&call, settle, held, policy, body, telemetry)
+                    .await
             }
-            Acquired::Done(completed) => replay(policy, &call, completed.outcome()),
+            Ok(Acquired::Done(completed)) => replay(policy, &call, completed.outcome(), telemetry),
+            Err(error) => Err(failed(telemetry, error)),
         }
     }
 
     /// The completed record of `call`'s key in the replay cache, checked against its fingerprint.
-    fn cached(&self, call: &Call) -> Result<Option<Arc<Completed>>, Error> {
+    fn cached(
+        &self,
+        call: &Call,
+        telemetry: &CallTelemetry,
+    ) -> Result<Option<Arc<Completed>>, Error> {
         let Some(cache) = &self.replay_cache else {
             return Ok(None);
         };
-        let Some(completed) = cache.get(&self.cache_key(&call.key), self.clock.now()) else {
+        let cached = cache.get(&self.cache_key(&call.key), self.clock.now());
+        telemetry.replay_cache(cached.is_some());
+        let Some(completed) = cached else {
             return Ok(None);
         };
         let key = call.key.as_str();
@@ -143,7 +184,12 @@ impl Idempotency {
     /// `settle` stays armed to release while a reservation may have landed without an answer
     /// (the reserve failed or this future is dropped mid-request); a release by an owner that
     /// holds nothing is refused by fencing, so that is harmless.
-    async fn acquire(&self, call: &Call, settle: &mut Settle) -> Result<Acquired, Error> {
+    async fn acquire(
+        &self,
+        call: &Call,
+        settle: &mut Settle,
+        telemetry: &CallTelemetry,
+    ) -> Result<Acquired, Error> {
         let key = call.key.as_str();
         let started = self.clock.now();
         let wait_until = call.wait.map(|wait| started + wait);
@@ -166,6 +212,7 @@ impl Idempotency {
                 }
                 Reservation::TookOver { previous, record } => {
                     tracing::warn!(target: TARGET, key, previous = previous.as_str(), attempt = record.attempt(), fencing_token = record.fencing_token(), recorded_steps = record.steps().len(), "taken over: the previous owner's lease passed or it failed after recording steps");
+                    telemetry.took_over();
                     return Ok(Acquired::Owner(record));
                 }
                 Reservation::Existing(record) => record,
@@ -218,6 +265,7 @@ impl Idempotency {
         held: InProgress,
         policy: &P,
         body: F,
+        telemetry: &mut CallTelemetry,
     ) -> Result<Executed<T>, E>
     where
         T: Serialize,
@@ -238,6 +286,7 @@ impl Idempotency {
             state: lease.clone(),
         })
         .await;
+        telemetry.body_starts(held.attempt(), held.fencing_token());
         let journal = Arc::new(Journal::new(
             journal::Owner {
                 store: self.store.clone(),
@@ -277,7 +326,7 @@ impl Idempotency {
         // transaction that rolls back when dropped) is gone before a retry can take the key.
         let answered = CatchUnwind(std::pin::pin!(context.scope(body))).await;
         match answered {
-            Ok(result) => self.settle(call, running, policy, result).await,
+            Ok(result) => self.settle(call, running, policy, result, telemetry).await,
             Err(panic) => {
                 self.settle_panic(call, running).await;
                 panic::resume_unwind(panic);
@@ -302,7 +351,43 @@ enum Acquired {
     Done(Arc<Completed>),
 }
 
-fn replay<T, E, P>(policy: &P, call: &Call, outcome: &Outcome) -> Result<Executed<T>, E>
+fn replay<T, E, P>(
+    policy: &P,
+    call: &Call,
+    outcome: &Outcome,
+    telemetry: &mut CallTelemetry,
+) -> Result<Executed<T>, E>
+where
+    T: DeserializeOwned,
+    E: From<Error>,
+    P: ErrorPolicy<E>,
+{
+    match replayed(policy, call, outcome) {
+        Ok(executed) => {
+            telemetry.ended(CallOutcome::Replayed);
+            Ok(executed)
+        }
+        Err(Replayed::Stored(error)) => {
+            telemetry.ended(CallOutcome::Replayed);
+            Err(error)
+        }
+        Err(Replayed::Failed(error)) => Err(telemetry.failed(error).into()),
+    }
+}
+
+/// Why a replay answers with an error: the stored one, or idem's own.
+enum Replayed<E> {
+    Stored(E),
+    Failed(Error),
+}
+
+impl<E> From<Error> for Replayed<E> {
+    fn from(error: Error) -> Self {
+        Replayed::Failed(error)
+    }
+}
+
+fn replayed<T, E, P>(policy: &P, call: &Call, outcome: &Outcome) -> Result<Executed<T>, Replayed<E>>
 where
     T: DeserializeOwned,
     E: From<Error>,
@@ -338,7 +423,10 @@ where
                 replayed: true,
             })
             .map_err(|e| Error::codec(e).into()),
-        Outcome::Err(body) => Err(policy.decode(body).unwrap_or_else(E::from)),
+        Outcome::Err(body) => Err(match policy.decode(body) {
+            Ok(stored) => Replayed::Stored(stored),
+            Err(error) => Replayed::Failed(error),
+        }),
         Outcome::Aborted => Err(Error::Aborted {
             key: call.key.as_str().to_owned(),
         }

@@ -11,6 +11,7 @@ use crate::lease::renewal::Renewal;
 use crate::lease::retry::{FencedWrite, Patience};
 use crate::lease::Lease;
 use crate::steps::journal::Journal;
+use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
     Call, Completed, Error, Executed, Idempotency, OnAbort, Outcome, OwnerToken, Record,
     StoreError, TARGET,
@@ -78,6 +79,7 @@ impl Idempotency {
         running: Running,
         policy: &P,
         result: Result<T, E>,
+        telemetry: &mut CallTelemetry,
     ) -> Result<Executed<T>, E>
     where
         T: Serialize,
@@ -102,12 +104,18 @@ impl Idempotency {
                 match recorded {
                     Ok(()) => {
                         tracing::debug!(target: TARGET, key, ok = result.is_ok(), "completed: outcome stored");
+                        telemetry.ended(if result.is_ok() {
+                            CallOutcome::Executed
+                        } else {
+                            CallOutcome::StoredError
+                        });
                         self.count_stored(call, &completed);
                         self.cache(call, Arc::new(completed));
                         fresh(result)
                     }
                     Err(error) => {
                         tracing::error!(target: TARGET, key, %error, "the function ran but its outcome was not stored");
+                        telemetry.ended(CallOutcome::NotRecorded);
                         Err(error.into_error(key).after_run(key).into())
                     }
                 }
@@ -119,16 +127,19 @@ impl Idempotency {
                 drop(renewal);
                 self.release(call, &owner).await;
                 guard.disarm();
+                telemetry.ended(CallOutcome::Released);
                 fresh(result)
             }
             Verdict::HoldForUnrecordedStep => {
                 tracing::error!(target: TARGET, key, "the call failed after a step that was not recorded; the key stays reserved until its lease passes");
                 guard.disarm();
+                telemetry.ended(CallOutcome::NotRecorded);
                 fresh(result)
             }
             Verdict::HoldUnstorable(codec) => {
                 tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised; the key stays reserved until its lease passes");
                 guard.disarm();
+                telemetry.ended(CallOutcome::NotRecorded);
                 Err(codec.after_run(key).into())
             }
         }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 use tokio::task::JoinHandle;
 
@@ -49,7 +50,7 @@ impl Renewal {
     /// Spawns the renewal task and lets it set its timer.
     pub(crate) async fn start(renew: Renew) -> Self {
         // The guard exists before the first await, so a call dropped there stops the task.
-        let renewal = Renewal(tokio::spawn(renew.run()));
+        let renewal = Renewal(tokio::spawn(renew.run().in_current_span()));
         // A task spawned from a worker waits in that worker's next-task slot, which other
         // workers can't steal from: let it set its timer before the body may hold the thread.
         tokio::task::yield_now().await;

@@ -1,0 +1,152 @@
+//! One call's telemetry: its span, and its outcome counted once it ends, however it ends.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tracing::field::Empty;
+use tracing::Span;
+
+use super::function::{function_metrics, FunctionMetrics};
+use crate::{Error, Key, TARGET};
+
+/// How a call ended: the `outcome` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CallOutcome {
+    Executed,
+    Replayed,
+    InProgress,
+    Mismatch,
+    Released,
+    StoredError,
+    NotRecorded,
+    Aborted,
+    StoreUnavailable,
+    QuotaExceeded,
+    Corrupt,
+    Cancelled,
+    Failed,
+}
+
+impl CallOutcome {
+    /// The outcome of a call that ended with `error` from idem.
+    pub(crate) fn of(error: &Error) -> Self {
+        match error {
+            Error::InProgress { .. } => CallOutcome::InProgress,
+            Error::Mismatch { .. } => CallOutcome::Mismatch,
+            Error::Store { .. } => CallOutcome::StoreUnavailable,
+            Error::QuotaExceeded { .. } => CallOutcome::QuotaExceeded,
+            Error::NotRecorded { .. } | Error::LeaseLost { .. } => CallOutcome::NotRecorded,
+            Error::Aborted { .. } => CallOutcome::Aborted,
+            Error::CorruptRecord { .. } => CallOutcome::Corrupt,
+            _ => CallOutcome::Failed,
+        }
+    }
+
+    /// Its index in [`OUTCOMES`](super::OUTCOMES), which spells it.
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn is_failure(self) -> bool {
+        matches!(
+            self,
+            CallOutcome::NotRecorded
+                | CallOutcome::Aborted
+                | CallOutcome::StoreUnavailable
+                | CallOutcome::Corrupt
+                | CallOutcome::Failed
+        )
+    }
+}
+
+/// Counts a call and times it when dropped, with the outcome set last (or, if none was,
+/// `aborted` once the body started and `cancelled` before).
+pub(crate) struct CallTelemetry {
+    function: Arc<FunctionMetrics>,
+    span: Span,
+    started: Instant,
+    outcome: Option<CallOutcome>,
+    body_started: bool,
+}
+
+impl CallTelemetry {
+    /// Starts the telemetry of a call with `key`, named in its span as `shown`.
+    pub(crate) fn start(key: &Key, shown: &Key) -> Self {
+        let function = function_metrics(key.function().unwrap_or("unknown"));
+        let span = tracing::info_span!(
+            target: TARGET,
+            "idem.call",
+            code.function.name = &*function.name,
+            idem.key = shown.as_str(),
+            idem.attempt = Empty,
+            idem.fencing_token = Empty,
+            idem.outcome = Empty,
+            otel.status_code = Empty,
+        );
+        CallTelemetry {
+            function,
+            span,
+            started: Instant::now(),
+            outcome: None,
+            body_started: false,
+        }
+    }
+
+    /// The call's span, which its future runs in.
+    pub(crate) fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// The call ended (so far) with `outcome`.
+    pub(crate) fn ended(&mut self, outcome: CallOutcome) {
+        self.outcome = Some(outcome);
+    }
+
+    /// The call ended with `error`; passes it on.
+    pub(crate) fn failed(&mut self, error: Error) -> Error {
+        self.ended(CallOutcome::of(&error));
+        error
+    }
+
+    /// The body starts, as the owner of `attempt` with `fencing_token`.
+    pub(crate) fn body_starts(&mut self, attempt: u32, fencing_token: u64) {
+        self.body_started = true;
+        self.span.record("idem.attempt", attempt);
+        self.span.record("idem.fencing_token", fencing_token);
+    }
+
+    /// The call took its key over from an owner whose lease passed.
+    pub(crate) fn took_over(&self) {
+        super::increment(&self.function.takeovers);
+    }
+
+    /// The replay cache answered the call, or could not.
+    pub(crate) fn replay_cache(&self, hit: bool) {
+        let function = &self.function;
+        super::increment(if hit {
+            &function.cache_hits
+        } else {
+            &function.cache_misses
+        });
+    }
+}
+
+impl Drop for CallTelemetry {
+    fn drop(&mut self) {
+        let outcome = self.outcome.unwrap_or(if self.body_started {
+            CallOutcome::Aborted
+        } else {
+            CallOutcome::Cancelled
+        });
+        let spelled = super::OUTCOMES[outcome.index()];
+        self.span.record("idem.outcome", spelled);
+        if outcome.is_failure() {
+            self.span.record("otel.status_code", "ERROR");
+        }
+        super::increment(&self.function.calls[outcome.index()]);
+        super::record_seconds(
+            &self.function.durations[outcome.index()],
+            self.started.elapsed(),
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! Each function's metric keys, built once: recording then costs no allocation.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use metrics::{Key, Label};
+
+use super::{
+    CALLS_TOTAL, CALL_DURATION_SECONDS, OUTCOMES, REPLAY_CACHE_HITS_TOTAL,
+    REPLAY_CACHE_MISSES_TOTAL, TAKEOVERS_TOTAL,
+};
+
+/// The most function names given labels of their own; a program that builds names at run
+/// time must not grow the metrics without bound.
+const MAX_FUNCTIONS: usize = 10_000;
+
+/// The metric keys of one function.
+pub(crate) struct FunctionMetrics {
+    pub(crate) name: Arc<str>,
+    pub(crate) calls: Vec<Key>,
+    pub(crate) durations: Vec<Key>,
+    pub(crate) takeovers: Key,
+    pub(crate) cache_hits: Key,
+    pub(crate) cache_misses: Key,
+}
+
+impl FunctionMetrics {
+    fn new(name: &str) -> Self {
+        let function = || Label::new("function", name.to_owned());
+        let by_outcome = |metric: &'static str| -> Vec<Key> {
+            OUTCOMES
+                .iter()
+                .map(|outcome| {
+                    Key::from_parts(metric, vec![function(), Label::new("outcome", *outcome)])
+                })
+                .collect()
+        };
+        FunctionMetrics {
+            name: name.into(),
+            calls: by_outcome(CALLS_TOTAL),
+            durations: by_outcome(CALL_DURATION_SECONDS),
+            takeovers: Key::from_parts(TAKEOVERS_TOTAL, vec![function()]),
+            cache_hits: Key::from_parts(REPLAY_CACHE_HITS_TOTAL, vec![function()]),
+            cache_misses: Key::from_parts(REPLAY_CACHE_MISSES_TOTAL, vec![function()]),
+        }
+    }
+}
+
+/// The metric keys of the function called `name`, built at its first call.
+pub(crate) fn function_metrics(name: &str) -> Arc<FunctionMetrics> {
+    static FUNCTIONS: OnceLock<RwLock<HashMap<Box<str>, Arc<FunctionMetrics>>>> = OnceLock::new();
+    let functions = FUNCTIONS.get_or_init(Default::default);
+    // Nothing panics while the lock is held, so a poisoned lock still holds whole entries.
+    if let Some(known) = functions
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(name)
+    {
+        return known.clone();
+    }
+    let mut functions = functions.write().unwrap_or_else(|e| e.into_inner());
+    let name = if functions.len() >= MAX_FUNCTIONS && !functions.contains_key(name) {
+        "other"
+    } else {
+        name
+    };
+    functions
+        .entry(name.into())
+        .or_insert_with(|| Arc::new(FunctionMetrics::new(name)))
+        .clone()
+}

@@ -1,0 +1,103 @@
+//! What idem tells operators: metrics through the [`metrics`](https://docs.rs/metrics) facade,
+//! spans and events through [`tracing`](https://docs.rs/tracing).
+//!
+//! Nothing is exported unless the application installs a recorder (Prometheus,
+//! OpenTelemetry…) or a subscriber: with none, recording costs a few nanoseconds a call. The
+//! names and labels below are a contract; keys are never labels.
+//!
+//! | metric | kind | labels |
+//! |---|---|---|
+//! | `idem_calls_total` | counter | `function`, `outcome` |
+//! | `idem_call_duration_seconds` | histogram | `function`, `outcome` |
+//! | `idem_takeovers_total` | counter | `function` |
+//! | `idem_store_duration_seconds` | histogram | `store`, `operation` |
+//! | `idem_replay_cache_hits_total` | counter | `function` |
+//! | `idem_replay_cache_misses_total` | counter | `function` |
+//!
+//! - `function` is the function's name as its keys spell it (the attribute's `name`, or its
+//!   default), or `unknown` for a key given as its digest. Past 10 000 distinct names, further
+//!   ones share the label `other`.
+//! - `outcome` (see [`OUTCOMES`]): `executed` (the body ran, its `Ok` stored), `replayed` (a stored
+//!   outcome returned, an error among them), `in_progress`, `mismatch`, `released` (the body
+//!   returned an error and the key was freed), `stored_error` (the body returned an error that was
+//!   stored for replay), `not_recorded` (the body ran but its outcome was not stored),
+//!   `aborted` (the body panicked or was dropped mid-run, or the record says an earlier call
+//!   did), `store_unavailable`, `quota_exceeded`, `corrupt` (a stored record could not be read),
+//!   `cancelled` (the call was dropped before its body started), `failed` (anything else: an
+//!   invalid key, a codec error).
+//! - `store` is the store's [`name`](crate::Store::name) (`memory`, `redis`, `dynamodb`,
+//!   `postgres`); `operation` one of `reserve`, `complete`, `release`, `renew`,
+//!   `record_step`, `get`, `delete`.
+//!
+//! Every call runs in an `idem.call` span (level INFO, target `idem`) with the fields
+//! `code.function.name`, `idem.key` (its digest under
+//! [`hide_clear_keys`](crate::Idempotency::hide_clear_keys)), `idem.attempt`,
+//! `idem.fencing_token`, `idem.outcome` and, for failures, `otel.status_code = "ERROR"`; each
+//! store operation runs in an `idem.store` span (level DEBUG) with `db.system.name` and
+//! `db.operation.name`, as OpenTelemetry's conventions name them. Takeovers, lease losses,
+//! releases and failures after the body ran are events inside the call's span.
+
+mod call;
+mod function;
+mod store;
+
+pub(crate) use call::{CallOutcome, CallTelemetry};
+pub(crate) use store::MeteredStore;
+
+/// The counter of calls, by `function` and `outcome`.
+pub const CALLS_TOTAL: &str = "idem_calls_total";
+/// The histogram of call durations in seconds, by `function` and `outcome`.
+pub const CALL_DURATION_SECONDS: &str = "idem_call_duration_seconds";
+/// The counter of takeovers (a call that took a key over from an owner whose lease passed),
+/// by `function`.
+pub const TAKEOVERS_TOTAL: &str = "idem_takeovers_total";
+/// The histogram of store operation durations in seconds, by `store` and `operation`.
+pub const STORE_DURATION_SECONDS: &str = "idem_store_duration_seconds";
+/// The counter of replays answered from the [`ReplayCache`](crate::ReplayCache), by `function`.
+pub const REPLAY_CACHE_HITS_TOTAL: &str = "idem_replay_cache_hits_total";
+/// The counter of calls the [`ReplayCache`](crate::ReplayCache) could not answer, by `function`.
+pub const REPLAY_CACHE_MISSES_TOTAL: &str = "idem_replay_cache_misses_total";
+
+/// Every value of the `outcome` label, in the order of the module's docs.
+pub const OUTCOMES: [&str; 13] = [
+    "executed",
+    "replayed",
+    "in_progress",
+    "mismatch",
+    "released",
+    "stored_error",
+    "not_recorded",
+    "aborted",
+    "store_unavailable",
+    "quota_exceeded",
+    "corrupt",
+    "cancelled",
+    "failed",
+];
+
+/// Every value of the `operation` label of [`STORE_DURATION_SECONDS`].
+pub const STORE_OPERATIONS: [&str; 7] = [
+    "reserve",
+    "complete",
+    "release",
+    "renew",
+    "record_step",
+    "get",
+    "delete",
+];
+
+/// Where every metric idem records says it comes from.
+static METADATA: metrics::Metadata<'static> =
+    metrics::Metadata::new(crate::TARGET, metrics::Level::INFO, Some(module_path!()));
+
+fn increment(key: &metrics::Key) {
+    metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA).increment(1));
+}
+
+fn record_seconds(key: &metrics::Key, elapsed: std::time::Duration) {
+    metrics::with_recorder(|recorder| {
+        recorder
+            .register_histogram(key, &METADATA)
+            .record(elapsed.as_secs_f64())
+    });
+}

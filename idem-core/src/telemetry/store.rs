@@ -1,0 +1,154 @@
+//! `MeteredStore`: every store operation timed and traced.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use metrics::{Key as MetricKey, Label};
+use tracing::Instrument;
+
+use super::{STORE_DURATION_SECONDS, STORE_OPERATIONS};
+use crate::store::Inventory;
+use crate::{
+    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp, TARGET,
+};
+
+/// Operations, as indexes into [`STORE_OPERATIONS`].
+#[derive(Clone, Copy)]
+enum Operation {
+    Reserve,
+    Complete,
+    Release,
+    Renew,
+    RecordStep,
+    Get,
+    Delete,
+}
+
+/// A store with each operation timed into `idem_store_duration_seconds` and run in an
+/// `idem.store` span.
+pub(crate) struct MeteredStore {
+    inner: Arc<dyn Store>,
+    /// `idem_store_duration_seconds{store, operation}`, one per operation.
+    durations: Vec<MetricKey>,
+    /// The store as OpenTelemetry names database systems.
+    system: &'static str,
+}
+
+impl MeteredStore {
+    pub(crate) fn new(inner: Arc<dyn Store>) -> Self {
+        let store = inner.name();
+        let durations = STORE_OPERATIONS
+            .iter()
+            .map(|operation| {
+                MetricKey::from_parts(
+                    STORE_DURATION_SECONDS,
+                    vec![
+                        Label::new("store", store),
+                        Label::new("operation", *operation),
+                    ],
+                )
+            })
+            .collect();
+        let system = match store {
+            "postgres" => "postgresql",
+            "dynamodb" => "aws.dynamodb",
+            other => other,
+        };
+        MeteredStore {
+            inner,
+            durations,
+            system,
+        }
+    }
+
+    async fn timed<T>(
+        &self,
+        operation: Operation,
+        run: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let span = tracing::debug_span!(
+            target: TARGET,
+            "idem.store",
+            db.system.name = self.system,
+            db.operation.name = STORE_OPERATIONS[operation as usize],
+        );
+        let started = Instant::now();
+        let result = run.instrument(span).await;
+        self.took(operation, started.elapsed());
+        result
+    }
+
+    fn took(&self, operation: Operation, elapsed: Duration) {
+        super::record_seconds(&self.durations[operation as usize], elapsed);
+    }
+}
+
+#[async_trait]
+impl Store for MeteredStore {
+    async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        self.timed(Operation::Reserve, self.inner.reserve(key, claim))
+            .await
+    }
+
+    async fn complete(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        record: &Completed,
+    ) -> Result<(), StoreError> {
+        self.timed(Operation::Complete, self.inner.complete(key, owner, record))
+            .await
+    }
+
+    async fn release(&self, key: &Key, owner: &OwnerToken) -> Result<(), StoreError> {
+        self.timed(Operation::Release, self.inner.release(key, owner))
+            .await
+    }
+
+    async fn record_step(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        name: &str,
+        value: &[u8],
+        kept_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.timed(
+            Operation::RecordStep,
+            self.inner.record_step(key, owner, name, value, kept_until),
+        )
+        .await
+    }
+
+    async fn renew(
+        &self,
+        key: &Key,
+        owner: &OwnerToken,
+        lease_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.timed(Operation::Renew, self.inner.renew(key, owner, lease_until))
+            .await
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
+        self.timed(Operation::Get, self.inner.get(key)).await
+    }
+
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        self.timed(Operation::Delete, self.inner.delete(key)).await
+    }
+
+    async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
+        self.inner.changed(key, timeout).await
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        self.inner.inventory()
+    }
+}
