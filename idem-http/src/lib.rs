@@ -206,6 +206,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answer;
+mod asked;
 mod body;
 mod canonical_json;
 mod config;
@@ -217,6 +218,7 @@ mod key_header;
 mod layer;
 pub mod problem;
 mod replay_limits;
+mod requests_metric;
 mod scope;
 mod service;
 mod shared_bodies;
@@ -230,6 +232,7 @@ pub use config::{
 };
 pub use key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use layer::IdempotencyLayer;
+pub use requests_metric::{HTTP_OUTCOMES, HTTP_REQUESTS_TOTAL};
 pub use scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
 pub use service::{IdempotencyService, ResponseFuture};
 pub use stored::{DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED};

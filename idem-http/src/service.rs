@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::{ACCEPT_ENCODING, CONTENT_LENGTH};
-use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
+use http::header::CONTENT_LENGTH;
+use http::{HeaderMap, Request, Response, StatusCode};
 use http_body::Body as _;
 use idem_core::{Call, Executed, ReleaseErrors};
 use tokio::sync::oneshot;
@@ -16,15 +16,15 @@ use tower_service::Service;
 use tracing::Instrument;
 
 use crate::answer;
+use crate::asked::{answer_stored, Asked};
 use crate::body::{self, Body, BoxError, PanicsAsErrors, Read};
 use crate::config::{Config, KEY_NAME};
 use crate::forward::{self, Ending, Tail};
 use crate::key_header::{self, KeyHeader};
-use crate::problem::Problem;
-use crate::replay_limits::ReplayLimits;
+use crate::requests_metric::RequestOutcome;
 use crate::scope::Unscoped;
 use crate::stored::{self, NotKept, StoredResponse};
-use crate::{encoding, fingerprint, grpc, IDEMPOTENT_REPLAYED, TARGET};
+use crate::{fingerprint, grpc, TARGET};
 
 /// The service made by [`IdempotencyLayer`](crate::IdempotencyLayer) around `S`.
 ///
@@ -86,43 +86,7 @@ impl<E> From<idem_core::Error> for Unstored<E> {
     }
 }
 
-/// What the request asked for that shapes the layer's own answers.
-struct Asked {
-    grpc: bool,
-    /// The request's `Accept-Encoding` and `grpc-accept-encoding` values, for a replay of an
-    /// encoded body.
-    accepted: HeaderMap,
-}
-
-impl Asked {
-    fn of(headers: &HeaderMap) -> Self {
-        let mut accepted = HeaderMap::new();
-        for name in [
-            ACCEPT_ENCODING,
-            HeaderName::from_static(encoding::GRPC_ACCEPT_ENCODING),
-        ] {
-            for value in headers.get_all(&name) {
-                accepted.append(name.clone(), value.clone());
-            }
-        }
-        Asked {
-            grpc: grpc::is_grpc(headers),
-            accepted,
-        }
-    }
-
-    /// `problem` as this request's client understands it.
-    fn render(&self, problem: Problem) -> Response<Body> {
-        if self.grpc {
-            grpc::problem_response(problem)
-        } else {
-            problem.into_response()
-        }
-    }
-}
-
-/// Answers one request: passed through, refused by the layer (400, 413, or 500 for a missing
-/// scope), or run under the engine in a task of its own.
+/// Answers one request, and counts what became of it.
 async fn handle<S, ReqBody, ResBody>(
     config: Arc<Config>,
     inner: S,
@@ -137,17 +101,44 @@ where
     ResBody: http_body::Body<Data = Bytes> + Send + 'static,
     ResBody::Error: Into<BoxError>,
 {
+    let (outcome, answer) = answer(config, inner, request).await;
+    outcome.count();
+    answer
+}
+
+/// Answers one request: passed through, refused by the layer (400, 413, or 500 for a missing
+/// scope), or run under the engine in a task of its own.
+async fn answer<S, ReqBody, ResBody>(
+    config: Arc<Config>,
+    inner: S,
+    request: Request<ReqBody>,
+) -> (RequestOutcome, Result<Response<Body>, S::Error>)
+where
+    S: Service<Request<Body>, Response = Response<ResBody>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    ReqBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ReqBody::Error: Into<BoxError>,
+    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
+{
+    use RequestOutcome::*;
     if !config.methods.contains(request.method()) {
-        return pass_through(inner, request).await;
+        return (PassedThrough, pass_through(inner, request).await);
     }
     let asked = Asked::of(request.headers());
     let key = match key_header::read(request.headers()) {
         KeyHeader::Present(key) => key,
-        KeyHeader::Absent if config.require_key => return Ok(asked.render(answer::key_missing())),
-        KeyHeader::Absent => return pass_through(inner, request).await,
+        KeyHeader::Absent if config.require_key => {
+            return (KeyRefused, Ok(asked.render(answer::key_missing())))
+        }
+        KeyHeader::Absent => return (PassedThrough, pass_through(inner, request).await),
         KeyHeader::Invalid(reason) => {
             let received = key_header::as_received(request.headers());
-            return Ok(asked.render(answer::key_invalid(&received, reason)));
+            return (
+                KeyRefused,
+                Ok(asked.render(answer::key_invalid(&received, reason))),
+            );
         }
     };
     let (parts, body) = request.into_parts();
@@ -160,42 +151,58 @@ where
         },
         Err(missing) => {
             tracing::error!(target: TARGET, key, extension = missing.0, "the request lacks the extension the scope is taken from");
-            return Ok(asked.render(answer::scope_missing(&key, &missing)));
+            return (
+                ScopeRefused,
+                Ok(asked.render(answer::scope_missing(&key, &missing))),
+            );
         }
     };
     if scope.is_none() {
         match config.unscoped {
             Unscoped::Refused => {
                 tracing::debug!(target: TARGET, key, "keyed request without a scope refused");
-                return Ok(asked.render(answer::unscoped(&key)));
+                return (ScopeRefused, Ok(asked.render(answer::unscoped(&key))));
             }
             Unscoped::PassedThrough => {
                 tracing::debug!(target: TARGET, key, "keyed request without a scope passed through");
-                return pass_through(inner, Request::from_parts(parts, body)).await;
+                let request = Request::from_parts(parts, body);
+                return (PassedThrough, pass_through(inner, request).await);
             }
             Unscoped::Shared => {}
         }
     }
     let limit = config.max_request_body;
     if content_length(&parts.headers).is_some_and(|len| len > limit as u64) {
-        return Ok(asked.render(answer::body_too_large(&key, limit)));
+        return (
+            TooLarge,
+            Ok(asked.render(answer::body_too_large(&key, limit))),
+        );
     }
     let bytes = match body::read_up_to(Box::pin(body), limit).await {
         Read::Whole(bytes) => bytes,
-        Read::Unbuffered(_) => return Ok(asked.render(answer::body_too_large(&key, limit))),
+        Read::Unbuffered(_) => {
+            return (
+                TooLarge,
+                Ok(asked.render(answer::body_too_large(&key, limit))),
+            )
+        }
         Read::Failed(error) => {
             tracing::debug!(target: TARGET, key, %error, "request body unreadable");
-            return Ok(asked.render(answer::body_unreadable(&key)));
+            return (Unreadable, Ok(asked.render(answer::body_unreadable(&key))));
         }
     };
     if asked.grpc && grpc::message_count(&bytes) != Some(1) {
         // A client-streaming call, not one request: there is nothing to replay it with.
         tracing::debug!(target: TARGET, key, "gRPC call with other than one request message passed through");
-        return pass_through(inner, Request::from_parts(parts, body::full(bytes))).await;
+        let request = Request::from_parts(parts, body::full(bytes));
+        return (PassedThrough, pass_through(inner, request).await);
     }
     let call = match call(&config, &key, scope.as_deref(), &parts, &bytes) {
         Ok(call) => call,
-        Err(error) => return Ok(asked.render(answer::engine_error(&error, &key, &config))),
+        Err(error) => {
+            let answer = asked.render(answer::engine_error(&error, &key, &config));
+            return (RequestOutcome::of(&error), Ok(answer));
+        }
     };
     // Duplicates that wait for the first request hold its body, not a copy each.
     let (bytes, _shared) = config.bodies.share(*call.fingerprint(), bytes);
@@ -218,19 +225,27 @@ where
     // A streamed response is handed over as soon as its head is there; the task goes on
     // forwarding its body.
     if let Ok(response) = head.await {
-        return Ok(response);
+        return (Streamed, Ok(response));
     }
     match run.await {
-        Ok(Ok(executed)) => Ok(answer_stored(executed, &key, &asked, &config)),
-        Ok(Err(Unstored::PassedOn(response))) => Ok(response),
-        Ok(Err(Unstored::Inner(error))) => Err(error),
-        Ok(Err(Unstored::Engine(error))) => {
-            Ok(asked.render(answer::engine_error(&error, &key, &config)))
+        Ok(Ok(executed)) => {
+            let outcome = if executed.replayed {
+                Replayed
+            } else {
+                Executed
+            };
+            (outcome, Ok(answer_stored(executed, &key, &asked, &config)))
         }
-        Ok(Err(Unstored::Released)) => Ok(asked.render(answer::failed(&key))),
+        Ok(Err(Unstored::PassedOn(response))) => (NotStored, Ok(response)),
+        Ok(Err(Unstored::Inner(error))) => (Failed, Err(error)),
+        Ok(Err(Unstored::Engine(error))) => {
+            let answer = asked.render(answer::engine_error(&error, &key, &config));
+            (RequestOutcome::of(&error), Ok(answer))
+        }
+        Ok(Err(Unstored::Released)) => (NotStored, Ok(asked.render(answer::failed(&key)))),
         Err(panicked) => {
             tracing::error!(target: TARGET, key, error = %panicked, "the handler panicked; its key is held until its lease passes");
-            Ok(asked.render(answer::not_recorded(&key)))
+            (NotRecorded, Ok(asked.render(answer::not_recorded(&key))))
         }
     }
 }
@@ -417,52 +432,6 @@ async fn stream<E>(
                 why,
                 &config.replay_headers,
             ))
-        }
-    }
-}
-
-/// The answer from a stored response: the handler's own the first time, else the replay (or
-/// the problem saying why there is none).
-fn answer_stored(
-    executed: Executed<StoredResponse>,
-    key: &str,
-    asked: &Asked,
-    config: &Config,
-) -> Response<Body> {
-    let mut stored = executed.value;
-    if !executed.replayed {
-        if let Some(fresh) = stored.take_fresh() {
-            return fresh;
-        }
-    }
-    if let Some((status, why)) = stored.not_kept_reason() {
-        let mut answer = asked.render(answer::not_kept(key, status, why));
-        if executed.replayed {
-            answer
-                .headers_mut()
-                .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
-        }
-        return answer;
-    }
-    let refused = stored
-        .content_encodings()
-        .find(|coding| !encoding::accepts(&asked.accepted, coding))
-        .or_else(|| {
-            let compression = stored.grpc_encoding()?;
-            (!encoding::accepts_grpc(&asked.accepted, compression)).then_some(compression)
-        });
-    if let Some(coding) = refused {
-        return asked.render(answer::encoding_not_accepted(key, coding));
-    }
-    let limits = ReplayLimits {
-        headers: &config.replay_headers,
-        max_body: config.max_response_body,
-    };
-    match stored.into_replay(&limits) {
-        Ok(response) => response,
-        Err(reason) => {
-            tracing::error!(target: TARGET, key, reason, "the stored response cannot be replayed");
-            asked.render(answer::failed(key))
         }
     }
 }

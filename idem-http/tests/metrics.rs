@@ -1,0 +1,91 @@
+//! `idem_http_requests_total{outcome}` counts what the layer did with each request, next to the
+//! engine's own `idem_calls_total` for the layer's calls.
+
+mod support;
+
+use std::sync::Arc;
+
+use idem_http::IdempotencyLayer;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use support::{app, memory, send, serve, Payments};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_is_counted_by_what_the_layer_did_with_it() {
+    // The only test of this binary: the recorder is the process's.
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::set_global_recorder(recorder).unwrap();
+
+    let (payments, mut started) = Payments::held();
+    let layer = IdempotencyLayer::builder(memory())
+        .max_request_body(64)
+        .build();
+    let server = serve(app(layer, Arc::clone(&payments))).await;
+
+    let first = tokio::spawn(send(server.post(
+        "/payments",
+        Some("k1"),
+        r#"{"amount":1}"#,
+    )));
+    started.recv().await.unwrap();
+    let duplicate = send(server.post("/payments", Some("k1"), r#"{"amount":1}"#)).await;
+    assert_eq!(duplicate.status, 409);
+    payments.release();
+    assert_eq!(first.await.unwrap().status, 201);
+    let replay = send(server.post("/payments", Some("k1"), r#"{"amount":1}"#)).await;
+    assert!(replay.replayed());
+    let mismatch = send(server.post("/payments", Some("k1"), r#"{"amount":2}"#)).await;
+    assert_eq!(mismatch.status, 422);
+    let too_large = send(server.post("/payments", Some("k2"), &"x".repeat(65))).await;
+    assert_eq!(too_large.status, 413);
+    let invalid = send(server.post("/payments", Some(""), "{}")).await;
+    assert_eq!(invalid.status, 400);
+    let unkeyed = send(server.post("/payments", None, "{}"));
+    payments.release();
+    assert_eq!(unkeyed.await.status, 201);
+    let anonymous = server
+        .client
+        .post(format!("{}/payments", server.url))
+        .header("authorization", "")
+        .header("idempotency-key", "k3");
+    assert_eq!(send(anonymous).await.status, 400);
+
+    let snapshot = snapshotter.snapshot().into_vec();
+    let counter = |name: &str, labels: &[(&str, &str)]| -> u64 {
+        snapshot
+            .iter()
+            .filter(|(key, ..)| {
+                let key = key.key();
+                key.name() == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| key.labels().any(|l| l.key() == *k && l.value() == *v))
+            })
+            .map(|(.., value)| match value {
+                DebugValue::Counter(n) => *n,
+                other => panic!("{name}: {other:?}"),
+            })
+            .sum()
+    };
+    let requests = |outcome| counter("idem_http_requests_total", &[("outcome", outcome)]);
+    assert_eq!(requests("executed"), 1);
+    assert_eq!(requests("in_progress"), 1);
+    assert_eq!(requests("replayed"), 1);
+    assert_eq!(requests("mismatch"), 1);
+    assert_eq!(requests("too_large"), 1);
+    assert_eq!(requests("key_refused"), 1);
+    assert_eq!(requests("passed_through"), 1);
+    assert_eq!(requests("scope_refused"), 1);
+    assert_eq!(counter("idem_http_requests_total", &[]), 8);
+
+    let calls = |outcome| {
+        counter(
+            "idem_calls_total",
+            &[("function", "http"), ("outcome", outcome)],
+        )
+    };
+    assert_eq!(calls("executed"), 1);
+    assert_eq!(calls("in_progress"), 1);
+    assert_eq!(calls("replayed"), 1);
+    assert_eq!(calls("mismatch"), 1);
+}
