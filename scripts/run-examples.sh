@@ -51,6 +51,8 @@ echo "examples: checkout_steps (memory store, a crash between two steps)"
 cargo run -q -p idem-examples --all-features --example checkout_steps
 echo "examples: axum_payments (memory store, real HTTP on loopback)"
 cargo run -q -p idem-examples --all-features --example axum_payments
+echo "examples: axum_metrics (memory store, Prometheus text on /metrics)"
+cargo run -q -p idem-examples --all-features --example axum_metrics
 echo "examples: client_retries (idem-client through a lossy proxy, memory store)"
 cargo run -q -p idem-examples --all-features --example client_retries
 

@@ -1,0 +1,51 @@
+//! Times calls on the memory store with no metrics recorder and no tracing subscriber, as a
+//! program that does not export telemetry runs them: built against two revisions of idem by
+//! `scripts/bench-telemetry.sh`, which compares them side by side.
+//!
+//! Prints one line per case: its name and the median nanoseconds per call over the batches.
+
+use std::time::Instant;
+
+use idem_core::{Call, Error, Fingerprint, Idempotency, ReplayCache};
+use idem_stores::memory::MemoryStore;
+
+const BATCHES: usize = 15;
+const CALLS: usize = 20_000;
+
+fn call(idem: &Idempotency, id: usize) -> Call {
+    let key = idem.key("bench.charge").part(&id.to_string()).finish().unwrap();
+    Call::new(key, Fingerprint::of(&id).unwrap())
+}
+
+/// The median over the batches of the nanoseconds a call of `calls` takes.
+async fn median_ns(idem: &Idempotency, calls: impl Fn(usize, usize) -> usize) -> f64 {
+    let mut per_call = Vec::with_capacity(BATCHES);
+    for batch in 0..BATCHES {
+        let prepared: Vec<Call> = (0..CALLS).map(|i| call(idem, calls(batch, i))).collect();
+        let started = Instant::now();
+        for call in prepared {
+            idem.run(call, async { Ok::<_, Error>(7u64) }).await.unwrap();
+        }
+        per_call.push(started.elapsed().as_nanos() as f64 / CALLS as f64);
+    }
+    per_call.sort_by(f64::total_cmp);
+    per_call[BATCHES / 2]
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = || MemoryStore::builder().no_sweeping().build();
+        let idem = Idempotency::new(store());
+        let fresh = median_ns(&idem, |batch, i| 1_000_000 + batch * CALLS + i).await;
+        let replay = median_ns(&idem, |_, i| i % 64).await;
+        let cached = Idempotency::new(store()).with_replay_cache(ReplayCache::new(1_000, 1 << 20));
+        let cached_replay = median_ns(&cached, |_, i| i % 64).await;
+        println!("fresh {fresh:.1}");
+        println!("replay {replay:.1}");
+        println!("cached_replay {cached_replay:.1}");
+    });
+}
