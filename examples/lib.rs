@@ -2,8 +2,14 @@
 //! README.md's snippets, compiled and run as its doctests, so that the README stays true.
 
 /// README.md, whose Rust snippets are this crate's doctests. They need the HTTP layer, the
-/// client middleware, the Redis store and sealing; the snippets that would reach a server are
+/// client middleware, the Redis store, sealing and the Prometheus exporter; the snippets that would reach a server are
 /// compiled, not run.
-#[cfg(all(doctest, feature = "client", feature = "redis", feature = "seal"))]
+#[cfg(all(
+    doctest,
+    feature = "client",
+    feature = "redis",
+    feature = "seal",
+    feature = "metrics"
+))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDocTests;

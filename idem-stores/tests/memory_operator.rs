@@ -1,0 +1,128 @@
+//! What an operator does through the handle, on the memory store: inspect a key, release one
+//! a dead call holds, list a function's records, purge the expired ones.
+
+#![cfg(feature = "memory")]
+
+use std::time::Duration;
+
+use idem_core::store::ListQuery;
+use idem_core::{
+    Call, Error, Fingerprint, HeldRelease, Idempotency, Key, ManualClock, Record, RecordState,
+};
+use idem_stores::memory::MemoryStore;
+use tokio::sync::oneshot;
+
+fn call(idem: &Idempotency, function: &str, order: &str) -> Call {
+    let key = idem.key(function).part(order).finish().unwrap();
+    Call::new(key, Fingerprint::of(&order).unwrap()).with_ttl(Duration::from_secs(60))
+}
+
+async fn charge(idem: &Idempotency, call: Call) -> Result<(u32, bool), Error> {
+    let executed = idem.run(call, async { Ok::<_, Error>(7) }).await?;
+    Ok((executed.value, executed.replayed))
+}
+
+#[tokio::test]
+async fn inspect_tells_a_completed_record_from_an_unknown_key() {
+    let idem = Idempotency::new(MemoryStore::new());
+    let done = call(&idem, "charge", "o-1");
+    charge(&idem, done.clone()).await.unwrap();
+
+    let seen = idem.inspect(done.key()).await.unwrap().unwrap();
+    assert_eq!(seen.state(), RecordState::Completed);
+    assert_eq!(seen.function(), Some("charge"));
+    assert_eq!(seen.stored_bytes(), b"7".len());
+    let printed = Key::parse(done.key().as_str()).unwrap();
+    assert_eq!(idem.inspect(&printed).await.unwrap(), Some(seen));
+
+    let unknown = call(&idem, "charge", "o-404");
+    assert_eq!(idem.inspect(unknown.key()).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_released_key_runs_again_and_a_completed_one_is_not_released() {
+    let idem = Idempotency::new(MemoryStore::new());
+    let held = call(&idem, "charge", "o-2");
+    let (started, body_started) = oneshot::channel();
+    let (_never, forever) = oneshot::channel::<()>();
+    let stuck = tokio::spawn({
+        let (idem, held) = (idem.clone(), held.clone());
+        async move {
+            idem.run(held, async move {
+                started.send(()).unwrap();
+                let _ = forever.await;
+                Ok::<_, Error>(1u32)
+            })
+            .await
+        }
+    });
+    body_started.await.unwrap();
+    assert!(matches!(
+        charge(&idem, held.clone()).await,
+        Err(Error::InProgress { .. })
+    ));
+
+    let released = idem.release_held(held.key()).await.unwrap();
+    let HeldRelease::Released(before) = released else {
+        panic!("{released:?}")
+    };
+    assert_eq!(before.state(), RecordState::Running);
+    assert_eq!(charge(&idem, held.clone()).await.unwrap(), (7, false));
+    let again = idem.release_held(held.key()).await.unwrap();
+    assert!(
+        matches!(again, HeldRelease::NotHeld(Some(ref seen)) if seen.state() == RecordState::Completed)
+    );
+    let none = idem.release_held(call(&idem, "charge", "o-0").key()).await;
+    assert_eq!(none.unwrap(), HeldRelease::NotHeld(None));
+    stuck.abort();
+}
+
+#[tokio::test]
+async fn listing_pages_through_one_functions_records() {
+    let idem = Idempotency::new(MemoryStore::new());
+    for order in ["a", "b", "c", "d", "e"] {
+        charge(&idem, call(&idem, "charge", order)).await.unwrap();
+    }
+    charge(&idem, call(&idem, "charges", "z")).await.unwrap();
+
+    let mut query = ListQuery::new(Key::function_prefix(idem.namespace(), "charge"), 2);
+    let mut listed = Vec::new();
+    loop {
+        let page = idem.list(&query).await.unwrap();
+        assert!(page.records.len() <= 2);
+        for (key, record) in page.records {
+            assert!(matches!(record, Ok(Record::Completed(_))));
+            listed.push(key.as_str().to_owned());
+        }
+        let Some(cursor) = page.cursor else { break };
+        query = query.after(Some(cursor));
+    }
+    let expected: Vec<_> = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|order| call(&idem, "charge", order).key().as_str().to_owned())
+        .collect();
+    assert_eq!(listed, expected);
+}
+
+#[tokio::test]
+async fn purging_removes_expired_records_only() {
+    let clock = ManualClock::new();
+    let idem =
+        Idempotency::new(MemoryStore::builder().no_sweeping().build()).with_clock(clock.clone());
+    charge(&idem, call(&idem, "charge", "old")).await.unwrap();
+    clock.advance(Duration::from_secs(61));
+    charge(&idem, call(&idem, "charge", "new")).await.unwrap();
+
+    assert_eq!(idem.purge_expired(100).await.unwrap(), 1);
+    assert_eq!(
+        idem.inspect(call(&idem, "charge", "old").key())
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(idem
+        .inspect(call(&idem, "charge", "new").key())
+        .await
+        .unwrap()
+        .is_some());
+}
