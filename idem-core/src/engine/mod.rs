@@ -94,9 +94,10 @@ impl Idempotency {
         P: ErrorPolicy<E>,
         F: Future<Output = Result<T, E>>,
     {
-        let clear_key = call.key.clone();
+        // Counted by the function named in the key in clear, which a digest hides.
+        let function = CallTelemetry::function(&call.key);
         let call = self.stored_call(call);
-        let mut telemetry = CallTelemetry::start(&clear_key, &call.key);
+        let mut telemetry = CallTelemetry::start(function, &call.key);
         let span = telemetry.span().clone();
         self.run_counted(call, policy, body, &mut telemetry)
             .instrument(span)

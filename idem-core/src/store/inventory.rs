@@ -22,7 +22,9 @@ pub trait Inventory: Send + Sync {
     /// their expiry, in-progress records abandoned ([`InProgress::is_abandoned`](crate::InProgress::is_abandoned)).
     /// Each delete is conditional on the record still being expired, so a reservation that
     /// reused the key meanwhile is kept. Returns how many it deleted; fewer than `batch` means
-    /// none is left. A store whose backend expires records by itself may delete none.
+    /// none is left. A store may delete more than `batch` at once where that costs nothing
+    /// more (the memory store purges all its expired records under its shards' locks), and one
+    /// whose backend expires records by itself may delete none.
     async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError>;
 }
 

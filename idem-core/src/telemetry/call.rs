@@ -1,6 +1,5 @@
 //! One call's telemetry: its span, and its outcome counted once it ends, however it ends.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use tracing::field::Empty;
@@ -62,7 +61,7 @@ impl CallOutcome {
 /// Counts a call and times it when dropped, with the outcome set last (or, if none was,
 /// `aborted` once the body started and `cancelled` before).
 pub(crate) struct CallTelemetry {
-    function: Arc<FunctionMetrics>,
+    function: &'static FunctionMetrics,
     span: Span,
     started: Instant,
     outcome: Option<CallOutcome>,
@@ -70,13 +69,17 @@ pub(crate) struct CallTelemetry {
 }
 
 impl CallTelemetry {
-    /// Starts the telemetry of a call with `key`, named in its span as `shown`.
-    pub(crate) fn start(key: &Key, shown: &Key) -> Self {
-        let function = function_metrics(key.function().unwrap_or("unknown"));
+    /// The function a call with `key` is counted under.
+    pub(crate) fn function(key: &Key) -> &'static FunctionMetrics {
+        function_metrics(key.function().unwrap_or("unknown"))
+    }
+
+    /// Starts the telemetry of a call of `function`, named in its span by `shown`.
+    pub(crate) fn start(function: &'static FunctionMetrics, shown: &Key) -> Self {
         let span = tracing::info_span!(
             target: TARGET,
             "idem.call",
-            code.function.name = &*function.name,
+            code.function.name = function.name,
             idem.key = shown.as_str(),
             idem.attempt = Empty,
             idem.fencing_token = Empty,
@@ -122,7 +125,7 @@ impl CallTelemetry {
 
     /// The replay cache answered the call, or could not.
     pub(crate) fn replay_cache(&self, hit: bool) {
-        let function = &self.function;
+        let function = self.function;
         super::increment(if hit {
             &function.cache_hits
         } else {

@@ -1,7 +1,10 @@
-//! Each function's metric keys, built once: recording then costs no allocation.
+//! Each function's metric keys, built once and kept for the life of the process: recording
+//! then costs no allocation, and finding them no lock on a thread that calls one function
+//! after another of the same name.
 
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{OnceLock, RwLock};
 
 use metrics::{Key, Label};
 
@@ -16,7 +19,7 @@ const MAX_FUNCTIONS: usize = 10_000;
 
 /// The metric keys of one function.
 pub(crate) struct FunctionMetrics {
-    pub(crate) name: Arc<str>,
+    pub(crate) name: &'static str,
     pub(crate) calls: Vec<Key>,
     pub(crate) durations: Vec<Key>,
     pub(crate) takeovers: Key,
@@ -25,7 +28,7 @@ pub(crate) struct FunctionMetrics {
 }
 
 impl FunctionMetrics {
-    fn new(name: &str) -> Self {
+    fn new(name: &'static str) -> Self {
         let function = || Label::new("function", name.to_owned());
         let by_outcome = |metric: &'static str| -> Vec<Key> {
             OUTCOMES
@@ -36,7 +39,7 @@ impl FunctionMetrics {
                 .collect()
         };
         FunctionMetrics {
-            name: name.into(),
+            name,
             calls: by_outcome(CALLS_TOTAL),
             durations: by_outcome(CALL_DURATION_SECONDS),
             takeovers: Key::from_parts(TAKEOVERS_TOTAL, vec![function()]),
@@ -47,8 +50,23 @@ impl FunctionMetrics {
 }
 
 /// The metric keys of the function called `name`, built at its first call.
-pub(crate) fn function_metrics(name: &str) -> Arc<FunctionMetrics> {
-    static FUNCTIONS: OnceLock<RwLock<HashMap<Box<str>, Arc<FunctionMetrics>>>> = OnceLock::new();
+pub(crate) fn function_metrics(name: &str) -> &'static FunctionMetrics {
+    thread_local! {
+        /// The function this thread asked for last.
+        static LAST: Cell<Option<&'static FunctionMetrics>> = const { Cell::new(None) };
+    }
+    if let Some(last) = LAST.with(Cell::get).filter(|last| last.name == name) {
+        return last;
+    }
+    let found = registered(name);
+    LAST.with(|last| last.set(Some(found)));
+    found
+}
+
+/// Every function's keys, leaked: at most [`MAX_FUNCTIONS`] of them, each a few hundred bytes.
+fn registered(name: &str) -> &'static FunctionMetrics {
+    static FUNCTIONS: OnceLock<RwLock<HashMap<&'static str, &'static FunctionMetrics>>> =
+        OnceLock::new();
     let functions = FUNCTIONS.get_or_init(Default::default);
     // Nothing panics while the lock is held, so a poisoned lock still holds whole entries.
     if let Some(known) = functions
@@ -56,7 +74,7 @@ pub(crate) fn function_metrics(name: &str) -> Arc<FunctionMetrics> {
         .unwrap_or_else(|e| e.into_inner())
         .get(name)
     {
-        return known.clone();
+        return known;
     }
     let mut functions = functions.write().unwrap_or_else(|e| e.into_inner());
     let name = if functions.len() >= MAX_FUNCTIONS && !functions.contains_key(name) {
@@ -64,8 +82,11 @@ pub(crate) fn function_metrics(name: &str) -> Arc<FunctionMetrics> {
     } else {
         name
     };
-    functions
-        .entry(name.into())
-        .or_insert_with(|| Arc::new(FunctionMetrics::new(name)))
-        .clone()
+    if let Some(known) = functions.get(name) {
+        return known;
+    }
+    let name: &'static str = Box::leak(name.into());
+    let metrics: &'static FunctionMetrics = Box::leak(Box::new(FunctionMetrics::new(name)));
+    functions.insert(name, metrics);
+    metrics
 }
