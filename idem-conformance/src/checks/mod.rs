@@ -7,8 +7,10 @@ mod cancellation;
 mod edges;
 mod errors;
 mod faults;
+mod inventory;
 mod leases;
 mod mismatches;
+mod purge;
 mod replays;
 mod step_failures;
 mod steps;
@@ -27,6 +29,8 @@ pub(super) fn all() -> Vec<crate::Check> {
         faults::CHECKS,
         steps::CHECKS,
         step_failures::CHECKS,
+        inventory::CHECKS,
+        purge::CHECKS,
     ]
     .concat()
 }

@@ -109,6 +109,20 @@
 //! [`StoreError::Backend`](idem_core::StoreError::Backend) with a [`RequestFailed`] inside, so
 //! the caller gets `idem_core::Error::Store` and the function does not run.
 //!
+//! # Listing and purging
+//!
+//! The store offers operators its [`Inventory`](idem_core::store::Inventory)
+//! ([`Idempotency::list`](idem_core::Idempotency::list), the `idem` command). A page is one
+//! consistent `Scan` that reads as many items as the page's limit, keeps those whose key
+//! `begins_with` the store's prefix and the listing's, and hands its `LastEvaluatedKey`'s key
+//! on as the cursor: a page may hold fewer records than the limit, or none, while more
+//! remain, and the order is the table's, not the keys'. An item that cannot be read is listed
+//! as [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), not skipped. A purge scans the
+//! store's items for expired ones (completed past their expiry, in progress and abandoned)
+//! and deletes each with a `DeleteItem` conditioned on it still being expired, so an item
+//! reserved again or renewed since the scan is kept. A listing or a purge reads the whole
+//! table, in read capacity: DynamoDB's TTL sweeper deletes expired items at no cost, if later.
+//!
 //! # Retried requests
 //!
 //! The SDK retries throttled requests, server errors and timeouts, so a write may land twice
@@ -151,6 +165,7 @@
 
 mod builder;
 mod error;
+mod inventory;
 mod item;
 mod lease;
 mod names;

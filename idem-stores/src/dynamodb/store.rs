@@ -288,6 +288,12 @@ impl Store for DynamoDbStore {
         "dynamodb"
     }
 
+    /// A `Scan` a page, and the purge of the items that stopped counting, each deleted on its
+    /// own condition (see the [module docs](super#listing-and-purging)).
+    fn inventory(&self) -> Option<&dyn idem_core::store::Inventory> {
+        Some(self)
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         let item_key = self.checked_item_key(key)?;
         let mut put = self.put_free(&item_key, claim).await?;

@@ -199,6 +199,18 @@
 //! flight: twice the calls that run at once is a safe bound. `complete_in_transaction` uses
 //! the caller's connection and needs none.
 //!
+//! # Listing
+//!
+//! The store offers operators its [`Inventory`](idem_core::store::Inventory)
+//! ([`Idempotency::list`](idem_core::Idempotency::list), the `idem` command): rows whose keys
+//! start with a prefix, in the order of the `key` column, a page per `SELECT ... WHERE key >
+//! $cursor ORDER BY key LIMIT $n` (the cursor is the last row's stored key), after one read
+//! of the catalog. Where the column's collation compares bytes (`C` or `POSIX`, the column's
+//! or the database's), the prefix is a range of the primary key's index; under any other
+//! collation, where keys that share a prefix need not sort together, the page walks the index
+//! from the cursor and keeps the keys that `starts_with` the prefix. A row that cannot be
+//! read is listed as [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), not skipped.
+//!
 //! # Purging
 //!
 //! Rows are not deleted when they stop counting. [`PostgresStore::purge_expired`] deletes
@@ -245,6 +257,7 @@
 
 mod builder;
 mod error;
+mod inventory;
 mod names;
 mod row;
 mod sql;

@@ -45,6 +45,13 @@ pub(crate) struct Statements {
     pub(crate) get: String,
     pub(crate) delete: String,
     pub(crate) purge: String,
+    /// Whether the `key` column sorts byte by byte: `$1` the table.
+    pub(crate) list_bytewise: String,
+    /// A page of a listing as a range of the primary key: `$1` the cursor, `$2` the prefix,
+    /// `$3` the least text above every text it starts, `$4` how many rows.
+    pub(crate) list_range: String,
+    /// A page of a listing in any collation: `$1` the cursor, `$2` the prefix, `$3` how many.
+    pub(crate) list_walk: String,
 }
 
 impl Statements {
@@ -104,9 +111,34 @@ impl Statements {
                  LIMIT $3 FOR UPDATE SKIP LOCKED)",
                 no_live_steps("", "$1")
             ),
+            list_bytewise: LIST_BYTEWISE.to_owned(),
+            list_range: format!(
+                "SELECT key, {RECORD_COLUMNS} FROM {t} \
+                 WHERE key > $1 AND key >= $2 AND key < $3 AND starts_with(key, $2) \
+                 ORDER BY key LIMIT $4"
+            ),
+            list_walk: format!(
+                "SELECT key, {RECORD_COLUMNS} FROM {t} \
+                 WHERE key > $1 AND starts_with(key, $2) ORDER BY key LIMIT $3"
+            ),
         }
     }
 }
+
+/// Whether the table's `key` column (`$1` the table, quoted) compares text byte by byte: its
+/// collation, or the database's when it has the default, is libc's `C` or `POSIX`. Then the
+/// keys that start with a prefix are one range of the primary key's index. Any other collation
+/// (`en_US.UTF-8`, ICU, the builtin provider's) is judged not to, which only costs speed. The
+/// database's provider is read through `to_jsonb`, which gives null before PostgreSQL 15 (whose
+/// databases only have libc's) rather than failing on the missing column.
+const LIST_BYTEWISE: &str = "SELECT CASE c.collprovider \
+     WHEN 'd' THEN (SELECT coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') = 'c' \
+         AND d.datcollate IN ('C', 'POSIX') \
+         FROM pg_database d WHERE d.datname = current_database()) \
+     WHEN 'c' THEN c.collcollate IN ('C', 'POSIX') \
+     ELSE false END \
+     FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation \
+     WHERE a.attrelid = to_regclass($1) AND a.attname = 'key' AND NOT a.attisdropped";
 
 /// The table, as `migrate` creates it and the module docs show it.
 fn create_table(t: &str) -> String {

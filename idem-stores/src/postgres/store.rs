@@ -288,6 +288,12 @@ impl Store for PostgresStore {
         "postgres"
     }
 
+    /// The rows in key order, a statement a page, and the purge of those that stopped counting
+    /// (see the [module docs](super#listing)).
+    fn inventory(&self) -> Option<&dyn idem_core::store::Inventory> {
+        Some(self)
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         let row_key = self.row_key(key);
         let record = claim.record();

@@ -83,6 +83,23 @@ impl Cluster {
         conn.route_command(cmd.clone(), routing).await
     }
 
+    /// Sends a keyless command to the primary that owns `slot`, or to any node for `None`. A
+    /// timeout replaces the connection, as in [`query`](Self::query).
+    pub(crate) async fn query_node(&self, cmd: &Cmd, slot: Option<u16>) -> RedisResult<Value> {
+        let (generation, mut conn) = self.connection();
+        let node = match slot {
+            Some(slot) => SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master)),
+            None => SingleNodeRoutingInfo::Random,
+        };
+        let result = conn
+            .route_command(cmd.clone(), RoutingInfo::SingleNode(node))
+            .await;
+        if result.as_ref().is_err_and(|error| error.is_timeout()) {
+            self.replace(generation).await;
+        }
+        result
+    }
+
     fn current(&self) -> (u64, ClusterConnection) {
         let current = self
             .shared

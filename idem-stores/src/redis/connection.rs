@@ -43,4 +43,24 @@ impl Connection {
             Connection::Cluster(cluster) => cluster.wait_on_primary_of(cmd, key).await,
         }
     }
+
+    /// Sends a keyless command (`SCAN`) to one node: on a cluster, the primary that owns
+    /// `slot`, or any node for `None` (`CLUSTER SLOTS`); on one server, the server.
+    #[cfg_attr(not(feature = "redis-cluster"), allow(unused_variables))]
+    pub(crate) async fn query_node(&mut self, cmd: &Cmd, slot: Option<u16>) -> RedisResult<Value> {
+        match self {
+            Connection::Single(conn) => cmd.query_async(conn).await,
+            #[cfg(feature = "redis-cluster")]
+            Connection::Cluster(cluster) => cluster.query_node(cmd, slot).await,
+        }
+    }
+
+    /// Whether the connection is to a Redis Cluster, whose keys are spread over its primaries.
+    pub(crate) fn is_cluster(&self) -> bool {
+        match self {
+            Connection::Single(_) => false,
+            #[cfg(feature = "redis-cluster")]
+            Connection::Cluster(_) => true,
+        }
+    }
 }

@@ -107,6 +107,7 @@
 //! | [`release.lua`](https://github.com/idem-rs/idem/blob/main/idem-stores/src/redis/lua/release.lua) | deletes the owner's record, or keeps one with steps with its lease ended |
 //! | [`renew.lua`](https://github.com/idem-rs/idem/blob/main/idem-stores/src/redis/lua/renew.lua) | moves the owner's lease and the key's expiry |
 //! | [`record_step.lua`](https://github.com/idem-rs/idem/blob/main/idem-stores/src/redis/lua/record_step.lua) | records a step and lengthens the key's expiry to cover it |
+//! | [`purge.lua`](https://github.com/idem-rs/idem/blob/main/idem-stores/src/redis/lua/purge.lua) | for operators, not the protocol: deletes a record that stopped counting at the caller's `now` |
 //!
 //! A reply `{'corrupt', reason}`, or a key of another type, becomes
 //! [`StoreError::Corrupt`](idem_core::StoreError::Corrupt); `{'lost'}` is
@@ -114,6 +115,13 @@
 //!
 //! Reading a record without changing it ([`Store::get`](idem_core::Store::get)) is a plain
 //! `HGETALL`; [`Store::delete`](idem_core::Store::delete) is `DEL`.
+//!
+//! Operators list and purge records through the store's
+//! [`Inventory`](idem_core::store::Inventory) ([`Store::inventory`](idem_core::Store::inventory)):
+//! a listing is `SCAN` with `MATCH` on the prefixes (on every primary of a cluster), a few scans
+//! a page, so a page may be short or empty while more remain; a purge scans the store's keys
+//! and runs `purge.lua` on each. Redis already deletes a record once the expiry above passes;
+//! the purge takes those it has not deleted yet, each only if it still stopped counting.
 //!
 //! # Waiting for a duplicate
 //!
@@ -156,6 +164,7 @@ mod cluster;
 mod codec;
 mod connection;
 mod error;
+mod inventory;
 mod scripts;
 mod store;
 mod wake;

@@ -47,6 +47,8 @@ pub(crate) struct Scripts {
     pub(crate) release: Script,
     pub(crate) renew: Script,
     pub(crate) record_step: Script,
+    /// Not part of the protocol: the operators' purge of an expired record.
+    pub(crate) purge: Script,
 }
 
 /// Built once per process.
@@ -56,6 +58,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     release: Script::new("release", include_str!("lua/release.lua")),
     renew: Script::new("renew", include_str!("lua/renew.lua")),
     record_step: Script::new("record_step", include_str!("lua/record_step.lua")),
+    purge: Script::new("purge", include_str!("lua/purge.lua")),
 });
 
 /// Sends commands and counts them: every command sent is one round trip.
@@ -75,6 +78,17 @@ impl Counter {
     ) -> Result<Value, RedisError> {
         self.0.fetch_add(1, Ordering::Relaxed);
         conn.query(cmd).await
+    }
+
+    /// Sends a keyless command to one node (see [`Connection::query_node`]).
+    pub(crate) async fn query_node(
+        &self,
+        conn: &mut Connection,
+        cmd: &Cmd,
+        slot: Option<u16>,
+    ) -> Result<Value, RedisError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        conn.query_node(cmd, slot).await
     }
 
     /// Sends a `WAIT` to the server that holds `key` (on a cluster, its slot's primary).
@@ -131,6 +145,7 @@ mod tests {
             s.release.sha(),
             s.renew.sha(),
             s.record_step.sha(),
+            s.purge.sha(),
         ];
         for (i, a) in shas.iter().enumerate() {
             assert_eq!(a.len(), 40);

@@ -42,9 +42,9 @@ const MAX_EXPIRY_MS: u64 = 1_000_000_000_000_000;
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: Connection,
+    pub(super) conn: Connection,
     prefix: Arc<str>,
-    counter: Arc<Counter>,
+    pub(super) counter: Arc<Counter>,
     /// Wake-ups for waiting callers; `None` on a connection given without its client.
     wakeups: Option<Arc<Wakeups>>,
     /// `WAIT` for this many replicas, this long, after each reservation and completion.
@@ -176,7 +176,12 @@ impl RedisStore {
 
     /// Runs a script on the record of `key`, retrying once if the connection failed: every
     /// script is safe to repeat for the same owner.
-    async fn eval(&self, script: &Script, key: &Key, args: &[&[u8]]) -> Result<Reply, StoreError> {
+    pub(super) async fn eval(
+        &self,
+        script: &Script,
+        key: &Key,
+        args: &[&[u8]],
+    ) -> Result<Reply, StoreError> {
         self.eval_on(script, key, args)
             .await
             .map(|(reply, _)| reply)
@@ -363,6 +368,11 @@ fn time(at: Timestamp) -> Vec<u8> {
 impl Store for RedisStore {
     fn name(&self) -> &'static str {
         "redis"
+    }
+
+    /// Lists by `SCAN` and purges by a script per expired record: see the module docs.
+    fn inventory(&self) -> Option<&dyn idem_core::store::Inventory> {
+        Some(self)
     }
 
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {

@@ -1,0 +1,236 @@
+//! The DynamoDB store's listing, for operators: a `Scan` a page, and a purge of the items that
+//! stopped counting, each deleted on the condition that it still has.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use idem_core::store::{Inventory, ListPage, ListQuery};
+use idem_core::{Key, Record, StoreError, Timestamp, LEASE_GRACE_MS};
+
+use super::item::{self, Item, COMPLETED, IN_PROGRESS};
+use super::DynamoDbStore;
+
+/// Where the store's log lines go.
+const TARGET: &str = "idem::dynamodb";
+
+/// Whether an item stopped counting at `:now`: a completed record past its expiry, or an
+/// in-progress record abandoned ([`InProgress::is_abandoned`](idem_core::InProgress::is_abandoned)):
+/// its lease passed at or before `:abandoned` (now less the lease grace), and its steps, if it
+/// has any, are kept no later than now. The expiry's type is checked first, as the reservation
+/// checks it, so an ill-typed item never counts as expired; so does one with steps and no
+/// kept-until instant, which the store reads as malformed.
+const EXPIRED: &str = "(attribute_type(#lu, :number) AND (\
+     (#st = :completed AND #lu <= :now) \
+     OR (#st = :in_progress AND #lu <= :abandoned \
+         AND (attribute_not_exists(#steps) OR size(#steps) = :zero OR #kept <= :now))))";
+
+/// Pages in the table's scan order: each page is one consistent `Scan` that reads up to the
+/// query's limit of items and keeps those whose partition key starts with the store's prefix
+/// and the query's (`begins_with`), so a page may hold fewer records than the limit, or none,
+/// while more remain. The cursor is the partition key of the last item read
+/// (`LastEvaluatedKey`), where the next `Scan` starts (`ExclusiveStartKey`).
+#[async_trait]
+impl Inventory for DynamoDbStore {
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let names = self.names();
+        let store_prefix = self.stored_prefix();
+        let limit = i32::try_from(query.limit.max(1)).unwrap_or(i32::MAX);
+        let output = self
+            .client()
+            .scan()
+            .table_name(self.table())
+            .consistent_read(true)
+            .limit(limit)
+            .filter_expression("begins_with(#k, :prefix)")
+            .expression_attribute_names("#k", &names.key)
+            .expression_attribute_values(
+                ":prefix",
+                AttributeValue::S(format!("{store_prefix}{}", query.prefix)),
+            )
+            .set_exclusive_start_key(self.start_key(query.cursor.as_deref()))
+            .send()
+            .await
+            .map_err(|error| self.failed("Scan", error))?;
+        let records = output
+            .items()
+            .iter()
+            .filter_map(|item| self.listed(&store_prefix, item))
+            .collect();
+        Ok(ListPage::new(
+            records,
+            self.partition_key(output.last_evaluated_key()),
+        ))
+    }
+
+    /// Scans the store's items (those under its prefix) for expired ones and deletes each on
+    /// the condition that it is still expired at `now`, so an item renewed, completed or
+    /// reserved again since the scan read it is kept: a failed condition is no error and is
+    /// not counted. Deletes one at a time until `batch` are deleted or the scan ends.
+    async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        let mut start = None;
+        while deleted < u64::from(batch) {
+            let page = self.expired_keys(now, start).await?;
+            for key in page.keys {
+                if deleted == u64::from(batch) {
+                    break;
+                }
+                if self.delete_expired(key, now).await? {
+                    deleted += 1;
+                }
+            }
+            match page.next {
+                Some(next) => start = Some(next),
+                None => break,
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+/// One page of the purge's scan.
+struct ExpiredPage {
+    /// The partition keys of the expired items it found.
+    keys: Vec<String>,
+    /// Where the next page starts, if there is one.
+    next: Option<Item>,
+}
+
+impl DynamoDbStore {
+    /// The text every partition key of this store starts with: its key prefix, escaped and
+    /// delimited as [`Key::with_prefix`] writes it.
+    fn stored_prefix(&self) -> String {
+        let key = Key::parse("|").expect("`|` is a key");
+        let mut stored = self.item_key(&key);
+        stored.truncate(stored.len() - key.as_str().len());
+        stored
+    }
+
+    /// The `ExclusiveStartKey` of a page that starts after the item `cursor` names.
+    fn start_key(&self, cursor: Option<&str>) -> Option<Item> {
+        cursor.map(|cursor| {
+            Item::from([(
+                self.names().key.clone(),
+                AttributeValue::S(cursor.to_owned()),
+            )])
+        })
+    }
+
+    /// The partition key in `key` (a `LastEvaluatedKey`), as a cursor.
+    fn partition_key(&self, key: Option<&Item>) -> Option<String> {
+        match key?.get(&self.names().key)? {
+            AttributeValue::S(text) => Some(text.clone()),
+            _ => None,
+        }
+    }
+
+    /// The key and record of `item`, or `None` for an item that holds no idempotency key after
+    /// the store's prefix (written by something else than idem): there is no [`Key`] to list it
+    /// under.
+    fn listed(&self, store_prefix: &str, item: &Item) -> Option<(Key, Result<Record, StoreError>)> {
+        let stored = self.partition_key(Some(item))?;
+        let text = stored.strip_prefix(store_prefix)?;
+        match Key::parse(text) {
+            Ok(key) => Some((key, self.decode(item))),
+            Err(error) => {
+                tracing::warn!(target: TARGET, key = stored, %error, "an item that holds no idempotency key is not listed");
+                None
+            }
+        }
+    }
+
+    /// One consistent `Scan` page of the store's items expired at `now`, their partition keys
+    /// only.
+    async fn expired_keys(
+        &self,
+        now: Timestamp,
+        start: Option<Item>,
+    ) -> Result<ExpiredPage, StoreError> {
+        let mut names = self.expired_names();
+        names.insert("#k".to_owned(), self.names().key.clone());
+        let mut values = expired_values(now);
+        values.insert(
+            ":prefix".to_owned(),
+            AttributeValue::S(self.stored_prefix()),
+        );
+        let output = self
+            .client()
+            .scan()
+            .table_name(self.table())
+            .consistent_read(true)
+            .filter_expression(format!("begins_with(#k, :prefix) AND {EXPIRED}"))
+            .projection_expression("#k")
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|error| self.failed("Scan", error))?;
+        Ok(ExpiredPage {
+            keys: output
+                .items()
+                .iter()
+                .filter_map(|item| self.partition_key(Some(item)))
+                .collect(),
+            next: output.last_evaluated_key,
+        })
+    }
+
+    /// Deletes the item under partition key `key` if it is still expired at `now`: `false`
+    /// when it is not (any more), or is gone.
+    async fn delete_expired(&self, key: String, now: Timestamp) -> Result<bool, StoreError> {
+        let names = self.names();
+        let result = self
+            .client()
+            .delete_item()
+            .table_name(self.table())
+            .key(&names.key, AttributeValue::S(key))
+            .condition_expression(EXPIRED)
+            .set_expression_attribute_names(Some(self.expired_names()))
+            .set_expression_attribute_values(Some(expired_values(now)))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(error) => match error.as_service_error() {
+                Some(DeleteItemError::ConditionalCheckFailedException(_)) => Ok(false),
+                _ => Err(self.failed("DeleteItem", error)),
+            },
+        }
+    }
+
+    /// The attribute names of [`EXPIRED`], as builders take them (extended by the scan's
+    /// `#k`, since a request may name no attribute it does not use).
+    fn expired_names(&self) -> std::collections::HashMap<String, String> {
+        let names = self.names();
+        [
+            ("#st", &names.state),
+            ("#lu", &names.live_until),
+            ("#steps", &names.steps),
+            ("#kept", &names.steps_kept_until),
+        ]
+        .into_iter()
+        .map(|(placeholder, name)| (placeholder.to_owned(), name.clone()))
+        .collect()
+    }
+}
+
+/// The values of [`EXPIRED`] at `now`. Before the lease grace has passed since the epoch
+/// nothing is abandoned yet: the threshold is then -1, below every lease.
+fn expired_values(now: Timestamp) -> Item {
+    let abandoned = i128::from(now.as_millis()) - i128::from(LEASE_GRACE_MS);
+    Item::from([
+        (":completed".to_owned(), AttributeValue::S(COMPLETED.into())),
+        (
+            ":in_progress".to_owned(),
+            AttributeValue::S(IN_PROGRESS.into()),
+        ),
+        (":number".to_owned(), AttributeValue::S("N".into())),
+        (":now".to_owned(), item::time(now)),
+        (
+            ":abandoned".to_owned(),
+            AttributeValue::N(abandoned.max(-1).to_string()),
+        ),
+        (":zero".to_owned(), item::number(0)),
+    ])
+}

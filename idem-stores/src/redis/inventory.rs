@@ -1,0 +1,404 @@
+//! The Redis store's listing and purge, for operators: `SCAN` over the store's keys, on every
+//! primary of a cluster.
+//!
+//! **Listing.** A page is one or more `SCAN`s (at most [`SCANS_PER_PAGE`]) with `MATCH` on
+//! the store's prefix and the query's prefix, both glob-escaped, and `COUNT` the room left in
+//! the page; then the records are read as [`Store::get`] reads them (one `HGETALL` each, sent
+//! together on the multiplexed connection). A page may therefore be short, or empty, while
+//! more remain. The store writes nothing but records under its prefix (steps live in the
+//! record's hash, wake-ups are pub/sub channels, not keys), so every key found is a record; a
+//! key that is not a hash, or a hash that does not decode, is listed as
+//! [`StoreError::Corrupt`].
+//!
+//! **Cursors.** `node/scan`: the index of the primary being scanned (0 on one server;
+//! primaries ordered by the lowest slot they own) and its `SCAN` cursor, or `end` once every
+//! primary was scanned; then, when a scan found more keys than the page had room for, `+` and
+//! each key left over, hex-encoded, listed first on the next page. `SCAN`'s guarantees hold: a
+//! key present for the whole listing is listed, once unless the keyspace shrinks (or, on a
+//! cluster, slots move) between pages.
+//!
+//! **Purge.** Redis deletes each record by itself, once the expiry the scripts set passes (a
+//! completed record's TTL; an in-progress record's lease plus [`LEASE_GRACE`](super::LEASE_GRACE),
+//! and its steps' `steps_kept_until`). That expiry is set on Redis's clock from the caller's,
+//! and Redis expires keys lazily, so a record may stand for a while after it stopped
+//! counting. The purge scans the store's keys and runs `purge.lua` on each, which deletes the
+//! record only if, at that moment, it stopped counting at the caller's `now`.
+
+use async_trait::async_trait;
+use futures_util::future::join_all;
+use idem_core::store::{Inventory, ListPage, ListQuery};
+use idem_core::{Key, Store, StoreError, Timestamp, LEASE_GRACE};
+use redis::Value;
+
+use super::codec::Reply;
+use super::error::{is_connection_error, store_error};
+use super::scripts::SCRIPTS;
+use super::store::RedisStore;
+
+/// The most `SCAN` requests one page sends before it returns, short or empty if it must.
+const SCANS_PER_PAGE: usize = 16;
+
+/// The largest `COUNT` of a scan.
+const MAX_COUNT: usize = 1000;
+
+/// How many records a purge judges at once.
+const PURGE_AT_ONCE: u64 = 64;
+
+#[async_trait]
+impl Inventory for RedisStore {
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let limit = query.limit.max(1) as usize;
+        let mut cursor = match &query.cursor {
+            Some(text) => Cursor::parse(text)?,
+            None => Cursor::START,
+        };
+        let pattern = format!(
+            "{}{}*",
+            glob_escape(&self.record_prefix()),
+            glob_escape(&query.prefix)
+        );
+        let take = cursor.pending.len().min(limit);
+        let mut keys: Vec<Key> = cursor.pending.drain(..take).collect();
+        let primaries = match cursor.at {
+            Some(_) if keys.len() < limit => self.primaries().await?,
+            _ => Vec::new(),
+        };
+        for _ in 0..SCANS_PER_PAGE {
+            let Some((node, scan)) = cursor.at.filter(|_| keys.len() < limit) else {
+                break;
+            };
+            let Some(&slot) = primaries.get(node) else {
+                return Err(StoreError::rejected(format!(
+                    "the listing's cursor names primary {node}, and the cluster has {}: \
+                     its primaries changed, start the listing over",
+                    primaries.len()
+                )));
+            };
+            let room = limit - keys.len();
+            let (next, mut found) = self.scan(slot, scan, &pattern, room).await?;
+            cursor.at = match next {
+                0 if node + 1 < primaries.len() => Some((node + 1, 0)),
+                0 => None,
+                next => Some((node, next)),
+            };
+            found.sort_unstable();
+            if found.len() > room {
+                cursor.pending = found.split_off(room);
+            }
+            keys.extend(found);
+        }
+        let records = join_all(keys.iter().map(|key| Store::get(self, key))).await;
+        let mut listed = Vec::with_capacity(keys.len());
+        for (key, record) in keys.into_iter().zip(records) {
+            match record {
+                Ok(Some(record)) => listed.push((key, Ok(record))),
+                // Deleted since the scan.
+                Ok(None) => {}
+                Err(corrupt @ StoreError::Corrupt(_)) => listed.push((key, Err(corrupt))),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(ListPage::new(listed, cursor.encode()))
+    }
+
+    async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
+        let batch = u64::from(batch);
+        let pattern = format!("{}*", glob_escape(&self.record_prefix()));
+        let now_arg = now.as_millis().to_string();
+        let abandoned_before = (now - LEASE_GRACE).as_millis().to_string();
+        let args: [&[u8]; 2] = [now_arg.as_bytes(), abandoned_before.as_bytes()];
+        let mut purged = 0;
+        for slot in self.primaries().await? {
+            let mut scan = 0;
+            loop {
+                let (next, found) = self.scan(slot, scan, &pattern, MAX_COUNT).await?;
+                let mut rest = found.as_slice();
+                while !rest.is_empty() {
+                    // Never more scripts than deletions left in the batch.
+                    let left = batch - purged;
+                    if left == 0 {
+                        return Ok(purged);
+                    }
+                    let (now_judged, later) =
+                        rest.split_at(rest.len().min(left.min(PURGE_AT_ONCE) as usize));
+                    rest = later;
+                    let purges = now_judged
+                        .iter()
+                        .map(|key| self.eval(&SCRIPTS.purge, key, &args));
+                    for reply in join_all(purges).await {
+                        match reply? {
+                            Reply::Ok => purged += 1,
+                            Reply::Lost => {}
+                            other => {
+                                return Err(StoreError::backend(format!(
+                                    "unexpected reply to purge: {other:?}"
+                                )))
+                            }
+                        }
+                    }
+                }
+                if next == 0 {
+                    break;
+                }
+                scan = next;
+            }
+        }
+        Ok(purged)
+    }
+}
+
+impl RedisStore {
+    /// What the Redis key of every record of this store starts with: the escaped prefix, its
+    /// delimiter and the empty hash tag ([`RedisStore::redis_key`]).
+    fn record_prefix(&self) -> String {
+        let probe = Key::parse("|").expect("`|` is a key's text");
+        let mut name = self.redis_key(&probe);
+        name.pop();
+        name
+    }
+
+    /// The slot of each primary to scan, in a stable order: on a cluster, the lowest slot each
+    /// primary owns, by slot; on one server, the server (`None`).
+    async fn primaries(&self) -> Result<Vec<Option<u16>>, StoreError> {
+        if !self.conn.is_cluster() {
+            return Ok(vec![None]);
+        }
+        let mut slots_cmd = redis::cmd("CLUSTER");
+        slots_cmd.arg("SLOTS");
+        let reply = self.query_node(&slots_cmd, None, "CLUSTER SLOTS").await?;
+        primaries_of(reply)
+    }
+
+    /// One `SCAN` on the primary of `slot` from `scan`: the next cursor (0 at the end) and the
+    /// keys of this store's records it found.
+    async fn scan(
+        &self,
+        slot: Option<u16>,
+        scan: u64,
+        pattern: &str,
+        count: usize,
+    ) -> Result<(u64, Vec<Key>), StoreError> {
+        let mut cmd = redis::cmd("SCAN");
+        cmd.arg(scan)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count.clamp(1, MAX_COUNT));
+        let reply = self.query_node(&cmd, slot, "SCAN").await?;
+        let unexpected = || StoreError::backend(format!("unexpected reply to SCAN: {reply:?}"));
+        let Value::Array(items) = &reply else {
+            return Err(unexpected());
+        };
+        let (next, names) = match items.as_slice() {
+            [Value::BulkString(next), Value::Array(names)] => (next, names),
+            _ => return Err(unexpected()),
+        };
+        let next = std::str::from_utf8(next)
+            .ok()
+            .and_then(|next| next.parse().ok())
+            .ok_or_else(unexpected)?;
+        let prefix = self.record_prefix();
+        let keys = names
+            .iter()
+            .filter_map(|name| match name {
+                Value::BulkString(name) => self.record_key(name, &prefix),
+                _ => None,
+            })
+            .collect();
+        Ok((next, keys))
+    }
+
+    /// The key of the record under the Redis key `name`, or `None` for a key that is not one
+    /// of this store's records (which `MATCH` should not have let through).
+    fn record_key(&self, name: &[u8], prefix: &str) -> Option<Key> {
+        let name = std::str::from_utf8(name).ok()?;
+        let key = Key::parse(name.strip_prefix(prefix)?).ok()?;
+        if self.redis_key(&key) != name {
+            tracing::debug!(target: super::TARGET, name, "skipping a key that is no record");
+            return None;
+        }
+        Some(key)
+    }
+
+    /// Sends a keyless command to the primary of `slot` (any node for `None`), retrying once
+    /// if the connection failed.
+    async fn query_node(
+        &self,
+        cmd: &redis::Cmd,
+        slot: Option<u16>,
+        what: &str,
+    ) -> Result<Value, StoreError> {
+        let mut conn = self.conn.clone();
+        let mut result = self.counter.query_node(&mut conn, cmd, slot).await;
+        if result.as_ref().is_err_and(is_connection_error) {
+            result = self.counter.query_node(&mut conn, cmd, slot).await;
+        }
+        result.map_err(|error| store_error(error, what))
+    }
+}
+
+/// `text` with the characters of Redis's glob patterns (`*?[]\`) escaped, to match literally.
+fn glob_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
+/// The lowest slot of each primary in a `CLUSTER SLOTS` reply, in order: entries
+/// `[start, end, [host, port, ...], replicas...]`, a primary by its host and port.
+fn primaries_of(reply: Value) -> Result<Vec<Option<u16>>, StoreError> {
+    let unexpected = || StoreError::backend("unexpected reply to CLUSTER SLOTS");
+    let Value::Array(ranges) = reply else {
+        return Err(unexpected());
+    };
+    let mut lowest: Vec<(Vec<Value>, u16)> = Vec::new();
+    for range in ranges {
+        let Value::Array(range) = range else {
+            return Err(unexpected());
+        };
+        let (Some(Value::Int(start)), Some(Value::Array(primary))) = (range.first(), range.get(2))
+        else {
+            return Err(unexpected());
+        };
+        let start = u16::try_from(*start).map_err(|_| unexpected())?;
+        let node: Vec<Value> = primary.iter().take(2).cloned().collect();
+        match lowest.iter_mut().find(|(known, _)| *known == node) {
+            Some((_, slot)) => *slot = (*slot).min(start),
+            None => lowest.push((node, start)),
+        }
+    }
+    let mut slots: Vec<u16> = lowest.into_iter().map(|(_, slot)| slot).collect();
+    slots.sort_unstable();
+    Ok(slots.into_iter().map(Some).collect())
+}
+
+/// Where a listing stands.
+#[derive(Debug, PartialEq, Eq)]
+struct Cursor {
+    /// The primary being scanned and its `SCAN` cursor; `None` once every one was.
+    at: Option<(usize, u64)>,
+    /// Keys a scan found that did not fit in their page, listed first on the next.
+    pending: Vec<Key>,
+}
+
+impl Cursor {
+    /// A listing's start: the first primary, from the beginning.
+    const START: Cursor = Cursor {
+        at: Some((0, 0)),
+        pending: Vec::new(),
+    };
+
+    /// The cursor of the page that follows, or `None` when the listing is over.
+    fn encode(&self) -> Option<String> {
+        let mut text = match self.at {
+            Some((node, scan)) => format!("{node}/{scan}"),
+            None if self.pending.is_empty() => return None,
+            None => "end".to_owned(),
+        };
+        for key in &self.pending {
+            text.push('+');
+            for byte in key.as_str().bytes() {
+                text.push_str(&format!("{byte:02x}"));
+            }
+        }
+        Some(text)
+    }
+
+    /// Reads a cursor [`encode`](Self::encode) wrote.
+    fn parse(text: &str) -> Result<Cursor, StoreError> {
+        let invalid = || StoreError::rejected(format!("`{text}` is no cursor of a Redis listing"));
+        let mut parts = text.split('+');
+        let at = match parts.next().ok_or_else(invalid)? {
+            "end" => None,
+            position => {
+                let (node, scan) = position.split_once('/').ok_or_else(invalid)?;
+                Some((
+                    node.parse().map_err(|_| invalid())?,
+                    scan.parse().map_err(|_| invalid())?,
+                ))
+            }
+        };
+        let pending = parts
+            .map(|hex| {
+                let bytes = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+                    .collect::<Option<Vec<u8>>>()
+                    .ok_or_else(invalid)?;
+                let text = String::from_utf8(bytes).map_err(|_| invalid())?;
+                Key::parse(&text).map_err(|_| invalid())
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Cursor { at, pending })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip() {
+        let key = |text: &str| Key::parse(text).unwrap();
+        for cursor in [
+            Cursor::START,
+            Cursor {
+                at: Some((2, 123_456)),
+                pending: vec![key("ns|f|-|a+b"), key("ns|f|-|ü\n*")],
+            },
+            Cursor {
+                at: None,
+                pending: vec![key("ns|#00ff")],
+            },
+        ] {
+            let text = cursor.encode().expect("more to list");
+            assert_eq!(Cursor::parse(&text).unwrap(), cursor, "{text}");
+        }
+        let over = Cursor {
+            at: None,
+            pending: Vec::new(),
+        };
+        assert_eq!(over.encode(), None);
+        for bad in ["", "x", "1/", "/2", "0/1+zz", "0/1+0", "end+61"] {
+            assert!(Cursor::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn glob_characters_are_escaped() {
+        assert_eq!(
+            glob_escape("a*b?c[d]e\\f{}|%"),
+            "a\\*b\\?c\\[d\\]e\\\\f{}|%"
+        );
+    }
+
+    #[test]
+    fn each_primary_is_scanned_once_by_its_lowest_slot() {
+        let node = |host: &str, port: i64| {
+            Value::Array(vec![
+                Value::BulkString(host.into()),
+                Value::Int(port),
+                Value::BulkString(format!("id-{port}").into()),
+            ])
+        };
+        let range = |start: i64, end: i64, primary: Value| {
+            Value::Array(vec![Value::Int(start), Value::Int(end), primary])
+        };
+        let reply = Value::Array(vec![
+            range(10_923, 16_383, node("127.0.0.1", 7002)),
+            range(100, 5_460, node("127.0.0.1", 7000)),
+            range(5_461, 10_922, node("127.0.0.1", 7001)),
+            range(0, 99, node("127.0.0.1", 7000)),
+        ]);
+        assert_eq!(
+            primaries_of(reply).unwrap(),
+            vec![Some(0), Some(5_461), Some(10_923)]
+        );
+        assert!(primaries_of(Value::Nil).is_err());
+    }
+}

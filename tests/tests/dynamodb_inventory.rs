@@ -1,0 +1,498 @@
+//! The DynamoDB store's inventory against a real server: listing by prefix a `Scan` a page,
+//! paging, keys that parse back, corrupt and foreign items, purging (and a key reserved again
+//! between the purge's scan and its delete), and the operator's calls on a handle.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::interceptors::BeforeSerializationInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents, SharedInterceptor};
+use aws_sdk_dynamodb::error::BoxError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use idem_conformance::Target as _;
+use idem_core::store::{Inventory, ListQuery};
+use idem_core::{
+    Call, Claim, Clock as _, Completed, Error, Fingerprint, HeldRelease, Idempotency, InProgress,
+    Key, KeyBuilder, ManualClock, Outcome, OwnerToken, Record, RecordState, Reservation, Store,
+    StoreError, Timestamp, LEASE_GRACE,
+};
+use idem_stores::dynamodb::DynamoDbStore;
+use idem_tests::dynamodb::{client, ClientOptions, TestDynamo};
+
+const NOW: u64 = 1_800_000_000_000;
+const HOUR: Duration = Duration::from_secs(3600);
+const SECOND: Duration = Duration::from_secs(1);
+
+fn now() -> Timestamp {
+    Timestamp::from_millis(NOW)
+}
+
+/// The key of `function` with `parts`, without a scope.
+fn key(function: &str, parts: &[&str]) -> Key {
+    parts
+        .iter()
+        .fold(KeyBuilder::new("idem", function), |key, part| {
+            key.part(*part)
+        })
+        .finish()
+        .unwrap()
+}
+
+/// Reserves the free `key` at `at`, leased until `lease_until`; returns its owner.
+async fn reserve(
+    store: &dyn Store,
+    key: &Key,
+    lease_until: Timestamp,
+    at: Timestamp,
+) -> OwnerToken {
+    let record = InProgress::new(OwnerToken::generate(), Fingerprint::empty(), lease_until);
+    let claim = Claim::new(record, at);
+    let reserved = store.reserve(key, &claim).await.unwrap();
+    assert!(matches!(reserved, Reservation::Reserved(_)), "{reserved:?}");
+    claim.record().owner().clone()
+}
+
+/// Writes a completed record under `key`, reserved at `at`, expiring at `expires`.
+async fn complete(store: &dyn Store, key: &Key, at: Timestamp, expires: Timestamp) {
+    let owner = reserve(store, key, at + HOUR, at).await;
+    let done = Completed::new(Fingerprint::empty(), Outcome::Ok(b"1".to_vec()), expires);
+    store.complete(key, &owner, &done).await.unwrap();
+}
+
+/// Every entry of the listing of `prefix`, `limit` records a page, and how many pages it took.
+async fn entries(
+    inventory: &dyn Inventory,
+    prefix: &str,
+    limit: u32,
+) -> (Vec<(Key, Result<Record, StoreError>)>, usize) {
+    let mut entries = Vec::new();
+    let mut query = ListQuery::new(prefix, limit);
+    for pages in 1..=1000 {
+        let page = inventory.list(&query).await.unwrap();
+        assert!(page.records.len() <= limit as usize, "{page:?}");
+        entries.extend(page.records);
+        match page.cursor {
+            Some(cursor) => query = query.after(Some(cursor)),
+            None => return (entries, pages),
+        }
+    }
+    panic!("the listing of `{prefix}` did not end");
+}
+
+/// The keys listed under `prefix`, each listed once and without an error.
+async fn listed(inventory: &dyn Inventory, prefix: &str, limit: u32) -> BTreeSet<Key> {
+    let (entries, _) = entries(inventory, prefix, limit).await;
+    let mut keys = BTreeSet::new();
+    for (key, record) in entries {
+        assert!(record.is_ok(), "`{key}`: {record:?}");
+        assert!(keys.insert(key.clone()), "`{key}` is listed twice");
+    }
+    keys
+}
+
+fn set(keys: &[Key]) -> BTreeSet<Key> {
+    keys.iter().cloned().collect()
+}
+
+fn inventory(store: &DynamoDbStore) -> &dyn Inventory {
+    Store::inventory(store).expect("the DynamoDB store lists")
+}
+
+async fn listing_finds_the_records_under_a_prefix_and_nothing_outside_it() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store = &*db.store;
+    let other = DynamoDbStore::builder(db.client.clone(), db.table())
+        .prefix("other%|_")
+        .build();
+    let mut charges: Vec<Key> = (1..=3).map(|n| key("charge", &[&n.to_string()])).collect();
+    for charge in &charges {
+        complete(store, charge, now(), now() + HOUR).await;
+    }
+    charges.push(key("charge", &["4"]));
+    reserve(store, &charges[3], now() + HOUR, now()).await;
+    complete(store, &key("chargeback", &["1"]), now(), now() + HOUR).await;
+    complete(store, &key("refund", &["1"]), now(), now() + HOUR).await;
+    complete(&other, &key("charge", &["9"]), now(), now() + HOUR).await;
+
+    let prefix = Key::function_prefix("idem", "charge");
+    let (found, _) = entries(inventory(store), &prefix, 100).await;
+    assert_eq!(found.len(), 4, "{found:?}");
+    for (key, record) in &found {
+        assert!(charges.contains(key), "`{key}` is a charge");
+        let got = store.get(key).await.unwrap();
+        assert_eq!(
+            record.as_ref().ok(),
+            got.as_ref(),
+            "`{key}` is listed as stored"
+        );
+    }
+
+    assert_eq!(listed(inventory(store), "", 100).await.len(), 6);
+    let theirs = listed(inventory(&other), "", 100).await;
+    assert_eq!(
+        theirs,
+        set(&[key("charge", &["9"])]),
+        "a store lists its own prefix"
+    );
+    assert!(listed(inventory(store), "idem|nothing|", 10)
+        .await
+        .is_empty());
+}
+
+async fn pages_of_two_visit_each_of_five_keys_once() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store = &*db.store;
+    let written: Vec<Key> = ["e", "a", "d", "b", "c"]
+        .into_iter()
+        .map(|part| key("page", &[part]))
+        .collect();
+    for (n, key) in written.iter().enumerate() {
+        if n % 2 == 0 {
+            complete(store, key, now(), now() + HOUR).await;
+        } else {
+            reserve(store, key, now() + HOUR, now()).await;
+        }
+    }
+    // Items the scan reads and the filter drops: pages may come back short, or empty.
+    for part in ["a", "z", "0"] {
+        complete(store, &key("pagf", &[part]), now(), now() + HOUR).await;
+    }
+
+    let prefix = Key::function_prefix("idem", "page");
+    let (found, pages) = entries(inventory(store), &prefix, 2).await;
+    let keys: Vec<Key> = found.into_iter().map(|(key, _)| key).collect();
+    assert_eq!(keys.len(), written.len(), "each key once: {keys:?}");
+    assert_eq!(set(&keys), set(&written));
+    assert!(
+        (3..=6).contains(&pages),
+        "eight items, two a scan: {pages} pages"
+    );
+}
+
+async fn keys_round_trip_and_prefixes_are_not_patterns() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store = &*db.store;
+    let awkward = [
+        "a|b",
+        "100%",
+        "%7C",
+        "under_score",
+        "back\\slash",
+        "ünïcødé 🔑",
+        "日本語",
+    ];
+    let mut written = Vec::new();
+    for part in awkward {
+        let key = KeyBuilder::new("idem", "odd|name%_")
+            .scope(Some("tenant|7%"))
+            .part(part)
+            .part("second")
+            .finish()
+            .unwrap();
+        complete(store, &key, now(), now() + HOUR).await;
+        written.push(key);
+    }
+    let prefix = Key::function_prefix("idem", "odd|name%_");
+    let keys = listed(inventory(store), &prefix, 3).await;
+    assert_eq!(keys, set(&written));
+    for key in &keys {
+        assert_eq!(&Key::parse(key.as_str()).unwrap(), key);
+        assert!(
+            store.get(key).await.unwrap().is_some(),
+            "`{key}` names its record"
+        );
+    }
+
+    // Each pair's first key starts with the prefix; the second would match it as a pattern.
+    let traps = [
+        ("p_q", "pxq", "p_"),
+        ("p%q", "pzq", "p%"),
+        ("p\\q", "pq", "p\\"),
+    ];
+    for (inside, outside, _) in traps {
+        for part in [inside, outside] {
+            complete(store, &key("trap", &[part]), now(), now() + HOUR).await;
+        }
+    }
+    for (inside, _, text) in traps {
+        let prefix = key("trap", &[text]).as_str().to_owned();
+        let keys = listed(inventory(store), &prefix, 10).await;
+        assert_eq!(
+            keys,
+            set(&[key("trap", &[inside])]),
+            "the prefix `{prefix}`"
+        );
+    }
+}
+
+async fn a_corrupt_item_is_listed_as_an_error_and_a_foreign_item_is_skipped() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store = &*db.store;
+    for part in ["a", "c"] {
+        complete(store, &key("mixed", &[part]), now(), now() + HOUR).await;
+    }
+    let corrupt = key("mixed", &["b"]);
+    assert!(db.corrupt(&corrupt).await);
+    // An item under the store's prefix that holds no idempotency key (no `|` after it).
+    db.client
+        .put_item()
+        .table_name(db.table())
+        .item("pk", AttributeValue::S("|idem".into()))
+        .item("state", AttributeValue::S("completed".into()))
+        .send()
+        .await
+        .unwrap();
+
+    for limit in [1, 100] {
+        let (found, _) = entries(inventory(store), "", limit).await;
+        let keys: BTreeSet<&Key> = found.iter().map(|(key, _)| key).collect();
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(
+            keys,
+            BTreeSet::from([&key("mixed", &["a"]), &corrupt, &key("mixed", &["c"])])
+        );
+        for (key, record) in &found {
+            if *key == corrupt {
+                assert!(matches!(record, Err(StoreError::Corrupt(_))), "{record:?}");
+            } else {
+                assert!(record.is_ok(), "`{key}`: {record:?}");
+            }
+        }
+    }
+}
+
+async fn a_purge_deletes_what_stopped_counting_and_keeps_the_rest() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store = &*db.store;
+    let long_ago = now() - 2 * HOUR;
+    let k = |name: &str| key("purge", &[name]);
+
+    complete(store, &k("expired"), long_ago, now() - SECOND).await;
+    reserve(store, &k("abandoned"), now() - LEASE_GRACE, long_ago).await;
+    let owner = reserve(store, &k("steps-expired"), long_ago + SECOND, long_ago).await;
+    store
+        .record_step(&k("steps-expired"), &owner, "charge", b"1", now())
+        .await
+        .unwrap();
+    let gone = ["expired", "abandoned", "steps-expired"];
+
+    complete(store, &k("live"), now(), now() + SECOND).await;
+    reserve(store, &k("running"), now() + HOUR, now()).await;
+    let in_grace = now() - LEASE_GRACE + Duration::from_millis(1);
+    reserve(store, &k("in-grace"), in_grace, long_ago).await;
+    let owner = reserve(store, &k("steps-held"), long_ago + SECOND, long_ago).await;
+    store
+        .record_step(&k("steps-held"), &owner, "charge", b"1", now() + SECOND)
+        .await
+        .unwrap();
+    let owner = reserve(store, &k("released"), now() + HOUR, now()).await;
+    store
+        .record_step(&k("released"), &owner, "charge", b"1", now() + HOUR)
+        .await
+        .unwrap();
+    store.release(&k("released"), &owner).await.unwrap();
+    // Expired, then reserved again: it counts again.
+    complete(store, &k("reserved-again"), long_ago, now() - HOUR).await;
+    reserve(store, &k("reserved-again"), now() + HOUR, now()).await;
+    // Another store's expired item in the same table: its store purges it, not this one.
+    let other = DynamoDbStore::builder(db.client.clone(), db.table())
+        .prefix("other")
+        .build();
+    complete(&other, &k("theirs"), long_ago, now() - SECOND).await;
+    let kept = [
+        "live",
+        "running",
+        "in-grace",
+        "steps-held",
+        "released",
+        "reserved-again",
+    ];
+    let mut before = Vec::new();
+    for name in kept {
+        before.push(store.get(&k(name)).await.unwrap());
+    }
+
+    assert_eq!(inventory(store).purge_expired(now(), 2).await.unwrap(), 2);
+    assert_eq!(inventory(store).purge_expired(now(), 2).await.unwrap(), 1);
+    assert_eq!(inventory(store).purge_expired(now(), 2).await.unwrap(), 0);
+    for name in gone {
+        assert_eq!(
+            store.get(&k(name)).await.unwrap(),
+            None,
+            "`{name}` is purged"
+        );
+    }
+    for (name, before) in kept.into_iter().zip(before) {
+        let after = store.get(&k(name)).await.unwrap();
+        assert!(after.is_some(), "`{name}` is kept");
+        assert_eq!(after, before, "`{name}` is unchanged");
+    }
+    assert!(other.get(&k("theirs")).await.unwrap().is_some());
+    assert_eq!(inventory(&other).purge_expired(now(), 10).await.unwrap(), 1);
+}
+
+/// Runs `action` on another thread, with a runtime of its own, before the first request of
+/// `operation` is sent.
+struct Before {
+    operation: &'static str,
+    action: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl std::fmt::Debug for Before {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Before({})", self.operation)
+    }
+}
+
+impl Intercept for Before {
+    fn name(&self) -> &'static str {
+        "Before"
+    }
+
+    fn read_before_serialization(
+        &self,
+        _context: &BeforeSerializationInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if cfg.load::<Metadata>().map(Metadata::name) != Some(self.operation) {
+            return Ok(());
+        }
+        if let Some(action) = self.action.lock().unwrap().take() {
+            std::thread::spawn(action).join().expect("the action ran");
+        }
+        Ok(())
+    }
+}
+
+async fn a_purge_keeps_a_key_reserved_again_between_its_scan_and_its_delete() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let expired = key("race", &["expired"]);
+    complete(&*db.store, &expired, now() - HOUR, now() - SECOND).await;
+    // Once the scan has found the expired item, and before the purge deletes it, another
+    // caller reserves the key again.
+    let (endpoint, table) = (db.moto.endpoint().to_owned(), db.table().to_owned());
+    let reserved_key = expired.clone();
+    let again: Box<dyn FnOnce() + Send> = Box::new(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let caller = client(&endpoint, ClientOptions::default(), []);
+            let caller = DynamoDbStore::new(caller, table);
+            reserve(&caller, &reserved_key, now() + HOUR, now()).await;
+        });
+    });
+    let before = Before {
+        operation: "DeleteItem",
+        action: Mutex::new(Some(again)),
+    };
+    let purging = DynamoDbStore::new(
+        client(
+            db.moto.endpoint(),
+            ClientOptions::default(),
+            [SharedInterceptor::new(before)],
+        ),
+        db.table(),
+    );
+
+    assert_eq!(
+        inventory(&purging).purge_expired(now(), 10).await.unwrap(),
+        0
+    );
+    let record = db.store.get(&expired).await.unwrap();
+    assert!(
+        matches!(&record, Some(Record::InProgress(held)) if held.lease_until() == now() + HOUR),
+        "the new reservation is kept: {record:?}"
+    );
+}
+
+async fn the_handle_lists_inspects_releases_and_purges() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let clock = ManualClock::new();
+    let store: Arc<dyn Store> = db.store.clone();
+    let idem = Idempotency::from_arc(store.clone()).with_clock(clock.clone());
+    let now = clock.now();
+    let op = |part: &str| idem.key("op").part(part).finish().unwrap();
+
+    let call = Call::new(op("done"), Fingerprint::of("a").unwrap());
+    let done = idem
+        .run(call, async { Ok::<_, Error>(1u64) })
+        .await
+        .unwrap();
+    assert!(!done.replayed);
+    reserve(&*store, &op("held"), now + HOUR, now).await;
+    complete(&*store, &op("old"), now - HOUR, now - SECOND).await;
+
+    let query = ListQuery::new(Key::function_prefix(idem.namespace(), "op"), 10);
+    let page = idem.list(&query).await.unwrap();
+    let keys: Vec<Key> = page.records.iter().map(|(key, _)| key.clone()).collect();
+    assert_eq!(set(&keys), set(&[op("done"), op("held"), op("old")]));
+    assert_eq!(page.cursor, None, "three items, a scan of ten");
+
+    let states = [
+        ("done", Some(RecordState::Completed)),
+        ("held", Some(RecordState::Running)),
+        ("old", Some(RecordState::Expired)),
+        ("none", None),
+    ];
+    for (name, state) in states {
+        let inspected = idem.inspect(&op(name)).await.unwrap();
+        assert_eq!(inspected.map(|i| i.state()), state, "`{name}`");
+    }
+
+    let ran = &AtomicBool::new(false);
+    let body = move || async move {
+        ran.store(true, Ordering::SeqCst);
+        Ok::<_, Error>(2u64)
+    };
+    let held = Fingerprint::empty();
+    let refused = idem.run(Call::new(op("held"), held), body()).await;
+    assert!(
+        matches!(refused, Err(Error::InProgress { .. })),
+        "{refused:?}"
+    );
+    assert!(!ran.load(Ordering::SeqCst));
+    match idem.release_held(&op("held")).await.unwrap() {
+        HeldRelease::Released(was) => assert_eq!(was.key(), &op("held")),
+        other => panic!("the held key is released, got {other:?}"),
+    }
+    let again = idem.run(Call::new(op("held"), held), body()).await.unwrap();
+    assert!(ran.load(Ordering::SeqCst) && !again.replayed && again.value == 2);
+    assert!(matches!(
+        idem.release_held(&op("done")).await.unwrap(),
+        HeldRelease::NotHeld(Some(_))
+    ));
+
+    assert_eq!(idem.purge_expired(100).await.unwrap(), 1);
+    assert_eq!(idem.inspect(&op("old")).await.unwrap(), None);
+    assert!(idem.inspect(&op("done")).await.unwrap().is_some());
+}
+
+idem_tests::backend_tests! {
+    async listing_finds_the_records_under_a_prefix_and_nothing_outside_it,
+    async pages_of_two_visit_each_of_five_keys_once,
+    async keys_round_trip_and_prefixes_are_not_patterns,
+    async a_corrupt_item_is_listed_as_an_error_and_a_foreign_item_is_skipped,
+    async a_purge_deletes_what_stopped_counting_and_keeps_the_rest,
+    async a_purge_keeps_a_key_reserved_again_between_its_scan_and_its_delete,
+    async the_handle_lists_inspects_releases_and_purges,
+}
