@@ -64,7 +64,7 @@ impl RequestOutcome {
     }
 }
 
-/// Every value of the `outcome` label, in [`RequestOutcome`]'s order.
+/// Every value of the `outcome` label of [`HTTP_REQUESTS_TOTAL`], as the README's table explains them.
 pub const HTTP_OUTCOMES: [&str; 15] = [
     "passed_through",
     "key_refused",

@@ -48,7 +48,8 @@ pub struct RedisStoreBuilder {
 
 /// Where the store's connection comes from.
 enum Source {
-    Client(Client),
+    // Boxed: a client built with TLS is several times the size of the other variants.
+    Client(Box<Client>),
     Connection(ConnectionManager),
     #[cfg(feature = "redis-cluster")]
     ClusterNodes(Vec<String>),
@@ -83,7 +84,7 @@ impl RedisStoreBuilder {
     }
 
     pub(crate) fn on_client(client: Client) -> Self {
-        Self::new(Source::Client(client))
+        Self::new(Source::Client(Box::new(client)))
     }
 
     pub(crate) fn on_connection(conn: ConnectionManager) -> Self {
@@ -172,10 +173,13 @@ impl RedisStoreBuilder {
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
         let (conn, wakeups) = match &self.source {
             Source::Client(client) => {
-                let conn = ConnectionManager::new_with_config(client.clone(), self.config())
+                let conn = ConnectionManager::new_with_config((**client).clone(), self.config())
                     .await
                     .map_err(|error| store_error(error, "connect"))?;
-                (Connection::Single(conn), Some(Wakeups::new(client.clone())))
+                (
+                    Connection::Single(conn),
+                    Some(Wakeups::new((**client).clone())),
+                )
             }
             Source::Connection(conn) => (Connection::Single(conn.clone()), None),
             #[cfg(feature = "redis-cluster")]
@@ -213,9 +217,13 @@ impl RedisStoreBuilder {
     pub fn connect_lazy(self) -> Result<RedisStore, StoreError> {
         let (conn, wakeups) = match &self.source {
             Source::Client(client) => {
-                let conn = ConnectionManager::new_lazy_with_config(client.clone(), self.config())
-                    .map_err(|error| store_error(error, "connect"))?;
-                (Connection::Single(conn), Some(Wakeups::new(client.clone())))
+                let conn =
+                    ConnectionManager::new_lazy_with_config((**client).clone(), self.config())
+                        .map_err(|error| store_error(error, "connect"))?;
+                (
+                    Connection::Single(conn),
+                    Some(Wakeups::new((**client).clone())),
+                )
             }
             Source::Connection(conn) => (Connection::Single(conn.clone()), None),
             #[cfg(feature = "redis-cluster")]

@@ -1,0 +1,214 @@
+//! The command line.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// What `idem --help` says before the commands.
+const ABOUT: &str = "Inspect and fix idempotency records on Redis, PostgreSQL and DynamoDB";
+
+/// What `idem --help` says after the options.
+const AFTER_HELP: &str = "\
+Store URLs (--store, or IDEM_STORE):
+  redis://[user:password@]host:port[/db]     one Redis server (rediss:// over TLS)
+  redis+cluster://host:port,host:port        a Redis Cluster
+  postgres://user:password@host:port/db      PostgreSQL (also postgresql://), with --table, --schema
+  dynamodb://TABLE                           DynamoDB, with --region, --endpoint; credentials from
+                                             AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+
+Keys are written as idem prints them (namespace|function|scope|parts): quote them for the shell.
+";
+
+/// The `idem` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "idem",
+    version,
+    about = ABOUT,
+    after_help = format!("{AFTER_HELP}\n{}", crate::exit::HELP),
+    propagate_version = true
+)]
+pub(crate) struct Cli {
+    /// Where the records are, and how to read them.
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+
+    /// Print one JSON document (for `list`, an array) instead of a table.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The store's URL and the options that go with it.
+#[derive(Debug, Args)]
+pub(crate) struct StoreArgs {
+    /// The store's URL: redis://, redis+cluster://host:port,host:port, postgres://,
+    /// dynamodb://TABLE.
+    #[arg(
+        long,
+        env = "IDEM_STORE",
+        hide_env_values = true,
+        global = true,
+        value_name = "URL"
+    )]
+    pub(crate) store: Option<String>,
+
+    /// The store's own key prefix, as the service sets it on the store's builder
+    /// [default: the store's default, none].
+    #[arg(long, global = true, value_name = "PREFIX")]
+    pub(crate) prefix: Option<String>,
+
+    /// The namespace of the service's handle (`Idempotency::with_namespace`), which
+    /// `--function` filters in.
+    #[arg(long, global = true, value_name = "NAMESPACE", default_value = idem_core::DEFAULT_NAMESPACE)]
+    pub(crate) namespace: String,
+
+    /// PostgreSQL: the table the records are in [default: idem_records].
+    #[arg(long, global = true, value_name = "TABLE")]
+    pub(crate) table: Option<String>,
+
+    /// PostgreSQL: the table's schema [default: public].
+    #[arg(long, global = true, value_name = "SCHEMA")]
+    pub(crate) schema: Option<String>,
+
+    /// DynamoDB: the table's region [default: AWS_REGION, else AWS_DEFAULT_REGION].
+    #[arg(long, global = true, value_name = "REGION")]
+    pub(crate) region: Option<String>,
+
+    /// DynamoDB: another endpoint than AWS's (http://127.0.0.1:8000 for DynamoDB Local).
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) endpoint: Option<String>,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Show the record under a key.
+    Get {
+        /// The key, as idem prints it.
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+    },
+
+    /// List records (the first 100, unless --limit or --all).
+    ///
+    /// Follows the store's pages until --limit records matched or the listing ends.
+    List(ListArgs),
+
+    /// Delete the record under a key, whatever its state.
+    ///
+    /// The next call with the key runs the function again. For a corrupt record, or a stored
+    /// result that must not be replayed.
+    Forget {
+        /// The key, as idem prints it.
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+    },
+
+    /// Free a key held by an in-progress call (needs --yes).
+    ///
+    /// For a call that will never finish (its process died in a deploy, say). Fenced on the
+    /// owner read: a key that completed or changed hands meanwhile is left as it is (exit 4).
+    /// The next call with the key runs the function again, so check the held call's effect
+    /// first. Without --yes, shows what would be released and exits 2.
+    Release {
+        /// The key, as idem prints it.
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+
+        /// Release it: you checked the held call's effect.
+        #[arg(long)]
+        yes: bool,
+    },
+
+    /// Delete expired records and abandoned reservations; print how many.
+    ///
+    /// Deletes in batches until a batch deletes fewer than --batch.
+    PurgeExpired {
+        /// How many records one request deletes at most.
+        #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+        batch: u32,
+    },
+
+    /// Count records by function and state, over the whole listing.
+    Stats {
+        /// Only this function's records (its name as keys spell it).
+        #[arg(long, value_name = "NAME")]
+        function: Option<String>,
+    },
+}
+
+/// What `list` lists.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Only this function's records (its name as keys spell it), in --namespace.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) function: Option<String>,
+
+    /// Only records in this state.
+    #[arg(long, value_enum, value_name = "STATE")]
+    pub(crate) state: Option<StateFilter>,
+
+    /// List at most this many records.
+    #[arg(long, value_name = "N", default_value_t = 100, conflicts_with = "all",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) limit: u64,
+
+    /// List every matching record.
+    #[arg(long)]
+    pub(crate) all: bool,
+}
+
+/// `--state`: in progress or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StateFilter {
+    /// Held by a call: running, lease passed, released with steps, abandoned.
+    InProgress,
+    /// Finished: completed, a stored error, aborted, expired.
+    Completed,
+}
+
+impl StateFilter {
+    /// Whether a record that `is_in_progress` passes.
+    pub(crate) fn admits(self, is_in_progress: bool) -> bool {
+        match self {
+            StateFilter::InProgress => is_in_progress,
+            StateFilter::Completed => !is_in_progress,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn store_options_go_before_or_after_the_command() {
+        let cli =
+            Cli::try_parse_from(["idem", "--store", "redis://h", "get", "a|b", "--json"]).unwrap();
+        assert_eq!(cli.store.store.as_deref(), Some("redis://h"));
+        assert!(cli.json);
+        let cli = Cli::try_parse_from([
+            "idem",
+            "list",
+            "--state",
+            "in-progress",
+            "--store",
+            "redis://h",
+        ])
+        .unwrap();
+        let Command::List(list) = cli.command else {
+            panic!("list")
+        };
+        assert_eq!(list.state, Some(StateFilter::InProgress));
+        assert_eq!(list.limit, 100);
+    }
+}

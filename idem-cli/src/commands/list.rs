@@ -1,0 +1,59 @@
+//! `list`: the records of a function, a state, or every one, up to a limit.
+
+use std::ops::ControlFlow;
+
+use super::{prefix, printed};
+use crate::args::ListArgs;
+use crate::connect::Connected;
+use crate::failure::Failure;
+use crate::listing::{self, Entry};
+use crate::output::{note, Output};
+
+/// Lists the records `args` select, following the store's pages until `--limit` matched (or
+/// every one, with `--all`). With `--state`, unreadable records are left out (their state is
+/// unknown); without it, they are listed as `corrupt`.
+pub(crate) async fn list(
+    connected: &Connected,
+    namespace: &str,
+    args: &ListArgs,
+    out: &Output,
+) -> Result<(), Failure> {
+    let limit = if args.all { u64::MAX } else { args.limit };
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut more = false;
+    let prefix = prefix(namespace, args.function.as_deref());
+    listing::each(connected, prefix, |entry| {
+        let admitted = match (args.state, entry.is_in_progress()) {
+            (None, _) => true,
+            (Some(filter), Some(in_progress)) => filter.admits(in_progress),
+            (Some(_), None) => false,
+        };
+        if !admitted {
+            return ControlFlow::Continue(());
+        }
+        if entries.len() as u64 == limit {
+            more = true;
+            return ControlFlow::Break(());
+        }
+        entries.push(entry);
+        ControlFlow::Continue(())
+    })
+    .await?;
+    printed(out.entries(&entries))?;
+    if !out.is_json() {
+        note(&summary(entries.len(), more));
+    }
+    Ok(())
+}
+
+/// What the table showed, and whether more matched.
+fn summary(shown: usize, more: bool) -> String {
+    let records = if shown == 1 { "record" } else { "records" };
+    if more {
+        format!("{shown} {records} shown; more match: raise --limit, or pass --all")
+    } else if shown == 0 {
+        "no records match".to_owned()
+    } else {
+        format!("{shown} {records}")
+    }
+}

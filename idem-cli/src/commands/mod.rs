@@ -1,0 +1,68 @@
+//! The commands: each reads (or changes) the store and prints what it found.
+
+mod forget;
+mod get;
+mod list;
+mod purge;
+mod release;
+pub(crate) mod stats;
+
+use idem_core::Key;
+
+use crate::args::{Cli, Command};
+use crate::connect::connect;
+use crate::failure::Failure;
+use crate::output::Output;
+
+/// Runs the command `cli` asks for.
+pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
+    let out = Output::new(cli.json);
+    // The key first: a mistyped key is a usage error, whatever the store says.
+    let key = match &cli.command {
+        Command::Get { key } | Command::Forget { key } | Command::Release { key, .. } => {
+            Some(parse_key(key)?)
+        }
+        _ => None,
+    };
+    let connected = connect(&cli.store).await?;
+    let namespace = &cli.store.namespace;
+    match (cli.command, key) {
+        (Command::Get { .. }, Some(key)) => get::get(&connected, &key, &out).await,
+        (Command::Forget { .. }, Some(key)) => forget::forget(&connected, &key, &out).await,
+        (Command::Release { yes, .. }, Some(key)) => {
+            release::release(&connected, &key, yes, &out).await
+        }
+        (Command::List(args), _) => list::list(&connected, namespace, &args, &out).await,
+        (Command::Stats { function }, _) => {
+            stats::stats(&connected, namespace, function.as_deref(), &out).await
+        }
+        (Command::PurgeExpired { batch }, _) => purge::purge(&connected, batch, &out).await,
+        (Command::Get { .. } | Command::Forget { .. } | Command::Release { .. }, None) => {
+            unreachable!("the key of a keyed command is parsed above")
+        }
+    }
+}
+
+/// `text` as a key, or a usage failure that says how keys read.
+fn parse_key(text: &str) -> Result<Key, Failure> {
+    Key::parse(text).map_err(|error| Failure::from_error(error, ""))
+}
+
+/// The listing prefix of `function` in `namespace`, or every key.
+fn prefix(namespace: &str, function: Option<&str>) -> String {
+    function
+        .map(|function| Key::function_prefix(namespace, function))
+        .unwrap_or_default()
+}
+
+/// The result of printing, as a command's: a failed write fails the command, but a closed pipe
+/// does not (`idem list | head`: the reader has what it wanted).
+fn printed(result: std::io::Result<()>) -> Result<(), Failure> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(error) => Err(Failure::failed(format!(
+            "could not write the output: {error}"
+        ))),
+    }
+}

@@ -1,0 +1,230 @@
+//! A handle on the store a URL names, built as the service builds its own.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem_core::store::Store;
+use idem_core::Idempotency;
+use idem_stores::dynamodb::DynamoDbStore;
+use idem_stores::postgres::PostgresStore;
+use idem_stores::redis::client::Client;
+use idem_stores::redis::RedisStore;
+
+use crate::args::StoreArgs;
+use crate::failure::{chain, Failure};
+use crate::url::{redacted, StoreUrl};
+
+/// A handle on the store, and how to name the store in messages.
+pub(crate) struct Connected {
+    /// The handle, in `--namespace`.
+    pub(crate) idem: Idempotency,
+    /// The store's URL, without its password.
+    pub(crate) store: String,
+}
+
+/// Connects to the store `args` name.
+pub(crate) async fn connect(args: &StoreArgs) -> Result<Connected, Failure> {
+    let Some(text) = args.store.as_deref().filter(|text| !text.is_empty()) else {
+        return Err(Failure::usage(
+            "no store given: pass --store URL or set IDEM_STORE (redis://host:port, \
+             redis+cluster://host:port,host:port, postgres://user@host/db, dynamodb://TABLE)",
+        ));
+    };
+    let url = StoreUrl::parse(text)?;
+    check_options(&url, args)?;
+    let shown = redacted(text);
+    let store: Arc<dyn Store> = match &url {
+        StoreUrl::Redis(url) => Arc::new(redis(url, args, &shown).await?),
+        StoreUrl::RedisCluster(nodes) => Arc::new(redis_cluster(nodes, args, &shown).await?),
+        StoreUrl::Postgres(url) => Arc::new(postgres(url, args, &shown).await?),
+        StoreUrl::DynamoDb(table) => Arc::new(dynamodb(table, args)?),
+    };
+    Ok(Connected {
+        idem: Idempotency::from_arc(store).with_namespace(args.namespace.clone()),
+        store: shown,
+    })
+}
+
+/// Refuses options that belong to another kind of store than `url`'s.
+fn check_options(url: &StoreUrl, args: &StoreArgs) -> Result<(), Failure> {
+    let misplaced = |option: &str, owner: &str| {
+        Failure::usage(format!(
+            "{option} applies to {owner} stores only, and --store names a {} store",
+            url.kind()
+        ))
+    };
+    if !matches!(url, StoreUrl::Postgres(_)) {
+        if args.table.is_some() {
+            return Err(misplaced("--table", "postgres://"));
+        }
+        if args.schema.is_some() {
+            return Err(misplaced("--schema", "postgres://"));
+        }
+    }
+    if !matches!(url, StoreUrl::DynamoDb(_)) {
+        if args.region.is_some() {
+            return Err(misplaced("--region", "dynamodb://"));
+        }
+        if args.endpoint.is_some() {
+            return Err(misplaced("--endpoint", "dynamodb://"));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `rediss://` in a build without the `tls` feature.
+#[cfg(not(feature = "tls"))]
+fn no_redis_tls(url: &str) -> Result<(), Failure> {
+    if url
+        .get(..6)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("rediss"))
+    {
+        return Err(Failure::usage(
+            "this idem was built without its `tls` feature, so it can't reach `rediss://` URLs: \
+             install it with the feature, or reach the server through a TLS tunnel and pass its \
+             local end as redis://127.0.0.1:PORT",
+        ));
+    }
+    Ok(())
+}
+
+/// A store on one Redis server.
+async fn redis(url: &str, args: &StoreArgs, shown: &str) -> Result<RedisStore, Failure> {
+    #[cfg(not(feature = "tls"))]
+    no_redis_tls(url)?;
+    let client = Client::open(url).map_err(|error| {
+        Failure::usage(format!(
+            "`{shown}` is not a Redis URL idem can use: {}",
+            chain(&error)
+        ))
+    })?;
+    let mut builder = RedisStore::builder(client);
+    if let Some(prefix) = &args.prefix {
+        builder = builder.prefix(prefix);
+    }
+    builder
+        .connect()
+        .await
+        .map_err(|error| unreachable(shown, &error))
+}
+
+/// A store on a Redis Cluster.
+async fn redis_cluster(
+    nodes: &[String],
+    args: &StoreArgs,
+    shown: &str,
+) -> Result<RedisStore, Failure> {
+    let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
+    #[cfg(not(feature = "tls"))]
+    if let Some(node) = nodes.first() {
+        no_redis_tls(node)?;
+    }
+    let mut builder = RedisStore::cluster_builder(&nodes);
+    if let Some(prefix) = &args.prefix {
+        builder = builder.prefix(prefix);
+    }
+    builder
+        .connect()
+        .await
+        .map_err(|error| unreachable(shown, &error))
+}
+
+/// A store on a PostgreSQL table.
+async fn postgres(url: &str, args: &StoreArgs, shown: &str) -> Result<PostgresStore, Failure> {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(url)
+        .await
+        .map_err(|error| match error {
+            sqlx::Error::Configuration(_) => Failure::usage(format!(
+                "`{shown}` is not a PostgreSQL URL idem can use: {}",
+                chain(&error)
+            )),
+            _ => unreachable(shown, &error),
+        })?;
+    let mut builder = PostgresStore::builder(pool);
+    if let Some(table) = &args.table {
+        builder = builder.table(table);
+    }
+    if let Some(schema) = &args.schema {
+        builder = builder.schema(schema);
+    }
+    if let Some(prefix) = &args.prefix {
+        builder = builder.prefix(prefix);
+    }
+    Ok(builder.build())
+}
+
+/// A store on a DynamoDB table. Connects on the first request.
+fn dynamodb(table: &str, args: &StoreArgs) -> Result<DynamoDbStore, Failure> {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+
+    let region = args
+        .region
+        .clone()
+        .or_else(|| env("AWS_REGION"))
+        .or_else(|| env("AWS_DEFAULT_REGION"))
+        .ok_or_else(|| {
+            Failure::usage("DynamoDB needs a region: pass --region or set AWS_REGION")
+        })?;
+    let (Some(key_id), Some(secret)) = (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"))
+    else {
+        return Err(Failure::usage(
+            "DynamoDB needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and \
+             AWS_SESSION_TOKEN for temporary ones); from a profile or SSO: \
+             eval \"$(aws configure export-credentials --format env)\"",
+        ));
+    };
+    let credentials = Credentials::new(key_id, secret, env("AWS_SESSION_TOKEN"), None, "env");
+    let mut config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(region))
+        .credentials_provider(credentials)
+        .http_client(http_client(args.endpoint.as_deref())?);
+    if let Some(endpoint) = &args.endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    let client = aws_sdk_dynamodb::Client::from_conf(config.build());
+    let mut builder = DynamoDbStore::builder(client, table);
+    if let Some(prefix) = &args.prefix {
+        builder = builder.prefix(prefix);
+    }
+    Ok(builder.build())
+}
+
+/// The HTTP client for DynamoDB at `endpoint`: plain HTTP for an `http://` endpoint, HTTPS
+/// otherwise.
+fn http_client(
+    endpoint: Option<&str>,
+) -> Result<aws_sdk_dynamodb::config::SharedHttpClient, Failure> {
+    let plain = endpoint.is_some_and(|endpoint| endpoint.starts_with("http://"));
+    if plain {
+        return Ok(aws_smithy_http_client::Builder::new().build_http());
+    }
+    #[cfg(feature = "tls")]
+    {
+        use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+        Ok(aws_smithy_http_client::Builder::new()
+            .tls_provider(Provider::Rustls(CryptoMode::Ring))
+            .build_https())
+    }
+    #[cfg(not(feature = "tls"))]
+    Err(Failure::usage(
+        "this idem was built without TLS (feature `tls`), so it reaches DynamoDB only at an \
+         `http://` --endpoint",
+    ))
+}
+
+/// The value of environment variable `name`, if set and not empty.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}
+
+/// The store at `shown` could not be reached.
+fn unreachable(shown: &str, error: &dyn std::error::Error) -> Failure {
+    Failure::failed(format!(
+        "could not connect to the store at {shown}: {}. Check the URL and that the server is up",
+        chain(error)
+    ))
+}

@@ -1,0 +1,140 @@
+//! What went wrong, said so that the reader knows what to do, with the exit code it maps to.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use idem_core::{Error, Key};
+
+use crate::exit;
+
+/// A command that did not end with [`exit::DONE`]: the message for stderr and the exit code.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    /// [`exit::FAILED`]: the store failed, a record is corrupt, the store can't do it.
+    pub(crate) fn failed(message: impl Into<String>) -> Self {
+        Self::new(exit::FAILED, message)
+    }
+
+    /// [`exit::USAGE`]: the command line, URL or environment is wrong.
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self::new(exit::USAGE, message)
+    }
+
+    /// [`exit::NO_RECORD`]: nothing under `key`.
+    pub(crate) fn no_record(key: &Key) -> Self {
+        Self::new(exit::NO_RECORD, format!("no record under {key}"))
+    }
+
+    /// [`exit::REFUSED`]: the record is not what the command needs; nothing was changed.
+    pub(crate) fn refused(message: impl Into<String>) -> Self {
+        Self::new(exit::REFUSED, message)
+    }
+
+    fn new(code: u8, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The exit code.
+    pub(crate) fn code(&self) -> u8 {
+        self.code
+    }
+
+    /// `error`, returned by the store described as `store` (a URL without its password), said
+    /// with what to do about it.
+    pub(crate) fn from_error(error: Error, store: &str) -> Self {
+        match &error {
+            Error::Unsupported { store: name, what } => Self::failed(format!(
+                "the `{name}` store at {store} can't {what} in this version of idem: `list`, \
+                 `stats` and `purge-expired` need a store that can list its records; `get`, \
+                 `forget` and `release` still work on every store"
+            )),
+            Error::CorruptRecord { key, reason } => Self::failed(format!(
+                "the record under {key} is corrupt: {reason}. Calls with this key fail until \
+                 it expires or is removed: check what the call did (its effect), then \
+                 `idem forget {}` deletes the record, and the next call runs again",
+                shell_quoted(key)
+            )),
+            Error::InvalidKey(reason) => Self::usage(format!(
+                "{reason}. Copy the key as idem prints it (in errors, logs, or `idem list`), \
+                 quoted for the shell"
+            )),
+            Error::Store { .. } | Error::Rejected { .. } => Self::failed(format!(
+                "{}. Check that the store at {store} is reachable and that --prefix, --table or \
+                 --schema name what the service uses",
+                chain(&error)
+            )),
+            _ => Self::failed(chain(&error)),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// `text` in single quotes for a POSIX shell (a `'` inside as `'\''`).
+pub(crate) fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// `error` and its sources, joined by `: `, each only when it adds something.
+pub(crate) fn chain(error: &dyn StdError) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unsupported_listing_names_the_store_and_what_still_works() {
+        let failure = Failure::from_error(
+            Error::Unsupported {
+                store: "redis".into(),
+                what: "list its records",
+            },
+            "redis://127.0.0.1:6379/",
+        );
+        assert_eq!(failure.code(), exit::FAILED);
+        let message = failure.to_string();
+        assert!(
+            message.contains("`redis` store at redis://127.0.0.1:6379/"),
+            "{message}"
+        );
+        assert!(
+            message.contains("`get`, `forget` and `release` still work"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn keys_are_quoted_for_the_shell() {
+        assert_eq!(shell_quoted("idem|charge|-|o'1"), r"'idem|charge|-|o'\''1'");
+    }
+
+    #[test]
+    fn a_bad_key_is_a_usage_error() {
+        let error = Key::parse("no-bar").unwrap_err();
+        assert_eq!(Failure::from_error(error, "x").code(), exit::USAGE);
+    }
+}

@@ -1,0 +1,161 @@
+//! The `idem` command: reads and fixes idempotency records on every store, by URL.
+//!
+//! ```console
+//! $ cargo install idem-cli
+//! $ export IDEM_STORE=redis://127.0.0.1:6379
+//! $ idem list --state in-progress
+//! $ idem get 'idem|payments.charge|-|order-42'
+//! $ idem release 'idem|payments.charge|-|order-42' --yes
+//! ```
+//!
+//! # Commands
+//!
+//! | command | what it does |
+//! |---|---|
+//! | `idem get KEY` | shows the record under `KEY` |
+//! | `idem list [--function F] [--state in-progress\|completed] [--limit N \| --all]` | lists records, following the store's pages until `N` (default 100) matched |
+//! | `idem forget KEY` | deletes the record under `KEY`, whatever its state; the next call runs the function again |
+//! | `idem release KEY --yes` | frees a key held by an in-progress call, fenced on the owner it read; without `--yes`, shows the record and refuses |
+//! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations, `N` (default 1000) per request, until none is left; prints how many |
+//! | `idem stats [--function F]` | counts records by function and state, over the whole listing |
+//!
+//! Keys are written as idem prints them (in errors, logs and `idem list`):
+//! `namespace|function|scope|parts`, or `namespace|#digest` under a key digest. Quote them for
+//! the shell. `--function F` lists the keys that start with `Key::function_prefix(namespace, F)`,
+//! in `--namespace` (default `idem`). `--state in-progress` keeps the records held by a call
+//! (running, lease passed, released with steps, abandoned); `--state completed` the others
+//! (completed, stored error, aborted, expired). A record the store can't read is listed as
+//! `corrupt` (and left out when `--state` is given).
+//!
+//! `release` is for a key held by a call that will never finish (its process was killed in a
+//! deploy, say) when waiting for its lease to pass is not an option. The next call with the
+//! key runs the function again, so check the held call's effect first. `forget` is for a
+//! corrupt record, or a stored result that must not be replayed. The
+//! [runbook](https://github.com/idem-rs/idem/blob/main/docs/runbook.md) walks through both.
+//!
+//! `idem` reads records as stored: with sealing on, values stay sealed (their sizes are
+//! shown, not their contents), and under a key digest keys are listed and given as their
+//! digests (`namespace|#digest`).
+//!
+//! `list`, `stats` and `purge-expired` need a store that can list its records; `get`, `forget`
+//! and `release` work on every store.
+//!
+//! # Stores
+//!
+//! `--store URL`, or the `IDEM_STORE` environment variable:
+//!
+//! | URL | store | options |
+//! |---|---|---|
+//! | `redis://[user:password@]host:port[/db]` | one Redis server | `--prefix` |
+//! | `redis+cluster://host:port,host:port` | a Redis Cluster (the user, path and query apply to every node) | `--prefix` |
+//! | `postgres://user:password@host:port/db`, `postgresql://...` (`?sslmode=require` for TLS) | PostgreSQL | `--table` (default `idem_records`), `--schema` (default `public`), `--prefix` |
+//! | `dynamodb://TABLE` | DynamoDB | `--region` (default `AWS_REGION`, then `AWS_DEFAULT_REGION`), `--endpoint` (DynamoDB Local, say), `--prefix` |
+//!
+//! `--prefix` is the store's own key prefix, as the service passes it to the store's builder
+//! (default: the store's default, none). DynamoDB credentials come from `AWS_ACCESS_KEY_ID`,
+//! `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`; for a profile or SSO, export them with
+//! `eval "$(aws configure export-credentials --format env)"`. Passwords in URLs are never
+//! printed.
+//!
+//! The feature `tls` (on by default) reaches Redis (`rediss://`, `rediss+cluster://`),
+//! PostgreSQL (`sslmode=require`) and DynamoDB over TLS with rustls, on ring, trusting the
+//! system's root certificates (a `rediss://` URL ending in `#insecure` skips the check, for
+//! a server with a certificate of its own). Built without it, `rediss://` URLs are refused
+//! with exit code 2.
+//!
+//! # Output
+//!
+//! Results go to stdout, notes and errors to stderr. By default, people's form: aligned
+//! details for one record, a table for a listing (key, function, state, attempt, fencing
+//! token, lease or expiry as RFC 3339 UTC and `in 3m` / `4m ago`, bytes).
+//!
+//! With `--json`, one JSON document per command, for scripts:
+//!
+//! - `get`, `forget`, `release`: the record (as it was, for `forget` and `release`; as it is
+//!   now, when `release` refuses); `null` where there is none to show;
+//! - `list`: an array of records;
+//! - `stats`: `{"total": N, "by_state": {STATE: N}, "functions": [{"function": F, "total": N,
+//!   "by_state": {STATE: N}}]}` (`function` is `null` for keys stored as digests);
+//! - `purge-expired`: `{"purged": N}`.
+//!
+//! A command that fails prints its message on stderr and no document (except a `release`
+//! refusal, which prints the record as it is): scripts read the exit code.
+//!
+//! A record's fields, always present, `null` where they do not apply:
+//!
+//! | field | what it holds |
+//! |---|---|
+//! | `key` | the key, as idem prints it |
+//! | `function` | the function's name, from the key (`null` under a key digest) |
+//! | `scope` | the key's scope, as encoded in it (`null` for none) |
+//! | `state` | `running`, `lease-passed`, `released`, `abandoned`, `completed`, `stored-error`, `aborted`, `expired`; `corrupt` for a listed record the store can't read |
+//! | `owner` | in progress: the owner token of the call holding the key |
+//! | `attempt` | in progress: 1, plus one per takeover by the same call |
+//! | `fencing_token` | in progress: the fencing token, growing with every reservation |
+//! | `lease_until` | in progress: when the lease passes, RFC 3339 UTC (`1970-01-01T00:00:00.000Z` once released with steps) |
+//! | `expires_at` | completed: when the record stops being replayed, RFC 3339 UTC |
+//! | `steps` | in progress: the names of the recorded steps (`[]` otherwise) |
+//! | `stored_bytes` | the bytes of the stored outcome and step values |
+//! | `outcome` | completed: `ok`, `err` (a stored error) or `aborted` |
+//! | `fingerprint` | the fingerprint of the call's arguments, 64 hex digits |
+//! | `error` | a corrupt listed record: why it can't be read |
+//!
+//! # Exit codes
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | done |
+//! | 1 | failed: the store failed or can't be reached, a record is corrupt, the store can't list |
+//! | 2 | usage: a bad command line, store URL or environment (clap's errors too); `release` without `--yes`, after showing the record |
+//! | 3 | the key has no record: `no record under KEY` |
+//! | 4 | refused: `release` of a key that is not in progress, or that changed hands; the record as it is now is printed |
+//!
+//! The same codes are [`exit`]'s constants, and `idem --help` lists them.
+//!
+//! # Where things are
+//!
+//! - `args`: the command line; `url`: store URLs; `connect`: a handle on the store;
+//! - `commands`: one file per command; `listing` walks a store's pages;
+//! - `output`: tables, aligned details, JSON, times; `failure` and [`exit`]: what went
+//!   wrong, and its code.
+#![warn(missing_docs)]
+
+mod args;
+mod commands;
+mod connect;
+pub mod exit;
+mod failure;
+mod listing;
+mod output;
+mod url;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Runs `idem` with the process's arguments and environment, and returns its exit code.
+pub fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    #[cfg(feature = "tls")]
+    {
+        // One crypto provider for every TLS client: sqlx's and the AWS SDK's.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("idem: could not start the async runtime: {error}");
+            return ExitCode::from(exit::FAILED);
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(()) => ExitCode::from(exit::DONE),
+        Err(failure) => {
+            eprintln!("idem: {failure}");
+            ExitCode::from(failure.code())
+        }
+    }
+}

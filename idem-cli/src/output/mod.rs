@@ -1,0 +1,206 @@
+//! What `idem` prints: tables and aligned details for people, one JSON document for scripts.
+//! Results go to stdout; notes and errors to stderr.
+
+pub(crate) mod json;
+mod table;
+pub(crate) mod time;
+
+use std::io::{self, Write};
+
+use idem_core::store::Record;
+use idem_core::{Clock, Inspection, SystemClock, Timestamp};
+use serde::Serialize;
+
+use self::json::{outcome_name, RecordDoc};
+use self::table::{details, Align, Table};
+use self::time::{relative, rfc3339};
+use crate::commands::stats::Stats;
+use crate::listing::Entry;
+
+/// Where results go, and in which form.
+#[derive(Debug)]
+pub(crate) struct Output {
+    json: bool,
+    now: Timestamp,
+}
+
+impl Output {
+    /// Tables, or JSON when `json`.
+    pub(crate) fn new(json: bool) -> Self {
+        Output {
+            json,
+            now: SystemClock.now(),
+        }
+    }
+
+    /// Whether results are printed as JSON.
+    pub(crate) fn is_json(&self) -> bool {
+        self.json
+    }
+
+    /// One record, as `get` shows it.
+    pub(crate) fn record(&self, inspection: &Inspection) -> io::Result<()> {
+        if self.json {
+            return self.document(&RecordDoc::inspected(inspection));
+        }
+        self.text(&details(&self.record_details(inspection)))
+    }
+
+    /// Listed records: a table, or a JSON array.
+    pub(crate) fn entries(&self, entries: &[Entry]) -> io::Result<()> {
+        if self.json {
+            let docs: Vec<RecordDoc<'_>> = entries.iter().map(RecordDoc::of).collect();
+            return self.document(&docs);
+        }
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut table = Table::new(&[
+            ("KEY", Align::Left),
+            ("FUNCTION", Align::Left),
+            ("STATE", Align::Left),
+            ("ATTEMPT", Align::Right),
+            ("FENCING TOKEN", Align::Right),
+            ("LEASE/EXPIRY", Align::Left),
+            ("BYTES", Align::Right),
+        ]);
+        for entry in entries {
+            table.row(self.entry_row(entry));
+        }
+        self.text(&table.render())
+    }
+
+    /// Counts by function and state.
+    pub(crate) fn stats(&self, stats: &Stats) -> io::Result<()> {
+        if self.json {
+            return self.document(stats);
+        }
+        let mut table = Table::new(&[
+            ("FUNCTION", Align::Left),
+            ("STATE", Align::Left),
+            ("RECORDS", Align::Right),
+        ]);
+        for function in &stats.functions {
+            for (state, count) in &function.by_state {
+                table.row(vec![
+                    function_name(function.function.as_deref()),
+                    state.clone(),
+                    count.to_string(),
+                ]);
+            }
+        }
+        table.row(vec!["total".into(), String::new(), stats.total.to_string()]);
+        self.text(&table.render())
+    }
+
+    /// `doc` as one JSON document, indented.
+    pub(crate) fn document<T: Serialize + ?Sized>(&self, doc: &T) -> io::Result<()> {
+        let mut text = serde_json::to_string_pretty(doc).map_err(io::Error::other)?;
+        text.push('\n');
+        self.text(&text)
+    }
+
+    /// `text` as it is, on stdout.
+    pub(crate) fn text(&self, text: &str) -> io::Result<()> {
+        let mut stdout = io::stdout().lock();
+        stdout.write_all(text.as_bytes())?;
+        stdout.flush()
+    }
+
+    /// `at` as `RFC 3339 (in 3m)`; `-` for the epoch, which a released record's lease is.
+    pub(crate) fn when(&self, at: Timestamp) -> String {
+        if at == Timestamp::EPOCH {
+            return "-".to_owned();
+        }
+        format!("{} ({})", rfc3339(at), relative(at, self.now))
+    }
+
+    fn record_details(&self, inspection: &Inspection) -> Vec<(&'static str, String)> {
+        let key = inspection.key();
+        let mut pairs = vec![
+            ("key", key.to_string()),
+            ("function", function_name(key.function())),
+        ];
+        if let Some(scope) = key.scope() {
+            pairs.push(("scope", scope.to_owned()));
+        }
+        pairs.push(("state", inspection.state().to_string()));
+        match inspection.record() {
+            Record::InProgress(held) => {
+                let steps: Vec<&str> = held.steps().iter().map(|(name, _)| name).collect();
+                pairs.extend([
+                    ("owner", held.owner().as_str().to_owned()),
+                    ("attempt", held.attempt().to_string()),
+                    ("fencing token", held.fencing_token().to_string()),
+                    ("lease until", self.when(held.lease_until())),
+                    (
+                        "steps",
+                        if steps.is_empty() {
+                            "-".into()
+                        } else {
+                            steps.join(", ")
+                        },
+                    ),
+                ]);
+            }
+            Record::Completed(completed) => pairs.extend([
+                ("outcome", outcome_name(completed.outcome()).to_owned()),
+                ("expires at", self.when(completed.expires_at())),
+            ]),
+            _ => {}
+        }
+        pairs.extend([
+            ("stored bytes", inspection.stored_bytes().to_string()),
+            ("fingerprint", inspection.record().fingerprint().to_hex()),
+        ]);
+        pairs
+    }
+
+    fn entry_row(&self, entry: &Entry) -> Vec<String> {
+        let (attempt, fencing, until, bytes) = match entry {
+            Entry::Record(inspection) => {
+                let bytes = inspection.stored_bytes().to_string();
+                match inspection.record() {
+                    Record::InProgress(held) => (
+                        held.attempt().to_string(),
+                        held.fencing_token().to_string(),
+                        self.when(held.lease_until()),
+                        bytes,
+                    ),
+                    Record::Completed(completed) => (
+                        "-".into(),
+                        "-".into(),
+                        self.when(completed.expires_at()),
+                        bytes,
+                    ),
+                    _ => ("-".into(), "-".into(), "-".into(), bytes),
+                }
+            }
+            Entry::Unreadable { reason, .. } => (
+                "-".into(),
+                "-".into(),
+                format!("unreadable: {reason}"),
+                "-".into(),
+            ),
+        };
+        vec![
+            entry.key().to_string(),
+            function_name(entry.function()),
+            entry.state().to_owned(),
+            attempt,
+            fencing,
+            until,
+            bytes,
+        ]
+    }
+}
+
+/// A function's name as printed: `(digest)` for a key stored as its digest.
+fn function_name(function: Option<&str>) -> String {
+    function.unwrap_or("(digest)").to_owned()
+}
+
+/// `text` on stderr, as a note beside the results.
+pub(crate) fn note(text: &str) {
+    eprintln!("{text}");
+}

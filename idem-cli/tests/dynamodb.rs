@@ -1,0 +1,58 @@
+//! `idem` on DynamoDB (moto): records written through a handle on a store with a key prefix,
+//! then read, listed, released, forgotten and purged by the binary.
+
+mod support;
+
+use std::sync::Arc;
+
+use idem_conformance::Target;
+use idem_stores::dynamodb::DynamoDbStore;
+use idem_tests::dynamodb::TestDynamo;
+use support::{Cli, Subject};
+
+/// A store with a key prefix on a fresh table, and `idem --store dynamodb://TABLE --region
+/// --endpoint --prefix` with static credentials in the environment.
+async fn start() -> Option<Subject> {
+    let dynamo = TestDynamo::start().await?;
+    let store = DynamoDbStore::builder(dynamo.client.clone(), dynamo.table())
+        .prefix("billing")
+        .build();
+    let url = format!("dynamodb://{}", dynamo.table());
+    let cli = Cli::new([
+        "--store",
+        url.as_str(),
+        "--region",
+        "us-east-1",
+        "--endpoint",
+        dynamo.moto.endpoint(),
+        "--prefix",
+        "billing",
+    ])
+    .env("AWS_ACCESS_KEY_ID", "test")
+    .env("AWS_SECRET_ACCESS_KEY", "test");
+    Some(Subject::new(Arc::new(store), cli, dynamo))
+}
+
+/// An item the store can't read, on a table without a prefix.
+async fn corrupt_record_is_reported_and_forgotten() {
+    let Some(dynamo) = TestDynamo::start().await else {
+        return;
+    };
+    let url = format!("dynamodb://{}", dynamo.table());
+    let cli = Cli::new([
+        "--store",
+        url.as_str(),
+        "--region",
+        "us-east-1",
+        "--endpoint",
+        dynamo.moto.endpoint(),
+    ])
+    .env("AWS_ACCESS_KEY_ID", "test")
+    .env("AWS_SECRET_ACCESS_KEY", "test");
+    let subject = Subject::new(dynamo.store(), cli, ());
+    let key = support::records::key(&subject.idem, "charge", "order-9");
+    assert!(dynamo.corrupt(&key).await);
+    support::scenarios::corrupt_record_is_reported_and_forgotten(&subject, &key).await;
+}
+
+support::scenarios::store_tests!(start, corrupt_record_is_reported_and_forgotten);
