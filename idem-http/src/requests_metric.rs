@@ -39,6 +39,8 @@ pub(crate) enum RequestOutcome {
     NotRecorded,
     /// The handler's service failed, or the engine refused otherwise.
     Failed,
+    /// The client went away before its answer (the handler, if it started, runs on).
+    Disconnected,
 }
 
 impl RequestOutcome {
@@ -50,6 +52,8 @@ impl RequestOutcome {
             Error::Mismatch { .. } => RequestOutcome::Mismatch,
             Error::QuotaExceeded { .. } => RequestOutcome::QuotaExceeded,
             Error::Store { .. } => RequestOutcome::StoreUnavailable,
+            Error::InvalidKey(_) => RequestOutcome::KeyRefused,
+            Error::Aborted { .. } => RequestOutcome::NotRecorded,
             error if error.ran_without_record() => RequestOutcome::NotRecorded,
             _ => RequestOutcome::Failed,
         }
@@ -65,7 +69,7 @@ impl RequestOutcome {
 }
 
 /// Every value of the `outcome` label of [`HTTP_REQUESTS_TOTAL`], as the README's table explains them.
-pub const HTTP_OUTCOMES: [&str; 15] = [
+pub const HTTP_OUTCOMES: [&str; 16] = [
     "passed_through",
     "key_refused",
     "scope_refused",
@@ -81,10 +85,11 @@ pub const HTTP_OUTCOMES: [&str; 15] = [
     "store_unavailable",
     "not_recorded",
     "failed",
+    "disconnected",
 ];
 
 /// The counter's key for each outcome, built at compile time.
-static KEYS: [Key; 15] = {
+static KEYS: [Key; 16] = {
     macro_rules! key {
         ($index:literal) => {{
             static LABELS: [Label; 1] =
@@ -108,5 +113,6 @@ static KEYS: [Key; 15] = {
         key!(12),
         key!(13),
         key!(14),
+        key!(15),
     ]
 };

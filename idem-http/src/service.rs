@@ -101,9 +101,20 @@ where
     ResBody: http_body::Body<Data = Bytes> + Send + 'static,
     ResBody::Error: Into<BoxError>,
 {
+    // Counted when dropped: a request whose client went away before its answer counts too.
+    let mut counted = CountOnDrop(RequestOutcome::Disconnected);
     let (outcome, answer) = answer(config, inner, request).await;
-    outcome.count();
+    counted.0 = outcome;
     answer
+}
+
+/// Counts its outcome in `idem_http_requests_total` when dropped.
+struct CountOnDrop(RequestOutcome);
+
+impl Drop for CountOnDrop {
+    fn drop(&mut self) {
+        self.0.count();
+    }
 }
 
 /// Answers one request: passed through, refused by the layer (400, 413, or 500 for a missing

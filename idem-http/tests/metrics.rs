@@ -43,6 +43,7 @@ async fn every_request_is_counted_by_what_the_layer_did_with_it() {
     let unkeyed = send(server.post("/payments", None, "{}"));
     payments.release();
     assert_eq!(unkeyed.await.status, 201);
+    started.recv().await.unwrap(); // the unkeyed request's run
     let anonymous = server
         .client
         .post(format!("{}/payments", server.url))
@@ -50,7 +51,24 @@ async fn every_request_is_counted_by_what_the_layer_did_with_it() {
         .header("idempotency-key", "k3");
     assert_eq!(send(anonymous).await.status, 400);
 
+    // A client that goes away while its request runs: the layer's future is dropped.
+    let mut router = app(IdempotencyLayer::new(memory()), Arc::clone(&payments));
+    let request = axum::http::Request::post("/payments")
+        .header("authorization", "Bearer gone")
+        .header("idempotency-key", "k4")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from("{}"))
+        .unwrap();
+    let mut answering = Box::pin(tower_service::Service::call(&mut router, request));
+    tokio::select! {
+        _ = &mut answering => panic!("the held handler answered"),
+        _ = started.recv() => {}
+    }
+    drop(answering);
+
+    // Taken while that request's handler is still held: it runs on, and counts once it ends.
     let snapshot = snapshotter.snapshot().into_vec();
+    payments.release();
     let counter = |name: &str, labels: &[(&str, &str)]| -> u64 {
         snapshot
             .iter()
@@ -76,7 +94,8 @@ async fn every_request_is_counted_by_what_the_layer_did_with_it() {
     assert_eq!(requests("key_refused"), 1);
     assert_eq!(requests("passed_through"), 1);
     assert_eq!(requests("scope_refused"), 1);
-    assert_eq!(counter("idem_http_requests_total", &[]), 8);
+    assert_eq!(requests("disconnected"), 1);
+    assert_eq!(counter("idem_http_requests_total", &[]), 9);
 
     let calls = |outcome| {
         counter(

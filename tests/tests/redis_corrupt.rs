@@ -197,6 +197,12 @@ async fn garbage_under_a_key_is_an_error_not_a_panic() {
         }
         assert!(store.get(&key).await.is_err(), "{what}: still corrupt");
 
+        // A purge, however late, leaves an unreadable record for an operator to look at.
+        let inventory = store.inventory().expect("the Redis store lists");
+        let years_later = Timestamp::from_millis(4_000_000_000_000);
+        inventory.purge_expired(years_later, 100).await.unwrap();
+        assert!(store.get(&key).await.is_err(), "{what}: kept by the purge");
+
         // An operator can unblock the key.
         idem.forget(&key).await.unwrap();
         let done = idem

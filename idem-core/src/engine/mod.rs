@@ -99,9 +99,14 @@ impl Idempotency {
         let call = self.stored_call(call);
         let mut telemetry = CallTelemetry::start(function, &call.key);
         let span = telemetry.span().clone();
-        self.run_counted(call, policy, body, &mut telemetry)
-            .instrument(span)
-            .await
+        // Wrapping moves the whole call's future: only for a subscriber that listens.
+        if span.is_disabled() {
+            self.run_counted(call, policy, body, &mut telemetry).await
+        } else {
+            self.run_counted(call, policy, body, &mut telemetry)
+                .instrument(span)
+                .await
+        }
     }
 
     async fn run_counted<T, E, P, F>(

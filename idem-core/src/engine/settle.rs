@@ -98,17 +98,18 @@ impl Idempotency {
             Verdict::Store(outcome) => {
                 let completed = self.completed(call, outcome);
                 guard.arm_complete(completed.clone());
+                // Dropped from here on, the guard stores the outcome: counted as stored.
+                telemetry.ended(if result.is_ok() {
+                    CallOutcome::Executed
+                } else {
+                    CallOutcome::StoredError
+                });
                 let recorded = self.record_outcome(call, &owner, &completed, &lease).await;
                 guard.disarm();
                 drop(renewal);
                 match recorded {
                     Ok(()) => {
                         tracing::debug!(target: TARGET, key, ok = result.is_ok(), "completed: outcome stored");
-                        telemetry.ended(if result.is_ok() {
-                            CallOutcome::Executed
-                        } else {
-                            CallOutcome::StoredError
-                        });
                         self.count_stored(call, &completed);
                         self.cache(call, Arc::new(completed));
                         fresh(result)
@@ -125,9 +126,9 @@ impl Idempotency {
                 // A renewal landing after a release that keeps the record (it holds steps)
                 // would bring its lease back and lock the retry out.
                 drop(renewal);
+                telemetry.ended(CallOutcome::Released);
                 self.release(call, &owner).await;
                 guard.disarm();
-                telemetry.ended(CallOutcome::Released);
                 fresh(result)
             }
             Verdict::HoldForUnrecordedStep => {

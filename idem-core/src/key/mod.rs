@@ -35,9 +35,9 @@ impl Key {
     }
 
     /// The key exactly as idem prints it (in errors, logs and [`Key::as_str`]), for an operator
-    /// who copied it from there, or a store listing its records. Refuses text that no
-    /// [`KeyBuilder`] or key digest produces: empty, longer than [`MAX_KEY_LEN`], or without
-    /// the `|` after the namespace.
+    /// who copied it from there, or a store listing its records. Refuses text longer than
+    /// [`MAX_KEY_LEN`] or without the `|` after the namespace; other text is taken as it is,
+    /// and names whatever record it names.
     ///
     /// ```
     /// use idem_core::{Key, KeyBuilder};
@@ -72,12 +72,17 @@ impl Key {
     /// # Ok::<(), idem_core::Error>(())
     /// ```
     pub fn function(&self) -> Option<&str> {
-        let slot = self.0.split('|').nth(1)?;
-        (!slot.starts_with('#')).then_some(slot)
+        let mut slots = self.0.split('|');
+        let name = slots.nth(1)?;
+        // A digest is `namespace|#hex`, with no slot after it; a built key has at least two.
+        let digest = slots.next().is_none() && name.starts_with('#');
+        (!digest).then_some(name)
     }
 
     /// The text every key of function `name` in `namespace` starts with, encoded as keys are:
-    /// what a listing filters stored keys by.
+    /// what a listing filters stored keys by. Keys stored as digests
+    /// ([`Idempotency::with_key_digest`](crate::Idempotency::with_key_digest)) hide their
+    /// function, so no digest starts with it.
     ///
     /// ```
     /// use idem_core::{Key, KeyBuilder};

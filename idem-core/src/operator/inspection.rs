@@ -71,8 +71,9 @@ fn stored_bytes(record: &Record) -> usize {
 pub enum RecordState {
     /// A call holds the key and its lease is live: duplicates are told "in progress".
     Running,
-    /// The owner's lease passed within [`LEASE_GRACE`](crate::LEASE_GRACE): the same call may
-    /// take the key over, another one is refused.
+    /// The owner's lease passed within [`LEASE_GRACE`](crate::LEASE_GRACE), or longer ago
+    /// while recorded steps still hold the key: the same call may take the key over, another
+    /// one is refused.
     LeasePassed,
     /// The owner released the key after recording steps: only the same call may use it, and
     /// it resumes after them.

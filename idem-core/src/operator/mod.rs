@@ -41,7 +41,10 @@ impl Idempotency {
     /// than be told "in progress" until the lease passes. Fenced: only the owner read here is
     /// released, so a key that completed or changed hands meanwhile is left as it is
     /// ([`HeldRelease::Changed`]). If that owner is in fact still running, it loses its lease
-    /// and its outcome is not recorded ([`Error::NotRecorded`]).
+    /// and its outcome is not recorded ([`Error::NotRecorded`]), unless the record holds steps:
+    /// then the record is kept with its lease ended, only a call with the same arguments may
+    /// use the key (resuming after the steps), and the owner, which keeps its token, may still
+    /// complete it.
     pub async fn release_held(&self, key: &Key) -> Result<HeldRelease, Error> {
         let Some(before) = self.inspect(key).await? else {
             return Ok(HeldRelease::NotHeld(None));

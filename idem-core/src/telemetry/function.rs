@@ -29,7 +29,7 @@ pub(crate) struct FunctionMetrics {
 
 impl FunctionMetrics {
     fn new(name: &'static str) -> Self {
-        let function = || Label::new("function", name.to_owned());
+        let function = || Label::from_static_parts("function", name);
         let by_outcome = |metric: &'static str| -> Vec<Key> {
             OUTCOMES
                 .iter()
@@ -63,18 +63,22 @@ pub(crate) fn function_metrics(name: &str) -> &'static FunctionMetrics {
     found
 }
 
-/// Every function's keys, leaked: at most [`MAX_FUNCTIONS`] of them, each a few hundred bytes.
+/// Every function's keys, leaked: at most [`MAX_FUNCTIONS`] of them and `other`, each a few
+/// kilobytes (29 keys and their labels).
 fn registered(name: &str) -> &'static FunctionMetrics {
     static FUNCTIONS: OnceLock<RwLock<HashMap<&'static str, &'static FunctionMetrics>>> =
         OnceLock::new();
     let functions = FUNCTIONS.get_or_init(Default::default);
     // Nothing panics while the lock is held, so a poisoned lock still holds whole entries.
-    if let Some(known) = functions
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(name)
     {
-        return known;
+        let known = functions.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = known.get(name) {
+            return found;
+        }
+        // Past the bound, names share `other` without the write lock.
+        if let Some(other) = known.get("other").filter(|_| known.len() > MAX_FUNCTIONS) {
+            return other;
+        }
     }
     let mut functions = functions.write().unwrap_or_else(|e| e.into_inner());
     let name = if functions.len() >= MAX_FUNCTIONS && !functions.contains_key(name) {

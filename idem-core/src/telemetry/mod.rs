@@ -16,15 +16,16 @@
 //!
 //! - `function` is the function's name as its keys spell it (the attribute's `name`, or its
 //!   default), or `unknown` for a key given as its digest. Past 10 000 distinct names, further
-//!   ones share the label `other`.
+//!   ones share the label `other` (as a function named `other` does).
 //! - `outcome` (see [`OUTCOMES`]): `executed` (the body ran, its `Ok` stored), `replayed` (a stored
 //!   outcome returned, an error among them), `in_progress`, `mismatch`, `released` (the body
 //!   returned an error and the key was freed), `stored_error` (the body returned an error that was
 //!   stored for replay), `not_recorded` (the body ran but its outcome was not stored),
 //!   `aborted` (the body panicked or was dropped mid-run, or the record says an earlier call
 //!   did), `store_unavailable`, `quota_exceeded`, `corrupt` (a stored record could not be read),
-//!   `cancelled` (the call was dropped before its body started), `failed` (anything else: an
-//!   invalid key, a codec error).
+//!   `cancelled` (the call was dropped before its body started), `failed` (anything else, a
+//!   stored value that does not decode, say). A key that cannot be built fails before the call
+//!   starts, and is not counted.
 //! - `store` is the store's [`name`](crate::Store::name) (`memory`, `redis`, `dynamodb`,
 //!   `postgres`); `operation` one of `reserve`, `complete`, `release`, `renew`,
 //!   `record_step`, `get`, `delete`.

@@ -75,7 +75,11 @@ impl MeteredStore {
             db.operation.name = STORE_OPERATIONS[operation as usize],
         );
         let started = Instant::now();
-        let result = run.instrument(span).await;
+        let result = if span.is_disabled() {
+            run.await
+        } else {
+            run.instrument(span).await
+        };
         self.took(operation, started.elapsed());
         result
     }

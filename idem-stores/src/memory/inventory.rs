@@ -10,13 +10,14 @@ use super::MemoryStore;
 #[async_trait]
 impl Inventory for MemoryStore {
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let limit = query.limit.max(1) as usize;
+        // Each shard's first `limit + 1`: enough to fill the page and tell whether more remain.
         let mut records: Vec<_> = self
             .shards()
             .iter()
-            .flat_map(|shard| shard.matching(&query.prefix, query.cursor.as_deref()))
+            .flat_map(|shard| shard.matching(&query.prefix, query.cursor.as_deref(), limit + 1))
             .collect();
         records.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
-        let limit = query.limit.max(1) as usize;
         let more = records.len() > limit;
         records.truncate(limit);
         let cursor = more

@@ -219,13 +219,26 @@ impl Shard {
         (purged, earliest)
     }
 
-    /// The records whose keys start with `prefix` and sort after `after`.
-    pub(crate) fn matching(&self, prefix: &str, after: Option<&str>) -> Vec<(Key, Record)> {
-        self.lock()
-            .iter()
-            .filter(|(key, _)| key.as_str().starts_with(prefix))
-            .filter(|(key, _)| after.is_none_or(|after| key.as_str() > after))
-            .map(|(key, slot)| (key.clone(), slot.record.clone()))
+    /// The first `limit` records in key order whose keys start with `prefix` and sort after
+    /// `after`: only those are copied.
+    pub(crate) fn matching(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Vec<(Key, Record)> {
+        let slots = self.lock();
+        let mut keys: Vec<&Key> = slots
+            .keys()
+            .filter(|key| key.as_str().starts_with(prefix))
+            .filter(|key| after.is_none_or(|after| key.as_str() > after))
+            .collect();
+        if keys.len() > limit && limit > 0 {
+            keys.select_nth_unstable(limit - 1);
+        }
+        keys.truncate(limit);
+        keys.into_iter()
+            .map(|key| (key.clone(), slots[key].record.clone()))
             .collect()
     }
 

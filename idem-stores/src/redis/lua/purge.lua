@@ -22,15 +22,12 @@ elseif state == 'in_progress' then
   if not is_millis(lease) or before(abandoned_before, lease) then
     return {'lost'}
   end
-  if kept then
-    if not is_millis(kept) then
-      return {'lost'}
-    end
-    if before(now, kept) then
-      for _, name in ipairs(redis.call('HKEYS', key)) do
-        if is_step_field(name) then
-          return {'lost'}
-        end
+  -- Steps without a readable `steps_kept_until` make the record unreadable: kept.
+  local steps_held = kept == false or not is_millis(kept) or before(now, kept)
+  if steps_held then
+    for _, name in ipairs(redis.call('HKEYS', key)) do
+      if is_step_field(name) then
+        return {'lost'}
       end
     end
   end
