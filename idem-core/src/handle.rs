@@ -207,7 +207,9 @@ impl Idempotency {
     /// The store, as calls see it: with sealing on, keys are digested and values opened on
     /// the way. To share a store between handles, give each the store itself and its own
     /// sealing: a handle built on this view seals through it, but what its calls' contexts
-    /// tell a store's own API would not know it.
+    /// tell a store's own API would not know it. This view also times each operation into
+    /// `idem_store_duration_seconds` (see [`telemetry`](crate::telemetry)), so a handle built
+    /// on it records each operation twice.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }

@@ -71,7 +71,7 @@ impl RequestFailed {
     }
 
     /// What the store was doing: `reserve`, `complete`, `release`, `record step`, `renew`,
-    /// `get`, `delete`, `purge`, `migrate` or `complete in transaction`.
+    /// `get`, `delete`, `list`, `purge`, `migrate` or `complete in transaction`.
     pub fn operation(&self) -> &str {
         self.operation
     }
