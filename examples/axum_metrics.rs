@@ -16,17 +16,18 @@ use idem_core::Idempotency;
 use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 
-/// The payment provider: counts charges, and holds each until a permit is given.
+/// The payment provider: counts charges, tells of each one it starts, and holds each until a
+/// permit is given.
 struct CardNetwork {
     charges: AtomicUsize,
     open: Semaphore,
-    charging: Notify,
+    charging: mpsc::UnboundedSender<()>,
 }
 
 async fn create_payment(State(network): State<Arc<CardNetwork>>) -> (StatusCode, String) {
-    network.charging.notify_one();
+    let _ = network.charging.send(());
     network.open.acquire().await.expect("never closed").forget();
     let charge = network.charges.fetch_add(1, Ordering::SeqCst) + 1;
     (StatusCode::CREATED, format!("{{\"id\":\"ch_{charge}\"}}"))
@@ -56,10 +57,11 @@ async fn main() {
     let prometheus = PrometheusBuilder::new()
         .install_recorder()
         .expect("the only recorder of this process");
+    let (charging, mut started) = mpsc::unbounded_channel();
     let network = Arc::new(CardNetwork {
         charges: AtomicUsize::new(0),
         open: Semaphore::new(0),
-        charging: Notify::new(),
+        charging,
     });
     let payments = Router::new()
         .route("/payments", post(create_payment))
@@ -79,6 +81,7 @@ async fn main() {
 
     network.open.add_permits(1);
     assert_eq!(pay(&client, &url, "order-1", 10).await, StatusCode::CREATED);
+    started.recv().await.expect("order-1 was charged");
     assert_eq!(pay(&client, &url, "order-1", 10).await, StatusCode::CREATED);
     assert_eq!(
         pay(&client, &url, "order-1", 99).await,
@@ -88,7 +91,8 @@ async fn main() {
         let (client, url) = (client.clone(), url.clone());
         async move { pay(&client, &url, "order-2", 20).await }
     });
-    network.charging.notified().await;
+    // The first order-2 request is being charged before its duplicate is sent.
+    started.recv().await.expect("order-2 is being charged");
     assert_eq!(
         pay(&client, &url, "order-2", 20).await,
         StatusCode::CONFLICT
