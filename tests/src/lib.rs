@@ -4,6 +4,7 @@ pub mod crash;
 pub mod crowd;
 pub mod harness;
 pub mod interrupt;
+pub mod inventory;
 pub mod process;
 
 pub mod dynamodb;

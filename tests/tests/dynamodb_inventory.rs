@@ -3,8 +3,7 @@
 //! between the purge's scan and its delete), and the operator's calls on a handle.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::config::interceptors::BeforeSerializationInterceptorContextRef;
@@ -13,74 +12,11 @@ use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use idem_conformance::Target as _;
-use idem_core::store::{Inventory, ListQuery};
-use idem_core::{
-    Call, Claim, Clock as _, Completed, Error, Fingerprint, HeldRelease, Idempotency, InProgress,
-    Key, KeyBuilder, ManualClock, Outcome, OwnerToken, Record, RecordState, Reservation, Store,
-    StoreError, Timestamp, LEASE_GRACE,
-};
+use idem_core::store::Inventory;
+use idem_core::{Key, KeyBuilder, Record, Store, StoreError, LEASE_GRACE};
 use idem_stores::dynamodb::DynamoDbStore;
 use idem_tests::dynamodb::{client, ClientOptions, TestDynamo};
-
-const NOW: u64 = 1_800_000_000_000;
-const HOUR: Duration = Duration::from_secs(3600);
-const SECOND: Duration = Duration::from_secs(1);
-
-fn now() -> Timestamp {
-    Timestamp::from_millis(NOW)
-}
-
-/// The key of `function` with `parts`, without a scope.
-fn key(function: &str, parts: &[&str]) -> Key {
-    parts
-        .iter()
-        .fold(KeyBuilder::new("idem", function), |key, part| {
-            key.part(*part)
-        })
-        .finish()
-        .unwrap()
-}
-
-/// Reserves the free `key` at `at`, leased until `lease_until`; returns its owner.
-async fn reserve(
-    store: &dyn Store,
-    key: &Key,
-    lease_until: Timestamp,
-    at: Timestamp,
-) -> OwnerToken {
-    let record = InProgress::new(OwnerToken::generate(), Fingerprint::empty(), lease_until);
-    let claim = Claim::new(record, at);
-    let reserved = store.reserve(key, &claim).await.unwrap();
-    assert!(matches!(reserved, Reservation::Reserved(_)), "{reserved:?}");
-    claim.record().owner().clone()
-}
-
-/// Writes a completed record under `key`, reserved at `at`, expiring at `expires`.
-async fn complete(store: &dyn Store, key: &Key, at: Timestamp, expires: Timestamp) {
-    let owner = reserve(store, key, at + HOUR, at).await;
-    let done = Completed::new(Fingerprint::empty(), Outcome::Ok(b"1".to_vec()), expires);
-    store.complete(key, &owner, &done).await.unwrap();
-}
-
-/// Every entry of the listing of `prefix`, `limit` records a page, and how many pages it took.
-async fn entries(
-    inventory: &dyn Inventory,
-    prefix: &str,
-    limit: u32,
-) -> (Vec<(Key, Result<Record, StoreError>)>, usize) {
-    let mut entries = Vec::new();
-    let mut query = ListQuery::new(prefix, limit);
-    for pages in 1..=1000 {
-        let page = inventory.list(&query).await.unwrap();
-        assert!(page.records.len() <= limit as usize, "{page:?}");
-        entries.extend(page.records);
-        match page.cursor {
-            Some(cursor) => query = query.after(Some(cursor)),
-            None => return (entries, pages),
-        }
-    }
-    panic!("the listing of `{prefix}` did not end");
-}
+use idem_tests::inventory::{self, complete, entries, key, now, reserve, set, HOUR, SECOND};
 
 /// The keys listed under `prefix`, each listed once and without an error.
 async fn listed(inventory: &dyn Inventory, prefix: &str, limit: u32) -> BTreeSet<Key> {
@@ -91,10 +27,6 @@ async fn listed(inventory: &dyn Inventory, prefix: &str, limit: u32) -> BTreeSet
         assert!(keys.insert(key.clone()), "`{key}` is listed twice");
     }
     keys
-}
-
-fn set(keys: &[Key]) -> BTreeSet<Key> {
-    keys.iter().cloned().collect()
 }
 
 fn inventory(store: &DynamoDbStore) -> &dyn Inventory {
@@ -427,64 +359,7 @@ async fn the_handle_lists_inspects_releases_and_purges() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let clock = ManualClock::new();
-    let store: Arc<dyn Store> = db.store.clone();
-    let idem = Idempotency::from_arc(store.clone()).with_clock(clock.clone());
-    let now = clock.now();
-    let op = |part: &str| idem.key("op").part(part).finish().unwrap();
-
-    let call = Call::new(op("done"), Fingerprint::of("a").unwrap());
-    let done = idem
-        .run(call, async { Ok::<_, Error>(1u64) })
-        .await
-        .unwrap();
-    assert!(!done.replayed);
-    reserve(&*store, &op("held"), now + HOUR, now).await;
-    complete(&*store, &op("old"), now - HOUR, now - SECOND).await;
-
-    let query = ListQuery::new(Key::function_prefix(idem.namespace(), "op"), 10);
-    let page = idem.list(&query).await.unwrap();
-    let keys: Vec<Key> = page.records.iter().map(|(key, _)| key.clone()).collect();
-    assert_eq!(set(&keys), set(&[op("done"), op("held"), op("old")]));
-    assert_eq!(page.cursor, None, "three items, a scan of ten");
-
-    let states = [
-        ("done", Some(RecordState::Completed)),
-        ("held", Some(RecordState::Running)),
-        ("old", Some(RecordState::Expired)),
-        ("none", None),
-    ];
-    for (name, state) in states {
-        let inspected = idem.inspect(&op(name)).await.unwrap();
-        assert_eq!(inspected.map(|i| i.state()), state, "`{name}`");
-    }
-
-    let ran = &AtomicBool::new(false);
-    let body = move || async move {
-        ran.store(true, Ordering::SeqCst);
-        Ok::<_, Error>(2u64)
-    };
-    let held = Fingerprint::empty();
-    let refused = idem.run(Call::new(op("held"), held), body()).await;
-    assert!(
-        matches!(refused, Err(Error::InProgress { .. })),
-        "{refused:?}"
-    );
-    assert!(!ran.load(Ordering::SeqCst));
-    match idem.release_held(&op("held")).await.unwrap() {
-        HeldRelease::Released(was) => assert_eq!(was.key(), &op("held")),
-        other => panic!("the held key is released, got {other:?}"),
-    }
-    let again = idem.run(Call::new(op("held"), held), body()).await.unwrap();
-    assert!(ran.load(Ordering::SeqCst) && !again.replayed && again.value == 2);
-    assert!(matches!(
-        idem.release_held(&op("done")).await.unwrap(),
-        HeldRelease::NotHeld(Some(_))
-    ));
-
-    assert_eq!(idem.purge_expired(100).await.unwrap(), 1);
-    assert_eq!(idem.inspect(&op("old")).await.unwrap(), None);
-    assert!(idem.inspect(&op("done")).await.unwrap().is_some());
+    inventory::the_handle_lists_inspects_releases_and_purges(db.store.clone()).await;
 }
 
 idem_tests::backend_tests! {

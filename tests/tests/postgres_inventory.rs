@@ -2,64 +2,12 @@
 //! paging, keys that parse back, corrupt and foreign rows, a collation that does not sort
 //! bytes, purging, and the operator's calls on a handle.
 
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
-
 use idem_conformance::Target as _;
 use idem_core::store::{Inventory, ListPage, ListQuery};
-use idem_core::{
-    Call, Claim, Clock as _, Completed, Error, Fingerprint, HeldRelease, Idempotency, InProgress,
-    Key, KeyBuilder, ManualClock, Outcome, OwnerToken, Record, RecordState, Reservation, Store,
-    StoreError, Timestamp, LEASE_GRACE,
-};
+use idem_core::{Key, KeyBuilder, Record, Store, StoreError, LEASE_GRACE};
 use idem_stores::postgres::PostgresStore;
+use idem_tests::inventory::{self, complete, key, now, reserve, set, HOUR, SECOND};
 use idem_tests::postgres::TestPg;
-
-const NOW: u64 = 1_800_000_000_000;
-const HOUR: Duration = Duration::from_secs(3600);
-const SECOND: Duration = Duration::from_secs(1);
-
-fn now() -> Timestamp {
-    Timestamp::from_millis(NOW)
-}
-
-/// The key of `function` with `parts`, without a scope.
-fn key(function: &str, parts: &[&str]) -> Key {
-    parts
-        .iter()
-        .fold(KeyBuilder::new("idem", function), |key, part| {
-            key.part(*part)
-        })
-        .finish()
-        .unwrap()
-}
-
-fn claim(lease_until: Timestamp, at: Timestamp) -> Claim {
-    let record = InProgress::new(OwnerToken::generate(), Fingerprint::empty(), lease_until);
-    Claim::new(record, at)
-}
-
-/// Reserves the free `key` at `at`, leased until `lease_until`; returns its owner.
-async fn reserve(
-    store: &dyn Store,
-    key: &Key,
-    lease_until: Timestamp,
-    at: Timestamp,
-) -> OwnerToken {
-    let claim = claim(lease_until, at);
-    let reserved = store.reserve(key, &claim).await.unwrap();
-    assert!(matches!(reserved, Reservation::Reserved(_)), "{reserved:?}");
-    claim.record().owner().clone()
-}
-
-/// Writes a completed record under `key`, reserved at `at`, expiring at `expires`.
-async fn complete(store: &dyn Store, key: &Key, at: Timestamp, expires: Timestamp) {
-    let owner = reserve(store, key, at + HOUR, at).await;
-    let done = Completed::new(Fingerprint::empty(), Outcome::Ok(b"1".to_vec()), expires);
-    store.complete(key, &owner, &done).await.unwrap();
-}
 
 /// Every page of the listing of `prefix`, `limit` records a page.
 async fn pages(inventory: &dyn Inventory, prefix: &str, limit: u32) -> Vec<ListPage> {
@@ -88,10 +36,6 @@ async fn listed(inventory: &dyn Inventory, prefix: &str, limit: u32) -> Vec<Key>
         }
     }
     keys
-}
-
-fn set(keys: &[Key]) -> BTreeSet<Key> {
-    keys.iter().cloned().collect()
 }
 
 fn inventory(store: &PostgresStore) -> &dyn Inventory {
@@ -401,66 +345,9 @@ async fn the_handle_lists_inspects_releases_and_purges() {
     let Some(db) = TestPg::start().await else {
         return;
     };
-    let clock = ManualClock::new();
-    let store: Arc<dyn Store> = db.store.clone();
-    let idem = Idempotency::from_arc(store.clone()).with_clock(clock.clone());
-    let now = clock.now();
-    let op = |part: &str| idem.key("op").part(part).finish().unwrap();
-    let fingerprint = Fingerprint::of("a").unwrap();
-
-    let done = idem
-        .run(Call::new(op("done"), fingerprint), async {
-            Ok::<_, Error>(1u64)
-        })
-        .await
-        .unwrap();
-    assert!(!done.replayed);
-    reserve(&*store, &op("held"), now + HOUR, now).await;
-    complete(&*store, &op("old"), now - HOUR, now - SECOND).await;
-
-    let query = ListQuery::new(Key::function_prefix(idem.namespace(), "op"), 10);
-    let page = idem.list(&query).await.unwrap();
-    let keys: Vec<Key> = page.records.iter().map(|(key, _)| key.clone()).collect();
-    assert_eq!(keys, [op("done"), op("held"), op("old")]);
-    assert_eq!(page.cursor, None);
-
-    let states = [
-        ("done", Some(RecordState::Completed)),
-        ("held", Some(RecordState::Running)),
-        ("old", Some(RecordState::Expired)),
-        ("none", None),
-    ];
-    for (name, state) in states {
-        let inspected = idem.inspect(&op(name)).await.unwrap();
-        assert_eq!(inspected.map(|i| i.state()), state, "`{name}`");
-    }
-
-    let ran = &AtomicBool::new(false);
-    let body = move || async move {
-        ran.store(true, Ordering::SeqCst);
-        Ok::<_, Error>(2u64)
-    };
-    let held = Fingerprint::empty();
-    let refused = idem.run(Call::new(op("held"), held), body()).await;
-    assert!(
-        matches!(refused, Err(Error::InProgress { .. })),
-        "{refused:?}"
-    );
-    assert!(!ran.load(Ordering::SeqCst));
-    match idem.release_held(&op("held")).await.unwrap() {
-        HeldRelease::Released(was) => assert_eq!(was.key(), &op("held")),
-        other => panic!("the held key is released, got {other:?}"),
-    }
-    let again = idem.run(Call::new(op("held"), held), body()).await.unwrap();
-    assert!(ran.load(Ordering::SeqCst) && !again.replayed && again.value == 2);
-    assert!(matches!(
-        idem.release_held(&op("done")).await.unwrap(),
-        HeldRelease::NotHeld(Some(_))
-    ));
-
-    assert_eq!(idem.purge_expired(100).await.unwrap(), 1);
-    assert_eq!(idem.inspect(&op("old")).await.unwrap(), None);
-    assert!(idem.inspect(&op("done")).await.unwrap().is_some());
+    let listed = inventory::the_handle_lists_inspects_releases_and_purges(db.store.clone()).await;
+    let op = |part: &str| key("op", &[part]);
+    assert_eq!(listed, [op("done"), op("held"), op("old")], "in key order");
 }
 
 idem_tests::backend_tests! {
