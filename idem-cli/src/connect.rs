@@ -8,7 +8,7 @@ use idem_core::Idempotency;
 use idem_stores::dynamodb::DynamoDbStore;
 use idem_stores::postgres::PostgresStore;
 use idem_stores::redis::client::Client;
-use idem_stores::redis::RedisStore;
+use idem_stores::redis::{RedisStore, RedisStoreBuilder};
 
 use crate::args::StoreArgs;
 use crate::failure::{chain, Failure};
@@ -98,14 +98,7 @@ async fn redis(url: &str, args: &StoreArgs, shown: &str) -> Result<RedisStore, F
             chain(&error)
         ))
     })?;
-    let mut builder = RedisStore::builder(client);
-    if let Some(prefix) = &args.prefix {
-        builder = builder.prefix(prefix);
-    }
-    builder
-        .connect()
-        .await
-        .map_err(|error| unreachable(shown, &error))
+    connect_redis(RedisStore::builder(client), args, shown).await
 }
 
 /// A store on a Redis Cluster.
@@ -119,7 +112,15 @@ async fn redis_cluster(
     if let Some(node) = nodes.first() {
         no_redis_tls(node)?;
     }
-    let mut builder = RedisStore::cluster_builder(&nodes);
+    connect_redis(RedisStore::cluster_builder(&nodes), args, shown).await
+}
+
+/// Connects the Redis store `builder` describes, under the options' prefix.
+async fn connect_redis(
+    mut builder: RedisStoreBuilder,
+    args: &StoreArgs,
+    shown: &str,
+) -> Result<RedisStore, Failure> {
     if let Some(prefix) = &args.prefix {
         builder = builder.prefix(prefix);
     }
