@@ -204,8 +204,10 @@ async fn records_survive_a_reshard_under_load() {
 async fn waiting_for_a_replica(cluster: &TestRedisCluster) -> RedisStore {
     let urls = cluster.urls();
     let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    // Long enough for a live replica on a loaded machine (half a second was not, while a
+    // failover's elections ran beside it); a shard without one is refused when it runs out.
     RedisStore::cluster_builder(&urls)
-        .wait_for_replicas(1, Duration::from_millis(500))
+        .wait_for_replicas(1, Duration::from_secs(5))
         .connect()
         .await
         .unwrap()
