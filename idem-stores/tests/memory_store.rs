@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use idem_core::{
     Call, Claim, Clock, Completed, Error, Fingerprint, Idempotency, InProgress, ManualClock,
-    Outcome, OwnerToken, Reservation, Store, Timestamp,
+    Outcome, OwnerToken, RecordState, Reservation, Store, Timestamp,
 };
 use idem_stores::memory::MemoryStore;
 
@@ -321,4 +321,52 @@ async fn purging_removes_a_record_exactly_at_its_expiry() {
     );
     assert_eq!(store.purge_expired(expiry), 1, "gone at its expiry");
     assert!(store.is_empty());
+}
+
+/// A clock that follows tokio's (paused) time, so that leases pass as timers fire.
+struct TokioClock(tokio::time::Instant);
+
+impl Clock for TokioClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_millis(1_700_000_000_000) + self.0.elapsed()
+    }
+}
+
+/// Without renewal, a call holds the key for the lease it was given and no longer, however
+/// long its body runs; a renewed call beside it still holds its key.
+#[tokio::test(start_paused = true)]
+async fn a_call_without_renewal_holds_only_the_lease_it_was_given() {
+    let idem = Idempotency::new(MemoryStore::new())
+        .with_clock(TokioClock(tokio::time::Instant::now()));
+    let lease = Duration::from_secs(30);
+    let call = |name: &str| {
+        let key = idem.key(name).finish().unwrap();
+        Call::new(key, Fingerprint::empty()).with_lease(lease)
+    };
+    let fixed = call("fixed").without_renewal();
+    assert!(!fixed.is_renewed() && call("renewed").is_renewed());
+    let never_ends = std::future::pending::<Result<u32, Error>>;
+    let renewed = tokio::spawn({
+        let (idem, call) = (idem.clone(), call("renewed"));
+        async move { idem.run(call, never_ends()).await }
+    });
+    let unrenewed = tokio::spawn({
+        let (idem, call) = (idem.clone(), fixed.clone());
+        async move { idem.run(call, never_ends()).await }
+    });
+
+    // Paused time moves only once every task waits: both bodies run, and every renewal
+    // that falls due in these 40 seconds has landed.
+    tokio::time::sleep(lease + Duration::from_secs(10)).await;
+    let state = |call: Call| {
+        let idem = idem.clone();
+        async move { idem.inspect(call.key()).await.unwrap().unwrap().state() }
+    };
+    assert_eq!(state(call("renewed")).await, RecordState::Running);
+    assert_eq!(state(fixed.clone()).await, RecordState::LeasePassed);
+
+    let retry = idem.run(fixed, async { Ok::<_, Error>(7) }).await.unwrap();
+    assert!(!retry.replayed, "the retry took the key over and ran");
+    renewed.abort();
+    unrenewed.abort();
 }

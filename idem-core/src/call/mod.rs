@@ -36,6 +36,7 @@ pub struct Call {
     pub(crate) lease: Duration,
     pub(crate) wait: Option<Duration>,
     pub(crate) renew_every: Option<Duration>,
+    pub(crate) renewed: bool,
     pub(crate) on_abort: OnAbort,
     pub(crate) max_outcome: Option<usize>,
     /// The scope of the key as the caller built it, once the key is shown by its digest.
@@ -53,6 +54,7 @@ impl Call {
             lease: DEFAULT_LEASE,
             wait: None,
             renew_every: None,
+            renewed: true,
             on_abort: OnAbort::Hold,
             max_outcome: None,
             clear_scope: None,
@@ -90,6 +92,21 @@ impl Call {
     pub fn with_renew_every(mut self, interval: Duration) -> Self {
         self.renew_every = Some(interval);
         self
+    }
+
+    /// Holds the reservation for the lease as set and never renews it: for a body that cannot
+    /// outlive a known deadline, such as a Lambda invocation, whose lease ends there. Once the
+    /// lease passes, a retry with the same fingerprint takes the key over even if the body is
+    /// still running, so set the lease no shorter than the body can take.
+    pub fn without_renewal(mut self) -> Self {
+        self.renewed = false;
+        self
+    }
+
+    /// Whether the lease is renewed while the body runs: `true` unless
+    /// [`without_renewal`](Call::without_renewal) was called.
+    pub fn is_renewed(&self) -> bool {
+        self.renewed
     }
 
     /// What a panic or a dropped future does to the key once the body has been polled

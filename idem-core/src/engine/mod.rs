@@ -281,7 +281,7 @@ impl Idempotency {
     {
         let owner = guard.owner().clone();
         let lease = Arc::new(Lease::new(held.lease_until()));
-        let renewal = Renewal::start(Renew {
+        let renew = Renew {
             store: self.store.clone(),
             clock: self.clock.clone(),
             key: call.key.clone(),
@@ -290,8 +290,12 @@ impl Idempotency {
             lease: call.lease,
             every: call.renew_every(),
             state: lease.clone(),
-        })
-        .await;
+        };
+        let renewal = if call.renewed {
+            Renewal::start(renew).await
+        } else {
+            Renewal::none()
+        };
         telemetry.body_starts(held.attempt(), held.fencing_token());
         let journal = Arc::new(Journal::new(
             journal::Owner {

@@ -44,23 +44,30 @@ pub(crate) struct Renew {
 /// ends it. When the store refuses a renewal, the record is read back before anything is
 /// concluded ([`lease::after_refusal`]): a record this call completed in the caller's own
 /// transaction ends renewal quietly, another owner's is a takeover, and renewal stops.
-pub(crate) struct Renewal(JoinHandle<()>);
+pub(crate) struct Renewal(Option<JoinHandle<()>>);
 
 impl Renewal {
     /// Spawns the renewal task and lets it set its timer.
     pub(crate) async fn start(renew: Renew) -> Self {
         // The guard exists before the first await, so a call dropped there stops the task.
-        let renewal = Renewal(tokio::spawn(renew.run().in_current_span()));
+        let renewal = Renewal(Some(tokio::spawn(renew.run().in_current_span())));
         // A task spawned from a worker waits in that worker's next-task slot, which other
         // workers can't steal from: let it set its timer before the body may hold the thread.
         tokio::task::yield_now().await;
         renewal
     }
+
+    /// No renewal: the lease holds as it was set ([`Call::without_renewal`](crate::Call::without_renewal)).
+    pub(crate) fn none() -> Self {
+        Renewal(None)
+    }
 }
 
 impl Drop for Renewal {
     fn drop(&mut self) {
-        self.0.abort();
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
     }
 }
 
