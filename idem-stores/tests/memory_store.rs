@@ -336,8 +336,8 @@ impl Clock for TokioClock {
 /// long its body runs; a renewed call beside it still holds its key.
 #[tokio::test(start_paused = true)]
 async fn a_call_without_renewal_holds_only_the_lease_it_was_given() {
-    let idem = Idempotency::new(MemoryStore::new())
-        .with_clock(TokioClock(tokio::time::Instant::now()));
+    let idem =
+        Idempotency::new(MemoryStore::new()).with_clock(TokioClock(tokio::time::Instant::now()));
     let lease = Duration::from_secs(30);
     let call = |name: &str| {
         let key = idem.key(name).finish().unwrap();
