@@ -1,0 +1,125 @@
+//! What an idempotent handler answers when it cannot run or replay, and how Lambda logs it.
+
+use std::fmt;
+
+use lambda_runtime::Diagnostic;
+
+use crate::ExpressionError;
+
+/// The error of an [`IdempotentHandler`](crate::IdempotentHandler): the handler's own, or why
+/// idempotency stopped the invocation.
+///
+/// Lambda reports it with an `errorType` that names the case, with Powertools' own names
+/// wherever Powertools has the case, so that alarms and log queries written for Powertools
+/// keep working; see [`error_type`](Error::error_type).
+#[derive(Debug)]
+pub enum Error<E> {
+    /// The handler ran and failed. The key was released, so a retry runs it again.
+    Handler(E),
+    /// The event has no idempotency key: the key expression selected `null` or nothing.
+    /// Nothing ran. Allow it with
+    /// [`raise_on_no_idempotency_key(false)`](crate::IdempotentHandlerBuilder::raise_on_no_idempotency_key).
+    KeyMissing {
+        /// The key expression.
+        expression: String,
+    },
+    /// A key or validation expression failed over the event (a `powertools_json` over text
+    /// that is not JSON, say). Nothing ran.
+    Expression(ExpressionError),
+    /// The handler has no name: the Lambda context gave none. Name it with
+    /// [`name`](crate::IdempotentHandlerBuilder::name).
+    Unnamed,
+    /// What idem said: an invocation with this key is running ([`idem_core::Error::InProgress`]),
+    /// the key came with another payload ([`idem_core::Error::Mismatch`]), the store failed,
+    /// and the rest.
+    Idempotency(idem_core::Error),
+}
+
+impl<E> Error<E> {
+    /// The `errorType` Lambda reports:
+    ///
+    /// | case | `errorType` |
+    /// |---|---|
+    /// | [`Handler`](Error::Handler) | the handler's own |
+    /// | in progress | `IdempotencyAlreadyInProgressError` |
+    /// | same key, another payload | `IdempotencyValidationError` |
+    /// | no key, a failed expression | `IdempotencyKeyError` |
+    /// | no name (idem-lambda's own) | `IdempotencyConfigError` |
+    /// | a store that failed or refused | `IdempotencyPersistenceLayerError` |
+    pub fn error_type(&self) -> Option<&'static str> {
+        Some(match self {
+            Error::Handler(_) => return None,
+            Error::KeyMissing { .. } | Error::Expression(_) => "IdempotencyKeyError",
+            Error::Unnamed => "IdempotencyConfigError",
+            Error::Idempotency(idem_core::Error::InProgress { .. }) => {
+                "IdempotencyAlreadyInProgressError"
+            }
+            Error::Idempotency(idem_core::Error::Mismatch { .. }) => "IdempotencyValidationError",
+            Error::Idempotency(idem_core::Error::InvalidKey(_)) => "IdempotencyKeyError",
+            Error::Idempotency(_) => "IdempotencyPersistenceLayerError",
+        })
+    }
+}
+
+impl<E> From<idem_core::Error> for Error<E> {
+    fn from(error: idem_core::Error) -> Self {
+        Error::Idempotency(error)
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Error<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Handler(error) => fmt::Display::fmt(error, f),
+            other => describe(other, f),
+        }
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> std::error::Error for Error<E> {}
+
+impl<E: Into<Diagnostic>> From<Error<E>> for Diagnostic {
+    fn from(error: Error<E>) -> Diagnostic {
+        let Some(error_type) = error.error_type() else {
+            let Error::Handler(handler) = error else {
+                unreachable!("only a handler's error has no type of its own")
+            };
+            return handler.into();
+        };
+        Diagnostic {
+            error_type: error_type.to_owned(),
+            error_message: Described(&error).to_string(),
+        }
+    }
+}
+
+/// What went wrong, for every case but the handler's own error.
+pub(crate) fn describe_to_string<E>(error: &Error<E>) -> String {
+    Described(error).to_string()
+}
+
+/// An error's description, whatever the handler's error is.
+struct Described<'a, E>(&'a Error<E>);
+
+impl<E> fmt::Display for Described<'_, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        describe(self.0, f)
+    }
+}
+
+/// Says what went wrong and what to do, for every case but the handler's own.
+fn describe<E>(error: &Error<E>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match error {
+        Error::Handler(_) => f.write_str("the handler failed"),
+        Error::KeyMissing { expression } => write!(
+            f,
+            "the event has no idempotency key: `{expression}` selected nothing; send the key, \
+             or allow events without one with raise_on_no_idempotency_key(false)"
+        ),
+        Error::Expression(error) => write!(f, "no idempotency key: {error}"),
+        Error::Unnamed => {
+            f.write_str("the Lambda context names no function; name the handler with .name(...)")
+        }
+        Error::Idempotency(error) => fmt::Display::fmt(error, f),
+    }
+}

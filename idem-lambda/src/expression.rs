@@ -1,0 +1,123 @@
+//! JMESPath expressions over an event, with Powertools' own functions.
+
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+use jmespath::ast::Ast;
+use jmespath::{Expression, Runtime};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::powertools;
+
+/// Compiles every expression: JMESPath's built-in functions, and `powertools_json`,
+/// `powertools_base64` and `powertools_base64_gzip` as Powertools defines them.
+static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
+    let mut runtime = Runtime::new();
+    runtime.register_builtin_functions();
+    powertools::register(&mut runtime);
+    runtime
+});
+
+/// A compiled JMESPath expression that picks data out of an event, such as
+/// `powertools_json(body).order_id`.
+///
+/// ```
+/// let path = idem_lambda::EventPath::parse("powertools_json(body).order_id").unwrap();
+/// let event = serde_json::json!({"body": "{\"order_id\": \"o-42\", \"amount\": 3}"});
+/// assert_eq!(path.select(&event).unwrap(), serde_json::json!("o-42"));
+/// ```
+#[derive(Clone)]
+pub struct EventPath(Arc<Expression<'static>>);
+
+impl EventPath {
+    /// Compiles `expression`, or says where it is not valid JMESPath.
+    pub fn parse(expression: &str) -> Result<EventPath, ExpressionError> {
+        let refused = |message: String| ExpressionError {
+            expression: expression.to_owned(),
+            message,
+        };
+        let compiled = RUNTIME
+            .compile(expression)
+            .map_err(|error| refused(error.to_string()))?;
+        // JMESPath finds an unknown function only when it runs; refuse it now instead of
+        // failing every event.
+        if let Some(unknown) = unknown_function(compiled.as_ast()) {
+            return Err(refused(format!(
+                "no function `{unknown}` (JMESPath's own functions and powertools_json, \
+                 powertools_base64, powertools_base64_gzip are known)"
+            )));
+        }
+        Ok(EventPath(Arc::new(compiled)))
+    }
+
+    /// The expression as it was written.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    /// Evaluates the expression over `event`: JSON `null` when it selects nothing.
+    pub fn select<T: Serialize + ?Sized>(&self, event: &T) -> Result<Value, ExpressionError> {
+        let failed = |message: String| ExpressionError {
+            expression: self.as_str().to_owned(),
+            message,
+        };
+        let data = jmespath::Variable::from_serializable(event)
+            .map_err(|error| failed(error.to_string()))?;
+        let found = self
+            .0
+            .search(data)
+            .map_err(|error| failed(error.to_string()))?;
+        serde_json::to_value(&*found).map_err(|error| failed(error.to_string()))
+    }
+}
+
+/// The first function `ast` calls that the runtime does not know.
+fn unknown_function(ast: &Ast) -> Option<&str> {
+    match ast {
+        Ast::Function { name, args, .. } => match RUNTIME.get_function(name) {
+            None => Some(name.as_str()),
+            Some(_) => first_unknown(args),
+        },
+        Ast::Comparison { lhs, rhs, .. }
+        | Ast::Projection { lhs, rhs, .. }
+        | Ast::And { lhs, rhs, .. }
+        | Ast::Or { lhs, rhs, .. }
+        | Ast::Subexpr { lhs, rhs, .. } => first_unknown([&**lhs, &**rhs]),
+        Ast::Condition {
+            predicate, then, ..
+        } => first_unknown([&**predicate, &**then]),
+        Ast::Expref { ast: node, .. }
+        | Ast::Flatten { node, .. }
+        | Ast::Not { node, .. }
+        | Ast::ObjectValues { node, .. } => unknown_function(node),
+        Ast::MultiList { elements, .. } => first_unknown(elements),
+        Ast::MultiHash { elements, .. } => first_unknown(elements.iter().map(|pair| &pair.value)),
+        Ast::Identity { .. }
+        | Ast::Field { .. }
+        | Ast::Index { .. }
+        | Ast::Literal { .. }
+        | Ast::Slice { .. } => None,
+    }
+}
+
+fn first_unknown<'a>(nodes: impl IntoIterator<Item = &'a Ast>) -> Option<&'a str> {
+    nodes.into_iter().find_map(unknown_function)
+}
+
+impl fmt::Debug for EventPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("EventPath").field(&self.as_str()).finish()
+    }
+}
+
+/// An expression that does not compile, or that failed over an event (a `powertools_json`
+/// over text that is not JSON, say).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("JMESPath expression `{expression}`: {message}")]
+pub struct ExpressionError {
+    /// The expression as it was written.
+    pub expression: String,
+    /// What JMESPath said.
+    pub message: String,
+}

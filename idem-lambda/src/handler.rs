@@ -1,0 +1,237 @@
+//! An idempotent Lambda handler: a tower service around any handler service.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use idem_core::Idempotency;
+use lambda_runtime::LambdaEvent;
+use serde::{de::DeserializeOwned, Serialize};
+use tower_service::Service;
+
+use crate::invocation::{self, CallOptions};
+use crate::selection::{Selector, Unselected};
+use crate::{Error, EventPath, ExpressionError};
+
+/// A Lambda handler that runs once per idempotency key: a retry of an event (another delivery,
+/// another request id, the same key) gets the first invocation's response without running the
+/// handler again.
+///
+/// It is a cloneable tower [`Service`] over [`LambdaEvent`]s, built with
+/// [`IdempotentHandler::builder`], and it goes to [`lambda_runtime::run`] as the handler it
+/// wraps would:
+///
+/// ```no_run
+/// use idem_core::Idempotency;
+/// use lambda_runtime::{service_fn, LambdaEvent};
+/// use serde_json::{json, Value};
+///
+/// async fn create_order(event: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
+///     Ok(json!({"statusCode": 201, "body": "created"}))
+/// }
+///
+/// # async fn demo(idem: Idempotency) -> Result<(), lambda_runtime::Error> {
+/// let handler = idem_lambda::IdempotentHandler::builder(idem)
+///     .name("orders")
+///     .event_key("powertools_json(body).order_id")
+///     .payload_validation("powertools_json(body).amount")
+///     .build(service_fn(create_order));
+/// lambda_runtime::run(handler).await
+/// # }
+/// ```
+///
+/// - The key is what the [`event_key`](IdempotentHandlerBuilder::event_key) expression selects
+///   from the event, under the handler's name.
+/// - A retry with the same key and the same key data (and
+///   [`payload_validation`](IdempotentHandlerBuilder::payload_validation) data) gets the stored
+///   response; with other data, [`Error::Idempotency`] with a mismatch
+///   (`IdempotencyValidationError`). While the first invocation runs, a duplicate gets an
+///   in-progress error (`IdempotencyAlreadyInProgressError`).
+/// - The reservation lasts until the invocation's deadline: after a timeout, the next delivery
+///   takes the key over and runs.
+/// - When the handler fails, the key is released and a retry runs it again.
+pub struct IdempotentHandler<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+/// What every clone of a handler shares.
+struct Shared {
+    idem: Idempotency,
+    name: Option<String>,
+    selector: Selector,
+    raise_on_no_key: bool,
+    options: CallOptions,
+}
+
+impl<S: Clone> Clone for IdempotentHandler<S> {
+    fn clone(&self) -> Self {
+        IdempotentHandler {
+            inner: self.inner.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl IdempotentHandler<()> {
+    /// Starts a handler on `idem`, whose store keeps the records (DynamoDB, as Powertools does,
+    /// or any other).
+    pub fn builder(idem: Idempotency) -> IdempotentHandlerBuilder {
+        IdempotentHandlerBuilder {
+            idem,
+            name: None,
+            key: None,
+            validation: None,
+            raise_on_no_key: true,
+            options: CallOptions::default(),
+        }
+    }
+}
+
+/// Configures an [`IdempotentHandler`]; [`event_key`](Self::event_key) is required.
+pub struct IdempotentHandlerBuilder {
+    idem: Idempotency,
+    name: Option<String>,
+    key: Option<Result<EventPath, ExpressionError>>,
+    validation: Option<Result<EventPath, ExpressionError>>,
+    raise_on_no_key: bool,
+    options: CallOptions,
+}
+
+impl IdempotentHandlerBuilder {
+    /// The function name keys are made under; by default the Lambda function's own name from
+    /// the invocation's context. Name it when two functions must share records, or when a
+    /// renamed function must keep its own.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The JMESPath expression that selects the idempotency key from the event, as Powertools
+    /// writes it (`powertools_json(body).order_id`, `[customer, order_id]`,
+    /// `headers."Idempotency-Key"`).
+    pub fn event_key(mut self, expression: &str) -> Self {
+        self.key = Some(EventPath::parse(expression));
+        self
+    }
+
+    /// A JMESPath expression for data a retry must repeat besides the key (an amount): a retry
+    /// with the same key and other data here is refused rather than replayed.
+    pub fn payload_validation(mut self, expression: &str) -> Self {
+        self.validation = Some(EventPath::parse(expression));
+        self
+    }
+
+    /// Whether an event without a key is refused (`true`, the default) or run without
+    /// idempotency (`false`). Powertools' option of the same name defaults to `false`; here
+    /// an event that slipped through without its key is not run unprotected unless asked for.
+    pub fn raise_on_no_idempotency_key(mut self, raise: bool) -> Self {
+        self.raise_on_no_key = raise;
+        self
+    }
+
+    /// How long a response is replayed, from the moment it was stored; 24 hours unless set
+    /// (Powertools' `expires_after_seconds` defaults to one hour).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.options.ttl = ttl;
+        self
+    }
+
+    /// The handler around `inner`.
+    ///
+    /// # Panics
+    ///
+    /// When no [`event_key`](Self::event_key) was set, or an expression is not valid JMESPath:
+    /// at cold start, with the expression and what is wrong with it. [`try_build`](Self::try_build)
+    /// returns the error instead.
+    pub fn build<S>(self, inner: S) -> IdempotentHandler<S> {
+        match self.try_build(inner) {
+            Ok(handler) => handler,
+            Err(error) => panic!("idem_lambda::IdempotentHandler: {error}"),
+        }
+    }
+
+    /// The handler around `inner`, or why the configuration is not valid.
+    pub fn try_build<S>(self, inner: S) -> Result<IdempotentHandler<S>, ExpressionError> {
+        let key = self.key.unwrap_or_else(|| {
+            Err(ExpressionError {
+                expression: String::new(),
+                message: "no event_key: set the expression that selects the key".into(),
+            })
+        })?;
+        let validation = self.validation.transpose()?;
+        Ok(IdempotentHandler {
+            inner,
+            shared: Arc::new(Shared {
+                idem: self.idem,
+                name: self.name,
+                selector: Selector { key, validation },
+                raise_on_no_key: self.raise_on_no_key,
+                options: self.options,
+            }),
+        })
+    }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<S, T> Service<LambdaEvent<T>> for IdempotentHandler<S>
+where
+    S: Service<LambdaEvent<T>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Serialize + DeserializeOwned + Send,
+    S::Error: Send,
+    T: Serialize + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = Error<S::Error>;
+    type Future = BoxFuture<Result<S::Response, Error<S::Error>>>;
+
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Error::Handler)
+    }
+
+    fn call(&mut self, event: LambdaEvent<T>) -> Self::Future {
+        // The clone that was made ready serves this event; the new one waits for its turn.
+        let fresh = self.inner.clone();
+        let mut ready = std::mem::replace(&mut self.inner, fresh);
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let Some(name) = invocation::name(shared.name.as_deref(), &event.context) else {
+                return Err(Error::Unnamed);
+            };
+            let selected = match shared.selector.select(&shared.idem, name, &event.payload) {
+                Ok(selected) => selected,
+                Err(Unselected::Missing) if !shared.raise_on_no_key => {
+                    tracing::warn!(
+                        target: crate::TARGET,
+                        expression = shared.selector.key.as_str(),
+                        "the event has no idempotency key; running it without idempotency"
+                    );
+                    return ready.call(event).await.map_err(Error::Handler);
+                }
+                Err(unselected) => return Err(unselected.into_error(&shared.selector)),
+            };
+            let call = shared.options.call(&shared.idem, selected, &event.context);
+            // The handler is called only once the key is reserved: a service may start work in
+            // `call` itself, before its future is polled.
+            let body = async move { ready.call(event).await.map_err(Error::Handler) };
+            shared.idem.run(call, body).await.map(|done| done.value)
+        })
+    }
+}
+
+impl Unselected {
+    /// The handler's error for an event that gave no key.
+    pub(crate) fn into_error<E>(self, selector: &Selector) -> Error<E> {
+        match self {
+            Unselected::Missing => Error::KeyMissing {
+                expression: selector.key.as_str().to_owned(),
+            },
+            Unselected::Expression(error) => Error::Expression(error),
+            Unselected::Idem(error) => Error::Idempotency(error),
+        }
+    }
+}

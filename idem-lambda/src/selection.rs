@@ -1,0 +1,115 @@
+//! The key and fingerprint an event's data gives a call.
+
+use idem_core::{Fingerprint, Idempotency, Key, KeyBuilder};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{EventPath, ExpressionError};
+
+/// Strings up to this many bytes are key parts as they are; longer ones by their digest.
+const MAX_CLEAR_PART: usize = 256;
+
+/// What picks an idempotency key, and the data a retry must repeat, out of an event.
+#[derive(Clone, Debug)]
+pub(crate) struct Selector {
+    pub(crate) key: EventPath,
+    pub(crate) validation: Option<EventPath>,
+}
+
+/// The key and fingerprint of one event.
+pub(crate) struct Selected {
+    pub(crate) key: Key,
+    pub(crate) fingerprint: Fingerprint,
+}
+
+/// Why an event gave no key.
+#[derive(Debug)]
+pub(crate) enum Unselected {
+    /// The key expression selected `null`, or nothing.
+    Missing,
+    /// The expression failed over the event.
+    Expression(ExpressionError),
+    /// The key or the fingerprint could not be built.
+    Idem(idem_core::Error),
+}
+
+impl Selector {
+    /// The key under `name` and the fingerprint of `event`: the key's data, and the
+    /// validation expression's result when there is one, so that the same data in another
+    /// envelope (another request id, another timestamp) is the same call.
+    pub(crate) fn select<T: Serialize + ?Sized>(
+        &self,
+        idem: &Idempotency,
+        name: &str,
+        event: &T,
+    ) -> Result<Selected, Unselected> {
+        let data = self.key.select(event).map_err(Unselected::Expression)?;
+        if is_missing(&data) {
+            return Err(Unselected::Missing);
+        }
+        inexact_number(&self.key, &data)?;
+        let validated = match &self.validation {
+            Some(path) => {
+                let validated = path.select(event).map_err(Unselected::Expression)?;
+                inexact_number(path, &validated)?;
+                Some(validated)
+            }
+            None => None,
+        };
+        let key = key_parts(idem.key(name), &data)
+            .and_then(KeyBuilder::finish)
+            .map_err(Unselected::Idem)?;
+        let fingerprint = Fingerprint::of(&(&data, &validated)).map_err(Unselected::Idem)?;
+        Ok(Selected { key, fingerprint })
+    }
+}
+
+/// Refuses data holding a number that JSON parsing may have rounded: an integer beyond 64
+/// bits becomes the nearest double, so two different order numbers could share a key, or a
+/// changed amount pass validation.
+fn inexact_number(path: &EventPath, data: &Value) -> Result<(), Unselected> {
+    /// Every integer up to 2^53 has a double of its own.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    let inexact = match data {
+        Value::Number(number) => number
+            .as_f64()
+            .is_some_and(|float| !number.is_i64() && !number.is_u64() && float.abs() > EXACT),
+        Value::Array(items) => return items.iter().try_for_each(|item| inexact_number(path, item)),
+        Value::Object(fields) => {
+            return fields
+                .values()
+                .try_for_each(|field| inexact_number(path, field))
+        }
+        _ => false,
+    };
+    if inexact {
+        return Err(Unselected::Expression(ExpressionError {
+            expression: path.as_str().to_owned(),
+            message: format!(
+                "selected the number {data}, too large to compare exactly; send it as a string"
+            ),
+        }));
+    }
+    Ok(())
+}
+
+/// `null`, or a list or object of nothing but nulls: Powertools takes either as no key.
+fn is_missing(data: &Value) -> bool {
+    match data {
+        Value::Null => true,
+        Value::Array(items) => items.iter().all(Value::is_null),
+        Value::Object(fields) => fields.values().all(Value::is_null),
+        _ => false,
+    }
+}
+
+/// A string is its own key part, readable by `idem get`; any other value takes two parts, its
+/// type and its text or digest, so that `"42"` and `42` are different keys.
+fn key_parts(key: KeyBuilder, data: &Value) -> Result<KeyBuilder, idem_core::Error> {
+    Ok(match data {
+        Value::String(text) if text.len() <= MAX_CLEAR_PART => key.part(text.as_str()),
+        Value::Number(number) => key.part("#number").part(&number.to_string()),
+        Value::Bool(flag) => key.part("#bool").part(&flag.to_string()),
+        other => key.part("#sha256").part(&Fingerprint::of(other)?.to_hex()),
+    })
+}

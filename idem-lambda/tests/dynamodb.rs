@@ -1,0 +1,38 @@
+//! The handler's and the batch processor's scenarios on the DynamoDB store, against
+//! moto_server: where Powertools keeps its records.
+
+mod scenarios;
+
+use idem_tests::dynamodb::TestDynamo;
+use scenarios::Subject;
+
+macro_rules! on_dynamodb {
+    ($($module:ident::$scenario:ident),* $(,)?) => {
+        $(
+            async fn $scenario() {
+                let Some(dynamo) = TestDynamo::start().await else {
+                    return;
+                };
+                scenarios::$module::$scenario(Subject::new(dynamo.store.clone())).await;
+            }
+        )*
+        idem_tests::backend_tests!($(async $scenario),*);
+    };
+}
+
+on_dynamodb!(
+    handler::a_retry_in_a_new_envelope_replays,
+    handler::a_changed_payload_under_the_same_key_is_refused,
+    handler::a_duplicate_in_flight_is_told_in_progress,
+    handler::a_timed_out_invocation_is_taken_over_after_its_deadline,
+    handler::a_deadline_already_past_keeps_the_renewed_lease,
+    handler::an_event_without_a_key_is_refused_unless_allowed,
+    handler::a_failed_invocation_runs_again,
+    handler::keys_keep_their_type_and_their_exact_value,
+    sqs::a_duplicate_in_the_batch_runs_once,
+    sqs::only_failures_are_reported_and_redelivery_runs_only_them,
+    sqs::a_fifo_batch_stops_at_the_first_failure,
+    sqs::different_keys_run_concurrently_and_one_key_in_order,
+    sqs::messages_without_keys_or_with_changed_payloads_fail,
+    sqs::a_message_held_by_another_invocation_is_reported,
+);

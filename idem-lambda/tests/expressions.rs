@@ -1,0 +1,114 @@
+//! JMESPath expressions as Powertools writes them, and configuration errors at build time.
+
+use std::io::Write;
+
+use base64::Engine;
+use idem_core::Idempotency;
+use idem_lambda::{EventPath, IdempotentHandler};
+use idem_stores::memory::MemoryStore;
+use serde_json::{json, Value};
+
+fn select(expression: &str, event: Value) -> Result<Value, idem_lambda::ExpressionError> {
+    EventPath::parse(expression).unwrap().select(&event)
+}
+
+fn base64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[test]
+fn powertools_json_reads_a_json_body() {
+    let event = json!({"body": "{\"order\": {\"id\": 7, \"lines\": [\"a\", \"b\"]}}"});
+    assert_eq!(
+        select("powertools_json(body).order.id", event.clone()).unwrap(),
+        json!(7)
+    );
+    assert_eq!(
+        select("[powertools_json(body).order.id, headers.missing]", event).unwrap(),
+        json!([7, null])
+    );
+    let error = select("powertools_json(body)", json!({"body": "id=7"})).unwrap_err();
+    assert!(
+        error.message.contains("powertools_json: not JSON"),
+        "{error}"
+    );
+    assert_eq!(
+        select("powertools_json(body)", json!({})).unwrap(),
+        Value::Null
+    );
+}
+
+#[test]
+fn powertools_base64_and_base64_gzip_decode_text() {
+    let encoded = base64(b"{\"id\": \"o-1\"}");
+    let event = json!({"data": encoded});
+    assert_eq!(
+        select("powertools_json(powertools_base64(data)).id", event).unwrap(),
+        json!("o-1")
+    );
+
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(b"{\"logEvents\": [{\"id\": \"e-9\"}]}")
+        .unwrap();
+    let event = json!({"awslogs": {"data": base64(&gzip.finish().unwrap())}});
+    let path = "powertools_json(powertools_base64_gzip(awslogs.data)).logEvents[0].id";
+    assert_eq!(select(path, event).unwrap(), json!("e-9"));
+
+    let error = select("powertools_base64(data)", json!({"data": "***"})).unwrap_err();
+    assert!(error.message.contains("not base64"), "{error}");
+    let error = select(
+        "powertools_base64_gzip(data)",
+        json!({"data": base64(b"plain")}),
+    )
+    .unwrap_err();
+    assert!(error.message.contains("not gzip"), "{error}");
+    let error = select(
+        "powertools_base64(data)",
+        json!({"data": base64(&[0xff, 0xfe])}),
+    )
+    .unwrap_err();
+    assert!(error.message.contains("not UTF-8"), "{error}");
+    let error = select("powertools_base64(data)", json!({"data": 42})).unwrap_err();
+    assert!(error.message.contains("expects type"), "{error}");
+}
+
+#[test]
+fn an_invalid_expression_is_refused_with_where_it_breaks() {
+    let error = EventPath::parse("powertools_json(body).[").unwrap_err();
+    assert_eq!(error.expression, "powertools_json(body).[");
+    for unknown in [
+        "no_such_function(body)",
+        "powertools_json(body).[id, powertool_json(body)]",
+        "items[?length(powertools_jsn(@)) > `0`]",
+    ] {
+        let error = EventPath::parse(unknown).unwrap_err();
+        assert!(error.message.contains("no function `"), "{error}");
+    }
+
+    let idem = Idempotency::new(MemoryStore::new());
+    let built = IdempotentHandler::builder(idem.clone())
+        .event_key("body.[")
+        .try_build(());
+    assert!(built.is_err());
+    let unkeyed = IdempotentHandler::builder(idem).try_build(());
+    let Err(error) = unkeyed else {
+        panic!("a handler needs an event_key")
+    };
+    assert!(error.message.contains("event_key"), "{error}");
+}
+
+#[test]
+#[should_panic(expected = "idem_lambda::IdempotentHandler: JMESPath expression `body.[`")]
+fn build_panics_at_cold_start_on_an_invalid_expression() {
+    let idem = Idempotency::new(MemoryStore::new());
+    let _ = IdempotentHandler::builder(idem)
+        .event_key("body.[")
+        .build(());
+}
+
+#[test]
+#[should_panic(expected = "idem_lambda::sqs::BatchProcessor: JMESPath expression")]
+fn a_batch_processor_panics_at_cold_start_on_an_invalid_expression() {
+    let idem = Idempotency::new(MemoryStore::new());
+    let _ = idem_lambda::sqs::BatchProcessor::new(idem).event_key("[[");
+}

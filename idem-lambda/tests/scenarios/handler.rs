@@ -1,0 +1,476 @@
+//! The idempotent handler: replay across envelopes, validation, in-flight duplicates, the
+//! deadline lease, missing keys and failures.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem_lambda::{Error, IdempotentHandler};
+use lambda_runtime::{service_fn, Diagnostic, LambdaEvent, Service};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, Semaphore};
+
+use super::Subject;
+
+type HandlerError = lambda_runtime::Error;
+type Answer = Result<Value, Error<HandlerError>>;
+
+/// An API Gateway event whose JSON body holds `order_id` and `amount`.
+pub fn api_event(order_id: Value, amount: u64, request_id: &str) -> Value {
+    let body = json!({"order_id": order_id, "amount": amount}).to_string();
+    json!({
+        "body": body,
+        "requestContext": {"requestId": request_id, "requestTimeEpoch": 1_700_000_000_000u64},
+    })
+}
+
+/// A handler that counts its runs and answers with the request id that ran it.
+fn counting(
+    runs: &Arc<AtomicUsize>,
+) -> impl Service<LambdaEvent<Value>, Response = Value, Error = HandlerError, Future = impl Send>
+       + Clone
+       + Send
+       + 'static {
+    let runs = runs.clone();
+    service_fn(move |event: LambdaEvent<Value>| {
+        let runs = runs.clone();
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, HandlerError>(json!({"statusCode": 201, "body": event.context.request_id}))
+        }
+    })
+}
+
+fn orders(subject: &Subject) -> idem_lambda::IdempotentHandlerBuilder {
+    IdempotentHandler::builder(subject.idem.clone()).event_key("powertools_json(body).order_id")
+}
+
+async fn invoke<S>(handler: &mut S, subject: &Subject, event: Value, request_id: &str) -> Answer
+where
+    S: Service<LambdaEvent<Value>, Response = Value, Error = Error<HandlerError>>,
+{
+    let event = LambdaEvent::new(event, subject.context(request_id));
+    handler.call(event).await
+}
+
+fn error_type(answer: Answer) -> String {
+    Diagnostic::from(answer.expect_err("an error")).error_type
+}
+
+/// A retry in another envelope (request id, timestamp) gets the first response; the handler
+/// ran once.
+pub async fn a_retry_in_a_new_envelope_replays(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut handler = orders(&subject).build(counting(&runs));
+    let first = invoke(
+        &mut handler,
+        &subject,
+        api_event(json!("o-1"), 300, "req-1"),
+        "req-1",
+    )
+    .await
+    .unwrap();
+    let mut retry_event = api_event(json!("o-1"), 300, "req-2");
+    retry_event["requestContext"]["requestTimeEpoch"] = json!(1_700_000_009_000u64);
+    let retry = invoke(&mut handler, &subject, retry_event, "req-2")
+        .await
+        .unwrap();
+    assert_eq!(first["body"], "req-1");
+    assert_eq!(retry, first, "the retry replays the first response");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let other = invoke(
+        &mut handler,
+        &subject,
+        api_event(json!("o-2"), 300, "req-3"),
+        "req-3",
+    )
+    .await
+    .unwrap();
+    assert_eq!(other["body"], "req-3", "another key runs");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// With `payload_validation`, the same key with another amount is refused, as
+/// `IdempotencyValidationError`; without it, the amount is not part of the call.
+pub async fn a_changed_payload_under_the_same_key_is_refused(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut validated = orders(&subject)
+        .name("validated")
+        .payload_validation("powertools_json(body).amount")
+        .build(counting(&runs));
+    invoke(
+        &mut validated,
+        &subject,
+        api_event(json!("o-1"), 300, "r1"),
+        "r1",
+    )
+    .await
+    .unwrap();
+    let changed = invoke(
+        &mut validated,
+        &subject,
+        api_event(json!("o-1"), 999, "r2"),
+        "r2",
+    )
+    .await;
+    assert!(
+        matches!(
+            changed,
+            Err(Error::Idempotency(idem_core::Error::Mismatch { .. }))
+        ),
+        "{changed:?}"
+    );
+    let changed = invoke(
+        &mut validated,
+        &subject,
+        api_event(json!("o-1"), 999, "r3"),
+        "r3",
+    )
+    .await;
+    assert_eq!(error_type(changed), "IdempotencyValidationError");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let mut unvalidated = orders(&subject).name("unvalidated").build(counting(&runs));
+    invoke(
+        &mut unvalidated,
+        &subject,
+        api_event(json!("o-1"), 300, "r4"),
+        "r4",
+    )
+    .await
+    .unwrap();
+    let replayed = invoke(
+        &mut unvalidated,
+        &subject,
+        api_event(json!("o-1"), 999, "r5"),
+        "r5",
+    )
+    .await
+    .unwrap();
+    assert_eq!(replayed["body"], "r4");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// A duplicate delivered while the first invocation runs is told it is in progress, and runs
+/// nothing; once the first finishes, a retry replays it.
+pub async fn a_duplicate_in_flight_is_told_in_progress(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(Semaphore::new(0));
+    let (started, mut first_started) = mpsc::unbounded_channel();
+    let service = service_fn({
+        let (runs, gate) = (runs.clone(), gate.clone());
+        move |event: LambdaEvent<Value>| {
+            let (runs, gate, started) = (runs.clone(), gate.clone(), started.clone());
+            async move {
+                // Only the first run waits: a duplicate let in would answer at once.
+                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                    started.send(()).unwrap();
+                    let _open = gate.acquire().await.unwrap();
+                }
+                Ok::<_, HandlerError>(json!({"body": event.context.request_id}))
+            }
+        }
+    });
+    let handler = orders(&subject).build(service);
+    let first = tokio::spawn({
+        let mut handler = handler.clone();
+        let event = LambdaEvent::new(api_event(json!("o-7"), 1, "r1"), subject.context("r1"));
+        async move { handler.call(event).await }
+    });
+    first_started.recv().await.unwrap();
+    let mut duplicate = handler.clone();
+    let answer = invoke(
+        &mut duplicate,
+        &subject,
+        api_event(json!("o-7"), 1, "r2"),
+        "r2",
+    )
+    .await;
+    assert_eq!(error_type(answer), "IdempotencyAlreadyInProgressError");
+    gate.add_permits(1);
+    let first = first.await.unwrap().unwrap();
+    let retry = invoke(
+        &mut duplicate,
+        &subject,
+        api_event(json!("o-7"), 1, "r3"),
+        "r3",
+    )
+    .await
+    .unwrap();
+    assert_eq!(retry, first);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// The reservation lasts until the invocation's deadline, not renewed: before it, a
+/// redelivery is told the first is in progress; once Lambda ended the timed-out invocation,
+/// the next delivery takes the key over and runs.
+pub async fn a_timed_out_invocation_is_taken_over_after_its_deadline(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let handler = orders(&subject).build(service_fn({
+        let runs = runs.clone();
+        move |event: LambdaEvent<Value>| {
+            let runs = runs.clone();
+            async move {
+                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                    // The first invocation hangs until Lambda ends it.
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, HandlerError>(json!({"body": event.context.request_id}))
+            }
+        }
+    }));
+    let left = Duration::from_secs(10);
+    let timed_out = {
+        let mut handler = handler.clone();
+        let event = LambdaEvent::new(
+            api_event(json!("o-9"), 1, "r1"),
+            subject.context_with("r1", left),
+        );
+        tokio::spawn(async move { handler.call(event).await })
+    };
+    while runs.load(Ordering::SeqCst) == 0 {
+        tokio::task::yield_now().await;
+    }
+    let mut redelivery = handler.clone();
+    subject.clock.advance(left - Duration::from_secs(1));
+    let early = invoke(
+        &mut redelivery,
+        &subject,
+        api_event(json!("o-9"), 1, "r2"),
+        "r2",
+    )
+    .await;
+    assert_eq!(error_type(early), "IdempotencyAlreadyInProgressError");
+
+    // Lambda ends the invocation at its deadline: its process, and the call with it, is gone.
+    timed_out.abort();
+    subject.clock.advance(Duration::from_secs(2));
+    let taken_over = invoke(
+        &mut redelivery,
+        &subject,
+        api_event(json!("o-9"), 1, "r3"),
+        "r3",
+    )
+    .await
+    .unwrap();
+    assert_eq!(taken_over["body"], "r3");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// A deadline already past when the invocation starts (cargo-lambda's emulator sends
+/// `600000`, a duration, where Lambda sends a time) keeps idem's renewed lease: a duplicate a
+/// while later is still told the first is in progress.
+pub async fn a_deadline_already_past_keeps_the_renewed_lease(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(Semaphore::new(0));
+    let (started, mut first_started) = mpsc::unbounded_channel();
+    let handler = orders(&subject).build(service_fn({
+        let (runs, gate) = (runs.clone(), gate.clone());
+        move |_: LambdaEvent<Value>| {
+            let (runs, gate, started) = (runs.clone(), gate.clone(), started.clone());
+            async move {
+                // Only the first run waits: a duplicate let in would answer at once.
+                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                    started.send(()).unwrap();
+                    let _open = gate.acquire().await.unwrap();
+                }
+                Ok::<_, HandlerError>(json!({}))
+            }
+        }
+    }));
+    let mut context = subject.context("r1");
+    context.deadline = 600_000;
+    let first = tokio::spawn({
+        let mut handler = handler.clone();
+        let event = LambdaEvent::new(api_event(json!("o-8"), 1, "r1"), context);
+        async move { handler.call(event).await }
+    });
+    first_started.recv().await.unwrap();
+    subject.clock.advance(Duration::from_secs(5));
+    let mut duplicate = handler.clone();
+    let answer = invoke(
+        &mut duplicate,
+        &subject,
+        api_event(json!("o-8"), 1, "r2"),
+        "r2",
+    )
+    .await;
+    assert_eq!(error_type(answer), "IdempotencyAlreadyInProgressError");
+    gate.add_permits(1);
+    first.await.unwrap().unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// An event without its key is refused as `IdempotencyKeyError` and runs nothing; with
+/// `raise_on_no_idempotency_key(false)` it runs, every time, without idempotency.
+pub async fn an_event_without_a_key_is_refused_unless_allowed(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let no_key = || json!({"body": "{\"amount\": 3}"});
+    let null_key = || json!({"body": "{\"order_id\": null}"});
+    let mut strict = orders(&subject).build(counting(&runs));
+    for event in [no_key(), null_key(), json!({"headers": {}})] {
+        let answer = invoke(&mut strict, &subject, event, "r1").await;
+        assert!(
+            matches!(answer, Err(Error::KeyMissing { .. })),
+            "{answer:?}"
+        );
+    }
+    let answer = invoke(&mut strict, &subject, no_key(), "r1").await;
+    let diagnostic = Diagnostic::from(answer.unwrap_err());
+    assert_eq!(diagnostic.error_type, "IdempotencyKeyError");
+    assert!(
+        diagnostic
+            .error_message
+            .contains("powertools_json(body).order_id"),
+        "{}",
+        diagnostic.error_message
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    let mut lenient = orders(&subject)
+        .raise_on_no_idempotency_key(false)
+        .build(counting(&runs));
+    for request in ["r2", "r3"] {
+        invoke(&mut lenient, &subject, no_key(), request)
+            .await
+            .unwrap();
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "no key, no idempotency");
+}
+
+/// A body that is not JSON under `powertools_json` gives no key: refused, nothing runs.
+pub async fn a_body_that_is_not_json_is_refused(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut handler = orders(&subject)
+        .raise_on_no_idempotency_key(false)
+        .build(counting(&runs));
+    let answer = invoke(
+        &mut handler,
+        &subject,
+        json!({"body": "order_id=o-1"}),
+        "r1",
+    )
+    .await;
+    assert!(matches!(answer, Err(Error::Expression(_))), "{answer:?}");
+    let answer = invoke(&mut handler, &subject, json!({"body": "{"}), "r1").await;
+    assert_eq!(error_type(answer), "IdempotencyKeyError");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+/// A failed handler releases its key: the retry runs again, and its success is replayed.
+pub async fn a_failed_invocation_runs_again(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut handler = orders(&subject).build(service_fn({
+        let runs = runs.clone();
+        move |event: LambdaEvent<Value>| {
+            let runs = runs.clone();
+            async move {
+                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                    return Err(HandlerError::from("the payment provider timed out"));
+                }
+                Ok(json!({"body": event.context.request_id}))
+            }
+        }
+    }));
+    let failed = invoke(
+        &mut handler,
+        &subject,
+        api_event(json!("o-3"), 1, "r1"),
+        "r1",
+    )
+    .await;
+    let Err(Error::Handler(error)) = failed else {
+        panic!("the handler's own error: {failed:?}")
+    };
+    assert_eq!(error.to_string(), "the payment provider timed out");
+    let retried = invoke(
+        &mut handler,
+        &subject,
+        api_event(json!("o-3"), 1, "r2"),
+        "r2",
+    )
+    .await
+    .unwrap();
+    let replayed = invoke(
+        &mut handler,
+        &subject,
+        api_event(json!("o-3"), 1, "r3"),
+        "r3",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (retried["body"].as_str(), replayed),
+        (Some("r2"), retried.clone())
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// Keys are typed: the number 42 and the string "42" are two keys; a list key works; a
+/// number too large to compare exactly is refused rather than confused with its neighbour.
+pub async fn keys_keep_their_type_and_their_exact_value(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut handler = orders(&subject).build(counting(&runs));
+    for (order_id, request) in [
+        (json!(42), "r1"),
+        (json!("42"), "r2"),
+        (json!([1, "a"]), "r3"),
+    ] {
+        let done = invoke(
+            &mut handler,
+            &subject,
+            api_event(order_id, 1, request),
+            request,
+        )
+        .await
+        .unwrap();
+        assert_eq!(done["body"], request, "a key of its own");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+
+    for huge in ["123456789012345678901", "123456789012345678902"] {
+        let event = json!({"body": format!("{{\"order_id\": {huge}}}")});
+        let answer = invoke(&mut handler, &subject, event, "r4").await;
+        let Err(Error::Expression(error)) = &answer else {
+            panic!("refused: {answer:?}")
+        };
+        assert!(error.message.contains("as a string"), "{error}");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+/// The handler is keyed under the function's name from the context unless named, and one
+/// with neither is refused with what to do.
+pub async fn the_name_comes_from_the_context_unless_given(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut by_context = orders(&subject).build(counting(&runs));
+    let mut named = orders(&subject).name("orders-fn").build(counting(&runs));
+    let mut other = orders(&subject).name("refunds").build(counting(&runs));
+    invoke(
+        &mut by_context,
+        &subject,
+        api_event(json!("o-5"), 1, "r1"),
+        "r1",
+    )
+    .await
+    .unwrap();
+    let same = invoke(&mut named, &subject, api_event(json!("o-5"), 1, "r2"), "r2")
+        .await
+        .unwrap();
+    assert_eq!(same["body"], "r1", "the context's name, shared");
+    let separate = invoke(&mut other, &subject, api_event(json!("o-5"), 1, "r3"), "r3")
+        .await
+        .unwrap();
+    assert_eq!(separate["body"], "r3");
+
+    let mut context = subject.context("r4");
+    context.env_config = Arc::new(lambda_runtime::Config::default());
+    let unnamed = by_context
+        .call(LambdaEvent::new(api_event(json!("o-5"), 1, "r4"), context))
+        .await;
+    let diagnostic = Diagnostic::from(unnamed.unwrap_err());
+    assert_eq!(diagnostic.error_type, "IdempotencyConfigError");
+    assert!(diagnostic.error_message.contains(".name("));
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
