@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every example, so that their own assertions run too: the payment scenario and the axum
-# server on the memory store, then the Redis, DynamoDB and PostgreSQL examples against a
+# server on the memory store, then the Redis, DynamoDB, Lambda and PostgreSQL examples against a
 # redis-server, a moto_server and a PostgreSQL cluster (initdb into a temporary directory)
 # started here on free loopback ports and stopped on exit. Needs what scripts/services.sh
 # installs.
@@ -75,6 +75,47 @@ wait_for_port "$moto_port"
 echo "examples: dynamodb_payments (moto_server on port $moto_port)"
 IDEM_DYNAMODB_ENDPOINT="http://127.0.0.1:$moto_port" \
     cargo run -q -p idem-examples --all-features --example dynamodb_payments
+echo "examples: lambda_orders (an idempotent Lambda handler, moto_server on port $moto_port)"
+IDEM_DYNAMODB_ENDPOINT="http://127.0.0.1:$moto_port" \
+    cargo run -q -p idem-examples --all-features --example lambda_orders
+echo "examples: sqs_batch (an SQS batch with a duplicate and a failure, moto_server on port $moto_port)"
+IDEM_DYNAMODB_ENDPOINT="http://127.0.0.1:$moto_port" \
+    cargo run -q -p idem-examples --all-features --example sqs_batch
+
+# A whole Lambda function under cargo-lambda's emulator of the Lambda Runtime API: one event
+# invoked twice runs the handler once, and the retry gets the first response.
+cargo build -q -p idem-examples --all-features --example lambda_function
+lambda_port=$(free_port)
+"$services_dir/venv/bin/cargo-lambda" lambda watch --only-lambda-apis \
+    -A 127.0.0.1 -P "$lambda_port" >"$scratch/cargo-lambda.log" 2>&1 &
+pids+=($!)
+wait_for_port "$lambda_port"
+echo "examples: lambda_function (cargo-lambda's Runtime API on port $lambda_port, moto_server on port $moto_port)"
+AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$lambda_port/.rt" AWS_LAMBDA_FUNCTION_NAME=orders \
+    AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128 \
+    IDEM_DYNAMODB_ENDPOINT="http://127.0.0.1:$moto_port" \
+    cargo run -q -p idem-examples --all-features --example lambda_function \
+    >"$scratch/lambda_function.log" 2>&1 &
+pids+=($!)
+python3 - "$lambda_port" <<'PY' || { cat "$scratch/lambda_function.log" "$scratch/cargo-lambda.log" >&2; exit 1; }
+import json, sys, urllib.request
+
+url = f"http://127.0.0.1:{sys.argv[1]}/2015-03-31/functions/_/invocations"
+
+def invoke(order_id):
+    event = {"body": json.dumps({"order_id": order_id})}
+    request = urllib.request.Request(url, data=json.dumps(event).encode(), method="POST")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(json.loads(response.read())["body"])
+
+first, retry, other = invoke("o-1"), invoke("o-1"), invoke("o-2")
+print(f"  first invocation:  {first}")
+print(f"  the same event:    {retry}")
+print(f"  another order:     {other}")
+assert retry == first, "the retry replays the first response"
+assert (first["run"], other["run"]) == (1, 2), "the handler ran once per order"
+assert first["request_id"] != other["request_id"]
+PY
 
 postgres_port=$(free_port)
 as_postgres_user "$pg_bin/initdb" -D "$pg_dir/data" -U postgres --auth=trust --no-sync \

@@ -3,6 +3,7 @@
 #   redis-server (Debian package redis-server)
 #   moto_server  (PyPI moto[dynamodb,server], in a virtualenv)
 #   initdb, postgres (Debian package postgresql, in /usr/lib/postgresql/<version>/bin)
+#   cargo-lambda (PyPI cargo-lambda, in the same virtualenv: the examples' Lambda Runtime API)
 # The tests start and stop their own server processes; this script only installs them.
 # The virtualenv lives in $IDEM_SERVICES_DIR (default ~/.cache/idem-services), where the test
 # harness looks for moto_server.
@@ -10,6 +11,7 @@ set -euo pipefail
 
 services_dir="${IDEM_SERVICES_DIR:-$HOME/.cache/idem-services}"
 moto_version="${IDEM_MOTO_VERSION:-5.2.5}"
+cargo_lambda_version="${IDEM_CARGO_LAMBDA_VERSION:-1.9.2}"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -46,3 +48,9 @@ if [ ! -x "$services_dir/venv/bin/moto_server" ]; then
     "$services_dir/venv/bin/pip" install --quiet --disable-pip-version-check "moto[dynamodb,server]==$moto_version"
 fi
 echo "services: moto $("$services_dir/venv/bin/python" -c 'import moto; print(moto.__version__)') at $services_dir/venv/bin/moto_server"
+
+if [ ! -x "$services_dir/venv/bin/cargo-lambda" ]; then
+    echo "services: installing cargo-lambda into $services_dir/venv"
+    "$services_dir/venv/bin/pip" install --quiet --disable-pip-version-check "cargo-lambda==$cargo_lambda_version"
+fi
+echo "services: $("$services_dir/venv/bin/cargo-lambda" lambda --version) at $services_dir/venv/bin/cargo-lambda"
