@@ -9,6 +9,6 @@ cd "$(dirname "$0")/.."
 
 RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs -D warnings" \
     cargo doc -p idem-core -p idem-macros -p idem-stores -p idem-http -p idem-client \
-    -p idem-conformance \
+    -p idem-conformance -p idem-lambda \
     --all-features --no-deps \
     --target-dir target/docsrs "$@"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Packages every published crate as `cargo publish` would, and builds each package from its
-# own sources: idem-macros, idem-core, idem-conformance, idem-stores, idem-http, idem-client and
-# idem-cli, in dependency order, the later ones against the earlier ones' packages rather than
-# crates.io. Then checks that every store feature builds on its own, without features that other
-# workspace members turn on.
+# own sources: idem-macros, idem-core, idem-conformance, idem-stores, idem-http, idem-client,
+# idem-cli and idem-lambda, in dependency order, the later ones against the earlier ones'
+# packages rather than crates.io. Then checks that every store feature builds on its own,
+# without features that other workspace members turn on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +15,7 @@ cargo_home="${CARGO_HOME:-$HOME/.cargo}"
 rm -rf "$cargo_home"/registry/src/-*/idem-*
 
 cargo package -p idem-macros -p idem-core -p idem-conformance -p idem-stores -p idem-http \
-    -p idem-client -p idem-cli "$@"
+    -p idem-client -p idem-cli -p idem-lambda "$@"
 
 for feature in memory redis redis-cluster dynamodb postgres; do
     cargo check -p idem-stores --no-default-features --features "$feature"
