@@ -56,6 +56,7 @@ pub mod sqs;
 pub use error::Error;
 pub use expression::{EventPath, ExpressionError};
 pub use handler::{IdempotentHandler, IdempotentHandlerBuilder};
+pub use powertools::MAX_INFLATED;
 
 /// The `tracing` target of this crate's events.
 pub const TARGET: &str = "idem_lambda";

@@ -8,6 +8,10 @@ use base64::Engine;
 use jmespath::functions::{ArgumentType, CustomFunction, Signature};
 use jmespath::{Context, ErrorReason, JmespathError, Rcvar, Runtime, Variable};
 
+/// The most `powertools_base64_gzip` inflates: far above a CloudWatch Logs delivery (about
+/// 1 MB decompressed), far below what a Lambda function's memory holds.
+pub const MAX_INFLATED: usize = 64 * 1024 * 1024;
+
 /// Adds the three functions to `runtime`.
 pub(crate) fn register(runtime: &mut Runtime) {
     // `null` in, `null` out: an event without the field has no key, rather than a broken one.
@@ -61,9 +65,15 @@ fn base64_gzip_text(args: &[Rcvar], ctx: &mut Context<'_>) -> Result<Rcvar, Jmes
     };
     let compressed = decode_base64(text, ctx, name)?;
     let mut bytes = Vec::new();
+    // A few megabytes of event can hold gigabytes of zeros: decode no more than the bound.
     flate2::read::GzDecoder::new(compressed.as_slice())
+        .take(MAX_INFLATED as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|error| failed(ctx, name, &format!("not gzip: {error}")))?;
+    if bytes.len() > MAX_INFLATED {
+        let why = format!("decompresses to more than {MAX_INFLATED} bytes");
+        return Err(failed(ctx, name, &why));
+    }
     utf8(bytes, ctx, name)
 }
 

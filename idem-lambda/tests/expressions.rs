@@ -72,6 +72,25 @@ fn powertools_base64_and_base64_gzip_decode_text() {
     assert!(error.message.contains("expects type"), "{error}");
 }
 
+/// A small event that inflates without bound (a gzip bomb) is refused at the bound, not
+/// decoded into memory.
+#[test]
+fn powertools_base64_gzip_stops_at_its_bound() {
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1024 * 1024];
+    for _ in 0..=idem_lambda::MAX_INFLATED / zeros.len() {
+        gzip.write_all(&zeros).unwrap();
+    }
+    let compressed = gzip.finish().unwrap();
+    assert!(compressed.len() < 200_000, "{} bytes", compressed.len());
+    let event = json!({"data": base64(&compressed)});
+    let error = select("powertools_base64_gzip(data)", event).unwrap_err();
+    assert!(
+        error.message.contains("decompresses to more than"),
+        "{error}"
+    );
+}
+
 #[test]
 fn an_invalid_expression_is_refused_with_where_it_breaks() {
     let error = EventPath::parse("powertools_json(body).[").unwrap_err();
