@@ -116,10 +116,26 @@ fn describe<E>(error: &Error<E>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             "the event has no idempotency key: `{expression}` selected nothing; send the key, \
              or allow events without one with raise_on_no_idempotency_key(false)"
         ),
-        Error::Expression(error) => write!(f, "no idempotency key: {error}"),
+        Error::Expression(error) => write!(f, "{error}; nothing ran"),
         Error::Unnamed => {
             f.write_str("the Lambda context names no function; name the handler with .name(...)")
         }
-        Error::Idempotency(error) => fmt::Display::fmt(error, f),
+        Error::Idempotency(error) => {
+            fmt::Display::fmt(error, f)?;
+            if let idem_core::Error::InProgress { retry_after, .. } = error {
+                let seconds = retry_after.as_secs_f64().ceil();
+                write!(
+                    f,
+                    "; retry in {seconds} s, once the first invocation finished"
+                )?;
+            }
+            // The backend's own words say what to fix: a denied permission, a missing table.
+            let mut cause = std::error::Error::source(error);
+            while let Some(error) = cause {
+                write!(f, ": {error}")?;
+                cause = error.source();
+            }
+            Ok(())
+        }
     }
 }

@@ -62,8 +62,11 @@ impl EventPath {
             expression: self.as_str().to_owned(),
             message,
         };
-        let data = jmespath::Variable::from_serializable(event)
-            .map_err(|error| failed(error.to_string()))?;
+        // Through serde_json's text, which writes every event Lambda can (maps with integer
+        // keys, 128-bit numbers), where JMESPath's own serializer and serde_json's `Value`
+        // refuse some.
+        let text = serde_json::to_string(event).map_err(|error| failed(error.to_string()))?;
+        let data = jmespath::Variable::from_json(&text).map_err(failed)?;
         let found = self
             .0
             .search(data)

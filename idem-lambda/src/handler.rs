@@ -51,7 +51,9 @@ use crate::{Error, EventPath, ExpressionError};
 ///   in-progress error (`IdempotencyAlreadyInProgressError`).
 /// - The reservation lasts until the invocation's deadline: after a timeout, the next delivery
 ///   takes the key over and runs.
-/// - When the handler fails, the key is released and a retry runs it again.
+/// - When the handler fails, the key is released and a retry runs it again. When it panics,
+///   its effect is unknown: the key is held until the invocation's deadline, as after a crash,
+///   and a delivery after that runs it again. (Powertools deletes the record on any exception.)
 pub struct IdempotentHandler<S> {
     inner: S,
     shared: Arc<Shared>,

@@ -7,6 +7,11 @@ use lambda_runtime::Context;
 
 use crate::selection::Selected;
 
+/// The longest a reservation lasts: Lambda's longest timeout (15 minutes), and a minute for
+/// clocks. A context whose deadline lies further ahead is not Lambda's, and a handler that
+/// panicked under it must not hold its key for longer.
+const LONGEST_INVOCATION: Duration = Duration::from_secs(16 * 60);
+
 /// What a handler or a batch processor sets on every call.
 #[derive(Clone, Debug)]
 pub(crate) struct CallOptions {
@@ -34,7 +39,8 @@ impl CallOptions {
         let now = idem.clock().now();
         let deadline = Timestamp::from_millis(context.deadline);
         if deadline > now {
-            call.with_lease(deadline.saturating_duration_since(now))
+            let left = deadline.saturating_duration_since(now);
+            call.with_lease(left.min(LONGEST_INVOCATION))
                 .without_renewal()
         } else {
             tracing::debug!(

@@ -93,10 +93,12 @@ fn inexact_number(path: &EventPath, data: &Value) -> Result<(), Unselected> {
     Ok(())
 }
 
-/// `null`, or a list or object of nothing but nulls: Powertools takes either as no key.
+/// `null`, an empty string, or a list or object of nothing but nulls: Powertools takes each
+/// as no key. An empty string would otherwise be one key shared by every event without one.
 fn is_missing(data: &Value) -> bool {
     match data {
         Value::Null => true,
+        Value::String(text) => text.is_empty(),
         Value::Array(items) => items.iter().all(Value::is_null),
         Value::Object(fields) => fields.values().all(Value::is_null),
         _ => false,

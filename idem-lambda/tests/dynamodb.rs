@@ -26,6 +26,8 @@ on_dynamodb!(
     handler::a_duplicate_in_flight_is_told_in_progress,
     handler::a_timed_out_invocation_is_taken_over_after_its_deadline,
     handler::a_deadline_already_past_keeps_the_renewed_lease,
+    handler::a_deadline_far_ahead_holds_the_key_no_longer_than_lambda_can_run,
+    handler::a_typed_event_is_keyed_as_serde_json_writes_it,
     handler::an_event_without_a_key_is_refused_unless_allowed,
     handler::a_failed_invocation_runs_again,
     handler::keys_keep_their_type_and_their_exact_value,
@@ -35,4 +37,5 @@ on_dynamodb!(
     sqs::different_keys_run_concurrently_and_one_key_in_order,
     sqs::messages_without_keys_or_with_changed_payloads_fail,
     sqs::a_message_held_by_another_invocation_is_reported,
+    sqs::a_panicking_message_fails_alone,
 );

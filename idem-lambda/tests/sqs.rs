@@ -22,4 +22,5 @@ on_memory!(
     different_keys_run_concurrently_and_one_key_in_order,
     messages_without_keys_or_with_changed_payloads_fail,
     a_message_held_by_another_invocation_is_reported,
+    a_panicking_message_fails_alone,
 );

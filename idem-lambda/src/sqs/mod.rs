@@ -50,7 +50,8 @@ pub use outcome::MessageOutcome;
 /// - A message that fails (the handler's `Err`, an in-progress duplicate, the same key with
 ///   another payload, a store error, no key) is reported in `batchItemFailures`; the function's
 ///   event source mapping must have `ReportBatchItemFailures` on. A failed handler releases its
-///   key, so the redelivery runs it again.
+///   key, so the redelivery runs it again. A handler that panics fails its own message
+///   (`HandlerPanic`); its key is held until the invocation's deadline, and the batch goes on.
 /// - Messages run one after another unless [`concurrency`](Self::concurrency) allows more;
 ///   messages that share a key always run one after another, so that the later ones replay.
 /// - From a FIFO queue (an `eventSourceARN` ending in `.fifo`), processing stops at the first

@@ -17,8 +17,9 @@ pub enum MessageOutcome {
     ProcessedWithoutKey,
     /// The message failed and is reported in `batchItemFailures`, so that SQS redelivers it.
     Failed {
-        /// The case, as [`Error::error_type`] names it, or `HandlerError` for the handler's
-        /// own error.
+        /// The case, as [`Error::error_type`] names it, `HandlerError` for the handler's own
+        /// error, or `HandlerPanic` when it panicked (its key is then held until the
+        /// invocation's deadline, as after a crash).
         error_type: String,
         /// What went wrong.
         message: String,

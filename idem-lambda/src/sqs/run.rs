@@ -1,12 +1,15 @@
 //! The order a batch is processed in: sequentially, by groups of one key, or up to the first
 //! failure of a FIFO batch.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use futures_util::stream::{self, StreamExt};
+use futures_util::FutureExt;
 use lambda_runtime::{Context, LambdaEvent};
 
 use super::{BatchProcessor, MessageOutcome};
@@ -168,23 +171,44 @@ impl BatchProcessor {
             Ok(selected) => selected,
             // No key, and the processor allows that.
             Err(Error::Handler(())) => {
-                return match handler(message).await {
-                    Ok(()) => MessageOutcome::ProcessedWithoutKey,
-                    Err(error) => MessageOutcome::failed(&Error::Handler(error)),
-                }
+                return match AssertUnwindSafe(handler(message)).catch_unwind().await {
+                    Ok(Ok(())) => MessageOutcome::ProcessedWithoutKey,
+                    Ok(Err(error)) => MessageOutcome::failed(&Error::Handler(error)),
+                    Err(panic) => panicked(panic),
+                };
             }
             Err(error) => return MessageOutcome::failed(&error),
         };
         let call = self.options.call(&self.idem, selected, context);
         let body = async move { handler(message).await.map_err(Error::Handler) };
-        match self.idem.run(call, body).await {
-            Ok(done) if done.replayed => MessageOutcome::Replayed,
-            Ok(_) => MessageOutcome::Processed,
-            Err(error) => {
+        // A panic fails its own message, not the batch: the engine has already settled its
+        // key (held until the lease passes, as for a crash), and the other messages go on.
+        match AssertUnwindSafe(self.idem.run(call, body))
+            .catch_unwind()
+            .await
+        {
+            Ok(Ok(done)) if done.replayed => MessageOutcome::Replayed,
+            Ok(Ok(_)) => MessageOutcome::Processed,
+            Ok(Err(error)) => {
                 tracing::warn!(target: crate::TARGET, ?error, "an SQS message failed; it is reported for redelivery");
                 MessageOutcome::failed(&error)
             }
+            Err(panic) => panicked(panic),
         }
+    }
+}
+
+/// The outcome of a message whose handler panicked.
+fn panicked(panic: Box<dyn Any + Send>) -> MessageOutcome {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|text| text.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    tracing::error!(target: crate::TARGET, panic = %message, "an SQS message's handler panicked; it is reported for redelivery");
+    MessageOutcome::Failed {
+        error_type: "HandlerPanic".to_owned(),
+        message,
     }
 }
 

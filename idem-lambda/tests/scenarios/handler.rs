@@ -187,7 +187,13 @@ pub async fn a_duplicate_in_flight_is_told_in_progress(subject: Subject) {
         "r2",
     )
     .await;
-    assert_eq!(error_type(answer), "IdempotencyAlreadyInProgressError");
+    let diagnostic = Diagnostic::from(answer.unwrap_err());
+    assert_eq!(diagnostic.error_type, "IdempotencyAlreadyInProgressError");
+    assert!(
+        diagnostic.error_message.contains("retry in 60 s"),
+        "{}",
+        diagnostic.error_message
+    );
     gate.add_permits(1);
     let first = first.await.unwrap().unwrap();
     let retry = invoke(
@@ -308,8 +314,9 @@ pub async fn an_event_without_a_key_is_refused_unless_allowed(subject: Subject) 
     let runs = Arc::new(AtomicUsize::new(0));
     let no_key = || json!({"body": "{\"amount\": 3}"});
     let null_key = || json!({"body": "{\"order_id\": null}"});
+    let empty_key = json!({"body": "{\"order_id\": \"\", \"item\": \"sofa\"}"});
     let mut strict = orders(&subject).build(counting(&runs));
-    for event in [no_key(), null_key(), json!({"headers": {}})] {
+    for event in [no_key(), null_key(), empty_key, json!({"headers": {}})] {
         let answer = invoke(&mut strict, &subject, event, "r1").await;
         assert!(
             matches!(answer, Err(Error::KeyMissing { .. })),
@@ -473,4 +480,80 @@ pub async fn the_name_comes_from_the_context_unless_given(subject: Subject) {
     assert_eq!(diagnostic.error_type, "IdempotencyConfigError");
     assert!(diagnostic.error_message.contains(".name("));
     assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// A deadline further ahead than Lambda lets a function run is not trusted: a handler that
+/// hung under it holds its key no longer than Lambda's longest invocation.
+pub async fn a_deadline_far_ahead_holds_the_key_no_longer_than_lambda_can_run(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let handler = orders(&subject).build(service_fn({
+        let runs = runs.clone();
+        move |event: LambdaEvent<Value>| {
+            let runs = runs.clone();
+            async move {
+                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, HandlerError>(json!({"body": event.context.request_id}))
+            }
+        }
+    }));
+    let mut context = subject.context("r1");
+    context.deadline = u64::MAX;
+    let hung = tokio::spawn({
+        let mut handler = handler.clone();
+        let event = LambdaEvent::new(api_event(json!("o-4"), 1, "r1"), context);
+        async move { handler.call(event).await }
+    });
+    while runs.load(Ordering::SeqCst) == 0 {
+        tokio::task::yield_now().await;
+    }
+    hung.abort();
+    let mut redelivery = handler.clone();
+    subject.clock.advance(Duration::from_secs(17 * 60));
+    let taken_over = invoke(
+        &mut redelivery,
+        &subject,
+        api_event(json!("o-4"), 1, "r2"),
+        "r2",
+    )
+    .await
+    .unwrap();
+    assert_eq!(taken_over["body"], "r2");
+}
+
+/// An order as a typed event, with what JMESPath's own serializer refuses and serde_json
+/// writes: a map with integer keys, a 128-bit number.
+#[derive(serde::Serialize, Clone)]
+pub struct TypedOrder {
+    order_id: String,
+    lines: std::collections::HashMap<u32, String>,
+    total_micros: u128,
+}
+
+/// A typed event is keyed as serde_json writes it, whatever fields it holds.
+pub async fn a_typed_event_is_keyed_as_serde_json_writes_it(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut handler = IdempotentHandler::builder(subject.idem.clone())
+        .event_key("order_id")
+        .build(service_fn({
+            let runs = runs.clone();
+            move |event: LambdaEvent<TypedOrder>| {
+                let runs = runs.clone();
+                async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, HandlerError>(event.context.request_id)
+                }
+            }
+        }));
+    let order = TypedOrder {
+        order_id: "o-6".into(),
+        lines: [(1, "tv".to_owned())].into(),
+        total_micros: u128::MAX,
+    };
+    for request in ["r1", "r2"] {
+        let event = LambdaEvent::new(order.clone(), subject.context(request));
+        assert_eq!(handler.call(event).await.unwrap(), "r1");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }

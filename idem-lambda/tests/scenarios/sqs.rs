@@ -278,3 +278,49 @@ pub async fn a_message_held_by_another_invocation_is_reported(subject: Subject) 
     assert_eq!(outcomes[0].1, MessageOutcome::Replayed);
     assert!(handler.runs().is_empty());
 }
+
+/// A handler that panics fails its own message; the others are processed and reported as
+/// they went, and a redelivery after the deadline runs the panicked one again.
+pub async fn a_panicking_message_fails_alone(subject: Subject) {
+    let processor = by_order(&subject).concurrency(2);
+    let panics = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let handler = Handler::default();
+    let handle = |message: SqsMessage| {
+        let (handler, panics) = (handler.clone(), panics.clone());
+        async move {
+            let id = message.message_id.clone().unwrap_or_default();
+            if id == "m2" && panics.load(std::sync::atomic::Ordering::SeqCst) {
+                panic!("the fulfilment client panicked on {id}");
+            }
+            handler.handle(message).await
+        }
+    };
+    let messages = || {
+        vec![
+            message(QUEUE, "m1", "o-1"),
+            message(QUEUE, "m2", "o-2"),
+            message(QUEUE, "m3", "o-3"),
+        ]
+    };
+    let outcomes = processor
+        .process_messages(batch(&subject, messages()), handle)
+        .await;
+    assert_eq!(outcomes[0].1, MessageOutcome::Processed);
+    assert!(
+        matches!(&outcomes[1].1, MessageOutcome::Failed { error_type, message }
+            if error_type == "HandlerPanic" && message.contains("panicked on m2")),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[2].1, MessageOutcome::Processed);
+    assert_eq!(handler.runs(), ["m1", "m3"]);
+
+    panics.store(false, std::sync::atomic::Ordering::SeqCst);
+    subject.clock.advance(Duration::from_secs(61));
+    let response = processor.process(batch(&subject, messages()), handle).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(
+        handler.runs(),
+        ["m2"],
+        "only the panicked message ran again"
+    );
+}
