@@ -99,7 +99,7 @@ pub(super) async fn complete(
     expires: Timestamp,
 ) {
     let what = key.as_str();
-    let claim = claim(what, at + MINUTE, at);
+    let claim = claim(what, while_written(at), at);
     let store = ctx.store();
     assert!(matches!(
         store.reserve(key, &claim).await.unwrap(),
@@ -121,7 +121,7 @@ pub(super) async fn with_step(
     kept: Timestamp,
 ) {
     let (at, lease_until) = lease;
-    let claim = claim(key.as_str(), lease_until, at);
+    let claim = claim(key.as_str(), while_written(at), at);
     let (store, owner) = (ctx.store(), claim.record().owner());
     store.reserve(key, &claim).await.unwrap();
     for (step, value) in [("charge", &b"\"ch_1\""[..]), ("ledger", b"7")] {
@@ -130,6 +130,15 @@ pub(super) async fn with_step(
             .await
             .unwrap();
     }
+    store.renew(key, owner, lease_until).await.unwrap();
+}
+
+/// The lease of a record while a check writes it in several steps. The store is shared, and
+/// other checks purge it meanwhile as of their own clocks: a record that counted as abandoned
+/// between its reservation and its next write would be deleted under the check's feet. Its
+/// lease is set as the check wants once it is written.
+fn while_written(at: Timestamp) -> Timestamp {
+    at.max(SystemClock.now()) + HOUR * 24 * 30
 }
 
 /// Follows the listing of `prefix` page by page, `limit` records a page, to its end; fails on
