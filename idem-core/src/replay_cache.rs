@@ -120,8 +120,13 @@ impl ReplayCache {
         let mut entries = self.lock();
         entries.remove(key);
         entries.push(key.clone(), completed, valid_until, bytes);
-        while entries.by_key.len() > self.max_entries || entries.bytes > self.max_bytes {
+        // At most one removal per entry: whatever happens to the bookkeeping, eviction ends.
+        let mut removable = entries.by_key.len();
+        while removable > 0
+            && (entries.by_key.len() > self.max_entries || entries.bytes > self.max_bytes)
+        {
             entries.remove_least_recent();
+            removable -= 1;
         }
     }
 

@@ -226,3 +226,65 @@ async fn clones_of_the_handle_share_the_cache() {
     run(&clone, call(&clone, "o1", 1), "again").await.unwrap();
     assert_eq!(s.store.calls(), before);
 }
+
+/// The byte count is what the entries take, each at least its key and stored value: it
+/// grows with each entry and returns to zero as they go, by eviction or by `forget`.
+#[tokio::test]
+async fn the_byte_count_follows_the_entries() {
+    let s = setup(Some(ReplayCache::new(2, 1 << 20)));
+    let cache = s.idem.replay_cache().unwrap();
+    assert_eq!((cache.len(), cache.bytes()), (0, 0));
+    let value = "x".repeat(1_000);
+    run(&s.idem, call(&s.idem, "o1", 1), &value).await.unwrap();
+    let one = cache.bytes();
+    let key = call(&s.idem, "o1", 1).key().clone();
+    assert!(one > key.as_str().len() + value.len(), "{one} bytes");
+    run(&s.idem, call(&s.idem, "o2", 1), &value).await.unwrap();
+    assert_eq!(cache.bytes(), one * 2, "two entries of one size");
+    run(&s.idem, call(&s.idem, "o3", 1), &value).await.unwrap();
+    assert_eq!((cache.len(), cache.bytes()), (2, one * 2), "o1 evicted");
+    for order in ["o2", "o3"] {
+        let key = call(&s.idem, order, 1).key().clone();
+        s.idem.forget(&key).await.unwrap();
+    }
+    assert_eq!((cache.len(), cache.bytes()), (0, 0));
+}
+
+/// Under a byte budget that holds one value, a stream of new keys keeps the cache at one
+/// entry and within its budget: eviction never stalls and never lets the cache grow.
+#[tokio::test]
+async fn eviction_keeps_the_cache_within_its_budget_however_many_keys_pass() {
+    let value = "x".repeat(1_000);
+    let s = setup(Some(ReplayCache::new(1_000, 1_500)));
+    let cache = s.idem.replay_cache().unwrap();
+    for order in 0..50 {
+        let order = format!("o{order}");
+        run(&s.idem, call(&s.idem, &order, 1), &value)
+            .await
+            .unwrap();
+        assert_eq!(cache.len(), 1);
+        assert!(cache.bytes() <= cache.max_bytes(), "{}", cache.bytes());
+    }
+}
+
+/// An entry that is expired when it would be cached (a cap of zero) is not kept.
+#[tokio::test]
+async fn a_cap_of_zero_caches_nothing() {
+    let s = setup(Some(big_cache().with_max_age(Duration::ZERO)));
+    let cache = s.idem.replay_cache().unwrap();
+    assert_eq!(cache.max_age(), Duration::ZERO);
+    run(&s.idem, call(&s.idem, "o1", 1), "first").await.unwrap();
+    assert_eq!((cache.len(), cache.bytes()), (0, 0));
+}
+
+/// The configured bounds read back as set.
+#[test]
+fn the_bounds_read_back_as_set() {
+    let cache = ReplayCache::new(7, 4_096).with_max_age(Duration::from_secs(90));
+    assert_eq!(
+        (cache.max_entries(), cache.max_bytes(), cache.max_age()),
+        (7, 4_096, Duration::from_secs(90))
+    );
+    let default = ReplayCache::new(1, 1);
+    assert_eq!(default.max_age(), idem_core::DEFAULT_REPLAY_CACHE_MAX_AGE);
+}
