@@ -21,7 +21,17 @@ use crate::Error;
 struct Prepared {
     position: usize,
     message: SqsMessage,
-    selected: Result<Selected, Error<()>>,
+    key: MessageKey,
+}
+
+/// What a message's key is.
+enum MessageKey {
+    /// Processed under this key.
+    Keyed(Selected),
+    /// No key, and the processor runs such messages without idempotency.
+    Unkeyed,
+    /// No key the processor accepts: the message fails with this.
+    Refused(Error<()>),
 }
 
 impl BatchProcessor {
@@ -59,20 +69,18 @@ impl BatchProcessor {
     }
 
     fn prepare(&self, position: usize, message: SqsMessage, context: &Context) -> Prepared {
-        let selected = match invocation::name(self.name.as_deref(), context) {
-            None => Err(Error::Unnamed),
-            Some(name) => self
-                .selector
-                .select(&self.idem, name, &message)
-                .map_err(|unselected| match unselected {
-                    Unselected::Missing if !self.raise_on_no_key => Error::Handler(()),
-                    other => other.into_error(&self.selector),
-                }),
+        let key = match invocation::name(self.name.as_deref(), context) {
+            None => MessageKey::Refused(Error::Unnamed),
+            Some(name) => match self.selector.select(&self.idem, name, &message) {
+                Ok(selected) => MessageKey::Keyed(selected),
+                Err(Unselected::Missing) if !self.raise_on_no_key => MessageKey::Unkeyed,
+                Err(unselected) => MessageKey::Refused(unselected.into_error(&self.selector)),
+            },
         };
         Prepared {
             position,
             message,
-            selected,
+            key,
         }
     }
 
@@ -119,7 +127,10 @@ impl BatchProcessor {
         let mut groups: Vec<Vec<Prepared>> = Vec::new();
         let mut group_of_key: HashMap<String, usize> = HashMap::new();
         for message in prepared {
-            let key = message.selected.as_ref().ok().map(|s| s.key.as_str());
+            let key = match &message.key {
+                MessageKey::Keyed(selected) => Some(selected.key.as_str()),
+                MessageKey::Unkeyed | MessageKey::Refused(_) => None,
+            };
             let earlier = key.and_then(|key| match group_of_key.get(key) {
                 Some(&group) => Some(group),
                 None => {
@@ -167,17 +178,16 @@ impl BatchProcessor {
         E: fmt::Debug,
     {
         let message = prepared.message;
-        let selected = match prepared.selected {
-            Ok(selected) => selected,
-            // No key, and the processor allows that.
-            Err(Error::Handler(())) => {
+        let selected = match prepared.key {
+            MessageKey::Keyed(selected) => selected,
+            MessageKey::Unkeyed => {
                 return match AssertUnwindSafe(handler(message)).catch_unwind().await {
                     Ok(Ok(())) => MessageOutcome::ProcessedWithoutKey,
                     Ok(Err(error)) => MessageOutcome::failed(&Error::Handler(error)),
                     Err(panic) => panicked(panic),
                 };
             }
-            Err(error) => return MessageOutcome::failed(&error),
+            MessageKey::Refused(error) => return MessageOutcome::failed(&error),
         };
         let call = self.options.call(&self.idem, selected, context);
         let body = async move { handler(message).await.map_err(Error::Handler) };
