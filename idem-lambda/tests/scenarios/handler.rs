@@ -41,6 +41,74 @@ fn counting(
     })
 }
 
+/// A handler whose first run is held until `gate` opens (or for ever, as a hung invocation);
+/// later runs answer at once, so a duplicate wrongly let in shows as a second run rather than
+/// a hang. Answers with the request id that ran it.
+struct FirstRunHeld {
+    runs: Arc<AtomicUsize>,
+    gate: Arc<Semaphore>,
+    started: mpsc::UnboundedReceiver<()>,
+    sender: mpsc::UnboundedSender<()>,
+}
+
+impl FirstRunHeld {
+    fn new() -> Self {
+        let (sender, started) = mpsc::unbounded_channel();
+        FirstRunHeld {
+            runs: Arc::new(AtomicUsize::new(0)),
+            gate: Arc::new(Semaphore::new(0)),
+            started,
+            sender,
+        }
+    }
+
+    fn service(
+        &self,
+    ) -> impl Service<LambdaEvent<Value>, Response = Value, Error = HandlerError, Future = impl Send>
+           + Clone
+           + Send
+           + 'static {
+        let (runs, gate, started) = (self.runs.clone(), self.gate.clone(), self.sender.clone());
+        service_fn(move |event: LambdaEvent<Value>| {
+            let (runs, gate, started) = (runs.clone(), gate.clone(), started.clone());
+            async move {
+                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                    started.send(()).unwrap();
+                    let _open = gate.acquire().await.unwrap();
+                }
+                Ok::<_, HandlerError>(json!({"body": event.context.request_id}))
+            }
+        })
+    }
+
+    /// Invokes `handler` with `event` in a task of its own, once its first run started.
+    async fn first<S>(
+        &mut self,
+        handler: &S,
+        event: LambdaEvent<Value>,
+    ) -> tokio::task::JoinHandle<Answer>
+    where
+        S: Service<LambdaEvent<Value>, Response = Value, Error = Error<HandlerError>>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send,
+    {
+        let mut handler = handler.clone();
+        let first = tokio::spawn(async move { handler.call(event).await });
+        self.started.recv().await.unwrap();
+        first
+    }
+
+    fn release(&self) {
+        self.gate.add_permits(1);
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+}
+
 fn orders(subject: &Subject) -> idem_lambda::IdempotentHandlerBuilder {
     IdempotentHandler::builder(subject.idem.clone()).event_key("powertools_json(body).order_id")
 }
@@ -155,30 +223,10 @@ pub async fn a_changed_payload_under_the_same_key_is_refused(subject: Subject) {
 /// A duplicate delivered while the first invocation runs is told it is in progress, and runs
 /// nothing; once the first finishes, a retry replays it.
 pub async fn a_duplicate_in_flight_is_told_in_progress(subject: Subject) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let gate = Arc::new(Semaphore::new(0));
-    let (started, mut first_started) = mpsc::unbounded_channel();
-    let service = service_fn({
-        let (runs, gate) = (runs.clone(), gate.clone());
-        move |event: LambdaEvent<Value>| {
-            let (runs, gate, started) = (runs.clone(), gate.clone(), started.clone());
-            async move {
-                // Only the first run waits: a duplicate let in would answer at once.
-                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
-                    started.send(()).unwrap();
-                    let _open = gate.acquire().await.unwrap();
-                }
-                Ok::<_, HandlerError>(json!({"body": event.context.request_id}))
-            }
-        }
-    });
-    let handler = orders(&subject).build(service);
-    let first = tokio::spawn({
-        let mut handler = handler.clone();
-        let event = LambdaEvent::new(api_event(json!("o-7"), 1, "r1"), subject.context("r1"));
-        async move { handler.call(event).await }
-    });
-    first_started.recv().await.unwrap();
+    let mut held = FirstRunHeld::new();
+    let handler = orders(&subject).build(held.service());
+    let event = LambdaEvent::new(api_event(json!("o-7"), 1, "r1"), subject.context("r1"));
+    let first = held.first(&handler, event).await;
     let mut duplicate = handler.clone();
     let answer = invoke(
         &mut duplicate,
@@ -194,7 +242,7 @@ pub async fn a_duplicate_in_flight_is_told_in_progress(subject: Subject) {
         "{}",
         diagnostic.error_message
     );
-    gate.add_permits(1);
+    held.release();
     let first = first.await.unwrap().unwrap();
     let retry = invoke(
         &mut duplicate,
@@ -205,39 +253,24 @@ pub async fn a_duplicate_in_flight_is_told_in_progress(subject: Subject) {
     .await
     .unwrap();
     assert_eq!(retry, first);
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(held.runs(), 1);
 }
 
 /// The reservation lasts until the invocation's deadline, not renewed: before it, a
 /// redelivery is told the first is in progress; once Lambda ended the timed-out invocation,
 /// the next delivery takes the key over and runs.
 pub async fn a_timed_out_invocation_is_taken_over_after_its_deadline(subject: Subject) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let handler = orders(&subject).build(service_fn({
-        let runs = runs.clone();
-        move |event: LambdaEvent<Value>| {
-            let runs = runs.clone();
-            async move {
-                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
-                    // The first invocation hangs until Lambda ends it.
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, HandlerError>(json!({"body": event.context.request_id}))
-            }
-        }
-    }));
+    // The first invocation hangs until Lambda ends it.
+    let mut held = FirstRunHeld::new();
+    let handler = orders(&subject).build(held.service());
     let left = Duration::from_secs(10);
-    let timed_out = {
-        let mut handler = handler.clone();
-        let event = LambdaEvent::new(
-            api_event(json!("o-9"), 1, "r1"),
-            subject.context_with("r1", left),
-        );
-        tokio::spawn(async move { handler.call(event).await })
-    };
-    while runs.load(Ordering::SeqCst) == 0 {
-        tokio::task::yield_now().await;
-    }
+    let context = subject.context_with("r1", left);
+    let timed_out = held
+        .first(
+            &handler,
+            LambdaEvent::new(api_event(json!("o-9"), 1, "r1"), context),
+        )
+        .await;
     let mut redelivery = handler.clone();
     subject.clock.advance(left - Duration::from_secs(1));
     let early = invoke(
@@ -261,38 +294,23 @@ pub async fn a_timed_out_invocation_is_taken_over_after_its_deadline(subject: Su
     .await
     .unwrap();
     assert_eq!(taken_over["body"], "r3");
-    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(held.runs(), 2);
 }
 
 /// A deadline already past when the invocation starts (cargo-lambda's emulator sends
 /// `600000`, a duration, where Lambda sends a time) keeps idem's renewed lease: a duplicate a
 /// while later is still told the first is in progress.
 pub async fn a_deadline_already_past_keeps_the_renewed_lease(subject: Subject) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let gate = Arc::new(Semaphore::new(0));
-    let (started, mut first_started) = mpsc::unbounded_channel();
-    let handler = orders(&subject).build(service_fn({
-        let (runs, gate) = (runs.clone(), gate.clone());
-        move |_: LambdaEvent<Value>| {
-            let (runs, gate, started) = (runs.clone(), gate.clone(), started.clone());
-            async move {
-                // Only the first run waits: a duplicate let in would answer at once.
-                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
-                    started.send(()).unwrap();
-                    let _open = gate.acquire().await.unwrap();
-                }
-                Ok::<_, HandlerError>(json!({}))
-            }
-        }
-    }));
+    let mut held = FirstRunHeld::new();
+    let handler = orders(&subject).build(held.service());
     let mut context = subject.context("r1");
     context.deadline = 600_000;
-    let first = tokio::spawn({
-        let mut handler = handler.clone();
-        let event = LambdaEvent::new(api_event(json!("o-8"), 1, "r1"), context);
-        async move { handler.call(event).await }
-    });
-    first_started.recv().await.unwrap();
+    let first = held
+        .first(
+            &handler,
+            LambdaEvent::new(api_event(json!("o-8"), 1, "r1"), context),
+        )
+        .await;
     subject.clock.advance(Duration::from_secs(5));
     let mut duplicate = handler.clone();
     let answer = invoke(
@@ -303,9 +321,9 @@ pub async fn a_deadline_already_past_keeps_the_renewed_lease(subject: Subject) {
     )
     .await;
     assert_eq!(error_type(answer), "IdempotencyAlreadyInProgressError");
-    gate.add_permits(1);
+    held.release();
     first.await.unwrap().unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(held.runs(), 1);
 }
 
 /// An event without its key is refused as `IdempotencyKeyError` and runs nothing; with
@@ -485,29 +503,16 @@ pub async fn the_name_comes_from_the_context_unless_given(subject: Subject) {
 /// A deadline further ahead than Lambda lets a function run is not trusted: a handler that
 /// hung under it holds its key no longer than Lambda's longest invocation.
 pub async fn a_deadline_far_ahead_holds_the_key_no_longer_than_lambda_can_run(subject: Subject) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let handler = orders(&subject).build(service_fn({
-        let runs = runs.clone();
-        move |event: LambdaEvent<Value>| {
-            let runs = runs.clone();
-            async move {
-                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, HandlerError>(json!({"body": event.context.request_id}))
-            }
-        }
-    }));
+    let mut held = FirstRunHeld::new();
+    let handler = orders(&subject).build(held.service());
     let mut context = subject.context("r1");
     context.deadline = u64::MAX;
-    let hung = tokio::spawn({
-        let mut handler = handler.clone();
-        let event = LambdaEvent::new(api_event(json!("o-4"), 1, "r1"), context);
-        async move { handler.call(event).await }
-    });
-    while runs.load(Ordering::SeqCst) == 0 {
-        tokio::task::yield_now().await;
-    }
+    let hung = held
+        .first(
+            &handler,
+            LambdaEvent::new(api_event(json!("o-4"), 1, "r1"), context),
+        )
+        .await;
     hung.abort();
     let mut redelivery = handler.clone();
     subject.clock.advance(Duration::from_secs(17 * 60));
