@@ -20,15 +20,12 @@
 //! the store does not care how its client was configured. Each run uses a table of its own and
 //! deletes it at the end.
 
+mod local_dynamodb;
 mod payment_scenario;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-use aws_sdk_dynamodb::Client;
 use idem_core::{idempotent, Idempotency};
 use idem_stores::dynamodb::DynamoDbStore;
 use payment_scenario::{CardNetwork, ChargeRequest, PayError, Payments, Receipt};
@@ -64,39 +61,10 @@ impl Payments for Service {
     }
 }
 
-/// A client for a local DynamoDB-compatible endpoint: plain HTTP, credentials from the
-/// environment or dummy ones (local servers accept any), region `us-east-1` unless `AWS_REGION`
-/// says otherwise.
-fn client(endpoint: &str) -> Client {
-    let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
-    let credentials = Credentials::new(
-        env("AWS_ACCESS_KEY_ID", "local"),
-        env("AWS_SECRET_ACCESS_KEY", "local"),
-        std::env::var("AWS_SESSION_TOKEN").ok(),
-        None,
-        "example",
-    );
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(env("AWS_REGION", "us-east-1")))
-        .credentials_provider(credentials)
-        .endpoint_url(endpoint)
-        .http_client(aws_smithy_http_client::Builder::new().build_http())
-        .retry_config(RetryConfig::standard().with_max_attempts(2))
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(Duration::from_secs(2))
-                .operation_timeout(Duration::from_secs(10))
-                .build(),
-        )
-        .build();
-    Client::from_conf(config)
-}
-
 #[tokio::main]
 async fn main() {
     let endpoint = std::env::var(ENDPOINT_VAR).unwrap_or_else(|_| DEFAULT_ENDPOINT.into());
-    let client = client(&endpoint);
+    let client = local_dynamodb::client(&endpoint);
     let millis = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());

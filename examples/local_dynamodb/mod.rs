@@ -1,4 +1,4 @@
-//! A table of its own for each run of a Lambda example, on the DynamoDB-compatible endpoint in
+//! The client of the DynamoDB examples, and a table of its own for each run of one, on the DynamoDB-compatible endpoint in
 //! `IDEM_DYNAMODB_ENDPOINT` (plain HTTP: moto, DynamoDB Local, LocalStack), default
 //! `http://127.0.0.1:8000`. The client is built as examples/dynamodb_payments.rs builds it; on
 //! Lambda, build it from `aws-config` instead.
@@ -64,7 +64,7 @@ pub fn now_millis() -> u64 {
 
 /// A client for a local endpoint: plain HTTP, credentials from the environment or dummy ones
 /// (local servers accept any), region `us-east-1` unless `AWS_REGION` says otherwise.
-fn client(endpoint: &str) -> Client {
+pub fn client(endpoint: &str) -> Client {
     let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
     let credentials = Credentials::new(
         env("AWS_ACCESS_KEY_ID", "local"),
