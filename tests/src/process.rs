@@ -177,10 +177,17 @@ impl ServerProcess {
         }
     }
 
-    /// Kills the program (SIGKILL, no clean shutdown) and waits for it to exit. The port then
-    /// refuses connections. Does nothing if it is not running.
+    /// Kills the program and the processes it started (SIGKILL, no clean shutdown) and waits
+    /// for it to exit. The port then refuses connections, and no connection made before
+    /// answers. Does nothing if it is not running.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // A PostgreSQL backend lives in a session of its own and outlives its postmaster
+            // for a moment, answering on a connection a pool still holds: stop the parent so
+            // that it starts no other, kill its children, then the parent.
+            let pid = child.id().to_string();
+            let _ = Command::new("kill").args(["-STOP", &pid]).status();
+            let _ = Command::new("pkill").args(["-KILL", "-P", &pid]).status();
             let _ = child.kill();
             let _ = child.wait();
         }
