@@ -58,20 +58,39 @@ impl EventPath {
 
     /// Evaluates the expression over `event`: JSON `null` when it selects nothing.
     pub fn select<T: Serialize + ?Sized>(&self, event: &T) -> Result<Value, ExpressionError> {
-        let failed = |message: String| ExpressionError {
-            expression: self.as_str().to_owned(),
-            message,
-        };
-        // Through serde_json's text, which writes every event Lambda can (maps with integer
-        // keys, 128-bit numbers), where JMESPath's own serializer and serde_json's `Value`
-        // refuse some.
-        let text = serde_json::to_string(event).map_err(|error| failed(error.to_string()))?;
-        let data = jmespath::Variable::from_json(&text).map_err(failed)?;
+        let data = EventData::of(event).map_err(|message| self.failed(message))?;
+        self.select_in(&data)
+    }
+
+    /// Evaluates the expression over an event already read, so that several expressions over
+    /// one event read it once.
+    pub(crate) fn select_in(&self, data: &EventData) -> Result<Value, ExpressionError> {
         let found = self
             .0
-            .search(data)
-            .map_err(|error| failed(error.to_string()))?;
-        serde_json::to_value(&*found).map_err(|error| failed(error.to_string()))
+            .search(&data.0)
+            .map_err(|error| self.failed(error.to_string()))?;
+        serde_json::to_value(&*found).map_err(|error| self.failed(error.to_string()))
+    }
+
+    fn failed(&self, message: String) -> ExpressionError {
+        ExpressionError {
+            expression: self.as_str().to_owned(),
+            message,
+        }
+    }
+}
+
+/// An event as JMESPath reads it.
+pub(crate) struct EventData(jmespath::Rcvar);
+
+impl EventData {
+    /// Reads `event` through serde_json's text, which writes every event Lambda can (maps with
+    /// integer keys, 128-bit numbers), where JMESPath's own serializer and serde_json's
+    /// `Value` refuse some.
+    pub(crate) fn of<T: Serialize + ?Sized>(event: &T) -> Result<EventData, String> {
+        let text = serde_json::to_string(event).map_err(|error| error.to_string())?;
+        let data = jmespath::Variable::from_json(&text)?;
+        Ok(EventData(Arc::new(data)))
     }
 }
 

@@ -224,16 +224,3 @@ where
         })
     }
 }
-
-impl Unselected {
-    /// The handler's error for an event that gave no key.
-    pub(crate) fn into_error<E>(self, selector: &Selector) -> Error<E> {
-        match self {
-            Unselected::Missing => Error::KeyMissing {
-                expression: selector.key.as_str().to_owned(),
-            },
-            Unselected::Expression(error) => Error::Expression(error),
-            Unselected::Idem(error) => Error::Idempotency(error),
-        }
-    }
-}

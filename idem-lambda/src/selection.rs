@@ -4,7 +4,8 @@ use idem_core::{Fingerprint, Idempotency, Key, KeyBuilder};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{EventPath, ExpressionError};
+use crate::expression::EventData;
+use crate::{Error, EventPath, ExpressionError};
 
 /// Strings up to this many bytes are key parts as they are; longer ones by their digest.
 const MAX_CLEAR_PART: usize = 256;
@@ -33,6 +34,19 @@ pub(crate) enum Unselected {
     Idem(idem_core::Error),
 }
 
+impl Unselected {
+    /// The handler's error for an event that gave no key.
+    pub(crate) fn into_error<E>(self, selector: &Selector) -> Error<E> {
+        match self {
+            Unselected::Missing => Error::KeyMissing {
+                expression: selector.key.as_str().to_owned(),
+            },
+            Unselected::Expression(error) => Error::Expression(error),
+            Unselected::Idem(error) => Error::Idempotency(error),
+        }
+    }
+}
+
 impl Selector {
     /// The key under `name` and the fingerprint of `event`: the key's data, and the
     /// validation expression's result when there is one, so that the same data in another
@@ -43,14 +57,20 @@ impl Selector {
         name: &str,
         event: &T,
     ) -> Result<Selected, Unselected> {
-        let data = self.key.select(event).map_err(Unselected::Expression)?;
+        let event = EventData::of(event).map_err(|message| {
+            Unselected::Expression(ExpressionError {
+                expression: self.key.as_str().to_owned(),
+                message,
+            })
+        })?;
+        let data = self.key.select_in(&event).map_err(Unselected::Expression)?;
         if is_missing(&data) {
             return Err(Unselected::Missing);
         }
         inexact_number(&self.key, &data)?;
         let validated = match &self.validation {
             Some(path) => {
-                let validated = path.select(event).map_err(Unselected::Expression)?;
+                let validated = path.select_in(&event).map_err(Unselected::Expression)?;
                 inexact_number(path, &validated)?;
                 Some(validated)
             }
