@@ -288,3 +288,20 @@ fn the_bounds_read_back_as_set() {
     let default = ReplayCache::new(1, 1);
     assert_eq!(default.max_age(), idem_core::DEFAULT_REPLAY_CACHE_MAX_AGE);
 }
+
+/// Its debug form shows the bounds and how full it is, for a person reading a log.
+#[tokio::test]
+async fn the_debug_form_shows_bounds_and_fill() {
+    let cache = ReplayCache::new(7, 4_096).with_max_age(Duration::from_secs(90));
+    let s = setup(Some(cache));
+    run(&s.idem, call(&s.idem, "o1", 1), "first").await.unwrap();
+    let shown = format!("{:?}", s.idem.replay_cache().expect("a cache"));
+    for part in [
+        "max_entries: 7",
+        "max_bytes: 4096",
+        "max_age: 90s",
+        "len: 1",
+    ] {
+        assert!(shown.contains(part), "{part} in {shown}");
+    }
+}

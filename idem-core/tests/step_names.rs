@@ -35,14 +35,19 @@ async fn a_name_no_store_can_keep_is_refused_before_the_step_runs() {
         );
         assert!(!ran, "{name:?}: the step ran");
     }
-    let key = idem.key("steps").part("fine").finish().unwrap();
-    let call = Call::new(key, Fingerprint::of("fine").unwrap());
-    let fine = "charge:card/2 (retry) 請求";
-    let value = idem
-        .run(call, async {
-            step(fine, async { Ok::<_, Error>(7) }).await
-        })
-        .await
-        .unwrap();
-    assert_eq!(value.value, 7);
+    let longest = "s".repeat(MAX_STEP_NAME_LEN);
+    for fine in ["charge:card/2 (retry) 請求", longest.as_str()] {
+        let key = idem.key("steps").part(fine).finish().unwrap();
+        let call = Call::new(key, Fingerprint::of(fine).unwrap());
+        let value = idem
+            .run(call, async {
+                step(fine, async { Ok::<_, Error>(7) }).await
+            })
+            .await;
+        assert_eq!(
+            value.map(|v| v.value).ok(),
+            Some(7),
+            "{fine:?} is a name every store keeps"
+        );
+    }
 }
