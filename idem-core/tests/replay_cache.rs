@@ -204,6 +204,36 @@ async fn a_value_larger_than_the_byte_bound_is_not_cached() {
     assert!(s.idem.replay_cache().unwrap().is_empty());
 }
 
+/// A value that could never fit is turned away at the door: it does not push out the entries
+/// that fit, on its way in and out again.
+#[tokio::test]
+async fn a_value_too_large_to_cache_evicts_nothing() {
+    let s = setup(Some(ReplayCache::new(1_000, 1_000)));
+    run(&s.idem, call(&s.idem, "small", 1), "small")
+        .await
+        .unwrap();
+    let cache = s.idem.replay_cache().unwrap();
+    assert!(!cache.is_empty());
+    let small = cache.bytes();
+    run(&s.idem, call(&s.idem, "large", 1), &"x".repeat(2_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        (cache.len(), cache.bytes()),
+        (1, small),
+        "the small entry stays cached, alone"
+    );
+    let before = s.store.calls();
+    run(&s.idem, call(&s.idem, "small", 1), "again")
+        .await
+        .unwrap();
+    assert_eq!(
+        s.store.calls(),
+        before,
+        "the small entry still replays from the cache"
+    );
+}
+
 #[tokio::test]
 async fn forget_through_the_handle_evicts_the_entry() {
     let s = setup(Some(big_cache()));
