@@ -1,0 +1,95 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Certifies an idem store: worker processes call idempotent functions on it while faults are
+/// injected, and a checker reads the history they recorded. Prints a summary ending in
+/// `anomalies: N` and exits non-zero when N > 0.
+#[derive(Debug, Parser)]
+#[command(name = "idem-certify", version)]
+pub struct Cli {
+    /// A worker, when the coordinator started this process as one.
+    #[command(subcommand)]
+    pub mode: Option<Mode>,
+    /// The run.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// A run's options.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The store to certify.
+    #[arg(long, value_enum)]
+    pub store: Option<StoreKind>,
+    /// Use this server instead of starting one: redis://host:port, a comma-separated list of
+    /// cluster nodes, a postgres:// database URL, or a DynamoDB endpoint (http://host:port).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// How long the workers call, in seconds.
+    #[arg(long, default_value_t = 20)]
+    pub seconds: u64,
+    /// How many worker processes (in-process workers for memory).
+    #[arg(long, default_value_t = 4)]
+    pub workers: u32,
+    /// The faults to inject into worker processes, comma-separated: kill, stop. `none` for
+    /// none. Default: both, except on memory, whose workers share this process.
+    #[arg(long, value_delimiter = ',')]
+    pub faults: Option<Vec<FaultKind>>,
+    /// Wrap the store in one of the conformance kit's broken stores (ReserveAlwaysGrants,
+    /// OwnerIgnored, RenewDoesNotExtend, StepsForgottenOnTakeover, ...): the run must find
+    /// anomalies.
+    #[arg(long)]
+    pub broken: Option<String>,
+    /// The lease of every call, in milliseconds.
+    #[arg(long, default_value_t = 1_000)]
+    pub lease_ms: u64,
+    /// Where the histories and the report go. Default: target/certify/STORE-SECONDS.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The seed of the workload's and the faults' choices. Default: from the clock.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// The stores `idem-certify` starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StoreKind {
+    /// The memory store, shared by workers in this process.
+    Memory,
+    /// One Redis server.
+    Redis,
+    /// A Redis Cluster of three nodes.
+    RedisCluster,
+    /// PostgreSQL.
+    Postgres,
+    /// DynamoDB (moto_server).
+    #[value(name = "dynamodb")]
+    DynamoDb,
+}
+
+/// The faults injected into worker processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// No fault.
+    None,
+    /// SIGKILL a worker; a new one takes its slot.
+    Kill,
+    /// SIGSTOP a worker for longer than the lease, then SIGCONT.
+    Stop,
+}
+
+/// The worker's hidden entry point.
+#[derive(Debug, Subcommand)]
+pub enum Mode {
+    /// Run one worker (started by the coordinator).
+    #[command(hide = true)]
+    Worker {
+        /// The worker's plan, as JSON.
+        #[arg(long)]
+        plan: String,
+    },
+}

@@ -1,0 +1,343 @@
+//! The checker: anomalies by class, found in the run's history and the store's final records.
+
+pub mod model;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::workload::STEPS;
+use model::{CallRecord, FinalRecord, Run};
+
+/// The kinds of anomaly, each a promise of the contract broken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Callers of one key got two different answers.
+    TwoAnswers,
+    /// A caller got the answer of a call with other arguments.
+    AnswerForOtherArguments,
+    /// A side effect ran twice for one key where no takeover allows it.
+    DuplicateEffect,
+    /// A step the record held ran again.
+    RecordedStepRepeated,
+    /// Two bodies ran at once for one key while the first owner's lease was live and nothing
+    /// told it otherwise.
+    ConcurrentBodies,
+    /// Two owners of one key both had their outcome accepted: a stale owner's write won.
+    StaleWriteAccepted,
+    /// A caller got an answer the store no longer holds while its TTL lives.
+    LostCompletion,
+    /// A body began with a fencing token no greater than an earlier body's of the same key.
+    /// Reported apart from the anomalies: see [`Findings::fencing_regressions`].
+    FencingTokenRegressed,
+}
+
+impl Class {
+    /// Every class, in report order.
+    pub const ALL: [Class; 7] = [
+        Class::TwoAnswers,
+        Class::AnswerForOtherArguments,
+        Class::DuplicateEffect,
+        Class::RecordedStepRepeated,
+        Class::ConcurrentBodies,
+        Class::StaleWriteAccepted,
+        Class::LostCompletion,
+    ];
+
+    /// What it means, for the report.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Class::TwoAnswers => "callers of one key got two different answers",
+            Class::AnswerForOtherArguments => "a caller got the answer of other arguments",
+            Class::DuplicateEffect => "a side effect ran twice outside an allowed takeover",
+            Class::RecordedStepRepeated => "a step the record held ran again",
+            Class::ConcurrentBodies => {
+                "two bodies ran at once while the first owner's lease was live"
+            }
+            Class::StaleWriteAccepted => "a stale owner's outcome was accepted after a takeover",
+            Class::LostCompletion => "an answer given is not in the store while its TTL lives",
+            Class::FencingTokenRegressed => {
+                "a later body of a key got a fencing token no greater than an earlier one's"
+            }
+        }
+    }
+}
+
+/// One anomaly: its class, key and the calls involved.
+#[derive(Clone, Debug, Serialize)]
+pub struct Anomaly {
+    /// Its class.
+    pub class: Class,
+    /// The key.
+    pub key: String,
+    /// What happened, in a sentence.
+    pub detail: String,
+    /// The ids of the calls involved.
+    pub calls: Vec<String>,
+}
+
+/// What the checker found.
+#[derive(Debug, Default, Serialize)]
+pub struct Findings {
+    /// The anomalies.
+    pub anomalies: Vec<Anomaly>,
+    /// Calls answered "not recorded" whose outcome the store holds: false alarms, counted
+    /// apart from anomalies.
+    pub false_alarms: Vec<String>,
+    /// Bodies whose fencing token was not above that of a body of the same key that began
+    /// before them: a reservation that landed late, after another caller reserved and
+    /// released the key, with a token proposed before it waited. Counted apart: no two bodies
+    /// overlapped, but a downstream system fencing on the token would refuse the later one.
+    pub fencing_regressions: Vec<Anomaly>,
+}
+
+impl Findings {
+    /// How many anomalies of each class.
+    pub fn counts(&self) -> BTreeMap<Class, usize> {
+        let mut counts: BTreeMap<Class, usize> = Class::ALL.iter().map(|&c| (c, 0)).collect();
+        for anomaly in &self.anomalies {
+            *counts.entry(anomaly.class).or_default() += 1;
+        }
+        counts
+    }
+}
+
+/// Checks the run.
+pub fn check(run: &Run) -> Findings {
+    let mut findings = Findings::default();
+    for (key, calls) in run.by_key() {
+        let mut found = |class: Class, detail: String, ids: Vec<&str>| {
+            findings.anomalies.push(Anomaly {
+                class,
+                key: key.to_owned(),
+                detail,
+                calls: ids.into_iter().map(str::to_owned).collect(),
+            })
+        };
+        answers(&calls, &mut found);
+        effects(run, &calls, &mut found);
+        bodies(run, &calls, &mut found);
+        let final_record = run.finals.get(key);
+        completions(&calls, final_record, &mut found);
+        findings
+            .false_alarms
+            .extend(false_alarms(&calls, final_record));
+        findings
+            .fencing_regressions
+            .extend(fencing_regressions(key, &calls));
+    }
+    findings
+}
+
+/// Bodies of one key, in the order they began, whose fencing token does not grow.
+fn fencing_regressions(key: &str, calls: &[&CallRecord]) -> Vec<Anomaly> {
+    let mut bodies: Vec<(u64, u64, &str)> = calls
+        .iter()
+        .filter_map(|call| {
+            call.body
+                .map(|(start, _, fencing)| (start, fencing, call.id.as_str()))
+        })
+        .collect();
+    bodies.sort_unstable();
+    bodies
+        .windows(2)
+        .filter(|pair| pair[1].1 <= pair[0].1)
+        .map(|pair| Anomaly {
+            class: Class::FencingTokenRegressed,
+            key: key.to_owned(),
+            detail: format!(
+                "{} began after {} with fencing token {} <= {}",
+                pair[1].2, pair[0].2, pair[1].1, pair[0].1
+            ),
+            calls: vec![pair[0].2.to_owned(), pair[1].2.to_owned()],
+        })
+        .collect()
+}
+
+type Found<'a> = dyn FnMut(Class, String, Vec<&str>) + 'a;
+
+/// One answer per key, for its own arguments, accepted from one owner.
+fn answers(calls: &[&CallRecord], found: &mut Found<'_>) {
+    let mut distinct: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut fresh: Vec<&str> = Vec::new();
+    for call in calls {
+        let Some((answer, replayed)) = call.answer() else {
+            continue;
+        };
+        distinct.entry(answer).or_insert(&call.id);
+        if !answer.ends_with(&format!("|{}", call.payload)) {
+            found(
+                Class::AnswerForOtherArguments,
+                format!("called with {:?}, answered {answer:?}", call.payload),
+                vec![&call.id],
+            );
+        }
+        if !replayed {
+            fresh.push(&call.id);
+        }
+    }
+    if distinct.len() > 1 {
+        found(
+            Class::TwoAnswers,
+            format!("{} different answers", distinct.len()),
+            distinct.values().copied().collect(),
+        );
+    }
+    if fresh.len() > 1 {
+        found(
+            Class::StaleWriteAccepted,
+            format!("{} calls had their own outcome accepted", fresh.len()),
+            fresh,
+        );
+        return;
+    }
+    // An owner whose key was taken over before it answered can't have had its outcome
+    // accepted: the successor's reservation came first, and fences it out.
+    for call in calls {
+        let (Some((_, false)), Some((began, _, fencing)), Some(ended)) =
+            (call.answer(), call.body, call.ended_at())
+        else {
+            continue;
+        };
+        if let Some(successor) = calls.iter().find(|other| {
+            other.body.is_some_and(|(start, _, theirs)| {
+                theirs > fencing && began < start && start < ended
+            })
+        }) {
+            found(
+                Class::StaleWriteAccepted,
+                format!(
+                    "{} had its outcome accepted after {} took its key over",
+                    call.id, successor.id
+                ),
+                vec![&call.id, &successor.id],
+            );
+        }
+    }
+}
+
+/// Each step's effect once per key, but after a takeover the contract allows.
+fn effects(run: &Run, calls: &[&CallRecord], found: &mut Found<'_>) {
+    for step in STEPS {
+        let mut done: Vec<(u64, u64, &CallRecord)> = calls
+            .iter()
+            .flat_map(|call| {
+                call.effects
+                    .iter()
+                    .filter(move |(name, _, _)| name == step)
+                    .map(move |&(_, fencing, t)| (t, fencing, *call))
+            })
+            .collect();
+        done.sort_by_key(|&(t, _, call)| (t, call.id.clone()));
+        for pair in done.windows(2) {
+            let ((t1, fencing1, first), (t2, fencing2, second)) = (pair[0], pair[1]);
+            let ids = vec![first.id.as_str(), second.id.as_str()];
+            if first.id == second.id {
+                found(
+                    Class::DuplicateEffect,
+                    format!("step {step} ran twice in one call"),
+                    ids,
+                );
+                continue;
+            }
+            // A stale owner that paused past its lease may still perform its effect when it
+            // wakes: the contract can't stop it, only fence its writes.
+            let stale_late = fencing2 < fencing1
+                && run.excused(second, second.body.map_or(second.invoked, |b| b.0), t2);
+            if stale_late {
+                continue;
+            }
+            if let Some((_, recorded)) = first.steps_done.iter().find(|(name, _)| name == step) {
+                if *recorded < t2 {
+                    found(
+                        Class::RecordedStepRepeated,
+                        format!("step {step} ran again after {} recorded it", first.id),
+                        ids,
+                    );
+                    continue;
+                }
+            }
+            let taken_over = fencing2 > fencing1 && run.excused(first, t1, t2);
+            if !taken_over {
+                found(
+                    Class::DuplicateEffect,
+                    format!(
+                        "step {step} ran under fencing tokens {fencing1} then {fencing2} with no \
+                         lease lost between"
+                    ),
+                    ids,
+                );
+            }
+        }
+    }
+}
+
+/// One body at a time per key, unless the first owner lost its lease.
+fn bodies(run: &Run, calls: &[&CallRecord], found: &mut Found<'_>) {
+    let mut ran: Vec<(&CallRecord, u64, u64)> = calls
+        .iter()
+        .filter_map(|call| {
+            call.body
+                .map(|(t, _, _)| (*call, t, run.body_stopped(call)))
+        })
+        .collect();
+    ran.sort_by_key(|&(call, start, _)| (start, call.id.clone()));
+    for (index, &(first, start1, stop1)) in ran.iter().enumerate() {
+        for &(second, start2, _) in &ran[index + 1..] {
+            if start2 < stop1 && !run.excused(first, start1, start2) {
+                found(
+                    Class::ConcurrentBodies,
+                    format!(
+                        "{} began {} us after {} and {} us before it returned",
+                        second.id,
+                        start2 - start1,
+                        first.id,
+                        stop1 - start2
+                    ),
+                    vec![&first.id, &second.id],
+                );
+            }
+        }
+    }
+}
+
+/// Every answer given is the store's, to the end.
+fn completions(calls: &[&CallRecord], final_record: Option<&FinalRecord>, found: &mut Found<'_>) {
+    let given: BTreeSet<(&str, &str)> = calls
+        .iter()
+        .filter_map(|call| call.answer().map(|(answer, _)| (answer, call.id.as_str())))
+        .collect();
+    let Some((answer, id)) = given.iter().next() else {
+        return;
+    };
+    let held = match final_record {
+        Some(FinalRecord::Completed {
+            answer: Some(stored),
+        }) => given.iter().any(|(answer, _)| answer == stored),
+        _ => false,
+    };
+    if !held {
+        found(
+            Class::LostCompletion,
+            format!("{id} was answered {answer:?}; the store holds {final_record:?}"),
+            vec![id],
+        );
+    }
+}
+
+/// Calls answered "not recorded" although the store holds their outcome.
+fn false_alarms(calls: &[&CallRecord], final_record: Option<&FinalRecord>) -> Vec<String> {
+    let Some(FinalRecord::Completed {
+        answer: Some(stored),
+    }) = final_record
+    else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .filter(|call| call.error_class() == Some("NotRecorded"))
+        .filter(|call| stored.starts_with(&format!("{}|", call.id)))
+        .map(|call| call.id.clone())
+        .collect()
+}

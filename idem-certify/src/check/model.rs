@@ -1,0 +1,215 @@
+//! The history as the checker reads it: every call with what happened to it, by key.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::history::{Ending, Event, Op};
+
+/// A fault injected into a worker process.
+#[derive(Clone, Debug, Serialize)]
+pub struct FaultRecord {
+    /// `kill` or `stop`.
+    pub kind: &'static str,
+    /// The process it hit.
+    pub process: String,
+    /// When it began, in microseconds since the epoch.
+    pub start: u64,
+    /// When it ended (the kill's own instant; a stop's resumption).
+    pub end: u64,
+}
+
+/// What the store holds for a key at the end of the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum FinalRecord {
+    /// No record.
+    Absent,
+    /// An in-progress record.
+    InProgress,
+    /// A completed record, with its answer when it decodes.
+    Completed {
+        /// The value or stored error's text.
+        answer: Option<String>,
+    },
+    /// The read failed.
+    Unreadable {
+        /// Why.
+        error: String,
+    },
+}
+
+/// One call, assembled from its events.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CallRecord {
+    /// Its id.
+    pub id: String,
+    /// The worker process that made it.
+    pub process: String,
+    /// Its key.
+    pub key: String,
+    /// Its arguments.
+    pub payload: String,
+    /// What it was asked to do.
+    pub op: Option<Op>,
+    /// When it began.
+    pub invoked: u64,
+    /// When its body began, with the attempt and fencing token, if it ran.
+    pub body: Option<(u64, u32, u64)>,
+    /// Its side effects: step, fencing token, when.
+    pub effects: Vec<(String, u64, u64)>,
+    /// The steps `step` returned, and when.
+    pub steps_done: Vec<(String, u64)>,
+    /// When its body returned, and whether it saw its lease lost.
+    pub body_end: Option<(u64, bool)>,
+    /// How it ended, and when.
+    pub ending: Option<(Ending, u64)>,
+}
+
+impl CallRecord {
+    /// The answer it got, when it got one (a value or a stored error).
+    pub fn answer(&self) -> Option<(&str, bool)> {
+        match &self.ending {
+            Some((Ending::Ok { answer, replayed }, _))
+            | Some((Ending::StoredErr { answer, replayed }, _)) => Some((answer, *replayed)),
+            _ => None,
+        }
+    }
+
+    /// The class of the error it ended with, if it did.
+    pub fn error_class(&self) -> Option<&str> {
+        match &self.ending {
+            Some((Ending::Error { class, .. }, _)) => Some(class),
+            _ => None,
+        }
+    }
+
+    /// When it ended, if it did.
+    pub fn ended_at(&self) -> Option<u64> {
+        self.ending.as_ref().map(|(_, t)| *t)
+    }
+}
+
+/// The whole run: calls by key, faults, final records.
+#[derive(Debug, Default)]
+pub struct Run {
+    /// The calls, by id.
+    pub calls: BTreeMap<String, CallRecord>,
+    /// The faults.
+    pub faults: Vec<FaultRecord>,
+    /// The final record of every key called.
+    pub finals: BTreeMap<String, FinalRecord>,
+    /// When the run ended, for bodies cut short by a kill.
+    pub ended: u64,
+}
+
+impl Run {
+    /// Adds the events of process `process`'s history.
+    pub fn add_history(&mut self, process: &str, events: Vec<Event>) {
+        for event in events {
+            match event {
+                Event::Invoke {
+                    call,
+                    key,
+                    payload,
+                    op,
+                    t,
+                } => {
+                    let record = self.call(&call, process);
+                    record.key = key;
+                    record.payload = payload;
+                    record.op = Some(op);
+                    record.invoked = t;
+                }
+                Event::Body {
+                    call,
+                    attempt,
+                    fencing,
+                    t,
+                } => self.call(&call, process).body = Some((t, attempt, fencing)),
+                Event::Effect {
+                    call,
+                    step,
+                    fencing,
+                    t,
+                    ..
+                } => self.call(&call, process).effects.push((step, fencing, t)),
+                Event::StepDone { call, step, t } => {
+                    self.call(&call, process).steps_done.push((step, t))
+                }
+                Event::BodyEnd {
+                    call,
+                    lease_lost,
+                    t,
+                } => self.call(&call, process).body_end = Some((t, lease_lost)),
+                Event::Complete { call, ending, t } => {
+                    self.call(&call, process).ending = Some((ending, t))
+                }
+            }
+        }
+    }
+
+    fn call(&mut self, id: &str, process: &str) -> &mut CallRecord {
+        self.calls
+            .entry(id.to_owned())
+            .or_insert_with(|| CallRecord {
+                id: id.to_owned(),
+                process: process.to_owned(),
+                ..CallRecord::default()
+            })
+    }
+
+    /// The calls of each key, in the order they began.
+    pub fn by_key(&self) -> BTreeMap<&str, Vec<&CallRecord>> {
+        let mut keys: BTreeMap<&str, Vec<&CallRecord>> = BTreeMap::new();
+        for call in self.calls.values() {
+            keys.entry(&call.key).or_default().push(call);
+        }
+        for calls in keys.values_mut() {
+            calls.sort_by_key(|call| (call.invoked, call.id.clone()));
+        }
+        keys
+    }
+
+    /// When `call`'s body stopped running: its return, its call's end, the kill of its
+    /// process, or the end of the run.
+    pub fn body_stopped(&self, call: &CallRecord) -> u64 {
+        if let Some((t, _)) = call.body_end {
+            return t;
+        }
+        if let Some(t) = call.ended_at() {
+            return t;
+        }
+        let started = call.body.map_or(call.invoked, |(t, _, _)| t);
+        self.faults
+            .iter()
+            .filter(|fault| fault.kind == "kill" && fault.process == call.process)
+            .map(|fault| fault.start)
+            .filter(|&t| t >= started)
+            .min()
+            .unwrap_or(self.ended)
+    }
+
+    /// Whether `call` may have lost its key between `from` and `to` without any fault of the
+    /// store: it was a stall or was abandoned, it saw its lease lost, its process was killed
+    /// or stopped in that time, or it ended in an error that leaves the key to the lease.
+    pub fn excused(&self, call: &CallRecord, from: u64, to: u64) -> bool {
+        if matches!(
+            call.op,
+            Some(Op::Stall) | Some(Op::StallAtEnd) | Some(Op::Abandon)
+        ) {
+            return true;
+        }
+        if matches!(call.body_end, Some((_, true))) {
+            return true;
+        }
+        if let (Some(class), Some(ended)) = (call.error_class(), call.ended_at()) {
+            if ended <= to && matches!(class, "NotRecorded" | "LeaseLost" | "Store" | "Aborted") {
+                return true;
+            }
+        }
+        self.faults.iter().any(|fault| {
+            fault.process == call.process && fault.start <= to && fault.end.max(fault.start) >= from
+        })
+    }
+}

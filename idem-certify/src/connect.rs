@@ -1,0 +1,68 @@
+//! A store from its [`StoreSpec`], as a worker builds it, and the conformance kit's broken
+//! stores by name.
+
+use std::sync::Arc;
+
+use idem_conformance::broken::{Broken, Fault};
+use idem_core::Store;
+use idem_stores::dynamodb::DynamoDbStore;
+use idem_stores::postgres::PostgresStore;
+use idem_stores::redis::RedisStore;
+use idem_tests::dynamodb::{client, ClientOptions};
+
+use crate::plan::StoreSpec;
+
+/// Connects to the store `spec` names.
+pub async fn connect(spec: &StoreSpec) -> Result<Arc<dyn Store>, String> {
+    Ok(match spec {
+        StoreSpec::Redis { url } => Arc::new(
+            RedisStore::connect(url)
+                .await
+                .map_err(|error| format!("connecting to {url}: {error}"))?,
+        ),
+        StoreSpec::RedisCluster { nodes } => {
+            let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
+            Arc::new(
+                RedisStore::connect_cluster(&nodes)
+                    .await
+                    .map_err(|error| format!("connecting to the cluster {nodes:?}: {error}"))?,
+            )
+        }
+        StoreSpec::Postgres { url } => {
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(4)
+                .acquire_timeout(std::time::Duration::from_secs(5))
+                .connect(url)
+                .await
+                .map_err(|error| format!("connecting to {url}: {error}"))?;
+            Arc::new(PostgresStore::new(pool))
+        }
+        StoreSpec::DynamoDb { endpoint, table } => {
+            let client = client(endpoint, ClientOptions::default(), []);
+            Arc::new(DynamoDbStore::new(client, table))
+        }
+    })
+}
+
+/// `store`, breaking the rule `broken` names, when it names one.
+pub fn wrap(store: Arc<dyn Store>, broken: Option<&str>) -> Result<Arc<dyn Store>, String> {
+    match broken {
+        None => Ok(store),
+        Some(name) => Ok(Arc::new(Broken::new(store, broken_fault(name)?))),
+    }
+}
+
+/// The broken store's fault called `name` (`ReserveAlwaysGrants` or `reserve-always-grants`).
+pub fn broken_fault(name: &str) -> Result<Fault, String> {
+    let folded = |text: &str| text.replace(['-', '_'], "").to_ascii_lowercase();
+    Fault::ALL
+        .into_iter()
+        .find(|fault| folded(&format!("{fault:?}")) == folded(name))
+        .ok_or_else(|| {
+            let known: Vec<String> = Fault::ALL.iter().map(|f| format!("{f:?}")).collect();
+            format!(
+                "no broken store is called `{name}`; the kit has {}",
+                known.join(", ")
+            )
+        })
+}

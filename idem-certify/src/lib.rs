@@ -1,0 +1,70 @@
+//! `idem-certify`: certifies an idem store the way Jepsen certifies databases. Worker
+//! processes call idempotent functions on a real store while their processes are killed and
+//! stopped; every call, body, side effect and answer goes into a history; a checker reads it,
+//! with the store's final records, and counts anomalies by class.
+//!
+//! ```console
+//! $ cargo run --release -p idem-certify -- --store redis --seconds 60
+//! $ cargo run --release -p idem-certify -- --store postgres --seconds 60 --faults kill,stop
+//! $ cargo run --release -p idem-certify -- --store memory --broken OwnerIgnored --seconds 10
+//! ```
+//!
+//! - `history`: the events a worker appends, one JSON line each, and the side effects the
+//!   checker counts (the ledger is the history file, which shares nothing with the store).
+//! - `workload`: what a worker calls: hot keys, retries, mismatches, slow and stalled bodies,
+//!   abandoned calls, failures, stored errors and waiters, each body two steps.
+//! - `run` and `processes`: the store started through the test harness, worker processes
+//!   started from this binary, killed (`SIGKILL`) and stopped (`SIGSTOP` past the lease).
+//! - `check`: the anomaly classes, from the history and the final records.
+//! - `report`: `report.json`, `report.md`, `calls.svg`, `latency.svg`.
+
+pub mod args;
+pub mod check;
+pub mod connect;
+pub mod history;
+pub mod plan;
+pub mod processes;
+pub mod report;
+pub mod run;
+pub mod servers;
+pub mod worker;
+pub mod workload;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Mode};
+
+/// The command line's entry point.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(Mode::Worker { plan }) = cli.mode {
+        return match worker::main(&plan) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("idem-certify worker: {error}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a Tokio runtime starts");
+    match runtime.block_on(run::run(&cli.run)) {
+        Ok(outcome) => {
+            print!("{}", outcome.report.summary());
+            eprintln!("report: {}", outcome.dir.join("report.md").display());
+            if outcome.report.anomalies > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(error) => {
+            eprintln!("idem-certify: {error}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The report in Markdown.
+
+use std::fmt::Write;
+
+use super::Report;
+
+/// `report` as a Markdown page.
+pub fn render(report: &Report) -> String {
+    let setup = &report.setup;
+    let mut page = String::new();
+    let _ = writeln!(page, "# idem-certify: {}\n", setup.store);
+    if let Some(broken) = &setup.broken {
+        let _ = writeln!(
+            page,
+            "Wrapped in the conformance kit's broken store `{broken}`: anomalies are expected.\n"
+        );
+    }
+    let _ = writeln!(
+        page,
+        "{} s, {} workers, lease {} ms, faults: {}, seed {}.\n",
+        setup.seconds,
+        setup.workers,
+        setup.lease_ms,
+        if setup.faults.is_empty() {
+            "none".to_owned()
+        } else {
+            setup.faults.join(", ")
+        },
+        setup.seed
+    );
+    let _ = writeln!(page, "**Anomalies: {}**\n", report.anomalies);
+    let _ = writeln!(page, "| class | count | meaning |\n|---|---:|---|");
+    for (class, count) in &report.anomalies_by_class {
+        let _ = writeln!(page, "| `{class:?}` | {count} | {} |", class.meaning());
+    }
+    let _ = writeln!(
+        page,
+        "\nFalse alarms (\"not recorded\" for an outcome the store holds): {}\n",
+        report.false_alarms
+    );
+    let _ = writeln!(
+        page,
+        "Fencing regressions (a later body of a key with a token no greater than an earlier \
+         one's, reported apart): {}\n",
+        report.fencing_regressions
+    );
+    let _ = writeln!(
+        page,
+        "## Calls by outcome\n\n| outcome | calls |\n|---|---:|"
+    );
+    for (outcome, count) in &report.calls_by_outcome {
+        let _ = writeln!(page, "| {outcome} | {count} |");
+    }
+    let _ = writeln!(page, "\n## Faults\n\n| fault | injected |\n|---|---:|");
+    for (kind, count) in &report.faults_by_kind {
+        let _ = writeln!(page, "| {kind} | {count} |");
+    }
+    let _ = writeln!(
+        page,
+        "\n![calls over time](calls.svg)\n\n![latency by outcome](latency.svg)\n"
+    );
+    if !report.examples.is_empty() {
+        let _ = writeln!(page, "## Examples\n");
+    }
+    for example in &report.examples {
+        let anomaly = &example.anomaly;
+        let _ = writeln!(
+            page,
+            "### `{:?}` on key `{}`\n\n{} (calls {}).\n",
+            anomaly.class,
+            anomaly.key,
+            anomaly.detail,
+            anomaly.calls.join(", ")
+        );
+        let _ = writeln!(
+            page,
+            "| call | op | body (attempt, fencing) | effects | outcome |\n|---|---|---|---|---|"
+        );
+        for call in &example.history {
+            let body = call
+                .body
+                .map(|(_, attempt, fencing)| format!("{attempt}, {fencing}"))
+                .unwrap_or_default();
+            let effects: Vec<String> = call
+                .effects
+                .iter()
+                .map(|(step, fencing, _)| format!("{step}@{fencing}"))
+                .collect();
+            let _ = writeln!(
+                page,
+                "| {} | {:?} | {body} | {} | {} |",
+                call.id,
+                call.op,
+                effects.join(" "),
+                super::outcome_name(call)
+            );
+        }
+        let _ = writeln!(page);
+    }
+    page
+}

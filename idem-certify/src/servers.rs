@@ -1,0 +1,164 @@
+//! The store under test: started on loopback through the test harness, or reached at a URL.
+
+use std::sync::Arc;
+
+use idem_core::Store;
+use idem_stores::memory::MemoryStore;
+use idem_stores::postgres::PostgresStore;
+use idem_tests::dynamodb::server::TestMoto;
+use idem_tests::postgres::server::TestPostgres;
+use idem_tests::redis::cluster::TestRedisCluster;
+use idem_tests::redis::server::TestRedis;
+
+use crate::args::StoreKind;
+use crate::connect::connect;
+use crate::plan::StoreSpec;
+
+/// The running store: its spec for workers, and whatever server this run started (stopped
+/// when dropped).
+pub struct Target {
+    /// How workers reach it; `None` for the in-process memory store.
+    pub spec: Option<StoreSpec>,
+    /// The memory store, shared by in-process workers.
+    pub memory: Option<Arc<dyn Store>>,
+    /// What the report says the store is.
+    pub described: String,
+    _servers: Servers,
+}
+
+/// The servers a run started, kept alive for its length.
+#[allow(dead_code)]
+enum Servers {
+    None,
+    Redis(TestRedis),
+    Cluster(TestRedisCluster),
+    Postgres(TestPostgres),
+    Moto(TestMoto),
+}
+
+impl Target {
+    /// Starts `kind`'s server on loopback, or takes `url`, and prepares its table.
+    pub async fn start(kind: StoreKind, url: Option<&str>) -> Result<Target, String> {
+        let missing = |program: &str| {
+            format!(
+                "{program} is not installed: run `source scripts/services.sh` first, or pass --url"
+            )
+        };
+        let (spec, servers) = match kind {
+            StoreKind::Memory => {
+                return Ok(Target {
+                    spec: None,
+                    memory: Some(Arc::new(MemoryStore::new())),
+                    described: "memory (in-process workers)".to_owned(),
+                    _servers: Servers::None,
+                })
+            }
+            StoreKind::Redis => match url {
+                Some(url) => (redis(url), Servers::None),
+                None => {
+                    let server = TestRedis::start_owned().ok_or_else(|| missing("redis-server"))?;
+                    (redis(server.url()), Servers::Redis(server))
+                }
+            },
+            StoreKind::RedisCluster => match url {
+                Some(url) => (
+                    StoreSpec::RedisCluster {
+                        nodes: url.split(',').map(str::to_owned).collect(),
+                    },
+                    Servers::None,
+                ),
+                None => {
+                    let cluster =
+                        TestRedisCluster::start(3).ok_or_else(|| missing("redis-server"))?;
+                    let nodes = cluster.urls();
+                    (StoreSpec::RedisCluster { nodes }, Servers::Cluster(cluster))
+                }
+            },
+            StoreKind::Postgres => match url {
+                Some(url) => (
+                    StoreSpec::Postgres {
+                        url: url.to_owned(),
+                    },
+                    Servers::None,
+                ),
+                None => {
+                    let server = TestPostgres::start_owned().ok_or_else(|| missing("postgres"))?;
+                    let url = format!("{}/postgres", server.server_url());
+                    (StoreSpec::Postgres { url }, Servers::Postgres(server))
+                }
+            },
+            StoreKind::DynamoDb => {
+                let (endpoint, servers) = match url {
+                    Some(url) => (url.to_owned(), Servers::None),
+                    None => {
+                        let moto = TestMoto::start_owned().ok_or_else(|| missing("moto_server"))?;
+                        (moto.endpoint().to_owned(), Servers::Moto(moto))
+                    }
+                };
+                let table = format!("idem-certify-{}", std::process::id());
+                (StoreSpec::DynamoDb { endpoint, table }, servers)
+            }
+        };
+        prepare(&spec).await?;
+        Ok(Target {
+            described: describe(&spec),
+            spec: Some(spec),
+            memory: None,
+            _servers: servers,
+        })
+    }
+
+    /// A store on the target, for the final reads.
+    pub async fn store(&self) -> Result<Arc<dyn Store>, String> {
+        match (&self.memory, &self.spec) {
+            (Some(memory), _) => Ok(memory.clone()),
+            (None, Some(spec)) => connect(spec).await,
+            (None, None) => Err("a target has a store".to_owned()),
+        }
+    }
+}
+
+fn redis(url: &str) -> StoreSpec {
+    StoreSpec::Redis {
+        url: url.to_owned(),
+    }
+}
+
+/// Creates the table the workers write to, where the store has one.
+async fn prepare(spec: &StoreSpec) -> Result<(), String> {
+    match spec {
+        StoreSpec::Postgres { url } => {
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(1)
+                .connect(url)
+                .await
+                .map_err(|error| format!("connecting to {url}: {error}"))?;
+            PostgresStore::new(pool)
+                .migrate()
+                .await
+                .map_err(|error| format!("creating the table: {error}"))
+        }
+        StoreSpec::DynamoDb { endpoint, table } => {
+            let client = idem_tests::dynamodb::client(
+                endpoint,
+                idem_tests::dynamodb::ClientOptions::default(),
+                [],
+            );
+            idem_stores::dynamodb::DynamoDbStore::new(client, table)
+                .create_table()
+                .await
+                .map(|_| ())
+                .map_err(|error| format!("creating table {table}: {error}"))
+        }
+        StoreSpec::Redis { .. } | StoreSpec::RedisCluster { .. } => Ok(()),
+    }
+}
+
+fn describe(spec: &StoreSpec) -> String {
+    match spec {
+        StoreSpec::Redis { url } => format!("redis at {url}"),
+        StoreSpec::RedisCluster { nodes } => format!("redis cluster of {} nodes", nodes.len()),
+        StoreSpec::Postgres { url } => format!("postgres at {url}"),
+        StoreSpec::DynamoDb { endpoint, table } => format!("dynamodb table {table} at {endpoint}"),
+    }
+}

@@ -1,0 +1,297 @@
+//! What a worker does until its plan's deadline: idempotent calls on a few hot keys, whose
+//! bodies perform side effects in two steps, with every kind of call the contract covers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem_core::{context, step, Call, Error, Fingerprint, Idempotency};
+use serde::{Deserialize, Serialize};
+
+use crate::history::{now_micros, Ending, Event, HistoryWriter, Op};
+use crate::plan::WorkerPlan;
+
+/// The keys callers contend on at once: fresh ones every [`EPOCH`].
+const HOT_KEYS: u64 = 12;
+/// How long a set of hot keys is hot. Older keys are called again as retries.
+const EPOCH: Duration = Duration::from_secs(1);
+/// How many epochs back a retry reaches.
+const RETRY_EPOCHS: u64 = 8;
+/// How long a record is kept: longer than any run, so that no answer expires before the end.
+const TTL: Duration = Duration::from_secs(3_600);
+/// The steps of every body, each one side effect.
+pub const STEPS: [&str; 2] = ["charge", "ship"];
+
+/// A body's error: stored as the outcome (`Declined`), or not.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum BodyError {
+    /// Stored and replayed, like a payment declined after the card was charged.
+    Declined(String),
+    /// A failure before any effect: the key is released.
+    Failed,
+    /// An error of the engine, by variant.
+    Idem {
+        /// The variant.
+        class: String,
+        /// Its message.
+        message: String,
+    },
+}
+
+impl From<Error> for BodyError {
+    fn from(error: Error) -> Self {
+        BodyError::Idem {
+            class: class_of(&error).to_owned(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// The variant name of `error`.
+pub fn class_of(error: &Error) -> &'static str {
+    match error {
+        Error::InProgress { .. } => "InProgress",
+        Error::Mismatch { .. } => "Mismatch",
+        Error::Store { .. } => "Store",
+        Error::QuotaExceeded { .. } => "QuotaExceeded",
+        Error::LeaseLost { .. } => "LeaseLost",
+        Error::NotRecorded { .. } => "NotRecorded",
+        Error::Aborted { .. } => "Aborted",
+        Error::Codec(_) => "Codec",
+        Error::CorruptRecord { .. } => "CorruptRecord",
+        Error::DuplicateStep { .. } => "DuplicateStep",
+        _ => "Other",
+    }
+}
+
+/// The arguments a key is called with, unless the call is a [`Op::Mismatch`].
+pub fn payload_of(key: &str) -> String {
+    format!("args-of-{key}")
+}
+
+/// The answer of call `call` with `payload`: unique to the execution that produced it.
+pub fn answer(call: &str, payload: &str) -> String {
+    format!("{call}|{payload}")
+}
+
+/// One worker: a handle on the store, and where its history goes.
+pub struct Worker {
+    plan: WorkerPlan,
+    idem: Idempotency,
+    history: Arc<HistoryWriter>,
+    rng: fastrand::Rng,
+    /// How many calls this worker began: the sequence in its call ids.
+    calls: u64,
+}
+
+impl Worker {
+    /// A worker following `plan` on `idem`.
+    pub fn new(plan: WorkerPlan, idem: Idempotency, history: Arc<HistoryWriter>) -> Self {
+        let rng = fastrand::Rng::with_seed(plan.seed);
+        Worker {
+            plan,
+            idem,
+            history,
+            rng,
+            calls: 0,
+        }
+    }
+
+    /// Calls until the deadline.
+    pub async fn run(mut self) {
+        while now_micros() < self.plan.until_micros {
+            self.one_call().await;
+            // A breath between calls, so that a fast store's history stays readable.
+            tokio::time::sleep(Duration::from_millis(self.rng.u64(1..5))).await;
+        }
+    }
+
+    async fn one_call(&mut self) {
+        let op = self.pick_op();
+        let key_name = self.pick_key(op);
+        let payload = match op {
+            Op::Mismatch => format!("other-args-{}", self.rng.u32(..)),
+            _ => payload_of(&key_name),
+        };
+        self.calls += 1;
+        let call_id = format!("{}-{}", self.plan.name, self.calls);
+        let key = self
+            .idem
+            .key("certify")
+            .part(self.plan.run.as_str())
+            .part(key_name.as_str())
+            .finish()
+            .expect("the run's keys are valid");
+        let fingerprint = Fingerprint::of(&payload).expect("a string fingerprints");
+        let lease = self.plan.lease();
+        let mut call = Call::new(key, fingerprint).with_ttl(TTL).with_lease(lease);
+        match op {
+            Op::Stall | Op::StallAtEnd => call = call.without_renewal(),
+            Op::Wait => call = call.with_wait(lease * 3),
+            _ => {}
+        }
+        self.history.write(&Event::Invoke {
+            call: call_id.clone(),
+            key: key_name,
+            payload: payload.clone(),
+            op,
+            t: now_micros(),
+        });
+        let pause = self.pause(op, lease);
+        let body = body(self.history.clone(), call_id.clone(), payload, op, pause);
+        let run = self.idem.run_storing_errors(
+            call,
+            |error| matches!(error, BodyError::Declined(_)),
+            body,
+        );
+        let ending = if op == Op::Abandon {
+            match tokio::time::timeout(lease / 2, run).await {
+                Ok(result) => ending_of(result, &call_id),
+                Err(_) => Ending::Abandoned,
+            }
+        } else {
+            ending_of(run.await, &call_id)
+        };
+        self.history.write(&Event::Complete {
+            call: call_id,
+            ending,
+            t: now_micros(),
+        });
+    }
+
+    fn pick_op(&mut self) -> Op {
+        match self.rng.u32(..100) {
+            0..=29 => Op::Contend,
+            30..=44 => Op::Retry,
+            45..=49 => Op::Mismatch,
+            50..=54 => Op::Wait,
+            55..=62 => Op::Slow,
+            63..=70 => Op::Stall,
+            71..=78 => Op::StallAtEnd,
+            79..=86 => Op::Abandon,
+            87..=92 => Op::Fail,
+            _ => Op::StoreErr,
+        }
+    }
+
+    fn pick_key(&mut self, op: Op) -> String {
+        let epoch = now_micros() / EPOCH.as_micros() as u64;
+        // Other arguments go to keys of a few seconds ago, most of them answered by now: on a
+        // fresh key they would claim it, and every caller after them would be refused.
+        let epoch = match op {
+            Op::Retry | Op::Mismatch => epoch.saturating_sub(self.rng.u64(1..=RETRY_EPOCHS)),
+            _ => epoch,
+        };
+        format!("k{epoch}-{}", self.rng.u64(..HOT_KEYS))
+    }
+
+    /// How long the body pauses between its steps (after them for [`Op::StallAtEnd`]).
+    fn pause(&mut self, op: Op, lease: Duration) -> Duration {
+        match op {
+            Op::Slow | Op::Stall => lease * 3 / 2,
+            // Wakes just past its lease, while a caller that took the key over may still run.
+            Op::StallAtEnd => lease + Duration::from_millis(self.rng.u64(..150)),
+            Op::Abandon => lease * 2,
+            _ => Duration::from_millis(self.rng.u64(..100)),
+        }
+    }
+}
+
+/// How the call's result reads in the history.
+fn ending_of(result: Result<idem_core::Executed<String>, BodyError>, call: &str) -> Ending {
+    match result {
+        Ok(done) => Ending::Ok {
+            answer: done.value,
+            replayed: done.replayed,
+        },
+        Err(BodyError::Declined(answer)) => Ending::StoredErr {
+            replayed: !answer.starts_with(&format!("{call}|")),
+            answer,
+        },
+        Err(BodyError::Failed) => Ending::Error {
+            class: "Failed".to_owned(),
+            message: "the body failed before any effect".to_owned(),
+        },
+        Err(BodyError::Idem { class, message }) => Ending::Error { class, message },
+    }
+}
+
+/// The body of every call: two steps, each a side effect written to the history first.
+async fn body(
+    history: Arc<HistoryWriter>,
+    call: String,
+    payload: String,
+    op: Op,
+    pause: Duration,
+) -> Result<String, BodyError> {
+    let ctx = context().expect("the engine runs the body in its call's context");
+    let fencing = ctx.fencing_token();
+    history.write(&Event::Body {
+        call: call.clone(),
+        attempt: ctx.attempt(),
+        fencing,
+        t: now_micros(),
+    });
+    if op == Op::Fail {
+        history.write(&Event::BodyEnd {
+            call,
+            lease_lost: false,
+            t: now_micros(),
+        });
+        return Err(BodyError::Failed);
+    }
+    let key = ctx.key().as_str().to_owned();
+    let mut lease_lost = false;
+    for (index, name) in STEPS.into_iter().enumerate() {
+        if index > 0 && op != Op::StallAtEnd {
+            tokio::time::sleep(pause).await;
+        }
+        // A body that knows it lost its key stops before its next effect, as the contract
+        // asks of long bodies.
+        if ctx.is_lease_lost() {
+            lease_lost = true;
+            break;
+        }
+        let effect = Event::Effect {
+            call: call.clone(),
+            key: key.clone(),
+            step: name.to_owned(),
+            fencing,
+            t: 0,
+        };
+        let history_for_step = history.clone();
+        step(name, async move {
+            let mut effect = effect;
+            if let Event::Effect { t, .. } = &mut effect {
+                *t = now_micros();
+            }
+            history_for_step.write(&effect);
+            Ok::<_, BodyError>(name.to_owned())
+        })
+        .await?;
+        history.write(&Event::StepDone {
+            call: call.clone(),
+            step: name.to_owned(),
+            t: now_micros(),
+        });
+    }
+    if op == Op::StallAtEnd {
+        tokio::time::sleep(pause).await;
+    }
+    lease_lost |= ctx.is_lease_lost();
+    history.write(&Event::BodyEnd {
+        call: call.clone(),
+        lease_lost,
+        t: now_micros(),
+    });
+    if lease_lost {
+        return Err(BodyError::Idem {
+            class: "LeaseLost".to_owned(),
+            message: "the body stopped: its lease was lost".to_owned(),
+        });
+    }
+    let answer = answer(&call, &payload);
+    match op {
+        Op::StoreErr => Err(BodyError::Declined(answer)),
+        _ => Ok(answer),
+    }
+}

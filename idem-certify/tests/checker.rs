@@ -1,0 +1,336 @@
+//! The checker on hand-written histories: each class found where the contract breaks, and
+//! nothing found where a takeover is allowed.
+
+use idem_certify::check::model::{FaultRecord, FinalRecord, Run};
+use idem_certify::check::{check, Class};
+use idem_certify::history::{Ending, Event, Op};
+
+const KEY: &str = "k1";
+const PAYLOAD: &str = "args-of-k1";
+
+fn answer(call: &str) -> String {
+    format!("{call}|{PAYLOAD}")
+}
+
+/// The events of a call that ran both steps from `t` under `fencing` and answered.
+fn ran(call: &str, t: u64, fencing: u64, op: Op) -> Vec<Event> {
+    vec![
+        Event::Invoke {
+            call: call.into(),
+            key: KEY.into(),
+            payload: PAYLOAD.into(),
+            op,
+            t,
+        },
+        Event::Body {
+            call: call.into(),
+            attempt: 1,
+            fencing,
+            t: t + 10,
+        },
+        effect(call, "charge", fencing, t + 20),
+        Event::StepDone {
+            call: call.into(),
+            step: "charge".into(),
+            t: t + 30,
+        },
+        effect(call, "ship", fencing, t + 40),
+        Event::StepDone {
+            call: call.into(),
+            step: "ship".into(),
+            t: t + 50,
+        },
+        Event::BodyEnd {
+            call: call.into(),
+            lease_lost: false,
+            t: t + 60,
+        },
+        complete(call, fresh(call), t + 70),
+    ]
+}
+
+fn effect(call: &str, step: &str, fencing: u64, t: u64) -> Event {
+    Event::Effect {
+        call: call.into(),
+        key: KEY.into(),
+        step: step.into(),
+        fencing,
+        t,
+    }
+}
+
+fn fresh(call: &str) -> Ending {
+    Ending::Ok {
+        answer: answer(call),
+        replayed: false,
+    }
+}
+
+fn complete(call: &str, ending: Ending, t: u64) -> Event {
+    Event::Complete {
+        call: call.into(),
+        ending,
+        t,
+    }
+}
+
+fn run_of(histories: Vec<(&str, Vec<Event>)>, stored: Option<&str>) -> Run {
+    let mut run = Run {
+        ended: 1_000_000,
+        ..Run::default()
+    };
+    for (process, events) in histories {
+        run.add_history(process, events);
+    }
+    run.finals.insert(
+        KEY.into(),
+        match stored {
+            Some(call) => FinalRecord::Completed {
+                answer: Some(answer(call)),
+            },
+            None => FinalRecord::Absent,
+        },
+    );
+    run
+}
+
+fn classes(run: &Run) -> Vec<Class> {
+    check(run).anomalies.iter().map(|a| a.class).collect()
+}
+
+#[test]
+fn one_run_and_its_replays_are_clean() {
+    let mut second = vec![Event::Invoke {
+        call: "b".into(),
+        key: KEY.into(),
+        payload: PAYLOAD.into(),
+        op: Op::Retry,
+        t: 200,
+    }];
+    second.push(complete(
+        "b",
+        Ending::Ok {
+            answer: answer("a"),
+            replayed: true,
+        },
+        210,
+    ));
+    let run = run_of(
+        vec![("w0.1", ran("a", 0, 1, Op::Contend)), ("w1.1", second)],
+        Some("a"),
+    );
+    assert_eq!(classes(&run), []);
+}
+
+#[test]
+fn two_bodies_at_once_with_no_lease_lost_are_found() {
+    let mut events = ran("a", 0, 1, Op::Contend);
+    events.extend(ran("b", 5, 2, Op::Contend));
+    let run = run_of(vec![("w0.1", events)], Some("a"));
+    let found = classes(&run);
+    for class in [
+        Class::ConcurrentBodies,
+        Class::DuplicateEffect,
+        Class::TwoAnswers,
+        Class::StaleWriteAccepted,
+    ] {
+        assert!(found.contains(&class), "{class:?} in {found:?}");
+    }
+}
+
+#[test]
+fn a_takeover_after_a_stall_is_allowed_but_not_a_repeat_of_a_recorded_step() {
+    // `a` stalls after recording `charge`; `b` takes over and must resume after it.
+    let stalled = vec![
+        Event::Invoke {
+            call: "a".into(),
+            key: KEY.into(),
+            payload: PAYLOAD.into(),
+            op: Op::Stall,
+            t: 0,
+        },
+        Event::Body {
+            call: "a".into(),
+            attempt: 1,
+            fencing: 1,
+            t: 10,
+        },
+        effect("a", "charge", 1, 20),
+        Event::StepDone {
+            call: "a".into(),
+            step: "charge".into(),
+            t: 30,
+        },
+    ];
+    let resumed = vec![
+        Event::Invoke {
+            call: "b".into(),
+            key: KEY.into(),
+            payload: PAYLOAD.into(),
+            op: Op::Contend,
+            t: 100,
+        },
+        Event::Body {
+            call: "b".into(),
+            attempt: 2,
+            fencing: 2,
+            t: 110,
+        },
+        effect("b", "ship", 2, 120),
+        complete("b", fresh("b"), 130),
+    ];
+    let clean = run_of(
+        vec![("w0.1", stalled.clone()), ("w1.1", resumed.clone())],
+        Some("b"),
+    );
+    assert_eq!(classes(&clean), [], "a takeover after a stall");
+
+    let mut repeated = resumed;
+    repeated.insert(2, effect("b", "charge", 2, 115));
+    let run = run_of(vec![("w0.1", stalled), ("w1.1", repeated)], Some("b"));
+    assert_eq!(classes(&run), [Class::RecordedStepRepeated]);
+}
+
+#[test]
+fn a_killed_owner_may_be_taken_over_while_its_body_has_not_returned() {
+    let mut killed = ran("a", 0, 1, Op::Contend);
+    killed.truncate(3); // invoked, body, charge: then the kill
+    let mut run = run_of(
+        vec![("w0.1", killed), ("w1.1", ran("b", 100, 2, Op::Contend))],
+        Some("b"),
+    );
+    assert!(
+        !classes(&run).is_empty(),
+        "without the kill, a's body never returned"
+    );
+    run.faults.push(FaultRecord {
+        kind: "kill",
+        process: "w0.1".into(),
+        start: 25,
+        end: 25,
+    });
+    assert_eq!(classes(&run), []);
+}
+
+#[test]
+fn a_stale_owners_outcome_accepted_after_a_takeover_is_found() {
+    let mut stale = ran("a", 0, 1, Op::StallAtEnd);
+    let ending = stale.pop().unwrap();
+    let Event::Complete { call, ending, .. } = ending else {
+        unreachable!()
+    };
+    stale.push(Event::Complete {
+        call,
+        ending,
+        t: 300,
+    });
+    let mut successor = ran("b", 100, 2, Op::Contend);
+    successor.pop();
+    successor.push(complete(
+        "b",
+        Ending::Error {
+            class: "NotRecorded".into(),
+            message: String::new(),
+        },
+        400,
+    ));
+    let run = run_of(vec![("w0.1", stale), ("w1.1", successor)], Some("a"));
+    assert!(classes(&run).contains(&Class::StaleWriteAccepted));
+}
+
+#[test]
+fn an_answer_for_other_arguments_and_a_lost_completion_are_found() {
+    let mut events = ran("a", 0, 1, Op::Contend);
+    events.push(Event::Invoke {
+        call: "m".into(),
+        key: KEY.into(),
+        payload: "other".into(),
+        op: Op::Mismatch,
+        t: 200,
+    });
+    events.push(complete(
+        "m",
+        Ending::Ok {
+            answer: answer("a"),
+            replayed: true,
+        },
+        210,
+    ));
+    let run = run_of(vec![("w0.1", events)], None);
+    let found = classes(&run);
+    assert!(found.contains(&Class::AnswerForOtherArguments), "{found:?}");
+    assert!(found.contains(&Class::LostCompletion), "{found:?}");
+}
+
+#[test]
+fn not_recorded_for_an_outcome_the_store_holds_is_a_false_alarm() {
+    let mut events = ran("a", 0, 1, Op::Contend);
+    events.pop();
+    events.push(complete(
+        "a",
+        Ending::Error {
+            class: "NotRecorded".into(),
+            message: String::new(),
+        },
+        70,
+    ));
+    let run = run_of(vec![("w0.1", events)], Some("a"));
+    let findings = check(&run);
+    assert_eq!(findings.false_alarms, ["a"]);
+    assert!(findings.anomalies.is_empty());
+}
+
+#[test]
+fn a_reservation_that_lands_after_a_release_is_no_takeover_but_its_lower_token_is_reported() {
+    // `b` reserves, fails and releases while `a`'s reservation, proposed earlier with a lower
+    // token, is still on its way; `a` then runs alone.
+    let failed = vec![
+        Event::Invoke {
+            call: "b".into(),
+            key: KEY.into(),
+            payload: PAYLOAD.into(),
+            op: Op::Fail,
+            t: 40,
+        },
+        Event::Body {
+            call: "b".into(),
+            attempt: 1,
+            fencing: 40,
+            t: 42,
+        },
+        Event::BodyEnd {
+            call: "b".into(),
+            lease_lost: false,
+            t: 43,
+        },
+        complete(
+            "b",
+            Ending::Error {
+                class: "Failed".into(),
+                message: String::new(),
+            },
+            50,
+        ),
+    ];
+    let mut late = ran("a", 0, 1, Op::Contend);
+    if let Event::Body { t, .. } = &mut late[1] {
+        *t = 60;
+    }
+    for event in &mut late[2..] {
+        match event {
+            Event::Effect { t, .. }
+            | Event::StepDone { t, .. }
+            | Event::BodyEnd { t, .. }
+            | Event::Complete { t, .. } => *t += 60,
+            _ => {}
+        }
+    }
+    let run = run_of(vec![("w0.1", late), ("w1.1", failed)], Some("a"));
+    let findings = check(&run);
+    assert!(findings.anomalies.is_empty(), "{:?}", findings.anomalies);
+    assert_eq!(findings.fencing_regressions.len(), 1);
+    assert_eq!(
+        findings.fencing_regressions[0].class,
+        Class::FencingTokenRegressed
+    );
+}

@@ -1,0 +1,82 @@
+//! The command, run as a person would: a clean store passes, broken ones are caught by class.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `idem-certify` on memory for a few seconds with `extra` arguments; its exit code, its
+/// output, and the report it wrote.
+fn certify(extra: &[&str], out: &Path) -> (i32, String, serde_json::Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_idem-certify"))
+        .args([
+            "--store",
+            "memory",
+            "--seconds",
+            "5",
+            "--seed",
+            "7",
+            "--out",
+        ])
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("idem-certify runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let report = std::fs::read_to_string(out.join("report.json"))
+        .unwrap_or_else(|error| panic!("no report ({error}): {stdout}"));
+    (
+        output.status.code().unwrap_or(-1),
+        stdout,
+        serde_json::from_str(&report).expect("the report is JSON"),
+    )
+}
+
+fn out_dir(name: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("certify")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn a_correct_store_has_no_anomaly() {
+    let out = out_dir("clean");
+    let (code, stdout, report) = certify(&[], &out);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("anomalies: 0"), "{stdout}");
+    assert!(report["calls_by_outcome"]["ok"].as_u64().unwrap_or(0) > 0);
+    for file in ["report.md", "calls.svg", "latency.svg"] {
+        assert!(out.join(file).exists(), "{file}");
+    }
+}
+
+#[test]
+fn broken_stores_are_caught_by_the_class_they_break() {
+    for (broken, class) in [
+        ("ReserveAlwaysGrants", "concurrent_bodies"),
+        ("FingerprintIgnored", "answer_for_other_arguments"),
+        ("RenewDoesNotExtend", "concurrent_bodies"),
+        ("TakeoverOneSecondEarly", "concurrent_bodies"),
+    ] {
+        let out = out_dir(broken);
+        let (code, stdout, report) = certify(&["--broken", broken], &out);
+        assert_eq!(code, 1, "{broken}: {stdout}");
+        let found = report["anomalies_by_class"][class].as_u64().unwrap_or(0);
+        assert!(found > 0, "{broken}: no {class} in {stdout}");
+        assert!(
+            !stdout.ends_with("anomalies: 0\n"),
+            "{broken}: the summary says none: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_broken_store_name_the_kit_does_not_have_is_refused_with_the_list() {
+    let output = Command::new(env!("CARGO_BIN_EXE_idem-certify"))
+        .args(["--store", "memory", "--broken", "AlwaysRight"])
+        .output()
+        .expect("idem-certify runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ReserveAlwaysGrants"), "{stderr}");
+}
