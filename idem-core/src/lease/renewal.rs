@@ -7,7 +7,7 @@ use tracing::Instrument;
 use tokio::task::JoinHandle;
 
 use crate::lease::{self, Lease, Loss};
-use crate::{Clock, Fingerprint, Key, OwnerToken, Store, StoreError, TARGET};
+use crate::{Clock, Fingerprint, Key, OwnerToken, Store, StoreError, Timestamp, TARGET};
 
 /// The first pause before a failed renewal is tried again; it doubles up to [`MAX_BACKOFF`]
 /// or the interval, whichever is shorter.
@@ -91,7 +91,7 @@ impl Renew {
         let mut tries = 0u32;
         loop {
             let until = self.clock.now() + self.lease;
-            let failure = match self.store.renew(&self.key, &self.owner, until).await {
+            let failure = match self.renew_by_deadline(until).await {
                 Ok(()) => {
                     if self.state.renewed(until) {
                         tracing::warn!(target: TARGET, key, "lease renewed again after an outage; no one took the key over meanwhile");
@@ -119,6 +119,33 @@ impl Renew {
             tokio::time::sleep(jittered(backoff, &self.owner, tries)).await;
             backoff = (backoff * 2).min(self.every).min(MAX_BACKOFF);
         }
+    }
+
+    /// One renewal to `until`. A renewal still in flight when the lease passes (a store that
+    /// hangs, a pool with no free connection, a row lock held by a slow commit) does not hold
+    /// back the news: the loss is recorded at the deadline, and the renewal goes on, ending
+    /// the loss if it gets through.
+    async fn renew_by_deadline(&self, until: Timestamp) -> Result<(), StoreError> {
+        let renewing = self.store.renew(&self.key, &self.owner, until);
+        tokio::pin!(renewing);
+        loop {
+            let remaining = self
+                .state
+                .until()
+                .saturating_duration_since(self.clock.now());
+            if remaining.is_zero() {
+                break;
+            }
+            tokio::select! {
+                result = &mut renewing => return result,
+                () = tokio::time::sleep(remaining) => {}
+            }
+        }
+        if self.state.loss().is_none() {
+            tracing::error!(target: TARGET, key = self.key.as_str(), "lease passed while a renewal was on its way to the store; another caller may take the key over; renewal goes on");
+            self.state.lose(Loss::Expired);
+        }
+        renewing.await
     }
 
     /// Ends renewal after the store refused it, with what the record read back says.
