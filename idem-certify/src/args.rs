@@ -34,8 +34,10 @@ pub struct RunArgs {
     /// How many worker processes (in-process workers for memory).
     #[arg(long, default_value_t = 4)]
     pub workers: u32,
-    /// The faults to inject into worker processes, comma-separated: kill, stop. `none` for
-    /// none. Default: both, except on memory, whose workers share this process.
+    /// The faults to inject, comma-separated: kill, stop, net, restart, clock, clock-beyond;
+    /// `none` for none. Default: every one the store allows but clock-beyond (memory, whose
+    /// workers share this process, allows none; net needs one server address, restart a store
+    /// that keeps its records through one).
     #[arg(long, value_delimiter = ',')]
     pub faults: Option<Vec<FaultKind>>,
     /// Wrap the store in one of the conformance kit's broken stores (ReserveAlwaysGrants,
@@ -80,6 +82,15 @@ pub enum FaultKind {
     Kill,
     /// SIGSTOP a worker for longer than the lease, then SIGCONT.
     Stop,
+    /// Latency, stalls, cut connections and dropped answers between a worker and the store.
+    Net,
+    /// The store's server killed and restarted (Redis with its append-only file, PostgreSQL).
+    Restart,
+    /// Each worker's clock off by up to a quarter of the lease.
+    Clock,
+    /// Each worker's clock off by one to two leases: beyond what leases assume, so anomalies
+    /// are expected. Shows what skew does; never on by default.
+    ClockBeyond,
 }
 
 /// The worker's hidden entry point.

@@ -1,11 +1,14 @@
 //! `idem-certify`: certifies an idem store the way Jepsen certifies databases. Worker
-//! processes call idempotent functions on a real store while their processes are killed and
-//! stopped; every call, body, side effect and answer goes into a history; a checker reads it,
+//! processes call idempotent functions on a real store while faults are injected: workers
+//! killed (`SIGKILL`) and stopped past their lease (`SIGSTOP`), latency, stalls, cut
+//! connections and dropped answers between each worker and the store (through a noxious
+//! proxy, a Rust port of Toxiproxy), the store's server restarted, and the workers' clocks
+//! skewed. Every call, body, side effect and answer goes into a history; a checker reads it,
 //! with the store's final records, and counts anomalies by class.
 //!
 //! ```console
 //! $ cargo run --release -p idem-certify -- --store redis --seconds 60
-//! $ cargo run --release -p idem-certify -- --store postgres --seconds 60 --faults kill,stop
+//! $ cargo run --release -p idem-certify -- --store postgres --seconds 60 --faults kill,stop,net
 //! $ cargo run --release -p idem-certify -- --store memory --broken OwnerIgnored --seconds 10
 //! ```
 //!
@@ -13,17 +16,20 @@
 //!   checker counts (the ledger is the history file, which shares nothing with the store).
 //! - `workload`: what a worker calls: hot keys, retries, mismatches, slow and stalled bodies,
 //!   abandoned calls, failures, stored errors and waiters, each body two steps.
-//! - `run` and `processes`: the store started through the test harness, worker processes
-//!   started from this binary, killed (`SIGKILL`) and stopped (`SIGSTOP` past the lease).
+//! - `run`, `nemesis`, `processes`, `proxies`, `servers`: the store started through the test
+//!   harness, worker processes started from this binary, and the faults.
 //! - `check`: the anomaly classes, from the history and the final records.
 //! - `report`: `report.json`, `report.md`, `calls.svg`, `latency.svg`.
 
 pub mod args;
 pub mod check;
+pub mod clock;
 pub mod connect;
 pub mod history;
+pub mod nemesis;
 pub mod plan;
 pub mod processes;
+pub mod proxies;
 pub mod report;
 pub mod run;
 pub mod servers;

@@ -53,6 +53,8 @@ pub struct WorkerPlan {
     pub lease_ms: u64,
     /// The seed of the worker's choices.
     pub seed: u64,
+    /// How far the worker's clock is off the system's, in milliseconds.
+    pub clock_offset_ms: i64,
 }
 
 impl WorkerPlan {

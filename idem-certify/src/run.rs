@@ -3,19 +3,19 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use idem_core::{Idempotency, Record, Store};
 
 use crate::args::{FaultKind, RunArgs, StoreKind};
-use crate::check::model::{FaultRecord, FinalRecord, Run};
+use crate::check::model::{FinalRecord, Run};
 use crate::check::{check, Findings};
 use crate::connect::wrap;
 use crate::history::{self, now_micros, HistoryWriter};
+use crate::nemesis::{self, Workers};
 use crate::plan::WorkerPlan;
-use crate::processes::WorkerProcess;
 use crate::report::{Report, Setup};
 use crate::servers::Target;
 use crate::worker::run_all;
@@ -37,7 +37,8 @@ pub async fn run(args: &RunArgs) -> Result<Outcome, String> {
     if let Some(broken) = &args.broken {
         crate::connect::broken_fault(broken)?;
     }
-    let faults = faults_of(args, kind)?;
+    let restartable = Target::can_restart(kind, args.url.as_deref());
+    let faults = faults_of(args, kind, restartable)?;
     let seed = args.seed.unwrap_or_else(now_micros);
     let dir = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("target/certify").join(format!("{kind:?}-{}", seed % 1_000_000))
@@ -45,27 +46,47 @@ pub async fn run(args: &RunArgs) -> Result<Outcome, String> {
     let histories = dir.join("histories");
     fs::create_dir_all(&histories)
         .map_err(|error| format!("creating {}: {error}", histories.display()))?;
-    let target = Target::start(kind, args.url.as_deref()).await?;
+    let mut target = Target::start(
+        kind,
+        args.url.as_deref(),
+        faults.contains(&FaultKind::Restart),
+    )
+    .await?;
+    if faults.contains(&FaultKind::Net) && !crate::nemesis::proxiable(target.spec.as_ref()) {
+        return Err("net faults need a store behind one address: not a cluster".to_owned());
+    }
     let run_id = format!("run{seed}");
     let until = now_micros() + args.seconds * 1_000_000;
-    let plan = |name: String, seed: u64| WorkerPlan {
+    let spec = target.spec.clone();
+    let plan = |name: String, seed: u64, clock_offset_ms: i64| WorkerPlan {
         history: histories.join(format!("{name}.jsonl")),
         name,
-        store: target.spec.clone(),
+        store: spec.clone(),
         broken: args.broken.clone(),
         run: run_id.clone(),
         until_micros: until,
         lease_ms: args.lease_ms,
         seed,
+        clock_offset_ms,
     };
-    let fault_log = match &target.memory {
+    let (fault_log, clock_offsets) = match target.memory.clone() {
         Some(store) => {
-            in_process(args, store.clone(), &plan, seed).await?;
-            Vec::new()
+            in_process(args, store, &plan, seed).await?;
+            (Vec::new(), Vec::new())
         }
-        // The fault loop sleeps between faults; nothing else runs on this runtime meanwhile.
         None => {
-            tokio::task::block_in_place(|| in_processes(args, &dir, &faults, &plan, seed, until))?
+            let workers = Workers {
+                count: args.workers,
+                plan: &plan,
+                dir: &dir,
+                seed,
+                lease: Duration::from_millis(args.lease_ms),
+                until,
+            };
+            // The nemesis sleeps between faults, its proxies on this runtime's other threads.
+            let injected =
+                tokio::task::block_in_place(|| nemesis::run(&workers, &mut target, &faults))?;
+            (injected.faults, injected.clock_offsets)
         }
     };
     let mut run = Run {
@@ -101,13 +122,14 @@ pub async fn run(args: &RunArgs) -> Result<Outcome, String> {
             .collect(),
         lease_ms: args.lease_ms,
         seed,
+        clock_offsets_ms: clock_offsets,
     };
     let report = Report::new(setup, &run, &findings);
     report.write(&dir)?;
     Ok(Outcome { report, dir })
 }
 
-fn faults_of(args: &RunArgs, kind: StoreKind) -> Result<Vec<FaultKind>, String> {
+fn faults_of(args: &RunArgs, kind: StoreKind, restartable: bool) -> Result<Vec<FaultKind>, String> {
     let faults: Vec<FaultKind> = match &args.faults {
         Some(faults) => faults
             .iter()
@@ -115,11 +137,28 @@ fn faults_of(args: &RunArgs, kind: StoreKind) -> Result<Vec<FaultKind>, String> 
             .filter(|&fault| fault != FaultKind::None)
             .collect(),
         None if kind == StoreKind::Memory => Vec::new(),
-        None => vec![FaultKind::Kill, FaultKind::Stop],
+        None => {
+            let mut faults = vec![FaultKind::Kill, FaultKind::Stop, FaultKind::Clock];
+            if kind != StoreKind::RedisCluster {
+                faults.push(FaultKind::Net);
+            }
+            if restartable {
+                faults.push(FaultKind::Restart);
+            }
+            faults
+        }
     };
     if kind == StoreKind::Memory && !faults.is_empty() {
         return Err(
-            "memory's workers share this process: kill and stop need a store with a server"
+            "memory's workers share this process: its faults are the workload's own stalls and \
+             abandoned calls; kill, stop, net, restart and clock need a store with a server"
+                .to_owned(),
+        );
+    }
+    if faults.contains(&FaultKind::Restart) && !restartable {
+        return Err(
+            "restart needs a Redis or PostgreSQL server this run starts (not --url, not \
+             DynamoDB, whose emulator keeps nothing through a restart)"
                 .to_owned(),
         );
     }
@@ -130,13 +169,13 @@ fn faults_of(args: &RunArgs, kind: StoreKind) -> Result<Vec<FaultKind>, String> 
 async fn in_process(
     args: &RunArgs,
     store: Arc<dyn Store>,
-    plan: &dyn Fn(String, u64) -> WorkerPlan,
+    plan: &dyn Fn(String, u64, i64) -> WorkerPlan,
     seed: u64,
 ) -> Result<(), String> {
     let store = wrap(store, args.broken.as_deref())?;
     let mut workers = Vec::new();
     for slot in 0..args.workers {
-        let plan = plan(format!("w{slot}.1"), seed + u64::from(slot));
+        let plan = plan(format!("w{slot}.1"), seed + u64::from(slot), 0);
         let history = HistoryWriter::create(&plan.history)
             .map_err(|error| format!("{}: {error}", plan.history.display()))?;
         let idem = Idempotency::from_arc(store.clone());
@@ -148,87 +187,6 @@ async fn in_process(
             .map_err(|error| format!("a worker failed: {error}"))?;
     }
     Ok(())
-}
-
-/// Worker processes, killed and stopped at random until the deadline; the faults injected.
-fn in_processes(
-    args: &RunArgs,
-    dir: &Path,
-    faults: &[FaultKind],
-    plan: &dyn Fn(String, u64) -> WorkerPlan,
-    seed: u64,
-    until: u64,
-) -> Result<Vec<FaultRecord>, String> {
-    let mut rng = fastrand::Rng::with_seed(seed);
-    let lease = Duration::from_millis(args.lease_ms);
-    let start = |slot: u32, incarnation: u32| -> Result<WorkerProcess, String> {
-        let name = format!("w{slot}.{incarnation}");
-        let log = dir.join(format!("{name}.log"));
-        WorkerProcess::start(
-            &plan(name, seed + u64::from(slot * 1_000 + incarnation)),
-            &log,
-        )
-    };
-    let mut slots: Vec<(u32, WorkerProcess)> = Vec::new();
-    for slot in 0..args.workers {
-        slots.push((1, start(slot, 1)?));
-    }
-    let mut log = Vec::new();
-    while !faults.is_empty() {
-        let pause = Duration::from_millis(rng.u64(1_000..2_500));
-        if now_micros() + pause.as_micros() as u64 + lease.as_micros() as u64 * 3 > until {
-            break;
-        }
-        std::thread::sleep(pause);
-        let slot = rng.usize(..slots.len());
-        let (incarnation, process) = &mut slots[slot];
-        match faults[rng.usize(..faults.len())] {
-            FaultKind::Kill => {
-                let at = now_micros();
-                process.kill();
-                log.push(FaultRecord {
-                    kind: "kill",
-                    process: process.name.clone(),
-                    start: at,
-                    end: at,
-                });
-                *incarnation += 1;
-                *process = start(slot as u32, *incarnation)?;
-            }
-            FaultKind::Stop => {
-                let at = now_micros();
-                process.stop();
-                std::thread::sleep(lease * 3 / 2 + Duration::from_millis(rng.u64(..1_000)));
-                process.resume();
-                log.push(FaultRecord {
-                    kind: "stop",
-                    process: process.name.clone(),
-                    start: at,
-                    end: now_micros(),
-                });
-            }
-            FaultKind::None => {}
-        }
-    }
-    // Workers stop calling at the deadline and finish what they began: the slowest call
-    // pauses for twice its lease, a waiter waits three.
-    let grace = until + (lease * 8 + Duration::from_secs(10)).as_micros() as u64;
-    for (_, process) in &mut slots {
-        while !process.exited() && now_micros() < grace {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if !process.exited() {
-            let at = now_micros();
-            process.kill();
-            log.push(FaultRecord {
-                kind: "kill",
-                process: process.name.clone(),
-                start: at,
-                end: at,
-            });
-        }
-    }
-    Ok(log)
 }
 
 /// What the store holds for `key` of run `run_id`.

@@ -23,7 +23,7 @@ pub struct Target {
     pub memory: Option<Arc<dyn Store>>,
     /// What the report says the store is.
     pub described: String,
-    _servers: Servers,
+    servers: Servers,
 }
 
 /// The servers a run started, kept alive for its length.
@@ -37,8 +37,13 @@ enum Servers {
 }
 
 impl Target {
-    /// Starts `kind`'s server on loopback, or takes `url`, and prepares its table.
-    pub async fn start(kind: StoreKind, url: Option<&str>) -> Result<Target, String> {
+    /// Starts `kind`'s server on loopback, or takes `url`, and prepares its table. A Redis
+    /// server that will be `restartable` keeps an append-only file, synced on every write.
+    pub async fn start(
+        kind: StoreKind,
+        url: Option<&str>,
+        restartable: bool,
+    ) -> Result<Target, String> {
         let missing = |program: &str| {
             format!(
                 "{program} is not installed: run `source scripts/services.sh` first, or pass --url"
@@ -50,13 +55,18 @@ impl Target {
                     spec: None,
                     memory: Some(Arc::new(MemoryStore::new())),
                     described: "memory (in-process workers)".to_owned(),
-                    _servers: Servers::None,
+                    servers: Servers::None,
                 })
             }
             StoreKind::Redis => match url {
                 Some(url) => (redis(url), Servers::None),
                 None => {
-                    let server = TestRedis::start_owned().ok_or_else(|| missing("redis-server"))?;
+                    let server = if restartable {
+                        TestRedis::start_persistent()
+                    } else {
+                        TestRedis::start_owned()
+                    }
+                    .ok_or_else(|| missing("redis-server"))?;
                     (redis(server.url()), Servers::Redis(server))
                 }
             },
@@ -104,8 +114,30 @@ impl Target {
             described: describe(&spec),
             spec: Some(spec),
             memory: None,
-            _servers: servers,
+            servers,
         })
+    }
+
+    /// Whether [`restart`](Target::restart) keeps the records: a Redis server with its
+    /// append-only file or a PostgreSQL server, started by this run.
+    pub fn can_restart(kind: StoreKind, url: Option<&str>) -> bool {
+        url.is_none() && matches!(kind, StoreKind::Redis | StoreKind::Postgres)
+    }
+
+    /// Kills the server and starts it again on its port and data.
+    pub fn restart(&mut self) -> Result<(), String> {
+        match &mut self.servers {
+            Servers::Redis(server) => {
+                server.kill();
+                server.restart();
+            }
+            Servers::Postgres(server) => {
+                server.kill();
+                server.restart_after_kill();
+            }
+            _ => return Err("only a Redis or PostgreSQL server this run started restarts".into()),
+        }
+        Ok(())
     }
 
     /// A store on the target, for the final reads.

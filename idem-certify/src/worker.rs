@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use idem_core::Idempotency;
 
+use crate::clock::OffsetClock;
 use crate::connect::{connect, wrap};
 use crate::history::HistoryWriter;
 use crate::plan::WorkerPlan;
@@ -26,7 +27,10 @@ pub fn main(plan: &str) -> Result<(), String> {
         let store = wrap(connect(&spec).await?, plan.broken.as_deref())?;
         let history = HistoryWriter::create(&plan.history)
             .map_err(|error| format!("opening {}: {error}", plan.history.display()))?;
-        run_all(plan, Idempotency::from_arc(store), Arc::new(history)).await;
+        let idem = Idempotency::from_arc(store).with_clock(OffsetClock {
+            offset_ms: plan.clock_offset_ms,
+        });
+        run_all(plan, idem, Arc::new(history)).await;
         Ok(())
     })
 }

@@ -9,9 +9,9 @@ use crate::history::{Ending, Event, Op};
 /// A fault injected into a worker process.
 #[derive(Clone, Debug, Serialize)]
 pub struct FaultRecord {
-    /// `kill` or `stop`.
+    /// `kill`, `stop`, `restart` or a network fault (`net-latency`, ...).
     pub kind: &'static str,
-    /// The process it hit.
+    /// The process it hit; `*` for all of them.
     pub process: String,
     /// When it began, in microseconds since the epoch.
     pub start: u64,
@@ -208,8 +208,11 @@ impl Run {
                 return true;
             }
         }
+        // A restart of the store ("*") hits every process.
         self.faults.iter().any(|fault| {
-            fault.process == call.process && fault.start <= to && fault.end.max(fault.start) >= from
+            (fault.process == call.process || fault.process == "*")
+                && fault.start <= to
+                && fault.end.max(fault.start) >= from
         })
     }
 }

@@ -33,6 +33,8 @@ pub struct Setup {
     pub lease_ms: u64,
     /// The seed.
     pub seed: u64,
+    /// Each worker process's clock offset, in milliseconds.
+    pub clock_offsets_ms: Vec<(String, i64)>,
 }
 
 /// Everything the report says.
@@ -54,8 +56,7 @@ pub struct Report {
     pub fencing_regressions: usize,
     /// The total of anomalies.
     pub anomalies: usize,
-    /// The faults, for the plots.
-    #[serde(skip)]
+    /// Every fault injected, with its process and interval.
     pub fault_log: Vec<FaultRecord>,
     /// (start, end, outcome) of every call, for the plots.
     #[serde(skip)]

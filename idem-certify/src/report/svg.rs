@@ -13,7 +13,8 @@ const COLOURS: [&str; 8] = [
     "#1f77b4", "#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
 ];
 
-/// Calls ended per second, one line per outcome; kills as red lines, stops as grey bands.
+/// Calls ended per second, one line per outcome; kills as red lines, stops as grey bands,
+/// network faults as orange ones, store restarts as red ones.
 pub fn calls_over_time(report: &Report) -> String {
     let Some(start) = report.timeline.iter().map(|&(s, _, _)| s).min() else {
         return empty("no calls");
@@ -43,10 +44,15 @@ pub fn calls_over_time(report: &Report) -> String {
     let y = |count: f64| HEIGHT - MARGIN - count / top * plot_height();
     let mut svg = open("Calls ended per second, by outcome");
     for fault in &report.fault_log {
-        if fault.kind == "stop" {
+        if fault.end > fault.start {
+            let fill = match fault.kind {
+                "stop" => "#bbb",
+                "restart" => "#f4a6a6",
+                _ => "#fdd9a0",
+            };
             let _ = writeln!(
                 svg,
-                r##"<rect x="{:.1}" y="{MARGIN}" width="{:.1}" height="{:.1}" fill="#ccc" opacity="0.5"/>"##,
+                r##"<rect x="{:.1}" y="{MARGIN}" width="{:.1}" height="{:.1}" fill="{fill}" opacity="0.5"/>"##,
                 x(fault.start.max(start)),
                 (x(fault.end.min(end)) - x(fault.start.max(start))).max(1.0),
                 plot_height()
