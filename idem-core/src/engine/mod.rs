@@ -24,7 +24,7 @@ use crate::steps::journal::{self, Journal};
 use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
     Call, CallContext, Claim, Completed, Error, Executed, Idempotency, InProgress, OnAbort,
-    Outcome, OwnerToken, Record, Reservation, TARGET,
+    Outcome, OwnerToken, Record, Reservation, StoreError, TARGET,
 };
 
 impl Idempotency {
@@ -214,12 +214,18 @@ impl Idempotency {
             let existing = match reservation {
                 Reservation::Reserved(held) => {
                     tracing::debug!(target: TARGET, key, fencing_token = held.fencing_token(), "fresh: key reserved");
-                    return Ok(Acquired::Owner(held));
+                    match self.fresh_lease(call, held).await? {
+                        Some(held) => return Ok(Acquired::Owner(held)),
+                        None => continue,
+                    }
                 }
                 Reservation::TookOver { previous, record } => {
                     tracing::warn!(target: TARGET, key, previous = previous.as_str(), attempt = record.attempt(), fencing_token = record.fencing_token(), recorded_steps = record.steps().len(), "taken over: the previous owner's lease passed or it failed after recording steps");
                     telemetry.took_over();
-                    return Ok(Acquired::Owner(record));
+                    match self.fresh_lease(call, record).await? {
+                        Some(held) => return Ok(Acquired::Owner(held)),
+                        None => continue,
+                    }
                 }
                 Reservation::Existing(record) => record,
             };
@@ -259,6 +265,40 @@ impl Idempotency {
                     });
                 }
             }
+        }
+    }
+
+    /// `held`, with a lease that still covers the clock skew renewal tolerates. A reservation
+    /// answered late (a slow first connection, a stalled network) may arrive with most of its
+    /// lease spent, and the first renewal comes only `renew_every` after the body starts: a
+    /// duplicate whose clock is a little ahead could take the key over in between. Such a
+    /// lease is renewed before the body starts; `None` when the key was taken over meanwhile
+    /// (the caller reserves again, and finds the other owner's record).
+    async fn fresh_lease(
+        &self,
+        call: &Call,
+        held: InProgress,
+    ) -> Result<Option<InProgress>, Error> {
+        let now = self.clock.now();
+        let spent = call
+            .lease
+            .saturating_sub(held.lease_until().saturating_duration_since(now));
+        if !call.renewed || spent <= call.renew_every() {
+            return Ok(Some(held));
+        }
+        let key = call.key.as_str();
+        let until = now + call.lease;
+        match self.store.renew(&call.key, held.owner(), until).await {
+            Ok(()) => {
+                tracing::debug!(target: TARGET, key, spent_ms = spent.as_millis() as u64, "reservation answered late; lease renewed before the body starts");
+                Ok(Some(held.with_lease_until(until)))
+            }
+            Err(StoreError::LeaseLost) => {
+                tracing::warn!(target: TARGET, key, spent_ms = spent.as_millis() as u64, "reservation answered after another caller took the key over; the body does not run");
+                Ok(None)
+            }
+            // The renewal task goes on trying, and reports the loss at the deadline.
+            Err(_) => Ok(Some(held)),
         }
     }
 

@@ -126,8 +126,7 @@ impl Renew {
     /// back the news: the loss is recorded at the deadline, and the renewal goes on, ending
     /// the loss if it gets through.
     async fn renew_by_deadline(&self, until: Timestamp) -> Result<(), StoreError> {
-        let renewing = self.store.renew(&self.key, &self.owner, until);
-        tokio::pin!(renewing);
+        let mut renewing = std::pin::pin!(self.store.renew(&self.key, &self.owner, until));
         loop {
             let remaining = self
                 .state
@@ -136,9 +135,8 @@ impl Renew {
             if remaining.is_zero() {
                 break;
             }
-            tokio::select! {
-                result = &mut renewing => return result,
-                () = tokio::time::sleep(remaining) => {}
+            if let Ok(result) = tokio::time::timeout(remaining, renewing.as_mut()).await {
+                return result;
             }
         }
         if self.state.loss().is_none() {
