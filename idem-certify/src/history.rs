@@ -127,6 +127,13 @@ pub enum Event {
         /// When.
         t: u64,
     },
+    /// The engine told the body its lease is lost (`CallContext::lease_lost` resolved).
+    LeaseLost {
+        /// The call.
+        call: String,
+        /// When.
+        t: u64,
+    },
     /// The body returns.
     BodyEnd {
         /// The call.

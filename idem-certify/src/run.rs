@@ -21,6 +21,10 @@ use crate::servers::Target;
 use crate::worker::run_all;
 use crate::workload::BodyError;
 
+/// How late the news of a lost lease may be written after the takeover it allowed, beyond
+/// clock skew: the timer's and the watcher task's scheduling.
+const TOLD_SLACK_MICROS: u64 = 50_000;
+
 /// What a run found: its report, and where it was written.
 pub struct Outcome {
     /// The report.
@@ -39,14 +43,7 @@ pub async fn run(args: &RunArgs) -> Result<Outcome, String> {
     }
     let restartable = Target::can_restart(kind, args.url.as_deref());
     let faults = faults_of(args, kind, restartable)?;
-    let seed = args.seed.unwrap_or_else(now_micros);
-    let dir = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("target/certify").join(format!("{kind:?}-{}", seed % 1_000_000))
-    });
-    let histories = dir.join("histories");
-    fs::create_dir_all(&histories)
-        .map_err(|error| format!("creating {}: {error}", histories.display()))?;
-    let mut target = Target::start(
+    let target = Target::start(
         kind,
         args.url.as_deref(),
         faults.contains(&FaultKind::Restart),
@@ -55,6 +52,46 @@ pub async fn run(args: &RunArgs) -> Result<Outcome, String> {
     if faults.contains(&FaultKind::Net) && !crate::nemesis::proxiable(target.spec.as_ref()) {
         return Err("net faults need a store behind one address: not a cluster".to_owned());
     }
+    run_on(args, target, &faults, &format!("{kind:?}")).await
+}
+
+/// Certifies a store of your own, as the conformance kit's [`Target`](idem_conformance::Target)
+/// builds it: workers in this process call it for `args.seconds` (its other options apply but
+/// `store`, `url` and `faults`: the faults are the workload's own stalls and abandoned calls).
+/// The report goes to `args.out`, or `target/certify/custom-SEED`.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), String> {
+/// use clap::Parser;
+/// use idem_certify::args::Cli;
+/// let args = Cli::parse_from(["idem-certify", "--seconds", "30"]).run;
+/// let store = std::sync::Arc::new(idem_conformance::ReferenceStore::new());
+/// let outcome = idem_certify::run::certify_store(store, "my store", &args).await?;
+/// assert_eq!(outcome.report.anomalies, 0);
+/// # Ok(()) }
+/// ```
+pub async fn certify_store(
+    store: Arc<dyn Store>,
+    described: &str,
+    args: &RunArgs,
+) -> Result<Outcome, String> {
+    run_on(args, Target::in_process(store, described), &[], "custom").await
+}
+
+/// Runs the workload on `target` with `faults`, then checks and reports.
+async fn run_on(
+    args: &RunArgs,
+    mut target: Target,
+    faults: &[FaultKind],
+    name: &str,
+) -> Result<Outcome, String> {
+    let seed = args.seed.unwrap_or_else(now_micros);
+    let dir = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("target/certify").join(format!("{name}-{}", seed % 1_000_000))
+    });
+    let histories = dir.join("histories");
+    fs::create_dir_all(&histories)
+        .map_err(|error| format!("creating {}: {error}", histories.display()))?;
     let run_id = format!("run{seed}");
     let until = now_micros() + args.seconds * 1_000_000;
     let spec = target.spec.clone();
@@ -85,13 +122,19 @@ pub async fn run(args: &RunArgs) -> Result<Outcome, String> {
             };
             // The nemesis sleeps between faults, its proxies on this runtime's other threads.
             let injected =
-                tokio::task::block_in_place(|| nemesis::run(&workers, &mut target, &faults))?;
+                tokio::task::block_in_place(|| nemesis::run(&workers, &mut target, faults))?;
             (injected.faults, injected.clock_offsets)
         }
     };
+    let largest_offset = clock_offsets
+        .iter()
+        .map(|(_, offset): &(String, i64)| offset.unsigned_abs())
+        .max()
+        .unwrap_or(0);
     let mut run = Run {
         faults: fault_log,
         ended: now_micros(),
+        told_within: 2 * largest_offset * 1_000 + TOLD_SLACK_MICROS,
         ..Run::default()
     };
     for entry in fs::read_dir(&histories).map_err(|error| error.to_string())? {

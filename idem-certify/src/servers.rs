@@ -118,6 +118,16 @@ impl Target {
         })
     }
 
+    /// `store`, called by workers in this process.
+    pub fn in_process(store: Arc<dyn Store>, described: &str) -> Target {
+        Target {
+            spec: None,
+            memory: Some(store),
+            described: described.to_owned(),
+            servers: Servers::None,
+        }
+    }
+
     /// Whether [`restart`](Target::restart) keeps the records: a Redis server with its
     /// append-only file or a PostgreSQL server, started by this run.
     pub fn can_restart(kind: StoreKind, url: Option<&str>) -> bool {

@@ -240,6 +240,19 @@ async fn body(
         return Err(BodyError::Failed);
     }
     let key = ctx.key().as_str().to_owned();
+    // When the engine tells the body its lease is lost, for the checker: a takeover after
+    // that is allowed, one before it is not.
+    let watcher = tokio::spawn({
+        let (ctx, history, call) = (ctx.clone(), history.clone(), call.clone());
+        async move {
+            ctx.lease_lost().await;
+            history.write(&Event::LeaseLost {
+                call,
+                t: now_micros(),
+            });
+        }
+    });
+    let _watching = AbortOnDrop(watcher);
     let mut lease_lost = false;
     for (index, name) in STEPS.into_iter().enumerate() {
         if index > 0 && op != Op::StallAtEnd {
@@ -293,5 +306,14 @@ async fn body(
     match op {
         Op::StoreErr => Err(BodyError::Declined(answer)),
         _ => Ok(answer),
+    }
+}
+
+/// Aborts a task when dropped: the lease watcher ends with its body, however the body ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -355,3 +355,36 @@ fn a_url_is_rewritten_to_go_through_a_proxy() {
     );
     assert_eq!(through("dynamodb://table", "127.0.0.1:9"), None);
 }
+
+#[test]
+fn a_takeover_is_allowed_once_the_engine_told_the_owner_its_lease_was_lost() {
+    // `a` hangs in its first step's write; `b` takes the key over at 100.
+    let mut hung = ran("a", 0, 1, Op::Contend);
+    hung.truncate(3);
+    let told = |t: u64| Event::LeaseLost {
+        call: "a".into(),
+        t,
+    };
+    let taker = ran("b", 100, 2, Op::Contend);
+
+    let untold = run_of(
+        vec![("w0.1", hung.clone()), ("w1.1", taker.clone())],
+        Some("b"),
+    );
+    let found = classes(&untold);
+    assert!(found.contains(&Class::ConcurrentBodies), "{found:?}");
+    assert!(found.contains(&Class::DuplicateEffect), "{found:?}");
+
+    let mut told_late = hung.clone();
+    told_late.push(told(500));
+    let late = run_of(
+        vec![("w0.1", told_late), ("w1.1", taker.clone())],
+        Some("b"),
+    );
+    assert!(!classes(&late).is_empty(), "told only after the takeover");
+
+    let mut told_first = hung;
+    told_first.push(told(90));
+    let run = run_of(vec![("w0.1", told_first), ("w1.1", taker)], Some("b"));
+    assert_eq!(classes(&run), []);
+}

@@ -62,6 +62,8 @@ pub struct CallRecord {
     pub steps_done: Vec<(String, u64)>,
     /// When its body returned, and whether it saw its lease lost.
     pub body_end: Option<(u64, bool)>,
+    /// When the engine first told its body the lease was lost.
+    pub lease_lost_at: Option<u64>,
     /// How it ended, and when.
     pub ending: Option<(Ending, u64)>,
 }
@@ -101,6 +103,10 @@ pub struct Run {
     pub finals: BTreeMap<String, FinalRecord>,
     /// When the run ended, for bodies cut short by a kill.
     pub ended: u64,
+    /// How much later than a takeover its first owner may hear of the loss and still count as
+    /// told: twice the largest clock offset among the workers (a taker ahead and an owner
+    /// behind), and a little for the scheduling of the news.
+    pub told_within: u64,
 }
 
 impl Run {
@@ -142,6 +148,10 @@ impl Run {
                     lease_lost,
                     t,
                 } => self.call(&call, process).body_end = Some((t, lease_lost)),
+                Event::LeaseLost { call, t } => {
+                    let record = self.call(&call, process);
+                    record.lease_lost_at = Some(record.lease_lost_at.map_or(t, |at| at.min(t)));
+                }
                 Event::Complete { call, ending, t } => {
                     self.call(&call, process).ending = Some((ending, t))
                 }
@@ -191,8 +201,9 @@ impl Run {
     }
 
     /// Whether `call` may have lost its key between `from` and `to` without any fault of the
-    /// store: it was a stall or was abandoned, it saw its lease lost, its process was killed
-    /// or stopped in that time, or it ended in an error that leaves the key to the lease.
+    /// store: it was a stall or was abandoned (its lease was let pass), the engine told it the
+    /// lease was lost by `to`, its process was killed, stopped or cut off in that time, the
+    /// store restarted, or it ended in an error that leaves the key to the lease by `to`.
     pub fn excused(&self, call: &CallRecord, from: u64, to: u64) -> bool {
         if matches!(
             call.op,
@@ -200,7 +211,10 @@ impl Run {
         ) {
             return true;
         }
-        if matches!(call.body_end, Some((_, true))) {
+        if call
+            .lease_lost_at
+            .is_some_and(|told| told <= to + self.told_within)
+        {
             return true;
         }
         if let (Some(class), Some(ended)) = (call.error_class(), call.ended_at()) {
