@@ -87,8 +87,8 @@ pub fn run(
             workers.seed + u64::from(slot * 1_000 + incarnation),
             clock_offset,
         );
-        if let (Some(proxy), Some(spec)) = (proxy, plan.store.take()) {
-            plan.store = Some(proxied(spec, &proxy.listen));
+        if let Some(proxy) = proxy {
+            plan.store = plan.store.take().map(|spec| proxied(spec, &proxy.listen));
         }
         WorkerProcess::start(&plan, &workers.dir.join(format!("{name}.log")))
     };
@@ -166,6 +166,16 @@ pub fn run(
     for slot in &mut slots {
         while !slot.process.exited() && now_micros() < grace {
             std::thread::sleep(Duration::from_millis(50));
+        }
+        if let Some(failure) = slot.process.failure() {
+            return Err(format!(
+                "worker {} failed ({failure}): see {}",
+                slot.process.name,
+                workers
+                    .dir
+                    .join(format!("{}.log", slot.process.name))
+                    .display()
+            ));
         }
         if !slot.process.exited() {
             let at = now_micros();

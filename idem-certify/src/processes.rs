@@ -60,6 +60,14 @@ impl WorkerProcess {
     pub fn exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))
     }
+
+    /// How it failed, if it exited unsuccessfully on its own.
+    pub fn failure(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(Some(status)) if !status.success() => Some(status.to_string()),
+            _ => None,
+        }
+    }
 }
 
 impl Drop for WorkerProcess {

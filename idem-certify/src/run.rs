@@ -147,6 +147,12 @@ async fn run_on(
         let events = history::read(&path).map_err(|error| error.to_string())?;
         run.add_history(&process, events);
     }
+    if run.calls.is_empty() {
+        return Err(format!(
+            "no call was made: see the workers' logs in {}",
+            dir.display()
+        ));
+    }
     let idem = Idempotency::from_arc(target.store().await?);
     let keys: BTreeSet<String> = run.calls.values().map(|call| call.key.clone()).collect();
     for key in keys {

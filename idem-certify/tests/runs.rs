@@ -80,3 +80,21 @@ fn a_broken_store_name_the_kit_does_not_have_is_refused_with_the_list() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("ReserveAlwaysGrants"), "{stderr}");
 }
+
+#[test]
+fn workers_that_cannot_reach_the_store_fail_the_run_instead_of_passing_it() {
+    let out = out_dir("unreachable");
+    let output = Command::new(env!("CARGO_BIN_EXE_idem-certify"))
+        .args(["--store", "redis", "--url", "redis://127.0.0.1:1/"])
+        .args(["--faults", "none", "--seconds", "2", "--out"])
+        .arg(&out)
+        .output()
+        .expect("idem-certify runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("worker w0.1 failed"), "{stderr}");
+    assert!(
+        !String::from_utf8_lossy(&output.stdout).contains("anomalies: 0"),
+        "no verdict without calls"
+    );
+}
