@@ -388,3 +388,34 @@ fn a_takeover_is_allowed_once_the_engine_told_the_owner_its_lease_was_lost() {
     let run = run_of(vec![("w0.1", told_first), ("w1.1", taker)], Some("b"));
     assert_eq!(classes(&run), []);
 }
+
+#[test]
+fn the_older_owner_is_the_one_with_the_lower_token_whenever_its_body_began() {
+    // `a` reserved first (token 1) but its answer came late: its body began after `b`'s,
+    // which took the key over (token 2). Whether the overlap is allowed is `a`'s to answer.
+    let late = |op: Op| {
+        let mut events = ran("a", 0, 1, op);
+        events.truncate(3);
+        if let Event::Body { t, .. } = &mut events[1] {
+            *t = 120;
+        }
+        if let Event::Effect { t, .. } = &mut events[2] {
+            *t = 125;
+        }
+        events
+    };
+    let taker = ran("b", 100, 2, Op::Contend);
+    let stalled = run_of(
+        vec![("w0.1", late(Op::StallAtEnd)), ("w1.1", taker.clone())],
+        Some("b"),
+    );
+    assert!(
+        !classes(&stalled).contains(&Class::ConcurrentBodies),
+        "a stalled owner's late body"
+    );
+    let renewed = run_of(
+        vec![("w0.1", late(Op::Contend)), ("w1.1", taker)],
+        Some("b"),
+    );
+    assert!(classes(&renewed).contains(&Class::ConcurrentBodies));
+}

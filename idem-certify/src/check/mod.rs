@@ -273,29 +273,39 @@ fn effects(run: &Run, calls: &[&CallRecord], found: &mut Found<'_>) {
     }
 }
 
-/// One body at a time per key, unless the first owner lost its lease.
+/// One body at a time per key, unless the older owner (the lower fencing token: its
+/// reservation came first, whenever its answer arrived) lost its lease by the time the newer
+/// one's body began.
 fn bodies(run: &Run, calls: &[&CallRecord], found: &mut Found<'_>) {
-    let mut ran: Vec<(&CallRecord, u64, u64)> = calls
+    let ran: Vec<(&CallRecord, u64, u64, u64)> = calls
         .iter()
         .filter_map(|call| {
             call.body
-                .map(|(t, _, _)| (*call, t, run.body_stopped(call)))
+                .map(|(start, _, fencing)| (*call, start, run.body_stopped(call), fencing))
         })
         .collect();
-    ran.sort_by_key(|&(call, start, _)| (start, call.id.clone()));
-    for (index, &(first, start1, stop1)) in ran.iter().enumerate() {
-        for &(second, start2, _) in &ran[index + 1..] {
-            if start2 < stop1 && !run.excused(first, start1, start2) {
+    for (index, &(a, start_a, stop_a, fencing_a)) in ran.iter().enumerate() {
+        for &(b, start_b, stop_b, fencing_b) in &ran[index + 1..] {
+            if start_a >= stop_b || start_b >= stop_a {
+                continue;
+            }
+            let ((older, older_start), (newer, newer_start)) = if fencing_a <= fencing_b {
+                ((a, start_a), (b, start_b))
+            } else {
+                ((b, start_b), (a, start_a))
+            };
+            let overlap_from = older_start.max(newer_start);
+            if !run.excused(older, older_start, overlap_from) {
                 found(
                     Class::ConcurrentBodies,
                     format!(
-                        "{} began {} us after {} and {} us before it returned",
-                        second.id,
-                        start2 - start1,
-                        first.id,
-                        stop1 - start2
+                        "{} (fencing {}) ran while {} (fencing {}) still did",
+                        newer.id,
+                        fencing_a.max(fencing_b),
+                        older.id,
+                        fencing_a.min(fencing_b)
                     ),
-                    vec![&first.id, &second.id],
+                    vec![&older.id, &newer.id],
                 );
             }
         }
