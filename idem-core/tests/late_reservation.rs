@@ -64,27 +64,34 @@ fn setup(delay: Duration, rival: bool) -> (Arc<Intercepted<LateAnswer>>, Idempot
     (store, idem, call)
 }
 
+/// The whole seconds of lease the record held when the body of `call` started.
+async fn lease_left_when_the_body_starts(
+    store: &Intercepted<LateAnswer>,
+    idem: &Idempotency,
+    call: Call,
+) -> u64 {
+    let key = idem.stored_key(call.key());
+    let clock = idem.clock().clone();
+    idem.run(call, async {
+        let Some(Record::InProgress(held)) = store.get(&key).await.unwrap() else {
+            panic!("the body runs while the key is held");
+        };
+        Ok::<_, Error>(
+            held.lease_until()
+                .saturating_duration_since(clock.now())
+                .as_secs(),
+        )
+    })
+    .await
+    .unwrap()
+    .value
+}
+
 #[tokio::test]
 async fn a_reservation_answered_late_is_renewed_before_the_body_starts() {
     let (store, idem, call) = setup(LEASE * 9 / 10, false);
-    let key = idem.stored_key(call.key());
-    let clock = idem.clock().clone();
-    let lease_left = idem
-        .run(call, async {
-            let Some(Record::InProgress(held)) = store.get(&key).await.unwrap() else {
-                panic!("the body runs while the key is held");
-            };
-            Ok::<_, Error>(
-                held.lease_until()
-                    .saturating_duration_since(clock.now())
-                    .as_secs(),
-            )
-        })
-        .await
-        .unwrap()
-        .value;
     assert_eq!(
-        lease_left,
+        lease_left_when_the_body_starts(&store, &idem, call).await,
         LEASE.as_secs(),
         "the body starts with a whole lease, not the tenth the late answer left"
     );
@@ -110,21 +117,9 @@ async fn a_reservation_answered_after_a_takeover_does_not_run_its_body() {
 #[tokio::test]
 async fn a_reservation_answered_in_time_costs_no_extra_round_trip() {
     let (store, idem, call) = setup(LEASE / 10, false);
-    let key = idem.stored_key(call.key());
-    let clock = idem.clock().clone();
-    let lease_left = idem
-        .run(call, async {
-            let Some(Record::InProgress(held)) = store.get(&key).await.unwrap() else {
-                panic!("held");
-            };
-            Ok::<_, Error>(
-                held.lease_until()
-                    .saturating_duration_since(clock.now())
-                    .as_secs(),
-            )
-        })
-        .await
-        .unwrap()
-        .value;
-    assert_eq!(lease_left, (LEASE - LEASE / 10).as_secs(), "not renewed");
+    assert_eq!(
+        lease_left_when_the_body_starts(&store, &idem, call).await,
+        (LEASE - LEASE / 10).as_secs(),
+        "not renewed"
+    );
 }
