@@ -335,3 +335,21 @@ async fn the_debug_form_shows_bounds_and_fill() {
         assert!(shown.contains(part), "{part} in {shown}");
     }
 }
+
+/// An entry that takes exactly the byte budget fits, and stays.
+#[tokio::test]
+async fn an_entry_of_exactly_the_byte_budget_is_cached() {
+    let probe = setup(Some(big_cache()));
+    run(&probe.idem, call(&probe.idem, "o1", 1), "value")
+        .await
+        .unwrap();
+    let exact = probe.idem.replay_cache().unwrap().bytes();
+
+    let s = setup(Some(ReplayCache::new(10, exact)));
+    run(&s.idem, call(&s.idem, "o1", 1), "value").await.unwrap();
+    let cache = s.idem.replay_cache().unwrap();
+    assert_eq!((cache.len(), cache.bytes()), (1, exact));
+    let before = s.store.calls();
+    run(&s.idem, call(&s.idem, "o1", 1), "again").await.unwrap();
+    assert_eq!(s.store.calls(), before, "replayed from the cache");
+}
