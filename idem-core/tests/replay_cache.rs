@@ -273,9 +273,10 @@ async fn the_byte_count_follows_the_entries() {
     assert_eq!(cache.bytes(), one * 2, "two entries of one size");
     run(&s.idem, call(&s.idem, "o3", 1), &value).await.unwrap();
     assert_eq!((cache.len(), cache.bytes()), (2, one * 2), "o1 evicted");
-    for order in ["o2", "o3"] {
+    for (order, left) in [("o2", one), ("o3", 0)] {
         let key = call(&s.idem, order, 1).key().clone();
         s.idem.forget(&key).await.unwrap();
+        assert_eq!(cache.bytes(), left, "after forgetting {order}");
     }
     assert_eq!((cache.len(), cache.bytes()), (0, 0));
 }
