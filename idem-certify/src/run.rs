@@ -19,7 +19,7 @@ use crate::plan::WorkerPlan;
 use crate::report::{Report, Setup};
 use crate::servers::Target;
 use crate::worker::run_all;
-use crate::workload::BodyError;
+use crate::workload::{run_key, BodyError};
 
 /// How late the news of a lost lease may be written after the takeover it allowed, beyond
 /// clock skew: the timer's and the watcher task's scheduling.
@@ -240,12 +240,7 @@ async fn in_process(
 
 /// What the store holds for `key` of run `run_id`.
 async fn final_record(idem: &Idempotency, run_id: &str, key: &str) -> FinalRecord {
-    let stored = idem
-        .key("certify")
-        .part(run_id)
-        .part(key)
-        .finish()
-        .expect("the run's keys are valid");
+    let stored = run_key(idem, run_id, key);
     match idem.store().get(&stored).await {
         Ok(None) => FinalRecord::Absent,
         Ok(Some(Record::InProgress(_))) => FinalRecord::InProgress,

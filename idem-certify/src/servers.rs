@@ -51,12 +51,10 @@ impl Target {
         };
         let (spec, servers) = match kind {
             StoreKind::Memory => {
-                return Ok(Target {
-                    spec: None,
-                    memory: Some(Arc::new(MemoryStore::new())),
-                    described: "memory (in-process workers)".to_owned(),
-                    servers: Servers::None,
-                })
+                return Ok(Target::in_process(
+                    Arc::new(MemoryStore::new()),
+                    "memory (in-process workers)",
+                ))
             }
             StoreKind::Redis => match url {
                 Some(url) => (redis(url), Servers::None),

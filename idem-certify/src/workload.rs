@@ -73,6 +73,15 @@ pub fn answer(call: &str, payload: &str) -> String {
     format!("{call}|{payload}")
 }
 
+/// The key `name` of run `run`, as workers call it and the checker reads it back.
+pub fn run_key(idem: &Idempotency, run: &str, name: &str) -> idem_core::Key {
+    idem.key("certify")
+        .part(run)
+        .part(name)
+        .finish()
+        .expect("the run's keys are valid")
+}
+
 /// One worker: a handle on the store, and where its history goes.
 pub struct Worker {
     plan: WorkerPlan,
@@ -114,13 +123,7 @@ impl Worker {
         };
         self.calls += 1;
         let call_id = format!("{}-{}", self.plan.name, self.calls);
-        let key = self
-            .idem
-            .key("certify")
-            .part(self.plan.run.as_str())
-            .part(key_name.as_str())
-            .finish()
-            .expect("the run's keys are valid");
+        let key = run_key(&self.idem, &self.plan.run, &key_name);
         let fingerprint = Fingerprint::of(&payload).expect("a string fingerprints");
         let lease = self.plan.lease();
         let mut call = Call::new(key, fingerprint).with_ttl(TTL).with_lease(lease);
@@ -264,20 +267,14 @@ async fn body(
             lease_lost = true;
             break;
         }
-        let effect = Event::Effect {
-            call: call.clone(),
-            key: key.clone(),
-            step: name.to_owned(),
-            fencing,
-            t: 0,
-        };
-        let history_for_step = history.clone();
-        step(name, async move {
-            let mut effect = effect;
-            if let Event::Effect { t, .. } = &mut effect {
-                *t = now_micros();
-            }
-            history_for_step.write(&effect);
+        step(name, async {
+            history.write(&Event::Effect {
+                call: call.clone(),
+                key: key.clone(),
+                step: name.to_owned(),
+                fencing,
+                t: now_micros(),
+            });
             Ok::<_, BodyError>(name.to_owned())
         })
         .await?;
