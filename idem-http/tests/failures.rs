@@ -4,6 +4,7 @@ mod support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use idem_core::Idempotency;
 use idem_http::{problem, IdempotencyLayer};
@@ -33,7 +34,10 @@ async fn a_handled_request_whose_response_was_not_recorded_gets_a_500() {
     let payments = Arc::new(Payments::default());
     let store = Arc::new(FaultyStore::default());
     store.complete_fails.store(true, Ordering::SeqCst);
-    let layer = IdempotencyLayer::new(Idempotency::from_arc(store.clone()));
+    // The completion is retried for as long as the lease holds: a short one keeps this quick.
+    let layer = IdempotencyLayer::builder(Idempotency::from_arc(store.clone()))
+        .lease(Duration::from_secs(3))
+        .build();
     let server = serve(app(layer, payments.clone())).await;
 
     send(server.post("/payments", Some("pay-1"), "{}"))
