@@ -1,7 +1,7 @@
 //! Records written by someone else: a replay puts on the wire only what the layer itself would
 //! have stored, whatever the record says.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

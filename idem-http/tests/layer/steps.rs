@@ -1,7 +1,7 @@
 //! `idem_core::step` inside a handler behind the layer: a checkout whose ledger fails after the
 //! card was charged keeps its key for the same request, which resumes after the charge.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! What a retry gets back, and which retries count as the same request.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! Which requests the layer handles, and how it reads their key.
 
-mod support;
+use crate::support;
 
 use idem_http::{problem, IdempotencyLayer};
 use support::{app, memory, send, serve, Payments};

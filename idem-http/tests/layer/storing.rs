@@ -1,6 +1,6 @@
 //! Which responses are stored, and what happens to the others.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

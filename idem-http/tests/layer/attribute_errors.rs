@@ -1,7 +1,7 @@
 //! An `#[idempotent]` function's error inside a handler, answered by
 //! `problem::response_for` as the layer answers for its own key.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

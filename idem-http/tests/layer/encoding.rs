@@ -1,6 +1,6 @@
 //! Compressed answers: replayed with what decodes them, and where a compression layer belongs.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! What the client is told when the store fails.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

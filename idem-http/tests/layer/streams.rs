@@ -1,7 +1,7 @@
 //! Streamed responses: forwarded as they are produced, stored when they end within the limit,
 //! and never run twice when they cannot be kept.
 
-mod support;
+use crate::support;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};

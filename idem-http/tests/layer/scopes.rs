@@ -1,6 +1,6 @@
 //! Scoping keys by the principal an authentication layer sets, rather than by the raw token.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

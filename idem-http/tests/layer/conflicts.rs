@@ -1,6 +1,6 @@
 //! Duplicates that arrive while the first request runs, and clients that give up on it.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

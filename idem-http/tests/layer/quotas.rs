@@ -1,7 +1,7 @@
 //! A quota per client: one that floods the store with new keys is refused with a 429, keeps
 //! its answers, and leaves room for the others.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! A request refused by validation leaves no result: the client may correct it and resend it
 //! with the same key.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
