@@ -61,10 +61,16 @@ impl<'a> Parser<'a> {
         (self.text.get(self.at..end)? == literal).then(|| self.at = end)
     }
 
+    /// Moves past the bytes `keep` accepts, and returns them.
+    fn take_while(&mut self, keep: impl Fn(u8) -> bool) -> &'a [u8] {
+        let rest = self.text.get(self.at..).unwrap_or_default();
+        let taken = &rest[..rest.iter().take_while(|&&byte| keep(byte)).count()];
+        self.at += taken.len();
+        taken
+    }
+
     fn skip_whitespace(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.at += 1;
-        }
+        self.take_while(|byte| matches!(byte, b' ' | b'\t' | b'\n' | b'\r'));
     }
 
     fn value(&mut self, depth: usize) -> Option<Canonical> {
@@ -131,11 +137,8 @@ impl<'a> Parser<'a> {
         self.eat(b'"')?;
         let mut out = String::new();
         loop {
-            let start = self.at;
-            while !matches!(self.peek()?, b'"' | b'\\' | 0..=0x1f) {
-                self.at += 1;
-            }
-            out.push_str(std::str::from_utf8(&self.text[start..self.at]).ok()?);
+            let plain = self.take_while(|byte| !matches!(byte, b'"' | b'\\' | 0..=0x1f));
+            out.push_str(std::str::from_utf8(plain).ok()?);
             match self.peek()? {
                 b'"' => {
                     self.at += 1;
@@ -233,12 +236,7 @@ impl<'a> Parser<'a> {
     }
 
     fn digits(&mut self) -> &'a [u8] {
-        let text = self.text;
-        let start = self.at;
-        while matches!(self.peek(), Some(b'0'..=b'9')) {
-            self.at += 1;
-        }
-        &text[start..self.at]
+        self.take_while(|byte| byte.is_ascii_digit())
     }
 }
 
@@ -301,6 +299,9 @@ mod tests {
             r#" { "b" : [ true , null ] , "a" : 1 } "#
         ));
         assert!(same(r#""\u0041\n\ud83d\ude00""#, "\"A\\n\u{1F600}\""));
+        assert!(same("[true,false,null]", " [ true , false , null ] "));
+        assert!(!same("false", "true"));
+        assert!(!same("false", "null"));
         assert!(!same(r#"[1,2]"#, r#"[2,1]"#));
         assert_eq!(parse(br#"{"a":1,"a":2}"#), None);
     }
@@ -326,9 +327,17 @@ mod tests {
         ] {
             assert_eq!(parse(bad.as_bytes()), None, "{bad:?}");
         }
-        let deep = "[".repeat(MAX_DEPTH + 2) + &"]".repeat(MAX_DEPTH + 2);
-        assert_eq!(parse(deep.as_bytes()), None);
-        let fine = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
-        assert!(parse(fine.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn a_value_at_the_deepest_level_is_read_and_one_below_it_is_not() {
+        // n nested arrays or objects put the innermost one at depth n - 1.
+        let arrays = |n: usize| "[".repeat(n) + &"]".repeat(n);
+        let objects = |n: usize| r#"{"a":"#.repeat(n - 1) + "{}" + &"}".repeat(n - 1);
+        let shapes: [fn(usize) -> String; 2] = [arrays, objects];
+        for nested in shapes {
+            assert!(parse(nested(MAX_DEPTH + 1).as_bytes()).is_some());
+            assert_eq!(parse(nested(MAX_DEPTH + 2).as_bytes()), None);
+        }
     }
 }

@@ -57,26 +57,23 @@ fn decoded_name(pair: &str) -> Vec<u8> {
         .map_or(pair, |(name, _)| name)
         .as_bytes();
     let mut decoded = Vec::with_capacity(name.len());
-    let mut at = 0;
-    while at < name.len() {
-        let hex = |offset: usize| {
-            name.get(at + offset)
-                .and_then(|b| (*b as char).to_digit(16))
-        };
-        match (name[at], hex(1), hex(2)) {
+    let mut rest = name;
+    while let Some((&byte, tail)) = rest.split_first() {
+        let hex = |at: usize| tail.get(at).and_then(|b| (*b as char).to_digit(16));
+        rest = match (byte, hex(0), hex(1)) {
             (b'%', Some(high), Some(low)) => {
                 decoded.push((high * 16 + low) as u8);
-                at += 3;
+                &tail[2..]
             }
             (b'+', _, _) => {
                 decoded.push(b' ');
-                at += 1;
+                tail
             }
-            (byte, _, _) => {
+            _ => {
                 decoded.push(byte);
-                at += 1;
+                tail
             }
-        }
+        };
     }
     decoded
 }
