@@ -10,7 +10,7 @@ use bytes::Bytes;
 use idem_core::Idempotency;
 use idem_http::IdempotencyLayer;
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
-use support::{app, serve, FaultyStore, Payments, HANG};
+use support::{app, hang, serve, FaultyStore, Payments};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -35,7 +35,7 @@ async fn waiting_duplicates_share_the_first_request_s_body() {
     let (payments, mut started) = Payments::held();
     let store = Arc::new(FaultyStore::default());
     let layer = IdempotencyLayer::builder(Idempotency::from_arc(store.clone()))
-        .wait(HANG)
+        .wait(hang())
         .max_request_body(2 * BODY_BYTES)
         .max_response_body(4 * BODY_BYTES)
         .build();
@@ -46,10 +46,10 @@ async fn waiting_duplicates_share_the_first_request_s_body() {
     let body = Bytes::from(format!(r#"{{"note":"{}"}}"#, "n".repeat(BODY_BYTES - 11)));
     let send = |body: Bytes| tokio::spawn(post(address.clone(), body));
     let first = send(body.clone());
-    timeout(HANG, started.recv()).await.unwrap().unwrap();
+    timeout(hang(), started.recv()).await.unwrap().unwrap();
     let before = held();
     let duplicates: Vec<_> = (0..WAITERS).map(|_| send(body.clone())).collect();
-    timeout(HANG, store.waited(WAITERS)).await.unwrap();
+    timeout(hang(), store.waited(WAITERS)).await.unwrap();
     let held_by_waiters = (held() - before).max(0) as usize;
     payments.release();
 

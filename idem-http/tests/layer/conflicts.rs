@@ -10,7 +10,7 @@ use axum::extract::Request;
 use axum::middleware::{self, Next};
 use idem_core::Idempotency;
 use idem_http::{problem, IdempotencyLayer};
-use support::{app, memory, send, serve, Answer, FaultyStore, Payments, HANG};
+use support::{app, hang, memory, send, serve, Answer, FaultyStore, Payments};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
 
@@ -63,7 +63,7 @@ async fn with_wait_a_duplicate_gets_the_first_response() {
     let (payments, mut started) = Payments::held();
     let store = Arc::new(FaultyStore::default());
     let layer = IdempotencyLayer::builder(Idempotency::from_arc(store.clone()))
-        .wait(HANG)
+        .wait(hang())
         .build();
     let server = Arc::new(serve(app(layer, payments.clone())).await);
 
@@ -97,7 +97,7 @@ async fn two_hundred_concurrent_duplicates_run_the_handler_once() {
     started.recv().await.unwrap();
     let mut conflicts = 0;
     while conflicts < CALLERS - 1 {
-        let answer = timeout(HANG, answered.recv())
+        let answer = timeout(hang(), answered.recv())
             .await
             .expect("every duplicate answers")
             .unwrap();
@@ -105,7 +105,7 @@ async fn two_hundred_concurrent_duplicates_run_the_handler_once() {
         conflicts += 1;
     }
     payments.release();
-    let first: Answer = timeout(HANG, answered.recv()).await.unwrap().unwrap();
+    let first: Answer = timeout(hang(), answered.recv()).await.unwrap().unwrap();
     assert_eq!(first.status, 201);
     assert!(!first.replayed());
     assert_eq!(payments.runs(), 1);
@@ -141,7 +141,7 @@ async fn report_drop(
 async fn a_client_that_gives_up_does_not_cut_the_handler_off_and_its_retry_replays() {
     let (payments, mut started) = Payments::held();
     let (dropped_tx, mut dropped) = mpsc::unbounded_channel();
-    let layer = IdempotencyLayer::builder(memory()).wait(HANG).build();
+    let layer = IdempotencyLayer::builder(memory()).wait(hang()).build();
     let router = app(layer, payments.clone()).layer(middleware::from_fn(move |request, next| {
         report_drop(dropped_tx.clone(), request, next)
     }));
@@ -161,7 +161,7 @@ async fn a_client_that_gives_up_does_not_cut_the_handler_off_and_its_retry_repla
     started.recv().await.unwrap();
     gave_up_tx.send(()).unwrap();
     client.await.unwrap();
-    timeout(HANG, dropped.recv())
+    timeout(hang(), dropped.recv())
         .await
         .expect("the server notices the disconnect")
         .unwrap();

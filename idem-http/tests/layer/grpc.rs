@@ -7,7 +7,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use http::uri::PathAndQuery;
 use idem_core::Idempotency;
@@ -20,8 +19,6 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Channel, Server};
 use tonic::{Code, Status, Streaming};
 use tonic_prost::ProstCodec;
-
-const HANG: Duration = Duration::from_secs(60);
 
 #[derive(Clone, PartialEq, prost::Message)]
 struct ChargeRequest {
@@ -295,7 +292,9 @@ async fn a_duplicate_in_flight_is_told_to_retry_later() {
         let channel = channel.clone();
         tokio::spawn(async move { charge(&channel, "charge-1", "order-7").await })
     };
-    tokio::time::timeout(HANG, started.recv()).await.unwrap();
+    tokio::time::timeout(crate::support::hang(), started.recv())
+        .await
+        .unwrap();
     let duplicate = charge(&channel, "charge-1", "order-7").await.unwrap_err();
     assert_eq!(duplicate.code(), Code::Aborted);
     assert!(duplicate.metadata().get("grpc-retry-pushback-ms").is_some());

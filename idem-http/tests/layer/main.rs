@@ -14,6 +14,7 @@ mod failures;
 mod grpc;
 mod keys;
 mod quotas;
+mod readiness;
 mod replay;
 mod scopes;
 mod steps;

@@ -84,6 +84,29 @@ async fn a_request_body_over_the_limit_gets_a_413_and_reserves_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_body_of_exactly_the_limit_is_taken_and_one_byte_more_is_not() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .max_request_body(1024)
+        .build();
+    let server = serve(app(layer, payments.clone())).await;
+    // `{"memo":""}` is 11 bytes.
+    let body_of = |len: usize| format!(r#"{{"memo":"{}"}}"#, "x".repeat(len - 11));
+
+    let at_limit = body_of(1024);
+    assert_eq!(at_limit.len(), 1024);
+    let first = send(server.post("/payments", Some("pay-1"), &at_limit)).await;
+    assert_eq!(first.status, 201);
+    let retry = send(server.post("/payments", Some("pay-1"), &at_limit)).await;
+    assert!(retry.replayed());
+
+    send(server.post("/payments", Some("pay-2"), &body_of(1025)))
+        .await
+        .assert_problem(413, problem::BODY_TOO_LARGE, Some("pay-2"));
+    assert_eq!(payments.runs(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_response_over_the_limit_reaches_the_client_and_its_key_stays_handled() {
     let payments = Arc::new(Payments::default());
     let len = DEFAULT_MAX_RESPONSE_BODY + 10_000;

@@ -15,7 +15,7 @@ use axum::Router;
 use bytes::Bytes;
 use idem_core::Idempotency;
 use idem_http::{problem, IdempotencyLayer, DEFAULT_MAX_RESPONSE_BODY};
-use support::{app, events, memory, send, serve, FaultyStore, Payments, HANG};
+use support::{app, events, hang, memory, send, serve, FaultyStore, Payments};
 use tokio::time::timeout;
 
 /// A handler that answers each run with the next prepared body, as server-sent events.
@@ -61,13 +61,13 @@ async fn the_first_event_reaches_the_client_while_the_handler_still_produces() {
     let streams = Streams::answering(body);
     let server = serve(events_app(IdempotencyLayer::new(memory()), streams.clone())).await;
 
-    let mut response = timeout(HANG, server.post("/events", Some("sse-1"), "{}").send())
+    let mut response = timeout(hang(), server.post("/events", Some("sse-1"), "{}").send())
         .await
         .expect("the head comes before the stream ends")
         .unwrap();
     assert_eq!(response.status(), 200);
     producer.send(event("data: 1\n\n")).unwrap();
-    let first = timeout(HANG, response.chunk())
+    let first = timeout(hang(), response.chunk())
         .await
         .expect("the first event comes while the stream is open")
         .unwrap()
@@ -89,19 +89,19 @@ async fn an_endless_stream_its_client_abandoned_is_dropped_and_its_key_stays_han
     let (producer, body) = events();
     let streams = Streams::answering(body);
     let layer = IdempotencyLayer::builder(memory())
-        .wait(HANG)
+        .wait(hang())
         .abandoned_stream_timeout(Duration::from_millis(50))
         .build();
     let server = serve(events_app(layer, streams.clone())).await;
 
-    let mut response = timeout(HANG, server.post("/events", Some("sse-1"), "{}").send())
+    let mut response = timeout(hang(), server.post("/events", Some("sse-1"), "{}").send())
         .await
         .expect("the head comes before the stream ends")
         .unwrap();
     producer.send(event("data: 1\n\n")).unwrap();
-    timeout(HANG, response.chunk()).await.unwrap().unwrap();
+    timeout(hang(), response.chunk()).await.unwrap().unwrap();
     drop(response);
-    timeout(HANG, producer.closed())
+    timeout(hang(), producer.closed())
         .await
         .expect("the layer stops reading a stream nobody can get");
 
@@ -116,8 +116,8 @@ async fn an_abandoned_stream_that_ends_in_time_is_replayed_whole() {
     let (producer, body) = events();
     let streams = Streams::answering(body);
     let layer = IdempotencyLayer::builder(memory())
-        .wait(HANG)
-        .abandoned_stream_timeout(HANG)
+        .wait(hang())
+        .abandoned_stream_timeout(hang())
         .build();
     let server = serve(events_app(layer, streams.clone())).await;
 
@@ -127,7 +127,7 @@ async fn an_abandoned_stream_that_ends_in_time_is_replayed_whole() {
         .await
         .unwrap();
     producer.send(event("data: 1\n\n")).unwrap();
-    timeout(HANG, response.chunk()).await.unwrap().unwrap();
+    timeout(hang(), response.chunk()).await.unwrap().unwrap();
     drop(response);
     producer.send(event("data: 2\n\n")).unwrap();
     drop(producer);
@@ -142,7 +142,7 @@ async fn an_abandoned_stream_that_ends_in_time_is_replayed_whole() {
 async fn a_body_that_fails_mid_stream_keeps_its_key_handled() {
     let (producer, body) = events();
     let streams = Streams::answering(body);
-    let layer = IdempotencyLayer::builder(memory()).wait(HANG).build();
+    let layer = IdempotencyLayer::builder(memory()).wait(hang()).build();
     let server = serve(events_app(layer, streams.clone())).await;
 
     producer.send(event("data: 1\n\n")).unwrap();
@@ -185,7 +185,7 @@ impl futures_core::Stream for PanicsAfterOneChunk {
 async fn a_stream_that_panics_midway_never_looks_whole_to_its_client() {
     let body = axum::body::Body::from_stream(PanicsAfterOneChunk(false));
     let streams = Streams::answering(body);
-    let layer = IdempotencyLayer::builder(memory()).wait(HANG).build();
+    let layer = IdempotencyLayer::builder(memory()).wait(hang()).build();
     let server = serve(events_app(layer, streams.clone())).await;
 
     let request = server.post("/events", Some("sse-1"), "{}");
@@ -211,7 +211,7 @@ async fn waiters_on_a_response_over_the_limit_are_not_woken_into_a_second_run() 
     *payments.streamed_len.lock().unwrap() = Some(len);
     let store = Arc::new(FaultyStore::default());
     let layer = IdempotencyLayer::builder(Idempotency::from_arc(store.clone()))
-        .wait(HANG)
+        .wait(hang())
         .build();
     let server = Arc::new(serve(app(layer, payments.clone())).await);
 
@@ -220,7 +220,7 @@ async fn waiters_on_a_response_over_the_limit_are_not_woken_into_a_second_run() 
     let duplicates: Vec<_> = (0..DUPLICATES)
         .map(|_| tokio::spawn(send(server.post("/payments", Some("pay-1"), "{}"))))
         .collect();
-    timeout(HANG, store.waited(DUPLICATES)).await.unwrap();
+    timeout(hang(), store.waited(DUPLICATES)).await.unwrap();
     payments.release();
 
     let first = first.await.unwrap();
@@ -245,7 +245,7 @@ async fn a_body_of_declared_length_that_stalls_after_its_client_left_does_not_ho
         async move { ([("content-length", "64")], body).into_response() }
     };
     let layer = IdempotencyLayer::builder(memory())
-        .wait(HANG)
+        .wait(hang())
         .abandoned_stream_timeout(Duration::from_millis(50))
         .build();
     let server = Arc::new(serve(Router::new().route("/slow", post(handler)).layer(layer)).await);
@@ -254,9 +254,9 @@ async fn a_body_of_declared_length_that_stalls_after_its_client_left_does_not_ho
         let server = server.clone();
         tokio::spawn(async move { server.post("/slow", Some("slow-1"), "{}").send().await })
     };
-    timeout(HANG, started.recv()).await.unwrap();
+    timeout(hang(), started.recv()).await.unwrap();
     client.abort();
-    timeout(HANG, producer.closed())
+    timeout(hang(), producer.closed())
         .await
         .expect("the layer stops reading a body nobody can get");
 

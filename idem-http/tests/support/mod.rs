@@ -19,8 +19,13 @@ use idem_stores::memory::MemoryStore;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify, Semaphore};
 
-/// How long a test waits for something that must happen before it calls it a hang.
-pub const HANG: Duration = Duration::from_secs(60);
+/// How long a test waits for something that must happen before it calls it a hang: 60 s, or
+/// `IDEM_TEST_HANG_SECS` (mutation runs set less, so that a hang fails its test by name
+/// before the run's own timeout).
+pub fn hang() -> Duration {
+    let secs = std::env::var("IDEM_TEST_HANG_SECS").ok();
+    Duration::from_secs(secs.and_then(|secs| secs.parse().ok()).unwrap_or(60))
+}
 
 /// A server listening on a free loopback port, and a client for it.
 pub struct Server {
