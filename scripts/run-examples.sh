@@ -1,36 +1,22 @@
 #!/usr/bin/env bash
 # Runs every example, so that their own assertions run too: the payment scenario and the axum
 # server on the memory store, then the Redis, DynamoDB, Lambda and PostgreSQL examples against a
-# redis-server, a moto_server and a PostgreSQL cluster (initdb into a temporary directory)
+# redis-server, a moto_server and a PostgreSQL cluster (scripts/lib/postgres.sh)
 # started here on free loopback ports and stopped on exit. Needs what scripts/services.sh
 # installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 services_dir="${IDEM_SERVICES_DIR:-$HOME/.cache/idem-services}"
+source scripts/lib/postgres.sh
 scratch=$(mktemp -d)
-pg_dir=$(mktemp -d)
 pids=()
-pg_started=""
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    if [ -n "$pg_started" ]; then
-        as_postgres_user "$pg_bin/pg_ctl" -D "$pg_dir/data" -m immediate stop >/dev/null 2>&1 || true
-    fi
-    rm -rf "$scratch" "$pg_dir"
+    postgres_stop
+    rm -rf "$scratch"
 }
 trap cleanup EXIT
-
-# PostgreSQL refuses to run as root: as root, run it as the postgres user (or nobody).
-pg_bin="${IDEM_POSTGRES_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}"
-pg_user=""
-if [ "$(id -u)" -eq 0 ]; then
-    if id postgres >/dev/null 2>&1; then pg_user=postgres; else pg_user=nobody; fi
-    chown "$pg_user" "$pg_dir"
-fi
-as_postgres_user() {
-    if [ -n "$pg_user" ]; then runuser -u "$pg_user" -- "$@"; else "$@"; fi
-}
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -117,13 +103,7 @@ assert (first["run"], other["run"]) == (1, 2), "the handler ran once per order"
 assert first["request_id"] != other["request_id"]
 PY
 
-postgres_port=$(free_port)
-as_postgres_user "$pg_bin/initdb" -D "$pg_dir/data" -U postgres --auth=trust --no-sync \
-    -E UTF8 --locale=C >"$scratch/initdb.log" 2>&1
-pg_started=yes
-as_postgres_user "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/postgres.log" -w -o \
-    "-p $postgres_port -k $pg_dir/data -c listen_addresses=127.0.0.1 -c fsync=off" \
-    start >/dev/null
-echo "examples: postgres_orders (postgres on port $postgres_port)"
-IDEM_POSTGRES_URL="postgres://postgres@127.0.0.1:$postgres_port/postgres" \
+postgres_start
+echo "examples: postgres_orders (postgres at $postgres_server)"
+IDEM_POSTGRES_URL="$postgres_server/postgres" \
     cargo run -q -p idem-examples --all-features --example postgres_orders
