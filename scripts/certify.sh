@@ -2,7 +2,7 @@
 # Certifies every store with idem-certify: worker processes call idempotent functions while
 # their processes are killed and stopped, and the checker reads the history.
 #
-#   scripts/certify.sh                       # 20 s per store, as CI runs it
+#   scripts/certify.sh                       # 15 s per store, as CI runs it
 #   scripts/certify.sh --write CERTIFICATION.md   # 60 s per store, and rewrite that file
 #
 # IDEM_CERTIFY_SECS sets the seconds per store. The servers are started on loopback through the
@@ -11,7 +11,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 write=""
-seconds="${IDEM_CERTIFY_SECS:-20}"
+seconds="${IDEM_CERTIFY_SECS:-15}"
 if [ "${1:-}" = "--write" ]; then
     write="${2:?--write needs a file}"
     seconds="${IDEM_CERTIFY_SECS:-60}"
