@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use idem_http::IdempotencyLayer;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use support::{app, memory, send, serve, Payments};
+use support::{app, memory, send, serve, soon, Payments};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_is_counted_by_what_the_layer_did_with_it() {
@@ -27,7 +27,7 @@ async fn every_request_is_counted_by_what_the_layer_did_with_it() {
         Some("k1"),
         r#"{"amount":1}"#,
     )));
-    started.recv().await.unwrap();
+    soon(started.recv()).await.unwrap();
     let duplicate = send(server.post("/payments", Some("k1"), r#"{"amount":1}"#)).await;
     assert_eq!(duplicate.status, 409);
     payments.release();
@@ -43,7 +43,7 @@ async fn every_request_is_counted_by_what_the_layer_did_with_it() {
     let unkeyed = send(server.post("/payments", None, "{}"));
     payments.release();
     assert_eq!(unkeyed.await.status, 201);
-    started.recv().await.unwrap(); // the unkeyed request's run
+    soon(started.recv()).await.unwrap(); // the unkeyed request's run
     let anonymous = server
         .client
         .post(format!("{}/payments", server.url))

@@ -11,7 +11,7 @@ use axum::routing::post;
 use axum::Router;
 use idem_core::{idempotent, Idempotency};
 use idem_http::problem;
-use support::{memory, send, serve};
+use support::{memory, send, serve, soon};
 use tokio::sync::{mpsc, Semaphore};
 
 /// A shop whose charges wait for a permit, and say when one has started.
@@ -61,7 +61,7 @@ async fn a_duplicate_in_flight_gets_the_layers_409_with_retry_after() {
     let (server, shop, mut heard) = shop(0).await;
     let url = format!("{}/orders/o-1/100", server.url);
     let first = tokio::spawn(send(server.client.post(url.clone())));
-    heard.recv().await.unwrap();
+    soon(heard.recv()).await.unwrap();
 
     let duplicate = send(server.client.post(url)).await;
     duplicate.assert_problem(409, problem::IN_PROGRESS, None);

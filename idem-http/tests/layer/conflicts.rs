@@ -10,7 +10,7 @@ use axum::extract::Request;
 use axum::middleware::{self, Next};
 use idem_core::Idempotency;
 use idem_http::{problem, IdempotencyLayer};
-use support::{app, hang, memory, send, serve, Answer, FaultyStore, Payments};
+use support::{app, hang, memory, send, serve, soon, Answer, FaultyStore, Payments};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
 
@@ -22,7 +22,7 @@ async fn a_duplicate_in_progress_gets_a_409_with_retry_after() {
     let server = Arc::new(serve(app(IdempotencyLayer::new(memory()), payments.clone())).await);
 
     let first = tokio::spawn(send(server.post("/payments", Some("pay-1"), "{}")));
-    started.recv().await.unwrap();
+    soon(started.recv()).await.unwrap();
     let duplicate = send(server.post("/payments", Some("pay-1"), "{}")).await;
     duplicate.assert_problem(409, problem::IN_PROGRESS, Some("pay-1"));
     assert_eq!(
@@ -49,7 +49,7 @@ async fn retry_after_is_configurable_and_never_past_the_lease() {
         let server = Arc::new(serve(app(layer, payments.clone())).await);
 
         let first = tokio::spawn(send(server.post("/payments", Some("pay-1"), "{}")));
-        started.recv().await.unwrap();
+        soon(started.recv()).await.unwrap();
         let duplicate = send(server.post("/payments", Some("pay-1"), "{}")).await;
         duplicate.assert_problem(409, problem::IN_PROGRESS, Some("pay-1"));
         assert_eq!(duplicate.header("retry-after"), Some(expected));
@@ -68,9 +68,9 @@ async fn with_wait_a_duplicate_gets_the_first_response() {
     let server = Arc::new(serve(app(layer, payments.clone())).await);
 
     let first = tokio::spawn(send(server.post("/payments", Some("pay-1"), "{}")));
-    started.recv().await.unwrap();
+    soon(started.recv()).await.unwrap();
     let duplicate = tokio::spawn(send(server.post("/payments", Some("pay-1"), "{}")));
-    store.waiting.notified().await;
+    soon(store.waiting.notified()).await;
     payments.release();
 
     let (first, duplicate) = (first.await.unwrap(), duplicate.await.unwrap());
@@ -94,7 +94,7 @@ async fn two_hundred_concurrent_duplicates_run_the_handler_once() {
     }
 
     // The handler stays blocked until every duplicate has had its answer.
-    started.recv().await.unwrap();
+    soon(started.recv()).await.unwrap();
     let mut conflicts = 0;
     while conflicts < CALLERS - 1 {
         let answer = timeout(hang(), answered.recv())
@@ -158,7 +158,7 @@ async fn a_client_that_gives_up_does_not_cut_the_handler_off_and_its_retry_repla
             }
         })
     };
-    started.recv().await.unwrap();
+    soon(started.recv()).await.unwrap();
     gave_up_tx.send(()).unwrap();
     client.await.unwrap();
     timeout(hang(), dropped.recv())

@@ -156,6 +156,7 @@ async fn serve(layer: IdempotencyLayer, payments: Payments) -> Channel {
     tokio::spawn(async move { server.await.unwrap() });
     Channel::from_shared(format!("http://{addr}"))
         .unwrap()
+        .timeout(crate::support::hang())
         .connect()
         .await
         .unwrap()

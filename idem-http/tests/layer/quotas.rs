@@ -8,7 +8,7 @@ use std::sync::Arc;
 use idem_core::{Idempotency, ScopeQuota};
 use idem_http::{problem, IdempotencyLayer};
 use idem_stores::memory::MemoryStore;
-use support::{app, send, serve, Answer, Payments, Server};
+use support::{app, send, serve, soon, Answer, Payments, Server};
 
 /// Room for 50 records in all, as a small service might size its store.
 fn bounded_store() -> Idempotency {
@@ -99,14 +99,14 @@ async fn copies_of_a_new_key_at_the_limit_are_in_progress_not_over_quota() {
         let (server, answers) = (server.clone(), answers.clone());
         tokio::spawn(async move { answers.send(pay(&server, "mallory", "only-key").await) });
     }
-    started.recv().await.unwrap();
+    soon(started.recv()).await.unwrap();
     // Fifteen copies are answered while the first is held.
     let mut statuses = Vec::new();
     for _ in 0..15 {
-        statuses.push(answered.recv().await.unwrap().status);
+        statuses.push(soon(answered.recv()).await.unwrap().status);
     }
     payments.release();
-    let first = answered.recv().await.unwrap();
+    let first = soon(answered.recv()).await.unwrap();
     assert_eq!(first.status, 201);
     assert_eq!(statuses, vec![409; 15], "never 429 for a key in use");
     assert_eq!(payments.runs(), 1);

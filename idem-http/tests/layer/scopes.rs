@@ -159,7 +159,7 @@ async fn with_a_scope_secret_the_store_never_sees_a_bare_digest_of_the_credentia
 
 /// A keyed POST of `{}` to `server` with no `Authorization`, from a client of its own.
 fn anonymous(server: &support::Server, key: &str) -> reqwest::RequestBuilder {
-    reqwest::Client::new()
+    support::anonymous_client()
         .post(format!("{}/payments", server.url))
         .header("idempotency-key", key)
         .header("content-type", "application/json")
@@ -175,7 +175,7 @@ async fn a_keyed_request_without_a_principal_is_refused_by_default() {
 
     refused.assert_problem(400, problem::UNSCOPED, Some("pay-1"));
     assert_eq!(payments.runs(), 0);
-    let unkeyed = reqwest::Client::new()
+    let unkeyed = support::anonymous_client()
         .post(format!("{}/payments", server.url))
         .body("{}");
     assert_eq!(send(unkeyed).await.status, 201, "without a key, it passes");

@@ -15,7 +15,7 @@ use axum::Router;
 use bytes::Bytes;
 use idem_core::Idempotency;
 use idem_http::{problem, IdempotencyLayer, DEFAULT_MAX_RESPONSE_BODY};
-use support::{app, events, hang, memory, send, serve, FaultyStore, Payments};
+use support::{app, events, hang, memory, send, serve, soon, FaultyStore, Payments};
 use tokio::time::timeout;
 
 /// A handler that answers each run with the next prepared body, as server-sent events.
@@ -216,7 +216,7 @@ async fn waiters_on_a_response_over_the_limit_are_not_woken_into_a_second_run() 
     let server = Arc::new(serve(app(layer, payments.clone())).await);
 
     let first = tokio::spawn(send(server.post("/payments", Some("pay-1"), "{}")));
-    started.recv().await.unwrap();
+    soon(started.recv()).await.unwrap();
     let duplicates: Vec<_> = (0..DUPLICATES)
         .map(|_| tokio::spawn(send(server.post("/payments", Some("pay-1"), "{}"))))
         .collect();

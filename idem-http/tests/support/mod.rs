@@ -27,6 +27,13 @@ pub fn hang() -> Duration {
     Duration::from_secs(secs.and_then(|secs| secs.parse().ok()).unwrap_or(60))
 }
 
+/// Waits for `what` for up to [`hang`], and fails the test if it does not come.
+pub async fn soon<T>(what: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(hang(), what)
+        .await
+        .expect("waited longer than hang() for what must happen")
+}
+
 /// A server listening on a free loopback port, and a client for it.
 pub struct Server {
     pub url: String,
@@ -42,9 +49,16 @@ pub async fn serve(app: Router) -> Server {
         url: format!("http://{addr}"),
         client: reqwest::Client::builder()
             .default_headers(client_credentials())
+            .timeout(hang())
             .build()
             .unwrap(),
     }
+}
+
+/// A client without the test credentials. Like [`Server::client`], it gives up on an answer
+/// after [`hang`].
+pub fn anonymous_client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(hang()).build().unwrap()
 }
 
 /// The `Authorization` every request of the test client carries unless it sets its own: the
