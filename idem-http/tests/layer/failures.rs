@@ -6,6 +6,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::routing::post;
+use axum::Router;
+use http::header::CONTENT_LENGTH;
 use idem_core::Idempotency;
 use idem_http::{problem, IdempotencyLayer};
 use support::{app, send, serve, FaultyStore, Payments};
@@ -54,4 +57,21 @@ async fn a_handled_request_whose_response_was_not_recorded_gets_a_500() {
         1,
         "the key stays held: the effect may have happened"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_that_declares_its_length_is_answered_only_once_stored() {
+    // Its length within the limit, the response is buffered and held back until its record
+    // is written; when that fails, the client is told so rather than handed the response.
+    let store = Arc::new(FaultyStore::default());
+    store.complete_fails.store(true, Ordering::SeqCst);
+    let layer = IdempotencyLayer::builder(Idempotency::from_arc(store.clone()))
+        .lease(Duration::from_secs(3))
+        .build();
+    let handler = || async { ([(CONTENT_LENGTH, "7")], "charged") };
+    let server = serve(Router::new().route("/payments", post(handler)).layer(layer)).await;
+
+    send(server.post("/payments", Some("pay-1"), "{}"))
+        .await
+        .assert_problem(500, problem::NOT_RECORDED, Some("pay-1"));
 }
