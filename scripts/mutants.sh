@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Mutation testing (cargo-mutants) over the files that hold a promise, each group of files
+# with the tests that exercise it:
+#
+#   engine    the engine, the lease renewal and retries, the memory store
+#             (idem-core's and idem-stores' tests)
+#   steps     recovery points, the replay cache, the call context (the same tests)
+#   http      idem-http's service, stored responses and fingerprint (idem-http's tests)
+#   postgres  the PostgreSQL store's SQL paths (the PostgreSQL suites in tests/, against one
+#             cluster started here on a free loopback port)
+#
+#   scripts/mutants.sh                 # every group, about four hours on two cores
+#   scripts/mutants.sh http postgres   # some of them
+#
+# Extra arguments for cargo-mutants go in IDEM_MUTANTS_ARGS (say `--shard 1/4`, or
+# `--file idem-http/src/stored.rs` to narrow a group). Results land in
+# target/mutants/GROUP/mutants.out/: missed.txt and timeout.txt list the mutants no test
+# caught, and each one is either killed by a new check or recorded in CONTRIBUTING.md as
+# equivalent. The mutants are made in the source tree itself (so builds reuse target/): do not
+# edit it while this runs. Needs cargo-mutants (`cargo install cargo-mutants --locked`) and,
+# for postgres, what scripts/services.sh installs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+groups=("$@")
+if [ ${#groups[@]} -eq 0 ]; then groups=(engine steps http postgres); fi
+read -r -a extra <<<"${IDEM_MUTANTS_ARGS:-}"
+
+mutants() {
+    local group=$1
+    shift
+    echo "mutants: $group"
+    cargo mutants --in-place --output "target/mutants/$group" "${extra[@]}" "$@"
+}
+
+postgres_tests=(
+    --test postgres_conformance --test postgres_store --test postgres_steps
+    --test postgres_transaction --test postgres_corrupt --test postgres_concurrency
+    --test postgres_round_trips --test postgres_faults --test postgres_crash
+    --test postgres_inventory
+)
+
+for group in "${groups[@]}"; do
+    case "$group" in
+    engine)
+        mutants engine --timeout 90 \
+            -f 'idem-core/src/engine/*.rs' -f idem-core/src/lease/renewal.rs \
+            -f idem-core/src/lease/retry.rs -f 'idem-stores/src/memory/*.rs' \
+            --test-package idem-core,idem-stores -- --tests
+        ;;
+    steps)
+        mutants steps --timeout 90 \
+            -f idem-core/src/steps/step.rs -f idem-core/src/steps/mod.rs \
+            -f idem-core/src/steps/journal.rs -f idem-core/src/replay_cache.rs \
+            -f idem-core/src/call/context.rs \
+            --test-package idem-core,idem-stores -- --tests
+        ;;
+    http)
+        # A test waiting on something a mutant broke fails by name after 10 s, within the
+        # timeout, instead of after the default minute.
+        IDEM_TEST_HANG_SECS=10 mutants http --timeout 90 \
+            -f idem-http/src/service.rs -f idem-http/src/stored.rs \
+            -f idem-http/src/fingerprint.rs -f idem-http/src/canonical_json.rs \
+            --test-package idem-http -- --tests
+        ;;
+    postgres)
+        # cargo-mutants runs its baseline on the mutated package (idem-stores), which has none
+        # of these tests: the baseline runs here instead, against the same cluster.
+        source scripts/lib/postgres.sh
+        trap postgres_stop EXIT
+        postgres_start
+        export IDEM_POSTGRES_URL="$postgres_server" IDEM_REQUIRE_BACKENDS=1
+        cargo test -p idem-tests --features postgres "${postgres_tests[@]}"
+        mutants postgres --baseline skip --timeout 180 --build-timeout 600 \
+            -f idem-stores/src/postgres/sql.rs -f idem-stores/src/postgres/store.rs \
+            -f idem-stores/src/postgres/steps.rs -f idem-stores/src/postgres/transaction.rs \
+            -f idem-stores/src/postgres/row.rs \
+            --test-package idem-tests --features postgres -- "${postgres_tests[@]}"
+        postgres_stop
+        ;;
+    *)
+        echo "mutants: unknown group '$group' (engine, steps, http, postgres)" >&2
+        exit 2
+        ;;
+    esac
+done
