@@ -29,8 +29,10 @@ read -r -a extra <<<"${IDEM_MUTANTS_ARGS:-}"
 mutants() {
     local group=$1
     shift
-    echo "mutants: $group"
-    cargo mutants --in-place --output "target/mutants/$group" "${extra[@]}" "$@"
+    local out="${CARGO_TARGET_DIR:-target}/mutants/$group"
+    echo "mutants: $group, results in $out/mutants.out"
+    mkdir -p "$out"
+    cargo mutants --in-place --output "$out" "${extra[@]}" "$@"
 }
 
 postgres_tests=(
