@@ -6,8 +6,8 @@
 #             (idem-core's and idem-stores' tests)
 #   steps     recovery points, the replay cache, the call context (the same tests)
 #   http      idem-http's service, stored responses and fingerprint (idem-http's tests)
-#   postgres  the PostgreSQL store's SQL paths (the PostgreSQL suites in tests/, against one
-#             cluster started here on a free loopback port)
+#   postgres  the PostgreSQL store's SQL paths (idem-stores' unit tests and the PostgreSQL
+#             suites in tests/, against one cluster started here on a free loopback port)
 #
 #   scripts/mutants.sh                 # every group, about four hours on two cores
 #   scripts/mutants.sh http postgres   # some of them
@@ -35,6 +35,8 @@ mutants() {
     cargo mutants --in-place --output "$out" "${extra[@]}" "$@"
 }
 
+# The store's own unit tests (how a row and its step values are read) and the suites.
+postgres_features=idem-stores/postgres,idem-tests/postgres
 postgres_tests=(
     --test postgres_conformance --test postgres_store --test postgres_steps
     --test postgres_transaction --test postgres_corrupt --test postgres_concurrency
@@ -66,18 +68,20 @@ for group in "${groups[@]}"; do
             --test-package idem-http -- --tests
         ;;
     postgres)
-        # cargo-mutants runs its baseline on the mutated package (idem-stores), which has none
-        # of these tests: the baseline runs here instead, against the same cluster.
+        # cargo-mutants would run its baseline on the mutated package (idem-stores) alone,
+        # which has none of the suites: the baseline runs here instead, on the same cluster.
         source scripts/lib/postgres.sh
         trap postgres_stop EXIT
         postgres_start
         export IDEM_POSTGRES_URL="$postgres_server" IDEM_REQUIRE_BACKENDS=1
-        cargo test -p idem-tests --features postgres "${postgres_tests[@]}"
+        cargo test -p idem-stores -p idem-tests --features "$postgres_features" --lib \
+            "${postgres_tests[@]}"
         mutants postgres --baseline skip --timeout 180 --build-timeout 600 \
             -f idem-stores/src/postgres/sql.rs -f idem-stores/src/postgres/store.rs \
             -f idem-stores/src/postgres/steps.rs -f idem-stores/src/postgres/transaction.rs \
             -f idem-stores/src/postgres/row.rs \
-            --test-package idem-tests --features postgres -- "${postgres_tests[@]}"
+            --test-package idem-stores,idem-tests --features "$postgres_features" \
+            -- --lib "${postgres_tests[@]}"
         postgres_stop
         ;;
     *)
