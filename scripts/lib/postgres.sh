@@ -13,21 +13,19 @@ postgres_bin="${IDEM_POSTGRES_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null
 postgres_dir=""
 postgres_server=""
 
+# The user PostgreSQL runs as: this one, or as root the postgres user (or nobody).
+postgres_user=""
+if [ "$(id -u)" -eq 0 ]; then
+    if id postgres >/dev/null 2>&1; then postgres_user=postgres; else postgres_user=nobody; fi
+fi
+
 as_postgres_user() {
-    if [ "$(id -u)" -eq 0 ]; then
-        local user=nobody
-        if id postgres >/dev/null 2>&1; then user=postgres; fi
-        runuser -u "$user" -- "$@"
-    else
-        "$@"
-    fi
+    if [ -n "$postgres_user" ]; then runuser -u "$postgres_user" -- "$@"; else "$@"; fi
 }
 
 postgres_start() {
     postgres_dir=$(mktemp -d)
-    if [ "$(id -u)" -eq 0 ]; then
-        if id postgres >/dev/null 2>&1; then chown postgres "$postgres_dir"; else chown nobody "$postgres_dir"; fi
-    fi
+    if [ -n "$postgres_user" ]; then chown "$postgres_user" "$postgres_dir"; fi
     local port
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     as_postgres_user "$postgres_bin/initdb" -D "$postgres_dir/data" -U postgres --auth=trust \
