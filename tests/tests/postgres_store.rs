@@ -105,7 +105,19 @@ async fn any_table_and_schema_name_is_quoted() {
             .build()
     };
     let store = build();
+    assert_eq!((store.name(), store.prefix()), ("postgres", "billing"));
+    let debug = format!("{store:?}");
+    assert!(
+        debug.contains(&format!("{:?}", store.table())) && debug.contains("billing"),
+        "{debug}"
+    );
     store.migrate().await.unwrap();
+    assert_eq!(
+        store.round_trips(),
+        7,
+        "a new table: look in the catalog, then begin, lock, look again, create the table \
+         (with its step columns, which are not added again), its index, commit"
+    );
     let before = store.round_trips();
     store.migrate().await.unwrap();
     assert_eq!(
@@ -126,6 +138,71 @@ async fn any_table_and_schema_name_is_quoted() {
         .unwrap();
     assert_eq!(prefixed, store.row_key(&key("o-1")));
     assert!(prefixed.starts_with("billing"), "{prefixed}");
+}
+
+/// A reserve whose answer was lost is sent again with the same claim: it finds the row its
+/// first attempt wrote and is told it holds the key, not that someone else does.
+async fn a_reservation_sent_again_finds_its_own_row() {
+    let Some(target) = TestPg::start().await else {
+        return;
+    };
+    let now = Timestamp::from_millis(1_800_000_000_000);
+    let record = InProgress::new(
+        OwnerToken::generate(),
+        Fingerprint::empty(),
+        now + Duration::from_secs(30),
+    );
+    let claim = Claim::new(record.clone(), now);
+    let store = &target.store;
+    for attempt in ["first", "again"] {
+        assert_eq!(
+            store.reserve(&key("o-1"), &claim).await.unwrap(),
+            Reservation::Reserved(record.clone()),
+            "{attempt}"
+        );
+    }
+    let other = Claim::new(
+        InProgress::new(
+            OwnerToken::generate(),
+            Fingerprint::empty(),
+            now + Duration::from_secs(30),
+        ),
+        now,
+    );
+    assert_eq!(
+        store.reserve(&key("o-1"), &other).await.unwrap(),
+        Reservation::Existing(idem_core::Record::InProgress(record)),
+        "another owner finds it held"
+    );
+}
+
+/// A table that lost its index gets it back, and nothing else is sent: the table and its
+/// columns are there, and `ALTER TABLE` would lock out every call even with nothing to add.
+async fn migrating_a_table_without_its_index_creates_only_the_index() {
+    let Some(target) = TestPg::start().await else {
+        return;
+    };
+    let store = PostgresStore::builder(target.pool.clone())
+        .table("unindexed")
+        .build();
+    store.migrate().await.unwrap();
+    target
+        .execute_raw("DROP INDEX unindexed_live_until_idx")
+        .await;
+
+    let before = store.round_trips();
+    store.migrate().await.unwrap();
+    assert_eq!(
+        store.round_trips() - before,
+        6,
+        "look in the catalog, then begin, lock, look again, create the index, commit"
+    );
+    assert!(
+        target
+            .holds("SELECT to_regclass('unindexed_live_until_idx') IS NOT NULL")
+            .await,
+        "the index is back"
+    );
 }
 
 /// Replicas starting together against a fresh database each call `migrate`: all succeed
@@ -249,6 +326,8 @@ idem_tests::backend_tests! {
     async names_over_63_bytes_are_refused_and_long_tables_get_an_index_each,
     async purge_deletes_expired_and_abandoned_rows_in_batches,
     async any_table_and_schema_name_is_quoted,
+    async migrating_a_table_without_its_index_creates_only_the_index,
+    async a_reservation_sent_again_finds_its_own_row,
     async processes_migrating_at_once_all_succeed,
     async migrating_a_migrated_table_waits_for_no_one,
 }

@@ -220,6 +220,12 @@ async fn outside_a_call_it_is_refused() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Rejected { .. }), "{err:?}");
+    let why = std::error::Error::source(&err).map(ToString::to_string);
+    assert!(
+        why.as_deref()
+            .is_some_and(|why| why.contains("call it from the body of an `#[idempotent]`")),
+        "the refusal says where to call it from: {why:?}"
+    );
 }
 
 /// The advisory lock a slow commit waits on.
