@@ -1,11 +1,14 @@
 //! A body's future is dropped before its key is settled, so that what it owns (a transaction
-//! that rolls back when dropped) is gone before a retry can take the key.
+//! that rolls back when dropped) is gone before a retry can take the key; and the key is
+//! settled before the panic reaches the caller, so that a retry made at once finds it so.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll};
+use std::thread;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
@@ -32,11 +35,22 @@ impl Future for PanickingBody {
     }
 }
 
-/// Notes, at each settling write, whether the body had been dropped by then.
+/// A settling write, as the store saw it.
+#[derive(Clone, Debug, PartialEq)]
+struct Settled {
+    operation: Operation,
+    /// Whether the body's future was dropped by then.
+    body_dropped: bool,
+    /// Whether the call had ended (its panic on the way to the caller) by then.
+    call_ended: bool,
+}
+
+/// Notes each settling write.
 struct Settling {
     inner: ReferenceStore,
     body_dropped: Arc<AtomicBool>,
-    seen: Mutex<Vec<(Operation, bool)>>,
+    call_ended: Arc<AtomicBool>,
+    seen: Mutex<Vec<Settled>>,
 }
 
 #[async_trait]
@@ -47,42 +61,79 @@ impl Interceptor for Settling {
 
     async fn before(&self, operation: Operation, _: &Key) -> Result<(), StoreError> {
         if matches!(operation, Operation::Release | Operation::Complete) {
-            let dropped = self.body_dropped.load(Ordering::SeqCst);
-            self.seen.lock().unwrap().push((operation, dropped));
+            self.seen.lock().unwrap().push(Settled {
+                operation,
+                body_dropped: self.body_dropped.load(Ordering::SeqCst),
+                call_ended: self.call_ended.load(Ordering::SeqCst),
+            });
         }
         Ok(())
     }
 }
 
-async fn settled_after_a_panic(on_abort: OnAbort) -> Vec<(Operation, bool)> {
+/// How long a call may take before the test fails rather than wait on: an engine that loops
+/// without ever running the body must fail it by name, not hang it.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn settled_after_a_panic(on_abort: OnAbort) -> Vec<Settled> {
     let body_dropped = Arc::new(AtomicBool::new(false));
+    let call_ended = Arc::new(AtomicBool::new(false));
     let store = Arc::new(Intercepted(Settling {
         inner: ReferenceStore::new(),
         body_dropped: body_dropped.clone(),
+        call_ended: call_ended.clone(),
         seen: Mutex::new(Vec::new()),
     }));
     let idem = Idempotency::from_arc(store.clone());
     let key = idem.key("orders.charge").part("o-1").finish().unwrap();
     let call = Call::new(key, Fingerprint::of("o-1").unwrap()).with_on_abort(on_abort);
     let body = PanickingBody(Owned(body_dropped));
-    let run = tokio::spawn(async move { idem.run(call, body).await });
-    assert!(run.await.unwrap_err().is_panic(), "the panic goes on");
+    // The call runs on a thread of its own, so that this one can stop waiting for it even if
+    // it never yields.
+    let (ended, end) = mpsc::channel();
+    thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let run = runtime.spawn(async move {
+            // Dropped with the call's future, once its panic has left it.
+            let _ended = Owned(call_ended);
+            idem.run(call, body).await
+        });
+        let panicked = runtime.block_on(run).is_err_and(|error| error.is_panic());
+        ended.send(panicked).unwrap();
+    });
+    let panicked = end
+        .recv_timeout(PATIENCE)
+        .expect("the call ends, the body having run");
+    assert!(panicked, "the panic goes on");
     let seen = store.seen.lock().unwrap().clone();
     seen
 }
 
-#[tokio::test]
-async fn a_panicking_body_is_dropped_before_its_key_is_released() {
+/// What a settle by `operation` must look like: after the body is dropped, before the call
+/// ends.
+fn in_order(operation: Operation) -> Settled {
+    Settled {
+        operation,
+        body_dropped: true,
+        call_ended: false,
+    }
+}
+
+#[test]
+fn a_panicking_body_is_dropped_before_its_key_is_released() {
     assert_eq!(
-        settled_after_a_panic(OnAbort::Release).await,
-        [(Operation::Release, true)]
+        settled_after_a_panic(OnAbort::Release),
+        [in_order(Operation::Release)]
     );
 }
 
-#[tokio::test]
-async fn a_panicking_body_is_dropped_before_its_abort_is_recorded() {
+#[test]
+fn a_panicking_body_is_dropped_before_its_abort_is_recorded() {
     assert_eq!(
-        settled_after_a_panic(OnAbort::Fail).await,
-        [(Operation::Complete, true)]
+        settled_after_a_panic(OnAbort::Fail),
+        [in_order(Operation::Complete)]
     );
 }
