@@ -178,3 +178,26 @@ enum Renewed {
     Continue,
     Stop,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jittered_pause_stays_within_a_quarter_and_varies_with_the_owner_and_the_try() {
+        let pause = Duration::from_millis(1_000);
+        let mut seen = std::collections::HashSet::new();
+        for owner in 0..20 {
+            let owner = OwnerToken::from(format!("owner-{owner}"));
+            for tries in 1..5 {
+                let jittered = jittered(pause, &owner, tries);
+                assert!(
+                    (pause * 3 / 4..=pause * 5 / 4).contains(&jittered),
+                    "{jittered:?}"
+                );
+                seen.insert(jittered);
+            }
+        }
+        assert!(seen.len() > 40, "80 pauses, {} distinct", seen.len());
+    }
+}
