@@ -106,3 +106,45 @@ pub(crate) fn stops_counting_at(record: &Record) -> Timestamp {
         _ => Timestamp::EPOCH,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use idem_core::{Completed, Fingerprint, Outcome};
+
+    #[test]
+    fn room_is_taken_up_to_the_maximum_and_given_back() {
+        let capacity = Capacity::new(2);
+        assert!(capacity.take() && capacity.take());
+        assert!(!capacity.take(), "the third record finds the store full");
+        capacity.give_back(1);
+        assert!(capacity.take(), "a record removed makes room for one");
+        assert!(!capacity.take());
+    }
+
+    #[test]
+    fn room_may_free_up_once_the_earliest_record_noted_stops_counting() {
+        let capacity = Capacity::new(2);
+        let at = |millis| Timestamp::from_millis(millis);
+        let expiring = |millis| {
+            Record::Completed(Completed::new(
+                Fingerprint::empty(),
+                Outcome::Ok(Vec::new()),
+                at(millis),
+            ))
+        };
+        assert!(!capacity.may_free_up(at(u64::MAX - 1)), "nothing noted yet");
+        capacity.note(&expiring(2_000));
+        capacity.note(&expiring(1_000));
+        capacity.note(&expiring(3_000));
+        assert!(!capacity.may_free_up(at(999)));
+        assert!(capacity.may_free_up(at(1_000)));
+
+        capacity.purge(|| Some(at(3_000)));
+        assert!(
+            !capacity.may_free_up(at(2_999)),
+            "a purge sets the bound to what it kept"
+        );
+        assert!(capacity.may_free_up(at(3_000)));
+    }
+}
