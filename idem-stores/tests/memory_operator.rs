@@ -79,7 +79,17 @@ async fn a_released_key_runs_again_and_a_completed_one_is_not_released() {
 
 #[tokio::test]
 async fn listing_pages_through_one_functions_records() {
-    let idem = Idempotency::new(MemoryStore::new());
+    pages_through_one_functions_records(MemoryStore::new()).await;
+}
+
+/// One shard holds every record: its own share of a page must tell whether more remain.
+#[tokio::test]
+async fn listing_pages_through_the_records_of_one_shard() {
+    pages_through_one_functions_records(MemoryStore::builder().shards(1).build()).await;
+}
+
+async fn pages_through_one_functions_records(store: MemoryStore) {
+    let idem = Idempotency::new(store);
     for order in ["a", "b", "c", "d", "e"] {
         charge(&idem, call(&idem, "charge", order)).await.unwrap();
     }
