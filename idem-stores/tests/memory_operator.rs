@@ -79,27 +79,34 @@ async fn a_released_key_runs_again_and_a_completed_one_is_not_released() {
 
 #[tokio::test]
 async fn listing_pages_through_one_functions_records() {
-    pages_through_one_functions_records(MemoryStore::new()).await;
+    for page_size in [2, 5] {
+        pages_through_one_functions_records(MemoryStore::new(), page_size).await;
+    }
 }
 
 /// One shard holds every record: its own share of a page must tell whether more remain.
 #[tokio::test]
 async fn listing_pages_through_the_records_of_one_shard() {
-    pages_through_one_functions_records(MemoryStore::builder().shards(1).build()).await;
+    for page_size in [2, 5] {
+        let store = MemoryStore::builder().shards(1).build();
+        pages_through_one_functions_records(store, page_size).await;
+    }
 }
 
-async fn pages_through_one_functions_records(store: MemoryStore) {
+/// Lists five records of one function, `page_size` at a time: every page has some, the last
+/// one says no more remain (also when it is full), and none is missing.
+async fn pages_through_one_functions_records(store: MemoryStore, page_size: u32) {
     let idem = Idempotency::new(store);
     for order in ["a", "b", "c", "d", "e"] {
         charge(&idem, call(&idem, "charge", order)).await.unwrap();
     }
     charge(&idem, call(&idem, "charges", "z")).await.unwrap();
 
-    let mut query = ListQuery::new(Key::function_prefix(idem.namespace(), "charge"), 2);
+    let mut query = ListQuery::new(Key::function_prefix(idem.namespace(), "charge"), page_size);
     let mut listed = Vec::new();
     loop {
         let page = idem.list(&query).await.unwrap();
-        assert!(page.records.len() <= 2);
+        assert!((1..=page_size as usize).contains(&page.records.len()));
         for (key, record) in page.records {
             assert!(matches!(record, Ok(Record::Completed(_))));
             listed.push(key.as_str().to_owned());
