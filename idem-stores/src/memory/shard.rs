@@ -246,3 +246,56 @@ impl Shard {
         self.lock().len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use idem_core::{Claim, Completed, Fingerprint, InProgress, Outcome};
+
+    use super::*;
+
+    fn key(name: &str) -> Key {
+        idem_core::Idempotency::new(crate::memory::MemoryStore::new())
+            .key("orders")
+            .part(name)
+            .finish()
+            .unwrap()
+    }
+
+    fn claim(now: Timestamp) -> Claim {
+        let lease_until = now + Duration::from_secs(30);
+        let record = InProgress::new(OwnerToken::generate(), Fingerprint::empty(), lease_until);
+        Claim::new(record, now)
+    }
+
+    #[test]
+    fn a_new_key_is_reserved_while_there_is_room_and_refused_once_there_is_none() {
+        let (shard, room) = (Shard::default(), Capacity::new(1));
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        let first = claim(now);
+        assert_eq!(
+            shard.reserve(&key("o-1"), &first, &room),
+            Some(Reservation::Reserved(first.record().clone()))
+        );
+        assert_eq!(shard.reserve(&key("o-2"), &claim(now), &room), None);
+        assert_eq!(shard.len(), 1);
+    }
+
+    #[test]
+    fn only_an_in_progress_record_has_waiters() {
+        let (shard, room) = (Shard::default(), Capacity::new(2));
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        let held = claim(now);
+        shard.reserve(&key("o-1"), &held, &room);
+        let mut slots = shard.lock();
+        let slot = slots.get_mut(&key("o-1")).unwrap();
+        let (owner, _waiters) = slot.in_progress_waiters().expect("waiters");
+        assert_eq!(&owner, held.record().owner());
+
+        let done = Completed::new(Fingerprint::empty(), Outcome::Ok(Vec::new()), now);
+        Shard::replace(&mut slots, &key("o-1"), Record::Completed(done), &room);
+        let slot = slots.get_mut(&key("o-1")).unwrap();
+        assert!(slot.in_progress_waiters().is_none());
+    }
+}
