@@ -280,3 +280,32 @@ impl Store for MemoryStore {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use idem_core::{Claim, Fingerprint, InProgress, OwnerToken, Reservation};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn keys_spread_over_the_shards_and_each_is_found_in_its_own() {
+        let store = MemoryStore::builder().shards(4).build();
+        let idem = idem_core::Idempotency::new(store.clone());
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        for order in 0..64 {
+            let key = idem.key("orders").part(&order).finish().unwrap();
+            let record = InProgress::new(
+                OwnerToken::generate(),
+                Fingerprint::empty(),
+                now + std::time::Duration::from_secs(30),
+            );
+            let claim = Claim::new(record, now);
+            let reserved = store.reserve(&key, &claim).await.unwrap();
+            assert!(matches!(reserved, Reservation::Reserved(_)));
+            assert!(store.shard(&key).lock().contains_key(&key));
+        }
+        let held: Vec<usize> = store.shards().iter().map(Shard::len).collect();
+        assert_eq!(held.iter().sum::<usize>(), 64);
+        assert!(held.iter().all(|&len| len > 0), "{held:?}");
+    }
+}
