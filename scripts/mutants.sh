@@ -53,7 +53,10 @@ for group in "${groups[@]}"; do
         engine_tests=(--lib)
         for test in idem-core/tests/*.rs; do engine_tests+=(--test "$(basename "$test" .rs)"); done
         engine_tests+=(--test memory_conformance --test memory_store --test memory_operator)
-        mutants engine --timeout 90 \
+        # The baseline runs here too: cargo-mutants would run it on the mutated packages
+        # alone, without idem-core's tests when a narrowed run mutates only the memory store.
+        cargo test -p idem-core -p idem-stores "${engine_tests[@]}"
+        mutants engine --baseline skip --timeout 90 \
             -f 'idem-core/src/engine/*.rs' -f idem-core/src/lease/renewal.rs \
             -f idem-core/src/lease/retry.rs -f 'idem-stores/src/memory/*.rs' \
             --test-package idem-core,idem-stores -- "${engine_tests[@]}"
