@@ -287,6 +287,11 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn the_store_names_itself() {
+        assert_eq!(MemoryStore::new().name(), "memory");
+    }
+
     #[tokio::test]
     async fn keys_spread_over_the_shards_and_each_is_found_in_its_own() {
         let store = MemoryStore::builder().shards(4).build();
@@ -307,5 +312,36 @@ mod tests {
         let held: Vec<usize> = store.shards().iter().map(Shard::len).collect();
         assert_eq!(held.iter().sum::<usize>(), 64);
         assert!(held.iter().all(|&len| len > 0), "{held:?}");
+    }
+
+    /// `changed` waits for the record to change (here, its release), not a moment less: time
+    /// is paused, so only the release or the timeout can end the wait.
+    #[tokio::test(start_paused = true)]
+    async fn changed_returns_when_the_record_changes_and_not_before() {
+        let store = MemoryStore::new();
+        let idem = idem_core::Idempotency::new(store.clone());
+        let key = idem.key("orders").part("o-1").finish().unwrap();
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        let owner = OwnerToken::generate();
+        let record = InProgress::new(
+            owner.clone(),
+            Fingerprint::empty(),
+            now + std::time::Duration::from_secs(30),
+        );
+        store.reserve(&key, &Claim::new(record, now)).await.unwrap();
+
+        let second = std::time::Duration::from_secs(1);
+        let unchanged = tokio::time::timeout(second, store.changed(&key, 10 * second)).await;
+        assert!(unchanged.is_err(), "nothing changed, so it still waits");
+
+        let started = tokio::time::Instant::now();
+        let waiting = tokio::spawn({
+            let (store, key) = (store.clone(), key.clone());
+            async move { store.changed(&key, 10 * second).await }
+        });
+        tokio::task::yield_now().await;
+        store.release(&key, &owner).await.unwrap();
+        waiting.await.unwrap().unwrap();
+        assert!(started.elapsed() < 10 * second, "woken by the release");
     }
 }
