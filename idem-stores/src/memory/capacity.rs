@@ -147,4 +147,19 @@ mod tests {
         );
         assert!(capacity.may_free_up(at(3_000)));
     }
+
+    #[test]
+    fn an_in_progress_record_stops_counting_a_grace_after_its_lease() {
+        let capacity = Capacity::new(1);
+        let lease_until = Timestamp::from_millis(1_800_000_000_000);
+        let held = idem_core::InProgress::new(
+            idem_core::OwnerToken::generate(),
+            Fingerprint::empty(),
+            lease_until,
+        );
+        capacity.note(&Record::InProgress(held));
+        let abandoned = lease_until + LEASE_GRACE;
+        assert!(!capacity.may_free_up(abandoned - std::time::Duration::from_millis(1)));
+        assert!(capacity.may_free_up(abandoned));
+    }
 }
