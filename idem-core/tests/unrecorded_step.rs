@@ -4,7 +4,7 @@
 //! run it again before the lease passes. Cancelled before any step, it frees its key.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,7 +28,7 @@ struct UnrecordedSteps {
     inner: ReferenceStore,
     step_writes: StepWrites,
     writing: Notify,
-    releases: Mutex<usize>,
+    releases: AtomicUsize,
 }
 
 impl UnrecordedSteps {
@@ -37,7 +37,7 @@ impl UnrecordedSteps {
             inner: ReferenceStore::new(),
             step_writes,
             writing: Notify::new(),
-            releases: Mutex::new(0),
+            releases: AtomicUsize::new(0),
         }))
     }
 }
@@ -58,7 +58,7 @@ impl Interceptor for UnrecordedSteps {
                 Err(StoreError::backend("the step write failed"))
             }
             (Operation::Release, _) => {
-                *self.releases.lock().unwrap() += 1;
+                self.releases.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             }
             _ => Ok(()),
@@ -123,7 +123,7 @@ async fn cancelled(before_the_step: bool) -> (usize, Result<Executed<()>, Error>
         .await
         .expect("what the cancelled call spawned ends");
 
-    let releases = *store.releases.lock().unwrap();
+    let releases = store.releases.load(Ordering::SeqCst);
     let retry = idem
         .run(order(&idem), async {
             charges.fetch_add(1, Ordering::SeqCst);
@@ -178,7 +178,7 @@ async fn a_call_that_panics_after_an_unrecorded_step_keeps_its_key() {
         .expect("what the call spawned ends");
 
     assert_eq!(
-        *store.releases.lock().unwrap(),
+        store.releases.load(Ordering::SeqCst),
         0,
         "the key is not released"
     );
