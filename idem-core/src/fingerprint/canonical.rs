@@ -5,6 +5,10 @@
 //! whatever its iteration order, and reordering a struct's fields does not change it. Integers
 //! of every width encode alike, `f32` is widened to `f64`, type names are left out. Every value
 //! starts with a tag and is self-delimiting, so a sequence of values encodes injectively.
+//!
+//! Lengths and integers are LEB128 varints (integers zigzagged first), so that the common small
+//! ones take a byte or two: the encoding is shorter than the value's JSON, and SHA-256 over it
+//! costs less.
 
 use serde::ser::{self, Serialize};
 
@@ -57,30 +61,42 @@ struct Encoder<'a> {
     out: &'a mut Vec<u8>,
 }
 
-impl Encoder<'_> {
-    fn len(&mut self, len: usize) {
-        self.out.extend_from_slice(&(len as u64).to_le_bytes());
+/// Appends `value` as an unsigned LEB128 varint: seven bits a byte, low bits first, the high
+/// bit set on every byte but the last.
+fn varint(out: &mut Vec<u8>, mut value: u128) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
     }
+    out.push(value as u8);
+}
 
+/// How many bytes [`varint`] takes for `value`.
+fn varint_len(value: u128) -> usize {
+    (128 - value.leading_zeros() as usize).div_ceil(7).max(1)
+}
+
+/// `value` with its sign in the lowest bit, so that small negative numbers stay short too.
+fn zigzag(value: i128) -> u128 {
+    ((value << 1) ^ (value >> 127)) as u128
+}
+
+impl Encoder<'_> {
     fn bytes(&mut self, tag: u8, bytes: &[u8]) {
         self.out.push(tag);
-        self.len(bytes.len());
+        varint(self.out, bytes.len() as u128);
         self.out.extend_from_slice(bytes);
     }
 
     fn int(&mut self, value: i128) {
         self.out.push(tag::INT);
-        self.out.extend_from_slice(&value.to_le_bytes());
+        varint(self.out, zigzag(value));
     }
 
     fn variant(&mut self, name: &str) {
         self.bytes(tag::VARIANT, name.as_bytes());
     }
 }
-
-/// The scratch bytes reserved per map entry whose count is known: two tags and lengths (18
-/// bytes) and a few dozen bytes of key and value.
-const SCRATCH_PER_ENTRY: usize = 64;
 
 type Result<T = (), E = EncodeError> = std::result::Result<T, E>;
 
@@ -140,7 +156,7 @@ impl<'a> ser::Serializer for Encoder<'a> {
             Ok(v) => self.int(v),
             Err(_) => {
                 self.out.push(tag::UINT128);
-                self.out.extend_from_slice(&v.to_le_bytes());
+                varint(self.out, v);
             }
         }
         Ok(())
@@ -163,7 +179,7 @@ impl<'a> ser::Serializer for Encoder<'a> {
     }
     fn serialize_char(self, v: char) -> Result {
         self.out.push(tag::CHAR);
-        self.out.extend_from_slice(&u32::from(v).to_le_bytes());
+        varint(self.out, u32::from(v).into());
         Ok(())
     }
     fn serialize_str(mut self, v: &str) -> Result {
@@ -228,13 +244,17 @@ impl<'a> ser::Serializer for Encoder<'a> {
         self.serialize_seq(Some(len))
     }
     fn serialize_map(self, len: Option<usize>) -> Result<Map<'a>> {
-        let len = len.unwrap_or(0);
+        // A count known up front is written at once: entries that then come sorted need no
+        // moving at all.
+        let announced = len.inspect(|&len| {
+            self.out.push(tag::MAP);
+            varint(self.out, len as u128);
+        });
         Ok(Map {
+            start: self.out.len(),
             out: self.out,
-            // Room for a short key and value per entry saves most regrowing of small maps and
-            // structs, the common arguments.
-            scratch: Vec::with_capacity(len * SCRATCH_PER_ENTRY),
-            entries: Vec::with_capacity(len),
+            announced,
+            entries: Vec::with_capacity(len.unwrap_or(0)),
             pending_key: None,
         })
     }
@@ -291,22 +311,25 @@ seq_impls!(
     SerializeTupleVariant::serialize_field,
 );
 
-/// Maps and structs: entries are encoded into one scratch buffer, sorted by encoded key (then
-/// value, for determinism even with duplicate keys), then written.
+/// Maps and structs: entries are encoded at the end of the output in the order they come, then
+/// put in order of encoded key (then value, for determinism even with duplicate keys) where
+/// they are: through a copy on the stack for a small map, through the output's spare capacity
+/// for a larger one. Nested maps do the same further along the output.
 struct Map<'a> {
     out: &'a mut Vec<u8>,
-    scratch: Vec<u8>,
-    /// Per entry: where its key starts, where its value starts, where it ends in `scratch`.
+    /// Where this map's entries start in `out`.
+    start: usize,
+    /// The count already written before `start`, if it was known.
+    announced: Option<usize>,
+    /// Per entry: where its key starts, where its value starts, where it ends in `out`.
     entries: Vec<(usize, usize, usize)>,
     pending_key: Option<usize>,
 }
 
 impl Map<'_> {
-    fn encode_into_scratch<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<usize> {
-        let start = self.scratch.len();
-        value.serialize(Encoder {
-            out: &mut self.scratch,
-        })?;
+    fn encode<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<usize> {
+        let start = self.out.len();
+        value.serialize(Encoder { out: self.out })?;
         Ok(start)
     }
 
@@ -315,34 +338,83 @@ impl Map<'_> {
         key: &K,
         value: &V,
     ) -> Result {
-        let key_start = self.encode_into_scratch(key)?;
-        let value_start = self.encode_into_scratch(value)?;
-        self.entries
-            .push((key_start, value_start, self.scratch.len()));
+        let key_start = self.encode(key)?;
+        let value_start = self.encode(value)?;
+        self.entries.push((key_start, value_start, self.out.len()));
         Ok(())
     }
 
     fn end(mut self) -> Result {
-        let scratch = &self.scratch;
-        self.entries.sort_unstable_by(|a, b| {
-            (&scratch[a.0..a.1], &scratch[a.1..a.2]).cmp(&(&scratch[b.0..b.1], &scratch[b.1..b.2]))
-        });
-        self.out.reserve(1 + 8 + scratch.len());
-        self.out.push(tag::MAP);
-        self.out
-            .extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
-        for &(start, _, end) in &self.entries {
-            self.out.extend_from_slice(&scratch[start..end]);
+        let out = &mut *self.out;
+        let count = self.entries.len();
+        let sorted = self
+            .entries
+            .windows(2)
+            .all(|pair| entry_order(out, &pair[0], &pair[1]).is_le());
+        if sorted && self.announced == Some(count) {
+            return Ok(());
+        }
+        if self.announced.is_some_and(|announced| announced != count) {
+            // A `Serialize` impl that announced another count than it gave: the header goes.
+            let header = 1 + varint_len(self.announced.unwrap_or(0) as u128);
+            let header_start = self.start - header;
+            out.copy_within(self.start.., header_start);
+            out.truncate(out.len() - header);
+            for entry in &mut self.entries {
+                *entry = (entry.0 - header, entry.1 - header, entry.2 - header);
+            }
+            self.start = header_start;
+            self.announced = None;
+        }
+        self.entries.sort_unstable_by(|a, b| entry_order(out, a, b));
+        let header = self.announced.is_none();
+        let unsorted = self.start..out.len();
+        if unsorted.len() <= STACK_COPY {
+            // A small map's entries are copied aside on the stack and written back in order.
+            let mut aside = [0u8; STACK_COPY];
+            aside[..unsorted.len()].copy_from_slice(&out[unsorted]);
+            out.truncate(self.start);
+            if header {
+                out.push(tag::MAP);
+                varint(out, count as u128);
+            }
+            for &(start, _, end) in &self.entries {
+                out.extend_from_slice(&aside[start - self.start..end - self.start]);
+            }
+        } else {
+            // Written again after themselves, in order, then moved back over the unsorted.
+            let unsorted_end = out.len();
+            if header {
+                out.push(tag::MAP);
+                varint(out, count as u128);
+            }
+            for &(start, _, end) in &self.entries {
+                out.extend_from_within(start..end);
+            }
+            out.copy_within(unsorted_end.., self.start);
+            out.truncate(self.start + (out.len() - unsorted_end));
         }
         Ok(())
     }
+}
+
+/// The largest map, in encoded bytes, whose entries are sorted through a copy on the stack.
+const STACK_COPY: usize = 512;
+
+/// Entries in `bytes` by encoded key, then value.
+fn entry_order(
+    bytes: &[u8],
+    a: &(usize, usize, usize),
+    b: &(usize, usize, usize),
+) -> std::cmp::Ordering {
+    (&bytes[a.0..a.1], &bytes[a.1..a.2]).cmp(&(&bytes[b.0..b.1], &bytes[b.1..b.2]))
 }
 
 impl ser::SerializeMap for Map<'_> {
     type Ok = ();
     type Error = EncodeError;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result {
-        self.pending_key = Some(self.encode_into_scratch(key)?);
+        self.pending_key = Some(self.encode(key)?);
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
@@ -350,9 +422,8 @@ impl ser::SerializeMap for Map<'_> {
             .pending_key
             .take()
             .ok_or_else(|| <EncodeError as ser::Error>::custom("map value without a key"))?;
-        let value_start = self.encode_into_scratch(value)?;
-        self.entries
-            .push((key_start, value_start, self.scratch.len()));
+        let value_start = self.encode(value)?;
+        self.entries.push((key_start, value_start, self.out.len()));
         Ok(())
     }
     fn serialize_entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(

@@ -112,7 +112,7 @@ pub struct Fingerprinter {
 
 /// Bumped when the canonical encoding changes, so old records never match new fingerprints by
 /// accident.
-const ENCODING_VERSION: &[u8] = b"idem-fp-v1";
+const ENCODING_VERSION: &[u8] = b"idem-fp-v2";
 
 impl Fingerprinter {
     /// A fingerprinter with no arguments yet.
@@ -235,6 +235,120 @@ mod tests {
         let a: HashMap<(u8, u8), bool> = (0..40).map(|i| ((i, i * 2), i % 2 == 0)).collect();
         let b: BTreeMap<(u8, u8), bool> = a.iter().map(|(k, v)| (*k, *v)).collect();
         assert_eq!(Fingerprint::of(&a).unwrap(), Fingerprint::of(&b).unwrap());
+    }
+
+    #[test]
+    fn integers_encode_by_value_whatever_their_width_or_size() {
+        let values: [i128; 12] = [
+            i128::MIN,
+            i64::MIN.into(),
+            -129,
+            -128,
+            -1,
+            0,
+            1,
+            63,
+            64,
+            127,
+            u64::MAX.into(),
+            i128::MAX,
+        ];
+        let prints: Vec<Fingerprint> = values.iter().map(|v| Fingerprint::of(v).unwrap()).collect();
+        for (i, a) in prints.iter().enumerate() {
+            for b in &prints[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(prints[4], Fingerprint::of(&-1i8).unwrap());
+        assert_eq!(prints[10], Fingerprint::of(&u64::MAX).unwrap());
+        assert_eq!(prints[11], Fingerprint::of(&(i128::MAX as u128)).unwrap());
+        assert_ne!(
+            Fingerprint::of(&u128::MAX).unwrap(),
+            Fingerprint::of(&(u128::MAX - 1)).unwrap()
+        );
+    }
+
+    #[test]
+    fn nested_maps_sort_in_place_without_disturbing_what_came_before() {
+        let inner_a: HashMap<&str, u32> = [("z", 1), ("a", 2)].into();
+        let inner_b: BTreeMap<&str, u32> = [("a", 2), ("z", 1)].into();
+        let outer_a: HashMap<&str, HashMap<&str, u32>> =
+            [("y", inner_a.clone()), ("b", inner_a)].into();
+        let outer_b: BTreeMap<&str, BTreeMap<&str, u32>> =
+            [("b", inner_b.clone()), ("y", inner_b)].into();
+        let mut a = Fingerprinter::new();
+        a.add("before")
+            .unwrap()
+            .add(&outer_a)
+            .unwrap()
+            .add("after")
+            .unwrap();
+        let mut b = Fingerprinter::new();
+        b.add("before")
+            .unwrap()
+            .add(&outer_b)
+            .unwrap()
+            .add("after")
+            .unwrap();
+        assert_eq!(a.encoded, b.encoded);
+        assert_eq!(a.finish(), b.finish());
+    }
+
+    /// A map that announces `announced` entries and gives `entries`.
+    struct Miscounted {
+        announced: usize,
+        entries: Vec<(&'static str, u32)>,
+    }
+
+    impl Serialize for Miscounted {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = serializer.serialize_map(Some(self.announced))?;
+            for (key, value) in &self.entries {
+                map.serialize_entry(key, value)?;
+            }
+            map.end()
+        }
+    }
+
+    #[test]
+    fn a_map_is_encoded_by_the_entries_it_gives_not_the_count_it_announced() {
+        let entries = vec![("z", 1), ("a", 2), ("m", 3)];
+        let honest: BTreeMap<&str, u32> = entries.iter().copied().collect();
+        let expected = Fingerprint::of(&("before", &honest, "after")).unwrap();
+        for announced in [0, 1, 3, 4, 200] {
+            let map = Miscounted {
+                announced,
+                entries: entries.clone(),
+            };
+            assert_eq!(
+                Fingerprint::of(&("before", &map, "after")).unwrap(),
+                expected,
+                "announced {announced}"
+            );
+        }
+        let sorted = Miscounted {
+            announced: 5,
+            entries: vec![("a", 2), ("m", 3), ("z", 1)],
+        };
+        assert_eq!(
+            Fingerprint::of(&("before", &sorted, "after")).unwrap(),
+            expected
+        );
+    }
+
+    #[test]
+    fn the_encoding_of_a_typical_request_is_shorter_than_its_json() {
+        let request = request(&[("channel", "web")]);
+        let mut fp = Fingerprinter::new();
+        fp.add(&request).unwrap();
+        let json = serde_json::to_vec(&request).unwrap();
+        assert!(
+            fp.encoded.len() < json.len(),
+            "{} bytes encoded, {} of JSON",
+            fp.encoded.len(),
+            json.len()
+        );
     }
 
     #[test]
