@@ -8,11 +8,13 @@
 # The Redis and PostgreSQL benches start their own servers on loopback ports (see
 # scripts/services.sh); a bench whose server cannot be started prints a note instead of its
 # tables. Cargo's own output goes to $IDEM_BENCH_LOG (default target/bench.log).
-# IDEM_BENCH_SECS, IDEM_BENCH_CALLS, IDEM_BENCH_MILLIS and IDEM_BENCH_REPLAYS shorten or
+# IDEM_BENCH_SECS, IDEM_BENCH_ROUNDS, IDEM_BENCH_CALLS, IDEM_BENCH_MILLIS and IDEM_BENCH_REPLAYS shorten or
 # lengthen the phases (see each bench's docs).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# The HTTP comparison is a package of its own (benches/http-compare): it shares the target.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 update=""
 if [ "${1:-}" = "--update" ]; then
     update="${2:?--update needs a file}"
@@ -58,6 +60,7 @@ report() {
     bench "Redis: replay, fresh call and raw round trips" -p idem-tests --features redis --bench redis_replay
     bench "DynamoDB: requests and latency per call" -p idem-tests --features dynamodb --bench dynamodb_calls
     bench "HTTP layer" -p idem-tests --features http,redis --bench http_layer
+    bench "HTTP: idem-http against axum-idempotent and no layer" --manifest-path benches/http-compare/Cargo.toml --bench http_compare
     bench "PostgreSQL and Redis replay latency" -p idem-tests --features redis,postgres --bench replay_latency
     bench "Sealing: fresh calls and replays with and without" -p idem-tests --features redis,seal --bench sealing
     bench "Stored size of an answer" -p idem-tests --features http,redis,postgres,dynamodb --bench stored_size
