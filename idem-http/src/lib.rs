@@ -76,8 +76,9 @@
 //!   panics) while it is read, or a stream its client abandoned leave the key handled with its
 //!   response *not kept*, and every retry and waiter gets a 410
 //!   ([`problem::RESPONSE_NOT_KEPT`]) saying so.
-//! - **The handler runs in a task of its own**: a client that disconnects never cuts it off
-//!   halfway; it finishes, its response is stored, and the client's retry gets the replay. A
+//! - **A client that disconnects never cuts the handler off** halfway: the call moves to a
+//!   task of its own, finishes, its response is stored, and the client's retry gets the
+//!   replay (a request answered at once, a replay or a conflict, costs no task). A
 //!   streamed body is the exception: once its client is gone, it is read on only while it
 //!   can still be kept (see [Streams](#streams)).
 //! - **Steps.** A handler may record its side effects as
@@ -210,6 +211,7 @@ mod asked;
 mod body;
 mod canonical_json;
 mod config;
+mod detached;
 mod encoding;
 mod fingerprint;
 mod forward;

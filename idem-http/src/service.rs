@@ -1,5 +1,5 @@
 //! The tower `Service` the layer wraps around a handler: read the key, reserve it, run the
-//! handler in a task of its own, store and answer.
+//! handler (in a task of its own once its client is gone), store and answer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,6 +19,7 @@ use crate::answer;
 use crate::asked::{answer_stored, Asked};
 use crate::body::{self, Body, BoxError, PanicsAsErrors, Read};
 use crate::config::{Config, KEY_NAME};
+use crate::detached::{self, Detached};
 use crate::forward::{self, Ending, Tail};
 use crate::key_header::{self, KeyHeader};
 use crate::requests_metric::RequestOutcome;
@@ -118,7 +119,7 @@ impl Drop for CountOnDrop {
 }
 
 /// Answers one request: passed through, refused by the layer (400, 413, or 500 for a missing
-/// scope), or run under the engine in a task of its own.
+/// scope), or run under the engine.
 async fn answer<S, ReqBody, ResBody>(
     config: Arc<Config>,
     inner: S,
@@ -218,11 +219,12 @@ where
     // Duplicates that wait for the first request hold its body, not a copy each.
     let (bytes, _shared) = config.bodies.share(*call.fingerprint(), bytes);
     let request = Request::from_parts(parts, body::full(bytes));
-    // The handler runs in a task of its own, so that a client that disconnects does not cut
-    // it off halfway: it finishes, its response is stored, and the retry gets the replay (a
-    // streamed body, though, is read on only while it can still be kept).
-    let (head_sender, head) = oneshot::channel();
-    let run = tokio::spawn(
+    // The call runs in this task; if the client disconnects before it ends, it finishes in a
+    // task of its own, so that the handler is not cut off halfway: its response is stored,
+    // and the retry gets the replay (a streamed body, though, is read on only while it can
+    // still be kept).
+    let (head_sender, mut head) = oneshot::channel();
+    let mut run = Detached::new(
         run(
             config.clone(),
             call,
@@ -233,12 +235,29 @@ where
         )
         .in_current_span(),
     );
-    // A streamed response is handed over as soon as its head is there; the task goes on
-    // forwarding its body.
-    if let Ok(response) = head.await {
-        return (Streamed, Ok(response));
-    }
-    match run.await {
+    // A streamed response is handed over as soon as its head is there; the call goes on
+    // forwarding its body in a task of its own once `run` is dropped.
+    let mut head_open = true;
+    let ran = std::future::poll_fn(|cx| {
+        if let Poll::Ready(ran) = Pin::new(&mut run).poll(cx) {
+            return Poll::Ready(Ok(ran));
+        }
+        if head_open {
+            match Pin::new(&mut head).poll(cx) {
+                Poll::Ready(Ok(response)) => return Poll::Ready(Err(response)),
+                // The response is not streamed: `run` ends with it.
+                Poll::Ready(Err(_)) => head_open = false,
+                Poll::Pending => {}
+            }
+        }
+        Poll::Pending
+    })
+    .await;
+    let ran = match ran {
+        Ok(ran) => ran,
+        Err(streamed) => return (Streamed, Ok(streamed)),
+    };
+    match ran {
         Ok(Ok(executed)) => {
             let outcome = if executed.replayed {
                 Replayed
@@ -255,7 +274,8 @@ where
         }
         Ok(Err(Unstored::Released)) => (NotStored, Ok(asked.render(answer::failed(&key)))),
         Err(panicked) => {
-            tracing::error!(target: TARGET, key, error = %panicked, "the handler panicked; its key is held until its lease passes");
+            let error = detached::message(&panicked);
+            tracing::error!(target: TARGET, key, error, "the handler panicked; its key is held until its lease passes");
             (NotRecorded, Ok(asked.render(answer::not_recorded(&key))))
         }
     }

@@ -75,3 +75,34 @@ async fn a_response_that_declares_its_length_is_answered_only_once_stored() {
         .await
         .assert_problem(500, problem::NOT_RECORDED, Some("pay-1"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_panics_gets_a_500_and_its_key_stays_held() {
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let router = {
+        let runs = runs.clone();
+        Router::new()
+            .route(
+                "/payments",
+                post(move || {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    async { panic!("the handler fails halfway") as &'static str }
+                }),
+            )
+            .layer(IdempotencyLayer::new(support::memory()))
+    };
+    let server = serve(router).await;
+
+    send(server.post("/payments", Some("pay-1"), "{}"))
+        .await
+        .assert_problem(500, problem::NOT_RECORDED, Some("pay-1"));
+    // The effect may have happened: the retry is told to wait, and nothing runs again.
+    send(server.post("/payments", Some("pay-1"), "{}"))
+        .await
+        .assert_problem(409, problem::IN_PROGRESS, Some("pay-1"));
+    // The panic ended that request only: the same server answers the next one.
+    send(server.post("/payments", Some("pay-2"), "{}"))
+        .await
+        .assert_problem(500, problem::NOT_RECORDED, Some("pay-2"));
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
