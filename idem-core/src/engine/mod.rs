@@ -199,8 +199,10 @@ impl Idempotency {
         let key = call.key.as_str();
         let started = self.clock.now();
         let wait_until = call.wait.map(|wait| started + wait);
+        // The first attempt reserves at `started`: one clock read fewer on every call.
+        let mut first = Some(started);
         loop {
-            let now = self.clock.now();
+            let now = first.take().unwrap_or_else(|| self.clock.now());
             let record =
                 InProgress::new(settle.owner().clone(), call.fingerprint, now + call.lease)
                     .with_fencing_token(fencing::propose(now));
