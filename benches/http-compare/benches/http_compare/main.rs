@@ -11,7 +11,8 @@
 //! its response is kept) or with the connection's own key answered once before (every request a
 //! replay). `IDEM_BENCH_ROUNDS` rounds (default 3) of every phase run interleaved, each phase
 //! `IDEM_BENCH_SECS` long (default 3); ratios are taken within a round, and the table shows
-//! their medians, with the load average during each round.
+//! their medians, with the load average during each round. `IDEM_BENCH_ONLY=replayed` (or any
+//! text) keeps the phases whose router and keys name it, beside the plain router: for profiling.
 //!
 //! The peer does less than idem-http: no reservation (concurrent duplicates all run the
 //! handler), no fingerprint of the body, and it keeps responses only inside a client's session,
@@ -145,6 +146,12 @@ async fn measure(routers: &[Router], rounds: usize, length: Duration) {
         }
         pools.push(Some(pool));
     }
+    if let Ok(only) = std::env::var("IDEM_BENCH_ONLY") {
+        phases.retain(|&(router, keys)| {
+            routers[router].name == "no layer"
+                || format!("{} {}", routers[router].name, keys_name(keys)).contains(&only)
+        });
+    }
     let mut rates = vec![Vec::with_capacity(rounds); phases.len()];
     let mut loads = Vec::with_capacity(rounds);
     for _ in 0..rounds {
@@ -159,6 +166,13 @@ async fn measure(routers: &[Router], rounds: usize, length: Duration) {
         loads.push(load_average());
     }
     report(routers, &phases, &rates, &loads, length);
+}
+
+fn keys_name(keys: Keys) -> &'static str {
+    match keys {
+        Keys::Fresh => "new per request",
+        Keys::Replayed => "replayed",
+    }
 }
 
 fn report(
@@ -199,10 +213,7 @@ fn report(
                 || "".to_owned(),
                 |peer| format!("{:.2}x", ratio(phase, peer)),
             );
-        let keys = match keys {
-            Keys::Fresh => "new per request",
-            Keys::Replayed => "replayed",
-        };
+        let keys = keys_name(keys);
         let mut round_rates = rates[phase].clone();
         println!(
             "| {} | {keys} | {:.0} | {:.2}x | {peer} |",
