@@ -12,15 +12,24 @@ use std::task::{Context, Poll};
 /// The panic a [`Detached`] future ended with.
 pub(crate) type Panicked = Box<dyn Any + Send + 'static>;
 
-/// `F`, boxed so that it can change tasks without moving.
-pub(crate) struct Detached<F: Future<Output: Send + 'static> + Send + 'static>(Option<Pin<Box<F>>>);
+/// `F`, boxed so that it can change tasks without moving, and the runtime it finishes on if
+/// its task gives it up.
+pub(crate) struct Detached<F: Future<Output: Send + 'static> + Send + 'static> {
+    future: Option<Pin<Box<F>>>,
+    runtime: Option<tokio::runtime::Handle>,
+}
 
 impl<F> Detached<F>
 where
     F: Future<Output: Send + 'static> + Send + 'static,
 {
+    /// `future`, to finish on the runtime this is called on (the one serving the request,
+    /// whose I/O the future may hold) whatever thread drops it.
     pub(crate) fn new(future: F) -> Self {
-        Detached(Some(Box::pin(future)))
+        Detached {
+            future: Some(Box::pin(future)),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        }
     }
 }
 
@@ -31,7 +40,7 @@ where
     type Output = Result<F::Output, Panicked>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(future) = self.0.as_mut() else {
+        let Some(future) = self.future.as_mut() else {
             panic!("a Detached future polled after it ended");
         };
         // A panic is the request's answer (as a task's would be), not the connection's end.
@@ -39,12 +48,12 @@ where
         match polled {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => {
-                self.0 = None;
+                self.future = None;
                 Poll::Ready(Ok(output))
             }
             Err(panic) => {
                 // Dropped, not finished elsewhere: what panicked has already settled its key.
-                self.0 = None;
+                self.future = None;
                 Poll::Ready(Err(panic))
             }
         }
@@ -56,16 +65,16 @@ where
     F: Future<Output: Send + 'static> + Send + 'static,
 {
     fn drop(&mut self) {
-        let Some(future) = self.0.take() else {
+        let Some(future) = self.future.take() else {
             return;
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(future);
-            }
-            // No runtime left to finish it on (it is shutting down): it is dropped, an abort
-            // the engine settles as the call's `OnAbort` says.
-            Err(_) => drop(future),
+        match &self.runtime {
+            // On a runtime that is shutting down, the task is dropped at once, as a spawned
+            // call's was: an abort the engine settles as the call's `OnAbort` says.
+            Some(runtime) => drop(runtime.spawn(future)),
+            // Created outside any runtime, so polled by a caller that drives it by hand: there
+            // is nowhere to finish it, and dropping it is that same abort.
+            None => drop(future),
         }
     }
 }
@@ -77,4 +86,44 @@ pub(crate) fn message(panic: &Panicked) -> &str {
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("a panic without a message")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_future_given_up_on_another_thread_finishes_on_the_runtime_it_was_made_on() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let (go, gone) = tokio::sync::oneshot::channel::<()>();
+        let (finished, done) = std::sync::mpsc::channel();
+        let call = async move {
+            let _ = gone.await;
+            finished.send(()).unwrap();
+        };
+        let detached = {
+            let _inside = runtime.enter();
+            Detached::new(call)
+        };
+        std::thread::spawn(move || drop(detached)).join().unwrap();
+        go.send(()).unwrap();
+        done.recv_timeout(Duration::from_secs(30))
+            .expect("the future finishes in a task of its own");
+    }
+
+    async fn panics(message: &'static str) {
+        panic!("{message}");
+    }
+
+    #[tokio::test]
+    async fn a_panic_is_the_futures_output_with_its_message() {
+        let Err(panicked) = Detached::new(panics("halfway")).await else {
+            panic!("the future panicked");
+        };
+        assert_eq!(message(&panicked), "halfway");
+    }
 }

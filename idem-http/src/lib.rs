@@ -78,7 +78,9 @@
 //!   ([`problem::RESPONSE_NOT_KEPT`]) saying so.
 //! - **A client that disconnects never cuts the handler off** halfway: the call moves to a
 //!   task of its own, finishes, its response is stored, and the client's retry gets the
-//!   replay (a request answered at once, a replay or a conflict, costs no task). A
+//!   replay (a request answered at once, a replay or a conflict, costs no task; the handler
+//!   runs in the request's task until then, so a task-local an outer middleware scoped around
+//!   the request is not one to rely on in it). A
 //!   streamed body is the exception: once its client is gone, it is read on only while it
 //!   can still be kept (see [Streams](#streams)).
 //! - **Steps.** A handler may record its side effects as

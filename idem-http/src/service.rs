@@ -240,6 +240,11 @@ where
     let mut head_open = true;
     let ran = std::future::poll_fn(|cx| {
         if let Poll::Ready(ran) = Pin::new(&mut run).poll(cx) {
+            // A streamed response whose body ended in this same poll: its head, sent first,
+            // is the answer, as when the call goes on in a task of its own.
+            if let (true, Ok(response)) = (head_open, head.try_recv()) {
+                return Poll::Ready(Err(response));
+            }
             return Poll::Ready(Ok(ran));
         }
         if head_open {

@@ -264,3 +264,50 @@ async fn a_body_of_declared_length_that_stalls_after_its_client_left_does_not_ho
     retry.assert_problem(410, problem::RESPONSE_NOT_KEPT, Some("slow-1"));
     assert!(started.try_recv().is_err(), "no second run");
 }
+
+/// A streamed answer, with a header the layer does not replay.
+async fn traced_stream(State(streams): State<Arc<Streams>>) -> Response {
+    streams.runs.fetch_add(1, Ordering::SeqCst);
+    let body = streams
+        .bodies
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or_default();
+    (
+        [
+            ("content-type", "text/event-stream"),
+            ("x-trace", "first-run"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_ends_at_once_reaches_its_client_as_the_handler_sent_it() {
+    // Ended before the handler returns: the whole call can finish in one poll.
+    let (producer, body) = events();
+    drop(producer);
+    let streams = Streams::answering(body);
+    let router = Router::new()
+        .route("/events", post(traced_stream))
+        .with_state(streams.clone())
+        .layer(IdempotencyLayer::new(memory()));
+    let server = serve(router).await;
+
+    let first = send(server.post("/events", Some("sse-1"), "{}")).await;
+    assert_eq!(first.status, 200);
+    assert!(!first.replayed(), "the first answer is the handler's own");
+    assert_eq!(first.header("x-trace"), Some("first-run"));
+    assert_eq!(first.body, "");
+
+    let retry = send(server.post("/events", Some("sse-1"), "{}")).await;
+    assert!(retry.replayed());
+    assert_eq!(
+        retry.header("x-trace"),
+        None,
+        "not on the replay allow-list"
+    );
+    assert_eq!(streams.runs(), 1);
+}
