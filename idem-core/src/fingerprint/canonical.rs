@@ -71,11 +71,6 @@ fn varint(out: &mut Vec<u8>, mut value: u128) {
     out.push(value as u8);
 }
 
-/// How many bytes [`varint`] takes for `value`.
-fn varint_len(value: u128) -> usize {
-    (128 - value.leading_zeros() as usize).div_ceil(7).max(1)
-}
-
 /// `value` with its sign in the lowest bit, so that small negative numbers stay short too.
 fn zigzag(value: i128) -> u128 {
     ((value << 1) ^ (value >> 127)) as u128
@@ -246,11 +241,10 @@ impl<'a> ser::Serializer for Encoder<'a> {
     fn serialize_map(self, len: Option<usize>) -> Result<Map<'a>> {
         // A count known up front is written at once: entries that then come sorted need no
         // moving at all.
-        let announced = len.inspect(|&len| {
-            self.out.push(tag::MAP);
-            varint(self.out, len as u128);
-        });
+        let header_start = self.out.len();
+        let announced = len.inspect(|&len| map_header(self.out, len));
         Ok(Map {
+            header_start,
             start: self.out.len(),
             out: self.out,
             announced,
@@ -317,7 +311,9 @@ seq_impls!(
 /// for a larger one. Nested maps do the same further along the output.
 struct Map<'a> {
     out: &'a mut Vec<u8>,
-    /// Where this map's entries start in `out`.
+    /// Where this map's encoding starts in `out`: its header, when its count was announced.
+    header_start: usize,
+    /// Where its entries start.
     start: usize,
     /// The count already written before `start`, if it was known.
     announced: Option<usize>,
@@ -347,36 +343,29 @@ impl Map<'_> {
     fn end(mut self) -> Result {
         let out = &mut *self.out;
         let count = self.entries.len();
+        // A `Serialize` impl may announce another count than it gives: that header is redone.
+        let header_kept = self.announced == Some(count);
         let sorted = self
             .entries
             .windows(2)
             .all(|pair| entry_order(out, &pair[0], &pair[1]).is_le());
-        if sorted && self.announced == Some(count) {
+        if sorted && header_kept {
             return Ok(());
         }
-        if self.announced.is_some_and(|announced| announced != count) {
-            // A `Serialize` impl that announced another count than it gave: the header goes.
-            let header = 1 + varint_len(self.announced.unwrap_or(0) as u128);
-            let header_start = self.start - header;
-            out.copy_within(self.start.., header_start);
-            out.truncate(out.len() - header);
-            for entry in &mut self.entries {
-                *entry = (entry.0 - header, entry.1 - header, entry.2 - header);
-            }
-            self.start = header_start;
-            self.announced = None;
-        }
         self.entries.sort_unstable_by(|a, b| entry_order(out, a, b));
-        let header = self.announced.is_none();
+        let rewrite_from = if header_kept {
+            self.start
+        } else {
+            self.header_start
+        };
         let unsorted = self.start..out.len();
         if unsorted.len() <= STACK_COPY {
             // A small map's entries are copied aside on the stack and written back in order.
             let mut aside = [0u8; STACK_COPY];
             aside[..unsorted.len()].copy_from_slice(&out[unsorted]);
-            out.truncate(self.start);
-            if header {
-                out.push(tag::MAP);
-                varint(out, count as u128);
+            out.truncate(rewrite_from);
+            if !header_kept {
+                map_header(out, count);
             }
             for &(start, _, end) in &self.entries {
                 out.extend_from_slice(&aside[start - self.start..end - self.start]);
@@ -384,18 +373,23 @@ impl Map<'_> {
         } else {
             // Written again after themselves, in order, then moved back over the unsorted.
             let unsorted_end = out.len();
-            if header {
-                out.push(tag::MAP);
-                varint(out, count as u128);
+            if !header_kept {
+                map_header(out, count);
             }
             for &(start, _, end) in &self.entries {
                 out.extend_from_within(start..end);
             }
-            out.copy_within(unsorted_end.., self.start);
-            out.truncate(self.start + (out.len() - unsorted_end));
+            out.copy_within(unsorted_end.., rewrite_from);
+            out.truncate(rewrite_from + (out.len() - unsorted_end));
         }
         Ok(())
     }
+}
+
+/// Appends a map's header: its tag and entry count.
+fn map_header(out: &mut Vec<u8>, count: usize) {
+    out.push(tag::MAP);
+    varint(out, count as u128);
 }
 
 /// The largest map, in encoded bytes, whose entries are sorted through a copy on the stack.
