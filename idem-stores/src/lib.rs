@@ -6,7 +6,7 @@
 //! | feature | store | backend |
 //! |---|---|---|
 //! | `memory` (default) | [`memory::MemoryStore`] | this process: tests, single-instance services |
-//! | `redis` | `redis::RedisStore` | Redis 5+ or Valkey, one server or behind a proxy |
+//! | `redis` | `redis::RedisStore` | Redis 7+ or Valkey, one server or behind a proxy |
 //! | `redis-cluster` | `redis::RedisStore::cluster_builder` | a Redis Cluster |
 //! | `dynamodb` | `dynamodb::DynamoDbStore` | Amazon DynamoDB or a compatible server |
 //! | `postgres` | `postgres::PostgresStore` | PostgreSQL, through a `sqlx::PgPool` |

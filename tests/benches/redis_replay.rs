@@ -8,13 +8,17 @@
 //! Starts its own `redis-server` on a loopback port (or uses `IDEM_REDIS_URL`) and completes one
 //! call. Then:
 //!
-//! - latency, one caller: an idem replay, a raw `HGETALL` of the record, a fresh idem call and
-//!   a replay with a [`ReplayCache`], and a replay and a fresh call on a store that reads before
-//!   it reserves (`read_before_reserve`), interleaved one after another on the connection the store
-//!   uses, `IDEM_BENCH_CALLS` times each (default 5 000);
+//! - latency, one caller: an idem replay (one `SET ... NX GET`), a raw `HGETALL` of the record's
+//!   hash twin, a raw `GET` of the record, a fresh idem call and a replay with a
+//!   [`ReplayCache`], interleaved one after another on the connection the store uses,
+//!   `IDEM_BENCH_CALLS` times each (default 5 000);
 //! - throughput: 64 tasks replay it through one `RedisStore` (one multiplexed connection) for a
-//!   few seconds, with and without the replay cache and with `read_before_reserve`, next to 64 tasks sending the raw
-//!   `HGETALL`. `IDEM_BENCH_SECS` sets the length of each phase (default 5).
+//!   few seconds, with and without the replay cache, next to 64 tasks sending the raw `HGETALL`
+//!   and 64 sending the raw `GET`. `IDEM_BENCH_SECS` sets the length of each phase (default 5).
+//!
+//! The record is one string; the hash twin is a hash of the same fields, as the store's earlier
+//! layout wrote the record, so that `HGETALL` of it stays the yardstick the goals are set
+//! against, next to a raw `GET` of the record itself.
 //!
 //! The client runs on one Tokio worker thread, as `redis-benchmark` runs on one thread, so that
 //! on a two-core machine client and server each have a core.
@@ -86,6 +90,40 @@ async fn hgetall_once(conn: &mut redis::aio::ConnectionManager, key: &str) {
         .query_async(conn)
         .await
         .unwrap();
+}
+
+async fn get_once(conn: &mut redis::aio::ConnectionManager, key: &str) {
+    let _: redis::Value = redis::cmd("GET").arg(key).query_async(conn).await.unwrap();
+}
+
+/// The hash twin of a completed record: the fields the store's earlier layout wrote in a hash,
+/// taken from the record (`idm1C`, then five fields, each its length, `:` and its bytes:
+/// fingerprint, owner, outcome, expires_at, body), so that it holds the record's bytes less the
+/// framing. A record that does not read so goes whole into one field.
+fn hash_twin(record: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+    fn fields(record: &[u8]) -> Option<Vec<&[u8]>> {
+        let mut rest = record.strip_prefix(b"idm1C")?;
+        let mut fields = Vec::new();
+        while !rest.is_empty() {
+            let colon = rest.iter().position(|&b| b == b':')?;
+            let len: usize = std::str::from_utf8(&rest[..colon]).ok()?.parse().ok()?;
+            let end = (colon + 1).checked_add(len)?;
+            fields.push(rest.get(colon + 1..end)?);
+            rest = &rest[end..];
+        }
+        Some(fields)
+    }
+    match fields(record).as_deref() {
+        Some([fingerprint, owner, outcome, expires_at, body]) => vec![
+            ("state", b"completed".to_vec()),
+            ("fingerprint", fingerprint.to_vec()),
+            ("owner", owner.to_vec()),
+            ("outcome", outcome.to_vec()),
+            ("expires_at", expires_at.to_vec()),
+            ("body", body.to_vec()),
+        ],
+        _ => vec![("record", record.to_vec())],
+    }
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -189,14 +227,6 @@ async fn main() {
         .await
         .expect("the server accepts connections");
     let idem = Idempotency::new(store.clone());
-    let read_first = Idempotency::new(
-        RedisStore::connection_builder(conn.clone())
-            .prefix("bench:")
-            .read_before_reserve(true)
-            .connect()
-            .await
-            .expect("the server accepts connections"),
-    );
     let cached =
         Idempotency::new(store.clone()).with_replay_cache(ReplayCache::new(10_000, 16 << 20));
     let first = idem
@@ -205,22 +235,40 @@ async fn main() {
         .unwrap();
     assert!(!first.replayed);
     let raw_key = store.redis_key(call(&idem).key());
+    let mut raw_conn = conn.clone();
+    let record: Vec<u8> = redis::cmd("GET")
+        .arg(&raw_key)
+        .query_async(&mut raw_conn)
+        .await
+        .unwrap();
+    let twin_key = "bench-hash-twin".to_owned();
+    let twin = hash_twin(&record);
+    let twin_bytes: usize = twin
+        .iter()
+        .map(|(field, value)| field.len() + value.len())
+        .sum();
+    let twin_fields = twin.len();
+    let mut hset = redis::cmd("HSET");
+    hset.arg(&twin_key);
+    for (field, value) in &twin {
+        hset.arg(*field).arg(value.as_slice());
+    }
+    let _: () = hset.query_async(&mut raw_conn).await.unwrap();
 
     // One caller: each kind of call in turn, so that all see the same conditions. The first
     // tenth warms up and is left out.
     let warm_up = calls / 10;
-    let (mut replay_times, mut raw_times, mut fresh_times, mut cached_times) = (
+    let (mut replay_times, mut raw_times, mut get_times, mut fresh_times, mut cached_times) = (
+        Latencies::default(),
         Latencies::default(),
         Latencies::default(),
         Latencies::default(),
         Latencies::default(),
     );
-    let (mut read_first_times, mut read_first_fresh_times) =
-        (Latencies::default(), Latencies::default());
-    let mut raw_conn = conn.clone();
     for n in 0..warm_up + calls {
         replay_times.time(replay_once(&idem)).await;
-        raw_times.time(hgetall_once(&mut raw_conn, &raw_key)).await;
+        raw_times.time(hgetall_once(&mut raw_conn, &twin_key)).await;
+        get_times.time(get_once(&mut raw_conn, &raw_key)).await;
         let fresh = order_call(&idem, &format!("fresh-{n}"));
         fresh_times
             .time(async {
@@ -232,17 +280,6 @@ async fn main() {
             })
             .await;
         cached_times.time(replay_once(&cached)).await;
-        read_first_times.time(replay_once(&read_first)).await;
-        let fresh = order_call(&read_first, &format!("fresh-read-first-{n}"));
-        read_first_fresh_times
-            .time(async {
-                let done = read_first
-                    .run(fresh, async { Ok::<_, Error>(order()) })
-                    .await
-                    .unwrap();
-                assert!(!done.replayed);
-            })
-            .await;
     }
     let latency = [
         ("idem replay", replay_times.summary(warm_up)),
@@ -254,15 +291,11 @@ async fn main() {
             "idem replay, replay cache on",
             cached_times.summary(warm_up),
         ),
-        ("raw `HGETALL` of the record", raw_times.summary(warm_up)),
         (
-            "idem replay, `read_before_reserve`",
-            read_first_times.summary(warm_up),
+            "raw `HGETALL` of the record's hash twin",
+            raw_times.summary(warm_up),
         ),
-        (
-            "idem fresh call, `read_before_reserve`",
-            read_first_fresh_times.summary(warm_up),
-        ),
+        ("raw `GET` of the record", get_times.summary(warm_up)),
     ];
 
     let replay = {
@@ -304,20 +337,20 @@ async fn main() {
     };
     let reserves = per_second(throughput(secs, reserve).await);
     let cached_replays = per_second(throughput(secs, cached_replay).await);
-    let read_first_replay = {
-        let read_first = read_first.clone();
+
+    let hgetall = {
+        let conn = conn.clone();
         move || {
-            let read_first = read_first.clone();
-            async move { replay_once(&read_first).await }
+            let (mut conn, key) = (conn.clone(), twin_key.clone());
+            async move { hgetall_once(&mut conn, &key).await }
         }
     };
-    let read_first_replays = per_second(throughput(secs, read_first_replay).await);
-
-    let hgetall = move || {
-        let (mut conn, key) = (conn.clone(), raw_key.clone());
-        async move { hgetall_once(&mut conn, &key).await }
-    };
     let raw = per_second(throughput(secs, hgetall).await);
+    let get = move || {
+        let (mut conn, key) = (conn.clone(), raw_key.clone());
+        async move { get_once(&mut conn, &key).await }
+    };
+    let raw_get = per_second(throughput(secs, get).await);
 
     let server_cost = {
         let mut conn = redis::Client::open(url.as_str())
@@ -332,7 +365,9 @@ async fn main() {
             .unwrap();
         info.lines()
             .filter(|line| {
-                line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_hgetall:")
+                ["evalsha", "set", "get", "hgetall"]
+                    .iter()
+                    .any(|name| line.starts_with(&format!("cmdstat_{name}:")))
             })
             .map(|line| {
                 let (name, stats) = line.trim_start_matches("cmdstat_").split_once(':').unwrap();
@@ -355,6 +390,10 @@ async fn main() {
     );
     println!("server time per call (INFO commandstats): {server_cost}");
     println!(
+        "record: one string of {} bytes; its hash twin: {twin_bytes} bytes in {twin_fields} fields",
+        record.len()
+    );
+    println!(
         "phase length: {secs:?}; {TASKS} concurrent tasks on one worker thread; round trips per replay: {trips:.3}"
     );
     println!();
@@ -363,44 +402,49 @@ async fn main() {
     );
     println!();
     let raw_median = latency[3].1 .0.as_secs_f64();
-    println!("| what | p50 | p99 | p50 × raw `HGETALL` |");
-    println!("|---|---|---|---|");
+    let get_median = latency[4].1 .0.as_secs_f64();
+    println!("| what | p50 | p99 | p50 × raw `HGETALL` | p50 × raw `GET` |");
+    println!("|---|---|---|---|---|");
     for (name, (median, p99)) in latency {
         println!(
-            "| {name} | {median:.1?} | {p99:.1?} | {:.2}× |",
-            median.as_secs_f64() / raw_median
+            "| {name} | {median:.1?} | {p99:.1?} | {:.2}× | {:.2}× |",
+            median.as_secs_f64() / raw_median,
+            median.as_secs_f64() / get_median
         );
     }
     println!();
     println!("#### Redis throughput, {TASKS} concurrent callers");
     println!();
-    println!("| what | connections | ops/s | × raw `HGETALL` |");
-    println!("|---|---|---|---|");
+    println!("| what | connections | ops/s | × raw `HGETALL` | × raw `GET` |");
+    println!("|---|---|---|---|---|");
     let row = |what: &str, connections: u32, rate: f64| {
         println!(
-            "| {what} | {connections} | {rate:.0} | {:.2}× |",
-            rate / raw
+            "| {what} | {connections} | {rate:.0} | {:.2}× | {:.2}× |",
+            rate / raw,
+            rate / raw_get
         );
     };
     row(
-        "idem replay: `Idempotency::run` on `RedisStore` (EVALSHA reserve)",
+        "idem replay: `Idempotency::run` on `RedisStore` (one `SET ... NX GET`)",
         1,
         replays,
     );
     row("idem replay, replay cache on", 1, cached_replays);
     row(
-        "idem replay, `read_before_reserve` (one `HGETALL`)",
-        1,
-        read_first_replays,
-    );
-    row(
         "`RedisStore::reserve` alone, finding the record",
         1,
         reserves,
     );
-    row("raw `HGETALL` of the record, same client library", 1, raw);
+    row(
+        "raw `HGETALL` of the record's hash twin, same client library",
+        1,
+        raw,
+    );
+    row("raw `GET` of the record, same client library", 1, raw_get);
     match benchmark {
         Some((command, rate)) => row(&format!("`{command}`"), 64, rate),
-        None => println!("| redis-benchmark -t set -c 64 | 64 | (redis-benchmark not found) | |"),
+        None => {
+            println!("| redis-benchmark -t set -c 64 | 64 | (redis-benchmark not found) | | |")
+        }
     }
 }

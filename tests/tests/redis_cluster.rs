@@ -111,10 +111,14 @@ async fn a_completion_in_a_migrating_slot_keeps_its_record() {
     let (done, ()) = tokio::join!(idem.run(call.clone(), body), migrate);
     assert_eq!(done.expect("the outcome is recorded").value, 42);
 
-    let state = cluster
-        .cli_on(source, &["HGET", &redis_key, "state"])
-        .unwrap();
-    assert_eq!(state.trim(), "completed");
+    // The record, completed in place on the source node: `idm1C`, ..., outcome `ok`, body `42`.
+    let stored = cluster.cli_on(source, &["GET", &redis_key]).unwrap();
+    let stored = stored.trim_end();
+    assert!(stored.starts_with("idm1C"), "not completed: {stored:?}");
+    assert!(
+        stored.contains("2:ok") && stored.ends_with("2:42"),
+        "not the outcome 42: {stored:?}"
+    );
     let retry = idem.run(call, async { Ok::<_, Error>(0) }).await.unwrap();
     assert!(retry.replayed);
     assert_eq!(retry.value, 42);

@@ -1,6 +1,10 @@
 //! Round trips per call, counted twice: by the server (every command a client sent, as
 //! `MONITOR` shows it, leaving out the commands scripts run inside the server) and by the store
 //! (`RedisStore::round_trips`). The two must agree, and a stray plain command shows.
+//!
+//! A reservation is one plain `SET key claim NX GET PX ms`: it reserves a free key, and
+//! answers a replay or a duplicate from the record it finds; only a takeover or the reuse of an
+//! expired record goes on to the reserve script.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,6 +35,18 @@ async fn create(idem: &Idempotency, order: &str) -> Result<(String, bool), Error
         })
         .await?;
     Ok((done.value, done.replayed))
+}
+
+/// A call whose body counts its runs in `runs` and returns the count; its value and whether it
+/// was replayed.
+async fn counted(idem: &Idempotency, order: &str, runs: &AtomicUsize) -> (usize, bool) {
+    let done = idem
+        .run(call(idem, order), async {
+            Ok::<_, Error>(runs.fetch_add(1, Ordering::SeqCst) + 1)
+        })
+        .await
+        .unwrap();
+    (done.value, done.replayed)
 }
 
 async fn fail(idem: &Idempotency, order: &str) -> Error {
@@ -122,7 +138,8 @@ async fn each_call_takes_the_documented_round_trips() {
     let Some((target, idem)) = target().await else {
         return;
     };
-    // Load the scripts: the server learns them from the first EVAL of each.
+    // Load the complete and release scripts: the server learns them from the first EVAL of
+    // each. The reservations below are plain SETs and need no script.
     create(&idem, "warm-1").await.unwrap();
     fail(&idem, "warm-2").await;
 
@@ -132,22 +149,22 @@ async fn each_call_takes_the_documented_round_trips() {
     .await;
     assert_eq!(
         sent,
-        ["EVALSHA", "EVALSHA"],
-        "fresh call: reserve + complete"
+        ["SET", "EVALSHA"],
+        "fresh call: reserve (SET) + complete"
     );
 
     let sent = count(&target, async {
         assert!(create(&idem, "o-1").await.unwrap().1);
     })
     .await;
-    assert_eq!(sent, ["EVALSHA"], "replay: reserve finds the record");
+    assert_eq!(sent, ["SET"], "replay: the SET finds the record");
 
     let sent = count(&target, async {
         let err = fail(&idem, "o-2").await;
         assert!(matches!(err, Error::InvalidKey(_)), "{err:?}");
     })
     .await;
-    assert_eq!(sent, ["EVALSHA", "EVALSHA"], "error: reserve + release");
+    assert_eq!(sent, ["SET", "EVALSHA"], "error: reserve (SET) + release");
 
     // A duplicate while the first call is held inside its body.
     let (started_tx, started) = oneshot::channel();
@@ -169,7 +186,7 @@ async fn each_call_takes_the_documented_round_trips() {
         assert!(matches!(err, Error::InProgress { .. }), "{err:?}");
     })
     .await;
-    assert_eq!(sent, ["EVALSHA"], "conflict: reserve finds the reservation");
+    assert_eq!(sent, ["SET"], "conflict: the SET finds the reservation");
     finish.send(()).unwrap();
     assert!(!first.await.unwrap().unwrap().replayed);
 
@@ -177,7 +194,83 @@ async fn each_call_takes_the_documented_round_trips() {
         assert!(create(&idem, "o-3").await.unwrap().1);
     })
     .await;
-    assert_eq!(sent, ["EVALSHA"], "replay of the call that ran meanwhile");
+    assert_eq!(sent, ["SET"], "replay of the call that ran meanwhile");
+}
+
+/// A replay runs no script: `REPLAYS` replays of one completed key are `REPLAYS` plain `SET`s,
+/// by `MONITOR`, by the store's count and by the server's command statistics alike.
+async fn replays_are_plain_sets_and_run_no_script() {
+    const REPLAYS: usize = 20;
+    let Some((target, idem)) = target().await else {
+        return;
+    };
+    assert!(!create(&idem, "o-1").await.unwrap().1);
+
+    target.reset_command_stats().await;
+    let sent = count(&target, async {
+        for _ in 0..REPLAYS {
+            assert!(create(&idem, "o-1").await.unwrap().1);
+        }
+    })
+    .await;
+    assert_eq!(sent, ["SET"; REPLAYS], "one SET per replay, nothing else");
+    let calls = target.command_calls().await;
+    let calls_of = |name: &str| -> u64 {
+        calls
+            .iter()
+            .filter(|(command, _)| command == name)
+            .map(|(_, n)| n)
+            .sum()
+    };
+    assert_eq!(calls_of("set"), REPLAYS as u64, "{calls:?}");
+    for script in ["evalsha", "eval"] {
+        assert_eq!(
+            calls_of(script),
+            0,
+            "no script runs for a replay: {calls:?}"
+        );
+    }
+}
+
+/// A completed record past its TTL on the caller's clock is reused: the SET finds it, the
+/// reserve script reserves it again, and the body runs once more.
+async fn an_expired_record_is_reused_by_the_reserve_script() {
+    let Some((target, idem)) = target().await else {
+        return;
+    };
+    let clock = ManualClock::new();
+    let idem = idem.with_clock(clock.clone());
+    let runs = AtomicUsize::new(0);
+    assert!(!counted(&idem, "warm", &runs).await.1);
+    assert!(!counted(&idem, "o-1", &runs).await.1);
+    assert!(counted(&idem, "o-1", &runs).await.1);
+    clock.advance(idem_core::DEFAULT_TTL + Duration::from_secs(1));
+    // Load the reserve and complete scripts by reusing another expired record.
+    assert!(!counted(&idem, "warm", &runs).await.1);
+    let before = runs.load(Ordering::SeqCst);
+
+    let sent = count(&target, async {
+        let (value, replayed) = counted(&idem, "o-1", &runs).await;
+        assert!(!replayed, "an expired record does not replay");
+        assert_eq!(value, before + 1, "the body ran again");
+    })
+    .await;
+    assert_eq!(
+        sent,
+        ["SET", "EVALSHA", "EVALSHA"],
+        "the SET finds the expired record, the reserve script reuses it, then complete"
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        before + 1,
+        "the body ran again exactly once"
+    );
+    let sent = count(&target, async {
+        assert!(counted(&idem, "o-1", &runs).await.1);
+    })
+    .await;
+    assert_eq!(sent, ["SET"], "the new outcome replays");
+    assert_eq!(runs.load(Ordering::SeqCst), before + 1);
 }
 
 async fn a_server_that_does_not_know_the_scripts_costs_one_eval_each() {
@@ -196,34 +289,47 @@ async fn a_server_that_does_not_know_the_scripts_costs_one_eval_each() {
     .await;
     assert_eq!(
         sent,
-        ["EVALSHA", "EVAL", "EVALSHA", "EVAL"],
-        "EVALSHA answered NOSCRIPT, EVAL ran the script, for reserve and for complete"
+        ["SET", "EVALSHA", "EVAL"],
+        "the reserve is a plain SET; for complete, EVALSHA answered NOSCRIPT and EVAL ran the script"
     );
 
     let sent = count(&target, async {
-        create(&idem, "cold").await.unwrap();
+        assert!(create(&idem, "cold").await.unwrap().1);
     })
     .await;
-    assert_eq!(sent, ["EVALSHA"], "EVAL cached the script");
+    assert_eq!(sent, ["SET"], "a replay runs no script");
+
+    let sent = count(&target, async {
+        assert!(!create(&idem, "cold-2").await.unwrap().1);
+    })
+    .await;
+    assert_eq!(sent, ["SET", "EVALSHA"], "EVAL cached the complete script");
 }
 
 /// One request per step that runs, none per step replayed from the record: the takeover's
-/// reply carries the recorded steps.
+/// reply carries the recorded steps. A takeover is the SET that finds the record, then the
+/// reserve script.
 async fn each_recorded_step_takes_one_round_trip() {
     let Some((target, idem)) = target().await else {
         return;
     };
     let clock = ManualClock::new();
     let idem = idem.with_clock(clock.clone());
-    // Load the scripts: the server learns them from the first EVAL of each.
+    // Load the scripts: the server learns them from the first EVAL of each. Record_step and
+    // complete from the first checkout, release from the failed one, and the reserve script
+    // (which only a takeover or a reuse runs) from resuming the released record.
     Checkout::default()
         .run(&idem, "warm", Stop::Never)
         .await
         .unwrap();
-    Checkout::default()
-        .run(&idem, "warm-fail", Stop::Fail)
-        .await
-        .unwrap_err();
+    let warm = Checkout::default();
+    warm.run(&idem, "warm-fail", Stop::Fail).await.unwrap_err();
+    warm.run(&idem, "warm-fail", Stop::Never).await.unwrap();
+    assert_eq!(
+        warm.runs(),
+        (1, 1),
+        "the warm-up resumed the released record"
+    );
 
     let checkout = Checkout::default();
     let sent = count(&target, async {
@@ -232,8 +338,9 @@ async fn each_recorded_step_takes_one_round_trip() {
     })
     .await;
     assert_eq!(
-        sent, ["EVALSHA"; 4],
-        "two steps: reserve + one record_step each + complete"
+        sent,
+        ["SET", "EVALSHA", "EVALSHA", "EVALSHA"],
+        "two steps: reserve (SET) + one record_step each + complete"
     );
 
     let checkout = Checkout::default();
@@ -243,8 +350,9 @@ async fn each_recorded_step_takes_one_round_trip() {
     })
     .await;
     assert_eq!(
-        sent, ["EVALSHA"; 3],
-        "error after a step: reserve + record_step + release"
+        sent,
+        ["SET", "EVALSHA", "EVALSHA"],
+        "error after a step: reserve (SET) + record_step + release"
     );
     let sent = count(&target, async {
         let done = checkout.run(&idem, "s-2", Stop::Never).await.unwrap();
@@ -252,8 +360,9 @@ async fn each_recorded_step_takes_one_round_trip() {
     })
     .await;
     assert_eq!(
-        sent, ["EVALSHA"; 3],
-        "resuming a released record: reserve (a takeover) + one step + complete"
+        sent,
+        ["SET", "EVALSHA", "EVALSHA", "EVALSHA"],
+        "resuming a released record: a takeover (SET + reserve script) + one step + complete"
     );
     assert_eq!(checkout.runs(), (1, 1));
 
@@ -272,41 +381,17 @@ async fn each_recorded_step_takes_one_round_trip() {
     })
     .await;
     assert_eq!(
-        sent, ["EVALSHA"; 3],
-        "a takeover after a crash: reserve + one step + complete"
+        sent,
+        ["SET", "EVALSHA", "EVALSHA", "EVALSHA"],
+        "a takeover after a crash: SET + reserve script + one step + complete"
     );
     assert_eq!(checkout.runs(), (1, 1));
 }
 
-/// With `read_before_reserve`, a replay is one plain `HGETALL` and no script; a fresh call
-/// reads first, then reserves and completes.
-async fn reading_before_reserving_replays_with_a_plain_read() {
-    let Some(redis) = TestRedis::start_owned() else {
-        return;
-    };
-    let target = RedisTarget::reading_before_reserve(redis).await;
-    let idem = Idempotency::new(target.redis_store().clone()).with_namespace("read-first");
-    create(&idem, "warm").await.unwrap();
-
-    let sent = count(&target, async {
-        assert!(!create(&idem, "o-1").await.unwrap().1);
-    })
-    .await;
-    assert_eq!(
-        sent,
-        ["HGETALL", "EVALSHA", "EVALSHA"],
-        "fresh call: the read finds nothing, then reserve + complete"
-    );
-    let sent = count(&target, async {
-        assert!(create(&idem, "o-1").await.unwrap().1);
-    })
-    .await;
-    assert_eq!(sent, ["HGETALL"], "replay: the read alone");
-}
-
 idem_tests::backend_tests! {
     async each_call_takes_the_documented_round_trips,
-    async reading_before_reserving_replays_with_a_plain_read,
+    async replays_are_plain_sets_and_run_no_script,
+    async an_expired_record_is_reused_by_the_reserve_script,
     async each_recorded_step_takes_one_round_trip,
     async a_server_that_does_not_know_the_scripts_costs_one_eval_each,
 }

@@ -180,6 +180,8 @@ async fn redis_holds_nothing_in_clear() {
             .await
             .unwrap();
         let mut dump = Vec::new();
+        // Records read, by state byte: alice's completed one and bob's in progress must be.
+        let (mut completed, mut in_progress) = (0, 0);
         for key in keys {
             let kind: String = redis::cmd("TYPE")
                 .arg(&key)
@@ -188,19 +190,42 @@ async fn redis_holds_nothing_in_clear() {
                 .unwrap();
             dump.extend_from_slice(&key);
             dump.push(b'\n');
-            if kind == "hash" {
-                let fields: Vec<Vec<u8>> = redis::cmd("HGETALL")
-                    .arg(&key)
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
-                for field in fields {
-                    dump.extend_from_slice(&field);
-                    dump.push(b' ');
+            match kind.as_str() {
+                // A record is one string value: `idm1`, its state byte, then its fields.
+                "string" => {
+                    let value: Option<Vec<u8>> = redis::cmd("GET")
+                        .arg(&key)
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                    let value = value.unwrap_or_default();
+                    if value.starts_with(b"idm1C") {
+                        completed += 1;
+                    } else if value.starts_with(b"idm1P") {
+                        in_progress += 1;
+                    }
+                    dump.extend_from_slice(&value);
                 }
+                // Not written by this store, but whatever Redis holds is dumped.
+                "hash" => {
+                    let fields: Vec<Vec<u8>> = redis::cmd("HGETALL")
+                        .arg(&key)
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                    for field in fields {
+                        dump.extend_from_slice(&field);
+                        dump.push(b' ');
+                    }
+                }
+                _ => {}
             }
             dump.push(b'\n');
         }
+        assert!(
+            completed >= 1 && in_progress >= 1,
+            "Redis: the dump read {completed} completed and {in_progress} in-progress records"
+        );
         dump
     })
     .await;

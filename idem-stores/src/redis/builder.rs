@@ -43,7 +43,6 @@ pub struct RedisStoreBuilder {
     response_timeout: Duration,
     config: Option<ConnectionManagerConfig>,
     replicas: Option<(u32, Duration)>,
-    read_before_reserve: bool,
 }
 
 /// Where the store's connection comes from.
@@ -79,7 +78,6 @@ impl RedisStoreBuilder {
             response_timeout: RESPONSE_TIMEOUT,
             config: None,
             replicas: None,
-            read_before_reserve: false,
         }
     }
 
@@ -151,24 +149,8 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// Reads the record with a plain `HGETALL` before reserving, and answers a replay from
-    /// that read alone (default off).
-    ///
-    /// A replay then costs the server what a raw `HGETALL` costs, where the reserve script
-    /// costs several times more (running any script does): replays get as fast as the
-    /// connection allows, and a server busy with replays serves as many as it would plain
-    /// reads. Everything but a live completed record still goes to the script, so a fresh
-    /// call or a duplicate in progress pays one round trip more (a fresh call is 3 instead of
-    /// 2). Worth it where most calls are replays: a retry-heavy API, a consumer of an
-    /// at-least-once queue that sees most messages twice. The replay cache
-    /// ([`Idempotency::with_replay_cache`](idem_core::Idempotency::with_replay_cache)) goes
-    /// further for hot keys, with no round trip at all, but only within one process.
-    pub fn read_before_reserve(mut self, read_first: bool) -> Self {
-        self.read_before_reserve = read_first;
-        self
-    }
-
-    /// Connects now; fails if the server cannot be reached. Warns through `tracing` when the
+    /// Connects now; fails if the server cannot be reached, or says it is older than Redis
+    /// 7.0 (the store reserves with `SET ... NX GET`). Warns through `tracing` when the
     /// server's `maxmemory-policy` is not `noeviction`.
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
         let (conn, wakeups) = match &self.source {
@@ -208,6 +190,7 @@ impl RedisStoreBuilder {
             }
         };
         let store = self.build(conn, wakeups);
+        store.check_version().await?;
         store.warn_unless_noeviction().await;
         Ok(store)
     }
@@ -252,12 +235,6 @@ impl RedisStoreBuilder {
     }
 
     fn build(self, conn: Connection, wakeups: Option<std::sync::Arc<Wakeups>>) -> RedisStore {
-        RedisStore::on(
-            conn,
-            wakeups,
-            self.prefix,
-            self.replicas,
-            self.read_before_reserve,
-        )
+        RedisStore::on(conn, wakeups, self.prefix, self.replicas)
     }
 }

@@ -15,8 +15,8 @@ pub struct RequestFailed {
 }
 
 impl RequestFailed {
-    /// What was asked of Redis: a script's name (`reserve`, `complete`...), a command
-    /// (`HGETALL`) or `connect`.
+    /// What was asked of Redis: a store operation (`reserve`, `complete`...), a plain
+    /// command (`GET`, `DEL`) or `connect`.
     pub fn operation(&self) -> &str {
         &self.operation
     }
@@ -70,10 +70,29 @@ pub(crate) fn is_connection_error(error: &RedisError) -> bool {
 /// else a backend failure.
 pub(crate) fn store_error(error: RedisError, operation: &str) -> StoreError {
     if error.code() == Some("WRONGTYPE") {
-        return StoreError::Corrupt(format!("the key does not hold a hash: {error}"));
+        return StoreError::Corrupt(format!(
+            "the key does not hold a record of this layout (an earlier layout's hash?): {error}"
+        ));
     }
     StoreError::backend(RequestFailed {
         operation: operation.to_owned(),
         source: error,
     })
+}
+
+/// Whether the server refused a write for lack of memory (`maxmemory` under `noeviction`).
+pub(crate) fn is_out_of_memory(error: &RedisError) -> bool {
+    error.code() == Some("OOM")
+}
+
+/// The store error for a failed reservation (its `SET`): a server older than Redis 7.0 refuses `NX`
+/// with `GET` as a syntax error, which says nothing of why; say it.
+pub(crate) fn set_refused(error: RedisError) -> StoreError {
+    if error.code() == Some("ERR") && error.to_string().contains("syntax error") {
+        return StoreError::backend(format!(
+            "Redis refused `SET ... NX GET`, which the Redis store reserves with: it needs Redis \
+             7.0 or later, or Valkey ({error})"
+        ));
+    }
+    store_error(error, "reserve")
 }

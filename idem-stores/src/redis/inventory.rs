@@ -3,11 +3,11 @@
 //!
 //! **Listing.** A page is one or more `SCAN`s (at most [`SCANS_PER_PAGE`]) with `MATCH` on
 //! the store's prefix and the query's prefix, both glob-escaped, and `COUNT` the room left in
-//! the page; then the records are read as [`Store::get`] reads them (one `HGETALL` each, sent
+//! the page; then the records are read as [`Store::get`] reads them (one `GET` each, sent
 //! together on the multiplexed connection). A page may therefore be short, or empty, while
 //! more remain. The store writes nothing but records under its prefix (steps live in the
-//! record's hash, wake-ups are pub/sub channels, not keys), so every key found is a record; a
-//! key that is not a hash, or a hash that does not decode, is listed as
+//! record, wake-ups are pub/sub channels, not keys), so every key found is a record; a
+//! key that is not a string, or a value that does not decode, is listed as
 //! [`StoreError::Corrupt`].
 //!
 //! **Cursors.** `node/scan`: the index of the primary being scanned (0 on one server;

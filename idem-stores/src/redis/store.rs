@@ -9,12 +9,15 @@ use idem_core::{
     Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
 use redis::aio::ConnectionManager;
-use redis::{Client, Value};
+use redis::{Client, RedisError, Value};
 
 use super::builder::RedisStoreBuilder;
-use super::codec::{self, field, Reply, IN_PROGRESS};
+use super::codec::{self, Reply};
 use super::connection::Connection;
-use super::error::{is_connection_error, store_error, NotReplicated};
+use super::error::{
+    is_connection_error, is_out_of_memory, set_refused, store_error, NotReplicated,
+};
+use super::layout;
 use super::scripts::{Counter, Script, SCRIPTS};
 use super::wake::{Backoff, Wakeups, POLLING, SAFETY_NET};
 
@@ -26,8 +29,9 @@ pub use idem_core::LEASE_GRACE;
 /// The longest expiry set on a key: about 31 000 years.
 const MAX_EXPIRY_MS: u64 = 1_000_000_000_000_000;
 
-/// Idempotency records in Redis (or Valkey, or a Redis Cluster): one hash per key, changed
-/// only by Lua scripts that check the owner token. See the [module docs](super) for the layout
+/// Idempotency records in Redis 7 or later (or Valkey, or a Redis Cluster): one string per
+/// key, reserved with a plain `SET ... NX GET` and changed otherwise only by Lua scripts that
+/// check the owner token. See the [module docs](super) for the layout
 /// and the scripts.
 ///
 /// Cheap to clone: clones share one multiplexed connection that reconnects by itself after
@@ -49,8 +53,6 @@ pub struct RedisStore {
     wakeups: Option<Arc<Wakeups>>,
     /// `WAIT` for this many replicas, this long, after each reservation and completion.
     replicas: Option<(u32, Duration)>,
-    /// Whether `reserve` answers a replay from a plain read before running its script.
-    read_before_reserve: bool,
 }
 
 impl RedisStore {
@@ -110,7 +112,6 @@ impl RedisStore {
         wakeups: Option<Arc<Wakeups>>,
         prefix: String,
         replicas: Option<(u32, Duration)>,
-        read_before_reserve: bool,
     ) -> Self {
         RedisStore {
             conn,
@@ -118,7 +119,6 @@ impl RedisStore {
             counter: Arc::default(),
             wakeups,
             replicas,
-            read_before_reserve,
         }
     }
 
@@ -139,6 +139,34 @@ impl RedisStore {
             .into_iter()
             .next()
             .and_then(|(_, policy)| String::from_utf8(policy).ok()))
+    }
+
+    /// Refuses a server whose `INFO` says it is older than Redis 7.0: it would refuse every
+    /// reservation. A server that doesn't answer `INFO` is taken as it is.
+    pub(crate) async fn check_version(&self) -> Result<(), StoreError> {
+        let mut info = redis::cmd("INFO");
+        info.arg("server");
+        let text = match self.query(&info, "INFO").await {
+            Ok(Value::BulkString(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+            Ok(Value::VerbatimString { text, .. }) => text,
+            _ => return Ok(()),
+        };
+        let version = text.lines().find_map(|line| {
+            line.strip_prefix("redis_version:")
+                .map(str::trim)
+                .map(str::to_owned)
+        });
+        match version
+            .as_deref()
+            .and_then(|v| v.split('.').next()?.parse::<u32>().ok())
+        {
+            Some(major) if major < 7 => Err(StoreError::rejected(format!(
+                "the Redis store needs Redis 7.0 or later, or Valkey (it reserves with `SET ... NX \
+                 GET`); this server is Redis {}",
+                version.unwrap_or_default()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Warns through `tracing` when the server may evict records.
@@ -252,20 +280,14 @@ impl RedisStore {
     /// The owner of the record under `redis_key` while it is in progress and not released (a
     /// record released with steps stays in progress with its lease ended: 0); `None` once it
     /// is not, or cannot be read.
-    async fn running_owner(&self, redis_key: &str) -> Option<Vec<u8>> {
-        let mut cmd = redis::cmd("HMGET");
-        cmd.arg(redis_key)
-            .arg(field::STATE)
-            .arg(field::OWNER)
-            .arg(field::LEASE_UNTIL);
-        let Value::Array(fields) = self.query(&cmd, "HMGET").await.ok()? else {
-            return None;
-        };
-        match fields.as_slice() {
-            [Value::BulkString(state), Value::BulkString(owner), Value::BulkString(lease)]
-                if state == IN_PROGRESS.as_bytes() && lease != b"0" =>
-            {
-                Some(owner.clone())
+    async fn running_owner(&self, redis_key: &str) -> Option<OwnerToken> {
+        let read = self
+            .query(redis::cmd("GET").arg(redis_key), "GET")
+            .await
+            .ok()?;
+        match layout::decode(&codec::value(read).ok()??).ok()? {
+            Record::InProgress(held) if held.lease_until() != Timestamp::EPOCH => {
+                Some(held.owner().clone())
             }
             _ => None,
         }
@@ -321,20 +343,6 @@ impl RedisStore {
         }
     }
 
-    /// The completed record under `key` if a plain read finds it live at `now`: what the
-    /// reserve script would answer, without running it. `None` for anything else, the read's
-    /// own failures included, which the script then judges as always.
-    async fn live_completed(&self, key: &Key, now: Timestamp) -> Option<Completed> {
-        let read = self
-            .query(redis::cmd("HGETALL").arg(self.redis_key(key)), "HGETALL")
-            .await
-            .ok()?;
-        match codec::record(&codec::pairs(read).ok()?) {
-            Ok(Record::Completed(completed)) if now < completed.expires_at() => Some(completed),
-            _ => None,
-        }
-    }
-
     /// Sends a plain command, retrying once if the connection failed.
     async fn query(&self, cmd: &redis::Cmd, what: &str) -> Result<Value, StoreError> {
         let mut conn = self.conn.clone();
@@ -343,6 +351,86 @@ impl RedisStore {
             result = self.counter.query(&mut conn, cmd).await;
         }
         result.map_err(|error| store_error(error, what))
+    }
+
+    /// [`query`](Self::query) on a pinned connection, returned for the `WAIT` after it; the
+    /// server's refusal comes back as it is, for the caller to read.
+    async fn query_on(&self, cmd: &redis::Cmd) -> (Result<Value, RedisError>, Connection) {
+        let mut conn = self.conn.pinned();
+        let mut result = self.counter.query(&mut conn, cmd).await;
+        if result.as_ref().is_err_and(is_connection_error) {
+            conn = self.conn.pinned();
+            result = self.counter.query(&mut conn, cmd).await;
+        }
+        (result, conn)
+    }
+
+    /// Reserves with the reserve script, which judges again from what it reads: for a record
+    /// that the plain `SET` found and that may be taken over or reused.
+    async fn reserve_by_script(
+        &self,
+        key: &Key,
+        claim: &Claim,
+        expiry: u64,
+    ) -> Result<Reservation, StoreError> {
+        let record = claim.record();
+        let (reply, mut conn) = self
+            .eval_on(
+                &SCRIPTS.reserve,
+                key,
+                &[
+                    &time(claim.now()),
+                    record.owner().as_str().as_bytes(),
+                    record.fingerprint().to_hex().as_bytes(),
+                    &time(record.lease_until()),
+                    &decimal(expiry),
+                    &time(claim.now() - LEASE_GRACE),
+                    &decimal(record.fencing_token()),
+                ],
+            )
+            .await?;
+        let reservation = codec::reservation(reply, record)?;
+        if !matches!(reservation, Reservation::Existing(_)) {
+            self.replicate(&mut conn, key, "reserve").await?;
+        }
+        Ok(reservation)
+    }
+
+    /// Answers a reservation refused for memory (`OOM`: `SET` is refused up front at
+    /// `maxmemory` under `noeviction`) from a plain read, when the record found needs no
+    /// write: a replay, a duplicate in progress, the caller's own reservation.
+    async fn reserve_without_memory(
+        &self,
+        key: &Key,
+        claim: &Claim,
+        refused: RedisError,
+    ) -> Result<Reservation, StoreError> {
+        if let Some(answer) = self.get(key).await?.and_then(|found| judged(found, claim)) {
+            return Ok(answer);
+        }
+        Err(store_error(refused, "reserve"))
+    }
+}
+
+/// What reserving `claim` answers when the key holds `found`, if it needs no write: the
+/// caller's own reservation sent again, a live record, or another call's in-progress record
+/// that is not abandoned. `None` when the record may be taken over or reused: the reserve
+/// script judges again and writes. The rule is the store contract's (the conformance kit's
+/// reference store).
+fn judged(found: Record, claim: &Claim) -> Option<Reservation> {
+    let now = claim.now();
+    let claimed = claim.record();
+    match found {
+        Record::InProgress(held) if held.owner() == claimed.owner() => {
+            Some(Reservation::Reserved(held))
+        }
+        live if live.is_live(now) => Some(Reservation::Existing(live)),
+        Record::InProgress(stale)
+            if stale.fingerprint() != claimed.fingerprint() && !stale.is_abandoned(now) =>
+        {
+            Some(Reservation::Existing(Record::InProgress(stale)))
+        }
+        _ => None,
     }
 }
 
@@ -375,33 +463,38 @@ impl Store for RedisStore {
         Some(self)
     }
 
+    /// One `SET key claim NX GET PX expiry`: it reserves a free key, and returns the record of
+    /// a taken one, judged here; only a record that may be taken over or reused goes on to the
+    /// reserve script.
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
-        if self.read_before_reserve {
-            if let Some(completed) = self.live_completed(key, claim.now()).await {
-                return Ok(Reservation::Existing(Record::Completed(completed)));
-            }
-        }
         let record = claim.record();
         let expiry = (record.lease_until() + LEASE_GRACE)
             .saturating_duration_since(claim.now())
             .as_millis()
             .clamp(1, u128::from(MAX_EXPIRY_MS)) as u64;
-        let (reply, mut conn) = self
-            .eval_on(
-                &SCRIPTS.reserve,
-                key,
-                &[
-                    &time(claim.now()),
-                    record.owner().as_str().as_bytes(),
-                    record.fingerprint().to_hex().as_bytes(),
-                    &time(record.lease_until()),
-                    &decimal(expiry),
-                    &time(claim.now() - LEASE_GRACE),
-                    &decimal(record.fencing_token()),
-                ],
-            )
-            .await?;
-        let reservation = codec::reservation(reply, record)?;
+        let anchor = claim.now() + Duration::from_millis(expiry);
+        let mut set = redis::cmd("SET");
+        set.arg(self.redis_key(key))
+            .arg(layout::in_progress(record, anchor))
+            .arg("NX")
+            .arg("GET")
+            .arg("PX")
+            .arg(expiry);
+        let (result, mut conn) = self.query_on(&set).await;
+        let found = match result {
+            Ok(found) => codec::value(found)?,
+            Err(refused) if is_out_of_memory(&refused) => {
+                return self.reserve_without_memory(key, claim, refused).await
+            }
+            Err(error) => return Err(set_refused(error)),
+        };
+        let reservation = match found {
+            None => Reservation::Reserved(record.clone()),
+            Some(value) => match judged(layout::decode(&value)?, claim) {
+                Some(answer) => answer,
+                None => return self.reserve_by_script(key, claim, expiry).await,
+            },
+        };
         if !matches!(reservation, Reservation::Existing(_)) {
             self.replicate(&mut conn, key, "reserve").await?;
         }
@@ -484,13 +577,11 @@ impl Store for RedisStore {
 
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
         let value = self
-            .query(redis::cmd("HGETALL").arg(self.redis_key(key)), "HGETALL")
+            .query(redis::cmd("GET").arg(self.redis_key(key)), "GET")
             .await?;
-        let fields = codec::pairs(value)?;
-        if fields.is_empty() {
-            return Ok(None);
-        }
-        codec::record(&fields).map(Some)
+        codec::value(value)?
+            .map(|value| layout::decode(&value))
+            .transpose()
     }
 
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {

@@ -22,7 +22,6 @@ pub struct RedisTarget {
     redis: TestRedis,
     prefix: String,
     store: RedisStore,
-    read_before_reserve: bool,
 }
 
 impl RedisTarget {
@@ -50,38 +49,25 @@ impl RedisTarget {
 
     /// A store on `redis`, with a fresh key prefix.
     pub async fn on(redis: TestRedis) -> Self {
-        Self::configured(redis, false).await
-    }
-
-    /// A store on `redis` that reads before it reserves
-    /// ([`read_before_reserve`](idem_stores::redis::RedisStoreBuilder::read_before_reserve)),
-    /// with a fresh key prefix.
-    pub async fn reading_before_reserve(redis: TestRedis) -> Self {
-        Self::configured(redis, true).await
-    }
-
-    async fn configured(redis: TestRedis, read_before_reserve: bool) -> Self {
         let prefix = format!("test-{}:", OwnerToken::generate().as_str());
-        let store = Self::store_on(&redis, &prefix, read_before_reserve).await;
+        let store = Self::store_on(&redis, &prefix).await;
         RedisTarget {
             redis,
             prefix,
             store,
-            read_before_reserve,
         }
     }
 
     /// A new, independent store (its own connection) on the same server and prefix, as a
     /// second service instance would have.
     pub async fn another_store(&self) -> RedisStore {
-        Self::store_on(&self.redis, &self.prefix, self.read_before_reserve).await
+        Self::store_on(&self.redis, &self.prefix).await
     }
 
-    async fn store_on(redis: &TestRedis, prefix: &str, read_before_reserve: bool) -> RedisStore {
+    async fn store_on(redis: &TestRedis, prefix: &str) -> RedisStore {
         let client = Client::open(redis.url()).expect("a valid Redis URL");
         RedisStore::builder(client)
             .prefix(prefix)
-            .read_before_reserve(read_before_reserve)
             .connect()
             .await
             .expect("the test server accepts connections")

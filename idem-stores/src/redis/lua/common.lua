@@ -1,8 +1,12 @@
 -- Shared by every script (prepended to each).
+-- A record is one string: 'idm1', a state byte ('P' in progress, 'C' completed), then its
+-- fields, each its length in decimal digits, ':', and its bytes (see the module docs).
 -- Scripts that end an in-progress record (complete, release, a takeover) publish its state on
 -- the channel named like the key, which waiting callers subscribe to.
 -- Timestamps are decimal milliseconds and compared as strings, exactly, without going
 -- through Lua's doubles.
+
+local MAGIC = 'idm1'
 
 local function is_millis(s)
   return type(s) == 'string' and #s <= 20 and (s == '0' or string.match(s, '^[1-9]%d*$') ~= nil)
@@ -28,131 +32,202 @@ end
 
 -- The reply when a command failed because the key holds another type (WRONGTYPE).
 local function wrong_type(key)
-  return corrupt('the key holds a ' .. redis.call('TYPE', key)['ok'] .. ', not a hash')
+  return corrupt('the key holds a ' .. redis.call('TYPE', key)['ok'] ..
+    ', not a record of this layout (an earlier layout?)')
 end
 
--- Redis's own clock, in milliseconds. Used only to turn the caller's deadlines into the
--- key's expiry (a clean-up timer); liveness is always judged by the caller's time.
-local function server_millis()
+-- The record under `key` as read: its value, false when there is none, or nil and the reply
+-- to give when the key holds another type.
+local function read(key)
+  local value = redis.pcall('GET', key)
+  if type(value) == 'table' and value['err'] then
+    return nil, wrong_type(key)
+  end
+  return value
+end
+
+-- The fields of a record's value after its magic and state byte; nil and why if malformed.
+local function fields_of(value)
+  local items, at = {}, 6
+  while at <= #value do
+    local _, colon, digits = string.find(value, '^(%d+):', at)
+    if not colon or #digits > 9 then
+      return nil, 'a field length is missing, too long or not a number'
+    end
+    local stop = colon + tonumber(digits)
+    if stop > #value then
+      return nil, 'a field runs past the end of the record'
+    end
+    items[#items + 1] = string.sub(value, colon + 1, stop)
+    at = stop + 1
+  end
+  return items
+end
+
+-- Decodes a record's value into a table; nil and why if it is not a record.
+local function decode(value)
+  if string.sub(value, 1, 4) ~= MAGIC then
+    return nil, 'not a record of this layout'
+  end
+  local state = string.sub(value, 5, 5)
+  local items, why = fields_of(value)
+  if not items then
+    return nil, why
+  end
+  if state == 'C' then
+    if #items ~= 5 then
+      return nil, 'a completed record has ' .. #items .. ' fields, not 5'
+    end
+    local r = {state = 'completed', fingerprint = items[1], owner = items[2],
+      outcome = items[3], expires_at = items[4], body = items[5]}
+    if not is_millis(r.expires_at) then
+      return nil, '`expires_at` is not a timestamp'
+    end
+    if r.outcome ~= 'ok' and r.outcome ~= 'err' and r.outcome ~= 'aborted' then
+      return nil, 'unknown outcome `' .. r.outcome .. '`'
+    end
+    return r
+  elseif state == 'P' then
+    if #items < 7 or #items % 2 == 0 then
+      return nil, 'an in-progress record has ' .. #items .. ' fields'
+    end
+    local r = {state = 'in_progress', fingerprint = items[1], owner = items[2],
+      lease_until = items[3], fencing_token = items[4], attempt = items[5], anchor = items[6],
+      kept = items[7], steps = {}}
+    for _, name in ipairs({'lease_until', 'fencing_token', 'attempt', 'anchor'}) do
+      if not is_millis(r[name]) then
+        return nil, '`' .. name .. '` is not a number'
+      end
+    end
+    for i = 8, #items do
+      r.steps[#r.steps + 1] = items[i]
+    end
+    if r.kept == '' then
+      if #r.steps > 0 then
+        return nil, '`steps_kept_until` is missing'
+      end
+    elseif not is_millis(r.kept) then
+      return nil, '`steps_kept_until` is not a timestamp'
+    end
+    return r
+  end
+  return nil, 'unknown state `' .. state .. '`'
+end
+
+local function field(s)
+  return #s .. ':' .. s
+end
+
+local function encode(r)
+  if r.state == 'completed' then
+    return MAGIC .. 'C' .. field(r.fingerprint) .. field(r.owner) .. field(r.outcome) ..
+      field(r.expires_at) .. field(r.body)
+  end
+  local parts = {MAGIC, 'P', field(r.fingerprint), field(r.owner), field(r.lease_until),
+    field(r.fencing_token), field(r.attempt), field(r.anchor), field(r.kept)}
+  for _, item in ipairs(r.steps) do
+    parts[#parts + 1] = field(item)
+  end
+  return table.concat(parts)
+end
+
+-- The record under `key`, decoded: the table and nil, nil and nil when there is none, or
+-- nil and the reply to give when it cannot be read.
+local function load_record(key)
+  local value, refusal = read(key)
+  if value == nil then
+    return nil, refusal
+  end
+  if not value then
+    return nil, nil
+  end
+  local r, why = decode(value)
+  if not r then
+    return nil, corrupt(why)
+  end
+  return r, nil, value
+end
+
+-- A PX argument: at least 1 ms, at most about 31 000 years.
+local function expiry(ms)
+  if ms ~= ms or ms < 1 then
+    return 1
+  elseif ms > 1e15 then
+    return 1e15
+  end
+  return math.floor(ms)
+end
+
+-- The caller's clock now, estimated from the record's anchor (the caller-clock time its key
+-- expires at) and the key's remaining time; Redis's own clock when the key has no expiry (an
+-- operator removed it).
+local function caller_now(key, r)
+  local ttl = redis.call('PTTL', key)
+  if ttl >= 0 then
+    return tonumber(r.anchor) - ttl
+  end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- A PEXPIRE argument: at least 1 ms, at most about 31 000 years.
-local function expiry(ms)
-  if ms ~= ms or ms < 1 then
-    ms = 1
-  elseif ms > 1e15 then
-    ms = 1e15
+-- Writes the record `r` under `key` to expire in `ms` from `now` (the caller's clock). SET
+-- overwrites in place: a key is never deleted to be written again (while its slot migrates, a
+-- script may write only keys that exist on this node).
+local function write(key, r, now, ms)
+  ms = expiry(ms)
+  if r.state == 'in_progress' then
+    r.anchor = string.format('%.0f', now + ms)
   end
-  return string.format('%.0f', math.floor(ms))
+  redis.call('SET', key, encode(r), 'PX', string.format('%.0f', ms))
 end
 
--- Checks that `key` holds an in-progress record owned by `owner`. Returns nil and the
--- record's clock offset if so, else the reply to give: {'lost'} or {'corrupt', reason}.
+-- How long a key must last: `ms` more, and until `kept` (a timestamp or '') at least.
+local function covering(ms, kept, now)
+  if kept ~= '' then
+    ms = math.max(ms, tonumber(kept) - now)
+  end
+  return ms
+end
+
+-- The in-progress record under `key` if `owner` holds it: the table and nil; else the record
+-- as read (or nil) and the reply to give: {'lost'} or {'corrupt', reason}.
 local function owned(key, owner)
-  local f = redis.pcall('HMGET', key, 'state', 'owner', 'clock_offset')
-  if f['err'] then
-    return wrong_type(key)
-  end
-  local state, holder, offset = f[1], f[2], f[3]
-  if not state and not holder and not offset and redis.call('EXISTS', key) == 0 then
-    return {'lost'}
-  end
-  if state == 'completed' then
-    return {'lost'}
-  end
-  if state ~= 'in_progress' then
-    return corrupt(state and ('unknown state `' .. state .. '`') or 'field `state` is missing')
-  end
-  if holder ~= owner then
-    return {'lost'}
-  end
-  offset = tonumber(offset)
-  if not offset then
-    return corrupt('field `clock_offset` is not a number')
-  end
-  return nil, offset
-end
-
--- Steps live in the record's hash: one field per step, named by this prefix and the step's
--- name, and `steps_kept_until`, until when they hold the key. No other field starts with the
--- prefix.
-local STEP_PREFIX = 'step:'
-
-local function is_step_field(name)
-  return string.sub(name, 1, #STEP_PREFIX) == STEP_PREFIX
-end
-
--- Checks a `steps_kept_until` value (nil when absent). Returns the reply to give when it is
--- not a timestamp, else nil.
-local function bad_kept_until(kept)
-  if kept ~= nil and kept ~= false and not is_millis(kept) then
-    return corrupt('field `steps_kept_until` is not a timestamp')
-  end
-  return nil
-end
-
--- The steps of a record read with HGETALL (a flat list): `fields`, its step fields and
--- `steps_kept_until` as a flat list; `kept`, `steps_kept_until` or nil; `any`, whether a step
--- is recorded. Returns nil and the reply to give when they disagree.
-local function read_steps(fields)
-  local steps = {fields = {}, kept = nil, any = false}
-  for i = 1, #fields, 2 do
-    local name = fields[i]
-    if is_step_field(name) then
-      steps.fields[#steps.fields + 1] = name
-      steps.fields[#steps.fields + 1] = fields[i + 1]
-      steps.any = true
-    elseif name == 'steps_kept_until' then
-      steps.kept = fields[i + 1]
-    end
-  end
-  local refusal = bad_kept_until(steps.kept)
+  local r, refusal = load_record(key)
   if refusal then
     return nil, refusal
   end
-  if steps.any and steps.kept == nil then
-    return nil, corrupt('field `steps_kept_until` is missing')
+  if not r or r.state ~= 'in_progress' or r.owner ~= owner then
+    return r, {'lost'}
   end
-  if steps.kept ~= nil then
-    steps.fields[#steps.fields + 1] = 'steps_kept_until'
-    steps.fields[#steps.fields + 1] = steps.kept
-  end
-  return steps
+  return r, nil
 end
 
--- A PEXPIRE argument for a key that must last `ms` more, and until `kept` (a timestamp, or
--- nil or false) at least, `now` being the clock `kept` is on, as a number.
-local function covering(ms, kept, now)
-  if kept then
-    ms = math.max(ms, tonumber(kept) - now)
+-- The anchor of `value` if it is an in-progress record without steps that `owner` holds,
+-- read without decoding it whole (the completion of every fresh call takes this path); nil
+-- otherwise, or when anything looks amiss, for `owned` to judge. The fingerprint is always 64 digits, so
+-- the owner's field starts at a fixed place, and comparing it with its length prefix
+-- compares the owner exactly.
+local function held_anchor(value, owner)
+  local owner_field = field(owner)
+  if string.sub(value, 1, 8) ~= MAGIC .. 'P64:' or
+      string.sub(value, 73, 72 + #owner_field) ~= owner_field then
+    return nil
   end
-  return expiry(ms)
-end
-
--- Sets the flat field, value list `written` on the record under `key`, then removes every
--- other field. Never deletes the key and writes it again: while its slot migrates, a script may
--- write only keys that exist on this node, so the write after a DEL is refused, and a script
--- that stops halfway keeps what it did. Overwriting leaves the record whole at every step.
-local function overwrite(key, written)
-  redis.call('HSET', key, unpack(written))
-  local kept = {}
-  for i = 1, #written, 2 do
-    kept[written[i]] = true
-  end
-  local stale = {}
-  for _, name in ipairs(redis.call('HKEYS', key)) do
-    if not kept[name] then
-      stale[#stale + 1] = name
-      -- In batches, to stay within Lua's limit on unpacked arguments.
-      if #stale == 1000 then
-        redis.call('HDEL', key, unpack(stale))
-        stale = {}
-      end
+  local at, anchor = 73 + #owner_field, nil
+  -- lease_until, fencing token, attempt, anchor
+  for _ = 1, 4 do
+    local _, colon, digits = string.find(value, '^(%d%d?):', at)
+    if not colon then
+      return nil
     end
+    local stop = colon + tonumber(digits)
+    anchor = string.sub(value, colon + 1, stop)
+    at = stop + 1
   end
-  if #stale > 0 then
-    redis.call('HDEL', key, unpack(stale))
+  -- Only a record without steps (an empty `steps_kept_until` and nothing after) is taken
+  -- here; one with steps is decoded whole, and checked.
+  if string.sub(value, at) ~= '0:' or not is_millis(anchor) then
+    return nil
   end
+  return anchor
 end

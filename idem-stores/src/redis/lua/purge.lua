@@ -9,33 +9,24 @@
 local key = KEYS[1]
 local now, abandoned_before = ARGV[1], ARGV[2]
 
-local f = redis.pcall('HMGET', key, 'state', 'expires_at', 'lease_until', 'steps_kept_until')
-if f['err'] then
+local r, refusal = load_record(key)
+if refusal or not r then
   return {'lost'}
 end
-local state, expires_at, lease, kept = f[1], f[2], f[3], f[4]
-if state == 'completed' then
-  if not is_millis(expires_at) or before(now, expires_at) then
+if r.state == 'completed' then
+  if before(now, r.expires_at) then
     return {'lost'}
-  end
-elseif state == 'in_progress' then
-  if not is_millis(lease) or before(abandoned_before, lease) then
-    return {'lost'}
-  end
-  -- Steps without a readable `steps_kept_until` make the record unreadable: kept.
-  local steps_held = kept == false or not is_millis(kept) or before(now, kept)
-  if steps_held then
-    for _, name in ipairs(redis.call('HKEYS', key)) do
-      if is_step_field(name) then
-        return {'lost'}
-      end
-    end
   end
 else
-  return {'lost'}
+  if before(abandoned_before, r.lease_until) then
+    return {'lost'}
+  end
+  if #r.steps > 0 and before(now, r.kept) then
+    return {'lost'}
+  end
 end
 redis.call('DEL', key)
-if state == 'in_progress' then
+if r.state == 'in_progress' then
   -- Waiters on an abandoned reservation look again, and may reserve the key at once.
   redis.call('PUBLISH', key, 'purged')
 end

@@ -2,24 +2,34 @@
 -- Replies {'ok'} | {'lost'} | {'corrupt', reason}
 local key = KEYS[1]
 local owner, name, value, kept_until = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local refusal, offset = owned(key, owner)
+local r, refusal = owned(key, owner)
 if refusal then
   return refusal
 end
-local kept = redis.call('HGET', key, 'steps_kept_until')
-refusal = bad_kept_until(kept)
-if refusal then
-  return refusal
+if r.kept ~= '' and before(kept_until, r.kept) then
+  kept_until = r.kept
 end
-if kept and before(kept_until, kept) then
-  kept_until = kept
+r.kept = kept_until
+local found = false
+for i = 1, #r.steps, 2 do
+  if r.steps[i] == name then
+    r.steps[i + 1] = value
+    found = true
+    break
+  end
 end
-redis.call('HSET', key, STEP_PREFIX .. name, value, 'steps_kept_until', kept_until)
+if not found then
+  r.steps[#r.steps + 1] = name
+  r.steps[#r.steps + 1] = value
+end
 -- The key must last until the steps' kept_until; an expiry already longer, or none (PTTL -1),
 -- stays.
-local remaining = tonumber(kept_until) - (server_millis() + offset)
 local ttl = redis.call('PTTL', key)
+local now = caller_now(key, r)
+local remaining = tonumber(kept_until) - now
 if ttl >= 0 and ttl < remaining then
-  redis.call('PEXPIRE', key, expiry(remaining))
+  write(key, r, now, remaining)
+else
+  redis.call('SET', key, encode(r), 'KEEPTTL')
 end
 return {'ok'}
