@@ -1,8 +1,8 @@
 //! Garbage under a key gives `StoreError::Corrupt` / `Error::CorruptRecord`, never a panic, and
 //! never runs the function.
 //!
-//! A record is one string value, `idm1`, a state byte, then fields written `len:bytes` (see
-//! `/work/notes/redis-layout.md`); the values here are written by hand with `SET`.
+//! A record is one string value, `idm1`, a state byte, then fields written `len:bytes` (see the
+//! Redis store's module docs); the values here are written by hand with `SET`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};

@@ -1,15 +1,18 @@
 //! The Redis store's reservation, one plain `SET ... NX GET`, where it meets what a script
-//! used to judge: a reservation sent again, a crowd taking over one abandoned reservation, and
-//! a server out of memory.
+//! used to judge: a reservation sent again, a crowd taking over one abandoned reservation, a
+//! server that refuses writes; and the scripts on a key without expiry.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use futures_util::future::join_all;
 use idem_core::{
-    Call, Claim, Error, Fingerprint, Idempotency, InProgress, Key, OwnerToken, Record, Reservation,
-    Store, StoreError, Timestamp, LEASE_GRACE,
+    Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Key, Outcome, OwnerToken,
+    Record, Reservation, Store, StoreError, Timestamp, LEASE_GRACE,
 };
+use idem_stores::redis::client::aio::MultiplexedConnection;
+use idem_stores::redis::client::{cmd, RedisResult};
 use idem_tests::redis::server::TestRedis;
 use idem_tests::redis::target::RedisTarget;
 
@@ -122,16 +125,14 @@ async fn a_crowd_takes_an_abandoned_reservation_over_once() {
     );
 }
 
-/// At `maxmemory` under `noeviction` Redis refuses every `SET` before looking at the key: a
-/// replay and a duplicate are still answered, from a plain `GET`, and a new key fails closed
-/// without running its body.
-async fn a_full_server_still_answers_replays_and_duplicates() {
-    let Some(redis) =
-        TestRedis::start_with(&["--maxmemory", "4mb", "--maxmemory-policy", "noeviction"])
-    else {
-        return;
-    };
-    let target = RedisTarget::on(redis).await;
+/// A server that refuses writes refuses every `SET` before looking at the key: a replay and a
+/// duplicate are still answered, from a plain `GET`, and a new key fails closed without running
+/// its body. `refuse` makes the server refuse writes.
+async fn answers_replays_while_writes_are_refused<F, Fut>(target: RedisTarget, refuse: F)
+where
+    F: FnOnce(MultiplexedConnection) -> Fut,
+    Fut: Future<Output = ()>,
+{
     let idem = Idempotency::new(target.redis_store().clone());
     let runs = AtomicUsize::new(0);
     let call = |order: &str| {
@@ -159,30 +160,14 @@ async fn a_full_server_still_answers_replays_and_duplicates() {
         .await
         .unwrap();
 
-    let mut conn = target.raw().await;
-    let filler = vec![b'x'; 64 * 1024];
-    let mut full = false;
-    for n in 0..1_000 {
-        let written: idem_stores::redis::client::RedisResult<()> =
-            idem_stores::redis::client::cmd("SET")
-                .arg(format!("filler-{n}"))
-                .arg(&filler)
-                .query_async(&mut conn)
-                .await;
-        if let Err(error) = written {
-            assert_eq!(error.code(), Some("OOM"), "{error:?}");
-            full = true;
-            break;
-        }
-    }
-    assert!(full, "the server reached its maxmemory");
+    refuse(target.raw().await).await;
 
     let before = target.redis_store().round_trips();
     let (replay, sent) = target.client_commands(create("o-1")).await;
     let replay = replay.unwrap();
     assert!(replay.replayed);
     assert_eq!(replay.value, "created o-1");
-    // MONITOR leaves out a command refused for memory: the store counts it.
+    // MONITOR leaves out a command refused before it ran: the store counts it.
     assert_eq!(sent, ["GET"]);
     assert_eq!(
         target.redis_store().round_trips() - before,
@@ -216,7 +201,125 @@ async fn a_full_server_still_answers_replays_and_duplicates() {
     assert_eq!(
         runs.load(Ordering::SeqCst),
         1,
-        "nothing ran on the full server"
+        "nothing ran while writes were refused"
+    );
+}
+
+/// At `maxmemory` under `noeviction` (`OOM`): a `maxmemory` below what the server already
+/// holds, so that every write is refused however memory moves meanwhile.
+async fn a_full_server_still_answers_replays_and_duplicates() {
+    let Some(redis) = TestRedis::start_with(&["--maxmemory-policy", "noeviction"]) else {
+        return;
+    };
+    answers_replays_while_writes_are_refused(RedisTarget::on(redis).await, |mut conn| async move {
+        let () = cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("1")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let refused: RedisResult<()> = cmd("SET")
+            .arg("probe")
+            .arg("1")
+            .query_async(&mut conn)
+            .await;
+        assert_eq!(refused.unwrap_err().code(), Some("OOM"));
+    })
+    .await;
+}
+
+/// With `min-replicas-to-write` and no replica (`NOREPLICAS`).
+async fn a_server_short_of_replicas_still_answers_replays_and_duplicates() {
+    let Some(target) = RedisTarget::on_owned().await else {
+        return;
+    };
+    answers_replays_while_writes_are_refused(target, |mut conn| async move {
+        let () = cmd("CONFIG")
+            .arg("SET")
+            .arg("min-replicas-to-write")
+            .arg("1")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let refused: RedisResult<()> = cmd("SET")
+            .arg("probe")
+            .arg("1")
+            .query_async(&mut conn)
+            .await;
+        assert_eq!(refused.unwrap_err().code(), Some("NOREPLICAS"));
+    })
+    .await;
+}
+
+/// A key whose expiry an operator removed (`PERSIST`) keeps none: the scripts estimate the
+/// caller's clock from the key's remaining time, and without one they set no expiry rather than
+/// guess one from the server's clock.
+async fn a_key_without_expiry_keeps_none() {
+    let Some(target) = RedisTarget::on_owned().await else {
+        return;
+    };
+    let store = target.redis_store();
+    let key = key("persisted");
+    let start = now();
+    let claim = claim(
+        "owner-1",
+        &Fingerprint::empty(),
+        start,
+        Duration::from_secs(30),
+    );
+    let owner = claim.record().owner().clone();
+    store.reserve(&key, &claim).await.unwrap();
+    let mut conn = target.raw().await;
+    let redis_key = store.redis_key(&key);
+    let persisted: i64 = cmd("PERSIST")
+        .arg(&redis_key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(persisted, 1);
+    let pttl = |mut conn: MultiplexedConnection| {
+        let redis_key = redis_key.clone();
+        async move {
+            let pttl: i64 = cmd("PTTL")
+                .arg(redis_key)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            pttl
+        }
+    };
+
+    let lease = start + Duration::from_secs(60);
+    store.renew(&key, &owner, lease).await.unwrap();
+    assert_eq!(pttl(conn.clone()).await, -1, "after a renewal");
+    store
+        .record_step(
+            &key,
+            &owner,
+            "charge",
+            b"1",
+            start + Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    assert_eq!(pttl(conn.clone()).await, -1, "after a step");
+    let Some(Record::InProgress(held)) = store.get(&key).await.unwrap() else {
+        panic!("the reservation is there");
+    };
+    assert_eq!(held.lease_until(), lease);
+    assert_eq!(held.steps().get("charge"), Some(&b"1"[..]));
+
+    let completed = Completed::new(
+        Fingerprint::empty(),
+        Outcome::Ok(b"1".to_vec()),
+        start + Duration::from_secs(60),
+    );
+    store.complete(&key, &owner, &completed).await.unwrap();
+    assert_eq!(pttl(conn.clone()).await, -1, "after completion");
+    assert_eq!(
+        store.get(&key).await.unwrap(),
+        Some(Record::Completed(completed))
     );
 }
 
@@ -224,4 +327,6 @@ idem_tests::backend_tests! {
     async a_reserve_sent_again_by_its_owner_is_its_reservation,
     async a_crowd_takes_an_abandoned_reservation_over_once,
     async a_full_server_still_answers_replays_and_duplicates,
+    async a_server_short_of_replicas_still_answers_replays_and_duplicates,
+    async a_key_without_expiry_keeps_none,
 }

@@ -3,10 +3,13 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use idem_conformance::{Intercepted, Interceptor};
-use idem_core::{step, Call, Error, Fingerprint, Idempotency, Key, Store, StoreError};
+use idem_core::{
+    step, Call, Claim, Error, Fingerprint, Idempotency, InProgress, Key, OwnerToken, Reservation,
+    Store, StoreError, Timestamp,
+};
 use idem_stores::redis::client::aio::ConnectionManager;
 use idem_stores::redis::client::{self as redis, Client};
 use idem_stores::redis::{NotReplicated, RedisStore};
@@ -306,7 +309,7 @@ async fn wait_for_replicas_waits_after_each_write() {
         .connect()
         .await
         .unwrap();
-    let idem = Idempotency::new(store);
+    let idem = Idempotency::new(store.clone());
     // Loads the scripts, so that the count below has one request per script.
     idem.run(call(&idem, "warm-up"), async { Ok::<_, Error>(0u64) })
         .await
@@ -353,6 +356,30 @@ async fn wait_for_replicas_waits_after_each_write() {
         "record_step and complete: {commands:?}"
     );
     assert!(calls(&commands, "set") >= 1, "{commands:?}");
+
+    // A reserve sent again by its owner (its reply was lost) finds its own reservation, which
+    // the first SET may have written on another connection: it is written once more, on the
+    // connection the WAIT is sent on.
+    let key = idem.key("orders.create").part("again").finish().unwrap();
+    let now = Timestamp::from_system_time(SystemTime::now());
+    let record = InProgress::new(
+        OwnerToken::from("owner-again".to_owned()),
+        Fingerprint::empty(),
+        now + Duration::from_secs(30),
+    );
+    let claim = Claim::new(record.clone(), now);
+    store.reserve(&key, &claim).await.unwrap();
+    target.reset_command_stats().await;
+    assert_eq!(
+        store.reserve(&key, &claim).await.unwrap(),
+        Reservation::Reserved(record)
+    );
+    let commands = target.command_calls().await;
+    assert_eq!(calls(&commands, "wait"), 1, "{commands:?}");
+    assert!(
+        calls(&commands, "evalsha") + calls(&commands, "eval") >= 1,
+        "the reservation written again: {commands:?}"
+    );
 }
 
 async fn too_few_replicas_fail_the_call_closed() {

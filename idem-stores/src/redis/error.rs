@@ -80,9 +80,14 @@ pub(crate) fn store_error(error: RedisError, operation: &str) -> StoreError {
     })
 }
 
-/// Whether the server refused a write for lack of memory (`maxmemory` under `noeviction`).
-pub(crate) fn is_out_of_memory(error: &RedisError) -> bool {
-    error.code() == Some("OOM")
+/// Whether the server refused a write before running it, whatever the key holds: out of
+/// memory (`maxmemory` under `noeviction`), a failed snapshot (`stop-writes-on-bgsave-error`),
+/// too few replicas (`min-replicas-to-write`), or a read-only replica.
+pub(crate) fn refuses_writes(error: &RedisError) -> bool {
+    matches!(
+        error.code(),
+        Some("OOM" | "MISCONF" | "NOREPLICAS" | "READONLY")
+    )
 }
 
 /// The store error for a failed reservation (its `SET`): a server older than Redis 7.0 refuses `NX`

@@ -132,6 +132,9 @@ fn in_progress_record(fields: &[&[u8]]) -> Result<InProgress, StoreError> {
             for pair in step_fields.chunks_exact(2) {
                 let name = std::str::from_utf8(pair[0])
                     .map_err(|_| corrupt("a step's name is not UTF-8"))?;
+                if steps.get(name).is_some() {
+                    return Err(corrupt(&format!("the step `{name}` is recorded twice")));
+                }
                 steps.insert(name, pair[1].to_vec());
             }
             steps
@@ -278,6 +281,7 @@ mod tests {
             b"idm1P3abc".to_vec(),
             [&good[..], b"4:name"].concat(),
             [&good[..], b"4:name5:value"].concat(),
+            format!("idm1P64:{fp}1:o1:11:11:11:11:11:a1:11:a1:2").into_bytes(),
             format!("idm1P64:{fp}1:o2:1x1:11:11:10:").into_bytes(),
             format!("idm1P64:{fp}1:o2:011:11:11:10:").into_bytes(),
             b"idm1P2:zz1:o1:11:11:11:10:".to_vec(),

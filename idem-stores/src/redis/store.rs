@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_core::{
-    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
+    Claim, Completed, InProgress, Key, OwnerToken, Record, Reservation, Store, StoreError,
+    Timestamp,
 };
 use redis::aio::ConnectionManager;
 use redis::{Client, RedisError, Value};
@@ -14,9 +15,7 @@ use redis::{Client, RedisError, Value};
 use super::builder::RedisStoreBuilder;
 use super::codec::{self, Reply};
 use super::connection::Connection;
-use super::error::{
-    is_connection_error, is_out_of_memory, set_refused, store_error, NotReplicated,
-};
+use super::error::{is_connection_error, refuses_writes, set_refused, store_error, NotReplicated};
 use super::layout;
 use super::scripts::{Counter, Script, SCRIPTS};
 use super::wake::{Backoff, Wakeups, POLLING, SAFETY_NET};
@@ -146,27 +145,21 @@ impl RedisStore {
     pub(crate) async fn check_version(&self) -> Result<(), StoreError> {
         let mut info = redis::cmd("INFO");
         info.arg("server");
-        let text = match self.query(&info, "INFO").await {
-            Ok(Value::BulkString(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-            Ok(Value::VerbatimString { text, .. }) => text,
-            _ => return Ok(()),
+        // One server answers with its text; a cluster with each primary's, by node.
+        let texts = match self.query(&info, "INFO").await {
+            Ok(Value::Map(nodes)) => nodes.into_iter().map(|(_, text)| text).collect(),
+            Ok(text) => vec![text],
+            Err(_) => return Ok(()),
         };
-        let version = text.lines().find_map(|line| {
-            line.strip_prefix("redis_version:")
-                .map(str::trim)
-                .map(str::to_owned)
-        });
-        match version
-            .as_deref()
-            .and_then(|v| v.split('.').next()?.parse::<u32>().ok())
-        {
-            Some(major) if major < 7 => Err(StoreError::rejected(format!(
-                "the Redis store needs Redis 7.0 or later, or Valkey (it reserves with `SET ... NX \
-                 GET`); this server is Redis {}",
-                version.unwrap_or_default()
-            ))),
-            _ => Ok(()),
+        for text in texts {
+            let text = match text {
+                Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Value::VerbatimString { text, .. } => text,
+                _ => continue,
+            };
+            refuse_before_7(&text)?;
         }
+        Ok(())
     }
 
     /// Warns through `tracing` when the server may evict records.
@@ -396,19 +389,49 @@ impl RedisStore {
         Ok(reservation)
     }
 
-    /// Answers a reservation refused for memory (`OOM`: `SET` is refused up front at
-    /// `maxmemory` under `noeviction`) from a plain read, when the record found needs no
-    /// write: a replay, a duplicate in progress, the caller's own reservation.
-    async fn reserve_without_memory(
+    /// Answers a reservation whose `SET` the server refused before running it (out of memory,
+    /// a failed snapshot, too few replicas: see [`refuses_writes`]) from a plain read, when the
+    /// record found needs no write: a replay, a duplicate in progress, the caller's own
+    /// reservation (unless replicas must acknowledge it, which a read cannot show).
+    async fn reserve_without_writes(
         &self,
         key: &Key,
         claim: &Claim,
         refused: RedisError,
     ) -> Result<Reservation, StoreError> {
-        if let Some(answer) = self.get(key).await?.and_then(|found| judged(found, claim)) {
-            return Ok(answer);
+        match self.get(key).await?.and_then(|found| judged(found, claim)) {
+            Some(Reservation::Reserved(_)) if self.replicas.is_some() => {}
+            Some(answer) => return Ok(answer),
+            None => {}
         }
         Err(store_error(refused, "reserve"))
+    }
+
+    /// Writes the caller's own reservation, found by its `SET` sent again, once more on `conn`
+    /// (a renewal to the same lease, owner-checked), so that the `WAIT` after it covers it: the
+    /// first `SET` may have landed on another connection, or before a failover.
+    async fn write_again(
+        &self,
+        conn: &mut Connection,
+        key: &Key,
+        held: &InProgress,
+    ) -> Result<(), StoreError> {
+        let reply = self
+            .counter
+            .eval(
+                conn,
+                &SCRIPTS.renew,
+                &self.redis_key(key),
+                &[
+                    held.owner().as_str().as_bytes(),
+                    &time(held.lease_until()),
+                    &decimal(idem_core::LEASE_GRACE_MS),
+                ],
+            )
+            .await
+            .map_err(|error| store_error(error, "renew"))
+            .and_then(codec::reply)?;
+        fenced(reply, "renew")
     }
 }
 
@@ -483,14 +506,18 @@ impl Store for RedisStore {
         let (result, mut conn) = self.query_on(&set).await;
         let found = match result {
             Ok(found) => codec::value(found)?,
-            Err(refused) if is_out_of_memory(&refused) => {
-                return self.reserve_without_memory(key, claim, refused).await
+            Err(refused) if refuses_writes(&refused) => {
+                return self.reserve_without_writes(key, claim, refused).await
             }
             Err(error) => return Err(set_refused(error)),
         };
         let reservation = match found {
             None => Reservation::Reserved(record.clone()),
             Some(value) => match judged(layout::decode(&value)?, claim) {
+                Some(Reservation::Reserved(held)) if self.replicas.is_some() => {
+                    self.write_again(&mut conn, key, &held).await?;
+                    Reservation::Reserved(held)
+                }
                 Some(answer) => answer,
                 None => return self.reserve_by_script(key, claim, expiry).await,
             },
@@ -597,6 +624,22 @@ impl Store for RedisStore {
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         self.wait_for_change(&self.redis_key(key), timeout).await;
         Ok(())
+    }
+}
+
+/// Refuses a server whose `INFO server` text names a version older than Redis 7.0.
+fn refuse_before_7(info: &str) -> Result<(), StoreError> {
+    let version = info
+        .lines()
+        .find_map(|line| line.strip_prefix("redis_version:"))
+        .map(str::trim);
+    match version.and_then(|v| v.split('.').next()?.parse::<u32>().ok()) {
+        Some(major) if major < 7 => Err(StoreError::rejected(format!(
+            "the Redis store needs Redis 7.0 or later, or Valkey (it reserves with `SET ... NX \
+             GET`); this server is Redis {}",
+            version.unwrap_or_default()
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -99,8 +99,14 @@ local function decode(value)
         return nil, '`' .. name .. '` is not a number'
       end
     end
-    for i = 8, #items do
+    local names = {}
+    for i = 8, #items, 2 do
+      if names[items[i]] then
+        return nil, 'the step `' .. items[i] .. '` is recorded twice'
+      end
+      names[items[i]] = true
       r.steps[#r.steps + 1] = items[i]
+      r.steps[#r.steps + 1] = items[i + 1]
     end
     if r.kept == '' then
       if #r.steps > 0 then
@@ -159,21 +165,25 @@ local function expiry(ms)
 end
 
 -- The caller's clock now, estimated from the record's anchor (the caller-clock time its key
--- expires at) and the key's remaining time; Redis's own clock when the key has no expiry (an
--- operator removed it).
+-- expires at) and the key's remaining time; nil when the key has no expiry (an operator
+-- removed it), and writes then keep it without one rather than guess from another clock.
 local function caller_now(key, r)
   local ttl = redis.call('PTTL', key)
   if ttl >= 0 then
     return tonumber(r.anchor) - ttl
   end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return nil
 end
 
--- Writes the record `r` under `key` to expire in `ms` from `now` (the caller's clock). SET
--- overwrites in place: a key is never deleted to be written again (while its slot migrates, a
--- script may write only keys that exist on this node).
+-- Writes the record `r` under `key` to expire in `ms` from `now` (the caller's clock), or
+-- keeps the key's expiry when `now` is unknown. SET overwrites in place: a key is never
+-- deleted to be written again (while its slot migrates, a script may write only keys that
+-- exist on this node).
 local function write(key, r, now, ms)
+  if not now then
+    redis.call('SET', key, encode(r), 'KEEPTTL')
+    return
+  end
   ms = expiry(ms)
   if r.state == 'in_progress' then
     r.anchor = string.format('%.0f', now + ms)
@@ -183,7 +193,7 @@ end
 
 -- How long a key must last: `ms` more, and until `kept` (a timestamp or '') at least.
 local function covering(ms, kept, now)
-  if kept ~= '' then
+  if kept ~= '' and now then
     ms = math.max(ms, tonumber(kept) - now)
   end
   return ms
@@ -204,7 +214,9 @@ end
 
 -- The anchor of `value` if it is an in-progress record without steps that `owner` holds,
 -- read without decoding it whole (the completion of every fresh call takes this path); nil
--- otherwise, or when anything looks amiss, for `owned` to judge. The fingerprint is always 64 digits, so
+-- otherwise, or when anything looks amiss, for `owned` to judge. It reads no more than the
+-- completion needs: the lease, token and attempt it skips are replaced by the completed
+-- record, which only this owner can write. The fingerprint is always 64 digits, so
 -- the owner's field starts at a fixed place, and comparing it with its length prefix
 -- compares the owner exactly.
 local function held_anchor(value, owner)

@@ -19,6 +19,6 @@ if not anchor then
 end
 local now = caller_now(key, {anchor = anchor})
 write(key, {state = 'completed', fingerprint = fingerprint, owner = owner, outcome = outcome,
-  expires_at = expires_at, body = body}, now, tonumber(expires_at) - now)
+  expires_at = expires_at, body = body}, now, now and tonumber(expires_at) - now)
 redis.call('PUBLISH', key, 'completed')
 return {'ok'}

@@ -22,13 +22,11 @@ if not found then
   r.steps[#r.steps + 1] = name
   r.steps[#r.steps + 1] = value
 end
--- The key must last until the steps' kept_until; an expiry already longer, or none (PTTL -1),
--- stays.
-local ttl = redis.call('PTTL', key)
+-- The key must last until the steps' kept_until: its expiry (the anchor, on the caller's
+-- clock) moves out to it if it falls earlier; an expiry already longer, or none, stays.
 local now = caller_now(key, r)
-local remaining = tonumber(kept_until) - now
-if ttl >= 0 and ttl < remaining then
-  write(key, r, now, remaining)
+if now and before(r.anchor, kept_until) then
+  write(key, r, now, tonumber(kept_until) - now)
 else
   redis.call('SET', key, encode(r), 'KEEPTTL')
 end

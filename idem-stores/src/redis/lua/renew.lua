@@ -13,5 +13,5 @@ end
 r.lease_until = lease_until
 -- The key outlives the lease by the grace, and its steps (kept_until) at least.
 local now = caller_now(key, r)
-write(key, r, now, covering(tonumber(lease_until) - now + grace, r.kept, now))
+write(key, r, now, now and covering(tonumber(lease_until) - now + grace, r.kept, now))
 return {'ok'}

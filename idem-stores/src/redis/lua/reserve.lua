@@ -17,7 +17,7 @@ local px, abandoned_before, fencing = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[
 local function claim(attempt, token, kept, steps)
   return {state = 'in_progress', fingerprint = fingerprint, owner = owner,
     lease_until = lease_until, fencing_token = string.format('%.0f', token),
-    attempt = tostring(attempt), anchor = '0', kept = kept, steps = steps}
+    attempt = string.format('%.0f', attempt), anchor = '0', kept = kept, steps = steps}
 end
 
 local r, refusal, value = load_record(key)
@@ -53,7 +53,8 @@ local token = math.max(fencing, tonumber(r.fencing_token) + 1)
 local taken
 if same_call then
   -- The same call resumes after its steps: they stay in the record.
-  taken = claim(tonumber(r.attempt) + 1, token, r.kept, r.steps)
+  -- The attempt stops where the engine's counter does (u32).
+  taken = claim(math.min(tonumber(r.attempt) + 1, 4294967295), token, r.kept, r.steps)
   write(key, taken, tonumber(now), covering(px, r.kept, tonumber(now)))
 else
   taken = claim(1, token, '', {})
