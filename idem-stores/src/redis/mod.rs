@@ -66,9 +66,11 @@
 //! its reservation, a live record or another call's reservation that is not abandoned is
 //! answered as it stands (a replay, `InProgress`, a mismatch). Only a record that may be
 //! taken over or reused goes on to the reserve script, which judges again from what it reads
-//! and writes atomically. At `maxmemory` under `noeviction` Redis refuses every `SET` up
-//! front; the store then reads the record with `GET` and still answers replays and duplicates,
-//! and fails closed for the rest.
+//! and writes atomically. A server that refuses writes refuses every `SET` before it looks at
+//! the key (`OOM` at `maxmemory` under `noeviction`, `MISCONF` after a failed snapshot,
+//! `NOREPLICAS` under `min-replicas-to-write`, `READONLY` on a replica); the store then reads
+//! the record with `GET` and still answers replays and duplicates, and fails closed for the
+//! rest.
 //!
 //! # Record layout
 //!
@@ -109,7 +111,9 @@
 //! judges liveness against the caller's `now`, so a late Redis expiry never revives a record,
 //! and a [`ManualClock`](idem_core::ManualClock) can expire records in tests. Where a script
 //! knows no caller time (complete, renew, record_step), it takes the anchor less the key's
-//! remaining time (`PTTL`) as the caller's now.
+//! remaining time (`PTTL`) as the caller's now. A key whose expiry an operator removed
+//! (`PERSIST`) keeps none: the scripts then write it with `KEEPTTL` rather than guess the
+//! caller's clock from the server's.
 //!
 //! # Scripts
 //!
