@@ -205,26 +205,32 @@ where
     );
 }
 
+/// Sets `setting` to `value` on the server, and checks that a write is then refused with
+/// `code`.
+async fn refuse_writes(mut conn: MultiplexedConnection, setting: &str, value: &str, code: &str) {
+    let () = cmd("CONFIG")
+        .arg("SET")
+        .arg(setting)
+        .arg(value)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let refused: RedisResult<()> = cmd("SET")
+        .arg("probe")
+        .arg("1")
+        .query_async(&mut conn)
+        .await;
+    assert_eq!(refused.unwrap_err().code(), Some(code));
+}
+
 /// At `maxmemory` under `noeviction` (`OOM`): a `maxmemory` below what the server already
 /// holds, so that every write is refused however memory moves meanwhile.
 async fn a_full_server_still_answers_replays_and_duplicates() {
     let Some(redis) = TestRedis::start_with(&["--maxmemory-policy", "noeviction"]) else {
         return;
     };
-    answers_replays_while_writes_are_refused(RedisTarget::on(redis).await, |mut conn| async move {
-        let () = cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg("1")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        let refused: RedisResult<()> = cmd("SET")
-            .arg("probe")
-            .arg("1")
-            .query_async(&mut conn)
-            .await;
-        assert_eq!(refused.unwrap_err().code(), Some("OOM"));
+    answers_replays_while_writes_are_refused(RedisTarget::on(redis).await, |conn| {
+        refuse_writes(conn, "maxmemory", "1", "OOM")
     })
     .await;
 }
@@ -234,20 +240,8 @@ async fn a_server_short_of_replicas_still_answers_replays_and_duplicates() {
     let Some(target) = RedisTarget::on_owned().await else {
         return;
     };
-    answers_replays_while_writes_are_refused(target, |mut conn| async move {
-        let () = cmd("CONFIG")
-            .arg("SET")
-            .arg("min-replicas-to-write")
-            .arg("1")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        let refused: RedisResult<()> = cmd("SET")
-            .arg("probe")
-            .arg("1")
-            .query_async(&mut conn)
-            .await;
-        assert_eq!(refused.unwrap_err().code(), Some("NOREPLICAS"));
+    answers_replays_while_writes_are_refused(target, |conn| {
+        refuse_writes(conn, "min-replicas-to-write", "1", "NOREPLICAS")
     })
     .await;
 }
