@@ -74,6 +74,10 @@ impl Shard {
             return Some(Reservation::Reserved(claim.record().clone()));
         };
         let reservation = match &slot.record {
+            // The caller's own claim, sent again: its reservation, as the contract has it.
+            Record::InProgress(held) if held.owner() == claim.record().owner() => {
+                return Some(Reservation::Reserved(held.clone()));
+            }
             record if record.is_live(claim.now()) => Reservation::Existing(record.clone()),
             Record::InProgress(stale)
                 if stale.fingerprint() != claim.record().fingerprint()

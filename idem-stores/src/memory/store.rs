@@ -314,6 +314,27 @@ mod tests {
         assert!(held.iter().all(|&len| len > 0), "{held:?}");
     }
 
+    /// A claim sent again by its owner gets its reservation back, as every store answers it
+    /// (the reference store's rule), not its own record as another caller's.
+    #[tokio::test]
+    async fn a_claim_sent_again_is_its_owners_reservation() {
+        let store = MemoryStore::new();
+        let idem = idem_core::Idempotency::new(store.clone());
+        let key = idem.key("orders").part("o-1").finish().unwrap();
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        let record = InProgress::new(
+            OwnerToken::generate(),
+            Fingerprint::empty(),
+            now + std::time::Duration::from_secs(30),
+        );
+        let claim = Claim::new(record.clone(), now);
+        for _ in 0..2 {
+            let reserved = store.reserve(&key, &claim).await.unwrap();
+            assert_eq!(reserved, Reservation::Reserved(record.clone()));
+        }
+        assert_eq!(store.shard(&key).len(), 1);
+    }
+
     /// `changed` waits for the record to change (here, its release), not a moment less: time
     /// is paused, so only the release or the timeout can end the wait.
     #[tokio::test(start_paused = true)]
