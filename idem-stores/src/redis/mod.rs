@@ -191,7 +191,9 @@ mod connection;
 mod error;
 mod inventory;
 mod layout;
+mod reserve;
 mod scripts;
+mod server;
 mod store;
 mod wake;
 

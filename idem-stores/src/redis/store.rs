@@ -6,16 +6,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_core::{
-    Claim, Completed, InProgress, Key, OwnerToken, Record, Reservation, Store, StoreError,
-    Timestamp,
+    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
 use redis::aio::ConnectionManager;
-use redis::{Client, RedisError, Value};
+use redis::{Client, Value};
 
 use super::builder::RedisStoreBuilder;
 use super::codec::{self, Reply};
 use super::connection::Connection;
-use super::error::{is_connection_error, refuses_writes, set_refused, store_error, NotReplicated};
+use super::error::{is_connection_error, store_error, NotReplicated};
 use super::layout;
 use super::scripts::{Counter, Script, SCRIPTS};
 use super::wake::{Backoff, Wakeups, POLLING, SAFETY_NET};
@@ -26,7 +25,7 @@ use super::wake::{Backoff, Wakeups, POLLING, SAFETY_NET};
 pub use idem_core::LEASE_GRACE;
 
 /// The longest expiry set on a key: about 31 000 years.
-const MAX_EXPIRY_MS: u64 = 1_000_000_000_000_000;
+pub(super) const MAX_EXPIRY_MS: u64 = 1_000_000_000_000_000;
 
 /// Idempotency records in Redis 7 or later (or Valkey, or a Redis Cluster): one string per
 /// key, reserved with a plain `SET ... NX GET` and changed otherwise only by Lua scripts that
@@ -51,7 +50,7 @@ pub struct RedisStore {
     /// Wake-ups for waiting callers; `None` on a connection given without its client.
     wakeups: Option<Arc<Wakeups>>,
     /// `WAIT` for this many replicas, this long, after each reservation and completion.
-    replicas: Option<(u32, Duration)>,
+    pub(super) replicas: Option<(u32, Duration)>,
 }
 
 impl RedisStore {
@@ -121,56 +120,6 @@ impl RedisStore {
         }
     }
 
-    /// The server's `maxmemory-policy`, or `None` where `CONFIG GET` is not allowed (some
-    /// managed services). Anything but `noeviction` lets Redis evict a reservation under memory
-    /// pressure, and then a duplicate runs the function again.
-    pub async fn eviction_policy(&self) -> Result<Option<String>, StoreError> {
-        let mut cmd = redis::cmd("CONFIG");
-        cmd.arg("GET").arg("maxmemory-policy");
-        let value = match self.query(&cmd, "CONFIG GET").await {
-            Ok(value) => value,
-            Err(error) => {
-                tracing::debug!(target: super::TARGET, %error, "cannot read maxmemory-policy");
-                return Ok(None);
-            }
-        };
-        Ok(codec::pairs(value)?
-            .into_iter()
-            .next()
-            .and_then(|(_, policy)| String::from_utf8(policy).ok()))
-    }
-
-    /// Refuses a server whose `INFO` says it is older than Redis 7.0: it would refuse every
-    /// reservation. A server that doesn't answer `INFO` is taken as it is.
-    pub(crate) async fn check_version(&self) -> Result<(), StoreError> {
-        let mut info = redis::cmd("INFO");
-        info.arg("server");
-        // One server answers with its text; a cluster with each primary's, by node.
-        let texts = match self.query(&info, "INFO").await {
-            Ok(Value::Map(nodes)) => nodes.into_iter().map(|(_, text)| text).collect(),
-            Ok(text) => vec![text],
-            Err(_) => return Ok(()),
-        };
-        for text in texts {
-            let text = match text {
-                Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                Value::VerbatimString { text, .. } => text,
-                _ => continue,
-            };
-            refuse_before_7(&text)?;
-        }
-        Ok(())
-    }
-
-    /// Warns through `tracing` when the server may evict records.
-    pub(crate) async fn warn_unless_noeviction(&self) {
-        if let Ok(Some(policy)) = self.eviction_policy().await {
-            if policy != "noeviction" {
-                tracing::warn!(target: super::TARGET, policy = policy.as_str(), "maxmemory-policy is not `noeviction`: under memory pressure Redis may evict a reservation, and a duplicate then runs the function again");
-            }
-        }
-    }
-
     /// The prefix in front of every key.
     pub fn prefix(&self) -> &str {
         &self.prefix
@@ -209,7 +158,7 @@ impl RedisStore {
     }
 
     /// [`eval`](Self::eval), with the connection the script ran on, for the `WAIT` after it.
-    async fn eval_on(
+    pub(super) async fn eval_on(
         &self,
         script: &Script,
         key: &Key,
@@ -236,7 +185,7 @@ impl RedisStore {
     /// Never retried: `WAIT` counts only the writes of the connection it is sent on, so on
     /// another connection it would pass without the write replicated. A failure fails the
     /// request, and the write and its `WAIT` are made again.
-    async fn replicate(
+    pub(super) async fn replicate(
         &self,
         conn: &mut Connection,
         key: &Key,
@@ -337,123 +286,13 @@ impl RedisStore {
     }
 
     /// Sends a plain command, retrying once if the connection failed.
-    async fn query(&self, cmd: &redis::Cmd, what: &str) -> Result<Value, StoreError> {
+    pub(super) async fn query(&self, cmd: &redis::Cmd, what: &str) -> Result<Value, StoreError> {
         let mut conn = self.conn.clone();
         let mut result = self.counter.query(&mut conn, cmd).await;
         if result.as_ref().is_err_and(is_connection_error) {
             result = self.counter.query(&mut conn, cmd).await;
         }
         result.map_err(|error| store_error(error, what))
-    }
-
-    /// [`query`](Self::query) on a pinned connection, returned for the `WAIT` after it; the
-    /// server's refusal comes back as it is, for the caller to read.
-    async fn query_on(&self, cmd: &redis::Cmd) -> (Result<Value, RedisError>, Connection) {
-        let mut conn = self.conn.pinned();
-        let mut result = self.counter.query(&mut conn, cmd).await;
-        if result.as_ref().is_err_and(is_connection_error) {
-            conn = self.conn.pinned();
-            result = self.counter.query(&mut conn, cmd).await;
-        }
-        (result, conn)
-    }
-
-    /// Reserves with the reserve script, which judges again from what it reads: for a record
-    /// that the plain `SET` found and that may be taken over or reused.
-    async fn reserve_by_script(
-        &self,
-        key: &Key,
-        claim: &Claim,
-        expiry: u64,
-    ) -> Result<Reservation, StoreError> {
-        let record = claim.record();
-        let (reply, mut conn) = self
-            .eval_on(
-                &SCRIPTS.reserve,
-                key,
-                &[
-                    &time(claim.now()),
-                    record.owner().as_str().as_bytes(),
-                    record.fingerprint().to_hex().as_bytes(),
-                    &time(record.lease_until()),
-                    &decimal(expiry),
-                    &time(claim.now() - LEASE_GRACE),
-                    &decimal(record.fencing_token()),
-                ],
-            )
-            .await?;
-        let reservation = codec::reservation(reply, record)?;
-        if !matches!(reservation, Reservation::Existing(_)) {
-            self.replicate(&mut conn, key, "reserve").await?;
-        }
-        Ok(reservation)
-    }
-
-    /// Answers a reservation whose `SET` the server refused before running it (out of memory,
-    /// a failed snapshot, too few replicas: see [`refuses_writes`]) from a plain read, when the
-    /// record found needs no write: a replay, a duplicate in progress, the caller's own
-    /// reservation (unless replicas must acknowledge it, which a read cannot show).
-    async fn reserve_without_writes(
-        &self,
-        key: &Key,
-        claim: &Claim,
-        refused: RedisError,
-    ) -> Result<Reservation, StoreError> {
-        match self.get(key).await?.and_then(|found| judged(found, claim)) {
-            Some(Reservation::Reserved(_)) if self.replicas.is_some() => {}
-            Some(answer) => return Ok(answer),
-            None => {}
-        }
-        Err(store_error(refused, "reserve"))
-    }
-
-    /// Writes the caller's own reservation, found by its `SET` sent again, once more on `conn`
-    /// (a renewal to the same lease, owner-checked), so that the `WAIT` after it covers it: the
-    /// first `SET` may have landed on another connection, or before a failover.
-    async fn write_again(
-        &self,
-        conn: &mut Connection,
-        key: &Key,
-        held: &InProgress,
-    ) -> Result<(), StoreError> {
-        let reply = self
-            .counter
-            .eval(
-                conn,
-                &SCRIPTS.renew,
-                &self.redis_key(key),
-                &[
-                    held.owner().as_str().as_bytes(),
-                    &time(held.lease_until()),
-                    &decimal(idem_core::LEASE_GRACE_MS),
-                ],
-            )
-            .await
-            .map_err(|error| store_error(error, "renew"))
-            .and_then(codec::reply)?;
-        fenced(reply, "renew")
-    }
-}
-
-/// What reserving `claim` answers when the key holds `found`, if it needs no write: the
-/// caller's own reservation sent again, a live record, or another call's in-progress record
-/// that is not abandoned. `None` when the record may be taken over or reused: the reserve
-/// script judges again and writes. The rule is the store contract's (the conformance kit's
-/// reference store).
-fn judged(found: Record, claim: &Claim) -> Option<Reservation> {
-    let now = claim.now();
-    let claimed = claim.record();
-    match found {
-        Record::InProgress(held) if held.owner() == claimed.owner() => {
-            Some(Reservation::Reserved(held))
-        }
-        live if live.is_live(now) => Some(Reservation::Existing(live)),
-        Record::InProgress(stale)
-            if stale.fingerprint() != claimed.fingerprint() && !stale.is_abandoned(now) =>
-        {
-            Some(Reservation::Existing(Record::InProgress(stale)))
-        }
-        _ => None,
     }
 }
 
@@ -466,12 +305,12 @@ impl fmt::Debug for RedisStore {
     }
 }
 
-fn decimal(n: u64) -> Vec<u8> {
+pub(super) fn decimal(n: u64) -> Vec<u8> {
     n.to_string().into_bytes()
 }
 
 /// A point in time as the scripts take it: milliseconds since the epoch.
-fn time(at: Timestamp) -> Vec<u8> {
+pub(super) fn time(at: Timestamp) -> Vec<u8> {
     decimal(at.as_millis())
 }
 
@@ -486,46 +325,10 @@ impl Store for RedisStore {
         Some(self)
     }
 
-    /// One `SET key claim NX GET PX expiry`: it reserves a free key, and returns the record of
-    /// a taken one, judged here; only a record that may be taken over or reused goes on to the
-    /// reserve script.
+    /// One plain `SET ... NX GET`, and a script only for a record that may be taken over or
+    /// reused: see the [module docs](super) on reserving.
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
-        let record = claim.record();
-        let expiry = (record.lease_until() + LEASE_GRACE)
-            .saturating_duration_since(claim.now())
-            .as_millis()
-            .clamp(1, u128::from(MAX_EXPIRY_MS)) as u64;
-        let anchor = claim.now() + Duration::from_millis(expiry);
-        let mut set = redis::cmd("SET");
-        set.arg(self.redis_key(key))
-            .arg(layout::in_progress(record, anchor))
-            .arg("NX")
-            .arg("GET")
-            .arg("PX")
-            .arg(expiry);
-        let (result, mut conn) = self.query_on(&set).await;
-        let found = match result {
-            Ok(found) => codec::value(found)?,
-            Err(refused) if refuses_writes(&refused) => {
-                return self.reserve_without_writes(key, claim, refused).await
-            }
-            Err(error) => return Err(set_refused(error)),
-        };
-        let reservation = match found {
-            None => Reservation::Reserved(record.clone()),
-            Some(value) => match judged(layout::decode(&value)?, claim) {
-                Some(Reservation::Reserved(held)) if self.replicas.is_some() => {
-                    self.write_again(&mut conn, key, &held).await?;
-                    Reservation::Reserved(held)
-                }
-                Some(answer) => answer,
-                None => return self.reserve_by_script(key, claim, expiry).await,
-            },
-        };
-        if !matches!(reservation, Reservation::Existing(_)) {
-            self.replicate(&mut conn, key, "reserve").await?;
-        }
-        Ok(reservation)
+        self.reserve_claim(key, claim).await
     }
 
     async fn complete(
@@ -627,23 +430,7 @@ impl Store for RedisStore {
     }
 }
 
-/// Refuses a server whose `INFO server` text names a version older than Redis 7.0.
-fn refuse_before_7(info: &str) -> Result<(), StoreError> {
-    let version = info
-        .lines()
-        .find_map(|line| line.strip_prefix("redis_version:"))
-        .map(str::trim);
-    match version.and_then(|v| v.split('.').next()?.parse::<u32>().ok()) {
-        Some(major) if major < 7 => Err(StoreError::rejected(format!(
-            "the Redis store needs Redis 7.0 or later, or Valkey (it reserves with `SET ... NX \
-             GET`); this server is Redis {}",
-            version.unwrap_or_default()
-        ))),
-        _ => Ok(()),
-    }
-}
-
-fn fenced(reply: Reply, what: &str) -> Result<(), StoreError> {
+pub(super) fn fenced(reply: Reply, what: &str) -> Result<(), StoreError> {
     match reply {
         Reply::Ok => Ok(()),
         Reply::Lost => Err(StoreError::LeaseLost),

@@ -1,0 +1,172 @@
+//! Reserving: one plain `SET ... NX GET`, the record it finds judged here, and the reserve
+//! script only for a record that may be taken over or reused.
+
+use std::time::Duration;
+
+use idem_core::{Claim, InProgress, Key, Record, Reservation, Store, StoreError, LEASE_GRACE};
+use redis::{RedisError, Value};
+
+use super::codec;
+use super::connection::Connection;
+use super::error::{is_connection_error, refuses_writes, set_refused, store_error};
+use super::layout;
+use super::scripts::SCRIPTS;
+use super::store::{decimal, fenced, time, RedisStore, MAX_EXPIRY_MS};
+
+impl RedisStore {
+    /// One `SET key claim NX GET PX expiry`: it reserves a free key, and returns the record of
+    /// a taken one, judged here; only a record that may be taken over or reused goes on to the
+    /// reserve script.
+    pub(super) async fn reserve_claim(
+        &self,
+        key: &Key,
+        claim: &Claim,
+    ) -> Result<Reservation, StoreError> {
+        let record = claim.record();
+        let expiry = (record.lease_until() + LEASE_GRACE)
+            .saturating_duration_since(claim.now())
+            .as_millis()
+            .clamp(1, u128::from(MAX_EXPIRY_MS)) as u64;
+        let anchor = claim.now() + Duration::from_millis(expiry);
+        let mut set = redis::cmd("SET");
+        set.arg(self.redis_key(key))
+            .arg(layout::in_progress(record, anchor))
+            .arg("NX")
+            .arg("GET")
+            .arg("PX")
+            .arg(expiry);
+        let (result, mut conn) = self.query_on(&set).await;
+        let found = match result {
+            Ok(found) => codec::value(found)?,
+            Err(refused) if refuses_writes(&refused) => {
+                return self.reserve_without_writes(key, claim, refused).await
+            }
+            Err(error) => return Err(set_refused(error)),
+        };
+        let reservation = match found {
+            None => Reservation::Reserved(record.clone()),
+            Some(value) => match judged(layout::decode(&value)?, claim) {
+                Some(Reservation::Reserved(held)) if self.replicas.is_some() => {
+                    self.write_again(&mut conn, key, &held).await?;
+                    Reservation::Reserved(held)
+                }
+                Some(answer) => answer,
+                None => return self.reserve_by_script(key, claim, expiry).await,
+            },
+        };
+        if !matches!(reservation, Reservation::Existing(_)) {
+            self.replicate(&mut conn, key, "reserve").await?;
+        }
+        Ok(reservation)
+    }
+
+    /// [`query`](Self::query) on a pinned connection, returned for the `WAIT` after it; the
+    /// server's refusal comes back as it is, for the caller to read.
+    async fn query_on(&self, cmd: &redis::Cmd) -> (Result<Value, RedisError>, Connection) {
+        let mut conn = self.conn.pinned();
+        let mut result = self.counter.query(&mut conn, cmd).await;
+        if result.as_ref().is_err_and(is_connection_error) {
+            conn = self.conn.pinned();
+            result = self.counter.query(&mut conn, cmd).await;
+        }
+        (result, conn)
+    }
+
+    /// Reserves with the reserve script, which judges again from what it reads: for a record
+    /// that the plain `SET` found and that may be taken over or reused.
+    async fn reserve_by_script(
+        &self,
+        key: &Key,
+        claim: &Claim,
+        expiry: u64,
+    ) -> Result<Reservation, StoreError> {
+        let record = claim.record();
+        let (reply, mut conn) = self
+            .eval_on(
+                &SCRIPTS.reserve,
+                key,
+                &[
+                    &time(claim.now()),
+                    record.owner().as_str().as_bytes(),
+                    record.fingerprint().to_hex().as_bytes(),
+                    &time(record.lease_until()),
+                    &decimal(expiry),
+                    &time(claim.now() - LEASE_GRACE),
+                    &decimal(record.fencing_token()),
+                ],
+            )
+            .await?;
+        let reservation = codec::reservation(reply, record)?;
+        if !matches!(reservation, Reservation::Existing(_)) {
+            self.replicate(&mut conn, key, "reserve").await?;
+        }
+        Ok(reservation)
+    }
+
+    /// Answers a reservation whose `SET` the server refused before running it (out of memory,
+    /// a failed snapshot, too few replicas: see [`refuses_writes`]) from a plain read, when the
+    /// record found needs no write: a replay, a duplicate in progress, the caller's own
+    /// reservation (unless replicas must acknowledge it, which a read cannot show).
+    async fn reserve_without_writes(
+        &self,
+        key: &Key,
+        claim: &Claim,
+        refused: RedisError,
+    ) -> Result<Reservation, StoreError> {
+        match self.get(key).await?.and_then(|found| judged(found, claim)) {
+            Some(Reservation::Reserved(_)) if self.replicas.is_some() => {}
+            Some(answer) => return Ok(answer),
+            None => {}
+        }
+        Err(store_error(refused, "reserve"))
+    }
+
+    /// Writes the caller's own reservation, found by its `SET` sent again, once more on `conn`
+    /// (a renewal to the same lease, owner-checked), so that the `WAIT` after it covers it: the
+    /// first `SET` may have landed on another connection, or before a failover.
+    async fn write_again(
+        &self,
+        conn: &mut Connection,
+        key: &Key,
+        held: &InProgress,
+    ) -> Result<(), StoreError> {
+        let reply = self
+            .counter
+            .eval(
+                conn,
+                &SCRIPTS.renew,
+                &self.redis_key(key),
+                &[
+                    held.owner().as_str().as_bytes(),
+                    &time(held.lease_until()),
+                    &decimal(idem_core::LEASE_GRACE_MS),
+                ],
+            )
+            .await
+            .map_err(|error| store_error(error, "renew"))
+            .and_then(codec::reply)?;
+        fenced(reply, "renew")
+    }
+}
+
+/// What reserving `claim` answers when the key holds `found`, if it needs no write: the
+/// caller's own reservation sent again, a live record, or another call's in-progress record
+/// that is not abandoned. `None` when the record may be taken over or reused: the reserve
+/// script judges again and writes. The rule is the store contract's (the conformance kit's
+/// reference store).
+fn judged(found: Record, claim: &Claim) -> Option<Reservation> {
+    let now = claim.now();
+    let claimed = claim.record();
+    match found {
+        Record::InProgress(held) if held.owner() == claimed.owner() => {
+            Some(Reservation::Reserved(held))
+        }
+        live if live.is_live(now) => Some(Reservation::Existing(live)),
+        Record::InProgress(stale)
+            if stale.fingerprint() != claimed.fingerprint() && !stale.is_abandoned(now) =>
+        {
+            Some(Reservation::Existing(Record::InProgress(stale)))
+        }
+        _ => None,
+    }
+}
