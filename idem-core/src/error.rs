@@ -4,13 +4,16 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
+use idem_protocol::problem::ProblemType;
+
 /// A boxed error from a store's backend or a codec.
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 
 /// Why an idempotent call did not run the function or return its stored result.
 ///
-/// Every variant maps to an HTTP status through [`Error::http_status`], so a web handler can answer
-/// a client the way the Idempotency-Key draft and Stripe do.
+/// Every variant maps to a row of the contract's error vocabulary through
+/// [`Error::problem_type`]: its HTTP status ([`Error::http_status`]), problem type, Lambda
+/// `errorType` and wording, the same in the attribute, the HTTP layer and the Lambda handler.
 ///
 /// # After the function ran
 ///
@@ -27,7 +30,7 @@ pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 pub enum Error {
     /// Another call with the same key is still running (HTTP 409). Retry after `retry_after`,
     /// or ask the call to wait for it (`wait = "10s"`).
-    #[error("a call with idempotency key `{key}` is already in progress")]
+    #[error("idempotency key `{key}` {}", ProblemType::InProgress.message())]
     InProgress {
         /// The stored key.
         key: String,
@@ -37,13 +40,13 @@ pub enum Error {
     },
     /// The key was used before with other arguments (HTTP 422). A key must not be reused for a
     /// different request.
-    #[error("idempotency key `{key}` was already used with different arguments")]
+    #[error("idempotency key `{key}` {}", ProblemType::KeyReused.message())]
     Mismatch {
         /// The stored key.
         key: String,
     },
     /// The store could not be reached or failed (HTTP 503). The function did not run.
-    #[error("idempotency store failed on key `{key}`")]
+    #[error("idempotency key `{key}` {}", ProblemType::StoreUnavailable.message())]
     Store {
         /// The stored key.
         key: String,
@@ -54,7 +57,7 @@ pub enum Error {
     /// The key's scope has used up its [`Quota`](crate::Quota) (HTTP 429). The function did not
     /// run, and nothing was written; retry after `retry_after`. Keys the scope already used
     /// are still replayed.
-    #[error("the scope of idempotency key `{key}` is over its quota: {reason}")]
+    #[error("idempotency key `{key}` {} ({reason})", ProblemType::QuotaExceeded.message())]
     QuotaExceeded {
         /// The stored key.
         key: String,
@@ -73,7 +76,7 @@ pub enum Error {
     /// The function ran but its outcome was not recorded (HTTP 500, not retryable): see
     /// [After the function ran](Error#after-the-function-ran). `cause` says why (the store
     /// failed or refused, the lease was lost, the value could not be serialised).
-    #[error("the function ran but its outcome under idempotency key `{key}` was not recorded")]
+    #[error("idempotency key `{key}` {}", ProblemType::NotRecorded.message())]
     NotRecorded {
         /// The stored key.
         key: String,
@@ -147,7 +150,7 @@ pub enum Error {
         sites: Vec<String>,
     },
     /// The idempotency key cannot be used, for example because it is too long (HTTP 400).
-    #[error("invalid idempotency key: {0}")]
+    #[error("the idempotency key {message}: {0}", message = ProblemType::KeyInvalid.message())]
     InvalidKey(String),
     /// The store does not offer what an operator asked of it (a listing, a purge).
     #[error("the `{store}` store can't {what}")]
@@ -170,29 +173,46 @@ pub enum Error {
 }
 
 impl Error {
-    /// The HTTP status code this error stands for: 409 for [`InProgress`](Error::InProgress),
-    /// 422 for [`Mismatch`](Error::Mismatch), 400 for [`InvalidKey`](Error::InvalidKey), 429 for
-    /// [`QuotaExceeded`](Error::QuotaExceeded), 503 for [`Store`](Error::Store), 500 otherwise
-    /// (every failure after the function ran among them).
-    pub fn http_status(&self) -> u16 {
+    /// The row of the contract's error vocabulary this error stands for: its status, problem
+    /// type, Lambda `errorType` and wording (see [`idem_protocol::problem`]).
+    ///
+    /// | error | problem type |
+    /// |---|---|
+    /// | [`InProgress`](Error::InProgress) | `InProgress` (409) |
+    /// | [`Mismatch`](Error::Mismatch) | `KeyReused` (422) |
+    /// | [`InvalidKey`](Error::InvalidKey) | `KeyInvalid` (400) |
+    /// | [`QuotaExceeded`](Error::QuotaExceeded) | `QuotaExceeded` (429) |
+    /// | [`Store`](Error::Store) | `StoreUnavailable` (503) |
+    /// | [`NotRecorded`](Error::NotRecorded), [`LeaseLost`](Error::LeaseLost), [`Aborted`](Error::Aborted) | `NotRecorded` (500) |
+    /// | [`NotInstalled`](Error::NotInstalled), [`DuplicateName`](Error::DuplicateName) | `Misconfigured` (500) |
+    /// | every other | `Failed` (500) |
+    pub fn problem_type(&self) -> ProblemType {
         match self {
-            Error::InProgress { .. } => 409,
-            Error::Mismatch { .. } => 422,
-            Error::InvalidKey(_) => 400,
-            Error::QuotaExceeded { .. } => 429,
-            Error::Store { .. } => 503,
-            Error::LeaseLost { .. }
-            | Error::NotRecorded { .. }
-            | Error::Aborted { .. }
-            | Error::NotInstalled
-            | Error::Codec(_)
+            Error::InProgress { .. } => ProblemType::InProgress,
+            Error::Mismatch { .. } => ProblemType::KeyReused,
+            Error::InvalidKey(_) => ProblemType::KeyInvalid,
+            Error::QuotaExceeded { .. } => ProblemType::QuotaExceeded,
+            Error::Store { .. } => ProblemType::StoreUnavailable,
+            Error::LeaseLost { .. } | Error::NotRecorded { .. } | Error::Aborted { .. } => {
+                ProblemType::NotRecorded
+            }
+            Error::NotInstalled | Error::DuplicateName { .. } => ProblemType::Misconfigured,
+            Error::Codec(_)
             | Error::CorruptRecord { .. }
             | Error::DuplicateStep { .. }
-            | Error::DuplicateName { .. }
             | Error::InvalidStepName { .. }
             | Error::Unsupported { .. }
-            | Error::Rejected { .. } => 500,
+            | Error::Rejected { .. } => ProblemType::Failed,
         }
+    }
+
+    /// The HTTP status code this error stands for, its [problem type](Error::problem_type)'s:
+    /// 409 for [`InProgress`](Error::InProgress), 422 for [`Mismatch`](Error::Mismatch), 400 for
+    /// [`InvalidKey`](Error::InvalidKey), 429 for [`QuotaExceeded`](Error::QuotaExceeded), 503
+    /// for [`Store`](Error::Store), 500 otherwise (every failure after the function ran among
+    /// them).
+    pub fn http_status(&self) -> u16 {
+        self.problem_type().status().as_u16()
     }
 
     /// Whether retrying the same call later is safe and may succeed: `true` for
@@ -370,7 +390,11 @@ mod tests {
         ));
         let backend = StoreError::backend(Message("connection refused".into())).into_error("k");
         assert!(matches!(&backend, Error::Store { key, .. } if key == "k"));
-        assert_eq!(backend.to_string(), "idempotency store failed on key `k`");
+        assert_eq!(
+            backend.to_string(),
+            "idempotency key `k` could not be checked: the idempotency store is unavailable; \
+             nothing ran, retry later"
+        );
     }
 
     #[test]

@@ -157,7 +157,7 @@ pub use store::{
 };
 
 /// The `tracing` target of every event idem-core emits.
-pub(crate) const TARGET: &str = "idem";
+pub(crate) const TARGET: &str = idem_protocol::log::CORE;
 
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]

@@ -6,7 +6,7 @@ use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 use crate::body::{self, Body};
-use crate::problem::{self, Problem};
+use crate::problem::Problem;
 
 /// The trailer (or, in a trailers-only answer, the header) with a gRPC call's status code.
 const GRPC_STATUS: &str = "grpc-status";
@@ -87,17 +87,7 @@ pub(crate) fn problem_response(problem: Problem) -> Response<Body> {
 
 /// The gRPC status code of a problem of the layer.
 fn code_of(problem: &Problem) -> u16 {
-    match problem.kind {
-        problem::KEY_MISSING | problem::KEY_INVALID | problem::BODY_UNREADABLE => 3,
-        problem::UNSCOPED => 16,
-        problem::BODY_TOO_LARGE | problem::QUOTA_EXCEEDED => 8,
-        problem::IN_PROGRESS => 10,
-        problem::KEY_REUSED | problem::ENCODING_NOT_ACCEPTED => 9,
-        problem::RESPONSE_NOT_KEPT => 6,
-        problem::STORE_UNAVAILABLE => 14,
-        problem::NOT_RECORDED => 2,
-        _ => 13,
-    }
+    problem.problem_type.grpc_code()
 }
 
 /// `grpc-message` encoding: every byte outside printable ASCII, and `%`, as `%XX`.

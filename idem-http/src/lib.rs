@@ -242,4 +242,4 @@ pub use service::{IdempotencyService, ResponseFuture};
 pub use stored::{DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED};
 
 /// The `tracing` target of every event this crate emits.
-pub(crate) const TARGET: &str = "idem::http";
+pub(crate) const TARGET: &str = idem_protocol::log::HTTP;

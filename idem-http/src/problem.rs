@@ -8,61 +8,51 @@ use bytes::Bytes;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, Response, StatusCode};
 use idem_core::Error;
+pub use idem_protocol::problem::ProblemType;
 use serde::Serialize;
 
 use crate::body::{self, Body};
 
-const BASE: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/";
-
 /// `type` of the 400 for a request without a key when the layer requires one.
-pub const KEY_MISSING: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.KEY_MISSING.html";
+pub const KEY_MISSING: &str = ProblemType::KeyMissing.uri();
 /// `type` of the 400 for a malformed key, or two `Idempotency-Key` headers.
-pub const KEY_INVALID: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.KEY_INVALID.html";
+pub const KEY_INVALID: &str = ProblemType::KeyInvalid.uri();
 /// `type` of the 413 for a request body over the layer's limit.
-pub const BODY_TOO_LARGE: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.BODY_TOO_LARGE.html";
+pub const BODY_TOO_LARGE: &str = ProblemType::BodyTooLarge.uri();
 /// `type` of the 400 for a request body that could not be read.
-pub const BODY_UNREADABLE: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.BODY_UNREADABLE.html";
+pub const BODY_UNREADABLE: &str = ProblemType::BodyUnreadable.uri();
 /// `type` of the 409 for a request whose key is still being processed.
-pub const IN_PROGRESS: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.IN_PROGRESS.html";
+pub const IN_PROGRESS: &str = ProblemType::InProgress.uri();
 /// `type` of the answer (422 by default) for a key reused with another request.
-pub const KEY_REUSED: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.KEY_REUSED.html";
+pub const KEY_REUSED: &str = ProblemType::KeyReused.uri();
 /// `type` of the 429 for a request with a new key whose scope (principal) is over its
 /// [`Quota`](idem_core::Quota): nothing ran; `Retry-After` says when the scope may have room.
 /// Keys the scope already used are still answered.
-pub const QUOTA_EXCEEDED: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.QUOTA_EXCEEDED.html";
+pub const QUOTA_EXCEEDED: &str = ProblemType::QuotaExceeded.uri();
 /// `type` of the 503 for an idempotency store that cannot be reached: nothing ran.
-pub const STORE_UNAVAILABLE: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.STORE_UNAVAILABLE.html";
+pub const STORE_UNAVAILABLE: &str = ProblemType::StoreUnavailable.uri();
 /// `type` of the 500 for a request that was handled but whose response was not recorded: do
 /// not retry it blindly.
-pub const NOT_RECORDED: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.NOT_RECORDED.html";
+pub const NOT_RECORDED: &str = ProblemType::NotRecorded.uri();
 /// `type` of the 410 for a request that was handled but whose response was not kept (too
 /// large, failed while sent, or abandoned mid-stream): it will not run again, and its answer
 /// cannot be replayed. The problem's `handled_status` member is the status it was answered with.
-pub const RESPONSE_NOT_KEPT: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.RESPONSE_NOT_KEPT.html";
+pub const RESPONSE_NOT_KEPT: &str = ProblemType::ResponseNotKept.uri();
 /// `type` of the 406 for a replay whose stored body is in a content coding (`gzip`, say) that
 /// the retry does not accept in its `Accept-Encoding`.
-pub const ENCODING_NOT_ACCEPTED: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.ENCODING_NOT_ACCEPTED.html";
+pub const ENCODING_NOT_ACCEPTED: &str = ProblemType::EncodingNotAccepted.uri();
 /// `type` of the 500 for a request without the extension the layer takes its scope from
 /// ([`scope_from_extension`](crate::IdempotencyLayerBuilder::scope_from_extension)): the
 /// authentication layer that sets it must run before this one. Nothing ran.
-pub const SCOPE_MISSING: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.SCOPE_MISSING.html";
+pub const SCOPE_MISSING: &str = ProblemType::ScopeMissing.uri();
 /// `type` of the 400 for a keyed request the layer finds no scope (principal) for, under
 /// [`Unscoped::Refused`](crate::Unscoped::Refused), the default: nothing ran.
-pub const UNSCOPED: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.UNSCOPED.html";
+pub const UNSCOPED: &str = ProblemType::Unscoped.uri();
+/// `type` of the 500 for idempotency that is not set up right (no handle installed for an
+/// `#[idempotent]` function in a handler, two functions under one name): nothing ran.
+pub const MISCONFIGURED: &str = ProblemType::Misconfigured.uri();
 /// `type` of the 500 for any other failure of the idempotency machinery.
-pub const FAILED: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.FAILED.html";
+pub const FAILED: &str = ProblemType::Failed.uri();
 
 /// The layer's own answer to `error`, for an [`idem_core::Error`] that an `#[idempotent]`
 /// function returned inside a handler: the same `application/problem+json` document, status
@@ -101,6 +91,8 @@ pub fn response_for(error: &idem_core::Error) -> Response<Body> {
 /// One problem answer, before it becomes a response.
 #[derive(Debug, Serialize)]
 pub(crate) struct Problem {
+    #[serde(skip)]
+    pub(crate) problem_type: ProblemType,
     #[serde(rename = "type")]
     pub(crate) kind: &'static str,
     pub(crate) title: &'static str,
@@ -114,21 +106,30 @@ pub(crate) struct Problem {
 }
 
 impl Problem {
-    pub(crate) fn new(
-        kind: &'static str,
-        status: StatusCode,
-        title: &'static str,
-        detail: String,
-    ) -> Self {
-        debug_assert!(kind.starts_with(BASE));
+    /// The answer of `problem_type` about `subject`: its detail is the row's message after the
+    /// subject, then `more` when there is more to say.
+    pub(crate) fn about(problem_type: ProblemType, subject: Subject<'_>, more: &str) -> Self {
+        let mut detail = format!("{subject} {}", problem_type.message());
+        if !more.is_empty() {
+            detail.push_str(" (");
+            detail.push_str(more);
+            detail.push(')');
+        }
         Problem {
-            kind,
-            title,
-            status: status.as_u16(),
+            problem_type,
+            kind: problem_type.uri(),
+            title: problem_type.title(),
+            status: problem_type.status().as_u16(),
             detail,
             handled_status: None,
             retry_after: None,
         }
+    }
+
+    /// The same answer with another status than its row's.
+    pub(crate) fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status.as_u16();
+        self
     }
 
     pub(crate) fn with_handled_status(mut self, status: u16) -> Self {
@@ -149,7 +150,7 @@ impl Problem {
         let headers = response.headers_mut();
         headers.insert(
             CONTENT_TYPE,
-            HeaderValue::from_static("application/problem+json"),
+            HeaderValue::from_static(idem_protocol::header::PROBLEM_JSON),
         );
         if let Some(retry_after) = self.retry_after {
             headers.insert(RETRY_AFTER, HeaderValue::from(whole_seconds(retry_after)));
@@ -184,77 +185,22 @@ pub(crate) fn judged(
     retry_after: Duration,
     mismatch: StatusCode,
 ) -> Problem {
+    let problem_type = error.problem_type();
     match error {
         Error::InProgress {
             retry_after: engine_says,
             ..
-        } => Problem::new(
-            IN_PROGRESS,
-            StatusCode::CONFLICT,
-            "Request in progress",
-            format!("a request with {subject} is still being processed; retry later"),
-        )
-        .with_retry_after(retry_after.min(*engine_says)),
-        Error::Mismatch { .. } => Problem::new(
-            KEY_REUSED,
-            mismatch,
-            "Idempotency key reused",
-            format!("{subject} was already used for a different request"),
-        ),
+        } => Problem::about(problem_type, subject, "")
+            .with_retry_after(retry_after.min(*engine_says)),
+        Error::Mismatch { .. } => Problem::about(problem_type, subject, "").with_status(mismatch),
         Error::QuotaExceeded {
             reason,
             retry_after,
             ..
-        } => Problem::new(
-            QUOTA_EXCEEDED,
-            StatusCode::TOO_MANY_REQUESTS,
-            "Idempotency quota exceeded",
-            format!(
-                "the request with {subject} was not processed: its client already keeps the \
-                 most it may ({reason}); retry after the time in Retry-After"
-            ),
-        )
-        .with_retry_after(*retry_after),
-        Error::Store { .. } => Problem::new(
-            STORE_UNAVAILABLE,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Idempotency store unavailable",
-            format!("the request with {subject} was not processed; retry later"),
-        ),
-        Error::InvalidKey(reason) => Problem::new(
-            KEY_INVALID,
-            StatusCode::BAD_REQUEST,
-            "Invalid idempotency key",
-            format!("{subject} cannot be used: {reason}"),
-        ),
-        error if error.ran_without_record() || matches!(error, Error::Aborted { .. }) => {
-            not_recorded_for(subject)
-        }
-        _ => failed_for(subject),
+        } => Problem::about(problem_type, subject, reason).with_retry_after(*retry_after),
+        Error::InvalidKey(reason) => Problem::about(problem_type, subject, reason),
+        _ => Problem::about(problem_type, subject, ""),
     }
-}
-
-/// Any other failure of the idempotency machinery, about `subject`.
-pub(crate) fn failed_for(subject: Subject<'_>) -> Problem {
-    Problem::new(
-        FAILED,
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "Idempotency failure",
-        format!("the request with {subject} failed"),
-    )
-}
-
-/// The request was handled, or may have been, but its response was not recorded.
-pub(crate) fn not_recorded_for(subject: Subject<'_>) -> Problem {
-    Problem::new(
-        NOT_RECORDED,
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "Response not recorded",
-        format!(
-            "the request with {subject} may have been processed but its response was not \
-             recorded; check its effect before retrying"
-        ),
-    )
 }
 
 /// Rounds up to whole seconds, and to at least one, so that a client never retries at once.
@@ -275,8 +221,8 @@ mod tests {
     }
 
     #[test]
-    fn every_type_is_under_the_problem_module() {
-        for kind in [
+    fn every_constant_is_its_rows_uri() {
+        let constants = [
             KEY_MISSING,
             KEY_INVALID,
             BODY_TOO_LARGE,
@@ -290,10 +236,12 @@ mod tests {
             ENCODING_NOT_ACCEPTED,
             SCOPE_MISSING,
             UNSCOPED,
+            MISCONFIGURED,
             FAILED,
-        ] {
-            assert!(kind.starts_with(BASE), "{kind}");
-            assert!(kind.ends_with(".html"), "{kind}");
+        ];
+        assert_eq!(constants.len(), ProblemType::ALL.len());
+        for (constant, kind) in constants.iter().zip(ProblemType::ALL) {
+            assert_eq!(*constant, kind.uri());
         }
     }
 }

@@ -11,8 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::body::{self, Body};
 use crate::replay_limits::{is_framing, ReplayLimits};
 
-/// The header a replayed answer carries.
-pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+pub use idem_protocol::header::IDEMPOTENT_REPLAYED;
 
 /// The response headers replayed unless the layer is told more: those that describe the
 /// resource or the representation, what a client needs to decode the body

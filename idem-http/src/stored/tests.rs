@@ -178,7 +178,7 @@ async fn a_crafted_record_replays_no_header_off_the_list_and_no_framing() {
     }));
     let replay = replayed(record, 1024).unwrap();
     let names: Vec<&str> = replay.headers().keys().map(HeaderName::as_str).collect();
-    assert_eq!(names, ["location", IDEMPOTENT_REPLAYED, "trailer"]);
+    assert_eq!(names, ["location", IDEMPOTENT_REPLAYED.as_str(), "trailer"]);
     assert_eq!(replay.headers()["trailer"], "grpc-status");
     let collected = replay.into_body().collect().await.unwrap();
     let trailers = collected.trailers().unwrap().clone();
