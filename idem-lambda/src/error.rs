@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use idem_protocol::problem::ProblemType;
 use lambda_runtime::Diagnostic;
 
 use crate::ExpressionError;
@@ -36,28 +37,39 @@ pub enum Error<E> {
 }
 
 impl<E> Error<E> {
-    /// The `errorType` Lambda reports:
+    /// The row of the contract's error vocabulary this error stands for
+    /// ([`idem_protocol::problem`]), `None` for the handler's own: the same row, and so the
+    /// same `errorType` and wording, as the attribute and the HTTP layer give the case.
+    pub fn problem_type(&self) -> Option<ProblemType> {
+        Some(match self {
+            Error::Handler(_) => return None,
+            Error::KeyMissing { .. } => ProblemType::KeyMissing,
+            Error::Expression(_) => ProblemType::KeyInvalid,
+            Error::Unnamed => ProblemType::Misconfigured,
+            Error::Idempotency(error) => error.problem_type(),
+        })
+    }
+
+    /// The `errorType` Lambda reports: its [problem type](Error::problem_type)'s
+    /// ([`ProblemType::lambda_error_type`]), Powertools' own names wherever Powertools has the
+    /// case.
     ///
     /// | case | `errorType` |
     /// |---|---|
     /// | [`Handler`](Error::Handler) | the handler's own |
     /// | in progress | `IdempotencyAlreadyInProgressError` |
     /// | same key, another payload | `IdempotencyValidationError` |
-    /// | no key, a failed expression | `IdempotencyKeyError` |
-    /// | no name (idem-lambda's own) | `IdempotencyConfigError` |
-    /// | a store that failed or refused | `IdempotencyPersistenceLayerError` |
+    /// | no key, a failed expression, an invalid key | `IdempotencyKeyError` |
+    /// | no name, no handle installed | `IdempotencyConfigError` |
+    /// | ran, but its outcome was not recorded | `IdempotencyNotRecordedError` |
+    /// | over the scope's quota | `IdempotencyQuotaExceededError` |
+    /// | a store that failed or refused, a corrupt record | `IdempotencyPersistenceLayerError` |
+    ///
+    /// "Not recorded" has a name of its own, not Powertools' catch-all persistence error,
+    /// because it asks the opposite of it: the handler ran, so check its effect before
+    /// invoking again, where a store that failed before anything ran asks for a retry.
     pub fn error_type(&self) -> Option<&'static str> {
-        Some(match self {
-            Error::Handler(_) => return None,
-            Error::KeyMissing { .. } | Error::Expression(_) => "IdempotencyKeyError",
-            Error::Unnamed => "IdempotencyConfigError",
-            Error::Idempotency(idem_core::Error::InProgress { .. }) => {
-                "IdempotencyAlreadyInProgressError"
-            }
-            Error::Idempotency(idem_core::Error::Mismatch { .. }) => "IdempotencyValidationError",
-            Error::Idempotency(idem_core::Error::InvalidKey(_)) => "IdempotencyKeyError",
-            Error::Idempotency(_) => "IdempotencyPersistenceLayerError",
-        })
+        self.problem_type().map(ProblemType::lambda_error_type)
     }
 }
 

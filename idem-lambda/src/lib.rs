@@ -58,8 +58,9 @@ pub use expression::{EventPath, ExpressionError};
 pub use handler::{IdempotentHandler, IdempotentHandlerBuilder};
 pub use powertools::MAX_INFLATED;
 
-/// The `tracing` target of this crate's events.
-pub const TARGET: &str = "idem_lambda";
+/// The `tracing` target of this crate's events: `idem::lambda`, under `idem` with every other
+/// crate's.
+pub const TARGET: &str = idem_protocol::log::LAMBDA;
 
 /// The README's snippet, compiled as a doctest so that it stays true.
 #[cfg(doctest)]
