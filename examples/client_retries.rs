@@ -15,11 +15,11 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
 use http::Extensions;
+use idem_client::reqwest_middleware::{ClientBuilder, Middleware, Next};
 use idem_client::{key_of, was_replayed, IdempotentRetry};
 use idem_core::Idempotency;
 use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
-use reqwest_middleware::{ClientBuilder, Middleware, Next};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
@@ -138,10 +138,10 @@ struct ShowAttempts;
 impl Middleware for ShowAttempts {
     async fn handle(
         &self,
-        request: reqwest::Request,
+        request: idem_client::reqwest::Request,
         extensions: &mut Extensions,
         next: Next<'_>,
-    ) -> reqwest_middleware::Result<reqwest::Response> {
+    ) -> idem_client::reqwest_middleware::Result<idem_client::reqwest::Response> {
         let key = request
             .headers()
             .get("idempotency-key")
@@ -188,12 +188,12 @@ async fn main() {
 
     // A new connection per attempt, so that each fault of the plan hits one attempt.
     // Keys are scoped by `Authorization`: a keyed request without one is refused.
-    let mut credentials = reqwest::header::HeaderMap::new();
+    let mut credentials = idem_client::reqwest::header::HeaderMap::new();
     credentials.insert(
         "authorization",
-        reqwest::header::HeaderValue::from_static("Bearer merchant-42"),
+        idem_client::reqwest::header::HeaderValue::from_static("Bearer merchant-42"),
     );
-    let http = reqwest::Client::builder()
+    let http = idem_client::reqwest::Client::builder()
         .default_headers(credentials)
         .pool_max_idle_per_host(0)
         .build()

@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderName, Method};
+use idem_protocol::problem::ProblemType;
 
-/// The header that carries the key.
-pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+pub use idem_protocol::header::IDEMPOTENCY_KEY;
+
 /// Attempts per `send()`, the first one included.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
 /// No attempt starts later than this after the first one: less than the lease of a server on
@@ -22,8 +23,7 @@ pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(10);
 /// idem-http's problem type for a request that was handled but whose response was not
 /// recorded (`idem_http::problem::NOT_RECORDED`), as 0.1 spells it; the middleware knows it
 /// in every version.
-pub const IDEM_HTTP_NOT_RECORDED: &str =
-    "https://docs.rs/idem-http/0.1/idem_http/problem/constant.NOT_RECORDED.html";
+pub const IDEM_HTTP_NOT_RECORDED: &str = ProblemType::NotRecorded.uri();
 
 /// The middleware: keys the requests that change things, retries them with their key, and
 /// returns the final answer. See the [crate docs](crate) for what is retried and why.

@@ -114,3 +114,68 @@ impl StdError for SendError {
         Some(&self.last)
     }
 }
+
+/// The server refused the key because the request named no principal for it to belong to:
+/// idem-http's 400 [`Unscoped`](idem_protocol::problem::ProblemType::Unscoped). Nothing ran.
+///
+/// idem-http keeps each key in the space of the client that sent it, found by default from
+/// the request's `Authorization`; a keyed request without credentials would share its key
+/// with every other such client, so it is refused. Send the credentials the server expects
+/// (on each request, or as a default header of the `reqwest::Client`), and the same request
+/// goes through. It reaches the caller as `reqwest_middleware::Error::Middleware`; find it
+/// with [`Unscoped::of`].
+///
+/// ```
+/// # async fn call(client: reqwest_middleware::ClientWithMiddleware) {
+/// let sent = client
+///     .post("http://127.0.0.1:3000/payments")
+///     .bearer_auth("the caller's token")
+///     .body("{}")
+///     .send()
+///     .await;
+/// if let Err(error) = sent {
+///     if let Some(refused) = idem_client::Unscoped::of(&error) {
+///         eprintln!("{refused}");
+///     }
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Unscoped {
+    key: IdempotencyKey,
+}
+
+impl Unscoped {
+    pub(crate) fn new(key: IdempotencyKey) -> Self {
+        Unscoped { key }
+    }
+
+    /// The `Unscoped` inside `error`, when the server refused the key for want of a principal.
+    pub fn of(error: &reqwest_middleware::Error) -> Option<&Unscoped> {
+        match error {
+            reqwest_middleware::Error::Middleware(error) => error.downcast_ref(),
+            reqwest_middleware::Error::Reqwest(_) => None,
+        }
+    }
+
+    /// The `Idempotency-Key` the request carried.
+    pub fn key(&self) -> &str {
+        self.key.as_str()
+    }
+}
+
+impl fmt::Display for Unscoped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the server answered 400: idempotency key `{}` {}. The server keeps each key in \
+             its client's own space, found from its credentials: set the `Authorization` \
+             header it expects on the request (`.bearer_auth(..)`, or a default header of \
+             the reqwest::Client)",
+            self.key,
+            idem_protocol::problem::ProblemType::Unscoped.message()
+        )
+    }
+}
+
+impl StdError for Unscoped {}

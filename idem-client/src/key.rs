@@ -3,10 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use http::{HeaderName, HeaderValue};
+use http::HeaderValue;
 
-/// The header a server sets on an answer it replayed from its record (idem-http, Stripe).
-pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+pub use idem_protocol::header::IDEMPOTENT_REPLAYED;
 
 /// The `Idempotency-Key` a send used, minted or the caller's own: every response the
 /// middleware returns carries it as an extension ([`key_of`]), and so does a
@@ -21,15 +20,17 @@ impl IdempotencyKey {
         IdempotencyKey(uuid::Uuid::new_v4().to_string().into())
     }
 
-    /// The key the caller set: the header's value, without the quotes of an sf-string.
+    /// The key the caller set, as the server reads it ([`idem_protocol::key::parse`]): an
+    /// sf-string's content, or a bare token; a value the grammar refuses as it is (lossy,
+    /// trimmed), so that the caller can still quote it.
     pub(crate) fn from_header(value: &HeaderValue) -> Self {
-        let text = String::from_utf8_lossy(value.as_bytes());
-        let text = text.trim();
-        let unquoted = text
-            .strip_prefix('"')
-            .and_then(|rest| rest.strip_suffix('"'))
-            .filter(|inner| !inner.contains(['"', '\\']));
-        IdempotencyKey(unquoted.unwrap_or(text).into())
+        match idem_protocol::key::parse(value.as_bytes()) {
+            Ok(key) => IdempotencyKey(key.into()),
+            Err(_) => {
+                let text = String::from_utf8_lossy(value.as_bytes());
+                IdempotencyKey(text.trim().into())
+            }
+        }
     }
 
     /// The key, without the quotes it has in the header when sent as an sf-string. A key of
@@ -103,17 +104,18 @@ mod tests {
     }
 
     #[test]
-    fn a_callers_key_is_read_without_sf_string_quotes() {
+    fn a_callers_key_is_read_as_the_server_reads_it() {
         let read = |value: &'static str| {
             IdempotencyKey::from_header(&HeaderValue::from_static(value)).to_string()
         };
         assert_eq!(read("order-42"), "order-42");
         assert_eq!(read("\"order-42\""), "order-42");
+        assert_eq!(read("\"a\\\"b\""), "a\"b");
+        assert_eq!(read("\"order-42\";p=1"), "order-42");
         assert_eq!(
-            read("\"a\\\"b\""),
-            "\"a\\\"b\"",
-            "escapes are left as they are"
+            read(" two words "),
+            "two words",
+            "refused by the grammar: kept"
         );
-        assert_eq!(read("\"order-42\";p=1"), "\"order-42\";p=1");
     }
 }

@@ -10,6 +10,9 @@
 //!     .build();
 //! let response = client
 //!     .post("https://api.example.com/payments")
+//!     // Whose key it is: idem-http keeps each client's keys apart by its credentials, and
+//!     // refuses a keyed request without any (an `Unscoped` error here).
+//!     .bearer_auth("the caller's token")
 //!     .header("content-type", "application/json")
 //!     .body(r#"{"order":"o_42","amount":1250}"#)
 //!     .send()
@@ -61,7 +64,10 @@
 //!   [`SendError`], so its own `is_timeout()`, `is_connect()` and `url()` say nothing: ask
 //!   [`SendError::of(&error)`](SendError::of) and its
 //!   [`last_error()`](SendError::last_error).
-//! - **Tracing**: an event (target `idem_client`) per retry, with the key, attempt, reason and
+//! - **Refused for want of credentials**: idem-http's 400 `UNSCOPED` (a keyed request without
+//!   the `Authorization` its server scopes keys by) comes back as an [`Unscoped`] error that
+//!   says so, not as a bare 400.
+//! - **Tracing**: an event (target `idem::client`, under `idem` with the server's) per retry, with the key, attempt, reason and
 //!   wait, and one when it gives up.
 //!
 //! **Order in the chain.** `ClientBuilder::with` adds middlewares from the outside in: the
@@ -110,6 +116,17 @@
 //! [`max_elapsed`]: IdempotentRetryBuilder::max_elapsed
 //! [`max_retry_after`]: IdempotentRetryBuilder::max_retry_after
 
+//! # Versions
+//!
+//! The middleware is built on reqwest 0.13 and reqwest-middleware 0.5, and re-exports both
+//! ([`reqwest`], [`reqwest_middleware`]): build the client from these paths, or depend on the
+//! same versions, since a `reqwest::Client` of another version is another type.
+//!
+//! # Against idem-http
+//!
+//! The header's name, the key's grammar and the problem types the client reads are
+//! [idem-protocol](idem_protocol)'s, the same definitions idem-http answers with.
+
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;
@@ -120,10 +137,16 @@ mod problem;
 mod verdict;
 mod wait;
 
+/// The reqwest this crate is built on (0.13): build the client with it, so that its types are
+/// the ones the middleware takes.
+pub use reqwest;
+/// The reqwest-middleware this crate is built on (0.5).
+pub use reqwest_middleware;
+
 pub use config::{
     IdempotentRetry, IdempotentRetryBuilder, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_BACKOFF, DEFAULT_MAX_ELAPSED, DEFAULT_MAX_RETRY_AFTER, IDEMPOTENCY_KEY,
     IDEM_HTTP_NOT_RECORDED,
 };
-pub use error::SendError;
+pub use error::{SendError, Unscoped};
 pub use key::{key_of, was_replayed, IdempotencyKey, IDEMPOTENT_REPLAYED};

@@ -3,17 +3,18 @@
 use std::time::{Duration, Instant};
 
 use http::Extensions;
+use idem_protocol::problem::ProblemType;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::config::{Config, IdempotentRetry};
-use crate::error::SendError;
+use crate::error::{SendError, Unscoped};
 use crate::key::IdempotencyKey;
 use crate::problem::{self, Problem};
 use crate::verdict::{self, Verdict};
 use crate::wait;
 
-const TARGET: &str = "idem_client";
+const TARGET: &str = idem_protocol::log::CLIENT;
 
 #[async_trait::async_trait]
 impl Middleware for IdempotentRetry {
@@ -34,7 +35,7 @@ impl Middleware for IdempotentRetry {
             let spare = request.try_clone();
             let outcome = next.clone().run(request, extensions).await;
             reached |= may_have_reached(&outcome);
-            let (outcome, verdict) = judge(outcome, config).await;
+            let (outcome, verdict) = judge(outcome, &key, config).await;
             let Verdict::Retry {
                 reason,
                 retry_after,
@@ -84,7 +85,7 @@ fn key_for(
     }
     let key = Minted::reuse_or_mint(request, extensions);
     let value = if config.sf_string_keys {
-        format!("\"{key}\"")
+        idem_protocol::key::to_sf_string(key.as_str())
     } else {
         key.to_string()
     };
@@ -148,7 +149,9 @@ fn may_have_reached(outcome: &Outcome) -> bool {
     }
 }
 
-async fn judge(outcome: Outcome, config: &Config) -> (Outcome, Verdict) {
+/// The outcome of an attempt with the verdict on it. A refusal of the key for want of a
+/// principal becomes an [`Unscoped`] error, which says what the server needs.
+async fn judge(outcome: Outcome, key: &IdempotencyKey, config: &Config) -> (Outcome, Verdict) {
     match outcome {
         Err(error) => {
             let verdict = verdict::on_error(&error);
@@ -160,6 +163,13 @@ async fn judge(outcome: Outcome, config: &Config) -> (Outcome, Verdict) {
             } else {
                 (response, Problem::None)
             };
+            if verdict::problem_type(&problem) == Some(ProblemType::Unscoped) {
+                let refused = Unscoped::new(key.clone());
+                return (
+                    Err(reqwest_middleware::Error::middleware(refused)),
+                    Verdict::Final,
+                );
+            }
             let verdict =
                 verdict::on_response(response.status(), response.headers(), &problem, config);
             (Ok(response), verdict)
@@ -184,6 +194,7 @@ fn finish(
             response.extensions_mut().insert(key);
             Ok(response)
         }
+        Err(error) if Unscoped::of(&error).is_some() => Err(error),
         Err(error) => Err(reqwest_middleware::Error::middleware(SendError::new(
             key, attempts, error, reached,
         ))),

@@ -5,6 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use http::header::RETRY_AFTER;
 use http::{HeaderMap, StatusCode};
+use idem_protocol::problem::ProblemType;
 
 use crate::config::Config;
 use crate::problem::Problem;
@@ -71,10 +72,19 @@ pub(crate) fn on_error(error: &reqwest_middleware::Error) -> Verdict {
     }
 }
 
-/// Whether the problem document of a response with `status` is read before judging it: only
-/// for the statuses that would be retried, and that a problem type can make final.
+/// Whether the problem document of a response with `status` is read before judging it: for
+/// the statuses that would be retried, and that a problem type can make final, and for a 400,
+/// which may be a refused key without a principal.
 pub(crate) fn reads_problem(status: StatusCode) -> bool {
-    retry_reason(status).is_some()
+    retry_reason(status).is_some() || status == ProblemType::Unscoped.status()
+}
+
+/// The problem type `problem` names, when it is one of the contract's.
+pub(crate) fn problem_type(problem: &Problem) -> Option<ProblemType> {
+    match problem {
+        Problem::Read(Some(uri)) => ProblemType::from_uri(uri),
+        _ => None,
+    }
 }
 
 /// Why a response with `status` is worth another attempt, unless its problem says otherwise.
@@ -102,12 +112,11 @@ pub(crate) fn on_response(
     let final_problem = match (reason, problem) {
         // Another request holds the key (idem-http's `mismatch_status(409)`): waiting won't
         // change that.
-        (Reason::InProgress, Problem::Read(Some(kind))) => is_idem_http(kind, "KEY_REUSED"),
-        (Reason::InProgress, _) => false,
+        (Reason::InProgress, problem) => problem_type(problem) == Some(ProblemType::KeyReused),
         // A quota that frees up only after longer than this client waits: retrying sooner
         // cannot succeed. Any other 429 is a rate limit, worth its wait.
-        (Reason::RateLimited, Problem::Read(Some(kind)))
-            if is_idem_http(kind, "QUOTA_EXCEEDED") =>
+        (Reason::RateLimited, problem)
+            if problem_type(problem) == Some(ProblemType::QuotaExceeded) =>
         {
             retry_after(headers, SystemTime::now()).is_none_or(|wait| wait > config.max_retry_after)
         }
@@ -126,22 +135,11 @@ pub(crate) fn on_response(
     }
 }
 
-fn is_not_recorded(problem_type: &str, config: &Config) -> bool {
-    is_idem_http(problem_type, "NOT_RECORDED")
-        || config
-            .not_recorded_types
-            .iter()
-            .any(|known| known == problem_type)
-}
-
-/// Whether `problem_type` is idem-http's problem `name`, in any of its versions.
-fn is_idem_http(problem_type: &str, name: &str) -> bool {
-    problem_type
-        .strip_prefix("https://docs.rs/idem-http/")
-        .and_then(|rest| rest.split_once('/'))
-        .and_then(|(_version, rest)| rest.strip_prefix("idem_http/problem/constant."))
-        .and_then(|rest| rest.strip_suffix(".html"))
-        == Some(name)
+/// Whether `uri` says the request may have taken effect: one of the contract's problem types
+/// that says so, or one the caller named.
+fn is_not_recorded(uri: &str, config: &Config) -> bool {
+    ProblemType::from_uri(uri).is_some_and(ProblemType::may_have_taken_effect)
+        || config.not_recorded_types.iter().any(|known| known == uri)
 }
 
 /// The wait a `Retry-After` header asks for: delay-seconds, or an HTTP-date (a date already
@@ -236,14 +234,13 @@ mod tests {
 
     #[test]
     fn idem_http_problems_are_known_in_every_version() {
-        let later = "https://docs.rs/idem-http/0.7/idem_http/problem/constant.NOT_RECORDED.html";
-        assert_eq!(verdict(500, None, Some(later)), Verdict::Final);
-        let lookalike = "https://docs.rs/idem-http/0.7/idem_http/problem/constant.NOT_RECORDED.htm";
+        let later = ProblemType::NotRecorded.uri().replace("/0.1/", "/0.7/");
+        assert_eq!(verdict(500, None, Some(&later)), Verdict::Final);
+        let lookalike = later.trim_end_matches('l');
         assert_ne!(verdict(500, None, Some(lookalike)), Verdict::Final);
-        let reused = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.KEY_REUSED.html";
+        let reused = ProblemType::KeyReused.uri();
         assert_eq!(verdict(409, None, Some(reused)), Verdict::Final);
-        let in_progress =
-            "https://docs.rs/idem-http/0.1/idem_http/problem/constant.IN_PROGRESS.html";
+        let in_progress = ProblemType::InProgress.uri();
         assert_eq!(
             verdict(409, Some("1"), Some(in_progress)),
             retried(Reason::InProgress, Some(1))
@@ -252,7 +249,7 @@ mod tests {
 
     #[test]
     fn a_quota_that_frees_up_later_than_the_client_waits_is_final() {
-        let quota = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.QUOTA_EXCEEDED.html";
+        let quota = ProblemType::QuotaExceeded.uri();
         assert_eq!(verdict(429, Some("86400"), Some(quota)), Verdict::Final);
         assert_eq!(verdict(429, None, Some(quota)), Verdict::Final);
         assert_eq!(

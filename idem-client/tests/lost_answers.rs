@@ -320,7 +320,7 @@ async fn each_retry_is_told_with_its_key_attempt_reason_and_wait() {
         .collect();
     assert_eq!(retries.len(), 1, "{retries:?}");
     let retry = &retries[0];
-    assert!(retry.starts_with("INFO idem_client: "), "{retry}");
+    assert!(retry.starts_with("INFO idem::client: "), "{retry}");
     for field in [
         format!("key={key}"),
         "attempt=1".to_owned(),

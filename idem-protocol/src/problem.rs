@@ -36,7 +36,7 @@ const BASE: &str = "https://docs.rs/idem-http/0.1/idem_http/problem/constant.";
 macro_rules! problem_types {
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $name:literal, $status:ident, $lambda:literal, $title:literal,
+        $variant:ident = $name:literal, $status:ident, $grpc:literal, $lambda:literal, $title:literal,
             $message:literal;
     )*) => {
         /// One answer of the contract other than the handler's own (see the
@@ -86,6 +86,11 @@ macro_rules! problem_types {
                 match self { $(ProblemType::$variant => $message,)* }
             }
 
+            /// The gRPC status code a gRPC call is answered with for it (`grpc-status`).
+            pub const fn grpc_code(self) -> u16 {
+                match self { $(ProblemType::$variant => $grpc,)* }
+            }
+
             /// The `errorType` a Lambda function reports for it.
             pub const fn lambda_error_type(self) -> &'static str {
                 match self { $(ProblemType::$variant => $lambda,)* }
@@ -96,53 +101,53 @@ macro_rules! problem_types {
 
 problem_types! {
     /// A request without a key where the server requires one. Nothing ran.
-    KeyMissing = "KEY_MISSING", BAD_REQUEST, "IdempotencyKeyError", "Idempotency key missing",
+    KeyMissing = "KEY_MISSING", BAD_REQUEST, 3, "IdempotencyKeyError", "Idempotency key missing",
         "is missing: this request must carry an `Idempotency-Key` header; send a new random key (a UUID) per operation";
     /// A malformed key, or two `Idempotency-Key` headers. Nothing ran.
-    KeyInvalid = "KEY_INVALID", BAD_REQUEST, "IdempotencyKeyError", "Invalid idempotency key",
+    KeyInvalid = "KEY_INVALID", BAD_REQUEST, 3, "IdempotencyKeyError", "Invalid idempotency key",
         "cannot be used";
     /// A request body over the server's limit. Nothing ran.
-    BodyTooLarge = "BODY_TOO_LARGE", PAYLOAD_TOO_LARGE, "IdempotencyValidationError", "Request body too large",
+    BodyTooLarge = "BODY_TOO_LARGE", PAYLOAD_TOO_LARGE, 8, "IdempotencyValidationError", "Request body too large",
         "came with a body over the size the server fingerprints; nothing ran";
     /// A request body that could not be read. Nothing ran.
-    BodyUnreadable = "BODY_UNREADABLE", BAD_REQUEST, "IdempotencyKeyError", "Request body unreadable",
+    BodyUnreadable = "BODY_UNREADABLE", BAD_REQUEST, 3, "IdempotencyKeyError", "Request body unreadable",
         "came with a body that could not be read; nothing ran";
     /// A duplicate of a call still running. Retry after `Retry-After`.
-    InProgress = "IN_PROGRESS", CONFLICT, "IdempotencyAlreadyInProgressError", "Request in progress",
+    InProgress = "IN_PROGRESS", CONFLICT, 10, "IdempotencyAlreadyInProgressError", "Request in progress",
         "is in use by a call that has not finished; retry once it has";
     /// The key was used before with another payload. Never retried.
-    KeyReused = "KEY_REUSED", UNPROCESSABLE_ENTITY, "IdempotencyValidationError", "Idempotency key reused",
+    KeyReused = "KEY_REUSED", UNPROCESSABLE_ENTITY, 9, "IdempotencyValidationError", "Idempotency key reused",
         "was already used with a different request; send a new key for a new request";
     /// The client's records are over its quota. Nothing ran; retry after `Retry-After`.
-    QuotaExceeded = "QUOTA_EXCEEDED", TOO_MANY_REQUESTS, "IdempotencyQuotaExceededError", "Idempotency quota exceeded",
+    QuotaExceeded = "QUOTA_EXCEEDED", TOO_MANY_REQUESTS, 8, "IdempotencyQuotaExceededError", "Idempotency quota exceeded",
         "was not taken: its client keeps the most records it may; nothing ran, retry after the time given";
     /// The store could not be reached. Nothing ran; retry later.
-    StoreUnavailable = "STORE_UNAVAILABLE", SERVICE_UNAVAILABLE, "IdempotencyPersistenceLayerError", "Idempotency store unavailable",
+    StoreUnavailable = "STORE_UNAVAILABLE", SERVICE_UNAVAILABLE, 14, "IdempotencyPersistenceLayerError", "Idempotency store unavailable",
         "could not be checked: the idempotency store is unavailable; nothing ran, retry later";
     /// The call ran (or may have) but its outcome was not recorded. Check its effect before
     /// retrying.
-    NotRecorded = "NOT_RECORDED", INTERNAL_SERVER_ERROR, "IdempotencyNotRecordedError", "Response not recorded",
+    NotRecorded = "NOT_RECORDED", INTERNAL_SERVER_ERROR, 2, "IdempotencyNotRecordedError", "Response not recorded",
         "belongs to a call that ran, or may have, but whose outcome was not recorded; check its effect before retrying";
     /// The call was handled but its answer was not kept (too large, failed while sent). It
     /// will not run again.
-    ResponseNotKept = "RESPONSE_NOT_KEPT", GONE, "IdempotencyResponseNotKeptError", "Response not kept",
+    ResponseNotKept = "RESPONSE_NOT_KEPT", GONE, 6, "IdempotencyResponseNotKeptError", "Response not kept",
         "belongs to a call that was handled but whose answer was not kept; it will not run again";
     /// A replay whose stored body is in a content coding the retry does not accept.
-    EncodingNotAccepted = "ENCODING_NOT_ACCEPTED", NOT_ACCEPTABLE, "IdempotencyValidationError", "Stored encoding not accepted",
+    EncodingNotAccepted = "ENCODING_NOT_ACCEPTED", NOT_ACCEPTABLE, 9, "IdempotencyValidationError", "Stored encoding not accepted",
         "has an answer in a content coding this retry does not accept; accept it to get the answer";
     /// The request lacks the extension the scope is taken from: the authentication layer must
     /// run before idempotency's. Nothing ran.
-    ScopeMissing = "SCOPE_MISSING", INTERNAL_SERVER_ERROR, "IdempotencyConfigError", "Idempotency scope missing",
+    ScopeMissing = "SCOPE_MISSING", INTERNAL_SERVER_ERROR, 13, "IdempotencyConfigError", "Idempotency scope missing",
         "could not be scoped: the principal it belongs to was not set by the authentication that must run first; nothing ran";
     /// A keyed request with no principal to scope its key to. Nothing ran.
-    Unscoped = "UNSCOPED", BAD_REQUEST, "IdempotencyKeyError", "Idempotency key without a principal",
+    Unscoped = "UNSCOPED", BAD_REQUEST, 16, "IdempotencyKeyError", "Idempotency key without a principal",
         "cannot be used without credentials: send the `Authorization` the server expects with it, so that the key is yours alone; nothing ran";
     /// Idempotency is not set up right: no handle installed, two functions under one name, a
     /// handler without a name. Nothing ran.
-    Misconfigured = "MISCONFIGURED", INTERNAL_SERVER_ERROR, "IdempotencyConfigError", "Idempotency misconfigured",
+    Misconfigured = "MISCONFIGURED", INTERNAL_SERVER_ERROR, 13, "IdempotencyConfigError", "Idempotency misconfigured",
         "could not be processed: idempotency is not set up right on the server; nothing ran";
     /// Any other failure of the idempotency machinery.
-    Failed = "FAILED", INTERNAL_SERVER_ERROR, "IdempotencyPersistenceLayerError", "Idempotency failure",
+    Failed = "FAILED", INTERNAL_SERVER_ERROR, 13, "IdempotencyPersistenceLayerError", "Idempotency failure",
         "could not be processed: the idempotency machinery failed";
 }
 
