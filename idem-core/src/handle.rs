@@ -148,6 +148,17 @@ impl Idempotency {
         self
     }
 
+    /// Whether this handle names keys by their digest rather than in clear
+    /// ([`hide_clear_keys`](Idempotency::hide_clear_keys) with a digest secret): front ends
+    /// built on the handle (idem-http, idem-lambda) then leave the client's key out of their
+    /// logs too.
+    pub fn hides_clear_keys(&self) -> bool {
+        #[cfg(feature = "seal")]
+        return self.sealing.hide_clear_keys && self.sealing.digest.is_some();
+        #[cfg(not(feature = "seal"))]
+        false
+    }
+
     /// The same handle with its sealing changed by `change`, and the store seen through it.
     #[cfg(feature = "seal")]
     fn resealed(mut self, change: impl FnOnce(&mut crate::seal::Sealing)) -> Self {

@@ -88,7 +88,7 @@ pub(crate) fn answer_stored(
     match stored.into_replay(&limits) {
         Ok(response) => response,
         Err(reason) => {
-            tracing::error!(target: TARGET, key, reason, "the stored response cannot be replayed");
+            tracing::error!(target: TARGET, key = config.logged_key(key), reason, "the stored response cannot be replayed");
             asked.render(answer::failed(key))
         }
     }

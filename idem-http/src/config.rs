@@ -417,6 +417,15 @@ impl fmt::Debug for IdempotencyLayerBuilder {
     }
 }
 
+impl Config {
+    /// The client's `key` as this layer's logs name it: not at all when the handle hides
+    /// clear keys ([`Idempotency::hides_clear_keys`]), since the engine's own events name the
+    /// call by its digest.
+    pub(crate) fn logged_key<'a>(&self, key: &'a str) -> Option<&'a str> {
+        (!self.idem.hides_clear_keys()).then_some(key)
+    }
+}
+
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")

@@ -162,7 +162,7 @@ where
             None => scope,
         },
         Err(missing) => {
-            tracing::error!(target: TARGET, key, extension = missing.0, "the request lacks the extension the scope is taken from");
+            tracing::error!(target: TARGET, key = config.logged_key(&key), extension = missing.0, "the request lacks the extension the scope is taken from");
             return (
                 ScopeRefused,
                 Ok(asked.render(answer::scope_missing(&key, &missing))),
@@ -172,11 +172,11 @@ where
     if scope.is_none() {
         match config.unscoped {
             Unscoped::Refused => {
-                tracing::debug!(target: TARGET, key, "keyed request without a scope refused");
+                tracing::debug!(target: TARGET, key = config.logged_key(&key), "keyed request without a scope refused");
                 return (ScopeRefused, Ok(asked.render(answer::unscoped(&key))));
             }
             Unscoped::PassedThrough => {
-                tracing::debug!(target: TARGET, key, "keyed request without a scope passed through");
+                tracing::debug!(target: TARGET, key = config.logged_key(&key), "keyed request without a scope passed through");
                 let request = Request::from_parts(parts, body);
                 return (PassedThrough, pass_through(inner, request).await);
             }
@@ -199,13 +199,13 @@ where
             )
         }
         Read::Failed(error) => {
-            tracing::debug!(target: TARGET, key, %error, "request body unreadable");
+            tracing::debug!(target: TARGET, key = config.logged_key(&key), %error, "request body unreadable");
             return (Unreadable, Ok(asked.render(answer::body_unreadable(&key))));
         }
     };
     if asked.grpc && grpc::message_count(&bytes) != Some(1) {
         // A client-streaming call, not one request: there is nothing to replay it with.
-        tracing::debug!(target: TARGET, key, "gRPC call with other than one request message passed through");
+        tracing::debug!(target: TARGET, key = config.logged_key(&key), "gRPC call with other than one request message passed through");
         let request = Request::from_parts(parts, body::full(bytes));
         return (PassedThrough, pass_through(inner, request).await);
     }
@@ -280,7 +280,7 @@ where
         Ok(Err(Unstored::Released)) => (NotStored, Ok(asked.render(answer::failed(&key)))),
         Err(panicked) => {
             let error = detached::message(&panicked);
-            tracing::error!(target: TARGET, key, error, "the handler panicked; its key is held until its lease passes");
+            tracing::error!(target: TARGET, key = config.logged_key(&key), error, "the handler panicked; its key is held until its lease passes");
             (NotRecorded, Ok(asked.render(answer::not_recorded(&key))))
         }
     }
@@ -365,7 +365,7 @@ where
         None
     };
     if let Some(status) = judged.filter(|&status| !(config.store_when)(status)) {
-        tracing::debug!(target: TARGET, key, status = status.as_u16(), "status not stored; the key is released");
+        tracing::debug!(target: TARGET, key = config.logged_key(&key), status = status.as_u16(), "status not stored; the key is released");
         return Err(Unstored::PassedOn(Response::from_parts(
             parts,
             body::boxed(body),
@@ -388,7 +388,7 @@ where
         () = head.closed() => match tokio::time::timeout(config.abandoned_stream_timeout, read).await {
             Ok(read) => read,
             Err(_) => {
-                tracing::warn!(target: TARGET, key, "the response body stalled after its client went away; the request is kept as handled, its response not kept");
+                tracing::warn!(target: TARGET, key = config.logged_key(&key), "the response body stalled after its client went away; the request is kept as handled, its response not kept");
                 return Ok(StoredResponse::not_kept(
                     parts.status,
                     &parts.headers,
@@ -408,7 +408,7 @@ where
             stream(config, key, parts, body::boxed(resumed), head, tail).await
         }
         Read::Failed(error) => {
-            tracing::error!(target: TARGET, key, %error, "the response body failed; the request is kept as handled, its response not kept");
+            tracing::error!(target: TARGET, key = config.logged_key(&key), %error, "the response body failed; the request is kept as handled, its response not kept");
             Ok(StoredResponse::not_kept(
                 parts.status,
                 &parts.headers,
@@ -448,7 +448,7 @@ async fn stream<E>(
         (true, Ending::NotKept(_)) => grpc::judged(&headers, tail.trailers.as_ref()),
     };
     if let Some(judged) = judged.filter(|&judged| !(config.store_when)(judged)) {
-        tracing::debug!(target: TARGET, key, status = judged.as_u16(), "status not stored; the key is released");
+        tracing::debug!(target: TARGET, key = config.logged_key(&key), status = judged.as_u16(), "status not stored; the key is released");
         return Err(Unstored::Released);
     }
     match ending {
@@ -460,7 +460,7 @@ async fn stream<E>(
             &config.replay_headers,
         )),
         Ending::NotKept(why) => {
-            tracing::warn!(target: TARGET, key, limit, reason = why.reason(), "the request is kept as handled, its response not kept");
+            tracing::warn!(target: TARGET, key = config.logged_key(&key), limit, reason = why.reason(), "the request is kept as handled, its response not kept");
             let handled = judged.unwrap_or(status);
             Ok(StoredResponse::not_kept(
                 handled,

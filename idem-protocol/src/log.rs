@@ -17,13 +17,9 @@ pub const REDIS: &str = "idem::redis";
 pub const DYNAMODB: &str = "idem::dynamodb";
 /// The PostgreSQL store.
 pub const POSTGRES: &str = "idem::postgres";
-/// The in-process memory store.
-pub const MEMORY: &str = "idem::memory";
 
 /// Every target above, for filters and tests.
-pub const ALL: [&str; 8] = [
-    CORE, HTTP, CLIENT, LAMBDA, REDIS, DYNAMODB, POSTGRES, MEMORY,
-];
+pub const ALL: [&str; 7] = [CORE, HTTP, CLIENT, LAMBDA, REDIS, DYNAMODB, POSTGRES];
 
 #[cfg(test)]
 mod tests {

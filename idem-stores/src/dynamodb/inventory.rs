@@ -11,7 +11,7 @@ use super::item::{self, Item, COMPLETED, IN_PROGRESS};
 use super::DynamoDbStore;
 
 /// Where the store's log lines go.
-const TARGET: &str = "idem::dynamodb";
+const TARGET: &str = idem_protocol::log::DYNAMODB;
 
 /// Whether an item stopped counting at `:now`: a completed record past its expiry, or an
 /// in-progress record abandoned ([`InProgress::is_abandoned`](idem_core::InProgress::is_abandoned)):

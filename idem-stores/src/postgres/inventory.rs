@@ -11,7 +11,7 @@ use super::row;
 use super::PostgresStore;
 
 /// Where the store's log lines go.
-const TARGET: &str = "idem::postgres";
+const TARGET: &str = idem_protocol::log::POSTGRES;
 
 /// Pages in the order of the `key` column, under its collation: a cursor is the stored key
 /// (store prefix included) of the last row of the previous page, and the next page starts after

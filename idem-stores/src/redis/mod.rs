@@ -198,7 +198,7 @@ mod store;
 mod wake;
 
 /// The `tracing` target of every event the Redis store emits.
-const TARGET: &str = "idem::redis";
+const TARGET: &str = idem_protocol::log::REDIS;
 
 pub use builder::RedisStoreBuilder;
 pub use error::{NotReplicated, RequestFailed};
