@@ -101,7 +101,7 @@ fn is_problem(response: &Response) -> bool {
         .is_some_and(|essence| {
             essence
                 .trim()
-                .eq_ignore_ascii_case("application/problem+json")
+                .eq_ignore_ascii_case(idem_protocol::header::PROBLEM_JSON)
         })
 }
 
