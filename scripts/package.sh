@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packages every published crate as `cargo publish` would, and builds each package from its
-# own sources: idem-macros, idem-core, idem-conformance, idem-stores, idem-http, idem-client,
-# idem-cli and idem-lambda, in dependency order, the later ones against the earlier ones'
+# own sources: idem-protocol, idem-macros, idem-core, idem-conformance, idem-stores, idem-http,
+# idem-client, idem-cli and idem-lambda, in dependency order, the later ones against the earlier ones'
 # packages rather than crates.io. Then checks that every store feature builds on its own,
 # without features that other workspace members turn on.
 set -euo pipefail
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 cargo_home="${CARGO_HOME:-$HOME/.cargo}"
 rm -rf "$cargo_home"/registry/src/-*/idem-*
 
-cargo package -p idem-macros -p idem-core -p idem-conformance -p idem-stores -p idem-http \
+cargo package -p idem-protocol -p idem-macros -p idem-core -p idem-conformance -p idem-stores -p idem-http \
     -p idem-client -p idem-cli -p idem-lambda "$@"
 
 for feature in memory redis redis-cluster dynamodb postgres; do

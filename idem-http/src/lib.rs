@@ -35,8 +35,10 @@
 //! - **The key.** An sf-string (`"8e03978e-..."`, as the IETF draft writes it; parameters
 //!   after it, `"8e03978e-...";p=1`, are ignored) or a bare token (as Stripe's clients send
 //!   it), of 1 to 255 visible ASCII characters. Anything else, or two headers, gets a 400.
-//! - **Scope.** Keys belong to a principal: by default the SHA-256 digest of the
-//!   `Authorization` header (never stored in clear), so two clients never share a record. A
+//! - **Scope.** Keys belong to a principal: by default the contract's digest of the
+//!   `Authorization` header ([`idem_protocol::scope::authorization_scope`]: a SHA-256 of the
+//!   credential with its scheme lower-cased, documented exactly there; never stored in
+//!   clear), so two clients never share a record. A
 //!   keyed request **without a scope** (no `Authorization`) **is refused** with a 400
 //!   ([`problem::UNSCOPED`]): its key would be shared with every other such client.
 //!   [`unscoped`](IdempotencyLayerBuilder::unscoped) passes such requests through instead,
