@@ -365,7 +365,7 @@ where
         None
     };
     if let Some(status) = judged.filter(|&status| !(config.store_when)(status)) {
-        tracing::debug!(target: TARGET, key = config.logged_key(&key), status = status.as_u16(), "status not stored; the key is released");
+        tracing::debug!(target: TARGET, key = config.logged_key(key), status = status.as_u16(), "status not stored; the key is released");
         return Err(Unstored::PassedOn(Response::from_parts(
             parts,
             body::boxed(body),
@@ -388,7 +388,7 @@ where
         () = head.closed() => match tokio::time::timeout(config.abandoned_stream_timeout, read).await {
             Ok(read) => read,
             Err(_) => {
-                tracing::warn!(target: TARGET, key = config.logged_key(&key), "the response body stalled after its client went away; the request is kept as handled, its response not kept");
+                tracing::warn!(target: TARGET, key = config.logged_key(key), "the response body stalled after its client went away; the request is kept as handled, its response not kept");
                 return Ok(StoredResponse::not_kept(
                     parts.status,
                     &parts.headers,
@@ -408,7 +408,7 @@ where
             stream(config, key, parts, body::boxed(resumed), head, tail).await
         }
         Read::Failed(error) => {
-            tracing::error!(target: TARGET, key = config.logged_key(&key), %error, "the response body failed; the request is kept as handled, its response not kept");
+            tracing::error!(target: TARGET, key = config.logged_key(key), %error, "the response body failed; the request is kept as handled, its response not kept");
             Ok(StoredResponse::not_kept(
                 parts.status,
                 &parts.headers,
@@ -448,7 +448,7 @@ async fn stream<E>(
         (true, Ending::NotKept(_)) => grpc::judged(&headers, tail.trailers.as_ref()),
     };
     if let Some(judged) = judged.filter(|&judged| !(config.store_when)(judged)) {
-        tracing::debug!(target: TARGET, key = config.logged_key(&key), status = judged.as_u16(), "status not stored; the key is released");
+        tracing::debug!(target: TARGET, key = config.logged_key(key), status = judged.as_u16(), "status not stored; the key is released");
         return Err(Unstored::Released);
     }
     match ending {
@@ -460,7 +460,7 @@ async fn stream<E>(
             &config.replay_headers,
         )),
         Ending::NotKept(why) => {
-            tracing::warn!(target: TARGET, key = config.logged_key(&key), limit, reason = why.reason(), "the request is kept as handled, its response not kept");
+            tracing::warn!(target: TARGET, key = config.logged_key(key), limit, reason = why.reason(), "the request is kept as handled, its response not kept");
             let handled = judged.unwrap_or(status);
             Ok(StoredResponse::not_kept(
                 handled,
