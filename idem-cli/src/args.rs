@@ -131,6 +131,19 @@ pub(crate) enum Command {
         batch: u32,
     },
 
+    /// Print the scope an `Authorization` value puts its keys in, read from standard input.
+    ///
+    /// The scope as idem-http's default computes it (idem_protocol::scope): the SHA-256 of
+    /// the value with its auth scheme lower-cased, in hex. Reads the value from standard input,
+    /// never the command line, which other users of the machine can see:
+    /// `printf '%s' "$AUTHORIZATION" | idem scope`. Each line is one value. Needs no store.
+    Scope {
+        /// Key the scope with the secret in this environment variable, as the service's
+        /// `scope_secret(..)` does.
+        #[arg(long, value_name = "VAR")]
+        secret_env: Option<String>,
+    },
+
     /// Count records by function and state, over the whole listing.
     Stats {
         /// Only this function's records (its name as keys spell it).

@@ -17,6 +17,7 @@
 //! | `idem forget KEY` | deletes the record under `KEY`, whatever its state; the next call runs the function again |
 //! | `idem release KEY --yes` | frees a key held by an in-progress call, fenced on the owner it read; without `--yes`, shows the record and refuses |
 //! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations, `N` (default 1000) per request, until none is left; prints how many |
+//! | `printf '%s' "$AUTHORIZATION" \| idem scope [--secret-env VAR]` | prints the scope a request with that `Authorization` stores its keys under, as idem-http computes it ([`idem_protocol::scope`]), keyed with the secret in the environment variable `VAR` as `scope_secret` keys it; reads the credential from standard input, never the command line; needs no store |
 //! | `idem stats [--function F]` | counts records by function and state, over the whole listing |
 //!
 //! Keys are written as idem prints them (in errors, logs and `idem list`):
@@ -77,6 +78,7 @@
 //! - `stats`: `{"total": N, "by_state": {STATE: N}, "functions": [{"function": F, "total": N,
 //!   "by_state": {STATE: N}}]}` (`function` is `null` for keys stored as digests);
 //! - `purge-expired`: `{"purged": N}`.
+//! - `scope`: `{"scope": "..."}`.
 //!
 //! A command that fails prints its message on stderr and no document (except a `release`
 //! refusal, which prints the record as it is): scripts read the exit code.

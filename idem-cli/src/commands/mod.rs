@@ -5,6 +5,7 @@ mod get;
 mod list;
 mod purge;
 mod release;
+mod scope;
 pub(crate) mod stats;
 
 use idem_core::Key;
@@ -22,6 +23,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Get { key } | Command::Forget { key } | Command::Release { key, .. } => {
             Some(parse_key(key)?)
         }
+        Command::Scope { secret_env } => return scope::scope(secret_env.as_deref(), &out),
         _ => None,
     };
     let connected = connect(&cli.store).await?;
@@ -37,6 +39,9 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             stats::stats(&connected, namespace, function.as_deref(), &out).await
         }
         (Command::PurgeExpired { batch }, _) => purge::purge(&connected, batch, &out).await,
+        (Command::Scope { .. }, _) => {
+            unreachable!("the scope needs no store, and is printed above")
+        }
         (Command::Get { .. } | Command::Forget { .. } | Command::Release { .. }, None) => {
             unreachable!("the key of a keyed command is parsed above")
         }
