@@ -15,8 +15,9 @@ use crate::Error;
 /// Two calls fingerprint alike exactly when their arguments encode alike canonically: map entry
 /// order does not matter (a `HashMap` argument fingerprints the same every time), type names do
 /// not matter, sequence order does. Numbers count by value, by [the rule of
-/// `idem_core::json`](crate::json): `100u8`, `100i64`, `100.0f64` and a JSON `1e2` are one. `HashSet` serialises as a sequence in its
-/// iteration order, so fingerprint sets as `BTreeSet` or sorted `Vec`s.
+/// `idem_core::json`](crate::json): `100u8`, `100i64`, `100.0f64` and a JSON `1e2` are one.
+/// `HashSet` serialises as a sequence in its iteration order, so fingerprint sets as
+/// `BTreeSet` or sorted `Vec`s.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Fingerprint([u8; 32]);
 
