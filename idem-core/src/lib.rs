@@ -88,7 +88,8 @@
 //! - `handle` and `global`: the [`Idempotency`] handle (store, clock, namespace, replay cache)
 //!   and the one [`install`]ed for the attribute;
 //! - `key` builds the [`Key`] from its parts and checks function names; `fingerprint` hashes
-//!   the arguments into a [`Fingerprint`] (`fingerprint::canonical` serialises them);
+//!   the arguments into a [`Fingerprint`] (`fingerprint::canonical` serialises them, numbers
+//!   by the rule of [`json`], which also reads JSON text canonically);
 //! - `call`: one [`Call`] and its options, its [`ErrorPolicy`] and [`OnAbort`], and the body's
 //!   [`CallContext`];
 //! - `engine`: reserves the key, runs the body at most once and settles what it answered or
@@ -113,6 +114,7 @@ mod error;
 mod fingerprint;
 mod global;
 mod handle;
+pub mod json;
 mod key;
 mod lease;
 mod operator;

@@ -3,10 +3,9 @@
 use http::header::CONTENT_TYPE;
 use http::request::Parts;
 use http::HeaderName;
+use idem_core::json::CanonicalJson;
 use idem_core::{Error, Fingerprint, Fingerprinter};
 use serde::{Serialize, Serializer};
-
-use crate::canonical_json::{self, Canonical};
 
 /// Fingerprints a buffered request, so that a retry matches only when it asks for the same
 /// thing.
@@ -79,20 +78,21 @@ fn decoded_name(pair: &str) -> Vec<u8> {
 }
 
 /// The body read as JSON when it says it is, so that key order, whitespace and the spelling
-/// of a number don't matter, but its value does.
-fn json_body(parts: &Parts, body: &[u8]) -> Option<Canonical> {
+/// of a number don't matter, but its value does: [`idem_core::json`]'s rule. A body that is
+/// not JSON by that rule (a key given twice, nesting too deep) is fingerprinted by its bytes.
+fn json_body(parts: &Parts, body: &[u8]) -> Option<CanonicalJson> {
     let content_type = parts.headers.get(CONTENT_TYPE)?.to_str().ok()?;
     let essence = content_type.split(';').next()?.trim().to_ascii_lowercase();
     let is_json = essence == "application/json" || essence.ends_with("+json");
     if !is_json {
         return None;
     }
-    canonical_json::parse(body)
+    CanonicalJson::parse(body)
 }
 
 #[derive(Serialize)]
 enum BodyPrint<'a> {
-    Json(Canonical),
+    Json(CanonicalJson),
     Bytes(Raw<'a>),
 }
 

@@ -49,9 +49,10 @@
 //!   [`scope`](IdempotencyLayerBuilder::scope). See [Scopes](#scopes).
 //! - **Fingerprint.** Method, path, query (pairs sorted by name; the values of one name in
 //!   their order) and body: an `application/json` (or `+json`) body by its value, so key
-//!   order, whitespace and escapes don't matter, and
-//!   numbers count by their exact decimal value (`1`, `1.0` and `10e-1` match;
-//!   `12345678901234567890123` and `...124` never do); any other body by its bytes; plus the
+//!   order, whitespace and escapes don't matter, and numbers count by their exact decimal
+//!   value (`1`, `1.0` and `10e-1` match; `12345678901234567890123` and `...124` never do),
+//!   by the one rule of [`idem_core::json`] that the attribute and idem-lambda share; any
+//!   other body by its bytes; plus the
 //!   [headers you list](IdempotencyLayerBuilder::fingerprint_headers). A body over 1 MiB gets
 //!   a 413 before anything is reserved.
 //! - **Stored.** Responses with status 200 to 499, except those that say "try again" (408,
@@ -213,7 +214,6 @@
 mod answer;
 mod asked;
 mod body;
-mod canonical_json;
 mod config;
 mod detached;
 mod encoding;

@@ -120,7 +120,9 @@ impl IdempotentHandlerBuilder {
     }
 
     /// A JMESPath expression for data a retry must repeat besides the key (an amount): a retry
-    /// with the same key and other data here is refused rather than replayed.
+    /// with the same key and other data here is refused rather than replayed. Data compares
+    /// as JSON values, numbers by value (`100` and `100.0` are one amount): see
+    /// [Numbers](crate#numbers).
     pub fn payload_validation(mut self, expression: &str) -> Self {
         self.validation = Some(EventPath::parse(expression));
         self

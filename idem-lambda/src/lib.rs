@@ -42,6 +42,18 @@
 //! # }
 //! ```
 //!
+//! # Numbers
+//!
+//! Keys and [`payload_validation`](IdempotentHandlerBuilder::payload_validation) data compare
+//! as JSON values, numbers by the one rule of [`idem_core::json`] that the attribute and
+//! idem-http share: `"42"` (a string) and `42` are two keys, `42` and `42.0` one; `100` and
+//! `100.0` are one amount, `101` another. The numbers compared are those of the event as it
+//! was parsed: `serde_json` reads a number with a fraction or an exponent (in the event, or in
+//! a body that `powertools_json` reads) as the nearest double, so two spellings that round to
+//! one double (`1.00000000000000001` and `1`) are one value here, where idem-http, reading a
+//! body's text, tells them apart. An integer beyond 64 bits would be rounded the same way: in
+//! a key or in validated data it is refused (`IdempotencyKeyError`), so send it as a string.
+//!
 //! See the README's "Lambda" section for what each error looks like to API Gateway, SQS and
 //! direct invokers, and which Powertools options exist here.
 

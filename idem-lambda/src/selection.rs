@@ -1,5 +1,6 @@
 //! The key and fingerprint an event's data gives a call.
 
+use idem_core::json::Number;
 use idem_core::{Fingerprint, Idempotency, Key, KeyBuilder};
 use serde::Serialize;
 use serde_json::Value;
@@ -50,7 +51,8 @@ impl Unselected {
 impl Selector {
     /// The key under `name` and the fingerprint of `event`: the key's data, and the
     /// validation expression's result when there is one, so that the same data in another
-    /// envelope (another request id, another timestamp) is the same call.
+    /// envelope (another request id, another timestamp) is the same call. Numbers count by
+    /// [`idem_core::json`]'s rule, in the key as in the fingerprint: `100` and `100.0` are one.
     pub(crate) fn select<T: Serialize + ?Sized>(
         &self,
         idem: &Idempotency,
@@ -126,11 +128,12 @@ fn is_missing(data: &Value) -> bool {
 }
 
 /// A string is its own key part, readable by `idem get`; any other value takes two parts, its
-/// type and its text or digest, so that `"42"` and `42` are different keys.
+/// type and its text or digest, so that `"42"` and `42` are different keys. A number's text is
+/// its canonical one, so that `42` and `42.0` are one key.
 fn key_parts(key: KeyBuilder, data: &Value) -> Result<KeyBuilder, idem_core::Error> {
     Ok(match data {
         Value::String(text) if text.len() <= MAX_CLEAR_PART => key.part(text.as_str()),
-        Value::Number(number) => key.part("#number").part(&number.to_string()),
+        Value::Number(number) => key.part("#number").part(&Number::from(number).to_string()),
         Value::Bool(flag) => key.part("#bool").part(&flag.to_string()),
         other => key.part("#sha256").part(&Fingerprint::of(other)?.to_hex()),
     })

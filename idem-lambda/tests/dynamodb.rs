@@ -31,6 +31,7 @@ on_dynamodb!(
     handler::an_event_without_a_key_is_refused_unless_allowed,
     handler::a_failed_invocation_runs_again,
     handler::keys_keep_their_type_and_their_exact_value,
+    handler::numbers_count_by_value_in_keys_and_validation,
     sqs::a_duplicate_in_the_batch_runs_once,
     sqs::only_failures_are_reported_and_redelivery_runs_only_them,
     sqs::a_fifo_batch_stops_at_the_first_failure,

@@ -27,6 +27,7 @@ on_memory!(
     a_body_that_is_not_json_is_refused,
     a_failed_invocation_runs_again,
     keys_keep_their_type_and_their_exact_value,
+    numbers_count_by_value_in_keys_and_validation,
     the_name_comes_from_the_context_unless_given,
 );
 

@@ -2,9 +2,10 @@
 //!
 //! Canonical means: values that mean the same encode the same. Map entries (and struct fields,
 //! which are encoded as maps) are sorted by their encoded key, so a `HashMap` encodes the same
-//! whatever its iteration order, and reordering a struct's fields does not change it. Integers
-//! of every width encode alike, `f32` is widened to `f64`, type names are left out. Every value
-//! starts with a tag and is self-delimiting, so a sequence of values encodes injectively.
+//! whatever its iteration order, and reordering a struct's fields does not change it. Numbers
+//! encode by [the rule of `crate::json`](crate::json): an integer of any width, a float and a
+//! JSON decimal of one value encode alike. Type names are left out. Every value starts with a
+//! tag and is self-delimiting, so a sequence of values encodes injectively.
 //!
 //! Lengths and integers are LEB128 varints (integers zigzagged first), so that the common small
 //! ones take a byte or two: the encoding is shorter than the value's JSON, and SHA-256 over it
@@ -13,6 +14,7 @@
 use serde::ser::{self, Serialize};
 
 use crate::error::{BoxError, Message};
+use crate::json::{self, Encoded, StackText};
 
 /// Appends the canonical encoding of `value` to `out`.
 pub(crate) fn encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), BoxError> {
@@ -27,7 +29,8 @@ mod tag {
     pub const TRUE: u8 = b't';
     pub const INT: u8 = b'i';
     pub const UINT128: u8 = b'U';
-    pub const FLOAT: u8 = b'd';
+    /// A number that is not an integer of at most 128 bits: its canonical text.
+    pub const DECIMAL: u8 = b'd';
     pub const CHAR: u8 = b'c';
     pub const STR: u8 = b's';
     pub const BYTES: u8 = b'b';
@@ -88,10 +91,39 @@ impl Encoder<'_> {
         varint(self.out, zigzag(value));
     }
 
+    fn number(&mut self, number: Encoded<'_>) {
+        match number {
+            Encoded::Int(value) => self.int(value),
+            Encoded::Uint(value) => self.uint(value),
+            Encoded::Text(text) => self.bytes(tag::DECIMAL, text.as_bytes()),
+        }
+    }
+
+    fn uint(&mut self, value: u128) {
+        match i128::try_from(value) {
+            Ok(value) => self.int(value),
+            Err(_) => {
+                self.out.push(tag::UINT128);
+                varint(self.out, value);
+            }
+        }
+    }
+
+    /// A float, by [the rule](crate::json) through `encode` (`json::encode_f64` or `_f32`).
+    fn float<F>(mut self, value: F, encode: fn(F, &mut StackText) -> FloatEncoded<'_>) -> Result {
+        let mut text = StackText::default();
+        let number = encode(value, &mut text)
+            .map_err(|_| <EncodeError as ser::Error>::custom("a float's text did not fit"))?;
+        self.number(number);
+        Ok(())
+    }
+
     fn variant(&mut self, name: &str) {
         self.bytes(tag::VARIANT, name.as_bytes());
     }
 }
+
+type FloatEncoded<'t> = std::result::Result<Encoded<'t>, std::fmt::Error>;
 
 type Result<T = (), E = EncodeError> = std::result::Result<T, E>;
 
@@ -147,30 +179,14 @@ impl<'a> ser::Serializer for Encoder<'a> {
         Ok(())
     }
     fn serialize_u128(mut self, v: u128) -> Result {
-        match i128::try_from(v) {
-            Ok(v) => self.int(v),
-            Err(_) => {
-                self.out.push(tag::UINT128);
-                varint(self.out, v);
-            }
-        }
+        self.uint(v);
         Ok(())
     }
     fn serialize_f32(self, v: f32) -> Result {
-        self.serialize_f64(v.into())
+        self.float(v, json::encode_f32)
     }
     fn serialize_f64(self, v: f64) -> Result {
-        // One encoding for zero and one for NaN, whatever their sign or payload.
-        let bits = if v == 0.0 {
-            0
-        } else if v.is_nan() {
-            f64::NAN.to_bits()
-        } else {
-            v.to_bits()
-        };
-        self.out.push(tag::FLOAT);
-        self.out.extend_from_slice(&bits.to_le_bytes());
-        Ok(())
+        self.float(v, json::encode_f64)
     }
     fn serialize_char(self, v: char) -> Result {
         self.out.push(tag::CHAR);
@@ -205,8 +221,24 @@ impl<'a> ser::Serializer for Encoder<'a> {
         self.out.push(tag::UNIT);
         Ok(())
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result {
-        value.serialize(self)
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Result {
+        if name != json::NUMBER_TOKEN {
+            return value.serialize(self);
+        }
+        // A `json::Number` around its canonical text: encoded as the string, then retagged.
+        let start = self.out.len();
+        value.serialize(Encoder { out: self.out })?;
+        match self.out.get_mut(start) {
+            Some(first) if *first == tag::STR => {
+                *first = tag::DECIMAL;
+                Ok(())
+            }
+            _ => Err(ser::Error::custom("a number must serialize as its text")),
+        }
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
         mut self,

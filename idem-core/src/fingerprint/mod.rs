@@ -13,9 +13,11 @@ use crate::Error;
 /// The SHA-256 fingerprint of a call's fingerprinted arguments.
 ///
 /// Two calls fingerprint alike exactly when their arguments encode alike canonically: map entry
-/// order does not matter (a `HashMap` argument fingerprints the same every time), integer widths
-/// and type names do not matter, sequence order does. `HashSet` serialises as a sequence in its
-/// iteration order, so fingerprint sets as `BTreeSet` or sorted `Vec`s.
+/// order does not matter (a `HashMap` argument fingerprints the same every time), type names do
+/// not matter, sequence order does. Numbers count by value, by [the rule of
+/// `idem_core::json`](crate::json): `100u8`, `100i64`, `100.0f64` and a JSON `1e2` are one.
+/// `HashSet` serialises as a sequence in its iteration order, so fingerprint sets as
+/// `BTreeSet` or sorted `Vec`s.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Fingerprint([u8; 32]);
 
@@ -112,7 +114,7 @@ pub struct Fingerprinter {
 
 /// Bumped when the canonical encoding changes, so old records never match new fingerprints by
 /// accident.
-const ENCODING_VERSION: &[u8] = b"idem-fp-v2";
+const ENCODING_VERSION: &[u8] = b"idem-fp-v3";
 
 impl Fingerprinter {
     /// A fingerprinter with no arguments yet.

@@ -106,7 +106,8 @@ impl BatchProcessor {
     }
 
     /// A JMESPath expression for data a redelivery must repeat besides the key: a message with
-    /// the same key and other data here is refused (and reported as failed).
+    /// the same key and other data here is refused (and reported as failed). Numbers compare
+    /// by value: see [Numbers](crate#numbers).
     ///
     /// # Panics
     ///

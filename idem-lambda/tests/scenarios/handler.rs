@@ -465,6 +465,57 @@ pub async fn keys_keep_their_type_and_their_exact_value(subject: Subject) {
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
 
+/// Numbers count by value, in keys and in validated data: `42` and `42.0` are one key,
+/// `100` and `100.0` one amount, while `101` is another amount and `"42"` another key.
+pub async fn numbers_count_by_value_in_keys_and_validation(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut handler = orders(&subject)
+        .name("numbers")
+        .payload_validation("powertools_json(body).amount")
+        .build(counting(&runs));
+    let event = |body: &str| json!({"body": body});
+    let first = invoke(
+        &mut handler,
+        &subject,
+        event(r#"{"order_id": 42, "amount": 100}"#),
+        "r1",
+    )
+    .await
+    .unwrap();
+    for (body, request) in [
+        (r#"{"order_id": 42.0, "amount": 100.0}"#, "r2"),
+        (r#"{"order_id": 4.2e1, "amount": 1e2}"#, "r3"),
+    ] {
+        let replayed = invoke(&mut handler, &subject, event(body), request)
+            .await
+            .unwrap();
+        assert_eq!(replayed, first, "{body} replays");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let changed = invoke(
+        &mut handler,
+        &subject,
+        event(r#"{"order_id": 42.0, "amount": 101}"#),
+        "r4",
+    )
+    .await;
+    assert_eq!(error_type(changed), "IdempotencyValidationError");
+    let text_key = invoke(
+        &mut handler,
+        &subject,
+        event(r#"{"order_id": "42", "amount": 100}"#),
+        "r5",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        text_key["body"], "r5",
+        "the string \"42\" is a key of its own"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
 /// The handler is keyed under the function's name from the context unless named, and one
 /// with neither is refused with what to do.
 pub async fn the_name_comes_from_the_context_unless_given(subject: Subject) {

@@ -1,45 +1,27 @@
-//! JSON read for a fingerprint: objects without key order, strings by their characters and
-//! numbers by their exact value, so that two bodies match only when they say the same thing.
-//!
-//! A parser of its own, because `serde_json::Value` keeps numbers as `u64`, `i64` or `f64`:
-//! `12345678901234567890123` and `...124` would read alike. Numbers are kept as exact decimals
-//! instead: `1`, `1.0`, `1.00` and `10e-1` are one value and match; `1.00000000000000001` and
-//! `1` differ. `-0` is `0`.
+//! The parser: JSON text to a [`CanonicalJson`], numbers read exactly.
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use super::{CanonicalJson as Canonical, Number};
 
-/// Deeper nesting is not read as JSON: the body is then fingerprinted by its bytes.
-const MAX_DEPTH: usize = 128;
-
-/// A JSON value as fingerprinted.
-#[derive(Debug, PartialEq, Eq, Serialize)]
-pub(crate) enum Canonical {
-    Null,
-    Bool(bool),
-    /// `digits` × 10^`exponent`, with no leading or trailing zero in `digits`; zero is the
-    /// empty digit string, exponent 0, not negative.
-    Number {
-        negative: bool,
-        digits: String,
-        exponent: i64,
-    },
-    String(String),
-    Array(Vec<Canonical>),
-    /// Keys sorted. An object that gives a key twice is not read as JSON (parsers disagree on
-    /// which value wins), so such a body is fingerprinted by its bytes.
-    Object(BTreeMap<String, Canonical>),
-}
+/// Deeper nesting is not read as JSON.
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// The canonical value of `text`, or `None` when it is not JSON (or nests too deep, or has an
-/// exponent out of range): such a body is fingerprinted by its bytes.
+/// exponent beyond 64 bits, or gives one key twice).
 pub(crate) fn parse(text: &[u8]) -> Option<Canonical> {
     let mut parser = Parser { text, at: 0 };
     parser.skip_whitespace();
     let value = parser.value(0)?;
     parser.skip_whitespace();
     (parser.at == text.len()).then_some(value)
+}
+
+/// The number `text` spells, when it is one JSON number and nothing else.
+pub(crate) fn number(text: &[u8]) -> Option<Number> {
+    let mut parser = Parser { text, at: 0 };
+    let number = parser.number()?;
+    (parser.at == text.len()).then_some(number)
 }
 
 struct Parser<'a> {
@@ -84,7 +66,7 @@ impl<'a> Parser<'a> {
             b't' => self.eat_literal(b"true").map(|()| Canonical::Bool(true)),
             b'f' => self.eat_literal(b"false").map(|()| Canonical::Bool(false)),
             b'n' => self.eat_literal(b"null").map(|()| Canonical::Null),
-            b'-' | b'0'..=b'9' => self.number(),
+            b'-' | b'0'..=b'9' => self.number().map(Canonical::Number),
             _ => None,
         }
     }
@@ -186,7 +168,7 @@ impl<'a> Parser<'a> {
         Some(value)
     }
 
-    fn number(&mut self) -> Option<Canonical> {
+    fn number(&mut self) -> Option<Number> {
         let negative = self.eat(b'-').is_some();
         let integer = self.digits();
         if integer.is_empty() || (integer.len() > 1 && integer[0] == b'0') {
@@ -219,7 +201,7 @@ impl<'a> Parser<'a> {
             if written.is_empty() {
                 return None;
             }
-            // Out of range is not a collision risk worth taking: such a body is read as bytes.
+            // Out of range is not a collision risk worth taking: such text is not read as JSON.
             let magnitude: i64 = std::str::from_utf8(written).ok()?.parse().ok()?;
             exponent = if exponent_negative {
                 -magnitude
@@ -227,40 +209,12 @@ impl<'a> Parser<'a> {
                 magnitude
             };
         }
-        exact_decimal(negative, integer, fraction, exponent)
+        Number::from_parts(negative, integer, fraction, exponent)
     }
 
     fn digits(&mut self) -> &'a [u8] {
         self.take_while(|byte| byte.is_ascii_digit())
     }
-}
-
-/// `integer.fraction` × 10^`exponent` as digits without leading or trailing zeros.
-fn exact_decimal(
-    negative: bool,
-    integer: &[u8],
-    fraction: &[u8],
-    exponent: i64,
-) -> Option<Canonical> {
-    let mut digits: Vec<u8> = integer.iter().chain(fraction).copied().collect();
-    let mut exponent = exponent.checked_sub(i64::try_from(fraction.len()).ok()?)?;
-    let leading = digits.iter().take_while(|&&d| d == b'0').count();
-    digits.drain(..leading);
-    let trailing = digits.iter().rev().take_while(|&&d| d == b'0').count();
-    digits.truncate(digits.len() - trailing);
-    exponent = exponent.checked_add(i64::try_from(trailing).ok()?)?;
-    if digits.is_empty() {
-        return Some(Canonical::Number {
-            negative: false,
-            digits: String::new(),
-            exponent: 0,
-        });
-    }
-    Some(Canonical::Number {
-        negative,
-        digits: String::from_utf8(digits).ok()?,
-        exponent,
-    })
 }
 
 #[cfg(test)]
