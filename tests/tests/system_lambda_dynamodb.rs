@@ -1,0 +1,94 @@
+//! Seam: idem-lambda ↔ the DynamoDB store ↔ the `idem` command.
+//!
+//! An `IdempotentHandler` on a DynamoDB table (moto) runs API Gateway deliveries, one of them
+//! retried in a new envelope; then the `idem` command, as a process, reads the same table: `list`,
+//! `get` and `stats` show the handler's records as completed under its name, and a record
+//! `forget` deletes is run again by the next delivery.
+
+mod system;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use idem_core::Idempotency;
+use idem_lambda::IdempotentHandler;
+use idem_tests::dynamodb::TestDynamo;
+use lambda_runtime::{service_fn, Context, LambdaEvent, Service};
+use serde_json::{json, Value};
+use system::command::Idem;
+
+/// An API Gateway delivery of an order, as request `request_id`, with a minute left to run.
+fn delivery(order_id: &str, amount: u64, request_id: &str) -> LambdaEvent<Value> {
+    let body = json!({"order_id": order_id, "amount": amount}).to_string();
+    let mut context = Context::default();
+    context.request_id = request_id.to_owned();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    context.deadline = (now + Duration::from_secs(60)).as_millis() as u64;
+    LambdaEvent::new(json!({"body": body}), context)
+}
+
+async fn lambda_records_are_listed_read_counted_and_forgotten_by_idem() {
+    let Some(dynamo) = TestDynamo::start().await else {
+        return;
+    };
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let mut handler = IdempotentHandler::builder(Idempotency::from_arc(dynamo.store.clone()))
+        .name("orders")
+        .event_key("powertools_json(body).order_id")
+        .payload_validation("powertools_json(body).amount")
+        .build(service_fn(move |event: LambdaEvent<Value>| {
+            let counted = counted.clone();
+            async move {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, lambda_runtime::Error>(
+                    json!({"statusCode": 201, "body": event.context.request_id}),
+                )
+            }
+        }));
+
+    let first = handler.call(delivery("o-1", 100, "req-1")).await.unwrap();
+    let retry = handler.call(delivery("o-1", 100, "req-2")).await.unwrap();
+    handler.call(delivery("o-2", 250, "req-3")).await.unwrap();
+    assert_eq!(retry, first, "the retry replays req-1's response");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    let idem = Idem::dynamodb(dynamo.table(), dynamo.moto.endpoint());
+    let records = idem.list().await;
+    assert_eq!(records.len(), 2, "{records:#?}");
+    for record in &records {
+        assert_eq!(record["function"], "orders", "{record:#}");
+        assert_eq!(record["state"], "completed", "{record:#}");
+        assert_eq!(record["outcome"], "ok", "{record:#}");
+    }
+    let keys: Vec<&str> = records
+        .iter()
+        .filter_map(|record| record["key"].as_str())
+        .filter(|key| key.contains("o-1"))
+        .collect();
+    assert_eq!(keys.len(), 1, "{records:#?}");
+    let key = keys[0].to_owned();
+
+    let got = idem.json(&["get", &key]).await;
+    assert_eq!((&got["key"], &got["state"]), (&json!(key), &json!("completed")));
+    assert!(got["stored_bytes"].as_u64().unwrap() > 0, "{got:#}");
+
+    let stats = idem.json(&["stats"]).await;
+    assert_eq!(stats["total"], 2, "{stats:#}");
+    assert_eq!(stats["by_state"], json!({"completed": 2}), "{stats:#}");
+    assert_eq!(stats["functions"][0]["function"], "orders", "{stats:#}");
+    assert_eq!(stats["functions"][0]["total"], 2, "{stats:#}");
+
+    // Forgotten by the operator, the order is new to the handler: the next delivery runs it.
+    idem.run(&["forget", &key]).await.exits(0);
+    idem.run(&["get", &key]).await.exits(3);
+    let again = handler.call(delivery("o-1", 100, "req-4")).await.unwrap();
+    assert_eq!(again["body"], "req-4");
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert_eq!(idem.list().await.len(), 2);
+}
+
+idem_tests::backend_tests! {
+    async lambda_records_are_listed_read_counted_and_forgotten_by_idem,
+}
