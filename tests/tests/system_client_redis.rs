@@ -111,12 +111,7 @@ struct Answer {
     body: Value,
 }
 
-async fn pay(
-    client: &ClientWithMiddleware,
-    url: &str,
-    key: Option<&str>,
-    order: &str,
-) -> Answer {
+async fn pay(client: &ClientWithMiddleware, url: &str, key: Option<&str>, order: &str) -> Answer {
     let mut request = client
         .post(format!("{url}/charges"))
         .header("content-type", "application/json")
@@ -171,11 +166,17 @@ async fn lost_answers_are_replayed_once_per_operation_and_idem_forgets_one() {
         assert_eq!(record["function"], "http", "{record:#}");
         assert_eq!(record["state"], "completed", "{record:#}");
         assert_eq!(record["outcome"], "ok", "{record:#}");
-        assert!(record["scope"].is_string(), "scoped by Authorization: {record:#}");
+        assert!(
+            record["scope"].is_string(),
+            "scoped by Authorization: {record:#}"
+        );
     }
     let stored = stored_key(&records, &first.key).to_owned();
     let got = shop.idem.json(&["get", &stored]).await;
-    assert_eq!((&got["key"], &got["state"]), (&json!(stored), &json!("completed")));
+    assert_eq!(
+        (&got["key"], &got["state"]),
+        (&json!(stored), &json!("completed"))
+    );
 
     // A completed record is not the operator's to release: refused, nothing changed.
     let refused = shop.idem.run(&["release", &stored, "--yes"]).await.exits(4);
@@ -225,10 +226,18 @@ async fn a_held_key_released_by_idem_charges_again_and_keeps_the_new_answer() {
     let late = within("the held call", held).await.unwrap();
     // It charged, and its answer could not be kept: the client is told so, and not retried.
     assert_eq!((late.status, late.replayed), (500, false), "{late:?}");
-    assert_eq!(late.body["type"], idem_http::problem::NOT_RECORDED, "{late:?}");
+    assert_eq!(
+        late.body["type"],
+        idem_http::problem::NOT_RECORDED,
+        "{late:?}"
+    );
     assert_eq!(late.key, "order-7-charge");
     let third = pay(&client, &url, Some("order-7-charge"), "o-7").await;
-    assert_eq!((third.replayed, &third.body), (true, &second.body), "{late:?}");
+    assert_eq!(
+        (third.replayed, &third.body),
+        (true, &second.body),
+        "{late:?}"
+    );
     assert_eq!(shop.provider.charges(), 2);
     let got = shop.idem.json(&["get", &stored]).await;
     assert_eq!(got["state"], "completed", "{got:#}");

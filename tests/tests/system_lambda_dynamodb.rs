@@ -71,7 +71,10 @@ async fn lambda_records_are_listed_read_counted_and_forgotten_by_idem() {
     let key = keys[0].to_owned();
 
     let got = idem.json(&["get", &key]).await;
-    assert_eq!((&got["key"], &got["state"]), (&json!(key), &json!("completed")));
+    assert_eq!(
+        (&got["key"], &got["state"]),
+        (&json!(key), &json!("completed"))
+    );
     assert!(got["stored_bytes"].as_u64().unwrap() > 0, "{got:#}");
 
     let stats = idem.json(&["stats"]).await;

@@ -36,7 +36,8 @@ impl Idem {
             endpoint,
         ]);
         idem.env.push(("AWS_ACCESS_KEY_ID".into(), "test".into()));
-        idem.env.push(("AWS_SECRET_ACCESS_KEY".into(), "test".into()));
+        idem.env
+            .push(("AWS_SECRET_ACCESS_KEY".into(), "test".into()));
         idem
     }
 

@@ -1,0 +1,139 @@
+//! Seam: sealing (idem-core's `seal`: a keyring and a key digest) ↔ the attribute ↔ the Redis
+//! store ↔ the `idem` command.
+//!
+//! A sealed handle stores an `#[idempotent]` call's outcome; `idem`, which has no keyring and no
+//! digest secret, reads the record as stored: `list`, `get` and `stats` show it completed under
+//! its digested key (the one the library computes for the clear key), without the function's
+//! name, the key's parts or the outcome's text; the clear key names no record to it. `forget`
+//! on the digested key frees the key for the sealed handle, whose next call runs again.
+
+mod system;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use idem_core::{idempotent, Idempotency};
+use idem_tests::redis::target::RedisTarget;
+use idem_tests::sealed::{keyring, KEY_DIGEST_SECRET};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use system::command::Idem;
+
+/// What must never leave the sealed store in clear: the key's part, the function's name and
+/// the outcome's text.
+const SECRETS: [&str; 4] = [
+    "alice@example.com",
+    "accounts.close",
+    "Alice Liddell",
+    "card 4242",
+];
+
+struct Accounts {
+    idem: Idempotency,
+    closed: AtomicUsize,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Closing {
+    holder: String,
+    refund: String,
+    run: usize,
+}
+
+#[idempotent(store = "accounts.idem", key = "email", name = "accounts.close")]
+async fn close(accounts: &Accounts, email: &str) -> Result<Closing, idem_core::Error> {
+    let run = accounts.closed.fetch_add(1, Ordering::SeqCst) + 1;
+    let _ = email;
+    Ok(Closing {
+        holder: "Alice Liddell".to_owned(),
+        refund: "card 4242".to_owned(),
+        run,
+    })
+}
+
+#[track_caller]
+fn assert_no_secret(what: &str, printed: &str) {
+    for secret in SECRETS {
+        assert!(
+            !printed.contains(secret),
+            "{what} prints {secret:?}: {printed}"
+        );
+    }
+}
+
+async fn idem_reads_a_sealed_record_by_its_digest_without_clear_text() {
+    let Some(target) = RedisTarget::start().await else {
+        return;
+    };
+    let sealed = Idempotency::new(target.redis_store().clone())
+        .with_sealing(keyring())
+        .with_key_digest(KEY_DIGEST_SECRET);
+    let accounts = Accounts {
+        idem: sealed.clone(),
+        closed: AtomicUsize::new(0),
+    };
+    let first = close(&accounts, "alice@example.com").await.unwrap();
+    assert_eq!(close(&accounts, "alice@example.com").await.unwrap(), first);
+    assert_eq!(accounts.closed.load(Ordering::SeqCst), 1);
+
+    let clear = sealed
+        .key("accounts.close")
+        .part("alice@example.com")
+        .finish()
+        .unwrap();
+    let digested = sealed.stored_key(&clear);
+    assert!(digested.as_str().starts_with("idem|#"), "{digested:?}");
+
+    let idem = Idem::redis(target.url(), target.prefix());
+    let listed = idem.run(&["list", "--all", "--json"]).await.exits(0);
+    assert_no_secret("`idem list --json`", &listed.printed());
+    let records = listed.json();
+    let records = records.as_array().unwrap();
+    assert_eq!(records.len(), 1, "{records:#?}");
+    let record = &records[0];
+    assert_eq!(
+        record["key"],
+        digested.as_str(),
+        "the library's digest: {record:#}"
+    );
+    assert_eq!(record["function"], Value::Null, "{record:#}");
+    assert_eq!(
+        (&record["state"], &record["outcome"]),
+        (&json!("completed"), &json!("ok")),
+        "{record:#}"
+    );
+    let table = idem.run(&["list", "--all"]).await.exits(0);
+    assert!(table.stdout.contains(digested.as_str()), "{table:#?}");
+    assert_no_secret("`idem list`", &table.printed());
+
+    let got = idem
+        .run(&["get", digested.as_str(), "--json"])
+        .await
+        .exits(0);
+    assert_no_secret("`idem get`", &got.printed());
+    let got = got.json();
+    assert_eq!(got["state"], "completed", "{got:#}");
+    assert!(got["stored_bytes"].as_u64().unwrap() > 0, "{got:#}");
+    let shown = idem.run(&["get", digested.as_str()]).await.exits(0);
+    assert_no_secret("`idem get`", &shown.printed());
+
+    let stats = idem.json(&["stats"]).await;
+    assert_eq!(stats["total"], 1, "{stats:#}");
+    assert_eq!(stats["functions"][0]["function"], Value::Null, "{stats:#}");
+
+    // Without the digest secret, the clear key names nothing the command can find.
+    let by_clear_key = idem.run(&["get", clear.as_str()]).await.exits(3);
+    assert!(
+        by_clear_key.stderr.contains("no record"),
+        "{by_clear_key:#?}"
+    );
+
+    // Forgotten by its digest, the key is free again for the sealed handle.
+    idem.run(&["forget", digested.as_str()]).await.exits(0);
+    let again = close(&accounts, "alice@example.com").await.unwrap();
+    assert_eq!((again.run, accounts.closed.load(Ordering::SeqCst)), (2, 2));
+    assert_eq!(idem.list().await.len(), 1);
+}
+
+idem_tests::backend_tests! {
+    async idem_reads_a_sealed_record_by_its_digest_without_clear_text,
+}
