@@ -3,7 +3,8 @@
 //! An `IdempotentHandler` on a DynamoDB table (moto) runs API Gateway deliveries, one of them
 //! retried in a new envelope; then the `idem` command, as a process, reads the same table: `list`,
 //! `get` and `stats` show the handler's records as completed under its name, and a record
-//! `forget` deletes is run again by the next delivery.
+//! `forget` deletes is run again by the next delivery. An invocation that hangs holds its key
+//! until its deadline; `idem` shows it running and `release` frees it for the redelivery.
 
 mod system;
 
@@ -17,6 +18,8 @@ use idem_tests::dynamodb::TestDynamo;
 use lambda_runtime::{service_fn, Context, LambdaEvent, Service};
 use serde_json::{json, Value};
 use system::command::Idem;
+use system::within;
+use tokio::sync::{mpsc, Semaphore};
 
 /// An API Gateway delivery of an order, as request `request_id`, with a minute left to run.
 fn delivery(order_id: &str, amount: u64, request_id: &str) -> LambdaEvent<Value> {
@@ -92,6 +95,76 @@ async fn lambda_records_are_listed_read_counted_and_forgotten_by_idem() {
     assert_eq!(idem.list().await.len(), 2);
 }
 
+async fn a_hung_invocation_is_shown_running_and_released_by_idem_for_the_redelivery() {
+    let Some(dynamo) = TestDynamo::start().await else {
+        return;
+    };
+    let runs = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(Semaphore::new(0));
+    let (started, mut first_started) = mpsc::unbounded_channel();
+    let (counted, held) = (runs.clone(), gate.clone());
+    let handler = IdempotentHandler::builder(Idempotency::from_arc(dynamo.store.clone()))
+        .name("orders")
+        .event_key("powertools_json(body).order_id")
+        .build(service_fn(move |event: LambdaEvent<Value>| {
+            let (counted, held, started) = (counted.clone(), held.clone(), started.clone());
+            async move {
+                if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                    started.send(()).unwrap();
+                    held.acquire().await.unwrap().forget();
+                }
+                Ok::<_, lambda_runtime::Error>(json!({"body": event.context.request_id}))
+            }
+        }));
+    let hung = tokio::spawn({
+        let mut handler = handler.clone();
+        async move { handler.call(delivery("o-7", 100, "req-1")).await }
+    });
+    within("the first invocation", first_started.recv()).await;
+
+    let idem = Idem::dynamodb(dynamo.table(), dynamo.moto.endpoint());
+    let running = idem.json(&["list", "--state", "in-progress"]).await;
+    let records = running.as_array().unwrap();
+    assert_eq!(records.len(), 1, "{running:#}");
+    assert_eq!(
+        (&records[0]["function"], &records[0]["state"]),
+        (&json!("orders"), &json!("running")),
+        "{running:#}"
+    );
+    let key = records[0]["key"].as_str().unwrap().to_owned();
+
+    // Held, the key refuses the redelivery; released by the operator, the redelivery runs.
+    let refused = handler.clone().call(delivery("o-7", 100, "req-2")).await;
+    let refused = refused.expect_err("the key is held");
+    assert_eq!(
+        refused.error_type(),
+        Some("IdempotencyAlreadyInProgressError"),
+        "{refused}"
+    );
+    idem.run(&["release", &key, "--yes"]).await.exits(0);
+    let redelivered = handler.clone().call(delivery("o-7", 100, "req-3")).await;
+    assert_eq!(redelivered.unwrap()["body"], "req-3");
+
+    // The hung invocation ends: its response is not the one kept.
+    gate.add_permits(1);
+    let late = within("the hung invocation", hung).await.unwrap();
+    assert!(
+        matches!(
+            late,
+            Err(idem_lambda::Error::Idempotency(
+                idem_core::Error::NotRecorded { .. }
+            ))
+        ),
+        "it ran, and its response was not recorded: {late:?}"
+    );
+    let replay = handler.clone().call(delivery("o-7", 100, "req-4")).await;
+    assert_eq!(replay.unwrap()["body"], "req-3");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let got = idem.json(&["get", &key]).await;
+    assert_eq!(got["state"], "completed", "{got:#}");
+}
+
 idem_tests::backend_tests! {
     async lambda_records_are_listed_read_counted_and_forgotten_by_idem,
+    async a_hung_invocation_is_shown_running_and_released_by_idem_for_the_redelivery,
 }
