@@ -1,22 +1,31 @@
-//! Seam: sealing (idem-core's `seal`: a keyring and a key digest) ↔ the attribute ↔ the Redis
-//! store ↔ the `idem` command.
+//! Seam: sealing (idem-core's `seal`: a keyring and a key digest) ↔ the attribute and the HTTP
+//! layer ↔ the Redis store ↔ the `idem` command.
 //!
 //! A sealed handle stores an `#[idempotent]` call's outcome; `idem`, which has no keyring and no
 //! digest secret, reads the record as stored: `list`, `get` and `stats` show it completed under
 //! its digested key (the one the library computes for the clear key), without the function's
 //! name, the key's parts or the outcome's text; the clear key names no record to it. `forget`
-//! on the digested key frees the key for the sealed handle, whose next call runs again.
+//! on the digested key frees the key for the sealed handle, whose next call runs again. The HTTP
+//! layer on a sealed handle replays as on any other, and `idem` sees its record the same way.
 
 mod system;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::Router;
+use idem_client::was_replayed;
 use idem_core::{idempotent, Idempotency};
+use idem_http::IdempotencyLayer;
 use idem_tests::redis::target::RedisTarget;
 use idem_tests::sealed::{keyring, KEY_DIGEST_SECRET};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use system::command::Idem;
+use tokio::net::TcpListener;
 
 /// What must never leave the sealed store in clear: the key's part, the function's name and
 /// the outcome's text.
@@ -134,6 +143,66 @@ async fn idem_reads_a_sealed_record_by_its_digest_without_clear_text() {
     assert_eq!(idem.list().await.len(), 1);
 }
 
+async fn receipt(State(runs): State<Arc<AtomicUsize>>, body: String) -> (StatusCode, String) {
+    let run = runs.fetch_add(1, Ordering::SeqCst) + 1;
+    let order: Value = serde_json::from_str(&body).unwrap();
+    let receipt = json!({"holder": "Alice Liddell", "refund": order["refund"], "run": run});
+    (StatusCode::CREATED, receipt.to_string())
+}
+
+async fn the_layer_on_a_sealed_handle_replays_and_idem_sees_no_clear_text() {
+    let Some(target) = RedisTarget::start().await else {
+        return;
+    };
+    let sealed = Idempotency::new(target.redis_store().clone())
+        .with_sealing(keyring())
+        .with_key_digest(KEY_DIGEST_SECRET);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let app = Router::new()
+        .route("/refunds", post(receipt))
+        .with_state(runs.clone())
+        .layer(IdempotencyLayer::new(sealed));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/refunds", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = system::client();
+    let send = || {
+        let request = client
+            .post(&url)
+            .header("idempotency-key", "alice@example.com")
+            .header("content-type", "application/json")
+            .body(json!({"refund": "card 4242"}).to_string())
+            .send();
+        system::within("the answer", request)
+    };
+
+    let first = send().await.unwrap();
+    assert_eq!(
+        (first.status().as_u16(), was_replayed(&first)),
+        (201, false)
+    );
+    let first = first.text().await.unwrap();
+    let retry = send().await.unwrap();
+    assert!(was_replayed(&retry));
+    assert_eq!(retry.text().await.unwrap(), first);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let idem = Idem::redis(target.url(), target.prefix());
+    for args in [&["list", "--all", "--json"][..], &["list", "--all"]] {
+        let listed = idem.run(args).await.exits(0);
+        assert_no_secret(&format!("`idem {}`", args.join(" ")), &listed.printed());
+    }
+    let records = idem.list().await;
+    assert_eq!(records.len(), 1, "{records:#?}");
+    let key = records[0]["key"].as_str().unwrap();
+    assert!(key.starts_with("idem|#"), "{records:#?}");
+    assert_eq!(records[0]["function"], Value::Null, "{records:#?}");
+    let got = idem.run(&["get", key, "--json"]).await.exits(0);
+    assert_no_secret("`idem get`", &got.printed());
+    assert_eq!(got.json()["state"], "completed", "{got:#?}");
+}
+
 idem_tests::backend_tests! {
     async idem_reads_a_sealed_record_by_its_digest_without_clear_text,
+    async the_layer_on_a_sealed_handle_replays_and_idem_sees_no_clear_text,
 }
