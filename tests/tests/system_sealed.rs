@@ -6,7 +6,9 @@
 //! its digested key (the one the library computes for the clear key), without the function's
 //! name, the key's parts or the outcome's text; the clear key names no record to it. `forget`
 //! on the digested key frees the key for the sealed handle, whose next call runs again. The HTTP
-//! layer on a sealed handle replays as on any other, and `idem` sees its record the same way.
+//! layer on a sealed handle replays as on any other, and `idem` sees its record the same way. A
+//! sealed call held after a recorded step is released by `idem` on its digest, and the next call
+//! resumes after the step, opening its sealed value instead of running it again.
 
 mod system;
 
@@ -18,7 +20,7 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
 use idem_client::was_replayed;
-use idem_core::{idempotent, Idempotency};
+use idem_core::{idempotent, step, Call, Fingerprint, Idempotency};
 use idem_http::IdempotencyLayer;
 use idem_tests::redis::target::RedisTarget;
 use idem_tests::sealed::{keyring, KEY_DIGEST_SECRET};
@@ -26,14 +28,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use system::command::Idem;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 
-/// What must never leave the sealed store in clear: the key's part, the function's name and
-/// the outcome's text.
-const SECRETS: [&str; 4] = [
+/// What must never leave the sealed store in clear: the keys' parts, the function's name and
+/// the outcomes' and steps' text.
+const SECRETS: [&str; 6] = [
     "alice@example.com",
+    "bob@example.com",
     "accounts.close",
     "Alice Liddell",
     "card 4242",
+    "re_secret_77",
 ];
 
 struct Accounts {
@@ -202,7 +207,89 @@ async fn the_layer_on_a_sealed_handle_replays_and_idem_sees_no_clear_text() {
     assert_eq!(got.json()["state"], "completed", "{got:#?}");
 }
 
+/// Closes bob's account on `idem`: refunds him in a step, then waits for `finish` (if given)
+/// before answering. Counts refunds and bodies run.
+async fn close_bob(
+    idem: &Idempotency,
+    counts: &Arc<[AtomicUsize; 2]>,
+    refunded: Option<oneshot::Sender<()>>,
+    finish: Option<oneshot::Receiver<()>>,
+) -> Result<String, idem_core::Error> {
+    let key = idem
+        .key("accounts.close")
+        .part("bob@example.com")
+        .finish()?;
+    let call = Call::new(key, Fingerprint::of(&"bob@example.com")?);
+    let executed = idem
+        .run(call, async {
+            let run = counts[0].fetch_add(1, Ordering::SeqCst) + 1;
+            let refund = step("refund", async {
+                counts[1].fetch_add(1, Ordering::SeqCst);
+                Ok::<_, idem_core::Error>("re_secret_77 to card 4242".to_owned())
+            })
+            .await?;
+            if let (Some(refunded), Some(finish)) = (refunded, finish) {
+                refunded.send(()).unwrap();
+                let _ = finish.await;
+            }
+            Ok(format!("run {run}: {refund}"))
+        })
+        .await?;
+    Ok(executed.value)
+}
+
+async fn a_sealed_call_released_by_idem_after_a_step_resumes_after_it() {
+    let Some(target) = RedisTarget::start().await else {
+        return;
+    };
+    let sealed = Idempotency::new(target.redis_store().clone())
+        .with_sealing(keyring())
+        .with_key_digest(KEY_DIGEST_SECRET);
+    let counts = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let (refunded, stepped) = oneshot::channel();
+    let (finish, finished) = oneshot::channel();
+    let held = tokio::spawn({
+        let (sealed, counts) = (sealed.clone(), counts.clone());
+        async move { close_bob(&sealed, &counts, Some(refunded), Some(finished)).await }
+    });
+    system::within("the refund step", stepped).await.unwrap();
+
+    let idem = Idem::redis(target.url(), target.prefix());
+    let running = idem
+        .run(&["list", "--state", "in-progress", "--json"])
+        .await
+        .exits(0);
+    assert_no_secret("`idem list --state in-progress`", &running.printed());
+    let records = running.json();
+    let record = &records.as_array().unwrap()[0];
+    assert_eq!(record["state"], "running", "{records:#}");
+    assert_eq!(record["steps"].as_array().unwrap().len(), 1, "{records:#}");
+    // A fingerprint anyone can compute from a guess of the arguments would give them away.
+    let guessable = Fingerprint::of(&"bob@example.com").unwrap().to_hex();
+    assert!(!running.printed().contains(&guessable), "{records:#}");
+    let key = record["key"].as_str().unwrap().to_owned();
+
+    let released = idem.run(&["release", &key, "--yes"]).await.exits(0);
+    assert_no_secret("`idem release`", &released.printed());
+
+    // The next call takes the key over and resumes after the step, opening its sealed value.
+    let resumed = close_bob(&sealed, &counts, None, None).await.unwrap();
+    assert_eq!(resumed, "run 2: re_secret_77 to card 4242");
+    assert_eq!(counts[1].load(Ordering::SeqCst), 1, "bob was refunded once");
+
+    finish.send(()).unwrap();
+    let late = system::within("the held call", held).await.unwrap();
+    assert!(late.is_err(), "its answer was not kept: {late:?}");
+    assert_eq!(
+        close_bob(&sealed, &counts, None, None).await.unwrap(),
+        resumed
+    );
+    let got = idem.json(&["get", &key]).await;
+    assert_eq!(got["state"], "completed", "{got:#}");
+}
+
 idem_tests::backend_tests! {
+    async a_sealed_call_released_by_idem_after_a_step_resumes_after_it,
     async idem_reads_a_sealed_record_by_its_digest_without_clear_text,
     async the_layer_on_a_sealed_handle_replays_and_idem_sees_no_clear_text,
 }
