@@ -116,9 +116,11 @@ async fn a_hung_invocation_is_shown_running_and_released_by_idem_for_the_redeliv
                 Ok::<_, lambda_runtime::Error>(json!({"body": event.context.request_id}))
             }
         }));
+    let first = delivery("o-7", 100, "req-1");
+    let deadline = first.context.deadline;
     let hung = tokio::spawn({
         let mut handler = handler.clone();
-        async move { handler.call(delivery("o-7", 100, "req-1")).await }
+        async move { handler.call(first).await }
     });
     within("the first invocation", first_started.recv()).await;
 
@@ -132,6 +134,12 @@ async fn a_hung_invocation_is_shown_running_and_released_by_idem_for_the_redeliv
         "{running:#}"
     );
     let key = records[0]["key"].as_str().unwrap().to_owned();
+    // The reservation ends with the invocation, as the handler set it and the store kept it.
+    let lease_until = unix_millis(records[0]["lease_until"].as_str().unwrap());
+    assert!(
+        (deadline..deadline + 1_000).contains(&lease_until),
+        "lease until {lease_until} ms, the invocation's deadline {deadline} ms: {running:#}"
+    );
 
     // Held, the key refuses the redelivery; released by the operator, the redelivery runs.
     let refused = handler.clone().call(delivery("o-7", 100, "req-2")).await;
@@ -162,6 +170,23 @@ async fn a_hung_invocation_is_shown_running_and_released_by_idem_for_the_redeliv
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     let got = idem.json(&["get", &key]).await;
     assert_eq!(got["state"], "completed", "{got:#}");
+}
+
+/// Milliseconds since the Unix epoch of a time `idem` prints, `2026-12-03T09:38:16.191Z`.
+fn unix_millis(rfc3339: &str) -> u64 {
+    let field = |range: std::ops::Range<usize>| rfc3339[range].parse::<i64>().unwrap();
+    let (year, month, day) = (field(0..4), field(5..7), field(8..10));
+    let (hour, minute, second, milli) =
+        (field(11..13), field(14..16), field(17..19), field(20..23));
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    let seconds = ((days * 24 + hour) * 60 + minute) * 60 + second;
+    u64::try_from(seconds * 1_000 + milli).unwrap()
 }
 
 idem_tests::backend_tests! {
