@@ -5,7 +5,8 @@
 //! answer and the charge runs once per operation. Then the `idem` command, as a process, reads
 //! the records the layer left, refuses to release a completed one, forgets one (the next request
 //! with its key charges again), and releases one held by a call in flight (the next request
-//! charges again, and the stale call's answer does not replace the new record).
+//! charges again, and the stale call's answer does not replace the new record). An answer too
+//! large to keep, and lost, comes back to the client as the layer's 410, final, charged once.
 
 mod system;
 
@@ -19,7 +20,7 @@ use axum::routing::post;
 use axum::Router;
 use idem_client::{key_of, was_replayed};
 use idem_core::Idempotency;
-use idem_http::IdempotencyLayer;
+use idem_http::{IdempotencyLayer, IdempotencyLayerBuilder};
 use idem_tests::redis::target::RedisTarget;
 use reqwest_middleware::ClientWithMiddleware;
 use serde_json::{json, Value};
@@ -66,6 +67,13 @@ struct Shop {
 
 impl Shop {
     async fn open() -> Option<Shop> {
+        Shop::open_with(|layer| layer).await
+    }
+
+    /// A shop whose layer is configured by `configure`.
+    async fn open_with(
+        configure: impl FnOnce(IdempotencyLayerBuilder) -> IdempotencyLayerBuilder,
+    ) -> Option<Shop> {
         let target = RedisTarget::start().await?;
         let (sender, started) = mpsc::unbounded_channel();
         let provider = Arc::new(Provider {
@@ -77,9 +85,12 @@ impl Shop {
         let app = Router::new()
             .route("/charges", post(charge))
             .with_state(provider.clone())
-            .layer(IdempotencyLayer::new(Idempotency::new(
-                target.redis_store().clone(),
-            )));
+            .layer(
+                configure(IdempotencyLayer::builder(Idempotency::new(
+                    target.redis_store().clone(),
+                )))
+                .build(),
+            );
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -243,6 +254,33 @@ async fn a_held_key_released_by_idem_charges_again_and_keeps_the_new_answer() {
     assert_eq!(got["state"], "completed", "{got:#}");
 }
 
+async fn an_answer_too_large_to_keep_and_lost_is_told_gone_and_charged_once() {
+    // The charge's answer (some 30 bytes) is handled and sent, but not kept.
+    let Some(shop) = Shop::open_with(|layer| layer.max_response_body(16)).await else {
+        return;
+    };
+    let proxy = Proxy::start(shop.addr).await;
+    proxy.lose_answers(1);
+
+    let gone = pay(&system::client(), &proxy.url, None, "o-9").await;
+
+    assert_eq!(proxy.lost(), 1);
+    // Told from the record: the operation ran earlier, as `was_replayed` means.
+    assert_eq!((gone.status, gone.replayed), (410, true), "{gone:?}");
+    assert_eq!(
+        gone.body["type"],
+        idem_http::problem::RESPONSE_NOT_KEPT,
+        "{gone:?}"
+    );
+    assert_eq!(gone.body["handled_status"], 201, "{gone:?}");
+    assert_eq!(shop.provider.charges(), 1, "the retry did not charge again");
+    let records = shop.idem.list().await;
+    assert_eq!(records.len(), 1, "{records:#?}");
+    let record = &records[0];
+    assert_eq!(record["key"], stored_key(&records, &gone.key), "{record:#}");
+    assert_eq!(record["state"], "completed", "handled for good: {record:#}");
+}
+
 fn shop_url(shop: &Shop) -> String {
     format!("http://{}", shop.addr)
 }
@@ -250,4 +288,5 @@ fn shop_url(shop: &Shop) -> String {
 idem_tests::backend_tests! {
     async lost_answers_are_replayed_once_per_operation_and_idem_forgets_one,
     async a_held_key_released_by_idem_charges_again_and_keeps_the_new_answer,
+    async an_answer_too_large_to_keep_and_lost_is_told_gone_and_charged_once,
 }
