@@ -35,10 +35,11 @@ use std::sync::Once;
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
-/// One test of a backend file: its name and its function.
+/// One test of a backend file: its name, its function, and why it is ignored, if it is.
 pub struct Test {
     name: &'static str,
     body: Body,
+    ignored: Option<&'static str>,
 }
 
 enum Body {
@@ -74,6 +75,7 @@ impl Test {
         Test {
             name,
             body: Body::Plain(body),
+            ignored: None,
         }
     }
 
@@ -82,7 +84,15 @@ impl Test {
         Test {
             name,
             body: Body::Async(body),
+            ignored: None,
         }
+    }
+
+    /// The same test, ignored for `reason` (a known bug, say): run only with `--ignored` or
+    /// `--include-ignored`.
+    pub fn ignored(mut self, reason: &'static str) -> Self {
+        self.ignored = Some(reason);
+        self
     }
 
     fn run(self) -> Result<Completion, Failed> {
@@ -109,7 +119,10 @@ pub fn main(tests: Vec<Test>) -> ExitCode {
     HARNESS.store(true, Ordering::SeqCst);
     let trials = tests
         .into_iter()
-        .map(|test| Trial::ignorable_test(test.name, move || test.run()))
+        .map(|test| {
+            let ignored = test.ignored.is_some();
+            Trial::ignorable_test(test.name, move || test.run()).with_ignored_flag(ignored)
+        })
         .collect();
     libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
 }
@@ -163,12 +176,15 @@ pub(crate) fn server_unavailable(reason: &str, help: &str) {
 }
 
 /// Writes the `main` of a backend test file: every listed function is a test, `fn NAME` for a
-/// plain one, `async NAME` for an `async` one. See the [`harness`](crate::harness) module.
+/// plain one, `async NAME` for an `async` one, either followed by `= ignore("reason")` for one
+/// that runs only when asked for (`--ignored`). See the [`harness`](crate::harness) module.
 #[macro_export]
 macro_rules! backend_tests {
-    ($($kind:tt $name:ident),* $(,)?) => {
+    ($($kind:tt $name:ident $(= ignore($reason:literal))?),* $(,)?) => {
         fn main() -> ::std::process::ExitCode {
-            $crate::harness::main(::std::vec![$($crate::__backend_test!($kind $name)),*])
+            $crate::harness::main(::std::vec![$(
+                $crate::__backend_test!($kind $name)$(.ignored($reason))?
+            ),*])
         }
     };
 }
