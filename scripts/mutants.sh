@@ -41,7 +41,7 @@ postgres_tests=(
     --test postgres_conformance --test postgres_store --test postgres_steps
     --test postgres_transaction --test postgres_corrupt --test postgres_concurrency
     --test postgres_round_trips --test postgres_faults --test postgres_crash
-    --test postgres_inventory
+    --test postgres_inventory --test reserve_table_postgres
 )
 
 for group in "${groups[@]}"; do

@@ -41,10 +41,12 @@ mod checks;
 mod intercept;
 mod probes;
 mod reference;
+mod reserve_table;
 mod suite;
 
 pub use intercept::{Intercepted, Interceptor, Operation};
 pub use reference::ReferenceStore;
+pub use reserve_table::{check_reserve_cases, reserve_cases, ReserveCase};
 
 use std::future::Future;
 use std::sync::Arc;

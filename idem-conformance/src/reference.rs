@@ -5,6 +5,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
+use idem_core::store::judge_reserve;
 use idem_core::{
     Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
@@ -47,40 +48,16 @@ impl ReferenceStore {
     }
 }
 
-/// What `reserve` does to the key, given what it holds.
-fn reservation(found: Option<&Record>, claim: &Claim) -> Reservation {
-    let now = claim.now();
-    let Some(record) = found else {
-        return Reservation::Reserved(claim.record().clone());
-    };
-    match record {
-        // The first attempt of this very request landed and only its answer was lost.
-        Record::InProgress(held) if held.owner() == claim.record().owner() => {
-            Reservation::Reserved(held.clone())
-        }
-        live if live.is_live(now) => Reservation::Existing(live.clone()),
-        Record::InProgress(stale)
-            if stale.fingerprint() == claim.record().fingerprint() || stale.is_abandoned(now) =>
-        {
-            Reservation::TookOver {
-                previous: stale.owner().clone(),
-                record: claim.record().taking_over(stale),
-            }
-        }
-        Record::InProgress(_) => Reservation::Existing(record.clone()),
-        _ => Reservation::Reserved(claim.record().clone()),
-    }
-}
-
 #[async_trait]
 impl Store for ReferenceStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
+        // What to do is idem-core's judgement; writing it under the lock is this store's part.
         let mut records = self.records();
-        let answer = reservation(records.get(key), claim);
-        if let Reservation::Reserved(record) | Reservation::TookOver { record, .. } = &answer {
-            records.insert(key.clone(), Record::InProgress(record.clone()));
+        let judgement = judge_reserve(records.get(key).cloned(), claim);
+        if let Some(written) = judgement.record_to_write(claim) {
+            records.insert(key.clone(), Record::InProgress(written));
         }
-        Ok(answer)
+        Ok(judgement.into_reservation(claim))
     }
 
     async fn complete(

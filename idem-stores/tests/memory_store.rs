@@ -370,3 +370,11 @@ async fn a_call_without_renewal_holds_only_the_lease_it_was_given() {
     renewed.abort();
     unrenewed.abort();
 }
+
+/// The table of reserve cases, on a store that never sweeps: a sweep running beside a case
+/// could remove the record the case planted.
+#[tokio::test]
+async fn the_memory_store_decides_every_reserve_case() {
+    let store = MemoryStore::builder().no_sweeping().build();
+    idem_conformance::check_reserve_cases(std::sync::Arc::new(store)).await;
+}

@@ -13,6 +13,7 @@
 
 mod contract;
 mod inventory;
+mod judge;
 mod record;
 pub(crate) mod time;
 
@@ -21,6 +22,7 @@ pub use crate::steps::Steps;
 pub use crate::StoreError;
 pub use contract::Store;
 pub use inventory::{Inventory, ListPage, ListQuery};
+pub use judge::{judge_reserve, ReserveJudgement};
 pub use record::{
     Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
     LEASE_GRACE_MS,

@@ -210,6 +210,12 @@ impl InProgress {
         self
     }
 
+    /// Whether this record and `other` are the same call: they have the same fingerprint. A
+    /// takeover by the same call keeps the steps ([`taking_over`](InProgress::taking_over)).
+    pub fn is_same_call(&self, other: &InProgress) -> bool {
+        self.fingerprint == other.fingerprint
+    }
+
     /// The record this claim's record becomes when it takes `previous` over: the same record
     /// with the attempt counted on from `previous` and its steps when both are the same call
     /// (same fingerprint), and a fencing token above `previous`'s. A takeover by another
@@ -217,7 +223,7 @@ impl InProgress {
     ///
     /// Every store writes exactly this on a takeover.
     pub fn taking_over(&self, previous: &InProgress) -> InProgress {
-        let same_call = previous.fingerprint == self.fingerprint;
+        let same_call = self.is_same_call(previous);
         let (attempt, steps) = if same_call {
             (previous.attempt.saturating_add(1), previous.steps.clone())
         } else {

@@ -10,9 +10,9 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
+use idem_core::store::{judge_reserve, ReserveJudgement};
 use idem_core::{
-    Claim, Completed, InProgress, Key, OwnerToken, Record, Reservation, Store, StoreError,
-    Timestamp,
+    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
 
 use super::error::{misconfiguration, ItemTooLarge, KeyTooLong, RequestFailed};
@@ -255,33 +255,6 @@ impl DynamoDbStore {
     }
 }
 
-/// What a reservation does about the record that failed its condition.
-enum Next {
-    /// Put the claim on a free key again: the record is gone or expired by now.
-    PutFree,
-    /// Take this in-progress record over: its lease passed.
-    TakeOver(InProgress),
-    /// The claim's own record, written by an earlier attempt of the request.
-    Held(InProgress),
-    /// Hand the live record to the caller.
-    Existing(Record),
-}
-
-fn next_step(record: Record, claim: &Claim) -> Next {
-    match record {
-        Record::InProgress(found) if found.owner() == claim.record().owner() => Next::Held(found),
-        Record::InProgress(found)
-            if found.lease_until() <= claim.now()
-                && (found.fingerprint() == claim.record().fingerprint()
-                    || found.is_abandoned(claim.now())) =>
-        {
-            Next::TakeOver(found)
-        }
-        Record::Completed(completed) if completed.expires_at() <= claim.now() => Next::PutFree,
-        live => Next::Existing(live),
-    }
-}
-
 #[async_trait]
 impl Store for DynamoDbStore {
     fn name(&self) -> &'static str {
@@ -308,13 +281,18 @@ impl Store for DynamoDbStore {
                 // An endpoint that does not return it: read it, which costs a request more.
                 None => self.get(key).await?,
             };
-            put = match record.map(|record| next_step(record, claim)) {
-                None | Some(Next::PutFree) => self.put_free(&item_key, claim).await?,
-                Some(Next::TakeOver(previous)) => {
+            // What to do about it is idem-core's judgement; the conditional writes are ours.
+            let judgement = judge_reserve(record, claim);
+            put = match judgement {
+                ReserveJudgement::Vacant | ReserveJudgement::Expired(_) => {
+                    self.put_free(&item_key, claim).await?
+                }
+                ReserveJudgement::TakeOver(previous) => {
                     self.take_over(&item_key, claim, &previous).await?
                 }
-                Some(Next::Held(found)) => return Ok(Reservation::Reserved(found)),
-                Some(Next::Existing(record)) => return Ok(Reservation::Existing(record)),
+                ReserveJudgement::Held(_) | ReserveJudgement::Existing(_) => {
+                    return Ok(judgement.into_reservation(claim))
+                }
             };
         }
         // The last write may have landed: its reservation is this caller's.

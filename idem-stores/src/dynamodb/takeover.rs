@@ -32,7 +32,7 @@ impl DynamoDbStore {
         claim: &Claim,
         previous: &InProgress,
     ) -> Result<Attempt, StoreError> {
-        if previous.fingerprint() == claim.record().fingerprint() {
+        if claim.record().is_same_call(previous) {
             self.take_over_same_call(item_key, claim, previous).await
         } else {
             self.take_over_other_call(item_key, claim, previous).await

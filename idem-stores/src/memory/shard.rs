@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use idem_core::store::judge_reserve;
 use idem_core::{Key, OwnerToken, Record, Reservation, Timestamp};
 use tokio::sync::Notify;
 
@@ -54,7 +55,8 @@ impl Shard {
     }
 
     /// Reserves `key` for `claim`. A new key takes a record's room from `room`; `None` when
-    /// there is none left.
+    /// there is none left. What to do is idem-core's [`judge_reserve`]; this shard only writes
+    /// it under its lock.
     pub(crate) fn reserve(
         &self,
         key: &Key,
@@ -62,43 +64,21 @@ impl Shard {
         room: &Capacity,
     ) -> Option<Reservation> {
         let mut slots = self.lock();
-        let Some(slot) = slots.get_mut(key) else {
-            if !room.take() {
-                return None;
-            }
-            room.note(&Record::InProgress(claim.record().clone()));
-            slots.insert(
-                key.clone(),
-                Slot::new(Record::InProgress(claim.record().clone())),
-            );
-            return Some(Reservation::Reserved(claim.record().clone()));
+        let found = slots.get(key).map(|slot| slot.record.clone());
+        let new_key = found.is_none();
+        let judgement = judge_reserve(found, claim);
+        let Some(written) = judgement.record_to_write(claim) else {
+            return Some(judgement.into_reservation(claim));
         };
-        let reservation = match &slot.record {
-            // The caller's own claim, sent again: its reservation, as the contract has it.
-            Record::InProgress(held) if held.owner() == claim.record().owner() => {
-                return Some(Reservation::Reserved(held.clone()));
-            }
-            record if record.is_live(claim.now()) => Reservation::Existing(record.clone()),
-            Record::InProgress(stale)
-                if stale.fingerprint() != claim.record().fingerprint()
-                    && !stale.is_abandoned(claim.now()) =>
-            {
-                Reservation::Existing(slot.record.clone())
-            }
-            Record::InProgress(stale) => Reservation::TookOver {
-                previous: stale.owner().clone(),
-                record: claim.record().taking_over(stale),
-            },
-            _ => Reservation::Reserved(claim.record().clone()),
-        };
-        let written = match &reservation {
-            Reservation::Reserved(record) | Reservation::TookOver { record, .. } => record,
-            _ => return Some(reservation),
-        };
-        slot.wake();
-        *slot = Slot::new(Record::InProgress(written.clone()));
-        room.note(&slot.record);
-        Some(reservation)
+        if new_key && !room.take() {
+            return None;
+        }
+        let written = Record::InProgress(written);
+        room.note(&written);
+        if let Some(old) = slots.insert(key.clone(), Slot::new(written)) {
+            old.wake();
+        }
+        Some(judgement.into_reservation(claim))
     }
 
     /// Applies `change` to `owner`'s in-progress record; `false` if `owner` does not hold it.

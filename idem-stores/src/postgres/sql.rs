@@ -225,6 +225,8 @@ fn claim_columns() -> Vec<(&'static str, String)> {
 /// Whether the existing row `r` is free for the claim: an expired completed record, or an
 /// in-progress record of another owner whose lease passed, with the claim's fingerprint or
 /// abandoned (a grace past its lease, with no step kept at `$7`; `$8` is now less the grace).
+/// The SQL copy of idem-core's `judge_reserve`, kept in the statement so that deciding and
+/// writing are atomic; the conformance kit's table of reserve cases checks that both agree.
 fn row_is_free() -> String {
     let abandoned = format!("r.live_until_ms <= $8 AND {}", no_live_steps("r.", "$7"));
     format!(

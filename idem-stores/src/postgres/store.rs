@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use idem_core::store::{judge_reserve, ReserveJudgement};
 use idem_core::{
     Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
@@ -269,11 +270,16 @@ fn reservation(row: &PgRow, claim: &Claim) -> Result<Reservation, StoreError> {
             Some(previous) => Reservation::TookOver { previous, record },
             None => Reservation::Reserved(record),
         },
-        // A reservation retried after its answer was lost finds its own record.
-        (false, Record::InProgress(found)) if found.owner() == claim.record().owner() => {
-            Reservation::Reserved(found)
-        }
-        (false, record) => Reservation::Existing(record),
+        // The statement judged the row itself (`row_is_free`) and left it. Of a row left,
+        // idem-core's judgement tells the claimant's own reservation, found by a reservation
+        // retried after its answer was lost, from a record that stands.
+        (false, record) => match judge_reserve(Some(record), claim) {
+            ReserveJudgement::Held(own) => Reservation::Reserved(own),
+            standing => match standing.into_found() {
+                Some(record) => Reservation::Existing(record),
+                None => return Err(StoreError::Corrupt("the reservation read no row".into())),
+            },
+        },
         (true, _) => {
             return Err(StoreError::Corrupt(
                 "the reservation wrote a row that is not in progress".into(),

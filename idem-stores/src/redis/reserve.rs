@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use idem_core::store::{judge_reserve, ReserveJudgement};
 use idem_core::{Claim, InProgress, Key, Record, Reservation, Store, StoreError, LEASE_GRACE};
 use redis::{RedisError, Value};
 
@@ -150,23 +151,18 @@ impl RedisStore {
 }
 
 /// What reserving `claim` answers when the key holds `found`, if it needs no write: the
-/// caller's own reservation sent again, a live record, or another call's in-progress record
-/// that is not abandoned. `None` when the record may be taken over or reused: the reserve
-/// script judges again and writes. The rule is the store contract's (the conformance kit's
-/// reference store).
+/// caller's own reservation sent again, or a record that stands. `None` when the record may be
+/// taken over or reused: the reserve script judges again and writes. The judgement is
+/// idem-core's [`judge_reserve`]; the script's copy of it (`lua/reserve.lua`) stays on the
+/// server, where it is atomic with the write.
 fn judged(found: Record, claim: &Claim) -> Option<Reservation> {
-    let now = claim.now();
-    let claimed = claim.record();
-    match found {
-        Record::InProgress(held) if held.owner() == claimed.owner() => {
-            Some(Reservation::Reserved(held))
+    let judgement = judge_reserve(Some(found), claim);
+    match judgement {
+        ReserveJudgement::Held(_) | ReserveJudgement::Existing(_) => {
+            Some(judgement.into_reservation(claim))
         }
-        live if live.is_live(now) => Some(Reservation::Existing(live)),
-        Record::InProgress(stale)
-            if stale.fingerprint() != claimed.fingerprint() && !stale.is_abandoned(now) =>
-        {
-            Some(Reservation::Existing(Record::InProgress(stale)))
+        ReserveJudgement::Vacant | ReserveJudgement::Expired(_) | ReserveJudgement::TakeOver(_) => {
+            None
         }
-        _ => None,
     }
 }
