@@ -64,8 +64,9 @@ pub enum CanonicalJson {
     Bool(bool),
     /// A number, exactly.
     Number(Number),
-    /// A string, escapes resolved.
-    String(String),
+    /// A string, escapes resolved. Named `Text`: a public item named `String` would make the
+    /// compiler spell `std::string::String` in full in every error of a crate using this one.
+    Text(String),
     /// An array, in order.
     Array(Vec<CanonicalJson>),
     /// An object, keys sorted.
@@ -90,7 +91,7 @@ impl Serialize for CanonicalJson {
             CanonicalJson::Null => serializer.serialize_unit(),
             CanonicalJson::Bool(flag) => serializer.serialize_bool(*flag),
             CanonicalJson::Number(number) => number.serialize(serializer),
-            CanonicalJson::String(text) => serializer.serialize_str(text),
+            CanonicalJson::Text(text) => serializer.serialize_str(text),
             CanonicalJson::Array(items) => serializer.collect_seq(items),
             CanonicalJson::Object(members) => serializer.collect_map(members),
         }

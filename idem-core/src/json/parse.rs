@@ -62,7 +62,7 @@ impl<'a> Parser<'a> {
         match self.peek()? {
             b'{' => self.object(depth),
             b'[' => self.array(depth),
-            b'"' => self.string().map(Canonical::String),
+            b'"' => self.string().map(Canonical::Text),
             b't' => self.eat_literal(b"true").map(|()| Canonical::Bool(true)),
             b'f' => self.eat_literal(b"false").map(|()| Canonical::Bool(false)),
             b'n' => self.eat_literal(b"null").map(|()| Canonical::Null),
@@ -266,7 +266,7 @@ mod tests {
         assert!(same(r#""\u0041\n\ud83d\ude00""#, "\"A\\n\u{1F600}\""));
         assert_eq!(
             parse(br#""\"\\\/\b\f\n\r\t\u0041\ud83d\ude00""#),
-            Some(Canonical::String("\"\\/\u{8}\u{c}\n\r\tA\u{1F600}".into()))
+            Some(Canonical::Text("\"\\/\u{8}\u{c}\n\r\tA\u{1F600}".into()))
         );
         assert!(same("[true,false,null]", " [ true , false , null ] "));
         assert!(!same("false", "true"));
