@@ -244,7 +244,5 @@ fn unix_millis(rfc3339: &str) -> u64 {
 idem_tests::backend_tests! {
     async lambda_records_are_listed_read_counted_and_forgotten_by_idem,
     async a_hung_invocation_is_shown_running_and_released_by_idem_for_the_redelivery,
-    async keys_from_event_data_are_printed_harmlessly_and_found_again = ignore(
-        "idem prints keys as stored: control characters from event data reach the terminal"
-    ),
+    async keys_from_event_data_are_printed_harmlessly_and_found_again,
 }

@@ -4,6 +4,9 @@
 pub(crate) mod json;
 mod table;
 pub(crate) mod time;
+mod visible;
+
+pub(crate) use visible::visible;
 
 use std::io::{self, Write};
 
@@ -200,7 +203,7 @@ fn function_name(function: Option<&str>) -> String {
     function.unwrap_or("(digest)").to_owned()
 }
 
-/// `text` on stderr, as a note beside the results.
+/// `text` on stderr, as a note beside the results, with what a terminal would obey escaped.
 pub(crate) fn note(text: &str) {
-    eprintln!("{text}");
+    eprintln!("{}", visible(text, true));
 }

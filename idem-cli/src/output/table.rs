@@ -1,5 +1,7 @@
 //! Aligned columns of text, and aligned `name  value` lines.
 
+use super::visible;
+
 /// How a column's cells line up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Align {
@@ -25,9 +27,13 @@ impl Table {
         }
     }
 
-    /// Adds a row (one cell per column).
+    /// Adds a row (one cell per column), with what a terminal would obey escaped.
     pub(crate) fn row(&mut self, cells: Vec<String>) {
         debug_assert_eq!(cells.len(), self.columns.len());
+        let cells = cells
+            .into_iter()
+            .map(|cell| visible(&cell, false).into_owned())
+            .collect();
         self.rows.push(cells);
     }
 
@@ -81,6 +87,7 @@ pub(crate) fn details(pairs: &[(&str, String)]) -> String {
         .iter()
         .map(|(name, value)| {
             let pad = " ".repeat(name_width - width(name));
+            let value = visible(value, false);
             format!("{name}{pad}  {value}").trim_end().to_owned() + "\n"
         })
         .collect()
