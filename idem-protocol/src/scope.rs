@@ -4,10 +4,11 @@
 //! # The `Authorization` scope, exactly
 //!
 //! The credential is taken as the server will judge it, with what RFC 9110 makes equal made
-//! equal: surrounding spaces and tabs are removed, the auth scheme (the first word) is
-//! lower-cased, and the spaces between it and the credentials become one. The scope is the
-//! lower-case hex SHA-256 of that text. So `Bearer abc`, `bearer abc` and ` BEARER   abc ` are
-//! one scope, which a shell reproduces:
+//! equal: surrounding spaces and tabs are removed, the auth scheme (the word before the first
+//! space) is lower-cased, and the spaces between it and the credentials become one. The
+//! credentials keep their case, and so does a value without a space (a bare API key), which
+//! has no scheme to lower-case. The scope is the lower-case hex SHA-256 of that text. So
+//! `Bearer abc`, `bearer abc` and ` BEARER   abc ` are one scope, which a shell reproduces:
 //!
 //! ```console
 //! $ printf '%s' 'bearer abc' | sha256sum
@@ -112,24 +113,24 @@ impl std::fmt::Debug for ScopeKey {
     }
 }
 
-/// The credential in `value` as RFC 9110 compares it, in pieces to digest in order: the
-/// scheme lower-cased, then one space and the credentials when there are any.
+/// The credential in `value` as RFC 9110 compares it, in pieces to digest in order: the auth
+/// scheme lower-cased, then one space and the credentials. A value with no space after a
+/// first word has no scheme to tell apart (a bare API key, say) and is kept as it is, since
+/// its case may be all that tells two keys apart.
 fn normalised(value: &[u8]) -> Option<[Vec<u8>; 2]> {
     let value = trim(value);
     if value.is_empty() {
         return None;
     }
-    let scheme_end = value
-        .iter()
-        .position(|&b| b == b' ' || b == b'\t')
-        .unwrap_or(value.len());
+    let Some(scheme_end) = value.iter().position(|&b| b == b' ') else {
+        return Some([value.to_vec(), Vec::new()]);
+    };
     let scheme = value[..scheme_end].to_ascii_lowercase();
-    let rest = trim(&value[scheme_end..]);
+    let rest = &value[scheme_end..];
+    let credentials_start = rest.iter().position(|&b| b != b' ').unwrap_or(rest.len());
     let mut credentials = Vec::with_capacity(rest.len() + 1);
-    if !rest.is_empty() {
-        credentials.push(b' ');
-        credentials.extend_from_slice(rest);
-    }
+    credentials.push(b' ');
+    credentials.extend_from_slice(&rest[credentials_start..]);
     Some([scheme, credentials])
 }
 
@@ -168,17 +169,16 @@ mod tests {
     #[test]
     fn one_value_is_the_sha256_of_its_normal_form() {
         assert_eq!(scope(&["bearer abc"]).unwrap(), sha256_hex("bearer abc"));
-        for spelling in [
-            "Bearer abc",
-            "BEARER abc",
-            " bearer \t  abc\t",
-            "bEaReR abc",
-        ] {
+        for spelling in ["Bearer abc", "BEARER abc", " bearer   abc\t", "bEaReR abc"] {
             assert_eq!(scope(&[spelling]), scope(&["bearer abc"]), "{spelling:?}");
         }
         // The credentials themselves keep their case: a token is case-sensitive.
         assert_ne!(scope(&["Bearer ABC"]), scope(&["Bearer abc"]));
-        assert_eq!(scope(&["Negotiate"]).unwrap(), sha256_hex("negotiate"));
+        // A value without a space is a bare credential: its case is kept.
+        assert_eq!(scope(&["sk_live_AbC"]).unwrap(), sha256_hex("sk_live_AbC"));
+        assert_ne!(scope(&["sk_live_AbC"]), scope(&["sk_live_aBc"]));
+        // Only a space separates the scheme (RFC 9110's 1*SP); a tab does not.
+        assert_eq!(scope(&["Bearer\tX"]).unwrap(), sha256_hex("Bearer\tX"));
     }
 
     #[test]
