@@ -79,7 +79,7 @@ impl Failure {
 impl fmt::Display for Failure {
     /// The message, with what a terminal would obey in a key or a store's words escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::output::visible(&self.message, true))
+        f.write_str(&crate::output::visible_message(&self.message))
     }
 }
 

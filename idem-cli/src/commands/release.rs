@@ -30,8 +30,8 @@ pub(crate) async fn release(
         };
         printed(out.record(&held))?;
         return Err(Failure::usage(format!(
-            "not released: pass --yes to release {key}.\n  The next call with this key runs \
-             the function again{}.\n  First check what the held call did ({}): look its \
+            "not released: pass --yes to release {key}. The next call with this key runs \
+             the function again{}. First check what the held call did ({}): look its \
              effect up, a payment by this key with the provider, say.{}",
             resumes(&held),
             who(&held),
@@ -114,7 +114,7 @@ fn resumes(inspection: &Inspection) -> &'static str {
 fn still_running(inspection: &Inspection, out: &Output) -> String {
     match (inspection.state(), inspection.record()) {
         (RecordState::Running, Record::InProgress(held)) => format!(
-            "\n  Its lease is live until {}: the call may still be running, and if it is, \
+            " Its lease is live until {}: the call may still be running, and if it is, \
              releasing makes it lose its lease and its outcome is not recorded.",
             out.when(held.lease_until())
         ),

@@ -6,7 +6,7 @@ mod table;
 pub(crate) mod time;
 mod visible;
 
-pub(crate) use visible::visible;
+pub(crate) use visible::{visible, visible_message};
 
 use std::io::{self, Write};
 
@@ -205,5 +205,5 @@ fn function_name(function: Option<&str>) -> String {
 
 /// `text` on stderr, as a note beside the results, with what a terminal would obey escaped.
 pub(crate) fn note(text: &str) {
-    eprintln!("{}", visible(text, true));
+    eprintln!("{}", visible_message(text));
 }

@@ -32,7 +32,7 @@ impl Table {
         debug_assert_eq!(cells.len(), self.columns.len());
         let cells = cells
             .into_iter()
-            .map(|cell| visible(&cell, false).into_owned())
+            .map(|cell| visible(&cell).into_owned())
             .collect();
         self.rows.push(cells);
     }
@@ -87,7 +87,7 @@ pub(crate) fn details(pairs: &[(&str, String)]) -> String {
         .iter()
         .map(|(name, value)| {
             let pad = " ".repeat(name_width - width(name));
-            let value = visible(value, false);
+            let value = visible(value);
             format!("{name}{pad}  {value}").trim_end().to_owned() + "\n"
         })
         .collect()

@@ -1,21 +1,36 @@
-//! Text from a store or a key, made harmless for a terminal: control characters (C0, DEL, C1)
-//! and the bidirectional overrides that reorder what a line seems to say are written as
-//! escapes (`\x1b`, `\u{202e}`), so that no record can move the cursor, clear the screen, set
-//! the window title or disguise a key. `--json` needs none of this: JSON escapes them itself.
+//! Text from a store or a key, made harmless for a terminal: control characters (C0 with the
+//! line feed, DEL, C1) and the bidirectional overrides that reorder what a line seems to say
+//! are written as escapes (`\x1b`, `\x0a`, `\u{202e}`), so that no record can move the cursor,
+//! clear the screen, set the window title, forge a line or disguise a key. In a table or a
+//! record's details a backslash is written `\\` too, so that a key holding the text `\x1b`
+//! never reads like one holding an ESC; messages keep theirs, since the commands they suggest
+//! quote keys for the shell. `--json` needs none of this: JSON escapes them itself.
 
 use std::borrow::Cow;
 use std::fmt::Write;
 
-/// `text` with every character a terminal would obey written as an escape; `keep_newlines`
-/// leaves line feeds in messages that are meant to have several lines.
-pub(crate) fn visible(text: &str, keep_newlines: bool) -> Cow<'_, str> {
-    let obeyed = |c: char| hostile(c) && !(keep_newlines && c == '\n');
-    if !text.chars().any(obeyed) {
+/// A value as a table or a record's details show it: every character a terminal would obey,
+/// and the backslash, written as an escape.
+pub(crate) fn visible(text: &str) -> Cow<'_, str> {
+    escaped(text, true)
+}
+
+/// A message as it reaches stderr: every character a terminal would obey written as an
+/// escape.
+pub(crate) fn visible_message(text: &str) -> Cow<'_, str> {
+    escaped(text, false)
+}
+
+fn escaped(text: &str, backslash: bool) -> Cow<'_, str> {
+    let escaped = |c: char| (backslash && c == '\\') || hostile(c);
+    if !text.chars().any(escaped) {
         return Cow::Borrowed(text);
     }
     let mut shown = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if !obeyed(c) {
+        if backslash && c == '\\' {
+            shown.push_str("\\\\");
+        } else if !hostile(c) {
             shown.push(c);
         } else if u32::from(c) < 0x100 {
             let _ = write!(shown, "\\x{:02x}", u32::from(c));
@@ -38,16 +53,23 @@ mod tests {
 
     #[test]
     fn what_a_terminal_obeys_is_escaped_and_the_rest_kept() {
-        assert_eq!(visible("order-42 ü 注文", false), "order-42 ü 注文");
+        assert_eq!(visible("order-42 ü 注文"), "order-42 ü 注文");
         assert_eq!(
-            visible("o-1\x1b[2J\x1b]0;pwned\x07\r", false),
+            visible("o-1\x1b[2J\x1b]0;pwned\x07\r"),
             "o-1\\x1b[2J\\x1b]0;pwned\\x07\\x0d"
         );
+        assert_eq!(visible("a\u{202e}b\u{9b}c\x7f"), "a\\u{202e}b\\x9bc\\x7f");
+        assert_eq!(visible("one\nreleased two"), "one\\x0areleased two");
+    }
+
+    #[test]
+    fn an_escape_and_the_text_of_one_print_apart() {
+        assert_ne!(visible("k\x1b"), visible("k\\x1b"));
+        assert_eq!(visible("k\\x1b"), "k\\\\x1b");
         assert_eq!(
-            visible("a\u{202e}b\u{9b}c\x7f", false),
-            "a\\u{202e}b\\x9bc\\x7f"
+            visible_message("idem forget 'it'\\''s'"),
+            "idem forget 'it'\\''s'"
         );
-        assert_eq!(visible("one\ntwo\x1b", true), "one\ntwo\\x1b");
-        assert_eq!(visible("one\ntwo", false), "one\\x0atwo");
+        assert_eq!(visible_message("a\nb\x1b"), "a\\x0ab\\x1b");
     }
 }
