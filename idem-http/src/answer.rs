@@ -68,10 +68,7 @@ pub(crate) fn key_missing() -> Problem {
 }
 
 pub(crate) fn key_invalid(received: &str, reason: &str) -> Problem {
-    let more = format!(
-        "{reason}; send one `Idempotency-Key` of 1 to {} visible ASCII characters",
-        idem_protocol::key::MAX_LEN
-    );
+    let more = format!("{reason}; send one `Idempotency-Key` header");
     Problem::about(ProblemType::KeyInvalid, Subject::Key(received), &more)
 }
 

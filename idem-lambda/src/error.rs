@@ -138,7 +138,7 @@ fn describe<E>(error: &Error<E>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 let seconds = retry_after.as_secs_f64().ceil();
                 write!(
                     f,
-                    "; retry in {seconds} s, once the first invocation finished"
+                    " (retry in {seconds} s at the latest, when its lease ends)"
                 )?;
             }
             // The backend's own words say what to fix: a denied permission, a missing table.

@@ -90,12 +90,10 @@ impl Selector {
 /// bits becomes the nearest double, so two different order numbers could share a key, or a
 /// changed amount pass validation.
 fn inexact_number(path: &EventPath, data: &Value) -> Result<(), Unselected> {
-    /// Every integer up to 2^53 has a double of its own.
-    const EXACT: f64 = 9_007_199_254_740_992.0;
     let inexact = match data {
-        Value::Number(number) => number
-            .as_f64()
-            .is_some_and(|float| !number.is_i64() && !number.is_u64() && float.abs() > EXACT),
+        Value::Number(number) => number.as_f64().is_some_and(|float| {
+            !number.is_i64() && !number.is_u64() && float.abs() > idem_core::json::EXACT_IN_F64
+        }),
         Value::Array(items) => return items.iter().try_for_each(|item| inexact_number(path, item)),
         Value::Object(fields) => {
             return fields

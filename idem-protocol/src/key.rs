@@ -8,6 +8,9 @@ use std::fmt;
 /// The longest key accepted, in characters.
 pub const MAX_LEN: usize = 255;
 
+const TOO_LONG_OR_EMPTY: &str = "the key must be 1 to 255 characters long";
+const _: () = assert!(MAX_LEN == 255, "TOO_LONG_OR_EMPTY names MAX_LEN");
+
 /// Why a header value is not a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InvalidKey(&'static str);
@@ -42,7 +45,7 @@ pub fn parse(raw: &[u8]) -> Result<String, InvalidKey> {
         bare => bare.to_vec(),
     };
     if key.is_empty() || key.len() > MAX_LEN {
-        return Err(InvalidKey("the key must be 1 to 255 characters long"));
+        return Err(InvalidKey(TOO_LONG_OR_EMPTY));
     }
     if !key.iter().all(|b| b.is_ascii_graphic()) {
         return Err(InvalidKey("the key must be visible ASCII characters only"));

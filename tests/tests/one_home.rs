@@ -94,6 +94,16 @@ fn every_log_target_is_one_of_idem_protocols() {
         "a crate's own log target: take it from idem_protocol::log\n{}",
         own.join("\n")
     );
+    // A target kept under another name, or passed to a macro some other way.
+    let spelt: Vec<String> = ["&str = \"idem::", "target = \"idem"]
+        .iter()
+        .flat_map(|needle| code_lines_with(&files, needle))
+        .collect();
+    assert!(
+        spelt.is_empty(),
+        "a log target spelt out: use idem_protocol::log\n{}",
+        spelt.join("\n")
+    );
 }
 
 #[test]

@@ -48,8 +48,8 @@ use std::collections::BTreeMap;
 
 use serde::{Serialize, Serializer};
 
-pub use number::Number;
 pub(crate) use number::{encode_f32, encode_f64, Encoded, StackText, TOKEN as NUMBER_TOKEN};
+pub use number::{Number, EXACT_IN_F64};
 
 /// A JSON value read by [the rule](self): objects without key order, strings by their
 /// characters, numbers by their exact value.

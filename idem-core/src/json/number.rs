@@ -17,8 +17,9 @@ const MAX_INT_DIGITS: i128 = 39;
 /// notation beyond.
 const POSITIONAL: std::ops::RangeInclusive<i128> = -5..=40;
 
-/// Every integer up to this is a double of its own, and its shortest decimal is itself.
-const EXACT_IN_F64: f64 = 9_007_199_254_740_992.0;
+/// 2^53: every integer up to this magnitude is an `f64` of its own, and its shortest decimal
+/// is itself. A JSON integer beyond it that a parser read as a double may have been rounded.
+pub const EXACT_IN_F64: f64 = 9_007_199_254_740_992.0;
 
 /// The same for `f32`: 2^24.
 const EXACT_IN_F32: f32 = 16_777_216.0;

@@ -9,9 +9,9 @@
 -- Sent only when a plain `SET NX GET` found a record that is neither live nor another call's
 -- in-progress record that is not abandoned: it judges again from what it reads, so a record
 -- completed or taken meanwhile is answered as it stands.
--- This is the one copy of the reserve judgement outside idem-core's `judge_reserve`, kept here
--- so that deciding and writing are one atomic step; the conformance kit's table of reserve
--- cases checks that both decide alike.
+-- This is Redis's copy of the reserve judgement (idem-core's `judge_reserve` is the rule; the
+-- PostgreSQL statement and the DynamoDB conditions hold theirs), kept here so that deciding and
+-- writing are one atomic step; the conformance kit's table of reserve cases checks they agree.
 -- Fencing tokens stay below 2^53, so Lua's doubles hold them exactly.
 local key = KEYS[1]
 local now, owner, fingerprint, lease_until = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
