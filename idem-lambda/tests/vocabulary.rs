@@ -61,11 +61,18 @@ fn cases() -> Vec<(Error, ProblemType)> {
     ]
 }
 
-/// The row's words, in every front end's text for the cases that have them.
-fn worded(problem_type: ProblemType) -> bool {
+/// Whether the attribute's error words the case with its row: every case but those whose
+/// own text says more than the row can (a corrupt record's reason, two functions' sites, an
+/// abort, a lost lease). The layer's problem detail uses the row's words for every case.
+fn worded(error: &Error) -> bool {
     !matches!(
-        problem_type,
-        ProblemType::Misconfigured | ProblemType::Failed
+        error,
+        Error::NotInstalled
+            | Error::DuplicateName { .. }
+            | Error::CorruptRecord { .. }
+            | Error::Codec(_)
+            | Error::Aborted { .. }
+            | Error::LeaseLost { .. }
     )
 }
 
