@@ -304,6 +304,12 @@ pub fn reserve_cases() -> Vec<ReserveCase> {
             ReserveJudgement::Expired(t.completed(t.theirs)),
         ),
         t.case(
+            "a_completed_record_a_millisecond_before_its_expiry_is_replayed",
+            Some(completed(t.ours)),
+            t.claim(at + TTL - Duration::from_millis(1)),
+            ReserveJudgement::Existing(completed(t.ours)),
+        ),
+        t.case(
             "a_completed_record_at_its_expiry_is_reused",
             Some(completed(t.theirs)),
             t.claim(at + TTL),
@@ -347,6 +353,13 @@ pub fn reserve_cases() -> Vec<ReserveCase> {
         held(&stale),
         t.claim(at + LEASE + SECOND),
         ReserveJudgement::TakeOver(stale.clone()),
+    ));
+    let live = t.held(t.ours);
+    cases.push(t.case(
+        "the_same_call_a_millisecond_before_the_lease_end_is_in_progress",
+        held(&live),
+        t.claim(at + LEASE - Duration::from_millis(1)),
+        ReserveJudgement::Existing(Record::InProgress(live.clone())),
     ));
     let stale = t.held(t.ours);
     cases.push(t.case(
@@ -430,6 +443,16 @@ pub fn reserve_cases() -> Vec<ReserveCase> {
         held(&released),
         t.claim(at + SECOND),
         ReserveJudgement::Existing(Record::InProgress(released.clone())),
+    ));
+    let released = t
+        .held(t.theirs)
+        .with_steps(t.steps(at + LEASE + SECOND))
+        .released();
+    cases.push(t.case(
+        "a_released_reservation_of_another_call_whose_steps_expired_is_taken_over",
+        held(&released),
+        t.claim(at + LEASE + SECOND * 2),
+        ReserveJudgement::TakeOver(released.clone()),
     ));
     cases
 }
