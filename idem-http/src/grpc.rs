@@ -74,7 +74,11 @@ pub(crate) fn problem_response(problem: Problem) -> Response<Body> {
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
     headers.insert(GRPC_STATUS, HeaderValue::from(code_of(&problem)));
-    let message = percent_encode(&format!("{}: {}", problem.title, problem.detail));
+    let message = percent_encode(&format!(
+        "{}: {}",
+        problem.problem_type.title(),
+        problem.detail
+    ));
     if let Ok(message) = HeaderValue::try_from(message) {
         headers.insert("grpc-message", message);
     }

@@ -88,14 +88,11 @@ pub fn response_for(error: &idem_core::Error) -> Response<Body> {
     .into_response()
 }
 
-/// One problem answer, before it becomes a response.
+/// One problem answer, before it becomes a response. Its `type` and `title` are its row's.
 #[derive(Debug, Serialize)]
 pub(crate) struct Problem {
-    #[serde(skip)]
+    #[serde(flatten, serialize_with = "type_and_title")]
     pub(crate) problem_type: ProblemType,
-    #[serde(rename = "type")]
-    pub(crate) kind: &'static str,
-    pub(crate) title: &'static str,
     pub(crate) status: u16,
     pub(crate) detail: String,
     /// For a response not kept: the status the request was answered with.
@@ -117,8 +114,6 @@ impl Problem {
         }
         Problem {
             problem_type,
-            kind: problem_type.uri(),
-            title: problem_type.title(),
             status: problem_type.status().as_u16(),
             detail,
             handled_status: None,
@@ -157,6 +152,18 @@ impl Problem {
         }
         response
     }
+}
+
+/// A problem document's `type` and `title`: its row's URI and title.
+fn type_and_title<S: serde::Serializer>(
+    row: &ProblemType,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = serializer.serialize_map(Some(2))?;
+    map.serialize_entry("type", row.uri())?;
+    map.serialize_entry("title", row.title())?;
+    map.end()
 }
 
 /// Whose request a problem speaks of: the client's key, or a key the problem does not name.
