@@ -50,6 +50,24 @@ impl ReplayLimits<'_> {
         }
     }
 
+    /// Refuses content on a response whose status forbids it (RFC 9110 sections 6.4.1 and
+    /// 15.4.5): a 204, 205 or 304 carries no body and no trailers, and so no length either.
+    pub(crate) fn content_allowed(
+        &self,
+        status: StatusCode,
+        body_len: usize,
+        trailers: usize,
+    ) -> Result<(), String> {
+        if has_no_content(status) && (body_len > 0 || trailers > 0) {
+            return Err(format!(
+                "the stored {status} response has {body_len} bytes of body and {trailers} \
+                 trailers, and a {} response carries none",
+                status.as_u16()
+            ));
+        }
+        Ok(())
+    }
+
     /// Refuses a body of `len` bytes (at least) over the limit, before it is decoded.
     pub(crate) fn body_len(&self, len: usize) -> Result<(), String> {
         if len > self.max_body {
@@ -60,6 +78,12 @@ impl ReplayLimits<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether a response with `status` never carries content (RFC 9110 section 6.4.1): the
+/// informational ones, 204 No Content, 205 Reset Content and 304 Not Modified.
+pub(crate) fn has_no_content(status: StatusCode) -> bool {
+    status.is_informational() || matches!(status.as_u16(), 204 | 205 | 304)
 }
 
 /// Whether `name` frames a message or belongs to one connection.
@@ -105,6 +129,22 @@ mod tests {
         for status in [0, 100, 101, 199, 600, 999, 1000] {
             assert!(limits.status(status).is_err(), "{status}");
         }
+    }
+
+    #[test]
+    fn no_content_statuses_carry_no_body_and_no_trailers() {
+        let limits = limits(&[]);
+        for status in [204, 205, 304] {
+            let status = StatusCode::from_u16(status).unwrap();
+            assert!(limits.content_allowed(status, 0, 0).is_ok(), "{status}");
+            assert!(limits.content_allowed(status, 82, 0).is_err(), "{status}");
+            assert!(limits.content_allowed(status, 0, 1).is_err(), "{status}");
+        }
+        for status in [200, 201, 206, 404] {
+            let status = StatusCode::from_u16(status).unwrap();
+            assert!(limits.content_allowed(status, 82, 1).is_ok(), "{status}");
+        }
+        assert!(has_no_content(StatusCode::CONTINUE));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use crate::body::{self, Body};
-use crate::replay_limits::{is_framing, ReplayLimits};
+use crate::replay_limits::{has_no_content, is_framing, ReplayLimits};
 
 pub use idem_protocol::header::IDEMPOTENT_REPLAYED;
 
@@ -111,6 +111,13 @@ impl StoredResponse {
         trailers: Option<&HeaderMap>,
         replay_headers: &[HeaderName],
     ) -> Self {
+        // What a response without content sends is no content, whatever its handler gave.
+        let body = if has_no_content(status) {
+            &[][..]
+        } else {
+            body
+        };
+        let trailers = trailers.filter(|_| !has_no_content(status));
         let stored_body = match std::str::from_utf8(body) {
             Ok(text) if !costly_to_escape(text) => StoredBody::Text(text.to_owned()),
             _ => StoredBody::Base64(BASE64.encode(body)),
@@ -192,6 +199,7 @@ impl StoredResponse {
             StoredBody::NotKept(_) => return Err("the stored response has no body".to_owned()),
         };
         let trailers = limits.replayed_headers(self.trailers);
+        limits.content_allowed(status, body.len(), trailers.len())?;
         // HTTP/1.1 sends only the trailers its `Trailer` header announces.
         let announced = trailers
             .iter()

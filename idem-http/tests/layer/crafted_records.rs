@@ -124,3 +124,53 @@ async fn a_stored_body_over_the_limit_is_refused() {
     refused.assert_problem(500, problem::FAILED, Some("pay-1"));
     assert_eq!(payments.runs(), 1);
 }
+
+#[tokio::test]
+async fn a_no_content_record_with_a_body_is_refused() {
+    for status in [204, 205, 304] {
+        let (server, payments) = crafted(
+            match status {
+                204 => |stored: &mut Value| stored["status"] = json!(204),
+                205 => |stored: &mut Value| stored["status"] = json!(205),
+                _ => |stored: &mut Value| stored["status"] = json!(304),
+            },
+            |layer| layer,
+        )
+        .await;
+
+        send(server.post("/payments", Some("pay-1"), "{}")).await;
+        let refused = send(server.post("/payments", Some("pay-1"), "{}")).await;
+
+        refused.assert_problem(500, problem::FAILED, Some("pay-1"));
+        assert_eq!(payments.runs(), 1, "{status}: never a second run");
+    }
+}
+
+#[tokio::test]
+async fn a_no_content_replay_carries_no_body_and_no_length() {
+    for status in [204, 304] {
+        let (server, payments) = crafted(
+            match status {
+                204 => |stored: &mut Value| {
+                    stored["status"] = json!(204);
+                    stored["body"] = json!({ "text": "" });
+                },
+                _ => |stored: &mut Value| {
+                    stored["status"] = json!(304);
+                    stored["body"] = json!({ "text": "" });
+                },
+            },
+            |layer| layer,
+        )
+        .await;
+
+        send(server.post("/payments", Some("pay-1"), "{}")).await;
+        let replay = send(server.post("/payments", Some("pay-1"), "{}")).await;
+
+        assert!(replay.replayed(), "{status}");
+        assert_eq!(replay.status, status);
+        assert!(replay.body.is_empty(), "{status}");
+        assert_eq!(replay.header("content-length"), None, "{status}");
+        assert_eq!(payments.runs(), 1);
+    }
+}

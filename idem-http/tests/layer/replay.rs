@@ -272,3 +272,24 @@ async fn bodies_that_say_something_else_are_refused_however_close() {
     }
     assert_eq!(payments.runs(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_content_answer_is_replayed_without_content() {
+    for status in [204, 205] {
+        let payments = Payments::answering(http::StatusCode::from_u16(status).unwrap());
+        let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
+
+        send(server.post("/payments", Some("pay-1"), "{}")).await;
+        let retry = send(server.post("/payments", Some("pay-1"), "{}")).await;
+
+        assert!(retry.replayed(), "{status}");
+        assert_eq!(retry.status, status);
+        assert!(retry.body.is_empty(), "{status}: {:?}", retry.body);
+        assert!(
+            matches!(retry.header("content-length"), None | Some("0")),
+            "{status}: {:?}",
+            retry.header("content-length")
+        );
+        assert_eq!(payments.runs(), 1);
+    }
+}
