@@ -11,6 +11,7 @@ use http::header::CONTENT_LENGTH;
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body::Body as _;
 use idem_core::{Call, Executed, ReleaseErrors};
+use idem_protocol::scope::effective;
 use tokio::sync::oneshot;
 use tower_service::Service;
 use tracing::Instrument;
@@ -157,9 +158,11 @@ where
     // Whose key it is needs only the head: a request refused, or passed through, for want of
     // a scope is not read first.
     let scope = match (config.scope)(&parts) {
-        Ok(scope) => match &config.scope_secret {
-            Some(secret) => scope.map(|scope| secret.keyed(&scope)),
-            None => scope,
+        // An empty principal is no principal: it would share one scope among all who gave it.
+        Ok(scope) => match (effective(scope.as_deref()), &config.scope_secret) {
+            (None, _) => None,
+            (Some(scope), Some(secret)) => Some(secret.keyed(scope)),
+            (Some(_), None) => scope,
         },
         Err(missing) => {
             tracing::error!(target: TARGET, key = config.logged_key(&key), extension = missing.0, "the request lacks the extension the scope is taken from");

@@ -60,6 +60,22 @@ pub fn authorization_scope<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Op
     any.then(|| hex(&hasher.finalize()))
 }
 
+/// The scope a scope function's answer gives a key: `None` for `None`, and for an empty or
+/// blank principal too, which would otherwise be one scope shared by every request that gave
+/// it (a missing `x-tenant-id` header read as `""`, say). Every front end asks this before
+/// it keys, refuses or shares a request's key.
+///
+/// ```
+/// use idem_protocol::scope::effective;
+/// assert_eq!(effective(Some("tenant-7")), Some("tenant-7"));
+/// assert_eq!(effective(Some("")), None);
+/// assert_eq!(effective(Some(" \t")), None);
+/// assert_eq!(effective(None), None);
+/// ```
+pub fn effective(scope: Option<&str>) -> Option<&str> {
+    scope.filter(|scope| !scope.trim().is_empty())
+}
+
 /// `scope` keyed by `secret`: the lower-case hex HMAC-SHA256 of `scope` under it.
 ///
 /// # Panics

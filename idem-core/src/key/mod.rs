@@ -173,8 +173,10 @@ impl KeyBuilder {
     }
 
     /// Sets the scope (tenant, principal) the key belongs to; `None` (the default) for none.
+    /// An empty or blank scope is none ([`idem_protocol::scope::effective`]): it would be one
+    /// scope shared by everyone who gave it.
     pub fn scope(mut self, scope: Option<&str>) -> Self {
-        self.scope = scope.map(|scope| {
+        self.scope = idem_protocol::scope::effective(scope).map(|scope| {
             let mut encoded = String::with_capacity(scope.len() + 1);
             encoded.push('=');
             escape_into(&mut encoded, scope);
@@ -390,10 +392,22 @@ mod tests {
             .scope(Some("-"))
             .finish()
             .unwrap();
-        let empty = KeyBuilder::new("ns", "f").scope(Some("")).finish().unwrap();
         assert_ne!(none, dash);
-        assert_ne!(none, empty);
-        assert_ne!(dash, empty);
+        assert_eq!(none.scope(), None);
+        assert_eq!(dash.scope(), Some("-"));
+    }
+
+    #[test]
+    fn an_empty_or_blank_scope_is_no_scope() {
+        let none = KeyBuilder::new("ns", "f").scope(None).finish().unwrap();
+        for blank in ["", " ", "\t\n"] {
+            let key = KeyBuilder::new("ns", "f")
+                .scope(Some(blank))
+                .finish()
+                .unwrap();
+            assert_eq!(key, none, "{blank:?}");
+            assert_eq!(key.scope(), None);
+        }
     }
 
     #[test]
@@ -406,8 +420,6 @@ mod tests {
         assert_eq!(key.scope(), Some("x%7Cy"));
         let unscoped = KeyBuilder::new("a|=b", "c|d").part("=p").finish().unwrap();
         assert_eq!(unscoped.scope(), None);
-        let empty = KeyBuilder::new("ns", "f").scope(Some("")).finish().unwrap();
-        assert_eq!(empty.scope(), Some(""));
     }
 
     #[test]

@@ -229,3 +229,55 @@ async fn an_empty_authorization_is_no_scope() {
     refused.assert_problem(400, problem::UNSCOPED, Some("pay-1"));
     assert_eq!(payments.runs(), 0);
 }
+
+/// The docs' own tenant scope, read as the docs read it: a request with an empty header is
+/// given `Some("")`.
+fn tenant_scoped(payments: Arc<Payments>) -> axum::Router {
+    let layer = IdempotencyLayer::builder(memory())
+        .scope(|parts| {
+            let tenant = parts.headers.get("x-tenant-id")?;
+            Some(tenant.to_str().ok()?.to_owned())
+        })
+        .build();
+    app(layer, payments)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_custom_scope_is_no_scope() {
+    let payments = Arc::new(Payments::default());
+    let server = serve(tenant_scoped(payments.clone())).await;
+    let with_tenant = |tenant: &str| {
+        server
+            .post("/payments", Some("pay-1"), "{}")
+            .header("x-tenant-id", tenant)
+    };
+
+    let tenant = send(with_tenant("tenant-7")).await;
+    assert_eq!(tenant.status, 201);
+    for blank in ["", " ", "\t"] {
+        let refused = send(with_tenant(blank)).await;
+        refused.assert_problem(400, problem::UNSCOPED, Some("pay-1"));
+    }
+    assert_eq!(payments.runs(), 1, "no blank tenant shares a scope");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_custom_scope_shared_on_purpose_is_the_unscoped_space() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .scope(|parts| Some(parts.headers.get("x-tenant-id")?.to_str().ok()?.to_owned()))
+        .unscoped(Unscoped::Shared)
+        .build();
+    let server = serve(app(layer, payments.clone())).await;
+
+    let empty = send(
+        server
+            .post("/payments", Some("pay-1"), "{}")
+            .header("x-tenant-id", ""),
+    )
+    .await;
+    assert_eq!(empty.status, 201);
+    let absent = send(server.post("/payments", Some("pay-1"), "{}")).await;
+    assert!(absent.replayed(), "an empty tenant is no tenant");
+    assert_eq!(payments.runs(), 1);
+}
