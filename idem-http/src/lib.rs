@@ -56,7 +56,8 @@
 //!   [headers you list](IdempotencyLayerBuilder::fingerprint_headers). A body over 1 MiB gets
 //!   a 413 before anything is reserved.
 //! - **Stored.** Responses with status 200 to 499, except those that say "try again" (408,
-//!   409, 425, 429, 499) and validation answers (400, 415, 422): see [`stored_by_default`].
+//!   409, 425, 429, 499), validation answers (400, 415, 422) and authentication answers
+//!   (401, 403, 407): see [`stored_by_default`].
 //!   Any other response releases the key, so the client can retry it (or correct it and
 //!   resend it with the same key).
 //! - **Replays are checked again.** A record is data from the store, which others may write:
@@ -147,7 +148,8 @@
 //! | `grpc-status` | as | by default |
 //! |---|---|---|
 //! | `OK` | 200 | stored |
-//! | `NOT_FOUND`, `PERMISSION_DENIED`, `UNAUTHENTICATED` | 404, 403, 401 | stored |
+//! | `NOT_FOUND` | 404 | stored |
+//! | `PERMISSION_DENIED`, `UNAUTHENTICATED` | 403, 401 | released: authentication |
 //! | `INVALID_ARGUMENT`, `FAILED_PRECONDITION`, `OUT_OF_RANGE` | 400 | released: validation |
 //! | `ABORTED`, `ALREADY_EXISTS`, `RESOURCE_EXHAUSTED`, `CANCELLED` | 409, 409, 429, 499 | released: try again |
 //! | `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `UNKNOWN`, `INTERNAL`, `DATA_LOSS`, `UNIMPLEMENTED` | 5xx | released |
@@ -232,9 +234,9 @@ mod stored;
 
 pub use body::{Body, BoxError};
 pub use config::{
-    is_validation_answer, stored_by_default, IdempotencyLayerBuilder, MismatchStatus,
-    DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY, DEFAULT_MAX_RESPONSE_BODY,
-    DEFAULT_RETRY_AFTER,
+    is_authentication_answer, is_validation_answer, stored_by_default, IdempotencyLayerBuilder,
+    MismatchStatus, DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY,
+    DEFAULT_MAX_RESPONSE_BODY, DEFAULT_RETRY_AFTER,
 };
 pub use key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use layer::IdempotencyLayer;

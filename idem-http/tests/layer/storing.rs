@@ -29,7 +29,7 @@ async fn a_5xx_releases_the_key_for_the_retry() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn try_again_statuses_release_the_key_and_client_errors_are_stored() {
+async fn try_again_and_authentication_statuses_release_the_key_and_client_errors_are_stored() {
     for (status, stored) in [
         (429, false),
         (408, false),
@@ -37,7 +37,9 @@ async fn try_again_statuses_release_the_key_and_client_errors_are_stored() {
         (425, false),
         (499, false),
         (404, true),
-        (403, true),
+        (403, false),
+        (401, false),
+        (407, false),
     ] {
         let payments = Payments::answering(StatusCode::from_u16(status).unwrap());
         let server = serve(app(IdempotencyLayer::new(memory()), payments.clone())).await;
