@@ -53,6 +53,7 @@ pub fn class_of(error: &Error) -> &'static str {
         Error::Mismatch { .. } => "Mismatch",
         Error::Store { .. } => "Store",
         Error::QuotaExceeded { .. } => "QuotaExceeded",
+        Error::StoreFull { .. } => "StoreFull",
         Error::LeaseLost { .. } => "LeaseLost",
         Error::NotRecorded { .. } => "NotRecorded",
         Error::Aborted { .. } => "Aborted",

@@ -42,7 +42,7 @@
 //!   | any other error: a request that cannot be built, a redirect loop, another middleware's error | no | |
 //!   | 409 (taken as "in progress", as the IETF draft and Stripe mean it) | yes, to get the first attempt's answer; not idem-http's `KEY_REUSED` (its `mismatch_status(409)`) | `Retry-After`, at most [`max_retry_after`] (10 s); else backoff |
 //!   | 429, 502, 503, 504 | yes | `Retry-After`, at most 10 s; else backoff |
-//!   | 429 of idem-http's `QUOTA_EXCEEDED` whose `Retry-After` is longer than [`max_retry_after`], or missing | no: the client's quota frees up later than it waits | |
+//!   | 429 of idem-http's `QUOTA_EXCEEDED`, or 503 of its `STORE_FULL`, whose `Retry-After` is longer than [`max_retry_after`], or missing | no: the room frees up later than the client waits | |
 //!   | 500 | yes: a server that lets go of the key on a failure expects the retry | `Retry-After`, else backoff |
 //!   | 500, 502, 503, 504 whose [problem type](https://www.rfc-editor.org/rfc/rfc9457) says "handled, not recorded" (idem-http's, and [those you name](IdempotentRetryBuilder::not_recorded_problem_type)), or whose `application/problem+json` document cannot be read (over 64 KiB, cut short, not JSON) | **no**: it may have taken effect; check before resending | |
 //!   | 400, 422, every other 4xx (408 included), 501, 505, other 5xx | no | |

@@ -113,10 +113,13 @@ pub(crate) fn on_response(
         // Another request holds the key (idem-http's `mismatch_status(409)`): waiting won't
         // change that.
         (Reason::InProgress, problem) => problem_type(problem) == Some(ProblemType::KeyReused),
-        // A quota that frees up only after longer than this client waits: retrying sooner
-        // cannot succeed. Any other 429 is a rate limit, worth its wait.
-        (Reason::RateLimited, problem)
-            if problem_type(problem) == Some(ProblemType::QuotaExceeded) =>
+        // A quota, or a store full, that frees up only after longer than this client waits:
+        // retrying sooner cannot succeed. Any other 429 is a rate limit, worth its wait.
+        (Reason::RateLimited | Reason::Unavailable(_), problem)
+            if matches!(
+                problem_type(problem),
+                Some(ProblemType::QuotaExceeded | ProblemType::StoreFull)
+            ) =>
         {
             retry_after(headers, SystemTime::now()).is_none_or(|wait| wait > config.max_retry_after)
         }
@@ -244,6 +247,25 @@ mod tests {
         assert_eq!(
             verdict(409, Some("1"), Some(in_progress)),
             retried(Reason::InProgress, Some(1))
+        );
+    }
+
+    #[test]
+    fn a_store_full_until_later_than_the_client_waits_is_final() {
+        let full = ProblemType::StoreFull.uri();
+        assert_eq!(verdict(503, Some("86400"), Some(full)), Verdict::Final);
+        assert_eq!(verdict(503, None, Some(full)), Verdict::Final);
+        assert_eq!(
+            verdict(503, Some("3"), Some(full)),
+            retried(
+                Reason::Unavailable(StatusCode::SERVICE_UNAVAILABLE),
+                Some(3)
+            )
+        );
+        let unavailable = ProblemType::StoreUnavailable.uri();
+        assert_eq!(
+            verdict(503, None, Some(unavailable)),
+            retried(Reason::Unavailable(StatusCode::SERVICE_UNAVAILABLE), None)
         );
     }
 

@@ -36,8 +36,8 @@ fn expected(row: ProblemType) -> Treated {
         }
         // It may have taken effect: never resent blindly.
         ProblemType::NotRecorded | ProblemType::ResponseNotKept => Treated::Final,
-        // A quota with no Retry-After frees up later than the client waits.
-        ProblemType::QuotaExceeded => Treated::Final,
+        // A quota, or a store full, with no Retry-After frees up later than the client waits.
+        ProblemType::QuotaExceeded | ProblemType::StoreFull => Treated::Final,
         ProblemType::KeyReused
         | ProblemType::KeyMissing
         | ProblemType::KeyInvalid

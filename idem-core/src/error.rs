@@ -66,6 +66,19 @@ pub enum Error {
         /// How long until the scope may have room again. Fit for a `Retry-After` header.
         retry_after: Duration,
     },
+    /// Every scope together has used up the [`Quota`](crate::Quota)'s total bound (HTTP 503),
+    /// and this key's scope is not one that already keeps records within its own bound. The
+    /// function did not run, and nothing was written; retry after `retry_after`. Keys already
+    /// used are still replayed.
+    #[error("idempotency key `{key}` {} ({reason})", ProblemType::StoreFull.message())]
+    StoreFull {
+        /// The stored key.
+        key: String,
+        /// What ran out, as the quota says.
+        reason: String,
+        /// How long until the store may have room again. Fit for a `Retry-After` header.
+        retry_after: Duration,
+    },
     /// This call's reservation was taken over by another caller after its lease passed, so its
     /// result was not recorded. Only ever the cause of an [`Error::NotRecorded`].
     #[error("lease on idempotency key `{key}` was lost to another caller")]
@@ -183,6 +196,7 @@ impl Error {
     /// | [`InvalidKey`](Error::InvalidKey) | `KeyInvalid` (400) |
     /// | [`QuotaExceeded`](Error::QuotaExceeded) | `QuotaExceeded` (429) |
     /// | [`Store`](Error::Store) | `StoreUnavailable` (503) |
+    /// | [`StoreFull`](Error::StoreFull) | `StoreFull` (503) |
     /// | [`NotRecorded`](Error::NotRecorded), [`LeaseLost`](Error::LeaseLost), [`Aborted`](Error::Aborted) | `NotRecorded` (500) |
     /// | [`NotInstalled`](Error::NotInstalled), [`DuplicateName`](Error::DuplicateName) | `Misconfigured` (500) |
     /// | every other | `Failed` (500) |
@@ -192,6 +206,7 @@ impl Error {
             Error::Mismatch { .. } => ProblemType::KeyReused,
             Error::InvalidKey(_) => ProblemType::KeyInvalid,
             Error::QuotaExceeded { .. } => ProblemType::QuotaExceeded,
+            Error::StoreFull { .. } => ProblemType::StoreFull,
             Error::Store { .. } => ProblemType::StoreUnavailable,
             Error::LeaseLost { .. } | Error::NotRecorded { .. } | Error::Aborted { .. } => {
                 ProblemType::NotRecorded
@@ -209,20 +224,23 @@ impl Error {
     /// The HTTP status code this error stands for, its [problem type](Error::problem_type)'s:
     /// 409 for [`InProgress`](Error::InProgress), 422 for [`Mismatch`](Error::Mismatch), 400 for
     /// [`InvalidKey`](Error::InvalidKey), 429 for [`QuotaExceeded`](Error::QuotaExceeded), 503
-    /// for [`Store`](Error::Store), 500 otherwise (every failure after the function ran among
+    /// for [`Store`](Error::Store) and [`StoreFull`](Error::StoreFull), 500 otherwise (every failure after the function ran among
     /// them).
     pub fn http_status(&self) -> u16 {
         self.problem_type().status().as_u16()
     }
 
     /// Whether retrying the same call later is safe and may succeed: `true` for
-    /// [`InProgress`](Error::InProgress), [`QuotaExceeded`](Error::QuotaExceeded) and a
-    /// [`Store`](Error::Store) failure (the function did not run); `false` otherwise, and always
+    /// [`InProgress`](Error::InProgress), [`QuotaExceeded`](Error::QuotaExceeded),
+    /// [`StoreFull`](Error::StoreFull) and a [`Store`](Error::Store) failure (the function did not run); `false` otherwise, and always
     /// once the function ran.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::InProgress { .. } | Error::QuotaExceeded { .. } | Error::Store { .. }
+            Error::InProgress { .. }
+                | Error::QuotaExceeded { .. }
+                | Error::StoreFull { .. }
+                | Error::Store { .. }
         )
     }
 
@@ -339,6 +357,15 @@ mod tests {
                     retry_after: Duration::from_secs(60),
                 },
                 429,
+                true,
+            ),
+            (
+                Error::StoreFull {
+                    key: key(),
+                    reason: "10000 records kept by every scope".into(),
+                    retry_after: Duration::from_secs(60),
+                },
+                503,
                 true,
             ),
             (

@@ -29,6 +29,11 @@ pub const KEY_REUSED: &str = ProblemType::KeyReused.uri();
 /// [`Quota`](idem_core::Quota): nothing ran; `Retry-After` says when the scope may have room.
 /// Keys the scope already used are still answered.
 pub const QUOTA_EXCEEDED: &str = ProblemType::QuotaExceeded.uri();
+/// `type` of the 503 for a request with a new key when every scope together keeps the most
+/// records or bytes the [`Quota`](idem_core::Quota) allows in all (its total bound), and this
+/// request's scope is not one already keeping records within its own bound: nothing ran;
+/// `Retry-After` says when the store may have room. Keys already used are still answered.
+pub const STORE_FULL: &str = ProblemType::StoreFull.uri();
 /// `type` of the 503 for an idempotency store that cannot be reached: nothing ran.
 pub const STORE_UNAVAILABLE: &str = ProblemType::StoreUnavailable.uri();
 /// `type` of the 500 for a request that was handled but whose response was not recorded: do
@@ -204,6 +209,11 @@ pub(crate) fn judged(
             reason,
             retry_after,
             ..
+        }
+        | Error::StoreFull {
+            reason,
+            retry_after,
+            ..
         } => Problem::about(problem_type, subject, reason).with_retry_after(*retry_after),
         Error::InvalidKey(reason) => Problem::about(problem_type, subject, reason),
         _ => Problem::about(problem_type, subject, ""),
@@ -237,6 +247,7 @@ mod tests {
             IN_PROGRESS,
             KEY_REUSED,
             QUOTA_EXCEEDED,
+            STORE_FULL,
             STORE_UNAVAILABLE,
             NOT_RECORDED,
             RESPONSE_NOT_KEPT,

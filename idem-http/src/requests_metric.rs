@@ -50,7 +50,7 @@ impl RequestOutcome {
         match error {
             Error::InProgress { .. } => RequestOutcome::InProgress,
             Error::Mismatch { .. } => RequestOutcome::Mismatch,
-            Error::QuotaExceeded { .. } => RequestOutcome::QuotaExceeded,
+            Error::QuotaExceeded { .. } | Error::StoreFull { .. } => RequestOutcome::QuotaExceeded,
             Error::Store { .. } => RequestOutcome::StoreUnavailable,
             Error::InvalidKey(_) => RequestOutcome::KeyRefused,
             Error::Aborted { .. } => RequestOutcome::NotRecorded,

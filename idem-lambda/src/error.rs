@@ -63,6 +63,7 @@ impl<E> Error<E> {
     /// | no name, no handle installed | `IdempotencyConfigError` |
     /// | ran, but its outcome was not recorded | `IdempotencyNotRecordedError` |
     /// | over the scope's quota | `IdempotencyQuotaExceededError` |
+    /// | over the quota's total, every scope together | `IdempotencyStoreFullError` |
     /// | a store that failed or refused, a corrupt record | `IdempotencyPersistenceLayerError` |
     ///
     /// "Not recorded" has a name of its own, not Powertools' catch-all persistence error,

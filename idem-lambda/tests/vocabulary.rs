@@ -40,6 +40,14 @@ fn cases() -> Vec<(Error, ProblemType)> {
             ProblemType::QuotaExceeded,
         ),
         (
+            Error::StoreFull {
+                key: key(),
+                reason: "100000 records in all".into(),
+                retry_after: Duration::from_secs(60),
+            },
+            ProblemType::StoreFull,
+        ),
+        (
             Error::NotRecorded {
                 key: key(),
                 cause: Box::new(Error::LeaseLost { key: key() }),

@@ -19,6 +19,7 @@
 //! | [`ScopeMissing`](ProblemType::ScopeMissing) | 500 | `IdempotencyConfigError` | the principal's extension is missing |
 //! | [`Failed`](ProblemType::Failed) | 500 | `IdempotencyPersistenceLayerError` | any other failure |
 //! | [`StoreUnavailable`](ProblemType::StoreUnavailable) | 503 | `IdempotencyPersistenceLayerError` | the store can't be reached |
+//! | [`StoreFull`](ProblemType::StoreFull) | 503 | `IdempotencyStoreFullError` | every client together keeps the most records allowed |
 //!
 //! The Lambda names are Powertools' own where Powertools has the case, so that alarms and log
 //! queries written for Powertools keep working. Where it has none, the name says the case:
@@ -121,6 +122,10 @@ problem_types! {
     /// The client's records are over its quota. Nothing ran; retry after `Retry-After`.
     QuotaExceeded = "QUOTA_EXCEEDED", TOO_MANY_REQUESTS, 8, "IdempotencyQuotaExceededError", "Idempotency quota exceeded",
         "was not taken: its client keeps the most records it may; nothing ran, retry after the time given";
+    /// Every client together keeps the most records the server allows (its quota's total
+    /// bound). Nothing ran; retry after `Retry-After`.
+    StoreFull = "STORE_FULL", SERVICE_UNAVAILABLE, 14, "IdempotencyStoreFullError", "Idempotency store full",
+        "was not taken: the server keeps the most idempotency records it allows for all its clients together; nothing ran, retry after the time given";
     /// The store could not be reached. Nothing ran; retry later.
     StoreUnavailable = "STORE_UNAVAILABLE", SERVICE_UNAVAILABLE, 14, "IdempotencyPersistenceLayerError", "Idempotency store unavailable",
         "could not be checked: the idempotency store is unavailable; nothing ran, retry later";

@@ -79,10 +79,23 @@ impl Idempotency {
 
 fn refused(call: &Call, exceeded: &QuotaExceeded) -> Error {
     let key = call.key.as_str();
-    tracing::debug!(target: TARGET, key, reason = exceeded.reason(), "refused: the key's scope is over its quota");
+    let (key, reason, retry_after) = (
+        key.to_owned(),
+        exceeded.reason().to_owned(),
+        exceeded.retry_after(),
+    );
+    if exceeded.is_store_full() {
+        tracing::debug!(target: TARGET, key, reason, "refused: every scope together is over the quota's total");
+        return Error::StoreFull {
+            key,
+            reason,
+            retry_after,
+        };
+    }
+    tracing::debug!(target: TARGET, key, reason, "refused: the key's scope is over its quota");
     Error::QuotaExceeded {
-        key: key.to_owned(),
-        reason: exceeded.reason().to_owned(),
-        retry_after: exceeded.retry_after(),
+        key,
+        reason,
+        retry_after,
     }
 }

@@ -11,6 +11,7 @@
 //! releases it unrun when the quota still refuses. [`ScopeQuota`] counts in the process; implement [`Quota`]
 //! to count elsewhere.
 
+mod counts;
 mod scope_quota;
 
 use std::fmt;
@@ -81,6 +82,7 @@ impl fmt::Debug for QuotaPermit {
 pub struct QuotaExceeded {
     retry_after: Duration,
     reason: String,
+    store_full: bool,
 }
 
 impl QuotaExceeded {
@@ -90,7 +92,24 @@ impl QuotaExceeded {
         QuotaExceeded {
             retry_after,
             reason: reason.into(),
+            store_full: false,
         }
+    }
+
+    /// A refusal because every scope together reached a bound of the whole store (`reason`:
+    /// "100000 records", say), not because of anything the key's own scope did: the call
+    /// gets [`Error::StoreFull`](crate::Error::StoreFull) (HTTP 503) rather than
+    /// [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) (429).
+    pub fn store_full(retry_after: Duration, reason: impl Into<String>) -> Self {
+        QuotaExceeded {
+            store_full: true,
+            ..QuotaExceeded::new(retry_after, reason)
+        }
+    }
+
+    /// Whether the whole store, rather than the key's scope, reached its bound.
+    pub fn is_store_full(&self) -> bool {
+        self.store_full
     }
 
     /// How long until the scope may have room again: fit for a `Retry-After` header.

@@ -1,12 +1,12 @@
-//! `ScopeQuota`: records and bytes per scope, counted in the process.
+//! `ScopeQuota`: records and bytes per scope, and in all, counted in the process.
 
-use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::counts::{lock, Counts, Running, Usage};
 use super::{Quota, QuotaExceeded, QuotaPermit};
 use crate::{Key, Timestamp};
 
@@ -14,10 +14,7 @@ use crate::{Key, Timestamp};
 /// ends without storing (an error, a replay, a duplicate) frees its room at once.
 const BUSY_RETRY_AFTER: Duration = Duration::from_secs(1);
 
-/// How often, at most, scopes that no call came back to are swept out of the counts.
-const SWEEP_EVERY: Duration = Duration::from_secs(60);
-
-/// A [`Quota`] of records and bytes per scope, counted in this process.
+/// A [`Quota`] of records and bytes per scope, and in all, counted in this process.
 ///
 /// A scope holds the outcomes it stored until they expire, and one record for each of its
 /// calls still running (a duplicate of one running here counts, but is never refused). A call
@@ -29,8 +26,21 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// `max_response_body`). Retry-After is when the scope's first outcome expires, or a second
 /// while some of its calls are still running.
 ///
+/// # The total
+///
+/// [`max_total_records`](ScopeQuota::max_total_records) and
+/// [`max_total_bytes`](ScopeQuota::max_total_bytes) bound every scope together, so that no
+/// number of scopes (made-up principals, many accounts) can fill the store. Once the total
+/// is reached, a new key of a scope that keeps nothing yet is refused with
+/// [`Error::StoreFull`](crate::Error::StoreFull) (HTTP 503, with Retry-After), while replays
+/// of every key go on, and a scope that already keeps records goes on within its own bounds:
+/// a flood of new scopes cannot take the room of the principals already served. So the store
+/// holds at most the total plus what the scopes kept when it was reached may still add
+/// within their own bounds; with no per-scope bound, the total is a bound for every scope.
+///
 /// Keys without a scope count as one scope, unless
-/// [`bound_unscoped(false)`](ScopeQuota::bound_unscoped) leaves them unbounded.
+/// [`bound_unscoped(false)`](ScopeQuota::bound_unscoped) leaves them unbounded (and out of
+/// the total).
 ///
 /// The counts live in this process: `n` processes behind one store let a scope fill up to
 /// `n` times the bounds (divide them by the number of processes, or implement [`Quota`] over
@@ -41,14 +51,21 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// ```
 /// use idem_core::{Idempotency, ScopeQuota};
 /// # fn demo(store: impl idem_core::Store) {
-/// let idem = Idempotency::new(store)
-///     .with_quota(ScopeQuota::new().max_records(1_000).max_bytes(16 << 20));
+/// let idem = Idempotency::new(store).with_quota(
+///     ScopeQuota::new()
+///         .max_records(1_000)
+///         .max_bytes(16 << 20)
+///         .max_total_records(1_000_000)
+///         .max_total_bytes(4 << 30),
+/// );
 /// # }
 /// ```
 #[derive(Debug, Clone)]
 pub struct ScopeQuota {
     max_records: usize,
     max_bytes: u64,
+    max_total_records: usize,
+    max_total_bytes: u64,
     bound_unscoped: bool,
     /// Keys are counted by a keyed hash of themselves, not a copy.
     hasher: RandomState,
@@ -62,12 +79,13 @@ impl Default for ScopeQuota {
 }
 
 impl ScopeQuota {
-    /// A quota that bounds nothing until [`max_records`](ScopeQuota::max_records) or
-    /// [`max_bytes`](ScopeQuota::max_bytes) says otherwise.
+    /// A quota that bounds nothing until a `max_` setting says otherwise.
     pub fn new() -> Self {
         ScopeQuota {
             max_records: usize::MAX,
             max_bytes: u64::MAX,
+            max_total_records: usize::MAX,
+            max_total_bytes: u64::MAX,
             bound_unscoped: true,
             hasher: RandomState::new(),
             counts: Arc::default(),
@@ -86,6 +104,19 @@ impl ScopeQuota {
         self
     }
 
+    /// At most `max` records of every scope together, before scopes that keep nothing yet are
+    /// refused new keys (see [the total](ScopeQuota#the-total)).
+    pub fn max_total_records(mut self, max: usize) -> Self {
+        self.max_total_records = max;
+        self
+    }
+
+    /// At most `max` bytes of stored outcomes of every scope together, as above.
+    pub fn max_total_bytes(mut self, max: u64) -> Self {
+        self.max_total_bytes = max;
+        self
+    }
+
     /// Whether keys without a scope share one bounded allowance (`true`, the default) or are
     /// not bounded at all (`false`): for an application whose `#[idempotent]` functions take
     /// no scope, and whose HTTP layer does.
@@ -94,14 +125,54 @@ impl ScopeQuota {
         self
     }
 
-    fn bounds(&self, scope: Option<&str>) -> bool {
-        let bounded = self.max_records != usize::MAX || self.max_bytes != u64::MAX;
+    /// Whether calls in `scope` are counted: some bound is set, and applies to it.
+    fn counts_scope(&self, scope: Option<&str>) -> bool {
+        let bounded = self.max_records != usize::MAX
+            || self.max_bytes != u64::MAX
+            || self.max_total_records != usize::MAX
+            || self.max_total_bytes != u64::MAX;
         bounded && (scope.is_some() || self.bound_unscoped)
     }
 
     fn counts(&self) -> MutexGuard<'_, Counts> {
         lock(&self.counts)
     }
+
+    /// Why a new key of a scope using `usage` is refused by the scope's own bounds, if it is.
+    fn scope_refusal(&self, usage: &Usage) -> Option<String> {
+        if usage.records() >= self.max_records {
+            Some(format!("{} records", self.max_records))
+        } else if usage.bytes >= self.max_bytes {
+            Some(format!("{} bytes of answers", self.max_bytes))
+        } else {
+            None
+        }
+    }
+
+    /// Why a new key of a scope using `usage` is refused by the total, if it is: a scope that
+    /// keeps records goes on within its own bound of what the total ran out of.
+    fn total_refusal(&self, counts: &Counts, usage: &Usage) -> Option<String> {
+        let kept = !usage.is_empty();
+        if counts.records >= self.max_total_records && !(kept && self.max_records != usize::MAX) {
+            Some(format!("{} records in all", self.max_total_records))
+        } else if counts.bytes >= self.max_total_bytes && !(kept && self.max_bytes != u64::MAX) {
+            Some(format!("{} bytes of answers in all", self.max_total_bytes))
+        } else {
+            None
+        }
+    }
+}
+
+/// When to try again: once the first outcome expires, or sooner while calls still running
+/// may end without storing.
+fn retry_after(first_expiry: Option<Timestamp>, running: bool, now: Timestamp) -> Duration {
+    let first_expiry = first_expiry.map(|at| at.saturating_duration_since(now));
+    let wait = match (first_expiry, running) {
+        (Some(expiry), false) => expiry,
+        (Some(expiry), true) => expiry.min(BUSY_RETRY_AFTER),
+        (None, _) => BUSY_RETRY_AFTER,
+    };
+    wait.max(Duration::from_millis(1))
 }
 
 #[async_trait]
@@ -112,170 +183,50 @@ impl Quota for ScopeQuota {
         key: &Key,
         now: Timestamp,
     ) -> Result<QuotaPermit, QuotaExceeded> {
-        if !self.bounds(scope) {
+        if !self.counts_scope(scope) {
             return Ok(QuotaPermit::free());
         }
         let key = self.hasher.hash_one(key.as_str());
+        let scope = scope.map(str::to_owned);
         let mut counts = self.counts();
         counts.sweep(now);
-        let usage = counts.scopes.entry(scope.map(str::to_owned)).or_default();
-        usage.expire(now);
+        counts.change(&scope, |usage| usage.expire(now));
+        let empty = Usage::default();
+        let usage = counts.scopes.get(&scope).unwrap_or(&empty);
         // A duplicate of a call running here adds no record: refusing it would answer 429
         // for a key the client is already using.
-        let duplicate = usage.running_keys.contains_key(&key);
-        let refusal = if duplicate {
-            None
-        } else if usage.records() >= self.max_records {
-            Some(format!("{} records", self.max_records))
-        } else if usage.bytes >= self.max_bytes {
-            Some(format!("{} bytes of answers", self.max_bytes))
-        } else {
-            None
-        };
-        if let Some(reason) = refusal {
-            let first_expiry = usage
-                .first_expiry()
-                .map(|at| at.saturating_duration_since(now));
-            let retry_after = match (first_expiry, usage.running) {
-                (Some(expiry), 0) => expiry,
-                (Some(expiry), _) => expiry.min(BUSY_RETRY_AFTER),
-                (None, _) => BUSY_RETRY_AFTER,
-            };
-            return Err(QuotaExceeded::new(
-                retry_after.max(Duration::from_millis(1)),
-                reason,
-            ));
+        if !usage.running_keys.contains_key(&key) {
+            if let Some(reason) = self.scope_refusal(usage) {
+                let wait = retry_after(usage.first_expiry(), usage.running > 0, now);
+                return Err(QuotaExceeded::new(wait, reason));
+            }
+            if let Some(reason) = self.total_refusal(&counts, usage) {
+                let wait = retry_after(counts.first_expiry(), counts.any_running(), now);
+                return Err(QuotaExceeded::store_full(wait, reason));
+            }
         }
-        usage.running += 1;
-        *usage.running_keys.entry(key).or_default() += 1;
+        counts.change(&scope, |usage| usage.start(key));
         Ok(QuotaPermit::holding(Running {
             counts: self.counts.clone(),
-            scope: scope.map(str::to_owned),
+            scope,
             key,
         }))
     }
 
     fn stored(&self, scope: Option<&str>, key: &Key, bytes: usize, expires_at: Timestamp) {
-        if !self.bounds(scope) {
+        if !self.counts_scope(scope) {
             return;
         }
         let key = self.hasher.hash_one(key.as_str());
-        let mut counts = self.counts();
-        let usage = counts.scopes.entry(scope.map(str::to_owned)).or_default();
-        usage.store(key, bytes as u64, expires_at);
+        let scope = scope.map(str::to_owned);
+        self.counts()
+            .change(&scope, |usage| usage.store(key, bytes as u64, expires_at));
     }
-}
-
-/// Every scope's usage.
-#[derive(Debug, Default)]
-struct Counts {
-    scopes: HashMap<Option<String>, Usage>,
-    next_sweep: Timestamp,
-}
-
-impl Counts {
-    /// Drops the expired outcomes of every scope, and the scopes left empty, at most once per
-    /// [`SWEEP_EVERY`]: a scope no call comes back to would otherwise stay counted forever.
-    fn sweep(&mut self, now: Timestamp) {
-        if now < self.next_sweep {
-            return;
-        }
-        self.next_sweep = now + SWEEP_EVERY;
-        self.scopes.retain(|_, usage| {
-            usage.expire(now);
-            !usage.is_empty()
-        });
-    }
-}
-
-/// A key, as its hash.
-type KeyHash = u64;
-
-/// One scope's calls running and outcomes stored.
-#[derive(Debug, Default)]
-struct Usage {
-    running: usize,
-    /// How many of the running calls have each key.
-    running_keys: HashMap<KeyHash, usize>,
-    bytes: u64,
-    /// Each stored key's expiry and size.
-    stored: HashMap<KeyHash, (Timestamp, u64)>,
-    by_expiry: BTreeSet<(Timestamp, KeyHash)>,
-}
-
-impl Usage {
-    fn records(&self) -> usize {
-        self.running + self.stored.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.running == 0 && self.stored.is_empty()
-    }
-
-    fn first_expiry(&self) -> Option<Timestamp> {
-        self.by_expiry.first().map(|(at, _)| *at)
-    }
-
-    fn store(&mut self, key: KeyHash, bytes: u64, expires_at: Timestamp) {
-        self.forget(key);
-        self.stored.insert(key, (expires_at, bytes));
-        self.by_expiry.insert((expires_at, key));
-        self.bytes += bytes;
-    }
-
-    fn forget(&mut self, key: KeyHash) {
-        if let Some((expires_at, bytes)) = self.stored.remove(&key) {
-            self.by_expiry.remove(&(expires_at, key));
-            self.bytes -= bytes;
-        }
-    }
-
-    /// Drops the outcomes expired at `now`.
-    fn expire(&mut self, now: Timestamp) {
-        while let Some(&(at, key)) = self.by_expiry.first() {
-            if at > now {
-                break;
-            }
-            self.forget(key);
-        }
-    }
-}
-
-/// A running call's record, given back when its permit is dropped.
-struct Running {
-    counts: Arc<Mutex<Counts>>,
-    scope: Option<String>,
-    key: KeyHash,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let mut counts = lock(&self.counts);
-        if let Some(usage) = counts.scopes.get_mut(&self.scope) {
-            usage.running -= 1;
-            if let Some(same_key) = usage.running_keys.get_mut(&self.key) {
-                *same_key -= 1;
-                if *same_key == 0 {
-                    usage.running_keys.remove(&self.key);
-                }
-            }
-            if usage.is_empty() {
-                counts.scopes.remove(&self.scope);
-            }
-        }
-    }
-}
-
-/// The counts, even after a panic elsewhere while they were locked: each change is a few
-/// field updates that a panic cannot leave half done.
-fn lock(counts: &Mutex<Counts>) -> MutexGuard<'_, Counts> {
-    counts
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::counts::SWEEP_EVERY;
     use super::*;
 
     const NOW: Timestamp = Timestamp::from_millis(1_700_000_000_000);
@@ -392,5 +343,52 @@ mod tests {
         assert!(quota.counts().scopes.contains_key(&Some("gone".to_owned())));
         admit(&quota, "other", NOW + SWEEP_EVERY).await.unwrap();
         assert!(!quota.counts().scopes.contains_key(&Some("gone".to_owned())));
+    }
+
+    #[tokio::test]
+    async fn the_total_refuses_new_scopes_and_lets_kept_ones_go_on_within_their_bounds() {
+        let quota = ScopeQuota::new().max_records(2).max_total_records(3);
+        for (scope, part) in [("alice", "a"), ("bob", "b"), ("carol", "c")] {
+            let permit = admit(&quota, scope, NOW).await.unwrap();
+            quota.stored(Some(scope), &key(part), 10, NOW + TTL);
+            drop(permit);
+        }
+        let newcomer = admit(&quota, "mallory-1", NOW).await.unwrap_err();
+        assert!(newcomer.is_store_full());
+        assert_eq!(newcomer.reason(), "3 records in all");
+        assert_eq!(newcomer.retry_after(), TTL);
+        let alice = admit(&quota, "alice", NOW).await;
+        assert!(alice.is_ok(), "a kept scope goes on within its own bound");
+        quota.stored(Some("alice"), &key("a2"), 10, NOW + TTL);
+        drop(alice);
+        let over_her_own = admit(&quota, "alice", NOW).await.unwrap_err();
+        assert!(!over_her_own.is_store_full(), "her own bound, a 429");
+        assert!(admit(&quota, "mallory-2", NOW + TTL).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn without_a_scope_bound_the_total_bounds_every_scope() {
+        let quota = ScopeQuota::new().max_total_bytes(100);
+        quota.stored(Some("alice"), &key("a"), 100, NOW + TTL);
+        let alice = admit(&quota, "alice", NOW).await.unwrap_err();
+        assert!(alice.is_store_full());
+        assert_eq!(alice.reason(), "100 bytes of answers in all");
+    }
+
+    #[tokio::test]
+    async fn the_totals_follow_every_change_back_to_nothing() {
+        let quota = ScopeQuota::new().max_total_records(10);
+        let running = admit(&quota, "alice", NOW).await.unwrap();
+        quota.stored(Some("bob"), &key("b"), 40, NOW + Duration::from_secs(1));
+        quota.stored(Some("bob"), &key("b"), 30, NOW + Duration::from_secs(1));
+        {
+            let counts = quota.counts();
+            assert_eq!((counts.records, counts.bytes), (2, 30));
+        }
+        drop(running);
+        admit(&quota, "carol", NOW + SWEEP_EVERY).await.unwrap();
+        let counts = quota.counts();
+        assert_eq!((counts.records, counts.bytes), (0, 0));
+        assert!(counts.scopes.is_empty());
     }
 }

@@ -33,7 +33,7 @@ impl CallOutcome {
             Error::InProgress { .. } => CallOutcome::InProgress,
             Error::Mismatch { .. } => CallOutcome::Mismatch,
             Error::Store { .. } => CallOutcome::StoreUnavailable,
-            Error::QuotaExceeded { .. } => CallOutcome::QuotaExceeded,
+            Error::QuotaExceeded { .. } | Error::StoreFull { .. } => CallOutcome::QuotaExceeded,
             Error::NotRecorded { .. } | Error::LeaseLost { .. } => CallOutcome::NotRecorded,
             Error::Aborted { .. } => CallOutcome::Aborted,
             Error::CorruptRecord { .. } => CallOutcome::Corrupt,

@@ -13,6 +13,7 @@ mod encoding;
 mod failures;
 mod grpc;
 mod keys;
+mod quota_floods;
 mod quotas;
 mod readiness;
 mod replay;
