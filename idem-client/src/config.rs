@@ -59,6 +59,7 @@ pub(crate) struct Config {
     pub(crate) max_backoff: Duration,
     pub(crate) max_retry_after: Duration,
     pub(crate) not_recorded_types: Vec<String>,
+    pub(crate) hide_clear_keys: bool,
 }
 
 impl Default for Config {
@@ -73,6 +74,7 @@ impl Default for Config {
             max_backoff: DEFAULT_MAX_BACKOFF,
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
             not_recorded_types: Vec::new(),
+            hide_clear_keys: false,
         }
     }
 }
@@ -150,6 +152,15 @@ impl IdempotentRetryBuilder {
         self
     }
 
+    /// Leaves the key out of this crate's logs: for keys that say something of the operation
+    /// (an order number, a customer's id), as idem-core's
+    /// `Idempotency::hide_clear_keys` does on the server. The key is still sent, and still in
+    /// [`key_of`](crate::key_of) and [`SendError`](crate::SendError) for the caller.
+    pub fn hide_clear_keys(mut self) -> Self {
+        self.config.hide_clear_keys = true;
+        self
+    }
+
     /// The longest a server's `Retry-After` is waited ([`DEFAULT_MAX_RETRY_AFTER`]): a longer
     /// one is waited this long before the retry.
     pub fn max_retry_after(mut self, max: Duration) -> Self {
@@ -170,5 +181,13 @@ impl IdempotentRetryBuilder {
         IdempotentRetry {
             config: Arc::new(self.config),
         }
+    }
+}
+
+impl Config {
+    /// `key` as this crate's logs name it: not at all under
+    /// [`hide_clear_keys`](IdempotentRetryBuilder::hide_clear_keys).
+    pub(crate) fn logged_key<'a>(&self, key: &'a str) -> Option<&'a str> {
+        (!self.hide_clear_keys).then_some(key)
     }
 }

@@ -44,23 +44,23 @@ impl Middleware for IdempotentRetry {
                 return finish(outcome, key, attempt, reached, extensions);
             };
             let Some(spare) = spare else {
-                tracing::warn!(target: TARGET, %key, %reason,
+                tracing::warn!(target: TARGET, key = config.logged_key(key.as_str()), %reason,
                     "the request's body is a stream that cannot be sent again: not retried");
                 return finish(outcome, key, attempt, reached, extensions);
             };
             if attempt >= config.max_attempts {
-                tracing::warn!(target: TARGET, %key, attempts = attempt, %reason,
+                tracing::warn!(target: TARGET, key = config.logged_key(key.as_str()), attempts = attempt, %reason,
                     "giving up: no attempts left");
                 return finish(outcome, key, attempt, reached, extensions);
             }
             let wait = wait::before_next(attempt, retry_after, config);
             let next_start = started.elapsed().checked_add(wait);
             if next_start.is_none_or(|start| start > config.max_elapsed) {
-                tracing::warn!(target: TARGET, %key, attempts = attempt, %reason,
+                tracing::warn!(target: TARGET, key = config.logged_key(key.as_str()), attempts = attempt, %reason,
                     wait_ms = millis(wait), "giving up: the next attempt would start too late");
                 return finish(outcome, key, attempt, reached, extensions);
             }
-            tracing::info!(target: TARGET, %key, attempt, %reason, wait_ms = millis(wait),
+            tracing::info!(target: TARGET, key = config.logged_key(key.as_str()), attempt, %reason, wait_ms = millis(wait),
                 "retrying with the same key");
             drop(outcome);
             tokio::time::sleep(wait).await;
