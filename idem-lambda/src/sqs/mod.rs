@@ -56,6 +56,9 @@ pub use outcome::MessageOutcome;
 ///   messages that share a key always run one after another, so that the later ones replay.
 /// - From a FIFO queue (an `eventSourceARN` ending in `.fifo`), processing stops at the first
 ///   failure, which is reported with every message after it, so that the queue's order holds.
+/// - Every message reported in `batchItemFailures` is logged once (a warning under the target
+///   `idem::lambda`) with its `message_id`, its `error_type` and the reason, so that a message
+///   that ends in the dead-letter queue says why; so is a message processed without a key.
 pub struct BatchProcessor {
     idem: Idempotency,
     name: Option<String>,

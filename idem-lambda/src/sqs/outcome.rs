@@ -40,6 +40,37 @@ impl MessageOutcome {
         )
     }
 
+    /// Logs what happened to message `message_id`, once, when an operator needs to know: why
+    /// it is reported for redelivery, or that it ran without a key (none under `key`, the
+    /// processor's key expression).
+    pub(crate) fn log(&self, message_id: &str, key: &str) {
+        match self {
+            MessageOutcome::Failed {
+                error_type,
+                message,
+            } => tracing::warn!(
+                target: crate::TARGET,
+                message_id,
+                error_type = error_type.as_str(),
+                reason = message.as_str(),
+                "an SQS message failed; it is reported for redelivery"
+            ),
+            MessageOutcome::NotAttempted => tracing::warn!(
+                target: crate::TARGET,
+                message_id,
+                "an SQS message was not attempted after an earlier message of its FIFO batch \
+                 failed; it is reported for redelivery"
+            ),
+            MessageOutcome::ProcessedWithoutKey => tracing::warn!(
+                target: crate::TARGET,
+                message_id,
+                expression = key,
+                "an SQS message has no idempotency key; it was processed without idempotency"
+            ),
+            MessageOutcome::Processed | MessageOutcome::Replayed => {}
+        }
+    }
+
     pub(crate) fn failed<E: fmt::Debug>(error: &Error<E>) -> Self {
         let (error_type, message) = match error {
             Error::Handler(handler) => ("HandlerError".to_owned(), format!("{handler:?}")),

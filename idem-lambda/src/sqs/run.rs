@@ -65,7 +65,11 @@ impl BatchProcessor {
         } else {
             self.by_key(prepared, &context, &handler).await
         };
-        ids.into_iter().zip(outcomes).collect()
+        let reported: Vec<(String, MessageOutcome)> = ids.into_iter().zip(outcomes).collect();
+        for (message_id, outcome) in &reported {
+            outcome.log(message_id, self.selector.key.as_str());
+        }
+        reported
     }
 
     fn prepare(&self, position: usize, message: SqsMessage, context: &Context) -> Prepared {
@@ -199,10 +203,7 @@ impl BatchProcessor {
         {
             Ok(Ok(done)) if done.replayed => MessageOutcome::Replayed,
             Ok(Ok(_)) => MessageOutcome::Processed,
-            Ok(Err(error)) => {
-                tracing::warn!(target: crate::TARGET, ?error, "an SQS message failed; it is reported for redelivery");
-                MessageOutcome::failed(&error)
-            }
+            Ok(Err(error)) => MessageOutcome::failed(&error),
             Err(panic) => panicked(panic),
         }
     }
@@ -215,7 +216,6 @@ fn panicked(panic: Box<dyn Any + Send>) -> MessageOutcome {
         .map(|text| text.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".to_owned());
-    tracing::error!(target: crate::TARGET, panic = %message, "an SQS message's handler panicked; it is reported for redelivery");
     MessageOutcome::Failed {
         error_type: "HandlerPanic".to_owned(),
         message,
