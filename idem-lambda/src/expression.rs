@@ -65,10 +65,17 @@ impl EventPath {
     /// Evaluates the expression over an event already read, so that several expressions over
     /// one event read it once.
     pub(crate) fn select_in(&self, data: &EventData) -> Result<Value, ExpressionError> {
-        let found = self
-            .0
-            .search(&data.0)
-            .map_err(|error| self.failed(error.to_string()))?;
+        let found = self.0.search(&data.0).map_err(|error| {
+            self.failed(match error.reason {
+                // Only Powertools' functions fail so once an expression has compiled: the
+                // event, not the expression, is at fault, and JMESPath's caret under the
+                // expression would say otherwise.
+                jmespath::ErrorReason::Parse(why) => {
+                    format!("the event does not hold what the expression reads: {why}")
+                }
+                _ => error.to_string(),
+            })
+        })?;
         serde_json::to_value(&*found).map_err(|error| self.failed(error.to_string()))
     }
 

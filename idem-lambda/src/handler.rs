@@ -87,6 +87,7 @@ impl IdempotentHandler<()> {
             key: None,
             validation: None,
             raise_on_no_key: true,
+            partial_keys: false,
             options: CallOptions::default(),
         }
     }
@@ -99,6 +100,7 @@ pub struct IdempotentHandlerBuilder {
     key: Option<Result<EventPath, ExpressionError>>,
     validation: Option<Result<EventPath, ExpressionError>>,
     raise_on_no_key: bool,
+    partial_keys: bool,
     options: CallOptions,
 }
 
@@ -133,6 +135,17 @@ impl IdempotentHandlerBuilder {
     /// an event that slipped through without its key is not run unprotected unless asked for.
     pub fn raise_on_no_idempotency_key(mut self, raise: bool) -> Self {
         self.raise_on_no_key = raise;
+        self
+    }
+
+    /// Takes a key of several parts (`[customer, order_id]`, `{c: customer, o: order_id}`)
+    /// with some of them missing (`null`, or an empty string), as Powertools does. By default
+    /// such an event has no key (see
+    /// [`raise_on_no_idempotency_key`](Self::raise_on_no_idempotency_key)): without its
+    /// `order_id`, that key would be one for every order of the customer, and the second order
+    /// would get the first one's response.
+    pub fn allow_partial_keys(mut self) -> Self {
+        self.partial_keys = true;
         self
     }
 
@@ -171,7 +184,11 @@ impl IdempotentHandlerBuilder {
             shared: Arc::new(Shared {
                 idem: self.idem,
                 name: self.name,
-                selector: Selector { key, validation },
+                selector: Selector {
+                    key,
+                    validation,
+                    partial_keys: self.partial_keys,
+                },
                 raise_on_no_key: self.raise_on_no_key,
                 options: self.options,
             }),

@@ -42,9 +42,10 @@ fn json(args: &[Rcvar], ctx: &mut Context<'_>) -> Result<Rcvar, JmespathError> {
     let Some(text) = string_argument(args) else {
         return Ok(args[0].clone());
     };
-    Variable::from_json(text)
-        .map(Arc::new)
-        .map_err(|error| failed(ctx, "powertools_json", &format!("not JSON: {error}")))
+    Variable::from_json(text).map(Arc::new).map_err(|error| {
+        let why = format!("the text it reads is not JSON ({error})");
+        failed(ctx, "powertools_json", &why)
+    })
 }
 
 /// `powertools_base64(text)`: the UTF-8 text that `text` encodes in standard base64.
@@ -69,7 +70,13 @@ fn base64_gzip_text(args: &[Rcvar], ctx: &mut Context<'_>) -> Result<Rcvar, Jmes
     flate2::read::GzDecoder::new(compressed.as_slice())
         .take(MAX_INFLATED as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|error| failed(ctx, name, &format!("not gzip: {error}")))?;
+        .map_err(|error| {
+            failed(
+                ctx,
+                name,
+                &format!("the data it reads is not gzip ({error})"),
+            )
+        })?;
     if bytes.len() > MAX_INFLATED {
         let why = format!("decompresses to more than {MAX_INFLATED} bytes");
         return Err(failed(ctx, name, &why));
@@ -85,7 +92,13 @@ fn string_argument(args: &[Rcvar]) -> Option<&str> {
 fn decode_base64(text: &str, ctx: &Context<'_>, name: &str) -> Result<Vec<u8>, JmespathError> {
     base64::engine::general_purpose::STANDARD
         .decode(text)
-        .map_err(|error| failed(ctx, name, &format!("not base64: {error}")))
+        .map_err(|error| {
+            failed(
+                ctx,
+                name,
+                &format!("the text it reads is not base64 ({error})"),
+            )
+        })
 }
 
 fn utf8(bytes: Vec<u8>, ctx: &Context<'_>, name: &str) -> Result<Rcvar, JmespathError> {

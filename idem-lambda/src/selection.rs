@@ -16,6 +16,9 @@ const MAX_CLEAR_PART: usize = 256;
 pub(crate) struct Selector {
     pub(crate) key: EventPath,
     pub(crate) validation: Option<EventPath>,
+    /// Whether a key of several parts is taken with some of them `null` (Powertools' way), or
+    /// counts as missing.
+    pub(crate) partial_keys: bool,
 }
 
 /// The key and fingerprint of one event.
@@ -66,7 +69,7 @@ impl Selector {
             })
         })?;
         let data = self.key.select_in(&event).map_err(Unselected::Expression)?;
-        if is_missing(&data) {
+        if is_missing(&data) || (!self.partial_keys && has_missing_part(&data)) {
             return Err(Unselected::Missing);
         }
         inexact_number(&self.key, &data)?;
@@ -121,6 +124,16 @@ fn is_missing(data: &Value) -> bool {
         Value::String(text) => text.is_empty(),
         Value::Array(items) => items.iter().all(Value::is_null),
         Value::Object(fields) => fields.values().all(Value::is_null),
+        _ => false,
+    }
+}
+
+/// Whether a key of several parts (a multi-select list or hash) lacks one: `[customer,
+/// order_id]` without `order_id` would be one key for every order of the customer.
+fn has_missing_part(data: &Value) -> bool {
+    match data {
+        Value::Array(items) => items.iter().any(is_missing),
+        Value::Object(fields) => fields.values().any(is_missing),
         _ => false,
     }
 }

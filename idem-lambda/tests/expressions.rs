@@ -29,8 +29,15 @@ fn powertools_json_reads_a_json_body() {
     );
     let error = select("powertools_json(body)", json!({"body": "id=7"})).unwrap_err();
     assert!(
-        error.message.contains("powertools_json: not JSON"),
+        error.message.starts_with(
+            "the event does not hold what the expression reads: \
+             powertools_json: the text it reads is not JSON ("
+        ),
         "{error}"
+    );
+    assert!(
+        !error.message.contains("Parse error") && !error.message.contains('^'),
+        "nothing says the expression is wrong: {error}"
     );
     assert_eq!(
         select("powertools_json(body)", json!({})).unwrap(),

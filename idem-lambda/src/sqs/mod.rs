@@ -77,6 +77,7 @@ impl BatchProcessor {
             selector: Selector {
                 key: EventPath::parse("messageId").expect("a valid expression"),
                 validation: None,
+                partial_keys: false,
             },
             raise_on_no_key: true,
             concurrency: 1,
@@ -124,6 +125,14 @@ impl BatchProcessor {
     /// idempotency (`false`).
     pub fn raise_on_no_idempotency_key(mut self, raise: bool) -> Self {
         self.raise_on_no_key = raise;
+        self
+    }
+
+    /// Takes a key of several parts with some of them missing, as Powertools does; by default
+    /// such a message has no key (see
+    /// [`IdempotentHandlerBuilder::allow_partial_keys`](crate::IdempotentHandlerBuilder::allow_partial_keys)).
+    pub fn allow_partial_keys(mut self) -> Self {
+        self.selector.partial_keys = true;
         self
     }
 

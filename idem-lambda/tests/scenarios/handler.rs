@@ -364,6 +364,51 @@ pub async fn an_event_without_a_key_is_refused_unless_allowed(subject: Subject) 
     assert_eq!(runs.load(Ordering::SeqCst), 2, "no key, no idempotency");
 }
 
+/// A key of several parts with one missing is no key: without its `order_id`, `[customer,
+/// order_id]` would be one key for all of the customer's orders. `allow_partial_keys` takes
+/// it as Powertools does.
+pub async fn a_key_with_a_missing_part_is_no_key_unless_allowed(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let order = |order_id: Value| json!({"customer": "c-1", "order_id": order_id});
+    let by_customer_and_order = || {
+        IdempotentHandler::builder(subject.idem.clone())
+            .name("orders")
+            .event_key("[customer, order_id]")
+    };
+    let mut strict = by_customer_and_order().build(counting(&runs));
+    for missing in [Value::Null, json!("")] {
+        let answer = invoke(&mut strict, &subject, order(missing), "r1").await;
+        assert!(
+            matches!(answer, Err(Error::KeyMissing { .. })),
+            "{answer:?}"
+        );
+    }
+    let mut by_hash = IdempotentHandler::builder(subject.idem.clone())
+        .name("orders")
+        .event_key("{c: customer, o: order_id}")
+        .build(counting(&runs));
+    let answer = invoke(&mut by_hash, &subject, order(Value::Null), "r1").await;
+    assert!(
+        matches!(answer, Err(Error::KeyMissing { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    invoke(&mut strict, &subject, order(json!("o-1")), "r2")
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let mut partial = by_customer_and_order()
+        .allow_partial_keys()
+        .build(counting(&runs));
+    for request in ["r3", "r4"] {
+        invoke(&mut partial, &subject, order(Value::Null), request)
+            .await
+            .unwrap();
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "the second one replays");
+}
+
 /// A body that is not JSON under `powertools_json` gives no key: refused, nothing runs.
 pub async fn a_body_that_is_not_json_is_refused(subject: Subject) {
     let runs = Arc::new(AtomicUsize::new(0));
