@@ -26,8 +26,9 @@ pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// the retry can get it whole, unless set otherwise: 10 seconds.
 pub const DEFAULT_ABANDONED_STREAM_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The stable name keys are stored under, next to the namespace and scope.
-pub(crate) const KEY_NAME: &str = "http";
+/// The name keys are stored and measured under, next to the namespace and scope, unless
+/// [`name`](IdempotencyLayerBuilder::name) says otherwise: `http`.
+pub const DEFAULT_NAME: &str = "http";
 
 /// Reads the scope of a request, or says which request extension it lacks.
 type ScopeFn = dyn Fn(&Parts) -> Result<Option<String>, ScopeMissing> + Send + Sync;
@@ -105,6 +106,8 @@ pub fn is_validation_answer(status: StatusCode) -> bool {
 /// The layer's settings, shared by every service it makes.
 pub(crate) struct Config {
     pub(crate) idem: Idempotency,
+    /// The name keys are stored and measured under.
+    pub(crate) name: String,
     pub(crate) methods: Vec<Method>,
     pub(crate) require_key: bool,
     pub(crate) scope: Arc<ScopeFn>,
@@ -155,6 +158,7 @@ impl IdempotencyLayerBuilder {
         IdempotencyLayerBuilder {
             config: Config {
                 idem,
+                name: DEFAULT_NAME.to_owned(),
                 methods: vec![Method::POST, Method::PATCH],
                 require_key: false,
                 scope: Arc::new(|parts| Ok(scope::authorization_digest(parts))),
@@ -178,6 +182,18 @@ impl IdempotencyLayerBuilder {
                 bodies: SharedBodies::default(),
             },
         }
+    }
+
+    /// The name this layer's keys are stored under and its calls are measured under (the
+    /// `function` label of idem's metrics, and what `idem list --function` filters by):
+    /// [`DEFAULT_NAME`] (`http`) unless set. Name each layer when a service has several (two
+    /// routers, two APIs), so that their calls can be told apart. Layers with different names
+    /// keep different records: a key sent to both runs once on each. Renaming a layer leaves
+    /// its records under the old name, so the retries of requests made before the rename run
+    /// again.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.config.name = name.into();
+        self
     }
 
     /// The methods whose requests are made idempotent (POST and PATCH unless told otherwise).
@@ -444,6 +460,7 @@ impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
             .field("idem", &self.idem)
+            .field("name", &self.name)
             .field("methods", &self.methods)
             .field("require_key", &self.require_key)
             .field("fingerprint_headers", &self.fingerprint_headers)

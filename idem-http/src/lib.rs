@@ -236,7 +236,7 @@ pub use body::{Body, BoxError};
 pub use config::{
     is_authentication_answer, is_validation_answer, stored_by_default, IdempotencyLayerBuilder,
     MismatchStatus, DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY,
-    DEFAULT_MAX_RESPONSE_BODY, DEFAULT_RETRY_AFTER,
+    DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME, DEFAULT_RETRY_AFTER,
 };
 pub use key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use layer::IdempotencyLayer;

@@ -19,7 +19,7 @@ use tracing::Instrument;
 use crate::answer;
 use crate::asked::{answer_stored, Asked};
 use crate::body::{self, Body, BoxError, PanicsAsErrors, Read};
-use crate::config::{Config, KEY_NAME};
+use crate::config::Config;
 use crate::detached::{self, Detached};
 use crate::forward::{self, Ending, Tail};
 use crate::key_header::{self, KeyHeader};
@@ -297,7 +297,12 @@ fn call(
     parts: &http::request::Parts,
     body: &[u8],
 ) -> Result<Call, idem_core::Error> {
-    let stored_key = config.idem.key(KEY_NAME).scope(scope).part(key).finish()?;
+    let stored_key = config
+        .idem
+        .key(&config.name)
+        .scope(scope)
+        .part(key)
+        .finish()?;
     let fingerprint = fingerprint::of_request(parts, body, &config.fingerprint_headers)?;
     let mut call = Call::new(stored_key, fingerprint)
         .with_ttl(config.ttl)

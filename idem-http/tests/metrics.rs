@@ -107,4 +107,34 @@ async fn every_request_is_counted_by_what_the_layer_did_with_it() {
     assert_eq!(calls("in_progress"), 1);
     assert_eq!(calls("replayed"), 1);
     assert_eq!(calls("mismatch"), 1);
+
+    // A layer named for its API is measured under its name, apart from the other.
+    let refunds = IdempotencyLayer::builder(memory()).name("refunds").build();
+    let refunds = serve(app(refunds, Arc::new(Payments::default()))).await;
+    assert_eq!(
+        send(refunds.post("/payments", Some("k1"), "{}"))
+            .await
+            .status,
+        201
+    );
+    let snapshot = snapshotter.snapshot().into_vec();
+    let named = |function: &str| {
+        snapshot
+            .iter()
+            .filter(|(key, ..)| {
+                let key = key.key();
+                key.name() == "idem_calls_total"
+                    && key
+                        .labels()
+                        .any(|l| l.key() == "function" && l.value() == function)
+                    && key.labels().any(|l| l.value() == "executed")
+            })
+            .map(|(.., value)| match value {
+                DebugValue::Counter(n) => *n,
+                other => panic!("{other:?}"),
+            })
+            .sum::<u64>()
+    };
+    assert_eq!(named("refunds"), 1);
+    assert_eq!(named("http"), 1, "the first layer's own run, and no more");
 }
