@@ -26,9 +26,14 @@ pub const DEFAULT_NAMESPACE: &str = "idem";
 /// ```
 #[derive(Clone)]
 pub struct Idempotency {
-    /// The store as the engine sees it: through sealing, when it is on.
+    /// The store as the engine sees it: timed, then through sealing when it is on.
     pub(crate) store: Arc<dyn Store>,
-    /// The store as given.
+    /// The store as [`store`](Idempotency::store) shows it: through sealing, untimed, so
+    /// that a handle built on it times each operation once.
+    pub(crate) view: Arc<dyn Store>,
+    /// The store as given, and timed.
+    #[cfg(feature = "seal")]
+    pub(crate) given: Arc<dyn Store>,
     #[cfg(feature = "seal")]
     pub(crate) unsealed: Arc<dyn Store>,
     #[cfg(feature = "seal")]
@@ -47,13 +52,16 @@ impl Idempotency {
 
     /// A handle on a store that is already shared.
     pub fn from_arc(store: Arc<dyn Store>) -> Self {
-        let store: Arc<dyn Store> = Arc::new(crate::telemetry::MeteredStore::new(store));
+        let timed: Arc<dyn Store> = Arc::new(crate::telemetry::MeteredStore::new(store.clone()));
         Idempotency {
+            view: store.clone(),
             #[cfg(feature = "seal")]
-            unsealed: store.clone(),
+            given: store,
+            #[cfg(feature = "seal")]
+            unsealed: timed.clone(),
             #[cfg(feature = "seal")]
             sealing: Default::default(),
-            store,
+            store: timed,
             clock: Arc::new(SystemClock),
             namespace: DEFAULT_NAMESPACE.into(),
             replay_cache: None,
@@ -164,6 +172,7 @@ impl Idempotency {
     fn resealed(mut self, change: impl FnOnce(&mut crate::seal::Sealing)) -> Self {
         change(&mut self.sealing);
         self.store = self.sealing.wrap(self.unsealed.clone());
+        self.view = self.sealing.wrap(self.given.clone());
         self
     }
 
@@ -218,11 +227,13 @@ impl Idempotency {
     /// The store, as calls see it: with sealing on, keys are digested and values opened on
     /// the way. To share a store between handles, give each the store itself and its own
     /// sealing: a handle built on this view seals through it, but what its calls' contexts
-    /// tell a store's own API would not know it. This view also times each operation into
-    /// `idem_store_duration_seconds` (see [`telemetry`](crate::telemetry)), so a handle built
-    /// on it records each operation twice.
+    /// tell a store's own API would not know it. Operations on this view are not timed into
+    /// `idem_store_duration_seconds` (see [`telemetry`](crate::telemetry)): a handle built on
+    /// it times its own, once each.
+    // Not the engine's `store`, on purpose: that one is timed.
+    #[allow(clippy::misnamed_getters)]
     pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
+        &self.view
     }
 
     /// The namespace every key of this handle lives in.

@@ -346,3 +346,22 @@ async fn each_store_operation_is_timed_under_the_stores_name() {
     assert_eq!(samples("delete"), 1);
     assert_eq!(samples("release"), 0);
 }
+
+#[tokio::test]
+async fn a_handle_built_on_another_handles_store_times_each_operation_once() {
+    let recorded = record();
+    let first = Idempotency::new(ReferenceStore::new());
+    let idem = Idempotency::from_arc(first.store().clone());
+    let key = call(&idem, "timed once", "l", 1);
+    ok(&idem, key).await.unwrap();
+
+    let seen = recorded.seen();
+    let samples = |operation| {
+        seen.samples(
+            "idem_store_duration_seconds",
+            &[("store", "custom"), ("operation", operation)],
+        )
+    };
+    assert_eq!(samples("reserve"), 1);
+    assert_eq!(samples("complete"), 1);
+}
