@@ -11,6 +11,7 @@ use lambda_runtime::LambdaEvent;
 use serde::{de::DeserializeOwned, Serialize};
 use tower_service::Service;
 
+use crate::hook::{Replay, ResponseHook};
 use crate::invocation::{self, CallOptions};
 use crate::selection::{Selector, Unselected};
 use crate::{Error, EventPath, ExpressionError};
@@ -66,6 +67,7 @@ struct Shared {
     selector: Selector,
     raise_on_no_key: bool,
     options: CallOptions,
+    response_hook: Option<Box<ResponseHook>>,
 }
 
 impl<S: Clone> Clone for IdempotentHandler<S> {
@@ -89,6 +91,7 @@ impl IdempotentHandler<()> {
             raise_on_no_key: true,
             partial_keys: false,
             options: CallOptions::default(),
+            response_hook: None,
         }
     }
 }
@@ -102,6 +105,7 @@ pub struct IdempotentHandlerBuilder {
     raise_on_no_key: bool,
     partial_keys: bool,
     options: CallOptions,
+    response_hook: Option<Box<ResponseHook>>,
 }
 
 impl IdempotentHandlerBuilder {
@@ -135,6 +139,31 @@ impl IdempotentHandlerBuilder {
     /// an event that slipped through without its key is not run unprotected unless asked for.
     pub fn raise_on_no_idempotency_key(mut self, raise: bool) -> Self {
         self.raise_on_no_key = raise;
+        self
+    }
+
+    /// Calls `hook` with every replayed response, as JSON, and answers what it returns instead
+    /// (Powertools' `response_hook`): to mark a replay (a header, a field), or to trim what a
+    /// retry is told. The handler's own first response is not passed to it. A hook's answer
+    /// that is not the handler's response type fails the invocation.
+    ///
+    /// ```
+    /// # fn demo(idem: idem_core::Idempotency) {
+    /// use serde_json::Value;
+    ///
+    /// let builder = idem_lambda::IdempotentHandler::builder(idem)
+    ///     .event_key("powertools_json(body).order_id")
+    ///     .response_hook(|mut response: Value, replay| {
+    ///         response["headers"]["x-idempotent-replay"] = replay.request_id().into();
+    ///         response
+    ///     });
+    /// # let _ = builder; }
+    /// ```
+    pub fn response_hook<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(serde_json::Value, &Replay<'_>) -> serde_json::Value + Send + Sync + 'static,
+    {
+        self.response_hook = Some(Box::new(hook));
         self
     }
 
@@ -191,6 +220,7 @@ impl IdempotentHandlerBuilder {
                 },
                 raise_on_no_key: self.raise_on_no_key,
                 options: self.options,
+                response_hook: self.response_hook,
             }),
         })
     }
@@ -235,11 +265,34 @@ where
                 }
                 Err(unselected) => return Err(unselected.into_error(&shared.selector)),
             };
+            let key = shared.response_hook.as_ref().map(|_| selected.key.clone());
+            let request_id = event.context.request_id.clone();
             let call = shared.options.call(&shared.idem, selected, &event.context);
             // The handler is called only once the key is reserved: a service may start work in
             // `call` itself, before its future is polled.
             let body = async move { ready.call(event).await.map_err(Error::Handler) };
-            shared.idem.run(call, body).await.map(|done| done.value)
+            let done = shared.idem.run(call, body).await?;
+            match (&shared.response_hook, key) {
+                (Some(hook), Some(key)) if done.replayed => {
+                    let replay = Replay {
+                        key: &key,
+                        request_id: &request_id,
+                    };
+                    hooked(hook, done.value, &replay)
+                }
+                _ => Ok(done.value),
+            }
         })
     }
+}
+
+/// `response` as `hook` makes it, read back as the handler's response type.
+fn hooked<R, E>(hook: &ResponseHook, response: R, replay: &Replay<'_>) -> Result<R, Error<E>>
+where
+    R: Serialize + DeserializeOwned,
+{
+    let codec =
+        |error: serde_json::Error| Error::Idempotency(idem_core::Error::Codec(error.into()));
+    let json = serde_json::to_value(response).map_err(codec)?;
+    serde_json::from_value(hook(json, replay)).map_err(codec)
 }

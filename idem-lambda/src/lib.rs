@@ -60,6 +60,7 @@
 mod error;
 mod expression;
 mod handler;
+mod hook;
 mod invocation;
 mod powertools;
 mod selection;
@@ -68,6 +69,7 @@ pub mod sqs;
 pub use error::Error;
 pub use expression::{EventPath, ExpressionError};
 pub use handler::{IdempotentHandler, IdempotentHandlerBuilder};
+pub use hook::Replay;
 pub use powertools::MAX_INFLATED;
 
 /// The `tracing` target of this crate's events: `idem::lambda`, under `idem` with every other

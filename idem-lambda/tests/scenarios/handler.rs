@@ -409,6 +409,42 @@ pub async fn a_key_with_a_missing_part_is_no_key_unless_allowed(subject: Subject
     assert_eq!(runs.load(Ordering::SeqCst), 2, "the second one replays");
 }
 
+/// A response hook sees every replay, and only replays, and what it returns is the answer.
+pub async fn a_response_hook_reshapes_replays_only(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut handler = orders(&subject)
+        .name("orders")
+        .response_hook({
+            let seen = seen.clone();
+            move |mut response: Value, replay: &idem_lambda::Replay<'_>| {
+                let key = replay.key().as_str().to_owned();
+                seen.lock()
+                    .unwrap()
+                    .push((key, replay.request_id().to_owned()));
+                response["headers"] = json!({"x-idempotent-replay": replay.request_id()});
+                response
+            }
+        })
+        .build(counting(&runs));
+    let event = || json!({"body": "{\"order_id\": \"o-7\"}"});
+
+    let first = invoke(&mut handler, &subject, event(), "r1").await.unwrap();
+    assert_eq!(
+        first["headers"],
+        Value::Null,
+        "the first response is the handler's own"
+    );
+    let retry = invoke(&mut handler, &subject, event(), "r2").await.unwrap();
+    assert_eq!(retry["body"], "r1", "the stored response");
+    assert_eq!(retry["headers"]["x-idempotent-replay"], "r2");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].0.contains("o-7"), "{seen:?}");
+    assert_eq!(seen[0].1, "r2");
+}
+
 /// A body that is not JSON under `powertools_json` gives no key: refused, nothing runs.
 pub async fn a_body_that_is_not_json_is_refused(subject: Subject) {
     let runs = Arc::new(AtomicUsize::new(0));
