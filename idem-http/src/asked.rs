@@ -10,6 +10,7 @@ use crate::body::Body;
 use crate::config::Config;
 use crate::problem::Problem;
 use crate::replay_limits::ReplayLimits;
+use crate::response_hook::Replay;
 use crate::stored::StoredResponse;
 use crate::{encoding, grpc, IDEMPOTENT_REPLAYED, TARGET};
 
@@ -86,7 +87,12 @@ pub(crate) fn answer_stored(
         max_body: config.max_response_body,
     };
     match stored.into_replay(&limits) {
-        Ok(response) => response,
+        Ok(mut response) => {
+            if let Some(hook) = &config.response_hook {
+                hook(&mut response, &Replay { key });
+            }
+            response
+        }
         Err(reason) => {
             tracing::error!(target: TARGET, key = config.logged_key(key), reason, "the stored response cannot be replayed");
             asked.render(answer::failed(key))

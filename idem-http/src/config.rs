@@ -8,6 +8,7 @@ use http::request::Parts;
 use http::{HeaderName, Method, StatusCode};
 use idem_core::{Idempotency, DEFAULT_TTL};
 
+use crate::response_hook::ResponseHook;
 use crate::scope::{self, Unscoped};
 use crate::shared_bodies::SharedBodies;
 use crate::{IdempotencyLayer, DEFAULT_REPLAY_HEADERS};
@@ -108,6 +109,8 @@ pub(crate) struct Config {
     pub(crate) idem: Idempotency,
     /// The name keys are stored and measured under.
     pub(crate) name: String,
+    /// Called with every replay before it is sent.
+    pub(crate) response_hook: Option<Arc<ResponseHook>>,
     pub(crate) methods: Vec<Method>,
     pub(crate) require_key: bool,
     pub(crate) scope: Arc<ScopeFn>,
@@ -159,6 +162,7 @@ impl IdempotencyLayerBuilder {
             config: Config {
                 idem,
                 name: DEFAULT_NAME.to_owned(),
+                response_hook: None,
                 methods: vec![Method::POST, Method::PATCH],
                 require_key: false,
                 scope: Arc::new(|parts| Ok(scope::authorization_digest(parts))),
@@ -193,6 +197,31 @@ impl IdempotencyLayerBuilder {
     /// again.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.config.name = name.into();
+        self
+    }
+
+    /// Calls `hook` with every response built from the store (a retry's replay, a waiter's
+    /// answer) before it is sent, as Powertools' `response_hook` does: to add a header, say,
+    /// or to change what a retry is told. The handler's own first response is not passed to
+    /// it, nor the layer's problem answers. The response already carries
+    /// `Idempotent-Replayed: true`.
+    ///
+    /// ```
+    /// # fn demo(idem: idem_core::Idempotency) {
+    /// use http::HeaderValue;
+    ///
+    /// let layer = idem_http::IdempotencyLayer::builder(idem)
+    ///     .response_hook(|response, _replay| {
+    ///         response.headers_mut().insert("cache-control", HeaderValue::from_static("no-store"));
+    ///     })
+    ///     .build();
+    /// # let _ = layer; }
+    /// ```
+    pub fn response_hook<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&mut http::Response<crate::Body>, &crate::Replay<'_>) + Send + Sync + 'static,
+    {
+        self.config.response_hook = Some(Arc::new(hook));
         self
     }
 
@@ -461,6 +490,7 @@ impl fmt::Debug for Config {
         f.debug_struct("Config")
             .field("idem", &self.idem)
             .field("name", &self.name)
+            .field("response_hook", &self.response_hook.is_some())
             .field("methods", &self.methods)
             .field("require_key", &self.require_key)
             .field("fingerprint_headers", &self.fingerprint_headers)

@@ -227,6 +227,7 @@ mod layer;
 pub mod problem;
 mod replay_limits;
 mod requests_metric;
+mod response_hook;
 mod scope;
 mod service;
 mod shared_bodies;
@@ -241,6 +242,7 @@ pub use config::{
 pub use key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use layer::IdempotencyLayer;
 pub use requests_metric::{HTTP_OUTCOMES, HTTP_REQUESTS_TOTAL};
+pub use response_hook::Replay;
 pub use scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
 pub use service::{IdempotencyService, ResponseFuture};
 pub use stored::{DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED};

@@ -293,3 +293,29 @@ async fn a_no_content_answer_is_replayed_without_content() {
         assert_eq!(payments.runs(), 1);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_hook_reshapes_replays_only() {
+    let payments = Arc::new(Payments::default());
+    let layer = IdempotencyLayer::builder(memory())
+        .response_hook(|response, replay| {
+            let key = http::HeaderValue::from_str(replay.key()).unwrap();
+            response.headers_mut().insert("x-replay-of", key);
+            *response.status_mut() = http::StatusCode::OK;
+        })
+        .build();
+    let server = serve(app(layer, payments.clone())).await;
+
+    let first = send(server.post("/payments", Some("pay-1"), "{}")).await;
+    assert_eq!(first.status, 201, "the handler's own answer");
+    assert_eq!(first.header("x-replay-of"), None);
+    let retry = send(server.post("/payments", Some("pay-1"), "{}")).await;
+    assert!(retry.replayed());
+    assert_eq!(retry.status, 200);
+    assert_eq!(retry.header("x-replay-of"), Some("pay-1"));
+    assert_eq!(retry.body, first.body);
+    let reused = send(server.post("/payments", Some("pay-1"), r#"{"other":1}"#)).await;
+    assert_eq!(reused.status, 422, "a problem answer is the layer's own");
+    assert_eq!(reused.header("x-replay-of"), None);
+    assert_eq!(payments.runs(), 1);
+}
