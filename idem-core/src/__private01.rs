@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::{Call, Error, Fingerprinter, Idempotency, KeyPart};
+use crate::{Call, Error, Executed, Fingerprinter, Idempotency, Key, KeyPart, Replay};
 
 pub use crate::key::names::Registration;
 pub use crate::{installed, OnAbort};
@@ -400,6 +400,57 @@ where
         .run_storing_errors(call, store_err, async move { body.await.into_result() })
         .await;
     R::from_result(result.map(|executed| executed.value))
+}
+
+/// Runs `body` as the prepared call; a replayed value goes through `hook` first.
+pub async fn run_hooked<R, H, F>(prepare: Prepare, hook: H, body: F) -> R
+where
+    R: IdemResult,
+    R::Ok: Storable,
+    R::Err: IdemError,
+    H: FnOnce(R::Ok, &Replay<'_>) -> R::Ok,
+    F: Future<Output = R>,
+{
+    let (handle, call) = match prepare.finish() {
+        Ok(ready) => ready,
+        Err(error) => return R::from_result(Err(error.into())),
+    };
+    let key = call.key.clone();
+    let result = handle
+        .run(call, async move { body.await.into_result() })
+        .await;
+    R::from_result(result.map(|executed| hooked(executed, &key, hook)))
+}
+
+/// [`run_storing`], with a replayed value through `hook` first (a replayed stored error is
+/// not).
+pub async fn run_storing_hooked<R, P, H, F>(prepare: Prepare, store_err: P, hook: H, body: F) -> R
+where
+    R: IdemResult,
+    R::Ok: Storable,
+    R::Err: IdemError + StorableError,
+    P: Fn(&R::Err) -> bool,
+    H: FnOnce(R::Ok, &Replay<'_>) -> R::Ok,
+    F: Future<Output = R>,
+{
+    let (handle, call) = match prepare.finish() {
+        Ok(ready) => ready,
+        Err(error) => return R::from_result(Err(error.into())),
+    };
+    let key = call.key.clone();
+    let result = handle
+        .run_storing_errors(call, store_err, async move { body.await.into_result() })
+        .await;
+    R::from_result(result.map(|executed| hooked(executed, &key, hook)))
+}
+
+/// The value `executed` gives the caller: through `hook` when it was replayed.
+fn hooked<T>(executed: Executed<T>, key: &Key, hook: impl FnOnce(T, &Replay<'_>) -> T) -> T {
+    if executed.replayed {
+        hook(executed.value, &Replay { key })
+    } else {
+        executed.value
+    }
 }
 
 #[cfg(test)]

@@ -136,6 +136,7 @@ pub mod __private01;
 pub use call::abort::OnAbort;
 pub use call::context::{context, CallContext};
 pub use call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
+pub use call::replay::Replay;
 pub use call::{Call, Executed, DEFAULT_LEASE, DEFAULT_TTL};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{BoxError, Error, StoreError};

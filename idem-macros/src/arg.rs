@@ -16,12 +16,13 @@ pub(crate) enum Arg {
     StoreErr,
     Store,
     Name,
+    ResponseHook,
     Crate,
 }
 
 impl Arg {
     /// Every argument, in the order the docs list them.
-    const ALL: [Arg; 12] = [
+    const ALL: [Arg; 13] = [
         Arg::Key,
         Arg::Ttl,
         Arg::Lease,
@@ -33,6 +34,7 @@ impl Arg {
         Arg::StoreErr,
         Arg::Store,
         Arg::Name,
+        Arg::ResponseHook,
         Arg::Crate,
     ];
 
@@ -55,6 +57,7 @@ impl Arg {
             Arg::StoreErr => "store_err",
             Arg::Store => "store",
             Arg::Name => "name",
+            Arg::ResponseHook => "response_hook",
             Arg::Crate => "crate",
         }
     }
@@ -73,6 +76,7 @@ impl Arg {
             Arg::StoreErr => "store_err = \"all\"",
             Arg::Store => "store = \"self.idem\"",
             Arg::Name => "name = \"payments::charge\"",
+            Arg::ResponseHook => "response_hook = \"mark_replayed\"",
             Arg::Crate => "crate = \"idem_core\"",
         }
     }

@@ -28,6 +28,8 @@ pub(crate) struct Args {
     pub(crate) store_err: Option<StoreErr>,
     pub(crate) store: Option<Expr>,
     pub(crate) name: Option<LitStr>,
+    /// `response_hook = "path"`: a `fn(T, &Replay) -> T` every replayed value goes through.
+    pub(crate) response_hook: Option<Expr>,
     pub(crate) krate: Option<Path>,
 }
 
@@ -191,6 +193,7 @@ impl Args {
                 });
             }
             Arg::Store => self.store = Some(expression(arg, lit)?),
+            Arg::ResponseHook => self.response_hook = Some(expression(arg, lit)?),
             Arg::Name => {
                 if lit.value().trim().is_empty() {
                     return Err(syn::Error::new(

@@ -314,13 +314,21 @@ fn run(args: &Args, target: &Target, func: &mut ItemFn, private: &TokenStream) -
     let span = ret.span();
     let private = respan(private.clone(), span);
     let ret = respan(ret.to_token_stream(), span);
-    match &args.store_err {
-        None => quote_spanned!(span=> #private::run::<#ret, _>(#prep, #body).await),
-        Some(StoreErr::All) => quote_spanned! {span=>
-            #private::run_storing::<#ret, _, _>(#prep, #private::all_errors, #body).await
+    let store_err = match &args.store_err {
+        None => None,
+        Some(StoreErr::All) => Some(quote!(#private::all_errors)),
+        Some(StoreErr::When(predicate)) => Some(predicate.to_token_stream()),
+    };
+    match (store_err, &args.response_hook) {
+        (None, None) => quote_spanned!(span=> #private::run::<#ret, _>(#prep, #body).await),
+        (Some(store_err), None) => quote_spanned! {span=>
+            #private::run_storing::<#ret, _, _>(#prep, #store_err, #body).await
         },
-        Some(StoreErr::When(predicate)) => quote_spanned! {span=>
-            #private::run_storing::<#ret, _, _>(#prep, #predicate, #body).await
+        (None, Some(hook)) => quote_spanned! {span=>
+            #private::run_hooked::<#ret, _, _>(#prep, #hook, #body).await
+        },
+        (Some(store_err), Some(hook)) => quote_spanned! {span=>
+            #private::run_storing_hooked::<#ret, _, _, _>(#prep, #store_err, #hook, #body).await
         },
     }
 }

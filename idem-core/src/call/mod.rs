@@ -3,6 +3,7 @@
 pub(crate) mod abort;
 pub(crate) mod context;
 pub(crate) mod policy;
+pub(crate) mod replay;
 
 use std::time::Duration;
 

@@ -1,0 +1,19 @@
+//! What a response hook is told of a replay: `#[idempotent(response_hook = "...")]`, as
+//! Powertools' `response_hook`.
+
+use crate::Key;
+
+/// What an [`#[idempotent]`](crate::idempotent) function's `response_hook` is told of the
+/// replay it is called for.
+#[derive(Debug)]
+pub struct Replay<'a> {
+    pub(crate) key: &'a Key,
+}
+
+impl Replay<'_> {
+    /// The call's key (under [`hide_clear_keys`](crate::Idempotency::hide_clear_keys), the
+    /// store and the logs name it by its digest instead).
+    pub fn key(&self) -> &Key {
+        self.key
+    }
+}
