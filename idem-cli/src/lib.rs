@@ -55,8 +55,13 @@
 //! `--prefix` is the store's own key prefix, as the service passes it to the store's builder
 //! (default: the store's default, none). DynamoDB credentials come from `AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`; for a profile or SSO, export them with
-//! `eval "$(aws configure export-credentials --format env)"`. Passwords in URLs are never
-//! printed.
+//! `eval "$(aws configure export-credentials --format env)"`.
+//!
+//! No secret of a URL is ever printed: not its password (the user info runs to the URL's last
+//! `@`, so a password with a raw `/` or `?` is hidden too), nor the value of a query parameter
+//! whose name reads like a secret (`password`, `sslpassword`, `token`, `secret`, `auth`,
+//! `credentials`, `sig`, `x-amz-signature`, names ending in `key`...), whatever the scheme.
+//! The drivers' messages are searched for them too, and for those of `--endpoint`.
 //!
 //! The feature `tls` (on by default) reaches Redis (`rediss://`, `rediss+cluster://`),
 //! PostgreSQL (`sslmode=require`) and DynamoDB over TLS with rustls, on ring, trusting the
@@ -116,7 +121,8 @@
 //!
 //! # Where things are
 //!
-//! - `args`: the command line; `url`: store URLs; `connect`: a handle on the store;
+//! - `args`: the command line; `url`: store URLs; `secrets`: what no message shows;
+//!   `connect`: a handle on the store;
 //! - `commands`: one file per command; `listing` walks a store's pages;
 //! - `output`: tables, aligned details, JSON, times; `failure` and [`exit`]: what went
 //!   wrong, and its code.
@@ -129,6 +135,7 @@ pub mod exit;
 mod failure;
 mod listing;
 mod output;
+mod secrets;
 mod url;
 
 use std::process::ExitCode;

@@ -15,10 +15,13 @@ pub(crate) fn visible(text: &str) -> Cow<'_, str> {
     escaped(text, true)
 }
 
-/// A message as it reaches stderr: every character a terminal would obey written as an
-/// escape.
+/// A message as it reaches stderr: the command line's secrets hidden
+/// ([`crate::secrets::scrubbed`]), every character a terminal would obey written as an escape.
 pub(crate) fn visible_message(text: &str) -> Cow<'_, str> {
-    escaped(text, false)
+    match crate::secrets::scrubbed(text) {
+        Cow::Borrowed(text) => escaped(text, false),
+        Cow::Owned(text) => Cow::Owned(escaped(&text, false).into_owned()),
+    }
 }
 
 fn escaped(text: &str, backslash: bool) -> Cow<'_, str> {
