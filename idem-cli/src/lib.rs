@@ -14,9 +14,9 @@
 //! |---|---|
 //! | `idem get KEY` | shows the record under `KEY` |
 //! | `idem list [--function F] [--state in-progress\|completed] [--limit N \| --all]` | lists records, following the store's pages until `N` (default 100) matched |
-//! | `idem forget KEY` | deletes the record under `KEY`, whatever its state; the next call runs the function again |
+//! | `idem forget KEY --yes [--running]` | deletes the record under `KEY`; the next call runs the function again. Without `--yes`, shows the record, says what it would delete and refuses; a key held by a call (in progress) needs `--running` too |
 //! | `idem release KEY --yes` | frees a key held by an in-progress call, fenced on the owner it read; without `--yes`, shows the record and refuses |
-//! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations, `N` (default 1000) per request, until none is left; prints how many |
+//! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations under `--prefix`, `N` (default 1000) per request, until none is left; says what it is about to delete on stderr, then prints how many. No `--yes`: what it deletes no longer counts, and cron runs it |
 //! | `printf '%s' "$AUTHORIZATION" \| idem scope [--secret-env VAR]` | prints the scope a request with that `Authorization` stores its keys under, as idem-http computes it ([`idem_protocol::scope`]), keyed with the secret in the environment variable `VAR` as `scope_secret` keys it; reads the credential from standard input, never the command line; needs no store |
 //! | `idem stats [--function F]` | counts records by function and state, over the whole listing |
 //!
@@ -31,7 +31,9 @@
 //! `release` is for a key held by a call that will never finish (its process was killed in a
 //! deploy, say) when waiting for its lease to pass is not an option. The next call with the
 //! key runs the function again, so check the held call's effect first. `forget` is for a
-//! corrupt record, or a stored result that must not be replayed. The
+//! corrupt record, or a stored result that must not be replayed; it refuses a held key
+//! unless given `--running`, since a running call would lose its record and its recorded
+//! steps would be forgotten (`release` is the fenced way to free one). The
 //! [runbook](https://github.com/idem-rs/idem/blob/main/docs/runbook.md) walks through both.
 //!
 //! `idem` reads records as stored: with sealing on, values stay sealed (their sizes are
@@ -78,15 +80,15 @@
 //! With `--json`, one JSON document per command, for scripts:
 //!
 //! - `get`, `forget`, `release`: the record (as it was, for `forget` and `release`; as it is
-//!   now, when `release` refuses); `null` where there is none to show;
+//!   now, when `forget` or `release` refuses); `null` where there is none to show;
 //! - `list`: an array of records;
 //! - `stats`: `{"total": N, "by_state": {STATE: N}, "functions": [{"function": F, "total": N,
 //!   "by_state": {STATE: N}}]}` (`function` is `null` for keys stored as digests);
 //! - `purge-expired`: `{"purged": N}`.
 //! - `scope`: `{"scope": "..."}`.
 //!
-//! A command that fails prints its message on stderr and no document (except a `release`
-//! refusal, which prints the record as it is): scripts read the exit code.
+//! A command that fails prints its message on stderr and no document (except a `forget` or
+//! `release` refusal, which prints the record as it is): scripts read the exit code.
 //!
 //! A record's fields, always present, `null` where they do not apply:
 //!
@@ -113,9 +115,9 @@
 //! |---|---|
 //! | 0 | done |
 //! | 1 | failed: the store failed or can't be reached, a record is corrupt, the store can't list |
-//! | 2 | usage: a bad command line, store URL or environment (clap's errors too); `release` without `--yes`, after showing the record |
+//! | 2 | usage: a bad command line, store URL or environment (clap's errors too); `release` or `forget` without `--yes`, after showing the record |
 //! | 3 | the key has no record: `no record under KEY` |
-//! | 4 | refused: `release` of a key that is not in progress, or that changed hands; the record as it is now is printed |
+//! | 4 | refused: `release` of a key that is not in progress, or that changed hands; `forget` of a key held by a call without `--running`; the record as it is now is printed |
 //!
 //! The same codes are [`exit`]'s constants, and `idem --help` lists them.
 //!
