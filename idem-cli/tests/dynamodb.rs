@@ -55,4 +55,36 @@ async fn corrupt_record_is_reported_and_forgotten() {
     support::scenarios::corrupt_record_is_reported_and_forgotten(&subject, &key).await;
 }
 
-support::scenarios::store_tests!(start, corrupt_record_is_reported_and_forgotten);
+/// Two prefixes on one table: a purge under one leaves the other's items.
+async fn purge_stays_inside_its_prefix() {
+    let Some(dynamo) = TestDynamo::start().await else {
+        return;
+    };
+    let url = format!("dynamodb://{}", dynamo.table());
+    let subject = |prefix: &str| {
+        let store = DynamoDbStore::builder(dynamo.client.clone(), dynamo.table())
+            .prefix(prefix)
+            .build();
+        let cli = Cli::new([
+            "--store",
+            url.as_str(),
+            "--region",
+            "us-east-1",
+            "--endpoint",
+            dynamo.moto.endpoint(),
+            "--prefix",
+            prefix,
+        ])
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+        Subject::new(Arc::new(store), cli, ())
+    };
+    let (a, b) = (subject("svc_a"), subject("svc_b"));
+    support::scenarios::purge_stays_inside_its_prefix(&a, &b).await;
+}
+
+support::scenarios::store_tests!(
+    start,
+    corrupt_record_is_reported_and_forgotten,
+    purge_stays_inside_its_prefix,
+);

@@ -41,4 +41,22 @@ async fn corrupt_record_is_reported_and_forgotten() {
     support::scenarios::corrupt_record_is_reported_and_forgotten(&subject, &key).await;
 }
 
-support::scenarios::store_tests!(start, corrupt_record_is_reported_and_forgotten);
+/// Two prefixes on one table: a purge under one leaves the other's rows.
+async fn purge_stays_inside_its_prefix() {
+    let Some(pg) = TestPg::start().await else {
+        return;
+    };
+    let subject = |prefix: &str| {
+        let store = PostgresStore::builder(pg.pool.clone()).prefix(prefix).build();
+        let cli = Cli::new(["--store", pg.url.as_str(), "--prefix", prefix]);
+        Subject::new(Arc::new(store), cli, ())
+    };
+    let (a, b) = (subject("svc_a"), subject("svc_b"));
+    support::scenarios::purge_stays_inside_its_prefix(&a, &b).await;
+}
+
+support::scenarios::store_tests!(
+    start,
+    corrupt_record_is_reported_and_forgotten,
+    purge_stays_inside_its_prefix,
+);

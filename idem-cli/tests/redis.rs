@@ -30,6 +30,33 @@ async fn corrupt_record_is_reported_and_forgotten() {
     support::scenarios::corrupt_record_is_reported_and_forgotten(&subject, &key).await;
 }
 
+/// Two prefixes on one server, the second the first and one more character: a purge under
+/// one leaves the other's records.
+async fn purge_stays_inside_its_prefix() {
+    let Some(target) = RedisTarget::start().await else {
+        return;
+    };
+    let longer = format!("{}b", target.prefix());
+    let other = RedisStore::builder(
+        idem_stores::redis::client::Client::open(target.url()).expect("a valid Redis URL"),
+    )
+    .prefix(longer.as_str())
+    .connect()
+    .await
+    .expect("the test server accepts connections");
+    let a = Subject::new(
+        Arc::new(target.redis_store().clone()),
+        Cli::new(["--store", target.url(), "--prefix", target.prefix()]),
+        (),
+    );
+    let b = Subject::new(
+        Arc::new(other),
+        Cli::new(["--store", target.url(), "--prefix", longer.as_str()]),
+        (),
+    );
+    support::scenarios::purge_stays_inside_its_prefix(&a, &b).await;
+}
+
 /// `count` stores, each with a prefix of its own, on one three-node cluster, each with
 /// `idem --store redis+cluster://node,node,node --prefix`.
 async fn on_cluster(count: usize) -> Option<Vec<Subject>> {
@@ -79,6 +106,7 @@ async fn cluster_list_and_stats() {
 support::scenarios::store_tests!(
     start,
     corrupt_record_is_reported_and_forgotten,
+    purge_stays_inside_its_prefix,
     cluster_get_release_forget,
     cluster_list_and_stats,
 );

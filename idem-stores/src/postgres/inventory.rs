@@ -46,7 +46,7 @@ impl Inventory for PostgresStore {
 
     /// [`PostgresStore::purge_expired`]: one statement, whose `DELETE` judges each row on its
     /// latest version, so a row renewed, completed or reserved again since it expired is kept.
-    /// It covers the whole table, whatever the rows' key prefix.
+    /// It covers the store's own rows only, those whose key starts with its prefix.
     async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
         PostgresStore::purge_expired(self, now, batch).await
     }
@@ -55,7 +55,7 @@ impl Inventory for PostgresStore {
 impl PostgresStore {
     /// The text every row key of this store starts with: its key prefix, escaped and delimited
     /// as [`Key::with_prefix`] writes it.
-    fn stored_prefix(&self) -> String {
+    pub(super) fn stored_prefix(&self) -> String {
         let key = Key::parse("|").expect("`|` is a key");
         let mut stored = self.row_key(&key);
         stored.truncate(stored.len() - key.as_str().len());
