@@ -26,7 +26,12 @@
 //! in `--namespace` (default `idem`). `--state in-progress` keeps the records held by a call
 //! (running, lease passed, released with steps, abandoned); `--state completed` the others
 //! (completed, stored error, aborted, expired). A record the store can't read is listed as
-//! `corrupt` (and left out when `--state` is given).
+//! `corrupt` (and left out when `--state` is given), and so is anything stored under the
+//! prefix whose stored key is no idempotency key (not UTF-8, over 1024 bytes, without a `|`):
+//! no writer can hide an entry from `list` and `stats`. Such a key is printed escaped, in the
+//! table and in `--json` alike: a byte that is not UTF-8 as `\xNN`, a control character as
+//! `\x1b` or `\u{202e}`, a backslash as `\\`; `stats` counts it as `corrupt`, under the
+//! function its second `|`-separated slot names (`null` when there is none).
 //!
 //! `release` is for a key held by a call that will never finish (its process was killed in a
 //! deploy, say) when waiting for its lease to pass is not an option. The next call with the
@@ -94,7 +99,7 @@
 //!
 //! | field | what it holds |
 //! |---|---|
-//! | `key` | the key, as idem prints it |
+//! | `key` | the key, as idem prints it; for a `corrupt` entry stored under no idempotency key, that stored key escaped (see above) |
 //! | `function` | the function's name, from the key (`null` under a key digest) |
 //! | `scope` | the key's scope, as encoded in it (`null` for none) |
 //! | `state` | `running`, `lease-passed`, `released`, `abandoned`, `completed`, `stored-error`, `aborted`, `expired`; `corrupt` for a listed record the store can't read |
@@ -107,7 +112,7 @@
 //! | `stored_bytes` | the bytes of the stored outcome and step values |
 //! | `outcome` | completed: `ok`, `err` (a stored error) or `aborted` |
 //! | `fingerprint` | the fingerprint of the call's arguments, 64 hex digits |
-//! | `error` | a corrupt listed record: why it can't be read |
+//! | `error` | a corrupt listed record: why it can't be read (`stored under no idempotency key (...)` for one whose key is none) |
 //!
 //! # Exit codes
 //!

@@ -14,7 +14,9 @@ static HIDDEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// Hides the secrets of `url` (see [`crate::url::secrets_of`]) from every later message.
 pub(crate) fn hide_url(url: &str) {
-    let mut hidden = HIDDEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut hidden = HIDDEN
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     for secret in crate::url::secrets_of(url) {
         if secret.len() >= SHORTEST && !hidden.contains(&secret) {
             hidden.push(secret);
@@ -26,7 +28,9 @@ pub(crate) fn hide_url(url: &str) {
 
 /// `text` with every hidden secret written `***`.
 pub(crate) fn scrubbed(text: &str) -> Cow<'_, str> {
-    let hidden = HIDDEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let hidden = HIDDEN
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     if !hidden.iter().any(|secret| text.contains(secret.as_str())) {
         return Cow::Borrowed(text);
     }

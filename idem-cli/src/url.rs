@@ -306,7 +306,10 @@ mod tests {
         for (url, shown) in [
             ("redis://u:hun?ter2@host", "redis://u:***@host"),
             ("postgres://u:hun/ter2@host/db", "postgres://u:***@host/db"),
-            ("redis://u:hun@ter2@host:6379/0", "redis://u:***@host:6379/0"),
+            (
+                "redis://u:hun@ter2@host:6379/0",
+                "redis://u:***@host:6379/0",
+            ),
             (
                 "redis+cluster://u:pw@a:1,b:2/?x=1",
                 "redis+cluster://u:***@a:1,b:2/?x=1",

@@ -105,7 +105,11 @@ fn show(before: &Option<Inspection>, out: &Output) -> Result<(), Failure> {
 fn who(inspection: &Inspection) -> String {
     match inspection.record() {
         Record::InProgress(held) => {
-            format!("owner {}, attempt {}", held.owner().as_str(), held.attempt())
+            format!(
+                "owner {}, attempt {}",
+                held.owner().as_str(),
+                held.attempt()
+            )
         }
         _ => inspection.state().to_string(),
     }

@@ -209,7 +209,11 @@
 //! or the database's), the prefix is a range of the primary key's index; under any other
 //! collation, where keys that share a prefix need not sort together, the page walks the index
 //! from the cursor and keeps the keys that `starts_with` the prefix. A row that cannot be
-//! read is listed as [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), not skipped.
+//! read is listed as [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), not skipped,
+//! and a row under the prefix whose key is no idempotency key after it (too long, no `|`) in
+//! [`ListPage::unkeyed`](idem_core::store::ListPage::unkeyed). (A UTF-8 database holds no
+//! key that is not UTF-8; under `SQL_ASCII`, a listing that meets one fails, naming the
+//! `key` column.)
 //!
 //! # Purging
 //!
