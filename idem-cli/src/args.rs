@@ -96,14 +96,26 @@ pub(crate) enum Command {
     /// Follows the store's pages until --limit records matched or the listing ends.
     List(ListArgs),
 
-    /// Delete the record under a key, whatever its state.
+    /// Delete the record under a key (needs --yes; --running too for a held key).
     ///
     /// The next call with the key runs the function again. For a corrupt record, or a stored
-    /// result that must not be replayed.
+    /// result that must not be replayed. Without --yes, shows what would be deleted and exits
+    /// 2. A key held by a call (in progress: running, lease passed, released with steps,
+    /// abandoned) is refused (exit 4) unless --running is given too: its call, if still
+    /// running, loses its record, and its recorded steps are forgotten (`release` is the
+    /// fenced way to free a held key).
     Forget {
         /// The key, as idem prints it.
         #[arg(allow_hyphen_values = true)]
         key: String,
+
+        /// Delete it: you checked what the record holds.
+        #[arg(long)]
+        yes: bool,
+
+        /// Delete it even if a call holds the key (in progress).
+        #[arg(long)]
+        running: bool,
     },
 
     /// Free a key held by an in-progress call (needs --yes).
@@ -124,7 +136,10 @@ pub(crate) enum Command {
 
     /// Delete expired records and abandoned reservations; print how many.
     ///
-    /// Deletes in batches until a batch deletes fewer than --batch.
+    /// Deletes in batches until a batch deletes fewer than --batch, only records that no
+    /// longer count (an expired record is not replayed, an abandoned reservation is taken
+    /// over by the next call), and only under --prefix; says on stderr what it is about to
+    /// delete first. Needs no --yes, so that cron jobs run it as they are.
     PurgeExpired {
         /// How many records one request deletes at most.
         #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]

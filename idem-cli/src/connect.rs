@@ -30,6 +30,10 @@ pub(crate) async fn connect(args: &StoreArgs) -> Result<Connected, Failure> {
              redis+cluster://host:port,host:port, postgres://user@host/db, dynamodb://TABLE)",
         ));
     };
+    crate::secrets::hide_url(text);
+    if let Some(endpoint) = &args.endpoint {
+        crate::secrets::hide_url(endpoint);
+    }
     let url = StoreUrl::parse(text)?;
     check_options(&url, args)?;
     let shown = redacted(text);

@@ -59,7 +59,7 @@ impl Failure {
             Error::CorruptRecord { key, reason } => Self::failed(format!(
                 "the record under {key} is corrupt: {reason}. Calls with this key fail until \
                  it expires or is removed: check what the call did (its effect), then \
-                 `idem forget {}` deletes the record, and the next call runs again",
+                 `idem forget {} --yes` deletes the record, and the next call runs again",
                 shell_quoted(key)
             )),
             Error::InvalidKey(reason) => Self::usage(format!(

@@ -14,9 +14,9 @@
 //! |---|---|
 //! | `idem get KEY` | shows the record under `KEY` |
 //! | `idem list [--function F] [--state in-progress\|completed] [--limit N \| --all]` | lists records, following the store's pages until `N` (default 100) matched |
-//! | `idem forget KEY` | deletes the record under `KEY`, whatever its state; the next call runs the function again |
+//! | `idem forget KEY --yes [--running]` | deletes the record under `KEY`; the next call runs the function again. Without `--yes`, shows the record, says what it would delete and refuses; a key held by a call (in progress) needs `--running` too |
 //! | `idem release KEY --yes` | frees a key held by an in-progress call, fenced on the owner it read; without `--yes`, shows the record and refuses |
-//! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations, `N` (default 1000) per request, until none is left; prints how many |
+//! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations under `--prefix`, `N` (default 1000) per request, until none is left; says what it is about to delete on stderr, then prints how many. No `--yes`: what it deletes no longer counts, and cron runs it |
 //! | `printf '%s' "$AUTHORIZATION" \| idem scope [--secret-env VAR]` | prints the scope a request with that `Authorization` stores its keys under, as idem-http computes it ([`idem_protocol::scope`]), keyed with the secret in the environment variable `VAR` as `scope_secret` keys it; reads the credential from standard input, never the command line; needs no store |
 //! | `idem stats [--function F]` | counts records by function and state, over the whole listing |
 //!
@@ -26,12 +26,19 @@
 //! in `--namespace` (default `idem`). `--state in-progress` keeps the records held by a call
 //! (running, lease passed, released with steps, abandoned); `--state completed` the others
 //! (completed, stored error, aborted, expired). A record the store can't read is listed as
-//! `corrupt` (and left out when `--state` is given).
+//! `corrupt` (and left out when `--state` is given), and so is anything stored under the
+//! prefix whose stored key is no idempotency key (not UTF-8, over 1024 bytes, without a `|`):
+//! no writer can hide an entry from `list` and `stats`. Such a key is printed escaped, in the
+//! table and in `--json` alike: a byte that is not UTF-8 as `\xNN`, a control character as
+//! `\x1b` or `\u{202e}`, a backslash as `\\`; `stats` counts it as `corrupt`, under the
+//! function its second `|`-separated slot names (`null` when there is none).
 //!
 //! `release` is for a key held by a call that will never finish (its process was killed in a
 //! deploy, say) when waiting for its lease to pass is not an option. The next call with the
 //! key runs the function again, so check the held call's effect first. `forget` is for a
-//! corrupt record, or a stored result that must not be replayed. The
+//! corrupt record, or a stored result that must not be replayed; it refuses a held key
+//! unless given `--running`, since a running call would lose its record and its recorded
+//! steps would be forgotten (`release` is the fenced way to free one). The
 //! [runbook](https://github.com/idem-rs/idem/blob/main/docs/runbook.md) walks through both.
 //!
 //! `idem` reads records as stored: with sealing on, values stay sealed (their sizes are
@@ -55,8 +62,13 @@
 //! `--prefix` is the store's own key prefix, as the service passes it to the store's builder
 //! (default: the store's default, none). DynamoDB credentials come from `AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`; for a profile or SSO, export them with
-//! `eval "$(aws configure export-credentials --format env)"`. Passwords in URLs are never
-//! printed.
+//! `eval "$(aws configure export-credentials --format env)"`.
+//!
+//! No secret of a URL is ever printed: not its password (the user info runs to the URL's last
+//! `@`, so a password with a raw `/` or `?` is hidden too), nor the value of a query parameter
+//! whose name reads like a secret (`password`, `sslpassword`, `token`, `secret`, `auth`,
+//! `credentials`, `sig`, `x-amz-signature`, names ending in `key`...), whatever the scheme.
+//! The drivers' messages are searched for them too, and for those of `--endpoint`.
 //!
 //! The feature `tls` (on by default) reaches Redis (`rediss://`, `rediss+cluster://`),
 //! PostgreSQL (`sslmode=require`) and DynamoDB over TLS with rustls, on ring, trusting the
@@ -73,21 +85,21 @@
 //! With `--json`, one JSON document per command, for scripts:
 //!
 //! - `get`, `forget`, `release`: the record (as it was, for `forget` and `release`; as it is
-//!   now, when `release` refuses); `null` where there is none to show;
+//!   now, when `forget` or `release` refuses); `null` where there is none to show;
 //! - `list`: an array of records;
 //! - `stats`: `{"total": N, "by_state": {STATE: N}, "functions": [{"function": F, "total": N,
 //!   "by_state": {STATE: N}}]}` (`function` is `null` for keys stored as digests);
 //! - `purge-expired`: `{"purged": N}`.
 //! - `scope`: `{"scope": "..."}`.
 //!
-//! A command that fails prints its message on stderr and no document (except a `release`
-//! refusal, which prints the record as it is): scripts read the exit code.
+//! A command that fails prints its message on stderr and no document (except a `forget` or
+//! `release` refusal, which prints the record as it is): scripts read the exit code.
 //!
 //! A record's fields, always present, `null` where they do not apply:
 //!
 //! | field | what it holds |
 //! |---|---|
-//! | `key` | the key, as idem prints it |
+//! | `key` | the key, as idem prints it; for a `corrupt` entry stored under no idempotency key, that stored key escaped (see above) |
 //! | `function` | the function's name, from the key (`null` under a key digest) |
 //! | `scope` | the key's scope, as encoded in it (`null` for none) |
 //! | `state` | `running`, `lease-passed`, `released`, `abandoned`, `completed`, `stored-error`, `aborted`, `expired`; `corrupt` for a listed record the store can't read |
@@ -100,7 +112,7 @@
 //! | `stored_bytes` | the bytes of the stored outcome and step values |
 //! | `outcome` | completed: `ok`, `err` (a stored error) or `aborted` |
 //! | `fingerprint` | the fingerprint of the call's arguments, 64 hex digits |
-//! | `error` | a corrupt listed record: why it can't be read |
+//! | `error` | a corrupt listed record: why it can't be read (`stored under no idempotency key (...)` for one whose key is none) |
 //!
 //! # Exit codes
 //!
@@ -108,15 +120,16 @@
 //! |---|---|
 //! | 0 | done |
 //! | 1 | failed: the store failed or can't be reached, a record is corrupt, the store can't list |
-//! | 2 | usage: a bad command line, store URL or environment (clap's errors too); `release` without `--yes`, after showing the record |
+//! | 2 | usage: a bad command line, store URL or environment (clap's errors too); `release` or `forget` without `--yes`, after showing the record |
 //! | 3 | the key has no record: `no record under KEY` |
-//! | 4 | refused: `release` of a key that is not in progress, or that changed hands; the record as it is now is printed |
+//! | 4 | refused: `release` of a key that is not in progress, or that changed hands; `forget` of a key held by a call without `--running`; the record as it is now is printed |
 //!
 //! The same codes are [`exit`]'s constants, and `idem --help` lists them.
 //!
 //! # Where things are
 //!
-//! - `args`: the command line; `url`: store URLs; `connect`: a handle on the store;
+//! - `args`: the command line; `url`: store URLs; `secrets`: what no message shows;
+//!   `connect`: a handle on the store;
 //! - `commands`: one file per command; `listing` walks a store's pages;
 //! - `output`: tables, aligned details, JSON, times; `failure` and [`exit`]: what went
 //!   wrong, and its code.
@@ -129,6 +142,7 @@ pub mod exit;
 mod failure;
 mod listing;
 mod output;
+mod secrets;
 mod url;
 
 use std::process::ExitCode;

@@ -127,6 +127,112 @@ fn an_unreachable_store_fails_without_showing_its_password() {
     }
 }
 
+/// Every form of store URL that holds a secret, each pointed at a closed loopback port (or
+/// refused before connecting): the secret is nowhere in what `idem` prints.
+#[test]
+fn no_secret_of_a_store_url_is_ever_printed() {
+    let port = closed_port();
+    let other = closed_port();
+    let forms: Vec<(String, &str)> = vec![
+        (
+            format!("postgres://u@127.0.0.1:{port}/db?password=Qpw1secret"),
+            "Qpw1secret",
+        ),
+        (
+            format!("postgresql://127.0.0.1:{port}/db?user=u&password=Qpw2secret"),
+            "Qpw2secret",
+        ),
+        (
+            format!("postgres://127.0.0.1:{port}/db?sslmode=disable&SSLPassword=Qpw3secret"),
+            "Qpw3secret",
+        ),
+        (
+            format!("redis://u:hun?Qpw4secret@127.0.0.1:{port}"),
+            "Qpw4secret",
+        ),
+        (
+            format!("postgres://u:hun/Qpw5secret@127.0.0.1:{port}/db"),
+            "Qpw5secret",
+        ),
+        (
+            format!("redis://u:hun/Qpw6secret@127.0.0.1:{port}/0"),
+            "Qpw6secret",
+        ),
+        (
+            format!("redis+cluster://u:Qpw7secret@127.0.0.1:{port},127.0.0.1:{other}"),
+            "Qpw7secret",
+        ),
+        (
+            format!("redis+cluster://u:p/Qpw8secret@127.0.0.1:{port},127.0.0.1:{other}/0"),
+            "Qpw8secret",
+        ),
+        (
+            format!("redis://127.0.0.1:{port}/0?token=Qpw9secret"),
+            "Qpw9secret",
+        ),
+        (
+            format!("postgres://u:p%2FQpw10secret@127.0.0.1:{port}/db"),
+            "Qpw10secret",
+        ),
+        (
+            "dynamodb://t?X-Amz-Signature=Qpw11secret".to_owned(),
+            "Qpw11secret",
+        ),
+        (format!("u:Qpw12secret@127.0.0.1:{port}"), "Qpw12secret"),
+        (
+            "mysql://u:Qpw13secret@127.0.0.1/x".to_owned(),
+            "Qpw13secret",
+        ),
+    ];
+    std::thread::scope(|threads| {
+        for (url, secret) in &forms {
+            threads.spawn(move || {
+                for args in [
+                    vec!["--store", url.as_str(), "list"],
+                    vec![
+                        "--store",
+                        url.as_str(),
+                        "--json",
+                        "get",
+                        "idem|charge|-|o-1",
+                    ],
+                ] {
+                    let failed = run(&args);
+                    assert_ne!(failed.code, 0, "{failed:#?}");
+                    assert!(
+                        !failed.stdout.contains(secret) && !failed.stderr.contains(secret),
+                        "{secret} printed: {failed:#?}"
+                    );
+                }
+            });
+        }
+    });
+    // A DynamoDB endpoint's secrets, too.
+    let endpoint = format!("http://u:Qpw14secret@127.0.0.1:{port}/?sig=Qpw15secret");
+    let env = [
+        ("AWS_ACCESS_KEY_ID".to_owned(), "test".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY".to_owned(), "test".to_owned()),
+    ];
+    let failed = run_with(
+        &[
+            "--store",
+            "dynamodb://records",
+            "--region",
+            "us-east-1",
+            "--endpoint",
+            &endpoint,
+            "get",
+            "idem|charge|-|o-1",
+        ],
+        &env,
+    );
+    assert_ne!(failed.code, 0, "{failed:#?}");
+    for secret in ["Qpw14secret", "Qpw15secret"] {
+        let printed = format!("{}{}", failed.stdout, failed.stderr);
+        assert!(!printed.contains(secret), "{secret} printed: {failed:#?}");
+    }
+}
+
 #[test]
 fn a_malformed_key_is_refused_before_connecting() {
     run(&["--store", "redis://127.0.0.1:1/", "get", "order-1"])

@@ -30,6 +30,67 @@ async fn corrupt_record_is_reported_and_forgotten() {
     support::scenarios::corrupt_record_is_reported_and_forgotten(&subject, &key).await;
 }
 
+/// Two prefixes on one server, the second the first and one more character: a purge under
+/// one leaves the other's records.
+async fn purge_stays_inside_its_prefix() {
+    let Some(target) = RedisTarget::start().await else {
+        return;
+    };
+    let longer = format!("{}b", target.prefix());
+    let other = RedisStore::builder(
+        idem_stores::redis::client::Client::open(target.url()).expect("a valid Redis URL"),
+    )
+    .prefix(longer.as_str())
+    .connect()
+    .await
+    .expect("the test server accepts connections");
+    let a = Subject::new(
+        Arc::new(target.redis_store().clone()),
+        Cli::new(["--store", target.url(), "--prefix", target.prefix()]),
+        (),
+    );
+    let b = Subject::new(
+        Arc::new(other),
+        Cli::new(["--store", target.url(), "--prefix", longer.as_str()]),
+        (),
+    );
+    support::scenarios::purge_stays_inside_its_prefix(&a, &b).await;
+}
+
+/// Redis keys under the prefix that hold no idempotency key after it, written with the
+/// server's own client: one that is not UTF-8, one of 2000 bytes.
+async fn keys_that_are_no_keys_are_listed_and_counted() {
+    let Some(target) = RedisTarget::start().await else {
+        return;
+    };
+    let cli = Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let subject = Subject::new(Arc::new(target.redis_store().clone()), cli, ());
+    let mut prefix = target
+        .redis_store()
+        .redis_key(&idem_core::Key::parse("|").expect("a key"));
+    prefix.pop();
+    let long = format!("idem|charge|-|{}", "a".repeat(2000));
+    let planted = vec![
+        (
+            b"idem|charge|-|\xff\xfe\x1b".to_vec(),
+            "idem|charge|-|\\xff\\xfe\\x1b".to_owned(),
+        ),
+        (long.clone().into_bytes(), long),
+    ];
+    let mut conn = target.raw().await;
+    for (key, _) in &planted {
+        let mut name = prefix.clone().into_bytes();
+        name.extend_from_slice(key);
+        let _: () = idem_stores::redis::client::cmd("SET")
+            .arg(name)
+            .arg(&b"hidden"[..])
+            .query_async(&mut conn)
+            .await
+            .expect("SET works");
+    }
+    support::scenarios::unkeyed_entries_are_listed_and_counted(&subject, &planted).await;
+}
+
 /// `count` stores, each with a prefix of its own, on one three-node cluster, each with
 /// `idem --store redis+cluster://node,node,node --prefix`.
 async fn on_cluster(count: usize) -> Option<Vec<Subject>> {
@@ -79,6 +140,8 @@ async fn cluster_list_and_stats() {
 support::scenarios::store_tests!(
     start,
     corrupt_record_is_reported_and_forgotten,
+    purge_stays_inside_its_prefix,
+    keys_that_are_no_keys_are_listed_and_counted,
     cluster_get_release_forget,
     cluster_list_and_stats,
 );

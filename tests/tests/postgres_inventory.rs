@@ -191,7 +191,7 @@ async fn keys_round_trip_and_prefixes_are_not_patterns() {
     }
 }
 
-async fn a_corrupt_row_is_listed_as_an_error_and_a_foreign_row_is_skipped() {
+async fn a_corrupt_row_is_listed_as_an_error_and_a_foreign_row_as_unkeyed() {
     let Some(db) = TestPg::start().await else {
         return;
     };
@@ -201,18 +201,29 @@ async fn a_corrupt_row_is_listed_as_an_error_and_a_foreign_row_is_skipped() {
     }
     let corrupt = key("mixed", &["b"]);
     assert!(db.corrupt(&corrupt).await);
-    // A row under the store's prefix that holds no idempotency key (no `|` after it).
+    // Rows under the store's prefix that hold no idempotency key (no `|` after it; too long):
+    // not records, but listed all the same.
     db.execute_raw(
         "INSERT INTO idem_records (key, state, owner, fingerprint, live_until_ms) \
          VALUES ('|idem', 'completed', 'someone', 'x', 0)",
     )
     .await;
+    let long = format!("idem|mixed|-|{}", "z".repeat(2000));
+    db.execute_raw(&format!(
+        "INSERT INTO idem_records (key, state, owner, fingerprint, live_until_ms) \
+         VALUES ('|{long}', 'completed', 'someone', 'x', 0)"
+    ))
+    .await;
 
     for limit in [1, 100] {
         let mut entries = Vec::new();
+        let mut unkeyed = Vec::new();
         for page in pages(inventory(store), "", limit).await {
             entries.extend(page.records);
+            unkeyed.extend(page.unkeyed);
         }
+        let unkeyed: Vec<&[u8]> = unkeyed.iter().map(|entry| &entry.key[..]).collect();
+        assert_eq!(unkeyed, [&b"idem"[..], long.as_bytes()]);
         let keys: Vec<&Key> = entries.iter().map(|(key, _)| key).collect();
         assert_eq!(
             keys,
@@ -354,7 +365,7 @@ idem_tests::backend_tests! {
     async listing_finds_the_records_under_a_prefix_and_nothing_outside_it,
     async pages_of_two_visit_each_of_five_keys_once_in_key_order,
     async keys_round_trip_and_prefixes_are_not_patterns,
-    async a_corrupt_row_is_listed_as_an_error_and_a_foreign_row_is_skipped,
+    async a_corrupt_row_is_listed_as_an_error_and_a_foreign_row_as_unkeyed,
     async a_collation_that_does_not_sort_bytes_still_lists_every_key,
     async a_purge_deletes_what_stopped_counting_and_keeps_the_rest,
     async the_handle_lists_inspects_releases_and_purges,

@@ -197,7 +197,7 @@ async fn lost_answers_are_replayed_once_per_operation_and_idem_forgets_one() {
     assert_eq!(shop.provider.charges(), 2);
 
     // Forgotten, the key is new again: the next request with it charges.
-    shop.idem.run(&["forget", &stored]).await.exits(0);
+    shop.idem.run(&["forget", &stored, "--yes"]).await.exits(0);
     shop.idem.run(&["get", &stored]).await.exits(3);
     let again = pay(&client, &shop_url(&shop), Some(&first.key), "o-1").await;
     assert_eq!((again.status, again.replayed), (201, false), "{again:?}");

@@ -89,7 +89,7 @@ async fn lambda_records_are_listed_read_counted_and_forgotten_by_idem() {
     assert_eq!(stats["functions"][0]["total"], 2, "{stats:#}");
 
     // Forgotten by the operator, the order is new to the handler: the next delivery runs it.
-    idem.run(&["forget", &key]).await.exits(0);
+    idem.run(&["forget", &key, "--yes"]).await.exits(0);
     idem.run(&["get", &key]).await.exits(3);
     let again = handler.call(delivery("o-1", 100, "req-4")).await.unwrap();
     assert_eq!(again["body"], "req-4");

@@ -142,7 +142,9 @@ async fn idem_reads_a_sealed_record_by_its_digest_without_clear_text() {
     );
 
     // Forgotten by its digest, the key is free again for the sealed handle.
-    idem.run(&["forget", digested.as_str()]).await.exits(0);
+    idem.run(&["forget", digested.as_str(), "--yes"])
+        .await
+        .exits(0);
     let again = close(&accounts, "alice@example.com").await.unwrap();
     assert_eq!((again.run, accounts.closed.load(Ordering::SeqCst)), (2, 2));
     assert_eq!(idem.list().await.len(), 1);

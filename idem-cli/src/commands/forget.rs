@@ -1,46 +1,87 @@
-//! `forget`: deletes one key's record, whatever it holds.
+//! `forget`: deletes one key's record, once the operator says `--yes` (and `--running`, for a
+//! key a call holds).
 
 use idem_core::store::Record;
 use idem_core::{Inspection, Key};
 
 use super::printed;
 use crate::connect::Connected;
-use crate::failure::Failure;
+use crate::failure::{shell_quoted, Failure};
 use crate::output::{note, Output};
 
-/// Deletes the record under `key`, whatever its state, and prints what it was. A corrupt
-/// record is deleted too (it can't be shown).
-pub(crate) async fn forget(connected: &Connected, key: &Key, out: &Output) -> Result<(), Failure> {
+/// What the operator agreed to on the command line.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Consent {
+    /// `--yes`: delete the record.
+    pub(crate) yes: bool,
+    /// `--running`: delete it even if a call holds the key.
+    pub(crate) running: bool,
+}
+
+/// Deletes the record under `key` with the operator's consent, and prints what it was. Shows
+/// the record and refuses without `--yes` (a usage failure), and for a key held by a call
+/// without `--running` (refused). A corrupt record is deleted too (it can't be shown).
+pub(crate) async fn forget(
+    connected: &Connected,
+    key: &Key,
+    consent: Consent,
+    out: &Output,
+) -> Result<(), Failure> {
     let idem = &connected.idem;
     let before = match idem.inspect(key).await {
         Ok(Some(inspection)) => Some(inspection),
         Ok(None) => return Err(Failure::no_record(key)),
         Err(idem_core::Error::CorruptRecord { reason, .. }) => {
-            note(&format!(
-                "the record under {key} is corrupt ({reason}): deleting it"
-            ));
+            note(&format!("the record under {key} is corrupt ({reason})"));
             None
         }
         Err(error) => return Err(Failure::from_error(error, &connected.store)),
     };
+    let held = before
+        .as_ref()
+        .filter(|before| before.state().is_in_progress());
+    if !consent.yes {
+        show(&before, out)?;
+        return Err(Failure::usage(format!(
+            "not forgotten: this would delete the record under {key}{}, and the next call \
+             with this key would run the function again. To do it: idem forget {} --yes{}",
+            match held {
+                Some(held) => format!(
+                    ", which a call holds ({}): if it is still running, its outcome will not \
+                     be recorded, and the steps it recorded are forgotten",
+                    who(held)
+                ),
+                None => String::new(),
+            },
+            shell_quoted(key.as_str()),
+            if held.is_some() { " --running" } else { "" },
+        )));
+    }
+    if let (Some(held), false) = (held, consent.running) {
+        show(&before, out)?;
+        return Err(Failure::refused(format!(
+            "not forgotten: {key} is {} ({}): a call holds it, and if it is still running, \
+             deleting its record loses its outcome and forgets the steps it recorded. \
+             `idem release {} --yes` is the fenced way to free a held key; to delete it \
+             anyway, add --running",
+            held.state(),
+            who(held),
+            shell_quoted(key.as_str()),
+        )));
+    }
     idem.forget(key)
         .await
         .map_err(|error| Failure::from_error(error, &connected.store))?;
-    if let Some(before) = &before {
-        if before.state().is_in_progress() {
-            note(&format!(
-                "{key} was {} (owner {}): if that call is still running, its outcome will not \
-                 be recorded. `idem release` is the fenced way to free a held key",
-                before.state(),
-                owner(before)
-            ));
-        }
+    if let Some(held) = held {
+        note(&format!(
+            "{key} was {} ({}): if that call is still running, its outcome will not be \
+             recorded",
+            held.state(),
+            who(held)
+        ));
     }
     if out.is_json() {
-        return match &before {
-            Some(before) => printed(out.record(before)),
-            None => printed(out.text("null\n")),
-        };
+        return show(&before, out);
     }
     note(&format!(
         "forgot {key}: the next call with this key runs the function again"
@@ -51,10 +92,25 @@ pub(crate) async fn forget(connected: &Connected, key: &Key, out: &Output) -> Re
     }
 }
 
-/// The owner token of an in-progress record, or `-`.
-fn owner(inspection: &Inspection) -> &str {
+/// Prints the record as it was read (`null` in JSON for a corrupt one, nothing otherwise).
+fn show(before: &Option<Inspection>, out: &Output) -> Result<(), Failure> {
+    match before {
+        Some(before) => printed(out.record(before)),
+        None if out.is_json() => printed(out.text("null\n")),
+        None => Ok(()),
+    }
+}
+
+/// Who holds an in-progress record: `owner X, attempt N`.
+fn who(inspection: &Inspection) -> String {
     match inspection.record() {
-        Record::InProgress(held) => held.owner().as_str(),
-        _ => "-",
+        Record::InProgress(held) => {
+            format!(
+                "owner {}, attempt {}",
+                held.owner().as_str(),
+                held.attempt()
+            )
+        }
+        _ => inspection.state().to_string(),
     }
 }

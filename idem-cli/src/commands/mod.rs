@@ -20,7 +20,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
     let out = Output::new(cli.json);
     // The key first: a mistyped key is a usage error, whatever the store says.
     let key = match &cli.command {
-        Command::Get { key } | Command::Forget { key } | Command::Release { key, .. } => {
+        Command::Get { key } | Command::Forget { key, .. } | Command::Release { key, .. } => {
             Some(parse_key(key)?)
         }
         Command::Scope { secret_env } => return scope::scope(secret_env.as_deref(), &out),
@@ -30,7 +30,10 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
     let namespace = &cli.store.namespace;
     match (cli.command, key) {
         (Command::Get { .. }, Some(key)) => get::get(&connected, &key, &out).await,
-        (Command::Forget { .. }, Some(key)) => forget::forget(&connected, &key, &out).await,
+        (Command::Forget { yes, running, .. }, Some(key)) => {
+            let consent = forget::Consent { yes, running };
+            forget::forget(&connected, &key, consent, &out).await
+        }
         (Command::Release { yes, .. }, Some(key)) => {
             release::release(&connected, &key, yes, &out).await
         }
@@ -38,7 +41,10 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         (Command::Stats { function }, _) => {
             stats::stats(&connected, namespace, function.as_deref(), &out).await
         }
-        (Command::PurgeExpired { batch }, _) => purge::purge(&connected, batch, &out).await,
+        (Command::PurgeExpired { batch }, _) => {
+            let prefix = cli.store.prefix.as_deref();
+            purge::purge(&connected, prefix, batch, &out).await
+        }
         (Command::Scope { .. }, _) => {
             unreachable!("the scope needs no store, and is printed above")
         }

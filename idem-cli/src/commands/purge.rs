@@ -14,9 +14,25 @@ struct Purged {
     purged: u64,
 }
 
-/// Deletes expired completed records and abandoned reservations, `batch` at a time, until a
-/// batch deletes fewer than `batch`; prints how many went.
-pub(crate) async fn purge(connected: &Connected, batch: u32, out: &Output) -> Result<(), Failure> {
+/// Deletes expired completed records and abandoned reservations under the store's `prefix`,
+/// `batch` at a time, until a batch deletes fewer than `batch`; says what it is about to do
+/// first (on stderr), then prints how many went. It needs no `--yes`: what it deletes no
+/// longer counts, and it runs from cron.
+pub(crate) async fn purge(
+    connected: &Connected,
+    prefix: Option<&str>,
+    batch: u32,
+    out: &Output,
+) -> Result<(), Failure> {
+    note(&format!(
+        "purging the expired records and abandoned reservations {} of the store at {}, {batch} \
+         per request; live records are kept",
+        match prefix {
+            Some(prefix) => format!("under the prefix `{prefix}`"),
+            None => "without a prefix".to_owned(),
+        },
+        connected.store
+    ));
     let mut purged = 0u64;
     loop {
         let deleted = match connected.idem.purge_expired(batch).await {

@@ -1,5 +1,7 @@
 //! The JSON document of a record; its field names are a contract (see the crate docs).
 
+use std::borrow::Cow;
+
 use idem_core::store::{Outcome, Record};
 use idem_core::Inspection;
 use serde::Serialize;
@@ -11,7 +13,7 @@ use crate::listing::Entry;
 /// apply).
 #[derive(Debug, Serialize)]
 pub(crate) struct RecordDoc<'a> {
-    key: &'a str,
+    key: Cow<'a, str>,
     function: Option<&'a str>,
     scope: Option<&'a str>,
     state: &'static str,
@@ -32,10 +34,10 @@ impl<'a> RecordDoc<'a> {
     pub(crate) fn of(entry: &'a Entry) -> Self {
         match entry {
             Entry::Record(inspection) => Self::inspected(inspection),
-            Entry::Unreadable { key, reason } => RecordDoc {
-                key: key.as_str(),
-                function: key.function(),
-                scope: key.scope(),
+            Entry::Unreadable { reason, .. } | Entry::Unkeyed { reason, .. } => RecordDoc {
+                key: entry.key_text(),
+                function: entry.function(),
+                scope: entry.key().and_then(|key| key.scope()),
                 state: entry.state(),
                 owner: None,
                 attempt: None,
@@ -55,7 +57,7 @@ impl<'a> RecordDoc<'a> {
     pub(crate) fn inspected(inspection: &'a Inspection) -> Self {
         let key = inspection.key();
         let mut doc = RecordDoc {
-            key: key.as_str(),
+            key: Cow::Borrowed(key.as_str()),
             function: key.function(),
             scope: key.scope(),
             state: inspection.state().as_str(),

@@ -6,7 +6,7 @@ mod table;
 pub(crate) mod time;
 mod visible;
 
-pub(crate) use visible::{visible, visible_message};
+pub(crate) use visible::{visible, visible_bytes, visible_message};
 
 use std::io::{self, Write};
 
@@ -68,7 +68,7 @@ impl Output {
             ("BYTES", Align::Right),
         ]);
         for entry in entries {
-            table.row(self.entry_row(entry));
+            table.row_shown(self.entry_row(entry));
         }
         self.text(&table.render())
     }
@@ -179,22 +179,32 @@ impl Output {
                     _ => ("-".into(), "-".into(), "-".into(), bytes),
                 }
             }
-            Entry::Unreadable { reason, .. } => (
+            Entry::Unreadable { reason, .. } | Entry::Unkeyed { reason, .. } => (
                 "-".into(),
                 "-".into(),
                 format!("unreadable: {reason}"),
                 "-".into(),
             ),
         };
-        vec![
-            entry.key().to_string(),
-            function_name(entry.function()),
-            entry.state().to_owned(),
-            attempt,
-            fencing,
-            until,
-            bytes,
-        ]
+        // A key that is none is escaped already (its bytes that are no UTF-8 can't be text).
+        let key = match entry {
+            Entry::Unkeyed { key, .. } => visible_bytes(key),
+            _ => visible(&entry.key_text()).into_owned(),
+        };
+        let mut row = vec![key];
+        row.extend(
+            [
+                function_name(entry.function()),
+                entry.state().to_owned(),
+                attempt,
+                fencing,
+                until,
+                bytes,
+            ]
+            .iter()
+            .map(|cell| visible(cell).into_owned()),
+        );
+        row
     }
 }
 

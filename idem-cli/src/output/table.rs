@@ -37,6 +37,13 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// Adds a row of cells already escaped for a terminal ([`visible`],
+    /// [`visible_bytes`](super::visible_bytes)).
+    pub(crate) fn row_shown(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.columns.len());
+        self.rows.push(cells);
+    }
+
     /// The table as text, one line per row, each ending in a newline; trailing spaces trimmed.
     pub(crate) fn render(&self) -> String {
         let widths: Vec<usize> = (0..self.columns.len())

@@ -15,10 +15,28 @@ pub(crate) fn visible(text: &str) -> Cow<'_, str> {
     escaped(text, true)
 }
 
-/// A message as it reaches stderr: every character a terminal would obey written as an
-/// escape.
+/// A message as it reaches stderr: the command line's secrets hidden
+/// ([`crate::secrets::scrubbed`]), every character a terminal would obey written as an escape.
 pub(crate) fn visible_message(text: &str) -> Cow<'_, str> {
-    escaped(text, false)
+    match crate::secrets::scrubbed(text) {
+        Cow::Borrowed(text) => escaped(text, false),
+        Cow::Owned(text) => Cow::Owned(escaped(&text, false).into_owned()),
+    }
+}
+
+/// Bytes from a store that need not be UTF-8 (a stored key that is no idempotency key), as a
+/// table or a document shows them: their UTF-8 as [`visible`] shows it, every byte that is no
+/// UTF-8 as `\xNN`. Since `visible` doubles backslashes, a byte so written never reads like
+/// the text `\xNN`.
+pub(crate) fn visible_bytes(bytes: &[u8]) -> String {
+    let mut shown = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        shown.push_str(&visible(chunk.valid()));
+        for byte in chunk.invalid() {
+            let _ = write!(shown, "\\x{byte:02x}");
+        }
+    }
+    shown
 }
 
 fn escaped(text: &str, backslash: bool) -> Cow<'_, str> {
@@ -60,6 +78,17 @@ mod tests {
         );
         assert_eq!(visible("a\u{202e}b\u{9b}c\x7f"), "a\\u{202e}b\\x9bc\\x7f");
         assert_eq!(visible("one\nreleased two"), "one\\x0areleased two");
+    }
+
+    #[test]
+    fn bytes_that_are_no_utf8_are_written_as_hex_escapes() {
+        assert_eq!(
+            visible_bytes(b"idem|f|-|\xff\xfeok"),
+            "idem|f|-|\\xff\\xfeok"
+        );
+        assert_eq!(visible_bytes(b"a\x1b\\xff\xc3"), "a\\x1b\\\\xff\\xc3");
+        assert_eq!(visible_bytes("ü".as_bytes()), "ü");
+        assert_ne!(visible_bytes(b"\xff"), visible_bytes(b"\\xff"));
     }
 
     #[test]

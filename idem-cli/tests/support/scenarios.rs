@@ -18,6 +18,7 @@ macro_rules! store_tests {
             release_needs_yes_and_frees_the_key,
             release_refuses_a_finished_key,
             forget_deletes_the_record,
+            forget_needs_yes_and_running_for_a_held_key,
             list_filters_by_function_state_and_limit,
             stats_count_by_function_and_state,
             purge_expired_keeps_live_records,
@@ -176,20 +177,96 @@ pub async fn forget_deletes_the_record(s: &Subject) {
     let done = completed(&s.idem, "charge", "order-1").await;
     let failed = stored_error(&s.idem, "charge", "order-2").await;
     s.cli
-        .run(&["forget", done.as_str()])
+        .run(&["forget", done.as_str(), "--yes"])
         .exits(0)
         .says("forgot")
         .prints("completed");
     s.cli.run(&["get", done.as_str()]).exits(3);
     let doc = s
         .cli
-        .run(&["forget", "--json", failed.as_str()])
+        .run(&["forget", "--json", failed.as_str(), "--yes"])
         .exits(0)
         .json();
     assert_eq!(doc["state"], "stored-error");
     s.cli.run(&["get", failed.as_str()]).exits(3);
     let (runs, _) = call_again(&s.idem, "charge", "order-1").await;
     assert_eq!(runs, 1, "the body runs after a forget");
+}
+
+/// `forget` without `--yes` shows the record, says what it would do and deletes nothing
+/// (exit 2); a key held by a call is refused (exit 4) unless `--running` is given too.
+pub async fn forget_needs_yes_and_running_for_a_held_key(s: &Subject) {
+    let done = completed(&s.idem, "charge", "order-1").await;
+    s.cli
+        .run(&["forget", done.as_str()])
+        .exits(2)
+        .says("--yes")
+        .says("would delete")
+        .prints("completed");
+    let doc = s
+        .cli
+        .run(&["--json", "forget", done.as_str()])
+        .exits(2)
+        .json();
+    assert_eq!(doc["state"], "completed");
+    s.cli.run(&["get", done.as_str()]).exits(0);
+    let (runs, _) = call_again(&s.idem, "charge", "order-1").await;
+    assert_eq!(runs, 0, "the record is untouched: a retry replays");
+
+    let held = hold(&s.idem, "refund", "order-3").await;
+    let key = held.key.to_string();
+    let key = key.as_str();
+    s.cli
+        .run(&["forget", key])
+        .exits(2)
+        .says("--yes")
+        .says("--running")
+        .prints("running");
+    s.cli
+        .run(&["forget", key, "--yes"])
+        .exits(4)
+        .says("--running")
+        .says("idem release")
+        .prints("running");
+    s.cli.run(&["get", key]).exits(0).prints("running");
+    s.cli
+        .run(&["forget", key, "--yes", "--running"])
+        .exits(0)
+        .says("forgot");
+    s.cli.run(&["get", key]).exits(3);
+    let stale = held.finish().await;
+    assert!(
+        stale.is_err(),
+        "the forgotten call's outcome is not recorded: {stale:?}"
+    );
+}
+
+/// `purge-expired` under one prefix deletes its own expired records and none of another
+/// prefix's on the same table or server, even under the same key; `list` and `stats` stay
+/// inside their prefix too.
+pub async fn purge_stays_inside_its_prefix(a: &Subject, b: &Subject) {
+    let mine = completed(&a.past, "charge", "order-1").await;
+    let theirs = completed(&b.past, "charge", "order-1").await;
+    let live = completed(&b.idem, "charge", "order-2").await;
+    a.cli
+        .run(&["purge-expired"])
+        .exits(0)
+        .prints("purged 1 expired record\n");
+    a.cli.run(&["get", mine.as_str()]).exits(3);
+    let doc = b
+        .cli
+        .run(&["get", theirs.as_str(), "--json"])
+        .exits(0)
+        .json();
+    assert_eq!(doc["state"], "expired", "{doc}");
+    assert_eq!(a.cli.run(&["list", "--json"]).exits(0).json(), json!([]));
+    assert_eq!(a.cli.run(&["stats", "--json"]).exits(0).json()["total"], 0);
+    assert_eq!(b.cli.run(&["stats", "--json"]).exits(0).json()["total"], 2);
+    b.cli
+        .run(&["purge-expired"])
+        .exits(0)
+        .prints("purged 1 expired record\n");
+    b.cli.run(&["get", live.as_str()]).exits(0);
 }
 
 /// Four records: `charge` completed, stored error and expired; `refund` held.
@@ -381,9 +458,67 @@ pub async fn corrupt_record_is_reported_and_forgotten(s: &Subject, key: &idem_co
         "{stats}"
     );
 
-    s.cli.run(&["forget", key]).exits(0).says("corrupt");
+    s.cli.run(&["forget", key]).exits(2).says("--yes");
+    s.cli.run(&["get", key]).exits(1).says("is corrupt");
+    s.cli
+        .run(&["forget", key, "--yes"])
+        .exits(0)
+        .says("corrupt");
     s.cli.run(&["get", key]).exits(3);
     s.cli.run(&["get", done.as_str()]).exits(0);
+}
+
+/// Entries planted under the store's prefix with stored keys that are no idempotency keys
+/// (`planted`: each key after the prefix, and how `idem` prints it, escaped) are listed, as
+/// `corrupt` under their escaped key, in the table and in `--json` (which stays JSON), and
+/// counted by `stats`, beside a record of the same function.
+pub async fn unkeyed_entries_are_listed_and_counted(s: &Subject, planted: &[(Vec<u8>, String)]) {
+    let done = completed(&s.idem, "charge", "order-1").await;
+    for args in [
+        &["list", "--json"][..],
+        &["list", "--function", "charge", "--json"],
+    ] {
+        let listed = s.cli.run(args).exits(0).json();
+        let entries = listed
+            .as_array()
+            .unwrap_or_else(|| panic!("an array: {listed}"));
+        assert_eq!(entries.len(), planted.len() + 1, "{listed}");
+        assert!(entries.iter().any(|entry| entry["key"] == done.as_str()));
+        for (_, shown) in planted {
+            let entry = entries
+                .iter()
+                .find(|entry| entry["key"] == shown.as_str())
+                .unwrap_or_else(|| panic!("{shown:.60} is listed: {listed:.2000}"));
+            assert_eq!(entry["state"], "corrupt", "{entry:.300}");
+            assert_eq!(entry["function"], "charge", "{entry:.300}");
+            assert!(
+                entry["error"]
+                    .as_str()
+                    .is_some_and(|error| error.contains("no idempotency key")),
+                "{entry:.300}"
+            );
+        }
+    }
+    let table = s.cli.run(&["list"]);
+    table
+        .exits(0)
+        .prints("unreadable")
+        .says(&format!("{} records", planted.len() + 1));
+    for (_, shown) in planted {
+        table.prints(shown);
+    }
+    let stats = s.cli.run(&["stats", "--json"]).exits(0).json();
+    assert_eq!(stats["total"], planted.len() + 1, "{stats}");
+    assert_eq!(
+        stats["by_state"],
+        json!({"completed": 1, "corrupt": planted.len()}),
+        "{stats}"
+    );
+    s.cli
+        .run(&["stats"])
+        .exits(0)
+        .prints("corrupt")
+        .prints(&format!("{}", planted.len() + 1));
 }
 
 /// `value` is an RFC 3339 UTC timestamp to the millisecond.

@@ -67,11 +67,77 @@ pub struct ListPage {
     pub records: Vec<(Key, Result<Record, StoreError>)>,
     /// Where the next page starts, or `None` when this page is the last.
     pub cursor: Option<String>,
+    /// What this page found under the store's prefix and the query's whose stored key is no
+    /// [`Key`] (not UTF-8, longer than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN), without a `|`):
+    /// listed too, so that nothing written under the prefix is hidden from operators. idem
+    /// never writes such entries; they can't be read as records, nor named to the handle.
+    pub unkeyed: Vec<UnkeyedEntry>,
 }
 
 impl ListPage {
     /// A page of `records`, followed by the page at `cursor` if there is one.
     pub fn new(records: Vec<(Key, Result<Record, StoreError>)>, cursor: Option<String>) -> Self {
-        ListPage { records, cursor }
+        ListPage {
+            records,
+            cursor,
+            unkeyed: Vec::new(),
+        }
+    }
+
+    /// The same page, also listing `unkeyed` entries ([`ListPage::unkeyed`]).
+    pub fn with_unkeyed(mut self, unkeyed: Vec<UnkeyedEntry>) -> Self {
+        self.unkeyed = unkeyed;
+        self
+    }
+}
+
+/// An entry of a listing stored under a key that is no [`Key`] ([`ListPage::unkeyed`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnkeyedEntry {
+    /// The stored key after the store's own prefix, as its bytes (which need not be UTF-8).
+    pub key: Vec<u8>,
+    /// Why it is no [`Key`].
+    pub reason: String,
+}
+
+impl UnkeyedEntry {
+    /// The entry stored under `key` (after the store's prefix), which is no [`Key`] for
+    /// `reason`.
+    pub fn new(key: impl Into<Vec<u8>>, reason: impl Into<String>) -> Self {
+        UnkeyedEntry {
+            key: key.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The [`Key`] stored as `key` (after the store's prefix), or the entry that lists it when
+    /// it is none, with the reason.
+    pub fn unless_key(key: &[u8]) -> Result<Key, Self> {
+        let text = std::str::from_utf8(key).map_err(|error| {
+            UnkeyedEntry::new(key, format!("the stored key is not UTF-8 ({error})"))
+        })?;
+        Key::parse(text).map_err(|error| UnkeyedEntry::new(key, error.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_key_that_is_no_key_is_an_unkeyed_entry_with_its_bytes() {
+        assert_eq!(
+            UnkeyedEntry::unless_key(b"idem|charge|-|o-1"),
+            Ok(Key::parse("idem|charge|-|o-1").unwrap())
+        );
+        let not_utf8 = UnkeyedEntry::unless_key(b"idem|charge|-|\xff").unwrap_err();
+        assert_eq!(not_utf8.key, b"idem|charge|-|\xff");
+        assert!(not_utf8.reason.contains("UTF-8"), "{}", not_utf8.reason);
+        let long = format!("idem|charge|-|{}", "a".repeat(2000));
+        let too_long = UnkeyedEntry::unless_key(long.as_bytes()).unwrap_err();
+        assert_eq!(too_long.key, long.as_bytes());
+        assert!(too_long.reason.contains("1024"), "{}", too_long.reason);
+        assert!(UnkeyedEntry::unless_key(b"no-bar").is_err());
     }
 }

@@ -4,11 +4,14 @@
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
-use idem_core::store::{Inventory, ListPage, ListQuery};
+use idem_core::store::{Inventory, ListPage, ListQuery, UnkeyedEntry};
 use idem_core::{Key, Record, StoreError, Timestamp, LEASE_GRACE_MS};
 
 use super::item::{self, Item, COMPLETED, IN_PROGRESS};
 use super::DynamoDbStore;
+
+/// A listed row or item: a key and its record, or an entry stored under no key.
+type Listed = Result<(Key, Result<Record, StoreError>), UnkeyedEntry>;
 
 /// Where the store's log lines go.
 const TARGET: &str = idem_protocol::log::DYNAMODB;
@@ -51,15 +54,19 @@ impl Inventory for DynamoDbStore {
             .send()
             .await
             .map_err(|error| self.failed("Scan", error))?;
-        let records = output
-            .items()
-            .iter()
-            .filter_map(|item| self.listed(&store_prefix, item))
-            .collect();
-        Ok(ListPage::new(
-            records,
-            self.partition_key(output.last_evaluated_key()),
-        ))
+        let mut records = Vec::new();
+        let mut unkeyed = Vec::new();
+        for item in output.items() {
+            match self.listed(&store_prefix, item) {
+                Some(Ok(listed)) => records.push(listed),
+                Some(Err(entry)) => unkeyed.push(entry),
+                None => {}
+            }
+        }
+        Ok(
+            ListPage::new(records, self.partition_key(output.last_evaluated_key()))
+                .with_unkeyed(unkeyed),
+        )
     }
 
     /// Scans the store's items (those under its prefix) for expired ones and deletes each on
@@ -124,19 +131,19 @@ impl DynamoDbStore {
         }
     }
 
-    /// The key and record of `item`, or `None` for an item that holds no idempotency key after
-    /// the store's prefix (written by something else than idem): there is no [`Key`] to list it
-    /// under.
-    fn listed(&self, store_prefix: &str, item: &Item) -> Option<(Key, Result<Record, StoreError>)> {
+    /// The key and record of `item`; an [`UnkeyedEntry`] for an item that holds no idempotency
+    /// key after the store's prefix (written by something else than idem, or too long), listed
+    /// all the same; `None` for an item outside the prefix, which the scan's filter drops.
+    fn listed(&self, store_prefix: &str, item: &Item) -> Option<Listed> {
         let stored = self.partition_key(Some(item))?;
         let text = stored.strip_prefix(store_prefix)?;
-        match Key::parse(text) {
-            Ok(key) => Some((key, self.decode(item))),
-            Err(error) => {
-                tracing::warn!(target: TARGET, key = stored, %error, "an item that holds no idempotency key is not listed");
-                None
+        Some(match UnkeyedEntry::unless_key(text.as_bytes()) {
+            Ok(key) => Ok((key, self.decode(item))),
+            Err(entry) => {
+                tracing::warn!(target: TARGET, key = stored, reason = entry.reason, "an item that holds no idempotency key is listed without one");
+                Err(entry)
             }
-        }
+        })
     }
 
     /// One consistent `Scan` page of the store's items expired at `now`, their partition keys

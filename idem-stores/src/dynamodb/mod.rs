@@ -117,7 +117,9 @@
 //! `begins_with` the store's prefix and the listing's, and hands its `LastEvaluatedKey`'s key
 //! on as the cursor: a page may hold fewer records than the limit, or none, while more
 //! remain, and the order is the table's, not the keys'. An item that cannot be read is listed
-//! as [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), not skipped. A purge scans the
+//! as [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), not skipped, and one under the
+//! prefix whose key is no idempotency key after it (too long, no `|`) in
+//! [`ListPage::unkeyed`](idem_core::store::ListPage::unkeyed). A purge scans the
 //! store's items for expired ones (completed past their expiry, in progress and abandoned)
 //! and deletes each with a `DeleteItem` conditioned on it still being expired, so an item
 //! reserved again or renewed since the scan is kept. A listing or a purge reads the whole

@@ -2,13 +2,16 @@
 //! one statement a page, and its purge.
 
 use async_trait::async_trait;
-use idem_core::store::{Inventory, ListPage, ListQuery};
+use idem_core::store::{Inventory, ListPage, ListQuery, UnkeyedEntry};
 use idem_core::{Key, Record, StoreError, Timestamp};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
 use super::row;
 use super::PostgresStore;
+
+/// A listed row or item: a key and its record, or an entry stored under no key.
+type Listed = Result<(Key, Result<Record, StoreError>), UnkeyedEntry>;
 
 /// Where the store's log lines go.
 const TARGET: &str = idem_protocol::log::POSTGRES;
@@ -31,22 +34,25 @@ impl Inventory for PostgresStore {
             .await?;
         let more = rows.len() > limit as usize;
         let mut records = Vec::with_capacity(rows.len().min(limit as usize));
+        let mut unkeyed = Vec::new();
         let mut last = None;
         for row in rows.iter().take(limit as usize) {
             let stored: String = row
                 .try_get("key")
                 .map_err(|error| StoreError::Corrupt(format!("column `key`: {error}")))?;
-            if let Some(listed) = listed(&store_prefix, &stored, row) {
-                records.push(listed);
+            match listed(&store_prefix, &stored, row) {
+                Some(Ok(listed)) => records.push(listed),
+                Some(Err(entry)) => unkeyed.push(entry),
+                None => {}
             }
             last = Some(stored);
         }
-        Ok(ListPage::new(records, last.filter(|_| more)))
+        Ok(ListPage::new(records, last.filter(|_| more)).with_unkeyed(unkeyed))
     }
 
     /// [`PostgresStore::purge_expired`]: one statement, whose `DELETE` judges each row on its
     /// latest version, so a row renewed, completed or reserved again since it expired is kept.
-    /// It covers the whole table, whatever the rows' key prefix.
+    /// It covers the store's own rows only, those whose key starts with its prefix.
     async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
         PostgresStore::purge_expired(self, now, batch).await
     }
@@ -55,7 +61,7 @@ impl Inventory for PostgresStore {
 impl PostgresStore {
     /// The text every row key of this store starts with: its key prefix, escaped and delimited
     /// as [`Key::with_prefix`] writes it.
-    fn stored_prefix(&self) -> String {
+    pub(super) fn stored_prefix(&self) -> String {
         let key = Key::parse("|").expect("`|` is a key");
         let mut stored = self.row_key(&key);
         stored.truncate(stored.len() - key.as_str().len());
@@ -102,22 +108,19 @@ impl PostgresStore {
     }
 }
 
-/// The key and record of a row whose key is `stored`, or `None` for a row that holds no
-/// idempotency key after the store's prefix (written by something else than idem): there is
-/// no [`Key`] to list it under.
-fn listed(
-    store_prefix: &str,
-    stored: &str,
-    row: &PgRow,
-) -> Option<(Key, Result<Record, StoreError>)> {
+/// The key and record of a row whose key is `stored`; an [`UnkeyedEntry`] for a row that
+/// holds no idempotency key after the store's prefix (written by something else than idem, or
+/// too long), listed all the same; `None` for a row outside the prefix, which the statement
+/// does not select.
+fn listed(store_prefix: &str, stored: &str, row: &PgRow) -> Option<Listed> {
     let text = stored.strip_prefix(store_prefix)?;
-    match Key::parse(text) {
-        Ok(key) => Some((key, row::decode(row).map(|decoded| decoded.record))),
-        Err(error) => {
-            tracing::warn!(target: TARGET, key = stored, %error, "a row that holds no idempotency key is not listed");
-            None
+    Some(match UnkeyedEntry::unless_key(text.as_bytes()) {
+        Ok(key) => Ok((key, row::decode(row).map(|decoded| decoded.record))),
+        Err(entry) => {
+            tracing::warn!(target: TARGET, key = stored, reason = entry.reason, "a row that holds no idempotency key is listed without one");
+            Err(entry)
         }
-    }
+    })
 }
 
 /// The least text above every text that starts with `prefix`, in the order of code points

@@ -209,14 +209,21 @@
 //! or the database's), the prefix is a range of the primary key's index; under any other
 //! collation, where keys that share a prefix need not sort together, the page walks the index
 //! from the cursor and keeps the keys that `starts_with` the prefix. A row that cannot be
-//! read is listed as [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), not skipped.
+//! read is listed as [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), not skipped,
+//! and a row under the prefix whose key is no idempotency key after it (too long, no `|`) in
+//! [`ListPage::unkeyed`](idem_core::store::ListPage::unkeyed). (A UTF-8 database holds no
+//! key that is not UTF-8; under `SQL_ASCII`, a listing that meets one fails, naming the
+//! `key` column.)
 //!
 //! # Purging
 //!
 //! Rows are not deleted when they stop counting. [`PostgresStore::purge_expired`] deletes
 //! completed rows past their expiry and in-progress rows abandoned a
 //! [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease whose steps, if any, expired
-//! too, at most `batch` per statement.
+//! too, at most `batch` per statement. It deletes the store's own rows only, those whose key
+//! starts with its prefix (escaped and followed by `|`, as [`Key::with_prefix`](idem_core::Key::with_prefix)
+//! writes it; `|` alone without a prefix): stores with other prefixes on the same table keep
+//! theirs.
 //!
 //! It takes the rows it deletes with `FOR UPDATE SKIP LOCKED`, which skips a row that is
 //! locked at that instant (a reservation, completion or renewal statement changing it, or a
@@ -248,10 +255,11 @@
 //! ```sql
 //! DELETE FROM "public"."idem_records" WHERE key IN (
 //!     SELECT key FROM "public"."idem_records"
-//!     WHERE (state = 'completed' AND live_until_ms <= extract(epoch FROM now()) * 1000)
+//!     WHERE starts_with(key, 'PREFIX|')  -- the store's prefix; '|' for none
+//!       AND ((state = 'completed' AND live_until_ms <= extract(epoch FROM now()) * 1000)
 //!        OR (state = 'in_progress' AND live_until_ms <= extract(epoch FROM now()) * 1000 - 60000
 //!            AND (coalesce(steps, '{}') = '{}'
-//!                 OR coalesce(steps_kept_until, 0) <= extract(epoch FROM now()) * 1000))
+//!                 OR coalesce(steps_kept_until, 0) <= extract(epoch FROM now()) * 1000)))
 //!     LIMIT 1000 FOR UPDATE SKIP LOCKED);
 //! ```
 

@@ -44,6 +44,8 @@ pub(crate) struct Statements {
     pub(crate) renew: String,
     pub(crate) get: String,
     pub(crate) delete: String,
+    /// The purge: `$1` now, `$2` the abandonment threshold, `$3` how many rows, `$4` the
+    /// store's stored prefix (only its rows are deleted).
     pub(crate) purge: String,
     /// Whether the `key` column sorts byte by byte: `$1` the table.
     pub(crate) list_bytewise: String,
@@ -106,8 +108,9 @@ impl Statements {
             delete: format!("DELETE FROM {t} WHERE key = $1"),
             purge: format!(
                 "DELETE FROM {t} WHERE key IN (SELECT key FROM {t} \
-                 WHERE (state = 'completed' AND live_until_ms <= $1) \
-                 OR (state = 'in_progress' AND live_until_ms <= $2 AND {}) \
+                 WHERE starts_with(key, $4) \
+                 AND ((state = 'completed' AND live_until_ms <= $1) \
+                 OR (state = 'in_progress' AND live_until_ms <= $2 AND {})) \
                  LIMIT $3 FOR UPDATE SKIP LOCKED)",
                 no_live_steps("", "$1")
             ),

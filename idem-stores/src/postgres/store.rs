@@ -135,7 +135,9 @@ impl PostgresStore {
     /// Deletes at most `batch` rows that stopped counting at `now`: completed records past
     /// their expiry, and in-progress records abandoned a
     /// [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease and holding no step kept past
-    /// `now`. Returns how many it deleted; call it again while that is `batch`. A row locked
+    /// `now`, among this store's rows: those whose key starts with its prefix, so that stores
+    /// with other prefixes on the same table keep theirs. Returns how many it deleted; call it
+    /// again while that is `batch`. A row locked
     /// at that instant (a statement or an uncommitted transaction changing it) is skipped
     /// rather than waited for; a running call holds no lock between its statements and is
     /// kept by its lease. See the [module docs](super#purging) for what that means and for
@@ -144,7 +146,8 @@ impl PostgresStore {
         let query = sqlx::query(&self.statements.purge)
             .bind(row::millis(now))
             .bind(abandoned_before(now))
-            .bind(i64::from(batch));
+            .bind(i64::from(batch))
+            .bind(self.stored_prefix());
         Ok(self.execute("purge", query).await?.rows_affected())
     }
 

@@ -8,12 +8,14 @@
 //! more remain. The store writes nothing but records under its prefix (steps live in the
 //! record, wake-ups are pub/sub channels, not keys), so every key found is a record; a
 //! key that is not a string, or a value that does not decode, is listed as
-//! [`StoreError::Corrupt`].
+//! [`StoreError::Corrupt`], and a Redis key under the prefix that holds no idempotency key
+//! after it (not UTF-8, too long) as an [`UnkeyedEntry`]: nothing under the prefix is hidden.
 //!
 //! **Cursors.** `node/scan`: the index of the primary being scanned (0 on one server;
 //! primaries ordered by the lowest slot they own) and its `SCAN` cursor, or `end` once every
 //! primary was scanned; then, when a scan found more keys than the page had room for, `+` and
-//! each key left over, hex-encoded, listed first on the next page. `SCAN`'s guarantees hold: a
+//! each Redis key left over (after the store's prefix), hex-encoded, listed first on the next
+//! page. `SCAN`'s guarantees hold: a
 //! key present for the whole listing is listed, once unless the keyspace shrinks (or, on a
 //! cluster, slots move) between pages.
 //!
@@ -26,7 +28,7 @@
 
 use async_trait::async_trait;
 use futures_util::future::join_all;
-use idem_core::store::{Inventory, ListPage, ListQuery};
+use idem_core::store::{Inventory, ListPage, ListQuery, UnkeyedEntry};
 use idem_core::{Key, Store, StoreError, Timestamp, LEASE_GRACE};
 use redis::Value;
 
@@ -58,7 +60,7 @@ impl Inventory for RedisStore {
             glob_escape(&query.prefix)
         );
         let take = cursor.pending.len().min(limit);
-        let mut keys: Vec<Key> = cursor.pending.drain(..take).collect();
+        let mut keys: Vec<Vec<u8>> = cursor.pending.drain(..take).collect();
         let primaries = match cursor.at {
             Some(_) if keys.len() < limit => self.primaries().await?,
             _ => Vec::new(),
@@ -87,6 +89,12 @@ impl Inventory for RedisStore {
             }
             keys.extend(found);
         }
+        let (keys, unkeyed): (Vec<_>, Vec<_>) = keys
+            .iter()
+            .map(|name| UnkeyedEntry::unless_key(name))
+            .partition(Result::is_ok);
+        let keys: Vec<Key> = keys.into_iter().filter_map(Result::ok).collect();
+        let unkeyed: Vec<UnkeyedEntry> = unkeyed.into_iter().filter_map(Result::err).collect();
         let records = join_all(keys.iter().map(|key| Store::get(self, key))).await;
         let mut listed = Vec::with_capacity(keys.len());
         for (key, record) in keys.into_iter().zip(records) {
@@ -98,7 +106,7 @@ impl Inventory for RedisStore {
                 Err(error) => return Err(error),
             }
         }
-        Ok(ListPage::new(listed, cursor.encode()))
+        Ok(ListPage::new(listed, cursor.encode()).with_unkeyed(unkeyed))
     }
 
     async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
@@ -112,6 +120,11 @@ impl Inventory for RedisStore {
             let mut scan = 0;
             loop {
                 let (next, found) = self.scan(slot, scan, &pattern, MAX_COUNT).await?;
+                // Only records are judged: what holds no key was not written by idem.
+                let found: Vec<Key> = found
+                    .iter()
+                    .filter_map(|name| UnkeyedEntry::unless_key(name).ok())
+                    .collect();
                 let mut rest = found.as_slice();
                 while !rest.is_empty() {
                     // Never more scripts than deletions left in the batch.
@@ -170,14 +183,15 @@ impl RedisStore {
     }
 
     /// One `SCAN` on the primary of `slot` from `scan`: the next cursor (0 at the end) and the
-    /// keys of this store's records it found.
+    /// Redis keys it found under this store's prefix, each without the prefix (a record's key,
+    /// or bytes that are none).
     async fn scan(
         &self,
         slot: Option<u16>,
         scan: u64,
         pattern: &str,
         count: usize,
-    ) -> Result<(u64, Vec<Key>), StoreError> {
+    ) -> Result<(u64, Vec<Vec<u8>>), StoreError> {
         let mut cmd = redis::cmd("SCAN");
         cmd.arg(scan)
             .arg("MATCH")
@@ -201,23 +215,12 @@ impl RedisStore {
         let keys = names
             .iter()
             .filter_map(|name| match name {
-                Value::BulkString(name) => self.record_key(name, &prefix),
+                // A name outside the prefix is one `MATCH` should not have let through.
+                Value::BulkString(name) => name.strip_prefix(prefix.as_bytes()).map(<[u8]>::to_vec),
                 _ => None,
             })
             .collect();
         Ok((next, keys))
-    }
-
-    /// The key of the record under the Redis key `name`, or `None` for a key that is not one
-    /// of this store's records (which `MATCH` should not have let through).
-    fn record_key(&self, name: &[u8], prefix: &str) -> Option<Key> {
-        let name = std::str::from_utf8(name).ok()?;
-        let key = Key::parse(name.strip_prefix(prefix)?).ok()?;
-        if self.redis_key(&key) != name {
-            tracing::debug!(target: super::TARGET, name, "skipping a key that is no record");
-            return None;
-        }
-        Some(key)
     }
 
     /// Sends a keyless command to the primary of `slot` (any node for `None`), retrying once
@@ -282,8 +285,9 @@ fn primaries_of(reply: Value) -> Result<Vec<Option<u16>>, StoreError> {
 struct Cursor {
     /// The primary being scanned and its `SCAN` cursor; `None` once every one was.
     at: Option<(usize, u64)>,
-    /// Keys a scan found that did not fit in their page, listed first on the next.
-    pending: Vec<Key>,
+    /// Redis keys (after the store's prefix) a scan found that did not fit in their page,
+    /// listed first on the next.
+    pending: Vec<Vec<u8>>,
 }
 
 impl Cursor {
@@ -302,7 +306,7 @@ impl Cursor {
         };
         for key in &self.pending {
             text.push('+');
-            for byte in key.as_str().bytes() {
+            for byte in key {
                 text.push_str(&format!("{byte:02x}"));
             }
         }
@@ -325,13 +329,11 @@ impl Cursor {
         };
         let pending = parts
             .map(|hex| {
-                let bytes = (0..hex.len())
+                (0..hex.len())
                     .step_by(2)
                     .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
                     .collect::<Option<Vec<u8>>>()
-                    .ok_or_else(invalid)?;
-                let text = String::from_utf8(bytes).map_err(|_| invalid())?;
-                Key::parse(&text).map_err(|_| invalid())
+                    .ok_or_else(invalid)
             })
             .collect::<Result<_, _>>()?;
         Ok(Cursor { at, pending })
@@ -344,12 +346,12 @@ mod tests {
 
     #[test]
     fn cursors_round_trip() {
-        let key = |text: &str| Key::parse(text).unwrap();
+        let key = |text: &str| text.as_bytes().to_vec();
         for cursor in [
             Cursor::START,
             Cursor {
                 at: Some((2, 123_456)),
-                pending: vec![key("ns|f|-|a+b"), key("ns|f|-|ü\n*")],
+                pending: vec![key("ns|f|-|a+b"), key("ns|f|-|ü\n*"), b"ns|\xff".to_vec()],
             },
             Cursor {
                 at: None,
@@ -364,7 +366,7 @@ mod tests {
             pending: Vec::new(),
         };
         assert_eq!(over.encode(), None);
-        for bad in ["", "x", "1/", "/2", "0/1+zz", "0/1+0", "end+61"] {
+        for bad in ["", "x", "1/", "/2", "0/1+zz", "0/1+0", "0/1+abc"] {
             assert!(Cursor::parse(bad).is_err(), "{bad}");
         }
     }
