@@ -4,6 +4,7 @@ pub mod crash;
 pub mod crowd;
 pub mod harness;
 pub mod interrupt;
+pub mod peak;
 pub mod inventory;
 pub mod process;
 
