@@ -4,8 +4,8 @@ pub mod crash;
 pub mod crowd;
 pub mod harness;
 pub mod interrupt;
-pub mod peak;
 pub mod inventory;
+pub mod peak;
 pub mod process;
 
 pub mod dynamodb;

@@ -23,7 +23,10 @@ async fn an_item_over_400_kb_cannot_be_stored() {
         .put_item()
         .table_name(db.store.table())
         .item(&db.store.names().key, AttributeValue::S("oversized".into()))
-        .item(&db.store.names().body, AttributeValue::S("x".repeat(OVER_ITEM_LIMIT)))
+        .item(
+            &db.store.names().body,
+            AttributeValue::S("x".repeat(OVER_ITEM_LIMIT)),
+        )
         .send()
         .await;
     let error = refused.expect_err("DynamoDB refuses an item over 400 KB");
@@ -50,8 +53,11 @@ async fn a_completed_record_over_the_limit_is_refused() {
 
     let now = Timestamp::from_system_time(SystemTime::now());
     let claim = |max| {
-        let record =
-            InProgress::new(OwnerToken::generate(), fingerprint, now + Duration::from_secs(30));
+        let record = InProgress::new(
+            OwnerToken::generate(),
+            fingerprint,
+            now + Duration::from_secs(30),
+        );
         Claim::new(record, now).with_max_outcome(max)
     };
     match db.store.reserve(&key, &claim(Some(1024))).await {

@@ -25,7 +25,12 @@ fn call(key: &Key) -> Call {
 
 /// Writes a live completed record of `call`'s with an outcome of [`BODY`] bytes that start
 /// with `body_start` under `redis_key`, and returns its length.
-async fn plant(target: &RedisTarget, redis_key: &str, fingerprint: &str, body_start: &[u8]) -> usize {
+async fn plant(
+    target: &RedisTarget,
+    redis_key: &str,
+    fingerprint: &str,
+    body_start: &[u8],
+) -> usize {
     let mut head = format!(
         "idm1C{}:{fingerprint}7:someone2:ok14:99999999999999{BODY}:",
         fingerprint.len()
@@ -77,7 +82,8 @@ async fn an_oversized_record_is_refused_before_it_is_read() {
 
     let (reason, peak) = replay(&idem, call).await;
     assert!(
-        reason.contains(&format!("{length} bytes long")) && reason.contains(&MAX_OUTCOME.to_string()),
+        reason.contains(&format!("{length} bytes long"))
+            && reason.contains(&MAX_OUTCOME.to_string()),
         "the reason names the size and the limit: {reason}"
     );
     assert!(
@@ -90,14 +96,20 @@ async fn a_sealed_oversized_record_is_refused_without_being_opened() {
     let Some(target) = RedisTarget::start().await else {
         return;
     };
-    let idem = Idempotency::new(target.redis_store().clone())
-        .with_sealing(Keyring::new("k1", [7; 32]));
+    let idem =
+        Idempotency::new(target.redis_store().clone()).with_sealing(Keyring::new("k1", [7; 32]));
     let key = idem.key("reports.render").part("r-1").finish().unwrap();
     let call = call(&key);
     let redis_key = target.redis_store().redis_key(&idem.stored_key(&key));
     // A sealed value's head: the magic, the key id, then what would be the nonce.
     let sealed_head = [&[0, b'i', b'S', 1, 2][..], b"k1", &[0; 12]].concat();
-    let length = plant(&target, &redis_key, &call.fingerprint().to_hex(), &sealed_head).await;
+    let length = plant(
+        &target,
+        &redis_key,
+        &call.fingerprint().to_hex(),
+        &sealed_head,
+    )
+    .await;
 
     let (reason, peak) = replay(&idem, call).await;
     assert!(

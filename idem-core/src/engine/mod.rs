@@ -457,8 +457,7 @@ where
         }
         // The store checked already where it follows the contract; a store of one's own may
         // not.
-        if let Err(refused) = crate::store::check_outcome_len(body.len() as u64, call.max_outcome)
-        {
+        if let Err(refused) = crate::store::check_outcome_len(body.len() as u64, call.max_outcome) {
             let key = call.key.as_str();
             tracing::error!(target: TARGET, key, bytes = body.len(), max = call.max_outcome, "the stored outcome is over the size this call replays");
             return Err(refused.into_error(key).into());

@@ -49,7 +49,9 @@ struct Named {
 impl Named {
     fn new(id: &str, key: &[u8; SEAL_KEY_BYTES]) -> Self {
         assert!(
-            !id.is_empty() && id.len() <= MAX_KEY_ID_BYTES && id.bytes().all(|b| b.is_ascii_graphic()),
+            !id.is_empty()
+                && id.len() <= MAX_KEY_ID_BYTES
+                && id.bytes().all(|b| b.is_ascii_graphic()),
             "a sealing key id is 1 to 64 visible ASCII characters, not {id:?}"
         );
         // The key given is never used as it is: the cipher's key and the nonces' key are

@@ -28,7 +28,9 @@ pub use record::{
     Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
     LEASE_GRACE_MS,
 };
-pub use size::{check_found, check_outcome_len, check_record_len, max_record_len, RECORD_HEAD_ROOM};
+pub use size::{
+    check_found, check_outcome_len, check_record_len, max_record_len, RECORD_HEAD_ROOM,
+};
 pub use time::Timestamp;
 
 /// What a sealed value starts with (see `seal`): no JSON value, which is what idem stores

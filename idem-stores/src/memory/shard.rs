@@ -266,7 +266,10 @@ mod tests {
             shard.reserve(&key("o-1"), &first, &room).unwrap(),
             Some(Reservation::Reserved(first.record().clone()))
         );
-        assert_eq!(shard.reserve(&key("o-2"), &claim(now), &room).unwrap(), None);
+        assert_eq!(
+            shard.reserve(&key("o-2"), &claim(now), &room).unwrap(),
+            None
+        );
         assert_eq!(shard.len(), 1);
     }
 

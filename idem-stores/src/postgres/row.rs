@@ -1,9 +1,9 @@
 //! Records as table rows: the values written, and the checks on the values read back.
 
+use idem_core::store::check_outcome_len;
 use idem_core::{
     Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, Steps, StoreError, Timestamp,
 };
-use idem_core::store::check_outcome_len;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
