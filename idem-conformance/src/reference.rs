@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use idem_core::store::judge_reserve;
+use idem_core::store::{check_found, judge_reserve};
 use idem_core::{
     Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
@@ -53,6 +53,10 @@ impl Store for ReferenceStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         // What to do is idem-core's judgement; writing it under the lock is this store's part.
         let mut records = self.records();
+        // Measured before the record is copied out (idem-core's size rule).
+        if let Some(found) = records.get(key) {
+            check_found(found, claim)?;
+        }
         let judgement = judge_reserve(records.get(key).cloned(), claim);
         if let Some(written) = judgement.record_to_write(claim) {
             records.insert(key.clone(), Record::InProgress(written));

@@ -5,6 +5,7 @@ pub mod crowd;
 pub mod harness;
 pub mod interrupt;
 pub mod inventory;
+pub mod peak;
 pub mod process;
 
 pub mod dynamodb;

@@ -206,7 +206,7 @@ impl Idempotency {
             let record =
                 InProgress::new(settle.owner().clone(), call.fingerprint, now + call.lease)
                     .with_fencing_token(fencing::propose(now));
-            let claim = Claim::new(record, now);
+            let claim = Claim::new(record, now).with_max_outcome(call.max_outcome);
             settle.arm_release();
             let reservation = self
                 .store
@@ -455,17 +455,12 @@ where
             }
             .into());
         }
-        if let Some(max) = call.max_outcome.filter(|&max| body.len() > max) {
+        // The store checked already where it follows the contract; a store of one's own may
+        // not.
+        if let Err(refused) = crate::store::check_outcome_len(body.len() as u64, call.max_outcome) {
             let key = call.key.as_str();
-            tracing::error!(target: TARGET, key, bytes = body.len(), max, "the stored outcome is over the size this call replays");
-            return Err(Error::CorruptRecord {
-                key: key.to_owned(),
-                reason: format!(
-                    "the stored outcome is {} bytes long, over the {max} bytes this call replays",
-                    body.len()
-                ),
-            }
-            .into());
+            tracing::error!(target: TARGET, key, bytes = body.len(), max = call.max_outcome, "the stored outcome is over the size this call replays");
+            return Err(refused.into_error(key).into());
         }
     }
     match outcome {

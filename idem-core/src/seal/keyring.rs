@@ -12,6 +12,14 @@ pub const SEAL_KEY_BYTES: usize = 32;
 
 use crate::store::SEALED_PREFIX as MAGIC;
 const NONCE_BYTES: usize = 12;
+/// The longest key id a ring holds.
+const MAX_KEY_ID_BYTES: usize = 64;
+/// AES-GCM's authentication tag.
+const TAG_BYTES: usize = 16;
+/// The most a sealed value is longer than the value sealed: the magic, the key id and its
+/// length, the nonce and the tag. A longer stored value does not open, whatever it holds.
+pub(crate) const MAX_SEAL_OVERHEAD: usize =
+    MAGIC.len() + 1 + MAX_KEY_ID_BYTES + NONCE_BYTES + TAG_BYTES;
 
 /// The keys values are sealed with: the current one seals everything new, and every key in
 /// the ring opens what it sealed, so that keys can be rotated while records sealed with the
@@ -41,7 +49,9 @@ struct Named {
 impl Named {
     fn new(id: &str, key: &[u8; SEAL_KEY_BYTES]) -> Self {
         assert!(
-            !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic()),
+            !id.is_empty()
+                && id.len() <= MAX_KEY_ID_BYTES
+                && id.bytes().all(|b| b.is_ascii_graphic()),
             "a sealing key id is 1 to 64 visible ASCII characters, not {id:?}"
         );
         // The key given is never used as it is: the cipher's key and the nonces' key are

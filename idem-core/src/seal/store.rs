@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::keyring::Keyring;
+use super::keyring::{Keyring, MAX_SEAL_OVERHEAD};
 use crate::{
     Claim, Completed, Fingerprint, InProgress, Key, Outcome, OwnerToken, Record, Reservation,
     Steps, Store, StoreError, Timestamp,
@@ -228,7 +228,24 @@ impl SealedStore {
         Ok(record.with_steps(steps))
     }
 
-    fn open_record(&self, record: Record, stored_key: &Key) -> Result<Record, StoreError> {
+    /// The longest stored outcome that may open to one of at most `max_outcome` bytes: the
+    /// limit the store under this one is given.
+    fn stored_max_outcome(&self, max_outcome: Option<usize>) -> Option<usize> {
+        match &self.sealing.keyring {
+            Some(_) => max_outcome.map(|max| max.saturating_add(MAX_SEAL_OVERHEAD)),
+            None => max_outcome,
+        }
+    }
+
+    /// `record` opened; a completed record's outcome only when it is at most `max_stored`
+    /// bytes long as stored, so that a store that does not check the limit itself still
+    /// never has an oversized value decrypted.
+    fn open_record(
+        &self,
+        record: Record,
+        stored_key: &Key,
+        max_stored: Option<usize>,
+    ) -> Result<Record, StoreError> {
         Ok(match record {
             Record::InProgress(running) => {
                 Record::InProgress(self.open_in_progress(running, stored_key)?)
@@ -236,6 +253,7 @@ impl SealedStore {
             Record::Completed(completed) => {
                 let fingerprint = completed.fingerprint();
                 let outcome = map_body(completed.outcome(), |kind, body| {
+                    crate::store::check_outcome_len(body.len() as u64, max_stored)?;
                     self.open(body, stored_key, Purpose::Outcome(kind, fingerprint))
                 })?;
                 Record::Completed(Completed::new(
@@ -252,13 +270,15 @@ impl SealedStore {
 impl Store for SealedStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         let stored = self.key(key);
+        let max_stored = self.stored_max_outcome(claim.max_outcome());
         // A claim carries no steps from the engine; any a caller put in are sealed too.
         let claim = if claim.record().steps().is_empty() {
             claim.clone()
         } else {
             let steps = self.seal_steps(claim.record().steps(), &stored);
             Claim::new(claim.record().clone().with_steps(steps), claim.now())
-        };
+        }
+        .with_max_outcome(max_stored);
         Ok(match self.inner.reserve(&stored, &claim).await? {
             Reservation::Reserved(record) => {
                 Reservation::Reserved(self.open_in_progress(record, &stored)?)
@@ -268,7 +288,7 @@ impl Store for SealedStore {
                 record: self.open_in_progress(record, &stored)?,
             },
             Reservation::Existing(record) => {
-                Reservation::Existing(self.open_record(record, &stored)?)
+                Reservation::Existing(self.open_record(record, &stored, max_stored)?)
             }
         })
     }
@@ -318,7 +338,7 @@ impl Store for SealedStore {
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
         let stored = self.key(key);
         match self.inner.get(&stored).await? {
-            Some(record) => Ok(Some(self.open_record(record, &stored)?)),
+            Some(record) => Ok(Some(self.open_record(record, &stored, None)?)),
             None => Ok(None),
         }
     }

@@ -15,6 +15,7 @@ mod contract;
 mod inventory;
 mod judge;
 mod record;
+mod size;
 pub(crate) mod time;
 
 pub use crate::lease::fencing::propose as propose_fencing_token;
@@ -26,6 +27,9 @@ pub use judge::{judge_reserve, ReserveJudgement};
 pub use record::{
     Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
     LEASE_GRACE_MS,
+};
+pub use size::{
+    check_found, check_outcome_len, check_record_len, max_record_len, RECORD_HEAD_ROOM,
 };
 pub use time::Timestamp;
 

@@ -317,12 +317,26 @@ impl Outcome {
 pub struct Claim {
     record: InProgress,
     now: Timestamp,
+    max_outcome: Option<usize>,
 }
 
 impl Claim {
     /// A claim to write `record` if the key is free at `now`.
     pub fn new(record: InProgress, now: Timestamp) -> Self {
-        Claim { record, now }
+        Claim {
+            record,
+            now,
+            max_outcome: None,
+        }
+    }
+
+    /// The same claim from a call that replays no outcome longer than `bytes` (see
+    /// [`Call::with_max_outcome`](crate::Call::with_max_outcome)): a store that finds a
+    /// completed record with a longer one refuses it before it reads it
+    /// ([`check_outcome_len`](crate::store::check_outcome_len)).
+    pub fn with_max_outcome(mut self, bytes: Option<usize>) -> Self {
+        self.max_outcome = bytes;
+        self
     }
 
     /// The record to write if the key is free.
@@ -333,6 +347,16 @@ impl Claim {
     /// The current time, for judging expiry and leases.
     pub fn now(&self) -> Timestamp {
         self.now
+    }
+
+    /// The longest outcome the caller replays, if it set one: a completed record found with
+    /// a longer one is refused as [`StoreError::Corrupt`](crate::StoreError::Corrupt) before
+    /// its value is read, by
+    /// [`check_outcome_len`](crate::store::check_outcome_len) or, where only the whole
+    /// record can be measured, [`check_record_len`](crate::store::check_record_len). `None`
+    /// (the default) takes any length.
+    pub fn max_outcome(&self) -> Option<usize> {
+        self.max_outcome
     }
 }
 

@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
-use idem_core::store::{judge_reserve, ReserveJudgement};
+use idem_core::store::{check_found, judge_reserve, ReserveJudgement};
 use idem_core::{
     Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
 };
@@ -281,6 +281,11 @@ impl Store for DynamoDbStore {
                 // An endpoint that does not return it: read it, which costs a request more.
                 None => self.get(key).await?,
             };
+            // DynamoDB caps an item at 400 KB, so the item is in hand already, and small; the
+            // size rule still answers as every store does.
+            if let Some(found) = &record {
+                check_found(found, claim)?;
+            }
             // What to do about it is idem-core's judgement; the conditional writes are ours.
             let judgement = judge_reserve(record, claim);
             put = match judgement {

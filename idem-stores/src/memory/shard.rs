@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use idem_core::store::judge_reserve;
-use idem_core::{Key, OwnerToken, Record, Reservation, Timestamp};
+use idem_core::store::{check_found, judge_reserve};
+use idem_core::{Key, OwnerToken, Record, Reservation, StoreError, Timestamp};
 use tokio::sync::Notify;
 
 use super::capacity::{stops_counting_at, Capacity};
@@ -56,29 +56,33 @@ impl Shard {
 
     /// Reserves `key` for `claim`. A new key takes a record's room from `room`; `None` when
     /// there is none left. What to do is idem-core's [`judge_reserve`]; this shard only writes
-    /// it under its lock.
+    /// it under its lock. A completed record over the claim's longest outcome is refused before
+    /// it is copied ([`check_found`]).
     pub(crate) fn reserve(
         &self,
         key: &Key,
         claim: &idem_core::Claim,
         room: &Capacity,
-    ) -> Option<Reservation> {
+    ) -> Result<Option<Reservation>, StoreError> {
         let mut slots = self.lock();
+        if let Some(slot) = slots.get(key) {
+            check_found(&slot.record, claim)?;
+        }
         let found = slots.get(key).map(|slot| slot.record.clone());
         let new_key = found.is_none();
         let judgement = judge_reserve(found, claim);
         let Some(written) = judgement.record_to_write(claim) else {
-            return Some(judgement.into_reservation(claim));
+            return Ok(Some(judgement.into_reservation(claim)));
         };
         if new_key && !room.take() {
-            return None;
+            return Ok(None);
         }
         let written = Record::InProgress(written);
         room.note(&written);
         if let Some(old) = slots.insert(key.clone(), Slot::new(written)) {
             old.wake();
         }
-        Some(judgement.into_reservation(claim))
+        Ok(Some(judgement.into_reservation(claim)))
     }
 
     /// Applies `change` to `owner`'s in-progress record; `false` if `owner` does not hold it.
@@ -259,10 +263,13 @@ mod tests {
         let now = Timestamp::from_millis(1_800_000_000_000);
         let first = claim(now);
         assert_eq!(
-            shard.reserve(&key("o-1"), &first, &room),
+            shard.reserve(&key("o-1"), &first, &room).unwrap(),
             Some(Reservation::Reserved(first.record().clone()))
         );
-        assert_eq!(shard.reserve(&key("o-2"), &claim(now), &room), None);
+        assert_eq!(
+            shard.reserve(&key("o-2"), &claim(now), &room).unwrap(),
+            None
+        );
         assert_eq!(shard.len(), 1);
     }
 
@@ -271,7 +278,7 @@ mod tests {
         let (shard, room) = (Shard::default(), Capacity::new(2));
         let now = Timestamp::from_millis(1_800_000_000_000);
         let held = claim(now);
-        shard.reserve(&key("o-1"), &held, &room);
+        shard.reserve(&key("o-1"), &held, &room).unwrap();
         let mut slots = shard.lock();
         let slot = slots.get_mut(&key("o-1")).unwrap();
         let (owner, _waiters) = slot.in_progress_waiters().expect("waiters");

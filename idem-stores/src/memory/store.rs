@@ -175,7 +175,7 @@ impl Store for MemoryStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         self.sweep_if_due(claim.now());
         let room = &self.inner.room;
-        if let Some(reservation) = self.shard(key).reserve(key, claim, room) {
+        if let Some(reservation) = self.shard(key).reserve(key, claim, room)? {
             return Ok(reservation);
         }
         // Full: expired records make room; live ones are never evicted. While none can have
@@ -184,7 +184,7 @@ impl Store for MemoryStore {
             self.purge_expired(claim.now());
         }
         self.shard(key)
-            .reserve(key, claim, room)
+            .reserve(key, claim, room)?
             .ok_or_else(|| StoreError::backend(StoreFull { max: room.max() }))
     }
 

@@ -1,5 +1,6 @@
 //! Records as table rows: the values written, and the checks on the values read back.
 
+use idem_core::store::check_outcome_len;
 use idem_core::{
     Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, Steps, StoreError, Timestamp,
 };
@@ -25,6 +26,21 @@ pub(crate) fn millis(at: Timestamp) -> i64 {
 /// A count (fencing token, attempt) as a `bigint`.
 pub(crate) fn count(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A length (a call's longest outcome) as a `bigint`.
+pub(crate) fn length(bytes: usize) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
+/// Refuses a row whose `body_length` (the reservation's measure of its body, which it leaves
+/// out when it is over the limit) is over `max_outcome`: idem-core's size rule, checked
+/// before the body is decoded.
+pub(crate) fn check_body_length(row: &PgRow, max_outcome: Option<usize>) -> Result<(), StoreError> {
+    match optional::<i64>(row, "body_length")? {
+        Some(length) => check_outcome_len(length.max(0) as u64, max_outcome),
+        None => Ok(()),
+    }
 }
 
 /// The `outcome` and `body` columns of a completed record.

@@ -11,6 +11,17 @@ pub(crate) fn quote_identifier(name: &str) -> String {
 const RECORD_COLUMNS: &str = "state, owner, fingerprint, live_until_ms, fencing_token, attempt, \
      outcome, body, taken_over_from, steps::text AS steps, steps_kept_until";
 
+/// [`RECORD_COLUMNS`] as the reservation reads them: `body` is measured before it is read
+/// (`octet_length` reads a stored value's size from its header), and left out (null) when it
+/// is longer than `$9`, the call's longest outcome (null for any), with its length in
+/// `body_length` for [`check_outcome_len`](idem_core::store::check_outcome_len) to refuse.
+/// This is the PostgreSQL copy of idem-core's size rule: the comparison is made here so that
+/// an oversized body never leaves the server.
+const BOUNDED_RECORD_COLUMNS: &str = "state, owner, fingerprint, live_until_ms, fencing_token, \
+     attempt, outcome, CASE WHEN octet_length(body) > $9::bigint THEN NULL ELSE body END AS body, \
+     octet_length(body)::bigint AS body_length, taken_over_from, steps::text AS steps, \
+     steps_kept_until";
+
 /// Whether the row (its columns prefixed by `row`) holds at least one step.
 fn has_steps(row: &str) -> String {
     format!("coalesce({row}steps, '{{}}'::jsonb) <> '{{}}'::jsonb")
@@ -249,7 +260,8 @@ fn insert_claim(t: &str) -> String {
 }
 
 /// The reservation, in one statement: `$1` to `$6` the claim ([`claim_columns`]), `$7` now,
-/// `$8` now less the lease grace.
+/// `$8` now less the lease grace, `$9` the call's longest outcome
+/// ([`BOUNDED_RECORD_COLUMNS`]).
 ///
 /// The upsert writes the claim when the key has no row or its row is free ([`row_is_free`]).
 /// Otherwise it writes nothing but still locks the row, and the second branch returns it, read
@@ -267,12 +279,12 @@ fn reserve(t: &str) -> String {
     {insert}
         {set}
     WHERE {free}
-    RETURNING true AS claimed, {RECORD_COLUMNS}
+    RETURNING true AS claimed, {BOUNDED_RECORD_COLUMNS}
 )
 SELECT * FROM claimed
 UNION ALL
 SELECT * FROM (
-    SELECT false AS claimed, {RECORD_COLUMNS} FROM {t}
+    SELECT false AS claimed, {BOUNDED_RECORD_COLUMNS} FROM {t}
     WHERE key = $1 AND NOT EXISTS (SELECT 1 FROM claimed)
     FOR UPDATE
 ) AS existing",
@@ -304,7 +316,7 @@ fn reserve_locking(t: &str) -> String {
     format!(
         "{insert}
         {set}
-RETURNING owner = $2 AND updated_at = now() AS claimed, {RECORD_COLUMNS}",
+RETURNING owner = $2 AND updated_at = now() AS claimed, {BOUNDED_RECORD_COLUMNS}",
         insert = insert_claim(t),
     )
 }

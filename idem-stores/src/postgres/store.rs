@@ -264,6 +264,7 @@ fn abandoned_before(now: Timestamp) -> i64 {
 fn reservation(row: &PgRow, claim: &Claim) -> Result<Reservation, StoreError> {
     let claimed = sqlx::Row::try_get::<bool, _>(row, "claimed")
         .map_err(|error| StoreError::Corrupt(format!("column `claimed`: {error}")))?;
+    row::check_body_length(row, claim.max_outcome())?;
     let Decoded {
         record,
         taken_over_from,
@@ -316,6 +317,7 @@ impl Store for PostgresStore {
                 .bind(i64::from(record.attempt()))
                 .bind(row::millis(claim.now()))
                 .bind(abandoned_before(claim.now()))
+                .bind(claim.max_outcome().map(row::length))
         };
         if let Some(row) = self
             .fetch_optional("reserve", bound(&self.statements.reserve))

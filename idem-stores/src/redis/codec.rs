@@ -1,6 +1,7 @@
 //! The scripts' replies as values, and what they stand for.
 
-use idem_core::{InProgress, Outcome, OwnerToken, Record, Reservation, StoreError};
+use idem_core::store::check_record_len;
+use idem_core::{Claim, InProgress, Outcome, OwnerToken, Record, Reservation, StoreError};
 use redis::Value;
 
 use super::layout;
@@ -33,13 +34,19 @@ pub(crate) enum Reply {
     Held(Vec<u8>),
     /// `{'existing', record}`
     Existing(Vec<u8>),
+    /// `{'too_long', length}`: a completed record over the call's limit, not read.
+    TooLong(u64),
 }
 
 /// Decodes a script's reply; `{'corrupt', reason}` and anything unexpected are errors.
 pub(crate) fn reply(value: Value) -> Result<Reply, StoreError> {
-    let Value::Array(mut items) = value else {
+    let Value::Array(items) = value else {
         return Err(unexpected(&value));
     };
+    reply_of(items)
+}
+
+fn reply_of(mut items: Vec<Value>) -> Result<Reply, StoreError> {
     let tag = match items.first() {
         Some(Value::BulkString(tag)) => tag.clone(),
         Some(Value::SimpleString(tag)) => tag.clone().into_bytes(),
@@ -56,14 +63,45 @@ pub(crate) fn reply(value: Value) -> Result<Reply, StoreError> {
         }
         (b"held", 2) => Ok(Reply::Held(bytes(items.pop().unwrap_or(Value::Nil))?)),
         (b"existing", 2) => Ok(Reply::Existing(bytes(items.pop().unwrap_or(Value::Nil))?)),
+        (b"too_long", 2) => match items.pop() {
+            Some(Value::Int(length)) => Ok(Reply::TooLong(length.max(0) as u64)),
+            other => Err(unexpected(&other.unwrap_or(Value::Nil))),
+        },
         (b"corrupt", 2) => Err(StoreError::Corrupt(text(items.pop(), "reason")?)),
         _ => Err(unexpected(&Value::Array(items))),
     }
 }
 
-/// The reservation a reply of the reserve script to reserving `claimed` stands for.
-pub(crate) fn reservation(reply: Reply, claimed: &InProgress) -> Result<Reservation, StoreError> {
+/// The refusal of a completed record `length` bytes long, which a script measured over
+/// `claim`'s limit and did not read: idem-core's size rule says why.
+pub(crate) fn too_long(length: u64, claim: &Claim) -> StoreError {
+    match check_record_len(length, claim.max_outcome()) {
+        Err(refused) => refused,
+        Ok(()) => StoreError::backend(format!(
+            "a script refused a record of {length} bytes, within the call's limit"
+        )),
+    }
+}
+
+/// What the `reserve_within` script answered: the value `SET ... NX GET` would have (`None`
+/// when the claim was written), or its refusal of a completed record over `claim`'s limit.
+pub(crate) fn found_within(reply: Value, claim: &Claim) -> Result<Option<Vec<u8>>, StoreError> {
     match reply {
+        Value::Array(items) => match reply_of(items)? {
+            Reply::TooLong(length) => Err(too_long(length, claim)),
+            other => Err(StoreError::backend(format!(
+                "unexpected reply to reserve_within: {other:?}"
+            ))),
+        },
+        other => value(other),
+    }
+}
+
+/// The reservation a reply of the reserve script to reserving `claim` stands for.
+pub(crate) fn reservation(reply: Reply, claim: &Claim) -> Result<Reservation, StoreError> {
+    let claimed = claim.record();
+    match reply {
+        Reply::TooLong(length) => Err(too_long(length, claim)),
         Reply::Reserved => Ok(Reservation::Reserved(claimed.clone())),
         Reply::TookOver { previous, record } => Ok(Reservation::TookOver {
             previous: OwnerToken::from(previous),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use idem_core::store::{judge_reserve, ReserveJudgement};
+use idem_core::store::{judge_reserve, max_record_len, ReserveJudgement};
 use idem_core::{Claim, InProgress, Key, Record, Reservation, Store, StoreError, LEASE_GRACE};
 use redis::{RedisError, Value};
 
@@ -29,16 +29,44 @@ impl RedisStore {
             .as_millis()
             .clamp(1, u128::from(MAX_EXPIRY_MS)) as u64;
         let anchor = claim.now() + Duration::from_millis(expiry);
-        let mut set = redis::cmd("SET");
-        set.arg(self.redis_key(key))
-            .arg(layout::in_progress(record, anchor))
-            .arg("NX")
-            .arg("GET")
-            .arg("PX")
-            .arg(expiry);
-        let (result, mut conn) = self.query_on(&set).await;
+        let redis_key = self.redis_key(key);
+        let value = layout::in_progress(record, anchor);
+        let (result, mut conn) = match claim.max_outcome() {
+            None => {
+                let mut set = redis::cmd("SET");
+                set.arg(&redis_key)
+                    .arg(value)
+                    .arg("NX")
+                    .arg("GET")
+                    .arg("PX")
+                    .arg(expiry);
+                self.query_on(&set).await
+            }
+            // The same `SET`, in a script that first measures a record found, in the same
+            // round trip: one over the call's limit is refused before it is read.
+            Some(max_outcome) => {
+                let mut conn = self.conn.pinned();
+                let args: [&[u8]; 3] = [
+                    &value,
+                    &decimal(expiry),
+                    &decimal(max_record_len(max_outcome) as u64),
+                ];
+                let mut result = self
+                    .counter
+                    .eval(&mut conn, &SCRIPTS.reserve_within, &redis_key, &args)
+                    .await;
+                if result.as_ref().is_err_and(is_connection_error) {
+                    conn = self.conn.pinned();
+                    result = self
+                        .counter
+                        .eval(&mut conn, &SCRIPTS.reserve_within, &redis_key, &args)
+                        .await;
+                }
+                (result, conn)
+            }
+        };
         let found = match result {
-            Ok(found) => codec::value(found)?,
+            Ok(found) => codec::found_within(found, claim)?,
             Err(refused) if refuses_writes(&refused) => {
                 return self.reserve_without_writes(key, claim, refused).await
             }
@@ -94,10 +122,14 @@ impl RedisStore {
                     &decimal(expiry),
                     &time(claim.now() - LEASE_GRACE),
                     &decimal(record.fencing_token()),
+                    &claim
+                        .max_outcome()
+                        .map(|max| decimal(max_record_len(max) as u64))
+                        .unwrap_or_default(),
                 ],
             )
             .await?;
-        let reservation = codec::reservation(reply, record)?;
+        let reservation = codec::reservation(reply, claim)?;
         if !matches!(reservation, Reservation::Existing(_)) {
             self.replicate(&mut conn, key, "reserve").await?;
         }
@@ -114,7 +146,22 @@ impl RedisStore {
         claim: &Claim,
         refused: RedisError,
     ) -> Result<Reservation, StoreError> {
-        match self.get(key).await?.and_then(|found| judged(found, claim)) {
+        let found = match claim.max_outcome() {
+            None => self.get(key).await?,
+            Some(max_outcome) => {
+                let args: [&[u8]; 1] = [&decimal(max_record_len(max_outcome) as u64)];
+                let mut conn = self.conn.pinned();
+                let read = self
+                    .counter
+                    .eval(&mut conn, &SCRIPTS.read_within, &self.redis_key(key), &args)
+                    .await
+                    .map_err(|error| store_error(error, "read_within"))?;
+                codec::found_within(read, claim)?
+                    .map(|value| layout::decode(&value))
+                    .transpose()?
+            }
+        };
+        match found.and_then(|found| judged(found, claim)) {
             Some(Reservation::Reserved(_)) if self.replicas.is_some() => {}
             Some(answer) => return Ok(answer),
             None => {}

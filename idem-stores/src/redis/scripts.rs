@@ -43,6 +43,10 @@ impl Script {
 /// The scripts of the protocol.
 pub(crate) struct Scripts {
     pub(crate) reserve: Script,
+    /// The plain `SET` of a reservation, for a call with a longest outcome.
+    pub(crate) reserve_within: Script,
+    /// A `GET` for a call with a longest outcome.
+    pub(crate) read_within: Script,
     pub(crate) complete: Script,
     pub(crate) release: Script,
     pub(crate) renew: Script,
@@ -54,6 +58,8 @@ pub(crate) struct Scripts {
 /// Built once per process.
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     reserve: Script::new("reserve", include_str!("lua/reserve.lua")),
+    reserve_within: Script::new("reserve_within", include_str!("lua/reserve_within.lua")),
+    read_within: Script::new("read_within", include_str!("lua/read_within.lua")),
     complete: Script::new("complete", include_str!("lua/complete.lua")),
     release: Script::new("release", include_str!("lua/release.lua")),
     renew: Script::new("renew", include_str!("lua/renew.lua")),

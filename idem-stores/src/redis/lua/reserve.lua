@@ -1,11 +1,13 @@
 -- reserve: KEYS[1] = record key
 -- ARGV = now, owner, fingerprint, lease_until, expiry of the new key in ms (lease + grace),
 --        abandoned_before (an in-progress record whose lease passed before it is abandoned,
---        unless its steps still hold the key), fencing token proposed by the claim
+--        unless its steps still hold the key), fencing token proposed by the claim, the longest
+--        completed record replied ('' for any: idem-core's `max_record_len` of the call's
+--        longest outcome)
 -- Replies {'reserved'}
 --       | {'took_over', previous owner, the record written}
 --       | {'held', record} (this owner's own record: a retried request)
---       | {'existing', record} | {'corrupt', reason}
+--       | {'existing', record} | {'too_long', length} | {'corrupt', reason}
 -- Sent only when a plain `SET NX GET` found a record that is neither live nor another call's
 -- in-progress record that is not abandoned: it judges again from what it reads, so a record
 -- completed or taken meanwhile is answered as it stands.
@@ -16,6 +18,7 @@
 local key = KEYS[1]
 local now, owner, fingerprint, lease_until = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local px, abandoned_before, fencing = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+local max_length = tonumber(ARGV[8])
 
 local function claim(attempt, token, kept, steps)
   return {state = 'in_progress', fingerprint = fingerprint, owner = owner,
@@ -34,6 +37,10 @@ end
 
 if r.state == 'completed' then
   if before(now, r.expires_at) then
+    -- Redis's copy of the size rule (idem-core's `check_record_len`), as in reserve_within.
+    if max_length and #value > max_length then
+      return {'too_long', #value}
+    end
     return {'existing', value}
   end
   write(key, claim(1, fencing, '', {}), tonumber(now), px)
