@@ -97,11 +97,13 @@ pub enum Error {
         #[source]
         cause: Box<Error>,
     },
-    /// The first call with this key was aborted (a panic or a dropped future) after its function
-    /// started, under `on_abort = "fail"` (HTTP 500, not retryable): its effect is unknown, and
-    /// the first result stands until the TTL passes.
+    /// The first call with this key ran but left no outcome to replay (HTTP 500, not
+    /// retryable): it was aborted (a panic or a dropped future) after its function started,
+    /// under `on_abort = "fail"`, or its function answered but the store refused to keep the
+    /// answer (over the backend's size limit, say). The first result stands until the TTL
+    /// passes: check the call's effect rather than retrying it.
     #[error(
-        "the call with idempotency key `{key}` was aborted after it started; its effect is unknown"
+        "the call with idempotency key `{key}` ran but left no outcome to replay (it was aborted, or its answer could not be kept); check its effect before retrying"
     )]
     Aborted {
         /// The stored key.

@@ -68,6 +68,9 @@
 //!   retry that takes over after a crash replays the finished steps from the record and runs
 //!   only the rest.
 //! - Every failure after the function ran is [`Error::NotRecorded`]: HTTP 500, not retryable.
+//!   When the answer itself cannot be kept (the store refuses it as too large, or it cannot be
+//!   encoded), the key is completed as having left no outcome, so its retries get
+//!   [`Error::Aborted`] (the same 500) for the TTL: never "in progress", never a second run.
 //! - A store failure fails the call closed: the function does not run ([`Error::Store`]).
 //! - Keys encode their parts unambiguously and include a namespace, the function's name and an
 //!   optional scope (see [`KeyBuilder`]).

@@ -31,6 +31,7 @@ on_dynamodb!(
     handler::an_event_without_a_key_is_refused_unless_allowed,
     handler::a_key_with_a_missing_part_is_no_key_unless_allowed,
     handler::a_response_hook_reshapes_replays_only,
+    handler::an_answer_too_large_to_keep_is_never_in_progress,
     handler::a_failed_invocation_runs_again,
     handler::keys_keep_their_type_and_their_exact_value,
     handler::numbers_count_by_value_in_keys_and_validation,

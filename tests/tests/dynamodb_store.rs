@@ -331,7 +331,8 @@ async fn oversized_results_are_refused_before_any_request() {
         .unwrap_err();
     assert_eq!(
         db.requests.operations_since(before),
-        vec!["PutItem".to_owned()]
+        vec!["PutItem".to_owned(), "PutItem".to_owned()],
+        "the reservation, then the record that the call left no outcome"
     );
     let Error::NotRecorded { cause, .. } = &err else {
         panic!("expected Error::NotRecorded, got {err:?}")
@@ -346,6 +347,22 @@ async fn oversized_results_are_refused_before_any_request() {
         .expect("an ItemTooLarge");
     assert!(too_large.size > MAX_ITEM_SIZE);
     assert!(source.to_string().contains("item limit"), "{source}");
+
+    // A retry is told the call left no outcome to replay, never "in progress", and nothing
+    // runs again.
+    let retry = Call::new(
+        idem.key("big").part("huge").finish().unwrap(),
+        fingerprint("huge"),
+    );
+    let told = idem
+        .run(retry, async { Ok::<_, Error>(String::from("ran again")) })
+        .await
+        .unwrap_err();
+    assert!(matches!(told, Error::Aborted { .. }), "{told:?}");
+    assert_eq!(
+        told.problem_type(),
+        idem_protocol::problem::ProblemType::NotRecorded
+    );
 
     // At the store: nothing is sent.
     let key = key("huge-direct");

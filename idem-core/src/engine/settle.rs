@@ -117,6 +117,9 @@ impl Idempotency {
                     Err(error) => {
                         tracing::error!(target: TARGET, key, %error, "the function ran but its outcome was not stored");
                         telemetry.ended(CallOutcome::NotRecorded);
+                        if matches!(error, StoreError::Rejected(_)) {
+                            self.keep_no_outcome(call, &owner, &lease).await;
+                        }
                         Err(error.into_error(key).after_run(key).into())
                     }
                 }
@@ -138,9 +141,11 @@ impl Idempotency {
                 fresh(result)
             }
             Verdict::HoldUnstorable(codec) => {
-                tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised; the key stays reserved until its lease passes");
+                tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised");
                 guard.disarm();
+                drop(renewal);
                 telemetry.ended(CallOutcome::NotRecorded);
+                self.keep_no_outcome(call, &owner, &lease).await;
                 Err(codec.after_run(key).into())
             }
         }
@@ -180,6 +185,24 @@ impl Idempotency {
             }
         }
         guard.disarm();
+    }
+
+    /// Completes `call`, whose function answered with an outcome that cannot be kept (the
+    /// store refused it, or it could not be encoded), as one that left no outcome
+    /// ([`Outcome::Aborted`]): its retries are told so ([`Error::Aborted`]) for the TTL, rather
+    /// than "in progress" until the lease passes and then a second run of the side effect.
+    async fn keep_no_outcome(&self, call: &Call, owner: &OwnerToken, lease: &Lease) {
+        let key = call.key.as_str();
+        let none = self.completed(call, Outcome::Aborted);
+        match self.record_outcome(call, owner, &none, lease).await {
+            Ok(()) => {
+                self.count_stored(call, &none);
+                tracing::warn!(target: TARGET, key, "recorded as having left no outcome: retries are told to check its effect");
+            }
+            Err(error) => {
+                tracing::error!(target: TARGET, key, %error, "recording that the call left no outcome failed too; the key is held until its lease passes");
+            }
+        }
     }
 
     /// The completed record of `call` with `outcome`, expiring a TTL from now.

@@ -445,6 +445,33 @@ pub async fn a_response_hook_reshapes_replays_only(subject: Subject) {
     assert_eq!(seen[0].1, "r2");
 }
 
+/// An answer the store cannot keep (over DynamoDB's 400 KB item limit): the first invocation
+/// is told its outcome was not recorded, and so is every retry after it, never "in progress",
+/// and the handler does not run again.
+pub async fn an_answer_too_large_to_keep_is_never_in_progress(subject: Subject) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut handler = orders(&subject).name("orders").build(service_fn({
+        let runs = runs.clone();
+        move |_: LambdaEvent<Value>| {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, HandlerError>(json!({"statusCode": 200, "body": "x".repeat(500_000)}))
+            }
+        }
+    }));
+    let event = || json!({"body": "{\"order_id\": \"o-big\"}"});
+    for request in ["r1", "r2", "r3"] {
+        let answer = invoke(&mut handler, &subject, event(), request).await;
+        assert_eq!(
+            error_type(answer),
+            "IdempotencyNotRecordedError",
+            "{request}"
+        );
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
 /// A body that is not JSON under `powertools_json` gives no key: refused, nothing runs.
 pub async fn a_body_that_is_not_json_is_refused(subject: Subject) {
     let runs = Arc::new(AtomicUsize::new(0));
