@@ -186,6 +186,11 @@ pub(crate) struct ListArgs {
     /// List every matching record.
     #[arg(long)]
     pub(crate) all: bool,
+
+    /// With --json, print an object that says whether the listing was cut off:
+    /// `{"records": [...], "truncated": BOOL, "limit": N}` (`limit` is `null` with --all).
+    #[arg(long)]
+    pub(crate) envelope: bool,
 }
 
 /// `--state`: in progress or not.

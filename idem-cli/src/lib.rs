@@ -13,7 +13,7 @@
 //! | command | what it does |
 //! |---|---|
 //! | `idem get KEY` | shows the record under `KEY` |
-//! | `idem list [--function F] [--state in-progress\|completed] [--limit N \| --all]` | lists records, following the store's pages until `N` (default 100) matched |
+//! | `idem list [--function F] [--state in-progress\|completed] [--limit N \| --all] [--json [--envelope]]` | lists records, following the store's pages until `N` (default 100) matched |
 //! | `idem forget KEY --yes [--running]` | deletes the record under `KEY`; the next call runs the function again. Without `--yes`, shows the record, says what it would delete and refuses; a key held by a call (in progress) needs `--running` too |
 //! | `idem release KEY --yes` | frees a key held by an in-progress call, fenced on the owner it read; without `--yes`, shows the record and refuses |
 //! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations under `--prefix`, `N` (default 1000) per request, until none is left; says what it is about to delete on stderr, then prints how many. No `--yes`: what it deletes no longer counts, and cron runs it |
@@ -86,11 +86,22 @@
 //!
 //! - `get`, `forget`, `release`: the record (as it was, for `forget` and `release`; as it is
 //!   now, when `forget` or `release` refuses); `null` where there is none to show;
-//! - `list`: an array of records;
+//! - `list`: an array of records. When `--limit` (default 100) cut the listing off, a note
+//!   on stderr says so (`N records shown; more match`) and the array holds the first `N`;
+//!   with `--envelope`, the document is `{"records": [...], "truncated": BOOL, "limit": N}`
+//!   instead (`limit` is `null` with `--all`), so a script sees it in the document itself.
+//!   `--all` follows the listing to its end;
 //! - `stats`: `{"total": N, "by_state": {STATE: N}, "functions": [{"function": F, "total": N,
 //!   "by_state": {STATE: N}}]}` (`function` is `null` for keys stored as digests);
 //! - `purge-expired`: `{"purged": N}`.
 //! - `scope`: `{"scope": "..."}`.
+//!
+//! Why `list --json` stays a bare array, and `--envelope` is asked for: the array is what
+//! scripts parse today, and changing its shape would break every one of them silently
+//! (`jq '.[]'` on an object yields its values, not an error). A cut-off listing is not a
+//! failure either (`--limit 10` asks for ten), so it keeps exit code 0. A script that must
+//! not miss a record passes `--all`; one that wants a bounded sample and to know whether it
+//! is the whole passes `--envelope` and reads `truncated`.
 //!
 //! A command that fails prints its message on stderr and no document (except a `forget` or
 //! `release` refusal, which prints the record as it is): scripts read the exit code.

@@ -2,12 +2,26 @@
 
 use std::ops::ControlFlow;
 
+use serde::Serialize;
+
 use super::{prefix, printed};
 use crate::args::ListArgs;
 use crate::connect::Connected;
 use crate::failure::Failure;
 use crate::listing::{self, Entry};
+use crate::output::json::RecordDoc;
 use crate::output::{note, Output};
+
+/// What `list --json --envelope` prints: the records, and whether more matched.
+#[derive(Debug, Serialize)]
+struct Envelope<'a> {
+    /// The records listed, as `list --json` prints them.
+    records: Vec<RecordDoc<'a>>,
+    /// Whether more records matched than were listed (the limit was reached).
+    truncated: bool,
+    /// The limit the listing stopped at; `None` (`null`) with `--all`.
+    limit: Option<u64>,
+}
 
 /// Lists the records `args` select, following the store's pages until `--limit` matched (or
 /// every one, with `--all`). With `--state`, unreadable records are left out (their state is
@@ -18,6 +32,11 @@ pub(crate) async fn list(
     args: &ListArgs,
     out: &Output,
 ) -> Result<(), Failure> {
+    if args.envelope && !out.is_json() {
+        return Err(Failure::usage(
+            "--envelope shapes the JSON document: pass it with --json",
+        ));
+    }
     let limit = if args.all { u64::MAX } else { args.limit };
     let mut entries: Vec<Entry> = Vec::new();
     let mut more = false;
@@ -39,8 +58,17 @@ pub(crate) async fn list(
         ControlFlow::Continue(())
     })
     .await?;
-    printed(out.entries(&entries))?;
-    if !out.is_json() {
+    if args.envelope {
+        printed(out.document(&Envelope {
+            records: entries.iter().map(RecordDoc::of).collect(),
+            truncated: more,
+            limit: (!args.all).then_some(args.limit),
+        }))?;
+    } else {
+        printed(out.entries(&entries))?;
+    }
+    // Also with --json: a script reading the bare array gets the warning on stderr.
+    if more || !out.is_json() {
         note(&summary(entries.len(), more));
     }
     Ok(())

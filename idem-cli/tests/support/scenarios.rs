@@ -20,6 +20,7 @@ macro_rules! store_tests {
             forget_deletes_the_record,
             forget_needs_yes_and_running_for_a_held_key,
             list_filters_by_function_state_and_limit,
+            list_json_says_when_it_stopped_early,
             stats_count_by_function_and_state,
             purge_expired_keeps_live_records,
         );
@@ -359,6 +360,42 @@ pub async fn list_filters_by_function_state_and_limit(s: &Subject) {
         .prints("running")
         .prints("Z (in ");
     held.finish().await.expect("the held call completes");
+}
+
+/// `list --json` cut off by `--limit` says so: on stderr beside the bare array, and in the
+/// document with `--envelope`; `--all` lists every record.
+pub async fn list_json_says_when_it_stopped_early(s: &Subject) {
+    completed(&s.idem, "charge", "order-1").await;
+    completed(&s.idem, "charge", "order-2").await;
+    let cut = s.cli.run(&["list", "--json", "--limit", "1"]);
+    assert_eq!(keys(&cut.exits(0).json()).len(), 1, "{cut:#?}");
+    cut.says("more match");
+    let doc = s
+        .cli
+        .run(&["list", "--json", "--envelope", "--limit", "1"])
+        .exits(0)
+        .json();
+    assert_eq!(doc["truncated"], true, "{doc}");
+    assert_eq!(doc["limit"], 1, "{doc}");
+    assert_eq!(keys(&doc["records"]).len(), 1, "{doc}");
+    let exact = s
+        .cli
+        .run(&["list", "--json", "--envelope", "--limit", "2"])
+        .exits(0)
+        .json();
+    assert_eq!(exact["truncated"], false, "{exact}");
+    let all = s.cli.run(&["list", "--json", "--envelope", "--all"]);
+    let doc = all.exits(0).json();
+    assert_eq!(doc["truncated"], false, "{doc}");
+    assert_eq!(doc["limit"], Value::Null, "{doc}");
+    assert_eq!(keys(&doc["records"]).len(), 2, "{doc}");
+    assert!(all.stderr.is_empty(), "{all:#?}");
+    let bare = s.cli.run(&["list", "--json", "--all"]).exits(0).json();
+    assert_eq!(keys(&bare).len(), 2, "{bare}");
+    s.cli
+        .run(&["list", "--envelope"])
+        .exits(2)
+        .says("with --json");
 }
 
 /// `stats` counts every record by function and state.
