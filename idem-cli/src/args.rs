@@ -11,8 +11,9 @@ Store URLs (--store, or IDEM_STORE):
   redis://[user:password@]host:port[/db]     one Redis server (rediss:// over TLS)
   redis+cluster://host:port,host:port        a Redis Cluster
   postgres://user:password@host:port/db      PostgreSQL (also postgresql://), with --table, --schema
-  dynamodb://TABLE                           DynamoDB, with --region, --endpoint; credentials from
-                                             AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+  dynamodb://TABLE                           DynamoDB, with --region, --endpoint, --attribute
+                                             FIELD=NAME; credentials from AWS_ACCESS_KEY_ID,
+                                             AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
 
 Keys are written as idem prints them (namespace|function|scope|parts): quote them for the shell.
 ";
@@ -79,6 +80,14 @@ pub(crate) struct StoreArgs {
     /// DynamoDB: another endpoint than AWS's (http://127.0.0.1:8000 for DynamoDB Local).
     #[arg(long, global = true, value_name = "URL")]
     pub(crate) endpoint: Option<String>,
+
+    /// DynamoDB: an attribute the service names otherwise than the default, as its
+    /// `AttributeNames` does (key=id, ttl=expiration...); once per attribute. Fields: key,
+    /// state, owner, fingerprint, live_until, fencing_token, attempt, ttl, outcome, body,
+    /// steps, steps_kept_until, steps_ttl.
+    #[arg(long = "attribute", global = true, value_name = "FIELD=NAME",
+          value_parser = crate::attributes::parse)]
+    pub(crate) attributes: Vec<(String, String)>,
 }
 
 /// The commands.

@@ -20,6 +20,27 @@ pub(crate) struct Connected {
     pub(crate) idem: Idempotency,
     /// The store's URL, without its password.
     pub(crate) store: String,
+    /// The DynamoDB store, when the URL names one: to say which `--attribute` a table needs.
+    pub(crate) dynamodb: Option<DynamoDbStore>,
+}
+
+impl Connected {
+    /// The `--attribute` option the command lacks to read the DynamoDB table, as a usage
+    /// failure; `None` on other stores, and when the table's names fit.
+    pub(crate) async fn misnamed(&self) -> Option<Failure> {
+        let store = self.dynamodb.as_ref()?;
+        crate::attributes::diagnose(store).await.map(Failure::usage)
+    }
+
+    /// `error` from the store, said as [`Failure::from_error`] says it, unless the DynamoDB
+    /// table's attributes are named otherwise than the command reads them: then that, and
+    /// which `--attribute` is missing.
+    pub(crate) async fn failure(&self, error: idem_core::Error) -> Failure {
+        match self.misnamed().await {
+            Some(misnamed) => misnamed,
+            None => Failure::from_error(error, &self.store),
+        }
+    }
 }
 
 /// Connects to the store `args` name.
@@ -37,15 +58,21 @@ pub(crate) async fn connect(args: &StoreArgs) -> Result<Connected, Failure> {
     let url = StoreUrl::parse(text)?;
     check_options(&url, args)?;
     let shown = redacted(text);
+    let mut dynamo = None;
     let store: Arc<dyn Store> = match &url {
         StoreUrl::Redis(url) => Arc::new(redis(url, args, &shown).await?),
         StoreUrl::RedisCluster(nodes) => Arc::new(redis_cluster(nodes, args, &shown).await?),
         StoreUrl::Postgres(url) => Arc::new(postgres(url, args, &shown).await?),
-        StoreUrl::DynamoDb(table) => Arc::new(dynamodb(table, args)?),
+        StoreUrl::DynamoDb(table) => {
+            let store = dynamodb(table, args).await?;
+            dynamo = Some(store.clone());
+            Arc::new(store)
+        }
     };
     Ok(Connected {
         idem: Idempotency::from_arc(store).with_namespace(args.namespace.clone()),
         store: shown,
+        dynamodb: dynamo,
     })
 }
 
@@ -71,6 +98,9 @@ fn check_options(url: &StoreUrl, args: &StoreArgs) -> Result<(), Failure> {
         }
         if args.endpoint.is_some() {
             return Err(misplaced("--endpoint", "dynamodb://"));
+        }
+        if !args.attributes.is_empty() {
+            return Err(misplaced("--attribute", "dynamodb://"));
         }
     }
     Ok(())
@@ -162,7 +192,7 @@ async fn postgres(url: &str, args: &StoreArgs, shown: &str) -> Result<PostgresSt
 }
 
 /// A store on a DynamoDB table. Connects on the first request.
-fn dynamodb(table: &str, args: &StoreArgs) -> Result<DynamoDbStore, Failure> {
+async fn dynamodb(table: &str, args: &StoreArgs) -> Result<DynamoDbStore, Failure> {
     use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 
     let region = args
@@ -191,7 +221,8 @@ fn dynamodb(table: &str, args: &StoreArgs) -> Result<DynamoDbStore, Failure> {
         config = config.endpoint_url(endpoint);
     }
     let client = aws_sdk_dynamodb::Client::from_conf(config.build());
-    let mut builder = DynamoDbStore::builder(client, table);
+    let mut builder = DynamoDbStore::builder(client, table)
+        .attribute_names(crate::attributes::names(&args.attributes)?);
     if let Some(prefix) = &args.prefix {
         builder = builder.prefix(prefix);
     }

@@ -57,10 +57,28 @@
 //! | `redis://[user:password@]host:port[/db]` | one Redis server | `--prefix` |
 //! | `redis+cluster://host:port,host:port` | a Redis Cluster (the user, path and query apply to every node) | `--prefix` |
 //! | `postgres://user:password@host:port/db`, `postgresql://...` (`?sslmode=require` for TLS) | PostgreSQL | `--table` (default `idem_records`), `--schema` (default `public`), `--prefix` |
-//! | `dynamodb://TABLE` | DynamoDB | `--region` (default `AWS_REGION`, then `AWS_DEFAULT_REGION`), `--endpoint` (DynamoDB Local, say), `--prefix` |
+//! | `dynamodb://TABLE` | DynamoDB | `--region` (default `AWS_REGION`, then `AWS_DEFAULT_REGION`), `--endpoint` (DynamoDB Local, say), `--prefix`, `--attribute FIELD=NAME` |
 //!
 //! `--prefix` is the store's own key prefix, as the service passes it to the store's builder
-//! (default: the store's default, none). DynamoDB credentials come from `AWS_ACCESS_KEY_ID`,
+//! (default: the store's default, none). Every option of the stores' builders that changes
+//! where records are has its flag: `--prefix` (all), `--table` and `--schema` (PostgreSQL),
+//! `--attribute FIELD=NAME` (DynamoDB's `AttributeNames`, once per attribute named otherwise
+//! than the default; fields `key`, `state`, `owner`, `fingerprint`, `live_until`,
+//! `fencing_token`, `attempt`, `ttl`, `outcome`, `body`, `steps`, `steps_kept_until`,
+//! `steps_ttl`). A table shared with Powertools, say, whose service sets
+//! `AttributeNames { key: "id", ttl: "expiration", state: "status", body: "data",
+//! fingerprint: "validation", live_until: "in_progress_expiration", .. }`, is read with
+//!
+//! ```console
+//! $ idem --store dynamodb://idempotency --attribute key=id --attribute ttl=expiration \
+//!     --attribute state=status --attribute body=data --attribute fingerprint=validation \
+//!     --attribute live_until=in_progress_expiration list
+//! ```
+//!
+//! (the test `other_attribute_names_are_named_with_attribute` runs it). When `get`, `list`
+//! or `stats` find a DynamoDB table whose partition key, or whose items' attributes, are
+//! named otherwise than the command reads them, they say which `--attribute` is missing
+//! (exit 2) instead of listing nothing or `corrupt` records. DynamoDB credentials come from `AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`; for a profile or SSO, export them with
 //! `eval "$(aws configure export-credentials --format env)"`.
 //!
@@ -147,6 +165,7 @@
 #![warn(missing_docs)]
 
 mod args;
+mod attributes;
 mod commands;
 mod connect;
 pub mod exit;

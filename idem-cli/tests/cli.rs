@@ -87,6 +87,9 @@ fn options_of_another_store_are_refused() {
     ])
     .exits(2)
     .says("--region applies to dynamodb:// stores only");
+    run(&["--store", &url, "--attribute", "key=id", "list"])
+        .exits(2)
+        .says("--attribute applies to dynamodb:// stores only");
 }
 
 #[test]

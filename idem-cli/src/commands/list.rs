@@ -25,7 +25,8 @@ struct Envelope<'a> {
 
 /// Lists the records `args` select, following the store's pages until `--limit` matched (or
 /// every one, with `--all`). With `--state`, unreadable records are left out (their state is
-/// unknown); without it, they are listed as `corrupt`.
+/// unknown); without it, they are listed as `corrupt`. When none is listed, or none could be
+/// read, a DynamoDB table whose attributes are named otherwise is said to be so instead.
 pub(crate) async fn list(
     connected: &Connected,
     namespace: &str,
@@ -58,6 +59,11 @@ pub(crate) async fn list(
         ControlFlow::Continue(())
     })
     .await?;
+    if entries.iter().all(|entry| entry.is_in_progress().is_none()) {
+        if let Some(misnamed) = connected.misnamed().await {
+            return Err(misnamed);
+        }
+    }
     if args.envelope {
         printed(out.document(&Envelope {
             records: entries.iter().map(RecordDoc::of).collect(),
