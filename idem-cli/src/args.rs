@@ -187,6 +187,11 @@ pub(crate) struct ListArgs {
     #[arg(long, value_enum, value_name = "STATE")]
     pub(crate) state: Option<StateFilter>,
 
+    /// Only records whose key is in this scope, as `idem scope` prints it for a credential:
+    /// `idem list --scope "$(printf '%s' "$AUTHORIZATION" | idem scope)"`.
+    #[arg(long, value_name = "SCOPE", allow_hyphen_values = true)]
+    pub(crate) scope: Option<String>,
+
     /// List at most this many records.
     #[arg(long, value_name = "N", default_value_t = 100, conflicts_with = "all",
           value_parser = clap::value_parser!(u64).range(1..))]

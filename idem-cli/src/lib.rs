@@ -13,12 +13,22 @@
 //! | command | what it does |
 //! |---|---|
 //! | `idem get KEY` | shows the record under `KEY` |
-//! | `idem list [--function F] [--state in-progress\|completed] [--limit N \| --all] [--json [--envelope]]` | lists records, following the store's pages until `N` (default 100) matched |
+//! | `idem list [--function F] [--scope S] [--state in-progress\|completed] [--limit N \| --all] [--json [--envelope]]` | lists records, following the store's pages until `N` (default 100) matched; `--scope S` keeps the keys in scope `S`, as `idem scope` prints it |
 //! | `idem forget KEY --yes [--running]` | deletes the record under `KEY`; the next call runs the function again. Without `--yes`, shows the record, says what it would delete and refuses; a key held by a call (in progress) needs `--running` too |
 //! | `idem release KEY --yes` | frees a key held by an in-progress call, fenced on the owner it read; without `--yes`, shows the record and refuses |
 //! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations under `--prefix`, `N` (default 1000) per request, until none is left; says what it is about to delete on stderr, then prints how many. No `--yes`: what it deletes no longer counts, and cron runs it |
 //! | `printf '%s' "$AUTHORIZATION" \| idem scope [--secret-env VAR]` | prints the scope a request with that `Authorization` stores its keys under, as idem-http computes it ([`idem_protocol::scope`]), keyed with the secret in the environment variable `VAR` as `scope_secret` keys it; reads the credential from standard input, never the command line; needs no store |
 //! | `idem stats [--function F]` | counts records by function and state, over the whole listing |
+//!
+//! One credential's records: `idem scope` prints the scope idem-http stores a request's key
+//! under, and `list --scope` takes it as printed:
+//!
+//! ```console
+//! $ idem list --scope "$(printf '%s' "$AUTHORIZATION" | idem scope --secret-env SCOPE_SECRET)"
+//! ```
+//!
+//! (`--secret-env` only when the service sets `scope_secret`). A key's scope is its third
+//! slot, `=SCOPE` (`-` for none); `list --json` shows it as `scope`.
 //!
 //! Keys are written as idem prints them (in errors, logs and `idem list`):
 //! `namespace|function|scope|parts`, or `namespace|#digest` under a key digest. Quote them for

@@ -2,6 +2,7 @@
 
 use std::ops::ControlFlow;
 
+use idem_core::KeyBuilder;
 use serde::Serialize;
 
 use super::{prefix, printed};
@@ -25,7 +26,8 @@ struct Envelope<'a> {
 
 /// Lists the records `args` select, following the store's pages until `--limit` matched (or
 /// every one, with `--all`). With `--state`, unreadable records are left out (their state is
-/// unknown); without it, they are listed as `corrupt`. When none is listed, or none could be
+/// unknown); without it, they are listed as `corrupt`. With `--scope`, only keys in that scope
+/// (as `idem scope` prints it) are listed. When none is listed, or none could be
 /// read, a DynamoDB table whose attributes are named otherwise is said to be so instead.
 pub(crate) async fn list(
     connected: &Connected,
@@ -41,13 +43,25 @@ pub(crate) async fn list(
     let limit = if args.all { u64::MAX } else { args.limit };
     let mut entries: Vec<Entry> = Vec::new();
     let mut more = false;
-    let prefix = prefix(namespace, args.function.as_deref());
+    let scope = args.scope.as_deref().map(encoded_scope).transpose()?;
+    let mut prefix = prefix(namespace, args.function.as_deref());
+    if let (Some(scope), Some(_)) = (&scope, &args.function) {
+        // The scope is the slot after the function's: the store filters on it too.
+        prefix.push('=');
+        prefix.push_str(scope);
+        prefix.push('|');
+    }
     listing::each(connected, prefix, |entry| {
-        let admitted = match (args.state, entry.is_in_progress()) {
-            (None, _) => true,
-            (Some(filter), Some(in_progress)) => filter.admits(in_progress),
-            (Some(_), None) => false,
+        let in_scope = match &scope {
+            None => true,
+            Some(scope) => entry.key().and_then(|key| key.scope()) == Some(scope.as_str()),
         };
+        let admitted = in_scope
+            && match (args.state, entry.is_in_progress()) {
+                (None, _) => true,
+                (Some(filter), Some(in_progress)) => filter.admits(in_progress),
+                (Some(_), None) => false,
+            };
         if !admitted {
             return ControlFlow::Continue(());
         }
@@ -78,6 +92,16 @@ pub(crate) async fn list(
         note(&summary(entries.len(), more));
     }
     Ok(())
+}
+
+/// `scope` as keys encode it (`%` and `|` escaped), to compare with
+/// [`Key::scope`](idem_core::Key::scope).
+fn encoded_scope(scope: &str) -> Result<String, Failure> {
+    let key = KeyBuilder::new(idem_core::DEFAULT_NAMESPACE, "scope")
+        .scope(Some(scope))
+        .finish()
+        .map_err(|error| Failure::from_error(error, ""))?;
+    Ok(key.scope().unwrap_or_default().to_owned())
 }
 
 /// What the table showed, and whether more matched.

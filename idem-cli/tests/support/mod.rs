@@ -78,6 +78,31 @@ pub fn run_with(args: &[&str], env: &[(String, String)]) -> Run {
     run
 }
 
+/// What `idem scope` prints for the `Authorization` value `credential`, without its line feed.
+pub fn scope_of(credential: &str) -> String {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("scope")
+        .env_remove("IDEM_STORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the idem binary runs");
+    child
+        .stdin
+        .take()
+        .expect("a stdin")
+        .write_all(credential.as_bytes())
+        .expect("the credential is written");
+    let output = child.wait_with_output().expect("idem scope ends");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .trim_end()
+        .to_owned()
+}
+
 /// What one run of `idem` did.
 #[derive(Debug)]
 pub struct Run {

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::records::{call_again, completed, hold, key, stored_error};
+use super::records::{call_again, completed, completed_in_scope, hold, key, stored_error};
 use super::Subject;
 
 /// Writes one test function per scenario, each on a fresh store from `$start` (an `async fn()
@@ -21,6 +21,7 @@ macro_rules! store_tests {
             forget_needs_yes_and_running_for_a_held_key,
             list_filters_by_function_state_and_limit,
             list_json_says_when_it_stopped_early,
+            list_by_the_scope_idem_scope_prints,
             stats_count_by_function_and_state,
             purge_expired_keeps_live_records,
         );
@@ -396,6 +397,50 @@ pub async fn list_json_says_when_it_stopped_early(s: &Subject) {
         .run(&["list", "--envelope"])
         .exits(2)
         .says("with --json");
+}
+
+/// `list --scope` with what `idem scope` prints for a credential lists that credential's
+/// records only, with `--function` or without; an unscoped key is in no scope.
+pub async fn list_by_the_scope_idem_scope_prints(s: &Subject) {
+    let alice = super::scope_of("Bearer alice");
+    let bob = super::scope_of("Bearer bob");
+    let alice_charge = completed_in_scope(&s.idem, "charge", &alice, "order-1").await;
+    let alice_refund = completed_in_scope(&s.idem, "refund", &alice, "order-2").await;
+    completed_in_scope(&s.idem, "charge", &bob, "order-1").await;
+    completed(&s.idem, "charge", "order-1").await;
+
+    let mine = s
+        .cli
+        .run(&["list", "--scope", &alice, "--json"])
+        .exits(0)
+        .json();
+    let mut expected = vec![alice_charge.to_string(), alice_refund.to_string()];
+    expected.sort();
+    assert_eq!(keys(&mine), expected, "{mine}");
+    assert!(
+        mine.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["scope"] == alice.as_str()),
+        "{mine}"
+    );
+    let charges = s
+        .cli
+        .run(&["list", "--scope", &alice, "--function", "charge", "--json"])
+        .exits(0)
+        .json();
+    assert_eq!(keys(&charges), vec![alice_charge.to_string()], "{charges}");
+    let none = s
+        .cli
+        .run(&[
+            "list",
+            "--scope",
+            &super::scope_of("Bearer carol"),
+            "--json",
+        ])
+        .exits(0)
+        .json();
+    assert_eq!(none, json!([]));
 }
 
 /// `stats` counts every record by function and state.
