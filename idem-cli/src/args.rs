@@ -168,6 +168,13 @@ pub(crate) enum Command {
         secret_env: Option<String>,
     },
 
+    /// Print the names of the functions that have records, one a line.
+    ///
+    /// As keys spell them and --function takes them: an `#[idempotent]` function's default
+    /// name is its module path and name (`shop::payments::charge`); idem-http's layer's is
+    /// `http` unless named.
+    Functions,
+
     /// Count records by function and state, over the whole listing.
     Stats {
         /// Only this function's records (its name as keys spell it).

@@ -4,8 +4,8 @@
 //! $ cargo install idem-cli
 //! $ export IDEM_STORE=redis://127.0.0.1:6379
 //! $ idem list --state in-progress
-//! $ idem get 'idem|payments.charge|-|order-42'
-//! $ idem release 'idem|payments.charge|-|order-42' --yes
+//! $ idem get 'idem|shop::payments::charge|-|order-42'
+//! $ idem release 'idem|shop::payments::charge|-|order-42' --yes
 //! ```
 //!
 //! # Commands
@@ -19,6 +19,7 @@
 //! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations under `--prefix`, `N` (default 1000) per request, until none is left; says what it is about to delete on stderr, then prints how many. No `--yes`: what it deletes no longer counts, and cron runs it |
 //! | `printf '%s' "$AUTHORIZATION" \| idem scope [--secret-env VAR]` | prints the scope a request with that `Authorization` stores its keys under, as idem-http computes it ([`idem_protocol::scope`]), keyed with the secret in the environment variable `VAR` as `scope_secret` keys it; reads the credential from standard input, never the command line; needs no store |
 //! | `idem stats [--function F]` | counts records by function and state, over the whole listing |
+//! | `idem functions` | prints the names of the functions that have records, one a line, as `--function` takes them (`--json`: `[{"function": F, "records": N}]`) |
 //!
 //! One credential's records: `idem scope` prints the scope idem-http stores a request's key
 //! under, and `list --scope` takes it as printed:
@@ -29,6 +30,12 @@
 //!
 //! (`--secret-env` only when the service sets `scope_secret`). A key's scope is its third
 //! slot, `=SCOPE` (`-` for none); `list --json` shows it as `scope`.
+//!
+//! A function's name is the one its keys hold: an `#[idempotent]` function's is its module
+//! path and name, `concat!(module_path!(), "::charge")`, so `charge` in the module `payments`
+//! of the crate `shop` is `shop::payments::charge` (unless the attribute sets `name = ".."`);
+//! an idem-http layer's is `http` (unless `.name(..)` sets one). `idem functions` prints the
+//! names a store holds.
 //!
 //! Keys are written as idem prints them (in errors, logs and `idem list`):
 //! `namespace|function|scope|parts`, or `namespace|#digest` under a key digest. Quote them for

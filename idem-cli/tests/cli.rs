@@ -28,6 +28,7 @@ fn help_lists_the_commands_stores_and_exit_codes() {
         "release",
         "purge-expired",
         "stats",
+        "functions",
         "redis+cluster://",
         "dynamodb://TABLE",
         "IDEM_STORE",

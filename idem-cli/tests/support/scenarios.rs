@@ -22,6 +22,7 @@ macro_rules! store_tests {
             list_filters_by_function_state_and_limit,
             list_json_says_when_it_stopped_early,
             list_by_the_scope_idem_scope_prints,
+            functions_lists_names_as_the_attribute_makes_them,
             stats_count_by_function_and_state,
             purge_expired_keeps_live_records,
         );
@@ -441,6 +442,43 @@ pub async fn list_by_the_scope_idem_scope_prints(s: &Subject) {
         .exits(0)
         .json();
     assert_eq!(none, json!([]));
+}
+
+/// `functions` lists the function names present, as `#[idempotent]` makes them (module path
+/// and name) and as `--function` takes them back.
+pub async fn functions_lists_names_as_the_attribute_makes_them(s: &Subject) {
+    let charge = "shop::payments::charge";
+    let done = completed(&s.idem, charge, "order-1").await;
+    stored_error(&s.idem, charge, "order-2").await;
+    completed(&s.idem, "shop::payments::refund", "order-1").await;
+    completed(&s.idem, "http", "k-1").await;
+
+    s.cli
+        .run(&["functions"])
+        .exits(0)
+        .prints("http\nshop::payments::charge\nshop::payments::refund\n");
+    let doc = s.cli.run(&["functions", "--json"]).exits(0).json();
+    assert_eq!(
+        doc,
+        json!([
+            {"function": "http", "records": 1},
+            {"function": charge, "records": 2},
+            {"function": "shop::payments::refund", "records": 1},
+        ])
+    );
+    let listed = s
+        .cli
+        .run(&["list", "--function", charge, "--json"])
+        .exits(0)
+        .json();
+    assert_eq!(keys(&listed).len(), 2, "{listed}");
+    assert!(keys(&listed).contains(&done.to_string()), "{listed}");
+    let stats = s
+        .cli
+        .run(&["stats", "--function", charge, "--json"])
+        .exits(0)
+        .json();
+    assert_eq!(stats["total"], 2, "{stats}");
 }
 
 /// `stats` counts every record by function and state.
