@@ -145,8 +145,8 @@ pub(crate) enum Command {
 
     /// Delete expired records and abandoned reservations; print how many.
     ///
-    /// Deletes in batches until a batch deletes fewer than --batch, only records that no
-    /// longer count (an expired record is not replayed, an abandoned reservation is taken
+    /// Deletes in batches, each going on where the previous one stopped (on DynamoDB, the
+    /// table is scanned once, --batch items a Scan), only records that no longer count (an expired record is not replayed, an abandoned reservation is taken
     /// over by the next call), and only under --prefix; says on stderr what it is about to
     /// delete first. Needs no --yes, so that cron jobs run it as they are.
     PurgeExpired {
