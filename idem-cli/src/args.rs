@@ -12,8 +12,8 @@ Store URLs (--store, or IDEM_STORE):
   redis+cluster://host:port,host:port        a Redis Cluster
   postgres://user:password@host:port/db      PostgreSQL (also postgresql://), with --table, --schema
   dynamodb://TABLE                           DynamoDB, with --region, --endpoint, --attribute
-                                             FIELD=NAME; credentials from AWS_ACCESS_KEY_ID,
-                                             AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+                                             FIELD=NAME; credentials from the AWS default chain
+                                             (environment, AWS_PROFILE, SSO, roles)
 
 Keys are written as idem prints them (namespace|function|scope|parts): quote them for the shell.
 ";
@@ -73,7 +73,8 @@ pub(crate) struct StoreArgs {
     #[arg(long, global = true, value_name = "SCHEMA")]
     pub(crate) schema: Option<String>,
 
-    /// DynamoDB: the table's region [default: AWS_REGION, else AWS_DEFAULT_REGION].
+    /// DynamoDB: the table's region [default: AWS_REGION, else AWS_DEFAULT_REGION, else the
+    /// profile's].
     #[arg(long, global = true, value_name = "REGION")]
     pub(crate) region: Option<String>,
 

@@ -95,9 +95,13 @@
 //! (the test `other_attribute_names_are_named_with_attribute` runs it). When `get`, `list`
 //! or `stats` find a DynamoDB table whose partition key, or whose items' attributes, are
 //! named otherwise than the command reads them, they say which `--attribute` is missing
-//! (exit 2) instead of listing nothing or `corrupt` records. DynamoDB credentials come from `AWS_ACCESS_KEY_ID`,
-//! `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`; for a profile or SSO, export them with
-//! `eval "$(aws configure export-credentials --format env)"`.
+//! (exit 2) instead of listing nothing or `corrupt` records. DynamoDB credentials come from the AWS SDK's default chain, as
+//! the `aws` command finds them: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
+//! `AWS_SESSION_TOKEN`; the profile `AWS_PROFILE` (or `default`) of `~/.aws/config` and
+//! `~/.aws/credentials` (`AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`), SSO (after `aws sso
+//! login`) and `credential_process` included; web identity; a container's or an instance's
+//! role. The region: `--region`, else `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's.
+//! `--endpoint` takes DynamoDB elsewhere; the credential providers still reach AWS.
 //!
 //! No secret of a URL is ever printed: not its password (the user info runs to the URL's last
 //! `@`, so a password with a raw `/` or `?` is hidden too), nor the value of a query parameter

@@ -214,8 +214,74 @@ async fn other_attribute_names_are_named_with_attribute() {
         .says("no attribute field");
 }
 
+/// Credentials and region from a named profile of the SDK's files (`AWS_PROFILE`,
+/// `AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`), as the default chain reads them; with
+/// none at all, a usage error that names the ways to give some.
+async fn credentials_come_from_a_profile() {
+    let Some(dynamo) = TestDynamo::start().await else {
+        return;
+    };
+    let done = support::records::completed(
+        &idem_core::Idempotency::from_arc(dynamo.store()),
+        "charge",
+        "order-1",
+    )
+    .await;
+    let dir = std::env::temp_dir().join(format!(
+        "idem-cli-profile-{}-{}",
+        std::process::id(),
+        idem_core::OwnerToken::generate().as_str()
+    ));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let config = dir.join("config");
+    let credentials = dir.join("credentials");
+    std::fs::write(&config, "[profile ops]\nregion = us-east-1\n").expect("the config file");
+    std::fs::write(
+        &credentials,
+        "[ops]\naws_access_key_id = test\naws_secret_access_key = test\n",
+    )
+    .expect("the credentials file");
+    let url = format!("dynamodb://{}", dynamo.table());
+    let cli = Cli::new([
+        "--store",
+        url.as_str(),
+        "--endpoint",
+        dynamo.moto.endpoint(),
+    ])
+    .env("AWS_CONFIG_FILE", config.to_str().expect("a UTF-8 path"))
+    .env(
+        "AWS_SHARED_CREDENTIALS_FILE",
+        credentials.to_str().expect("a UTF-8 path"),
+    );
+    let listed = cli
+        .clone()
+        .env("AWS_PROFILE", "ops")
+        .run(&["list", "--json"])
+        .exits(0)
+        .json();
+    assert_eq!(listed[0]["key"], done.as_str(), "{listed}");
+    cli.env("AWS_PROFILE", "ops")
+        .run(&["get", done.as_str()])
+        .exits(0)
+        .prints("completed");
+    let bare = Cli::new([
+        "--store",
+        url.as_str(),
+        "--endpoint",
+        dynamo.moto.endpoint(),
+        "--region",
+        "us-east-1",
+    ]);
+    bare.run(&["list"])
+        .exits(2)
+        .says("needs credentials")
+        .says("AWS_PROFILE");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 support::scenarios::store_tests!(
     start,
+    credentials_come_from_a_profile,
     other_attribute_names_are_named_with_attribute,
     corrupt_record_is_reported_and_forgotten,
     purge_stays_inside_its_prefix,
