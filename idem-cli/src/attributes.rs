@@ -8,8 +8,11 @@ use idem_stores::dynamodb::{AttributeNames, DynamoDbStore};
 
 use crate::failure::Failure;
 
+/// The attribute name of one field of `AttributeNames`, to read or set.
+type Slot = fn(&mut AttributeNames) -> &mut String;
+
 /// The fields `--attribute` sets, as `AttributeNames` names them, with a way to set each.
-const FIELDS: &[(&str, fn(&mut AttributeNames) -> &mut String)] = &[
+const FIELDS: &[(&str, Slot)] = &[
     ("key", |names| &mut names.key),
     ("state", |names| &mut names.state),
     ("owner", |names| &mut names.owner),
