@@ -166,7 +166,50 @@ impl UnkeyedEntry {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
     use super::*;
+
+    /// An inventory with `left` expired records and a purge that starts over on every call.
+    struct Rescanning {
+        left: AtomicU64,
+    }
+
+    #[async_trait]
+    impl Inventory for Rescanning {
+        async fn list(&self, _: &ListQuery) -> Result<ListPage, StoreError> {
+            Ok(ListPage::default())
+        }
+
+        async fn purge_expired(&self, _: Timestamp, batch: u32) -> Result<u64, StoreError> {
+            let left = self.left.load(Ordering::SeqCst);
+            let deleted = left.min(u64::from(batch));
+            self.left.store(left - deleted, Ordering::SeqCst);
+            Ok(deleted)
+        }
+    }
+
+    #[tokio::test]
+    async fn the_default_purge_from_a_cursor_goes_on_while_batches_are_full() {
+        let inventory = Rescanning {
+            left: AtomicU64::new(5),
+        };
+        let now = Timestamp::from_millis(0);
+        let mut cursor = None;
+        let mut batches = Vec::new();
+        loop {
+            let progress = inventory
+                .purge_expired_from(now, 2, cursor.as_deref())
+                .await
+                .unwrap();
+            batches.push(progress.deleted);
+            match progress.cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(batches, [2, 2, 1]);
+    }
 
     #[test]
     fn a_stored_key_that_is_no_key_is_an_unkeyed_entry_with_its_bytes() {
