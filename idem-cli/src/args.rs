@@ -11,8 +11,9 @@ Store URLs (--store, or IDEM_STORE):
   redis://[user:password@]host:port[/db]     one Redis server (rediss:// over TLS)
   redis+cluster://host:port,host:port        a Redis Cluster
   postgres://user:password@host:port/db      PostgreSQL (also postgresql://), with --table, --schema
-  dynamodb://TABLE                           DynamoDB, with --region, --endpoint; credentials from
-                                             AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+  dynamodb://TABLE                           DynamoDB, with --region, --endpoint, --attribute
+                                             FIELD=NAME; credentials from the AWS default chain
+                                             (environment, AWS_PROFILE, SSO, roles)
 
 Keys are written as idem prints them (namespace|function|scope|parts): quote them for the shell.
 ";
@@ -72,13 +73,22 @@ pub(crate) struct StoreArgs {
     #[arg(long, global = true, value_name = "SCHEMA")]
     pub(crate) schema: Option<String>,
 
-    /// DynamoDB: the table's region [default: AWS_REGION, else AWS_DEFAULT_REGION].
+    /// DynamoDB: the table's region [default: AWS_REGION, else AWS_DEFAULT_REGION, else the
+    /// profile's].
     #[arg(long, global = true, value_name = "REGION")]
     pub(crate) region: Option<String>,
 
     /// DynamoDB: another endpoint than AWS's (http://127.0.0.1:8000 for DynamoDB Local).
     #[arg(long, global = true, value_name = "URL")]
     pub(crate) endpoint: Option<String>,
+
+    /// DynamoDB: an attribute the service names otherwise than the default, as its
+    /// `AttributeNames` does (key=id, ttl=expiration...); once per attribute. Fields: key,
+    /// state, owner, fingerprint, live_until, fencing_token, attempt, ttl, outcome, body,
+    /// steps, steps_kept_until, steps_ttl.
+    #[arg(long = "attribute", global = true, value_name = "FIELD=NAME",
+          value_parser = crate::attributes::parse)]
+    pub(crate) attributes: Vec<(String, String)>,
 }
 
 /// The commands.
@@ -136,8 +146,8 @@ pub(crate) enum Command {
 
     /// Delete expired records and abandoned reservations; print how many.
     ///
-    /// Deletes in batches until a batch deletes fewer than --batch, only records that no
-    /// longer count (an expired record is not replayed, an abandoned reservation is taken
+    /// Deletes in batches, each going on where the previous one stopped (on DynamoDB, the
+    /// table is scanned once, --batch items a Scan), only records that no longer count (an expired record is not replayed, an abandoned reservation is taken
     /// over by the next call), and only under --prefix; says on stderr what it is about to
     /// delete first. Needs no --yes, so that cron jobs run it as they are.
     PurgeExpired {
@@ -159,6 +169,13 @@ pub(crate) enum Command {
         secret_env: Option<String>,
     },
 
+    /// Print the names of the functions that have records, one a line.
+    ///
+    /// As keys spell them and --function takes them: an `#[idempotent]` function's default
+    /// name is its module path and name (`shop::payments::charge`); idem-http's layer's is
+    /// `http` unless named.
+    Functions,
+
     /// Count records by function and state, over the whole listing.
     Stats {
         /// Only this function's records (its name as keys spell it).
@@ -178,6 +195,11 @@ pub(crate) struct ListArgs {
     #[arg(long, value_enum, value_name = "STATE")]
     pub(crate) state: Option<StateFilter>,
 
+    /// Only records whose key is in this scope, as `idem scope` prints it for a credential:
+    /// `idem list --scope "$(printf '%s' "$AUTHORIZATION" | idem scope)"`.
+    #[arg(long, value_name = "SCOPE", allow_hyphen_values = true)]
+    pub(crate) scope: Option<String>,
+
     /// List at most this many records.
     #[arg(long, value_name = "N", default_value_t = 100, conflicts_with = "all",
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -186,6 +208,11 @@ pub(crate) struct ListArgs {
     /// List every matching record.
     #[arg(long)]
     pub(crate) all: bool,
+
+    /// With --json, print an object that says whether the listing was cut off:
+    /// `{"records": [...], "truncated": BOOL, "limit": N}` (`limit` is `null` with --all).
+    #[arg(long)]
+    pub(crate) envelope: bool,
 }
 
 /// `--state`: in progress or not.

@@ -20,6 +20,27 @@ pub(crate) struct Connected {
     pub(crate) idem: Idempotency,
     /// The store's URL, without its password.
     pub(crate) store: String,
+    /// The DynamoDB store, when the URL names one: to say which `--attribute` a table needs.
+    pub(crate) dynamodb: Option<DynamoDbStore>,
+}
+
+impl Connected {
+    /// The `--attribute` option the command lacks to read the DynamoDB table, as a usage
+    /// failure; `None` on other stores, and when the table's names fit.
+    pub(crate) async fn misnamed(&self) -> Option<Failure> {
+        let store = self.dynamodb.as_ref()?;
+        crate::attributes::diagnose(store).await.map(Failure::usage)
+    }
+
+    /// `error` from the store, said as [`Failure::from_error`] says it, unless the DynamoDB
+    /// table's attributes are named otherwise than the command reads them: then that, and
+    /// which `--attribute` is missing.
+    pub(crate) async fn failure(&self, error: idem_core::Error) -> Failure {
+        match self.misnamed().await {
+            Some(misnamed) => misnamed,
+            None => Failure::from_error(error, &self.store),
+        }
+    }
 }
 
 /// Connects to the store `args` name.
@@ -37,15 +58,21 @@ pub(crate) async fn connect(args: &StoreArgs) -> Result<Connected, Failure> {
     let url = StoreUrl::parse(text)?;
     check_options(&url, args)?;
     let shown = redacted(text);
+    let mut dynamo = None;
     let store: Arc<dyn Store> = match &url {
         StoreUrl::Redis(url) => Arc::new(redis(url, args, &shown).await?),
         StoreUrl::RedisCluster(nodes) => Arc::new(redis_cluster(nodes, args, &shown).await?),
         StoreUrl::Postgres(url) => Arc::new(postgres(url, args, &shown).await?),
-        StoreUrl::DynamoDb(table) => Arc::new(dynamodb(table, args)?),
+        StoreUrl::DynamoDb(table) => {
+            let store = dynamodb(table, args).await?;
+            dynamo = Some(store.clone());
+            Arc::new(store)
+        }
     };
     Ok(Connected {
         idem: Idempotency::from_arc(store).with_namespace(args.namespace.clone()),
         store: shown,
+        dynamodb: dynamo,
     })
 }
 
@@ -71,6 +98,9 @@ fn check_options(url: &StoreUrl, args: &StoreArgs) -> Result<(), Failure> {
         }
         if args.endpoint.is_some() {
             return Err(misplaced("--endpoint", "dynamodb://"));
+        }
+        if !args.attributes.is_empty() {
+            return Err(misplaced("--attribute", "dynamodb://"));
         }
     }
     Ok(())
@@ -161,41 +191,68 @@ async fn postgres(url: &str, args: &StoreArgs, shown: &str) -> Result<PostgresSt
     Ok(builder.build())
 }
 
-/// A store on a DynamoDB table. Connects on the first request.
-fn dynamodb(table: &str, args: &StoreArgs) -> Result<DynamoDbStore, Failure> {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+/// A store on a DynamoDB table, with the SDK's default credential chain: the environment
+/// (`AWS_ACCESS_KEY_ID`...), the profile (`AWS_PROFILE`, `~/.aws/config` and
+/// `~/.aws/credentials`, SSO and `credential_process` included), web identity, and container
+/// and instance roles. The credentials are resolved here, so that none is a usage failure
+/// before any request; the table is reached on the first request.
+async fn dynamodb(table: &str, args: &StoreArgs) -> Result<DynamoDbStore, Failure> {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, ProvideCredentials, Region};
 
-    let region = args
+    // The credential providers (SSO, STS, instance metadata) reach AWS itself, so over
+    // HTTPS whatever --endpoint says; DynamoDB, at the endpoint's scheme.
+    let mut loader = aws_config::defaults(BehaviorVersion::latest()).http_client(aws_client());
+    if let Some(region) = args
         .region
         .clone()
         .or_else(|| env("AWS_REGION"))
         .or_else(|| env("AWS_DEFAULT_REGION"))
-        .ok_or_else(|| {
-            Failure::usage("DynamoDB needs a region: pass --region or set AWS_REGION")
-        })?;
-    let (Some(key_id), Some(secret)) = (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"))
-    else {
+    {
+        loader = loader.region(Region::new(region));
+    }
+    let shared = loader.load().await;
+    if shared.region().is_none() {
         return Err(Failure::usage(
-            "DynamoDB needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and \
-             AWS_SESSION_TOKEN for temporary ones); from a profile or SSO: \
-             eval \"$(aws configure export-credentials --format env)\"",
+            "DynamoDB needs a region: pass --region, set AWS_REGION, or give the profile one",
         ));
+    }
+    let Some(credentials) = shared.credentials_provider() else {
+        return Err(no_credentials("no credential provider is configured"));
     };
-    let credentials = Credentials::new(key_id, secret, env("AWS_SESSION_TOKEN"), None, "env");
-    let mut config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(region))
-        .credentials_provider(credentials)
+    if let Err(error) = credentials.provide_credentials().await {
+        return Err(no_credentials(&chain(&error)));
+    }
+    let mut config = aws_sdk_dynamodb::config::Builder::from(&shared)
         .http_client(http_client(args.endpoint.as_deref())?);
     if let Some(endpoint) = &args.endpoint {
         config = config.endpoint_url(endpoint);
     }
     let client = aws_sdk_dynamodb::Client::from_conf(config.build());
-    let mut builder = DynamoDbStore::builder(client, table);
+    let mut builder = DynamoDbStore::builder(client, table)
+        .attribute_names(crate::attributes::names(&args.attributes)?);
     if let Some(prefix) = &args.prefix {
         builder = builder.prefix(prefix);
     }
     Ok(builder.build())
+}
+
+/// No credentials could be found, for `why`.
+fn no_credentials(why: &str) -> Failure {
+    Failure::usage(format!(
+        "DynamoDB needs credentials, and the default chain found none ({why}): set \
+         AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary \
+         ones), or AWS_PROFILE for a profile of ~/.aws/config (`aws sso login` first for SSO), \
+         or run where a container or instance role is"
+    ))
+}
+
+/// The HTTP client for AWS's own endpoints (credential providers): HTTPS, or plain HTTP in a
+/// build without TLS, where only the environment, profiles and instance metadata work.
+fn aws_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    match http_client(None) {
+        Ok(client) => client,
+        Err(_) => aws_smithy_http_client::Builder::new().build_http(),
+    }
 }
 
 /// The HTTP client for DynamoDB at `endpoint`: plain HTTP for an `http://` endpoint, HTTPS

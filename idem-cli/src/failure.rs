@@ -76,6 +76,18 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// `error`, returned by the store described as `store` while it purged, said with what
+    /// to check.
+    pub(crate) fn from_store_error(error: &idem_core::StoreError, store: &str) -> Self {
+        Self::failed(format!(
+            "{}. Check that the store at {store} is reachable and that --prefix, --table or \
+             --schema name what the service uses",
+            chain(error)
+        ))
+    }
+}
+
 impl fmt::Display for Failure {
     /// The message, with what a terminal would obey in a key or a store's words escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -4,8 +4,8 @@
 //! $ cargo install idem-cli
 //! $ export IDEM_STORE=redis://127.0.0.1:6379
 //! $ idem list --state in-progress
-//! $ idem get 'idem|payments.charge|-|order-42'
-//! $ idem release 'idem|payments.charge|-|order-42' --yes
+//! $ idem get 'idem|shop::payments::charge|-|order-42'
+//! $ idem release 'idem|shop::payments::charge|-|order-42' --yes
 //! ```
 //!
 //! # Commands
@@ -13,12 +13,29 @@
 //! | command | what it does |
 //! |---|---|
 //! | `idem get KEY` | shows the record under `KEY` |
-//! | `idem list [--function F] [--state in-progress\|completed] [--limit N \| --all]` | lists records, following the store's pages until `N` (default 100) matched |
+//! | `idem list [--function F] [--scope S] [--state in-progress\|completed] [--limit N \| --all] [--json [--envelope]]` | lists records, following the store's pages until `N` (default 100) matched; `--scope S` keeps the keys in scope `S`, as `idem scope` prints it |
 //! | `idem forget KEY --yes [--running]` | deletes the record under `KEY`; the next call runs the function again. Without `--yes`, shows the record, says what it would delete and refuses; a key held by a call (in progress) needs `--running` too |
 //! | `idem release KEY --yes` | frees a key held by an in-progress call, fenced on the owner it read; without `--yes`, shows the record and refuses |
-//! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations under `--prefix`, `N` (default 1000) per request, until none is left; says what it is about to delete on stderr, then prints how many. No `--yes`: what it deletes no longer counts, and cron runs it |
+//! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations under `--prefix`, `N` (default 1000) per request, each batch going on where the previous one stopped (on DynamoDB, one `Scan` of `N` items a batch, so the table is read once), until none is left; says what it is about to delete on stderr, then prints how many. No `--yes`: what it deletes no longer counts, and cron runs it |
 //! | `printf '%s' "$AUTHORIZATION" \| idem scope [--secret-env VAR]` | prints the scope a request with that `Authorization` stores its keys under, as idem-http computes it ([`idem_protocol::scope`]), keyed with the secret in the environment variable `VAR` as `scope_secret` keys it; reads the credential from standard input, never the command line; needs no store |
 //! | `idem stats [--function F]` | counts records by function and state, over the whole listing |
+//! | `idem functions` | prints the names of the functions that have records, one a line, as `--function` takes them (`--json`: `[{"function": F, "records": N}]`) |
+//!
+//! One credential's records: `idem scope` prints the scope idem-http stores a request's key
+//! under, and `list --scope` takes it as printed:
+//!
+//! ```console
+//! $ idem list --scope "$(printf '%s' "$AUTHORIZATION" | idem scope --secret-env SCOPE_SECRET)"
+//! ```
+//!
+//! (`--secret-env` only when the service sets `scope_secret`). A key's scope is its third
+//! slot, `=SCOPE` (`-` for none); `list --json` shows it as `scope`.
+//!
+//! A function's name is the one its keys hold: an `#[idempotent]` function's is its module
+//! path and name, `concat!(module_path!(), "::charge")`, so `charge` in the module `payments`
+//! of the crate `shop` is `shop::payments::charge` (unless the attribute sets `name = ".."`);
+//! an idem-http layer's is `http` (unless `.name(..)` sets one). `idem functions` prints the
+//! names a store holds.
 //!
 //! Keys are written as idem prints them (in errors, logs and `idem list`):
 //! `namespace|function|scope|parts`, or `namespace|#digest` under a key digest. Quote them for
@@ -57,12 +74,34 @@
 //! | `redis://[user:password@]host:port[/db]` | one Redis server | `--prefix` |
 //! | `redis+cluster://host:port,host:port` | a Redis Cluster (the user, path and query apply to every node) | `--prefix` |
 //! | `postgres://user:password@host:port/db`, `postgresql://...` (`?sslmode=require` for TLS) | PostgreSQL | `--table` (default `idem_records`), `--schema` (default `public`), `--prefix` |
-//! | `dynamodb://TABLE` | DynamoDB | `--region` (default `AWS_REGION`, then `AWS_DEFAULT_REGION`), `--endpoint` (DynamoDB Local, say), `--prefix` |
+//! | `dynamodb://TABLE` | DynamoDB | `--region` (default `AWS_REGION`, then `AWS_DEFAULT_REGION`), `--endpoint` (DynamoDB Local, say), `--prefix`, `--attribute FIELD=NAME` |
 //!
 //! `--prefix` is the store's own key prefix, as the service passes it to the store's builder
-//! (default: the store's default, none). DynamoDB credentials come from `AWS_ACCESS_KEY_ID`,
-//! `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`; for a profile or SSO, export them with
-//! `eval "$(aws configure export-credentials --format env)"`.
+//! (default: the store's default, none). Every option of the stores' builders that changes
+//! where records are has its flag: `--prefix` (all), `--table` and `--schema` (PostgreSQL),
+//! `--attribute FIELD=NAME` (DynamoDB's `AttributeNames`, once per attribute named otherwise
+//! than the default; fields `key`, `state`, `owner`, `fingerprint`, `live_until`,
+//! `fencing_token`, `attempt`, `ttl`, `outcome`, `body`, `steps`, `steps_kept_until`,
+//! `steps_ttl`). A table shared with Powertools, say, whose service sets
+//! `AttributeNames { key: "id", ttl: "expiration", state: "status", body: "data",
+//! fingerprint: "validation", live_until: "in_progress_expiration", .. }`, is read with
+//!
+//! ```console
+//! $ idem --store dynamodb://idempotency --attribute key=id --attribute ttl=expiration \
+//!     --attribute state=status --attribute body=data --attribute fingerprint=validation \
+//!     --attribute live_until=in_progress_expiration list
+//! ```
+//!
+//! (the test `other_attribute_names_are_named_with_attribute` runs it). When `get`, `list`
+//! or `stats` find a DynamoDB table whose partition key, or whose items' attributes, are
+//! named otherwise than the command reads them, they say which `--attribute` is missing
+//! (exit 2) instead of listing nothing or `corrupt` records. DynamoDB credentials come from the AWS SDK's default chain, as
+//! the `aws` command finds them: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
+//! `AWS_SESSION_TOKEN`; the profile `AWS_PROFILE` (or `default`) of `~/.aws/config` and
+//! `~/.aws/credentials` (`AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`), SSO (after `aws sso
+//! login`) and `credential_process` included; web identity; a container's or an instance's
+//! role. The region: `--region`, else `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's.
+//! `--endpoint` takes DynamoDB elsewhere; the credential providers still reach AWS.
 //!
 //! No secret of a URL is ever printed: not its password (the user info runs to the URL's last
 //! `@`, so a password with a raw `/` or `?` is hidden too), nor the value of a query parameter
@@ -86,11 +125,22 @@
 //!
 //! - `get`, `forget`, `release`: the record (as it was, for `forget` and `release`; as it is
 //!   now, when `forget` or `release` refuses); `null` where there is none to show;
-//! - `list`: an array of records;
+//! - `list`: an array of records. When `--limit` (default 100) cut the listing off, a note
+//!   on stderr says so (`N records shown; more match`) and the array holds the first `N`;
+//!   with `--envelope`, the document is `{"records": [...], "truncated": BOOL, "limit": N}`
+//!   instead (`limit` is `null` with `--all`), so a script sees it in the document itself.
+//!   `--all` follows the listing to its end;
 //! - `stats`: `{"total": N, "by_state": {STATE: N}, "functions": [{"function": F, "total": N,
 //!   "by_state": {STATE: N}}]}` (`function` is `null` for keys stored as digests);
 //! - `purge-expired`: `{"purged": N}`.
 //! - `scope`: `{"scope": "..."}`.
+//!
+//! Why `list --json` stays a bare array, and `--envelope` is asked for: the array is what
+//! scripts parse today, and changing its shape would break every one of them silently
+//! (`jq '.[]'` on an object yields its values, not an error). A cut-off listing is not a
+//! failure either (`--limit 10` asks for ten), so it keeps exit code 0. A script that must
+//! not miss a record passes `--all`; one that wants a bounded sample and to know whether it
+//! is the whole passes `--envelope` and reads `truncated`.
 //!
 //! A command that fails prints its message on stderr and no document (except a `forget` or
 //! `release` refusal, which prints the record as it is): scripts read the exit code.
@@ -136,6 +186,7 @@
 #![warn(missing_docs)]
 
 mod args;
+mod attributes;
 mod commands;
 mod connect;
 pub mod exit;

@@ -28,6 +28,7 @@ fn help_lists_the_commands_stores_and_exit_codes() {
         "release",
         "purge-expired",
         "stats",
+        "functions",
         "redis+cluster://",
         "dynamodb://TABLE",
         "IDEM_STORE",
@@ -87,6 +88,9 @@ fn options_of_another_store_are_refused() {
     ])
     .exits(2)
     .says("--region applies to dynamodb:// stores only");
+    run(&["--store", &url, "--attribute", "key=id", "list"])
+        .exits(2)
+        .says("--attribute applies to dynamodb:// stores only");
 }
 
 #[test]

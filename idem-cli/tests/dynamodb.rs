@@ -6,7 +6,7 @@ mod support;
 use std::sync::Arc;
 
 use idem_conformance::Target;
-use idem_stores::dynamodb::DynamoDbStore;
+use idem_stores::dynamodb::{AttributeNames, DynamoDbStore};
 use idem_tests::dynamodb::TestDynamo;
 use support::{Cli, Subject};
 
@@ -128,8 +128,161 @@ async fn keys_that_are_no_keys_are_listed_and_counted() {
     .await;
 }
 
+/// The attribute names of a table shared with Powertools for AWS Lambda.
+fn powertools_names() -> AttributeNames {
+    AttributeNames {
+        key: "id".into(),
+        ttl: "expiration".into(),
+        state: "status".into(),
+        body: "data".into(),
+        fingerprint: "validation".into(),
+        live_until: "in_progress_expiration".into(),
+        ..AttributeNames::default()
+    }
+}
+
+/// A table written with other attribute names is read with `--attribute` for each; read
+/// without them, the command says which option is missing, for `get`, `list` and `stats`.
+async fn other_attribute_names_are_named_with_attribute() {
+    let Some(dynamo) = TestDynamo::start().await else {
+        return;
+    };
+    let table = format!("{}-pt", dynamo.table());
+    let store = DynamoDbStore::builder(dynamo.client.clone(), table.as_str())
+        .attribute_names(powertools_names())
+        .build();
+    store.create_table().await.expect("the table is created");
+    let url = format!("dynamodb://{table}");
+    let base = [
+        "--store",
+        url.as_str(),
+        "--region",
+        "us-east-1",
+        "--endpoint",
+        dynamo.moto.endpoint(),
+    ];
+    let cli = |extra: &[&str]| {
+        Cli::new(base.iter().copied().chain(extra.iter().copied()))
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+    };
+    let subject = Subject::new(Arc::new(store), cli(&[]), ());
+    let done = support::records::completed(&subject.idem, "charge", "order-1").await;
+
+    let plain = cli(&[]);
+    for args in [&["list"][..], &["stats"], &["get", done.as_str()]] {
+        plain
+            .run(args)
+            .exits(2)
+            .says("partition key `id`")
+            .says("--attribute key=id");
+    }
+    let key_only = cli(&["--attribute", "key=id"]);
+    for args in [&["list", "--json"][..], &["stats"], &["get", done.as_str()]] {
+        key_only
+            .run(args)
+            .exits(2)
+            .says("`state` (state)")
+            .says("`status`")
+            .says("--attribute state=NAME");
+    }
+
+    let named = cli(&[
+        "--attribute",
+        "key=id",
+        "--attribute",
+        "ttl=expiration",
+        "--attribute",
+        "state=status",
+        "--attribute",
+        "body=data",
+        "--attribute",
+        "fingerprint=validation",
+        "--attribute",
+        "live_until=in_progress_expiration",
+    ]);
+    let listed = named.run(&["list", "--json"]).exits(0).json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["key"], done.as_str());
+    assert_eq!(listed[0]["state"], "completed");
+    let doc = named.run(&["get", done.as_str(), "--json"]).exits(0).json();
+    assert_eq!(doc["outcome"], "ok", "{doc}");
+    assert_eq!(named.run(&["stats", "--json"]).exits(0).json()["total"], 1);
+    named
+        .run(&["--attribute", "partition=id", "list"])
+        .exits(2)
+        .says("no attribute field");
+}
+
+/// Credentials and region from a named profile of the SDK's files (`AWS_PROFILE`,
+/// `AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`), as the default chain reads them; with
+/// none at all, a usage error that names the ways to give some.
+async fn credentials_come_from_a_profile() {
+    let Some(dynamo) = TestDynamo::start().await else {
+        return;
+    };
+    let done = support::records::completed(
+        &idem_core::Idempotency::from_arc(dynamo.store()),
+        "charge",
+        "order-1",
+    )
+    .await;
+    let dir = std::env::temp_dir().join(format!(
+        "idem-cli-profile-{}-{}",
+        std::process::id(),
+        idem_core::OwnerToken::generate().as_str()
+    ));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let config = dir.join("config");
+    let credentials = dir.join("credentials");
+    std::fs::write(&config, "[profile ops]\nregion = us-east-1\n").expect("the config file");
+    std::fs::write(
+        &credentials,
+        "[ops]\naws_access_key_id = test\naws_secret_access_key = test\n",
+    )
+    .expect("the credentials file");
+    let url = format!("dynamodb://{}", dynamo.table());
+    let cli = Cli::new([
+        "--store",
+        url.as_str(),
+        "--endpoint",
+        dynamo.moto.endpoint(),
+    ])
+    .env("AWS_CONFIG_FILE", config.to_str().expect("a UTF-8 path"))
+    .env(
+        "AWS_SHARED_CREDENTIALS_FILE",
+        credentials.to_str().expect("a UTF-8 path"),
+    );
+    let listed = cli
+        .clone()
+        .env("AWS_PROFILE", "ops")
+        .run(&["list", "--json"])
+        .exits(0)
+        .json();
+    assert_eq!(listed[0]["key"], done.as_str(), "{listed}");
+    cli.env("AWS_PROFILE", "ops")
+        .run(&["get", done.as_str()])
+        .exits(0)
+        .prints("completed");
+    let bare = Cli::new([
+        "--store",
+        url.as_str(),
+        "--endpoint",
+        dynamo.moto.endpoint(),
+        "--region",
+        "us-east-1",
+    ]);
+    bare.run(&["list"])
+        .exits(2)
+        .says("needs credentials")
+        .says("AWS_PROFILE");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 support::scenarios::store_tests!(
     start,
+    credentials_come_from_a_profile,
+    other_attribute_names_are_named_with_attribute,
     corrupt_record_is_reported_and_forgotten,
     purge_stays_inside_its_prefix,
     keys_that_are_no_keys_are_listed_and_counted,

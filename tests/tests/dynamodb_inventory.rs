@@ -276,6 +276,91 @@ async fn a_purge_deletes_what_stopped_counting_and_keeps_the_rest() {
     assert_eq!(inventory(&other).purge_expired(now(), 10).await.unwrap(), 1);
 }
 
+/// A purge that goes on from its cursor reads each item once: one `Scan` of at most a batch
+/// of items per call, only the first from the start of the table, however many batches it
+/// takes; the expired items go, the live ones and another prefix's stay.
+async fn a_purge_from_a_cursor_reads_each_item_once() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let store = &*db.store;
+    let long_ago = now() - 2 * HOUR;
+    let k = |name: String| key("purge", &[&name]);
+    for n in 0..12 {
+        complete(store, &k(format!("expired-{n}")), long_ago, now() - SECOND).await;
+    }
+    for n in 0..6 {
+        complete(store, &k(format!("live-{n}")), now(), now() + HOUR).await;
+    }
+    let other = DynamoDbStore::builder(db.client.clone(), db.table())
+        .prefix("other")
+        .build();
+    for n in 0..3 {
+        complete(&other, &k(format!("theirs-{n}")), long_ago, now() - SECOND).await;
+    }
+    let items: usize = 12 + 6 + 3;
+    let batch = 4;
+
+    let since = db.requests.count();
+    let mut purged = 0;
+    let mut cursor: Option<String> = None;
+    let mut calls = 0;
+    loop {
+        let progress = inventory(store)
+            .purge_expired_from(now(), batch, cursor.as_deref())
+            .await
+            .unwrap();
+        assert!(progress.deleted <= u64::from(batch), "{progress:?}");
+        purged += progress.deleted;
+        calls += 1;
+        assert!(calls <= items, "the purge ends");
+        match progress.cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(purged, 12);
+    let scans: Vec<_> = db
+        .requests
+        .since(since)
+        .into_iter()
+        .filter(|request| request.operation == "Scan")
+        .collect();
+    let from_the_start = scans
+        .iter()
+        .filter(|scan| !scan.body.contains("ExclusiveStartKey"))
+        .count();
+    assert_eq!(
+        from_the_start, 1,
+        "only the first batch scans from the start: {scans:#?}"
+    );
+    assert!(
+        scans
+            .iter()
+            .all(|scan| scan.body.contains(&format!("\"Limit\":{batch}"))),
+        "each Scan reads at most a batch: {scans:#?}"
+    );
+    // The table read once: a batch of items a Scan, and one more for the end.
+    assert!(
+        scans.len() <= items.div_ceil(batch as usize) + 1,
+        "{} Scans for {items} items",
+        scans.len()
+    );
+    for n in 0..12 {
+        assert_eq!(store.get(&k(format!("expired-{n}"))).await.unwrap(), None);
+    }
+    for n in 0..6 {
+        assert!(store.get(&k(format!("live-{n}"))).await.unwrap().is_some());
+    }
+    for n in 0..3 {
+        assert!(other
+            .get(&k(format!("theirs-{n}")))
+            .await
+            .unwrap()
+            .is_some());
+    }
+}
+
 /// Runs `action` on another thread, with a runtime of its own, before the first request of
 /// `operation` is sent.
 struct Before {
@@ -368,6 +453,7 @@ idem_tests::backend_tests! {
     async keys_round_trip_and_prefixes_are_not_patterns,
     async a_corrupt_item_is_listed_as_an_error_and_a_foreign_item_is_skipped,
     async a_purge_deletes_what_stopped_counting_and_keeps_the_rest,
+    async a_purge_from_a_cursor_reads_each_item_once,
     async a_purge_keeps_a_key_reserved_again_between_its_scan_and_its_delete,
     async the_handle_lists_inspects_releases_and_purges,
 }

@@ -7,13 +7,13 @@ use crate::connect::Connected;
 use crate::failure::Failure;
 use crate::output::Output;
 
-/// Prints the record under `key`.
+/// Prints the record under `key`; when it can't be read from a DynamoDB table whose
+/// attributes are named otherwise, says which `--attribute` is missing.
 pub(crate) async fn get(connected: &Connected, key: &Key, out: &Output) -> Result<(), Failure> {
-    let inspection = connected
-        .idem
-        .inspect(key)
-        .await
-        .map_err(|error| Failure::from_error(error, &connected.store))?
-        .ok_or_else(|| Failure::no_record(key))?;
+    let inspection = match connected.idem.inspect(key).await {
+        Ok(Some(inspection)) => inspection,
+        Ok(None) => return Err(Failure::no_record(key)),
+        Err(error) => return Err(connected.failure(error).await),
+    };
     printed(out.record(&inspection))
 }

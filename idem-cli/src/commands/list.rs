@@ -2,32 +2,66 @@
 
 use std::ops::ControlFlow;
 
+use idem_core::KeyBuilder;
+use serde::Serialize;
+
 use super::{prefix, printed};
 use crate::args::ListArgs;
 use crate::connect::Connected;
 use crate::failure::Failure;
 use crate::listing::{self, Entry};
+use crate::output::json::RecordDoc;
 use crate::output::{note, Output};
+
+/// What `list --json --envelope` prints: the records, and whether more matched.
+#[derive(Debug, Serialize)]
+struct Envelope<'a> {
+    /// The records listed, as `list --json` prints them.
+    records: Vec<RecordDoc<'a>>,
+    /// Whether more records matched than were listed (the limit was reached).
+    truncated: bool,
+    /// The limit the listing stopped at; `None` (`null`) with `--all`.
+    limit: Option<u64>,
+}
 
 /// Lists the records `args` select, following the store's pages until `--limit` matched (or
 /// every one, with `--all`). With `--state`, unreadable records are left out (their state is
-/// unknown); without it, they are listed as `corrupt`.
+/// unknown); without it, they are listed as `corrupt`. With `--scope`, only keys in that scope
+/// (as `idem scope` prints it) are listed. When none is listed, or none could be
+/// read, a DynamoDB table whose attributes are named otherwise is said to be so instead.
 pub(crate) async fn list(
     connected: &Connected,
     namespace: &str,
     args: &ListArgs,
     out: &Output,
 ) -> Result<(), Failure> {
+    if args.envelope && !out.is_json() {
+        return Err(Failure::usage(
+            "--envelope shapes the JSON document: pass it with --json",
+        ));
+    }
     let limit = if args.all { u64::MAX } else { args.limit };
     let mut entries: Vec<Entry> = Vec::new();
     let mut more = false;
-    let prefix = prefix(namespace, args.function.as_deref());
+    let scope = args.scope.as_deref().map(encoded_scope).transpose()?;
+    let mut prefix = prefix(namespace, args.function.as_deref());
+    if let (Some(scope), Some(_)) = (&scope, &args.function) {
+        // The scope is the slot after the function's: the store filters on it too.
+        prefix.push('=');
+        prefix.push_str(scope);
+        prefix.push('|');
+    }
     listing::each(connected, prefix, |entry| {
-        let admitted = match (args.state, entry.is_in_progress()) {
-            (None, _) => true,
-            (Some(filter), Some(in_progress)) => filter.admits(in_progress),
-            (Some(_), None) => false,
+        let in_scope = match &scope {
+            None => true,
+            Some(scope) => entry.key().and_then(|key| key.scope()) == Some(scope.as_str()),
         };
+        let admitted = in_scope
+            && match (args.state, entry.is_in_progress()) {
+                (None, _) => true,
+                (Some(filter), Some(in_progress)) => filter.admits(in_progress),
+                (Some(_), None) => false,
+            };
         if !admitted {
             return ControlFlow::Continue(());
         }
@@ -39,11 +73,35 @@ pub(crate) async fn list(
         ControlFlow::Continue(())
     })
     .await?;
-    printed(out.entries(&entries))?;
-    if !out.is_json() {
+    if entries.iter().all(|entry| entry.is_in_progress().is_none()) {
+        if let Some(misnamed) = connected.misnamed().await {
+            return Err(misnamed);
+        }
+    }
+    if args.envelope {
+        printed(out.document(&Envelope {
+            records: entries.iter().map(RecordDoc::of).collect(),
+            truncated: more,
+            limit: (!args.all).then_some(args.limit),
+        }))?;
+    } else {
+        printed(out.entries(&entries))?;
+    }
+    // Also with --json: a script reading the bare array gets the warning on stderr.
+    if more || !out.is_json() {
         note(&summary(entries.len(), more));
     }
     Ok(())
+}
+
+/// `scope` as keys encode it (`%` and `|` escaped), to compare with
+/// [`Key::scope`](idem_core::Key::scope).
+fn encoded_scope(scope: &str) -> Result<String, Failure> {
+    let key = KeyBuilder::new(idem_core::DEFAULT_NAMESPACE, "scope")
+        .scope(Some(scope))
+        .finish()
+        .map_err(|error| Failure::from_error(error, ""))?;
+    Ok(key.scope().unwrap_or_default().to_owned())
 }
 
 /// What the table showed, and whether more matched.

@@ -1,6 +1,7 @@
 //! The commands: each reads (or changes) the store and prints what it found.
 
 mod forget;
+mod functions;
 mod get;
 mod list;
 mod purge;
@@ -38,6 +39,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             release::release(&connected, &key, yes, &out).await
         }
         (Command::List(args), _) => list::list(&connected, namespace, &args, &out).await,
+        (Command::Functions, _) => functions::functions(&connected, &out).await,
         (Command::Stats { function }, _) => {
             stats::stats(&connected, namespace, function.as_deref(), &out).await
         }

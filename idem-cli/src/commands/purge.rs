@@ -33,22 +33,37 @@ pub(crate) async fn purge(
         },
         connected.store
     ));
+    let store = connected.idem.store();
+    let Some(inventory) = store.inventory() else {
+        let unsupported = idem_core::Error::Unsupported {
+            store: store.name().to_owned(),
+            what: "purge expired records",
+        };
+        return Err(Failure::from_error(unsupported, &connected.store));
+    };
     let mut purged = 0u64;
+    // Each batch goes on where the previous one stopped: no record is judged twice.
+    let mut cursor: Option<String> = None;
     loop {
-        let deleted = match connected.idem.purge_expired(batch).await {
-            Ok(deleted) => deleted,
+        let now = connected.idem.clock().now();
+        let progress = match inventory
+            .purge_expired_from(now, batch, cursor.as_deref())
+            .await
+        {
+            Ok(progress) => progress,
             Err(error) => {
                 if purged > 0 {
                     note(&format!(
                         "{purged} expired records were purged before the failure"
                     ));
                 }
-                return Err(Failure::from_error(error, &connected.store));
+                return Err(Failure::from_store_error(&error, &connected.store));
             }
         };
-        purged += deleted;
-        if deleted < u64::from(batch) {
-            break;
+        purged += progress.deleted;
+        match progress.cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
         }
     }
     if out.is_json() {

@@ -66,6 +66,11 @@ pub(crate) async fn stats(
         ControlFlow::Continue(())
     })
     .await?;
+    if stats.total == stats.by_state.get("corrupt").copied().unwrap_or(0) {
+        if let Some(misnamed) = connected.misnamed().await {
+            return Err(misnamed);
+        }
+    }
     // Named functions in order, then digests (`None` sorts first in a map, so move it last).
     let digests = functions.remove(&None);
     stats.functions = functions.into_values().chain(digests).collect();

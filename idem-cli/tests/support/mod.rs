@@ -51,9 +51,23 @@ pub fn run_with(args: &[&str], env: &[(String, String)]) -> Run {
         "AWS_ACCESS_KEY_ID",
         "AWS_SECRET_ACCESS_KEY",
         "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
     ] {
         command.env_remove(name);
     }
+    // The credential chain reads no file of the machine's, and never asks the instance
+    // metadata service (not on loopback); a test names its own files.
+    command
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_CONFIG_FILE", "/nonexistent/idem-test/config")
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "/nonexistent/idem-test/credentials",
+        );
     for (name, value) in env {
         command.env(name, value);
     }
@@ -76,6 +90,31 @@ pub fn run_with(args: &[&str], env: &[(String, String)]) -> Run {
         );
     }
     run
+}
+
+/// What `idem scope` prints for the `Authorization` value `credential`, without its line feed.
+pub fn scope_of(credential: &str) -> String {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("scope")
+        .env_remove("IDEM_STORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the idem binary runs");
+    child
+        .stdin
+        .take()
+        .expect("a stdin")
+        .write_all(credential.as_bytes())
+        .expect("the credential is written");
+    let output = child.wait_with_output().expect("idem scope ends");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .trim_end()
+        .to_owned()
 }
 
 /// What one run of `idem` did.

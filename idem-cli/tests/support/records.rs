@@ -57,6 +57,26 @@ pub async fn completed(idem: &Idempotency, function: &str, part: &str) -> Key {
     key
 }
 
+/// Completes a call under `function`/`part` in `scope` (as idem-http scopes a request's key)
+/// with `Ok(..)`. Returns its key.
+pub async fn completed_in_scope(
+    idem: &Idempotency,
+    function: &str,
+    scope: &str,
+    part: &str,
+) -> Key {
+    let key = idem
+        .key(function)
+        .scope(Some(scope))
+        .part(part)
+        .finish()
+        .expect("a valid key");
+    idem.run(call(&key, part), async { Ok::<_, Error>(1u8) })
+        .await
+        .expect("the call completes");
+    key
+}
+
 /// Completes a call under `function`/`part` with a stored `Err(Declined)`. Returns its key.
 pub async fn stored_error(idem: &Idempotency, function: &str, part: &str) -> Key {
     let key = key(idem, function, part);

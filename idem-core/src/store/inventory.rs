@@ -26,6 +26,49 @@ pub trait Inventory: Send + Sync {
     /// more (the memory store purges all its expired records under its shards' locks), and one
     /// whose backend expires records by itself may delete none.
     async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError>;
+
+    /// Like [`purge_expired`](Inventory::purge_expired), going on from where the previous call
+    /// stopped: judges the store's records from `cursor` on (`None`: from the first), deletes
+    /// up to `batch` of those that stopped counting before `now`, and says how many and where
+    /// the next call goes on ([`PurgeProgress::cursor`], `None` once every record was judged).
+    /// Calling it until the cursor is `None` judges each record once, where calling
+    /// `purge_expired` until it deletes fewer than `batch` starts over on every batch: on a
+    /// store whose purge scans (DynamoDB's `Scan`, paid per item read), a purge of many batches
+    /// then reads the table once, not once per batch. A call may delete none while its cursor
+    /// says more remain.
+    ///
+    /// The default calls `purge_expired`, which starts over on every call, and ignores
+    /// `cursor`: its cursor is `Some("")` after a full batch and `None` after a short one.
+    async fn purge_expired_from(
+        &self,
+        now: Timestamp,
+        batch: u32,
+        cursor: Option<&str>,
+    ) -> Result<PurgeProgress, StoreError> {
+        let _ = cursor;
+        let deleted = self.purge_expired(now, batch).await?;
+        Ok(PurgeProgress::new(
+            deleted,
+            (deleted >= u64::from(batch)).then(String::new),
+        ))
+    }
+}
+
+/// How far a call of [`Inventory::purge_expired_from`] got.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PurgeProgress {
+    /// How many records it deleted.
+    pub deleted: u64,
+    /// Where the next call goes on, or `None` when every record has been judged.
+    pub cursor: Option<String>,
+}
+
+impl PurgeProgress {
+    /// `deleted` records deleted; the next call goes on at `cursor`, if there is one.
+    pub fn new(deleted: u64, cursor: Option<String>) -> Self {
+        PurgeProgress { deleted, cursor }
+    }
 }
 
 /// Which records a page of [`Inventory::list`] holds.
@@ -123,7 +166,50 @@ impl UnkeyedEntry {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
     use super::*;
+
+    /// An inventory with `left` expired records and a purge that starts over on every call.
+    struct Rescanning {
+        left: AtomicU64,
+    }
+
+    #[async_trait]
+    impl Inventory for Rescanning {
+        async fn list(&self, _: &ListQuery) -> Result<ListPage, StoreError> {
+            Ok(ListPage::default())
+        }
+
+        async fn purge_expired(&self, _: Timestamp, batch: u32) -> Result<u64, StoreError> {
+            let left = self.left.load(Ordering::SeqCst);
+            let deleted = left.min(u64::from(batch));
+            self.left.store(left - deleted, Ordering::SeqCst);
+            Ok(deleted)
+        }
+    }
+
+    #[tokio::test]
+    async fn the_default_purge_from_a_cursor_goes_on_while_batches_are_full() {
+        let inventory = Rescanning {
+            left: AtomicU64::new(5),
+        };
+        let now = Timestamp::from_millis(0);
+        let mut cursor = None;
+        let mut batches = Vec::new();
+        loop {
+            let progress = inventory
+                .purge_expired_from(now, 2, cursor.as_deref())
+                .await
+                .unwrap();
+            batches.push(progress.deleted);
+            match progress.cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(batches, [2, 2, 1]);
+    }
 
     #[test]
     fn a_stored_key_that_is_no_key_is_an_unkeyed_entry_with_its_bytes() {

@@ -22,7 +22,7 @@ pub use crate::lease::fencing::propose as propose_fencing_token;
 pub use crate::steps::Steps;
 pub use crate::StoreError;
 pub use contract::Store;
-pub use inventory::{Inventory, ListPage, ListQuery, UnkeyedEntry};
+pub use inventory::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
 pub use judge::{judge_reserve, ReserveJudgement};
 pub use record::{
     Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
-use idem_core::store::{Inventory, ListPage, ListQuery, UnkeyedEntry};
+use idem_core::store::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
 use idem_core::{Key, Record, StoreError, Timestamp, LEASE_GRACE_MS};
 
 use super::item::{self, Item, COMPLETED, IN_PROGRESS};
@@ -77,7 +77,7 @@ impl Inventory for DynamoDbStore {
         let mut deleted = 0;
         let mut start = None;
         while deleted < u64::from(batch) {
-            let page = self.expired_keys(now, start).await?;
+            let page = self.expired_keys(now, start, None).await?;
             for key in page.keys {
                 if deleted == u64::from(batch) {
                     break;
@@ -92,6 +92,32 @@ impl Inventory for DynamoDbStore {
             }
         }
         Ok(deleted)
+    }
+
+    /// One consistent `Scan` page that reads up to `batch` of the store's items from the
+    /// partition key `cursor` on, and deletes the expired ones among them as
+    /// [`purge_expired`](Inventory::purge_expired) does. A page reads no more items than the
+    /// batch may delete, so the call never stops inside a page, and the cursor is where the
+    /// page ended (`LastEvaluatedKey`): a purge that goes on from it reads each item once.
+    async fn purge_expired_from(
+        &self,
+        now: Timestamp,
+        batch: u32,
+        cursor: Option<&str>,
+    ) -> Result<PurgeProgress, StoreError> {
+        let page = self
+            .expired_keys(now, self.start_key(cursor), Some(batch))
+            .await?;
+        let mut deleted = 0;
+        for key in page.keys {
+            if self.delete_expired(key, now).await? {
+                deleted += 1;
+            }
+        }
+        Ok(PurgeProgress::new(
+            deleted,
+            self.partition_key(page.next.as_ref()),
+        ))
     }
 }
 
@@ -147,11 +173,12 @@ impl DynamoDbStore {
     }
 
     /// One consistent `Scan` page of the store's items expired at `now`, their partition keys
-    /// only.
+    /// only; a page reads at most `limit` items, when given.
     async fn expired_keys(
         &self,
         now: Timestamp,
         start: Option<Item>,
+        limit: Option<u32>,
     ) -> Result<ExpiredPage, StoreError> {
         let mut names = self.expired_names();
         names.insert("#k".to_owned(), self.names().key.clone());
@@ -170,6 +197,7 @@ impl DynamoDbStore {
             .set_expression_attribute_names(Some(names))
             .set_expression_attribute_values(Some(values))
             .set_exclusive_start_key(start)
+            .set_limit(limit.map(|limit| i32::try_from(limit.max(1)).unwrap_or(i32::MAX)))
             .send()
             .await
             .map_err(|error| self.failed("Scan", error))?;

@@ -1,0 +1,191 @@
+//! DynamoDB attribute names: `--attribute FIELD=NAME` on the command line, and what to say
+//! when a table's items are named otherwise than the command reads them.
+
+use std::collections::BTreeSet;
+
+use aws_sdk_dynamodb::types::KeyType;
+use idem_stores::dynamodb::{AttributeNames, DynamoDbStore};
+
+use crate::failure::Failure;
+
+/// The attribute name of one field of `AttributeNames`, to read or set.
+type Slot = fn(&mut AttributeNames) -> &mut String;
+
+/// The fields `--attribute` sets, as `AttributeNames` names them, with a way to set each.
+const FIELDS: &[(&str, Slot)] = &[
+    ("key", |names| &mut names.key),
+    ("state", |names| &mut names.state),
+    ("owner", |names| &mut names.owner),
+    ("fingerprint", |names| &mut names.fingerprint),
+    ("live_until", |names| &mut names.live_until),
+    ("fencing_token", |names| &mut names.fencing_token),
+    ("attempt", |names| &mut names.attempt),
+    ("ttl", |names| &mut names.ttl),
+    ("outcome", |names| &mut names.outcome),
+    ("body", |names| &mut names.body),
+    ("steps", |names| &mut names.steps),
+    ("steps_kept_until", |names| &mut names.steps_kept_until),
+    ("steps_ttl", |names| &mut names.steps_ttl),
+];
+
+/// The fields every record item has, whatever its state.
+const EVERY_ITEM: &[&str] = &["state", "fingerprint", "live_until"];
+
+/// How many items [`diagnose`] reads to see how the table names its attributes.
+const SAMPLE: i32 = 25;
+
+/// `--attribute`'s value, `FIELD=NAME`, as clap parses it.
+pub(crate) fn parse(text: &str) -> Result<(String, String), String> {
+    let (field, name) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not FIELD=NAME (say key=id)"))?;
+    if !FIELDS.iter().any(|(known, _)| *known == field) {
+        return Err(format!(
+            "`{field}` is no attribute field; the fields: {}",
+            field_list()
+        ));
+    }
+    if name.is_empty() {
+        return Err(format!("`{text}` names no attribute"));
+    }
+    Ok((field.to_owned(), name.to_owned()))
+}
+
+/// The attribute names the defaults and `pairs` (from `--attribute`) make.
+pub(crate) fn names(pairs: &[(String, String)]) -> Result<AttributeNames, Failure> {
+    let mut names = AttributeNames::default();
+    for (field, name) in pairs {
+        let (_, slot) = FIELDS
+            .iter()
+            .find(|(known, _)| known == field)
+            .ok_or_else(|| Failure::usage(format!("`{field}` is no attribute field")))?;
+        *slot(&mut names) = name.clone();
+    }
+    Ok(names)
+}
+
+/// What `--attribute` option the command is missing to read `store`'s table, if the table
+/// says so: a partition key named otherwise, or items that lack attributes every record has.
+/// `None` when the names fit, or when the table can't be asked.
+pub(crate) async fn diagnose(store: &DynamoDbStore) -> Option<String> {
+    let names = store.names();
+    if let Some(key) = partition_key(store).await {
+        if key != names.key {
+            return Some(format!(
+                "the DynamoDB table `{}` has partition key `{key}`, and idem reads `{}`: pass \
+                 --attribute key={key}, with an --attribute FIELD=NAME for each other \
+                 attribute the service names otherwise (fields: {})",
+                store.table(),
+                names.key,
+                field_list()
+            ));
+        }
+    }
+    let sample = store
+        .client()
+        .scan()
+        .table_name(store.table())
+        .limit(SAMPLE)
+        .send()
+        .await
+        .ok()?;
+    let present: BTreeSet<&str> = sample
+        .items()
+        .iter()
+        .flat_map(|item| item.keys())
+        .map(String::as_str)
+        .collect();
+    if present.is_empty() {
+        return None;
+    }
+    let missing: Vec<(&str, String)> = EVERY_ITEM
+        .iter()
+        .map(|field| (*field, name_of(names, field)))
+        .filter(|(_, name)| !present.contains(name.as_str()))
+        .collect();
+    let (first, _) = missing.first()?;
+    let ours: BTreeSet<String> = FIELDS
+        .iter()
+        .map(|(field, _)| name_of(names, field))
+        .collect();
+    let theirs: Vec<String> = present
+        .iter()
+        .filter(|name| !ours.contains(**name))
+        .map(|name| format!("`{name}`"))
+        .collect();
+    let missing: Vec<String> = missing
+        .iter()
+        .map(|(field, name)| format!("`{name}` ({field})"))
+        .collect();
+    Some(format!(
+        "the items of DynamoDB table `{}` have no attribute {}{}: the service names its \
+         attributes otherwise. Pass --attribute FIELD=NAME for each, as the service sets \
+         `AttributeNames` (--attribute {first}=NAME; fields: {})",
+        store.table(),
+        missing.join(", "),
+        if theirs.is_empty() {
+            String::new()
+        } else {
+            format!(", and hold {}", theirs.join(", "))
+        },
+        field_list()
+    ))
+}
+
+/// The attribute name `names` give `field` (one of [`FIELDS`]).
+fn name_of(names: &AttributeNames, field: &str) -> String {
+    let mut names = names.clone();
+    FIELDS
+        .iter()
+        .find(|(known, _)| *known == field)
+        .map(|(_, slot)| slot(&mut names).clone())
+        .unwrap_or_default()
+}
+
+/// The table's partition key, if DynamoDB says.
+async fn partition_key(store: &DynamoDbStore) -> Option<String> {
+    let described = store
+        .client()
+        .describe_table()
+        .table_name(store.table())
+        .send()
+        .await
+        .ok()?;
+    described
+        .table()?
+        .key_schema()
+        .iter()
+        .find(|element| element.key_type() == &KeyType::Hash)
+        .map(|element| element.attribute_name().to_owned())
+}
+
+/// The fields, comma-separated.
+fn field_list() -> String {
+    FIELDS
+        .iter()
+        .map(|(field, _)| *field)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_read_as_field_equals_name() {
+        let pairs = vec![
+            parse("key=id").unwrap(),
+            parse("ttl=expiration").unwrap(),
+            parse("live_until=in_progress_expiration").unwrap(),
+        ];
+        let names = names(&pairs).unwrap();
+        assert_eq!(names.key, "id");
+        assert_eq!(names.ttl, "expiration");
+        assert_eq!(names.live_until, "in_progress_expiration");
+        assert_eq!(names.state, AttributeNames::default().state);
+        assert!(parse("id").is_err());
+        assert!(parse("partition=id").unwrap_err().contains("steps_ttl"));
+        assert!(parse("key=").is_err());
+    }
+}
