@@ -133,7 +133,19 @@ fn redact(url: &str) -> (String, Vec<String>) {
                 shown.push_str(&masked_params(user, &mut hidden));
                 shown.push_str(":***@");
                 hidden.push(password.to_owned());
-                &rest[at + 1..]
+                // The `@` may be one of a secret parameter's value (`?password=p@ss`): what
+                // follows it is that value's end, hidden too, and the value read as a
+                // parameter is a secret for the scrubber.
+                let tail = &rest[at + 1..];
+                if in_secret_value(&rest[..at]) {
+                    masked_params(rest, &mut hidden);
+                    let end = value_end(tail);
+                    hidden.push(tail[..end].to_owned());
+                    shown.push_str("***");
+                    &tail[end..]
+                } else {
+                    tail
+                }
             }
             None => rest,
         },
@@ -142,6 +154,19 @@ fn redact(url: &str) -> (String, Vec<String>) {
     shown.push_str(&masked_params(rest, &mut hidden));
     hidden.retain(|secret| !secret.is_empty());
     (shown, hidden)
+}
+
+/// Whether `text` ends inside the value of a query parameter named like a secret.
+fn in_secret_value(text: &str) -> bool {
+    let Some(query) = text.find('?') else {
+        return false;
+    };
+    let last = text[query..]
+        .rfind(['?', '&', ';'])
+        .map_or(query, |at| query + at + 1);
+    text[last..]
+        .split_once('=')
+        .is_some_and(|(name, _)| secret_name(name))
 }
 
 /// `text` with the value of every `name=value` whose name reads like a secret written `***`
@@ -329,6 +354,22 @@ mod tests {
             redacted("postgres://host/db?password=a@b"),
             "postgres://host/db?password=***"
         );
+        for url in [
+            "postgres://db:5432/app?password=hunter@2x",
+            "postgres://[::1]:5432/app?password=hunter@2x",
+            "postgresql://db:5432/app?user=u&sslpassword=hunter@2x&sslmode=require",
+        ] {
+            let shown = redacted(url);
+            assert!(
+                !shown.contains("2x") && !shown.contains("hunter"),
+                "{url}: {shown}"
+            );
+            let secrets = secrets_of(url);
+            assert!(
+                secrets.iter().any(|s| s == "hunter@2x"),
+                "{url}: {secrets:?}"
+            );
+        }
     }
 
     #[test]

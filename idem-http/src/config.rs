@@ -194,7 +194,8 @@ impl IdempotencyLayerBuilder {
     /// routers, two APIs), so that their calls can be told apart. Layers with different names
     /// keep different records: a key sent to both runs once on each. Renaming a layer leaves
     /// its records under the old name, so the retries of requests made before the rename run
-    /// again.
+    /// again. Give it a name no `#[idempotent]` function on the same handle has: they would
+    /// share one key space, where a client's key could take a function's.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.config.name = name.into();
         self

@@ -56,6 +56,20 @@ impl EventPath {
         self.0.as_str()
     }
 
+    /// Whether the expression selects a multi-select list or hash (`[customer, order_id]`,
+    /// `{c: customer, o: order_id}`), possibly after a path (`powertools_json(body).[a, b]`):
+    /// a key of several parts, each of which the event must hold.
+    pub(crate) fn is_multi_select(&self) -> bool {
+        let mut node = self.0.as_ast();
+        loop {
+            match node {
+                Ast::MultiList { .. } | Ast::MultiHash { .. } => return true,
+                Ast::Subexpr { rhs, .. } => node = rhs,
+                _ => return false,
+            }
+        }
+    }
+
     /// Evaluates the expression over `event`: JSON `null` when it selects nothing.
     pub fn select<T: Serialize + ?Sized>(&self, event: &T) -> Result<Value, ExpressionError> {
         let data = EventData::of(event).map_err(|message| self.failed(message))?;

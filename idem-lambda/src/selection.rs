@@ -69,7 +69,8 @@ impl Selector {
             })
         })?;
         let data = self.key.select_in(&event).map_err(Unselected::Expression)?;
-        if is_missing(&data) || (!self.partial_keys && has_missing_part(&data)) {
+        let partial = self.key.is_multi_select() && has_missing_part(&data);
+        if is_missing(&data) || (!self.partial_keys && partial) {
             return Err(Unselected::Missing);
         }
         inexact_number(&self.key, &data)?;
@@ -128,8 +129,9 @@ fn is_missing(data: &Value) -> bool {
     }
 }
 
-/// Whether a key of several parts (a multi-select list or hash) lacks one: `[customer,
-/// order_id]` without `order_id` would be one key for every order of the customer.
+/// Whether the parts of a multi-select key lack one: `[customer, order_id]` without
+/// `order_id` would be one key for every order of the customer. (A list or object the event
+/// holds as it is, a body selected whole, may hold nulls of its own.)
 fn has_missing_part(data: &Value) -> bool {
     match data {
         Value::Array(items) => items.iter().any(is_missing),

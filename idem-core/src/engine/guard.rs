@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use tracing::Instrument;
 
 use crate::steps::journal::Journal;
-use crate::{Completed, Key, OwnerToken, Store, TARGET};
+use crate::{Completed, Key, Outcome, OwnerToken, Store, StoreError, TARGET};
 
 /// What must still happen to this caller's reservation if its future is dropped now.
 enum Pending {
@@ -90,7 +90,20 @@ impl Drop for Settle {
         runtime.spawn(async move {
             let (what, result) = match &pending {
                 Pending::Complete(completed) => {
-                    ("completing", store.complete(&key, &owner, completed).await)
+                    let mut result = store.complete(&key, &owner, completed).await;
+                    // An answer the store refuses for good is recorded as none kept, as the
+                    // call itself would have (semantics 12: never left to be run again).
+                    if matches!(result, Err(StoreError::Rejected(_)))
+                        && !matches!(completed.outcome(), Outcome::Aborted)
+                    {
+                        let none = Completed::new(
+                            *completed.fingerprint(),
+                            Outcome::Aborted,
+                            completed.expires_at(),
+                        );
+                        result = store.complete(&key, &owner, &none).await;
+                    }
+                    ("completing", result)
                 }
                 _ => ("releasing", store.release(&key, &owner).await),
             };

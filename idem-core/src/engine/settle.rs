@@ -37,8 +37,8 @@ enum Verdict {
     /// Keep the key until its lease passes: a step ran whose result was not recorded, so a
     /// retry after a release would run it again.
     HoldForUnrecordedStep,
-    /// Keep the key until its lease passes: the outcome cannot be stored, and a retry would
-    /// run the side effect again only to fail the same way.
+    /// Complete the key as having left no outcome: the outcome cannot be encoded, and a retry
+    /// would run the side effect again only to fail the same way.
     HoldUnstorable(Error),
 }
 
@@ -118,7 +118,7 @@ impl Idempotency {
                         tracing::error!(target: TARGET, key, %error, "the function ran but its outcome was not stored");
                         telemetry.ended(CallOutcome::NotRecorded);
                         if matches!(error, StoreError::Rejected(_)) {
-                            self.keep_no_outcome(call, &owner, &lease).await;
+                            self.keep_no_outcome(call, &owner, &lease, &mut guard).await;
                         }
                         Err(error.into_error(key).after_run(key).into())
                     }
@@ -142,10 +142,9 @@ impl Idempotency {
             }
             Verdict::HoldUnstorable(codec) => {
                 tracing::error!(target: TARGET, key, error = %codec, "outcome could not be serialised");
-                guard.disarm();
                 drop(renewal);
                 telemetry.ended(CallOutcome::NotRecorded);
-                self.keep_no_outcome(call, &owner, &lease).await;
+                self.keep_no_outcome(call, &owner, &lease, &mut guard).await;
                 Err(codec.after_run(key).into())
             }
         }
@@ -191,13 +190,26 @@ impl Idempotency {
     /// store refused it, or it could not be encoded), as one that left no outcome
     /// ([`Outcome::Aborted`]): its retries are told so ([`Error::Aborted`]) for the TTL, rather
     /// than "in progress" until the lease passes and then a second run of the side effect.
-    async fn keep_no_outcome(&self, call: &Call, owner: &OwnerToken, lease: &Lease) {
+    /// A drop of the caller's future meanwhile still records it (`guard`).
+    async fn keep_no_outcome(
+        &self,
+        call: &Call,
+        owner: &OwnerToken,
+        lease: &Lease,
+        guard: &mut Settle,
+    ) {
         let key = call.key.as_str();
         let none = self.completed(call, Outcome::Aborted);
-        match self.record_outcome(call, owner, &none, lease).await {
+        guard.arm_complete(none.clone());
+        let recorded = self.record_outcome(call, owner, &none, lease).await;
+        guard.disarm();
+        match recorded {
             Ok(()) => {
                 self.count_stored(call, &none);
                 tracing::warn!(target: TARGET, key, "recorded as having left no outcome: retries are told to check its effect");
+            }
+            Err(StoreError::LeaseLost) => {
+                tracing::error!(target: TARGET, key, "the key was taken over before the call could record that it left no outcome");
             }
             Err(error) => {
                 tracing::error!(target: TARGET, key, %error, "recording that the call left no outcome failed too; the key is held until its lease passes");

@@ -24,6 +24,10 @@ pub(super) struct Counts {
     pub(super) records: usize,
     /// Bytes stored by every scope together.
     pub(super) bytes: u64,
+    /// Calls running in every scope together.
+    running: usize,
+    /// Each scope's first expiry, so that the first of all is found without a scan.
+    first_expiries: BTreeSet<(Timestamp, Scope)>,
     next_sweep: Timestamp,
 }
 
@@ -39,12 +43,15 @@ impl Counts {
             scopes,
             records,
             bytes,
+            first_expiries,
             ..
         } = self;
-        scopes.retain(|_, usage| {
+        scopes.retain(|scope, usage| {
             let before = usage.size();
+            let first_before = usage.first_expiry();
             usage.expire(now);
             add_change(records, bytes, before, usage.size());
+            moved_first(first_expiries, scope, first_before, usage.first_expiry());
             !usage.is_empty()
         });
     }
@@ -53,11 +60,15 @@ impl Counts {
     /// if it is left empty.
     pub(super) fn change<R>(&mut self, scope: &Scope, change: impl FnOnce(&mut Usage) -> R) -> R {
         let usage = self.scopes.entry(scope.clone()).or_default();
-        let before = usage.size();
+        let (before, running_before, first_before) =
+            (usage.size(), usage.running, usage.first_expiry());
         let result = change(usage);
-        let after = usage.size();
+        let (after, running_after, first_after) =
+            (usage.size(), usage.running, usage.first_expiry());
         let empty = usage.is_empty();
         add_change(&mut self.records, &mut self.bytes, before, after);
+        self.running = self.running - running_before + running_after;
+        moved_first(&mut self.first_expiries, scope, first_before, first_after);
         if empty {
             self.scopes.remove(scope);
         }
@@ -66,12 +77,30 @@ impl Counts {
 
     /// When the first outcome of any scope expires.
     pub(super) fn first_expiry(&self) -> Option<Timestamp> {
-        self.scopes.values().filter_map(Usage::first_expiry).min()
+        self.first_expiries.first().map(|(at, _)| *at)
     }
 
     /// Whether a call of any scope is running.
     pub(super) fn any_running(&self) -> bool {
-        self.scopes.values().any(|usage| usage.running > 0)
+        self.running > 0
+    }
+}
+
+/// `scope`'s first expiry moved from `before` to `after` in `first_expiries`.
+fn moved_first(
+    first_expiries: &mut BTreeSet<(Timestamp, Scope)>,
+    scope: &Scope,
+    before: Option<Timestamp>,
+    after: Option<Timestamp>,
+) {
+    if before == after {
+        return;
+    }
+    if let Some(at) = before {
+        first_expiries.remove(&(at, scope.clone()));
+    }
+    if let Some(at) = after {
+        first_expiries.insert((at, scope.clone()));
     }
 }
 

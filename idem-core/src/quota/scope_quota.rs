@@ -384,11 +384,15 @@ mod tests {
         {
             let counts = quota.counts();
             assert_eq!((counts.records, counts.bytes), (2, 30));
+            assert_eq!(counts.first_expiry(), Some(NOW + Duration::from_secs(1)));
+            assert!(counts.any_running());
         }
         drop(running);
+        assert!(!quota.counts().any_running());
         admit(&quota, "carol", NOW + SWEEP_EVERY).await.unwrap();
         let counts = quota.counts();
         assert_eq!((counts.records, counts.bytes), (0, 0));
+        assert_eq!(counts.first_expiry(), None, "swept with its scope");
         assert!(counts.scopes.is_empty());
     }
 }
