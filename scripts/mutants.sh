@@ -8,8 +8,19 @@
 #   http      idem-http's service, stored responses and fingerprint (idem-http's tests)
 #   postgres  the PostgreSQL store's SQL paths (idem-stores' unit tests and the PostgreSQL
 #             suites in tests/, against one cluster started here on a free loopback port)
+#   quota     the quotas, and how the engine asks them (idem-core's tests, and idem-http's
+#             layer tests, whose quota tests answer 429 and 503)
+#   seal      sealed records: the keyring, key digests, the sealed store (idem-core's tests
+#             with `seal`, and the conformance suite through sealing on the memory store and
+#             on a Redis server started by the tests on a free loopback port)
+#   fingerprint  the canonical encoding of arguments and the JSON number rule (idem-core's
+#             tests)
+#   keys      keys, scopes and what an HTTP request may name (idem-core's, idem-protocol's
+#             and idem-http's tests)
 #
-#   scripts/mutants.sh                 # every group, about four hours on two cores
+#   scripts/mutants.sh                 # the first four groups, about four hours on two cores
+#   scripts/mutants.sh quota seal      # some of them: quota about TODO, seal TODO,
+#                                      # fingerprint TODO, keys TODO
 #   scripts/mutants.sh http postgres   # some of them
 #
 # Extra arguments for cargo-mutants go in IDEM_MUTANTS_ARGS (say `--shard 1/4`, or
@@ -24,6 +35,7 @@ cd "$(dirname "$0")/.."
 
 groups=("$@")
 if [ ${#groups[@]} -eq 0 ]; then groups=(engine steps http postgres); fi
+all_groups="engine, steps, http, postgres, quota, seal, fingerprint, keys"
 read -r -a extra <<<"${IDEM_MUTANTS_ARGS:-}"
 
 mutants() {
@@ -43,6 +55,11 @@ postgres_tests=(
     --test postgres_round_trips --test postgres_faults --test postgres_crash
     --test postgres_inventory --test reserve_table_postgres
 )
+
+# idem-core's tests with sealing on, and the conformance suite through it.
+seal_features=idem-core/seal,idem-tests/seal,idem-tests/redis
+seal_tests=(--test memory_conformance_sealed --test redis_conformance_sealed)
+for test in idem-core/tests/*.rs; do seal_tests+=(--test "$(basename "$test" .rs)"); done
 
 for group in "${groups[@]}"; do
     case "$group" in
@@ -93,8 +110,32 @@ for group in "${groups[@]}"; do
             -- --lib "${postgres_tests[@]}"
         postgres_stop
         ;;
+    quota)
+        IDEM_TEST_HANG_SECS=10 mutants quota --timeout 90 \
+            -f 'idem-core/src/quota/*.rs' -f idem-core/src/engine/quota.rs \
+            --test-package idem-core,idem-http -- --lib --tests
+        ;;
+    seal)
+        # The suites through sealing: on the memory store, and on a Redis server that the
+        # tests start themselves.
+        IDEM_REQUIRE_BACKENDS=1 mutants seal --timeout 120 \
+            -f 'idem-core/src/seal/*.rs' \
+            --test-package idem-core,idem-tests --features "$seal_features" \
+            -- --lib "${seal_tests[@]}"
+        ;;
+    fingerprint)
+        mutants fingerprint --timeout 90 \
+            -f 'idem-core/src/fingerprint/*.rs' -f 'idem-core/src/json/*.rs' \
+            --test-package idem-core -- --lib --tests
+        ;;
+    keys)
+        mutants keys --timeout 90 \
+            -f 'idem-core/src/key/*.rs' -f idem-protocol/src/scope.rs \
+            -f idem-protocol/src/key.rs -f idem-http/src/replay_limits.rs \
+            --test-package idem-core,idem-protocol,idem-http -- --lib --tests
+        ;;
     *)
-        echo "mutants: unknown group '$group' (engine, steps, http, postgres)" >&2
+        echo "mutants: unknown group '$group' ($all_groups)" >&2
         exit 2
         ;;
     esac
