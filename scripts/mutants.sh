@@ -114,16 +114,22 @@ for group in "${groups[@]}"; do
         ;;
     quota)
         # The tests that set a quota: idem-core's unit tests, its quota and metrics tests,
-        # and idem-http's layer tests (429 and 503 answers, floods of scopes).
-        IDEM_TEST_HANG_SECS=10 mutants quota --timeout 90 \
+        # and idem-http's layer tests (429 and 503 answers, floods of scopes). The baseline
+        # runs here: cargo-mutants would run it on idem-core alone, which has no `layer`.
+        quota_tests=(--lib --test quota --test telemetry_metrics --test layer)
+        export IDEM_TEST_HANG_SECS=10
+        cargo test -p idem-core -p idem-http "${quota_tests[@]}"
+        mutants quota --baseline skip --timeout 90 \
             -f 'idem-core/src/quota/*.rs' -f idem-core/src/engine/quota.rs \
-            --test-package idem-core,idem-http \
-            -- --lib --test quota --test telemetry_metrics --test layer
+            --test-package idem-core,idem-http -- "${quota_tests[@]}"
+        unset IDEM_TEST_HANG_SECS
         ;;
     seal)
         # The suites through sealing: on the memory store, and on a Redis server that the
-        # tests start themselves.
-        IDEM_REQUIRE_BACKENDS=1 mutants seal --timeout 120 \
+        # tests start themselves. The baseline runs here, as for quota.
+        export IDEM_REQUIRE_BACKENDS=1
+        cargo test -p idem-core -p idem-tests --features "$seal_features" --lib "${seal_tests[@]}"
+        mutants seal --baseline skip --timeout 120 \
             -f 'idem-core/src/seal/*.rs' \
             --test-package idem-core,idem-tests --features "$seal_features" \
             -- --lib "${seal_tests[@]}"
