@@ -5,12 +5,27 @@
 #   engine    the engine, the lease renewal and retries, the memory store
 #             (idem-core's and idem-stores' tests)
 #   steps     recovery points, the replay cache, the call context (the same tests)
-#   http      idem-http's service, stored responses and fingerprint (idem-http's tests)
+#   http      idem-http's service, stored responses and fingerprint (idem-http's tests; the
+#             canonical JSON it fingerprints is idem-core's, in the fingerprint group)
 #   postgres  the PostgreSQL store's SQL paths (idem-stores' unit tests and the PostgreSQL
 #             suites in tests/, against one cluster started here on a free loopback port)
+#   quota     the quotas, and how the engine asks them (idem-core's unit, quota and metrics
+#             tests, and idem-http's layer tests, whose quota tests answer 429 and 503)
+#   seal      sealed records: the keyring, key digests, the sealed store (idem-core's tests
+#             with `seal`, and the conformance suite through sealing on the memory store and
+#             on a Redis server the tests start on a free loopback port)
+#   fingerprint  the canonical encoding of arguments and the JSON number rule (idem-core's
+#             unit tests)
+#   keys      keys, scopes and what an HTTP request may name (idem-core's, idem-protocol's
+#             and idem-http's tests)
 #
-#   scripts/mutants.sh                 # every group, about four hours on two cores
-#   scripts/mutants.sh http postgres   # some of them
+#   scripts/mutants.sh                 # every group, about seven hours on two cores
+#   scripts/mutants.sh quota seal      # some of them
+#
+# On two cores, roughly: engine, steps, http and postgres four hours together; quota 45 min
+# (126 mutants, about 20 s each); seal 45 min (60 mutants, about 45 s each: each one
+# rebuilds the memory and Redis stores); fingerprint 1 h 30 (276 mutants, estimated); keys
+# 1 h (172 mutants, estimated).
 #
 # Extra arguments for cargo-mutants go in IDEM_MUTANTS_ARGS (say `--shard 1/4`, or
 # `--file idem-http/src/stored.rs` to narrow a group). Results land in
@@ -23,7 +38,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 groups=("$@")
-if [ ${#groups[@]} -eq 0 ]; then groups=(engine steps http postgres); fi
+if [ ${#groups[@]} -eq 0 ]; then groups=(engine steps http postgres quota seal fingerprint keys); fi
+all_groups="engine, steps, http, postgres, quota, seal, fingerprint, keys"
 read -r -a extra <<<"${IDEM_MUTANTS_ARGS:-}"
 
 mutants() {
@@ -42,6 +58,13 @@ postgres_tests=(
     --test postgres_transaction --test postgres_corrupt --test postgres_concurrency
     --test postgres_round_trips --test postgres_faults --test postgres_crash
     --test postgres_inventory --test reserve_table_postgres
+)
+
+# idem-core's tests that seal, and the conformance suite through sealing.
+seal_features=idem-core/seal,idem-tests/seal,idem-tests/redis
+seal_tests=(
+    --test seal --test sealed_step --test telemetry_spans
+    --test memory_conformance_sealed --test sealed_memory_store --test redis_conformance_sealed
 )
 
 for group in "${groups[@]}"; do
@@ -73,7 +96,7 @@ for group in "${groups[@]}"; do
         # timeout, instead of after the default minute.
         IDEM_TEST_HANG_SECS=10 mutants http --timeout 90 \
             -f idem-http/src/service.rs -f idem-http/src/stored.rs \
-            -f idem-http/src/fingerprint.rs -f idem-http/src/canonical_json.rs \
+            -f idem-http/src/fingerprint.rs \
             --test-package idem-http -- --tests
         ;;
     postgres)
@@ -93,8 +116,44 @@ for group in "${groups[@]}"; do
             -- --lib "${postgres_tests[@]}"
         postgres_stop
         ;;
+    quota)
+        # The tests that set a quota: idem-core's unit tests, its quota and metrics tests,
+        # and idem-http's layer tests (429 and 503 answers, floods of scopes). The baseline
+        # runs here: cargo-mutants would run it on idem-core alone, which has no `layer`.
+        quota_tests=(--lib --test quota --test telemetry_metrics --test layer)
+        export IDEM_TEST_HANG_SECS=10
+        cargo test -p idem-core -p idem-http "${quota_tests[@]}"
+        mutants quota --baseline skip --timeout 90 \
+            -f 'idem-core/src/quota/*.rs' -f idem-core/src/engine/quota.rs \
+            --test-package idem-core,idem-http -- "${quota_tests[@]}"
+        unset IDEM_TEST_HANG_SECS
+        ;;
+    seal)
+        # The suites through sealing: on the memory store, and on a Redis server that the
+        # tests start themselves. The baseline runs here, as for quota.
+        export IDEM_REQUIRE_BACKENDS=1
+        cargo test -p idem-core -p idem-tests --features "$seal_features" --lib "${seal_tests[@]}"
+        mutants seal --baseline skip --timeout 120 \
+            -f 'idem-core/src/seal/*.rs' \
+            --test-package idem-core,idem-tests --features "$seal_features" \
+            -- --lib "${seal_tests[@]}"
+        ;;
+    fingerprint)
+        # The encoding and the number rule are unit tested in their modules.
+        mutants fingerprint --timeout 90 \
+            -f 'idem-core/src/fingerprint/*.rs' -f 'idem-core/src/json/*.rs' \
+            --test-package idem-core -- --lib
+        ;;
+    keys)
+        # The baseline runs here, as for quota.
+        cargo test -p idem-core -p idem-protocol -p idem-http --lib --tests
+        mutants keys --baseline skip --timeout 90 \
+            -f 'idem-core/src/key/*.rs' -f idem-protocol/src/scope.rs \
+            -f idem-protocol/src/key.rs -f idem-http/src/replay_limits.rs \
+            --test-package idem-core,idem-protocol,idem-http -- --lib --tests
+        ;;
     *)
-        echo "mutants: unknown group '$group' (engine, steps, http, postgres)" >&2
+        echo "mutants: unknown group '$group' ($all_groups)" >&2
         exit 2
         ;;
     esac

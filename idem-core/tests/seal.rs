@@ -3,13 +3,15 @@
 #![cfg(feature = "seal")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use idem_conformance::ReferenceStore;
+use async_trait::async_trait;
+use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::seal::Keyring;
 use idem_core::{
-    step, Call, Claim, Error, Fingerprint, Idempotency, InProgress, Outcome, OwnerToken, Record,
-    Store, Timestamp,
+    step, Call, Claim, Error, Fingerprint, Idempotency, InProgress, Key, Outcome, OwnerToken,
+    Record, Steps, Store, StoreError, Timestamp,
 };
 
 const SECRET: [u8; 32] = [42; 32];
@@ -443,4 +445,96 @@ async fn equal_arguments_under_two_keys_store_two_fingerprints() {
         stored.push(*record.fingerprint());
     }
     assert_ne!(stored[0], stored[1]);
+}
+
+#[tokio::test]
+async fn a_key_whose_part_starts_like_a_digest_is_digested_all_the_same() {
+    let idem = Idempotency::new(ReferenceStore::default()).with_key_digest(SECRET);
+    for part in ["#alice@example.com", "#", "a|#b"] {
+        let key = idem.key("accounts.close").part(part).finish().unwrap();
+        let stored = idem.stored_key(&key);
+        assert_ne!(stored, key, "{part:?} is stored in clear");
+        assert_eq!(stored.as_str().matches('|').count(), 1, "{stored}");
+        assert_eq!(idem.stored_key(&stored), stored, "a digest is kept as it is");
+    }
+}
+
+/// A reference store that notes every operation asked of it, with its key.
+#[derive(Default)]
+struct Noted {
+    inner: ReferenceStore,
+    seen: Mutex<Vec<(Operation, Key)>>,
+}
+
+#[async_trait]
+impl Interceptor for Noted {
+    fn inner(&self) -> &dyn Store {
+        &self.inner
+    }
+
+    async fn before(&self, operation: Operation, key: &Key) -> Result<(), StoreError> {
+        self.seen.lock().unwrap().push((operation, key.clone()));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_sealed_store_forwards_every_operation_under_the_stored_key() {
+    let noted = Arc::new(Intercepted(Noted::default()));
+    let idem = Idempotency::from_arc(noted.clone())
+        .with_sealing(ring())
+        .with_key_digest(SECRET);
+    let sealed = idem.store().clone();
+    let call = call(&idem, "max@example.com");
+    let key = call.key().clone();
+    let stored = idem.stored_key(&key);
+    let owner = OwnerToken::generate();
+    let now = Timestamp::from_millis(u64::MAX / 4);
+    let lease = |secs| now + Duration::from_secs(secs);
+
+    // A claim that carries a step keeps it, sealed.
+    let mut steps = Steps::new();
+    steps.insert("charge", b"ch_secret_1".to_vec());
+    let claim = Claim::new(
+        InProgress::new(owner.clone(), *call.fingerprint(), lease(30)).with_steps(steps),
+        now,
+    );
+    sealed.reserve(&key, &claim).await.unwrap();
+    let kept = noted.inner.get(&stored).await.unwrap().expect("the record");
+    assert_eq!(record_step_count(&kept), 1, "the claim's step is kept");
+    assert!(!contains(&stored_bytes(&kept), "ch_secret_1"));
+    let opened = sealed.get(&key).await.unwrap().expect("the record");
+    assert!(contains(&stored_bytes(&opened), "ch_secret_1"));
+
+    sealed.renew(&key, &owner, lease(60)).await.unwrap();
+    let Some(Record::InProgress(renewed)) = noted.inner.get(&stored).await.unwrap() else {
+        panic!("a running record");
+    };
+    assert_eq!(renewed.lease_until(), lease(60), "the renewal reached the store");
+
+    sealed
+        .changed(&key, Duration::from_millis(1))
+        .await
+        .unwrap();
+    sealed.release(&key, &owner).await.unwrap();
+    let Some(Record::InProgress(released)) = noted.inner.get(&stored).await.unwrap() else {
+        panic!("a released record, kept for its step");
+    };
+    assert!(released.is_released(), "the release reached the store");
+
+    assert_eq!(sealed.name(), noted.inner.name(), "named as the store under it");
+
+    let seen = noted.seen.lock().unwrap().clone();
+    let operations: Vec<Operation> = seen.iter().map(|(operation, _)| *operation).collect();
+    assert_eq!(
+        operations,
+        [
+            Operation::Reserve,
+            Operation::Get,
+            Operation::Renew,
+            Operation::Changed,
+            Operation::Release
+        ]
+    );
+    assert!(seen.iter().all(|(_, asked)| *asked == stored), "{seen:?}");
 }

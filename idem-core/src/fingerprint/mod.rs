@@ -1,6 +1,10 @@
 //! Fingerprints: SHA-256 over the canonical encoding of a call's arguments.
 
 pub(crate) mod canonical;
+#[cfg(test)]
+mod every_kind;
+#[cfg(test)]
+mod properties;
 
 use std::fmt;
 use std::str::FromStr;

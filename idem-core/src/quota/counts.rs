@@ -153,13 +153,17 @@ impl Usage {
         }
     }
 
-    /// Drops the outcomes expired at `now`.
+    /// Drops the outcomes expired at `now`. Each turn takes its entry off `by_expiry` itself,
+    /// so that the loop ends whatever the bookkeeping of `stored` says.
     pub(super) fn expire(&mut self, now: Timestamp) {
         while let Some(&(at, key)) = self.by_expiry.first() {
             if at > now {
                 break;
             }
-            self.forget(key);
+            self.by_expiry.pop_first();
+            if let Some((_, bytes)) = self.stored.remove(&key) {
+                self.bytes -= bytes;
+            }
         }
     }
 

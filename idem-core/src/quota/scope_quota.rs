@@ -395,4 +395,59 @@ mod tests {
         assert_eq!(counts.first_expiry(), None, "swept with its scope");
         assert!(counts.scopes.is_empty());
     }
+
+    #[tokio::test]
+    async fn scopes_are_swept_at_most_once_a_minute() {
+        // Sweeping walks every scope under the lock: once a minute bounds what a flood of
+        // scopes costs each call.
+        let quota = ScopeQuota::new().max_records(10);
+        admit(&quota, "other", NOW).await.unwrap();
+        quota.stored(Some("gone"), &key("a"), 1, NOW + Duration::from_secs(1));
+        admit(&quota, "other", NOW + Duration::from_secs(2)).await.unwrap();
+        assert!(
+            quota.counts().scopes.contains_key(&Some("gone".to_owned())),
+            "no sweep within the minute"
+        );
+        admit(&quota, "other", NOW + SWEEP_EVERY).await.unwrap();
+        assert!(!quota.counts().scopes.contains_key(&Some("gone".to_owned())));
+    }
+
+    #[tokio::test]
+    async fn over_the_total_a_call_running_anywhere_shortens_the_wait() {
+        let quota = ScopeQuota::new().max_total_records(2);
+        quota.stored(Some("alice"), &key("a"), 10, NOW + TTL);
+        let running = admit(&quota, "bob", NOW).await.unwrap();
+        let refused = admit(&quota, "carol", NOW).await.unwrap_err();
+        assert!(refused.is_store_full());
+        assert_eq!(
+            refused.retry_after(),
+            BUSY_RETRY_AFTER,
+            "bob's call may end without storing"
+        );
+        drop(running);
+        let refused = admit(&quota, "carol", NOW).await;
+        assert!(refused.is_ok(), "bob's room is back");
+    }
+
+    #[tokio::test]
+    async fn a_key_is_a_duplicate_while_a_call_of_it_runs_and_new_once_they_end() {
+        let quota = ScopeQuota::new().max_records(2);
+        quota.stored(Some("s"), &key("kept"), 10, NOW + TTL);
+        let first = quota.admit(Some("s"), &key("k"), NOW).await.unwrap();
+        let duplicate = quota.admit(Some("s"), &key("k"), NOW).await.unwrap();
+        drop(first);
+        let third = quota.admit(Some("s"), &key("k"), NOW).await;
+        assert!(third.is_ok(), "a call of k still runs: a duplicate");
+        drop((third, duplicate));
+        quota.stored(Some("s"), &key("other"), 10, NOW + TTL);
+        let again = quota.admit(Some("s"), &key("k"), NOW).await;
+        assert!(again.is_err(), "no call of k runs: a new key, over the bound");
+    }
+
+    #[tokio::test]
+    async fn a_permit_shows_nothing_of_what_it_holds() {
+        let quota = ScopeQuota::new().max_records(1);
+        let permit = admit(&quota, "mallory", NOW).await.unwrap();
+        assert_eq!(format!("{permit:?}"), "QuotaPermit(..)");
+    }
 }

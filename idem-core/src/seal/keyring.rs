@@ -318,4 +318,28 @@ mod tests {
     fn a_key_id_is_used_once() {
         let _ = Keyring::new("k1", [1; 32]).with_old("k1", [2; 32]);
     }
+
+    #[test]
+    fn a_value_cut_in_its_header_is_malformed_and_after_it_tampered() {
+        let ring = Keyring::new("k1", [1; 32]);
+        let sealed = ring.seal(b"value", b"ctx");
+        let header = MAGIC.len() + 1 + "k1".len() + NONCE_BYTES;
+        for cut in MAGIC.len()..sealed.len() {
+            let expected = if cut < header {
+                Unopened::Malformed
+            } else {
+                Unopened::Tampered("k1".into())
+            };
+            assert_eq!(ring.open(&sealed[..cut], b"ctx"), Err(expected), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn the_current_id_is_the_one_new_values_name() {
+        let ring = Keyring::new("2026-11", [2; 32]).with_old("2026-05", [1; 32]);
+        assert_eq!(ring.current_id(), "2026-11");
+        let sealed = ring.seal(b"value", b"ctx");
+        let id = &sealed[MAGIC.len() + 1..MAGIC.len() + 1 + "2026-11".len()];
+        assert_eq!(id, ring.current_id().as_bytes());
+    }
 }
