@@ -455,7 +455,11 @@ async fn a_key_whose_part_starts_like_a_digest_is_digested_all_the_same() {
         let stored = idem.stored_key(&key);
         assert_ne!(stored, key, "{part:?} is stored in clear");
         assert_eq!(stored.as_str().matches('|').count(), 1, "{stored}");
-        assert_eq!(idem.stored_key(&stored), stored, "a digest is kept as it is");
+        assert_eq!(
+            idem.stored_key(&stored),
+            stored,
+            "a digest is kept as it is"
+        );
     }
 }
 
@@ -510,7 +514,11 @@ async fn a_sealed_store_forwards_every_operation_under_the_stored_key() {
     let Some(Record::InProgress(renewed)) = noted.inner.get(&stored).await.unwrap() else {
         panic!("a running record");
     };
-    assert_eq!(renewed.lease_until(), lease(60), "the renewal reached the store");
+    assert_eq!(
+        renewed.lease_until(),
+        lease(60),
+        "the renewal reached the store"
+    );
 
     sealed
         .changed(&key, Duration::from_millis(1))
@@ -522,7 +530,11 @@ async fn a_sealed_store_forwards_every_operation_under_the_stored_key() {
     };
     assert!(released.is_released(), "the release reached the store");
 
-    assert_eq!(sealed.name(), noted.inner.name(), "named as the store under it");
+    assert_eq!(
+        sealed.name(),
+        noted.inner.name(),
+        "named as the store under it"
+    );
 
     let seen = noted.seen.lock().unwrap().clone();
     let operations: Vec<Operation> = seen.iter().map(|(operation, _)| *operation).collect();

@@ -399,7 +399,9 @@ mod tests {
         let quota = ScopeQuota::new().max_records(10);
         admit(&quota, "other", NOW).await.unwrap();
         quota.stored(Some("gone"), &key("a"), 1, NOW + Duration::from_secs(1));
-        admit(&quota, "other", NOW + Duration::from_secs(2)).await.unwrap();
+        admit(&quota, "other", NOW + Duration::from_secs(2))
+            .await
+            .unwrap();
         assert!(
             quota.counts().scopes.contains_key(&Some("gone".to_owned())),
             "no sweep within the minute"
@@ -437,7 +439,10 @@ mod tests {
         drop((third, duplicate));
         quota.stored(Some("s"), &key("other"), 10, NOW + TTL);
         let again = quota.admit(Some("s"), &key("k"), NOW).await;
-        assert!(again.is_err(), "no call of k runs: a new key, over the bound");
+        assert!(
+            again.is_err(),
+            "no call of k runs: a new key, over the bound"
+        );
     }
 
     #[tokio::test]

@@ -320,7 +320,11 @@ mod tests {
             } else {
                 Unopened::Tampered("k1".into())
             };
-            assert_eq!(ring.open(&sealed[..cut], b"ctx"), Err(expected), "cut at {cut}");
+            assert_eq!(
+                ring.open(&sealed[..cut], b"ctx"),
+                Err(expected),
+                "cut at {cut}"
+            );
         }
     }
 
