@@ -67,12 +67,19 @@ struct Encoder<'a> {
 /// Appends `value` as an unsigned LEB128 varint: seven bits a byte, low bits first, the high
 /// bit set on every byte but the last.
 fn varint(out: &mut Vec<u8>, mut value: u128) {
-    while value >= 0x80 {
+    // Bounded by the longest varint, so that no slip in the loop can spin.
+    for _ in 0..MAX_VARINT_BYTES {
+        if value < 0x80 {
+            out.push(value as u8);
+            return;
+        }
         out.push(value as u8 | 0x80);
         value >>= 7;
     }
-    out.push(value as u8);
 }
+
+/// A `u128` takes at most 19 bytes, seven bits each.
+const MAX_VARINT_BYTES: usize = 19;
 
 /// `value` with its sign in the lowest bit, so that small negative numbers stay short too.
 fn zigzag(value: i128) -> u128 {
