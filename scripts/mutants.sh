@@ -28,7 +28,7 @@
 # 1 h (172 mutants, estimated).
 #
 # Extra arguments for cargo-mutants go in IDEM_MUTANTS_ARGS (say `--shard 1/4`, or
-# `--file idem-http/src/stored.rs` to narrow a group). Results land in
+# `-e idem-http/src/stored.rs` or `--re NAME` to narrow a group). Results land in
 # target/mutants/GROUP/mutants.out/: missed.txt and timeout.txt list the mutants no test
 # caught, and each one is either killed by a new check or recorded in CONTRIBUTING.md as
 # equivalent. The mutants are made in the source tree itself (so builds reuse target/): do not
