@@ -6,7 +6,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::Client;
 
-use super::{AttributeNames, DynamoDbStore};
+use super::{AttributeNames, DynamoDbStore, SortKey};
 
 /// How long connecting to DynamoDB may take when the client does not say: 3 s, the SDK's own
 /// default where it sets one.
@@ -35,6 +35,7 @@ pub struct DynamoDbStoreBuilder {
     table: String,
     prefix: String,
     names: AttributeNames,
+    sort_key: Option<SortKey>,
     connect_timeout: Option<Duration>,
     attempt_timeout: Option<Duration>,
     operation_timeout: Option<Duration>,
@@ -47,6 +48,7 @@ impl DynamoDbStoreBuilder {
             table,
             prefix: String::new(),
             names: AttributeNames::default(),
+            sort_key: None,
             connect_timeout: None,
             attempt_timeout: None,
             operation_timeout: None,
@@ -88,6 +90,24 @@ impl DynamoDbStoreBuilder {
         self
     }
 
+    /// Uses a table whose primary key has a sort key too (default: none), as a single-table
+    /// design has: one half of the key holds the record's key, the other one value for every
+    /// record ([`SortKey`]). [`AttributeNames::key`] stays the partition key's name.
+    ///
+    /// ```no_run
+    /// # fn demo(client: aws_sdk_dynamodb::Client) {
+    /// use idem_stores::dynamodb::{DynamoDbStore, SortKey};
+    /// // Powertools' `sort_key_attr="sk"` with `static_pk_value="idempotency#payments"`.
+    /// let store = DynamoDbStore::builder(client, "app")
+    ///     .sort_key(SortKey::holding_key("sk", "idempotency#payments"))
+    ///     .build();
+    /// # }
+    /// ```
+    pub fn sort_key(mut self, sort_key: SortKey) -> Self {
+        self.sort_key = Some(sort_key);
+        self
+    }
+
     /// The store, on a copy of the client whose timeouts are the ones set here, else the
     /// client's own, else the defaults above.
     pub fn build(self) -> DynamoDbStore {
@@ -120,6 +140,7 @@ impl DynamoDbStoreBuilder {
             self.table.into(),
             self.prefix.into(),
             Arc::new(self.names),
+            self.sort_key,
         )
     }
 }

@@ -142,21 +142,24 @@ impl fmt::Display for StepTooLarge {
 
 impl StdError for StepTooLarge {}
 
-/// The partition key would be longer than DynamoDB allows (2048 bytes). Nothing was sent.
+/// The record's key, with the store's prefix, would be longer than DynamoDB allows in the
+/// attribute that holds it: 2048 bytes for a partition key, 1024 for a sort key. Nothing was
+/// sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyTooLong {
     /// The key's length with the store's prefix, in bytes.
     pub len: usize,
+    /// DynamoDB's limit for the attribute that holds it, in bytes.
+    pub limit: usize,
 }
 
 impl fmt::Display for KeyTooLong {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the partition key would be {} bytes long, more than DynamoDB's limit of {} bytes; \
-             use a shorter key prefix",
-            self.len,
-            super::store::MAX_PARTITION_KEY_LEN
+            "the stored key would be {} bytes long, more than DynamoDB's limit of {} bytes \
+             for the attribute that holds it; use a shorter key prefix",
+            self.len, self.limit
         )
     }
 }
@@ -186,12 +189,24 @@ pub enum Misconfigured {
         /// What the table has, or what DynamoDB said.
         found: String,
     },
-    /// The table has a sort key: the store's items have none, so no write can succeed.
+    /// The table has a sort key and the store was built without one
+    /// ([`DynamoDbStoreBuilder::sort_key`](super::DynamoDbStoreBuilder::sort_key)): its items
+    /// have none, so no write can succeed.
     SortKey {
         /// The table's name.
         table: String,
         /// The sort key's attribute name, or DynamoDB's message.
         sort_key: String,
+    },
+    /// The store was built with a [`SortKey`](super::SortKey) the table does not have: the
+    /// table has no sort key, another one, or one that is not a string.
+    WrongSortKey {
+        /// The table's name.
+        table: String,
+        /// The sort key the store needs: its attribute name, type `S`.
+        expected: String,
+        /// What the table has.
+        found: String,
     },
     /// DynamoDB's TTL is not enabled on the store's TTL attribute: expired records would stay
     /// for ever (they are still treated as expired, but never removed).
@@ -227,13 +242,24 @@ impl fmt::Display for Misconfigured {
             } => write!(
                 f,
                 "DynamoDB table `{table}` does not match the store's key: the store needs a \
-                 partition key `{expected}` of type string and no sort key, and {found}; use \
-                 such a table, or set `AttributeNames::key` to the table's partition key"
+                 partition key `{expected}` of type string, and {found}; use such a table, or \
+                 set `AttributeNames::key` to the table's partition key"
             ),
             Misconfigured::SortKey { table, sort_key } => write!(
                 f,
-                "DynamoDB table `{table}` has a sort key ({sort_key}); the store needs a table \
-                 with a partition key only"
+                "DynamoDB table `{table}` has a sort key ({sort_key}) and the store has none: \
+                 say where the record's key goes with `DynamoDbStoreBuilder::sort_key` (`idem \
+                 --sort-key`), or use a table with a partition key only"
+            ),
+            Misconfigured::WrongSortKey {
+                table,
+                expected,
+                found,
+            } => write!(
+                f,
+                "DynamoDB table `{table}` does not match the store's sort key: the store needs \
+                 a sort key `{expected}` of type string, and {found}; name the table's sort key \
+                 in `SortKey`, or build the store without one for a table that has none"
             ),
             Misconfigured::TtlDisabled {
                 table,
@@ -286,7 +312,8 @@ pub(crate) fn misconfiguration(
         "ResourceNotFoundException" => Some(Misconfigured::MissingTable { table }),
         "ValidationException"
             if message.contains("key element does not match the schema")
-                || message.contains("Missing the key") =>
+                || message.contains("Missing the key")
+                || message.contains("missed key schema element") =>
         {
             Some(Misconfigured::WrongKey {
                 table,

@@ -1,6 +1,8 @@
 //! The DynamoDB store's listing, for operators: a `Scan` a page, and a purge of the items that
 //! stopped counting, each deleted on the condition that it still has.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -8,6 +10,7 @@ use idem_core::store::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEnt
 use idem_core::{Key, Record, StoreError, Timestamp, LEASE_GRACE_MS};
 
 use super::item::{self, Item, COMPLETED, IN_PROGRESS};
+use super::pages::PageRequest;
 use super::DynamoDbStore;
 
 /// A listed row or item: a key and its record, or an entry stored under no key.
@@ -27,46 +30,37 @@ const EXPIRED: &str = "(attribute_type(#lu, :number) AND (\
      OR (#st = :in_progress AND #lu <= :abandoned \
          AND (attribute_not_exists(#steps) OR size(#steps) = :zero OR #kept <= :now))))";
 
-/// Pages in the table's scan order: each page is one consistent `Scan` that reads up to the
-/// query's limit of items and keeps those whose partition key starts with the store's prefix
-/// and the query's (`begins_with`), so a page may hold fewer records than the limit, or none,
-/// while more remain. The cursor is the partition key of the last item read
-/// (`LastEvaluatedKey`), where the next `Scan` starts (`ExclusiveStartKey`).
+/// Pages in the table's order: each page is one consistent `Scan` (a `Query` of the one
+/// partition when the sort key holds the records' keys) that reads up to the query's limit of
+/// items and keeps those whose stored key starts with the store's prefix and the query's
+/// (`begins_with`), so a page may hold fewer records than the limit, or none, while more
+/// remain. The cursor is the stored key of the last item read (`LastEvaluatedKey`), where the
+/// next page starts (`ExclusiveStartKey`).
 #[async_trait]
 impl Inventory for DynamoDbStore {
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        let names = self.names();
         let store_prefix = self.stored_prefix();
-        let limit = i32::try_from(query.limit.max(1)).unwrap_or(i32::MAX);
-        let output = self
-            .client()
-            .scan()
-            .table_name(self.table())
-            .consistent_read(true)
-            .limit(limit)
-            .filter_expression("begins_with(#k, :prefix)")
-            .expression_attribute_names("#k", &names.key)
-            .expression_attribute_values(
-                ":prefix",
-                AttributeValue::S(format!("{store_prefix}{}", query.prefix)),
-            )
-            .set_exclusive_start_key(self.start_key(query.cursor.as_deref()))
-            .send()
-            .await
-            .map_err(|error| self.failed("Scan", error))?;
+        let page = self
+            .page(PageRequest {
+                prefix: format!("{store_prefix}{}", query.prefix),
+                filter: None,
+                names: HashMap::new(),
+                values: Item::new(),
+                start: self.start_key(query.cursor.as_deref()),
+                limit: Some(query.limit),
+                keys_only: false,
+            })
+            .await?;
         let mut records = Vec::new();
         let mut unkeyed = Vec::new();
-        for item in output.items() {
+        for item in &page.items {
             match self.listed(&store_prefix, item) {
                 Some(Ok(listed)) => records.push(listed),
                 Some(Err(entry)) => unkeyed.push(entry),
                 None => {}
             }
         }
-        Ok(
-            ListPage::new(records, self.partition_key(output.last_evaluated_key()))
-                .with_unkeyed(unkeyed),
-        )
+        Ok(ListPage::new(records, self.stored_key(page.next.as_ref())).with_unkeyed(unkeyed))
     }
 
     /// Scans the store's items (those under its prefix) for expired ones and deletes each on
@@ -116,14 +110,14 @@ impl Inventory for DynamoDbStore {
         }
         Ok(PurgeProgress::new(
             deleted,
-            self.partition_key(page.next.as_ref()),
+            self.stored_key(page.next.as_ref()),
         ))
     }
 }
 
 /// One page of the purge's scan.
 struct ExpiredPage {
-    /// The partition keys of the expired items it found.
+    /// The stored keys of the expired items it found.
     keys: Vec<String>,
     /// Where the next page starts, if there is one.
     next: Option<Item>,
@@ -141,27 +135,19 @@ impl DynamoDbStore {
 
     /// The `ExclusiveStartKey` of a page that starts after the item `cursor` names.
     fn start_key(&self, cursor: Option<&str>) -> Option<Item> {
-        cursor.map(|cursor| {
-            Item::from([(
-                self.names().key.clone(),
-                AttributeValue::S(cursor.to_owned()),
-            )])
-        })
+        cursor.map(|cursor| self.table_key().primary_key(cursor))
     }
 
-    /// The partition key in `key` (a `LastEvaluatedKey`), as a cursor.
-    fn partition_key(&self, key: Option<&Item>) -> Option<String> {
-        match key?.get(&self.names().key)? {
-            AttributeValue::S(text) => Some(text.clone()),
-            _ => None,
-        }
+    /// The stored key in `key` (an item, or a `LastEvaluatedKey` as a cursor).
+    fn stored_key(&self, key: Option<&Item>) -> Option<String> {
+        self.table_key().stored_key(key?)
     }
 
     /// The key and record of `item`; an [`UnkeyedEntry`] for an item that holds no idempotency
     /// key after the store's prefix (written by something else than idem, or too long), listed
     /// all the same; `None` for an item outside the prefix, which the scan's filter drops.
     fn listed(&self, store_prefix: &str, item: &Item) -> Option<Listed> {
-        let stored = self.partition_key(Some(item))?;
+        let stored = self.stored_key(Some(item))?;
         let text = stored.strip_prefix(store_prefix)?;
         Some(match UnkeyedEntry::unless_key(text.as_bytes()) {
             Ok(key) => Ok((key, self.decode(item))),
@@ -172,54 +158,43 @@ impl DynamoDbStore {
         })
     }
 
-    /// One consistent `Scan` page of the store's items expired at `now`, their partition keys
-    /// only; a page reads at most `limit` items, when given.
+    /// One consistent page of the store's items expired at `now`, their stored keys only; a
+    /// page reads at most `limit` items, when given.
     async fn expired_keys(
         &self,
         now: Timestamp,
         start: Option<Item>,
         limit: Option<u32>,
     ) -> Result<ExpiredPage, StoreError> {
-        let mut names = self.expired_names();
-        names.insert("#k".to_owned(), self.names().key.clone());
-        let mut values = expired_values(now);
-        values.insert(
-            ":prefix".to_owned(),
-            AttributeValue::S(self.stored_prefix()),
-        );
-        let output = self
-            .client()
-            .scan()
-            .table_name(self.table())
-            .consistent_read(true)
-            .filter_expression(format!("begins_with(#k, :prefix) AND {EXPIRED}"))
-            .projection_expression("#k")
-            .set_expression_attribute_names(Some(names))
-            .set_expression_attribute_values(Some(values))
-            .set_exclusive_start_key(start)
-            .set_limit(limit.map(|limit| i32::try_from(limit.max(1)).unwrap_or(i32::MAX)))
-            .send()
-            .await
-            .map_err(|error| self.failed("Scan", error))?;
+        let page = self
+            .page(PageRequest {
+                prefix: self.stored_prefix(),
+                filter: Some(EXPIRED.to_owned()),
+                names: self.expired_names(),
+                values: expired_values(now),
+                start,
+                limit,
+                keys_only: true,
+            })
+            .await?;
         Ok(ExpiredPage {
-            keys: output
-                .items()
+            keys: page
+                .items
                 .iter()
-                .filter_map(|item| self.partition_key(Some(item)))
+                .filter_map(|item| self.stored_key(Some(item)))
                 .collect(),
-            next: output.last_evaluated_key,
+            next: page.next,
         })
     }
 
-    /// Deletes the item under partition key `key` if it is still expired at `now`: `false`
+    /// Deletes the item under the stored key `key` if it is still expired at `now`: `false`
     /// when it is not (any more), or is gone.
     async fn delete_expired(&self, key: String, now: Timestamp) -> Result<bool, StoreError> {
-        let names = self.names();
         let result = self
             .client()
             .delete_item()
             .table_name(self.table())
-            .key(&names.key, AttributeValue::S(key))
+            .set_key(Some(self.table_key().primary_key(&key)))
             .condition_expression(EXPIRED)
             .set_expression_attribute_names(Some(self.expired_names()))
             .set_expression_attribute_values(Some(expired_values(now)))
@@ -234,9 +209,9 @@ impl DynamoDbStore {
         }
     }
 
-    /// The attribute names of [`EXPIRED`], as builders take them (extended by the scan's
-    /// `#k`, since a request may name no attribute it does not use).
-    fn expired_names(&self) -> std::collections::HashMap<String, String> {
+    /// The attribute names of [`EXPIRED`], as builders take them (extended by the page's
+    /// own, since a request may name no attribute it does not use).
+    fn expired_names(&self) -> HashMap<String, String> {
         let names = self.names();
         [
             ("#st", &names.state),

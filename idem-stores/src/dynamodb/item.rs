@@ -46,12 +46,12 @@ pub(crate) fn ttl_seconds(live_until: Timestamp) -> u64 {
     live_until.as_millis().div_ceil(1000)
 }
 
-/// The item of an in-progress record. Its steps map is always there, empty before the first
-/// step; with steps, `ttl` is at least the steps' TTL.
-pub(crate) fn in_progress(names: &AttributeNames, key: &str, record: &InProgress) -> Item {
+/// The item of an in-progress record under the primary key `key`. Its steps map is always
+/// there, empty before the first step; with steps, `ttl` is at least the steps' TTL.
+pub(crate) fn in_progress(names: &AttributeNames, key: Item, record: &InProgress) -> Item {
     let lease_ttl = ttl_seconds(record.lease_until() + LEASE_GRACE);
-    let mut item = HashMap::from([
-        (names.key.clone(), AttributeValue::S(key.to_owned())),
+    let mut item = key;
+    item.extend([
         (names.state.clone(), AttributeValue::S(IN_PROGRESS.into())),
         (
             names.owner.clone(),
@@ -92,11 +92,12 @@ pub(crate) fn step_value(value: &[u8]) -> AttributeValue {
     AttributeValue::B(Blob::new(value.to_vec()))
 }
 
-/// The item of a completed record, completed by `owner`. The owner is kept so that a completion
-/// retried after its answer was lost can tell its own write from another owner's.
+/// The item of a completed record under the primary key `key`, completed by `owner`. The owner
+/// is kept so that a completion retried after its answer was lost can tell its own write from
+/// another owner's.
 pub(crate) fn completed(
     names: &AttributeNames,
-    key: &str,
+    key: Item,
     owner: &OwnerToken,
     record: &Completed,
 ) -> Result<Item, StoreError> {
@@ -110,8 +111,8 @@ pub(crate) fn completed(
             )))
         }
     };
-    let mut item = HashMap::from([
-        (names.key.clone(), AttributeValue::S(key.to_owned())),
+    let mut item = key;
+    item.extend([
         (names.state.clone(), AttributeValue::S(COMPLETED.into())),
         (
             names.owner.clone(),
@@ -319,6 +320,11 @@ mod tests {
         AttributeNames::default()
     }
 
+    /// The primary key of the item for stored key `k`, as a table without a sort key has it.
+    fn key(k: &str) -> Item {
+        Item::from([("pk".to_owned(), AttributeValue::S(k.to_owned()))])
+    }
+
     fn fingerprint() -> Fingerprint {
         Fingerprint::of(&("order-42", 1_000)).unwrap()
     }
@@ -329,7 +335,7 @@ mod tests {
         let record = InProgress::new(OwnerToken::generate(), fingerprint(), lease_until)
             .with_fencing_token(1_700_000_000_000_000)
             .with_attempt(2);
-        let item = in_progress(&names(), "k", &record);
+        let item = in_progress(&names(), key("k"), &record);
         // The sweeper may delete an in-progress item only once it is abandoned.
         assert_eq!(item["ttl"], number(1_700_000_061));
         assert_eq!(decode(&names(), &item), Ok(Record::InProgress(record)));
@@ -345,7 +351,7 @@ mod tests {
             .with_kept_until(kept_until);
         let record =
             InProgress::new(OwnerToken::generate(), fingerprint(), lease_until).with_steps(steps);
-        let item = in_progress(&names(), "k", &record);
+        let item = in_progress(&names(), key("k"), &record);
         assert_eq!(item["steps_kept_until_ms"], number(1_700_003_600_001));
         assert_eq!(item["steps_ttl"], number(1_700_003_601));
         assert_eq!(
@@ -359,7 +365,7 @@ mod tests {
     #[test]
     fn a_reservation_holds_an_empty_steps_map() {
         let record = InProgress::new(OwnerToken::generate(), fingerprint(), Timestamp::EPOCH);
-        let mut item = in_progress(&names(), "k", &record);
+        let mut item = in_progress(&names(), key("k"), &record);
         assert_eq!(item["steps"], AttributeValue::M(HashMap::new()));
         assert!(!item.contains_key("steps_kept_until_ms"));
         item.remove("steps");
@@ -377,7 +383,7 @@ mod tests {
             .with_kept_until(Timestamp::from_millis(9));
         let record = InProgress::new(OwnerToken::generate(), fingerprint(), Timestamp::EPOCH)
             .with_steps(steps);
-        let good = in_progress(&names(), "k", &record);
+        let good = in_progress(&names(), key("k"), &record);
         let text_step = AttributeValue::M(HashMap::from([(
             "charge".to_owned(),
             AttributeValue::S("1".into()),
@@ -409,7 +415,7 @@ mod tests {
             let expires_at = Timestamp::from_millis(1_700_000_000_000);
             let record = Completed::new(fingerprint(), outcome, expires_at);
             let owner = OwnerToken::generate();
-            let item = completed(&names(), "k", &owner, &record).unwrap();
+            let item = completed(&names(), key("k"), &owner, &record).unwrap();
             assert_eq!(super::owner(&names(), &item), Some(owner.as_str()));
             assert_eq!(item["ttl"], number(1_700_000_000));
             assert_eq!(decode(&names(), &item), Ok(Record::Completed(record)));
@@ -428,7 +434,7 @@ mod tests {
     fn malformed_items_are_reported() {
         let five = Timestamp::from_millis(5);
         let record = Completed::new(fingerprint(), Outcome::Ok(b"1".to_vec()), five);
-        let good = completed(&names(), "k", &OwnerToken::generate(), &record).unwrap();
+        let good = completed(&names(), key("k"), &OwnerToken::generate(), &record).unwrap();
         let cases: Vec<(&str, Option<AttributeValue>)> = vec![
             ("state", None),
             ("state", Some(AttributeValue::S("done".into()))),
@@ -452,7 +458,7 @@ mod tests {
         }
         let mut item = in_progress(
             &names(),
-            "k",
+            key("k"),
             &InProgress::new(OwnerToken::generate(), fingerprint(), five).with_fencing_token(5_000),
         );
         item.remove("owner");

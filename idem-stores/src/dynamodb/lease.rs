@@ -48,13 +48,13 @@ impl DynamoDbStore {
                 None => (RENEW_UPDATE, RENEW_CONDITION, lease_ttl),
                 Some(ttl) => (RENEW_READ_UPDATE, RENEW_READ_CONDITION, ttl),
             };
-            let (name, value) = self.key_attr(key)?;
+            let primary_key = self.primary_key(key)?;
             let names = self.names();
             let result = self
                 .client()
                 .update_item()
                 .table_name(self.table())
-                .key(name, value)
+                .set_key(Some(primary_key))
                 .update_expression(update)
                 .condition_expression(condition)
                 .set_expression_attribute_names(Some(self.owner_names().into()))
@@ -110,12 +110,12 @@ impl DynamoDbStore {
         key: &Key,
         owner: &OwnerToken,
     ) -> Result<(), StoreError> {
-        let (name, value) = self.key_attr(key)?;
+        let primary_key = self.primary_key(key)?;
         let result = self
             .client()
             .delete_item()
             .table_name(self.table())
-            .key(name, value)
+            .set_key(Some(primary_key))
             .condition_expression(RELEASE_CONDITION)
             .set_expression_attribute_names(Some(self.owner_names().into()))
             .expression_attribute_names("#steps", &self.names().steps)
@@ -138,12 +138,12 @@ impl DynamoDbStore {
             Record::InProgress(held) if !held.steps().is_empty() => {}
             _ => return Err(StoreError::LeaseLost),
         }
-        let (name, value) = self.key_attr(key)?;
+        let primary_key = self.primary_key(key)?;
         let result = self
             .client()
             .update_item()
             .table_name(self.table())
-            .key(name, value)
+            .set_key(Some(primary_key))
             .update_expression("SET #lu = :released")
             .condition_expression(RELEASE_STEPS_CONDITION)
             .set_expression_attribute_names(Some(self.owner_names().into()))

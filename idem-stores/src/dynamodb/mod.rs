@@ -43,6 +43,15 @@
 //! | `steps_kept_until_ms` | N | until when the steps hold the key, ms since the epoch; from the first step | — |
 //! | `steps_ttl` | N | `steps_kept_until_ms` in seconds, rounded up; from the first step | — |
 //!
+//! A table shared with the application's other items (a single-table design) may have a sort
+//! key too ([`DynamoDbStoreBuilder::sort_key`], [`SortKey`]): the idempotency key (with the
+//! prefix) then goes in the sort key and one value for every record in the partition key
+//! ([`SortKey::holding_key`], the layout of Powertools' `sort_key_attr` and `static_pk_value`),
+//! or in the partition key with one sort key value ([`SortKey::fixed`]). Every request names
+//! the item by both; nothing else changes, except that a key held in a sort key is at most
+//! 1024 bytes, and that listing and purging `Query` the one partition instead of scanning the
+//! table.
+//!
 //! A record counts while `now < live_until_ms`, with `now` from the caller's clock. idem checks
 //! that on every read and in every conditional write; the `ttl` attribute only lets DynamoDB's
 //! TTL sweeper delete dead items, which it may do up to days late. It never goes below
@@ -114,9 +123,11 @@
 //! The store offers operators its [`Inventory`](idem_core::store::Inventory)
 //! ([`Idempotency::list`](idem_core::Idempotency::list), the `idem` command). A page is one
 //! consistent `Scan` that reads as many items as the page's limit, keeps those whose key
-//! `begins_with` the store's prefix and the listing's, and hands its `LastEvaluatedKey`'s key
-//! on as the cursor: a page may hold fewer records than the limit, or none, while more
-//! remain, and the order is the table's, not the keys'. An item that cannot be read is listed
+//! `begins_with` the store's prefix and the listing's (and that hold the sort key's value, if
+//! the table has one), and hands its `LastEvaluatedKey`'s key on as the cursor (with the keys
+//! in the sort key, [`SortKey::holding_key`], a `Query` of the records' partition instead): a
+//! page may hold fewer records than the limit, or none, while more remain, and the order is
+//! the table's, not the keys'. An item that cannot be read is listed
 //! as [`StoreError::Corrupt`](idem_core::StoreError::Corrupt), not skipped, and one under the
 //! prefix whose key is no idempotency key after it (too long, no `|`) in
 //! [`ListPage::unkeyed`](idem_core::store::ListPage::unkeyed). A purge scans the
@@ -171,6 +182,8 @@ mod inventory;
 mod item;
 mod lease;
 mod names;
+mod pages;
+mod sort_key;
 mod steps;
 mod store;
 mod table;
@@ -184,4 +197,5 @@ pub use builder::{
 pub use error::{ItemTooLarge, KeyTooLong, Misconfigured, RequestFailed, StepTooLarge};
 pub use item::{item_size, MAX_ITEM_SIZE};
 pub use names::AttributeNames;
+pub use sort_key::SortKey;
 pub use store::DynamoDbStore;

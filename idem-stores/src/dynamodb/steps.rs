@@ -121,7 +121,11 @@ impl DynamoDbStore {
             .with_fencing_token(u64::MAX)
             .with_attempt(u32::MAX)
             .with_steps(steps);
-        let size = item::item_size(&item::in_progress(self.names(), item_key, &record));
+        let size = item::item_size(&item::in_progress(
+            self.names(),
+            self.table_key().primary_key(item_key),
+            &record,
+        ));
         if size > MAX_ITEM_SIZE {
             return Err(StoreError::rejected(StepTooLarge {
                 step: name.to_owned(),
@@ -147,7 +151,7 @@ impl DynamoDbStore {
             .client()
             .update_item()
             .table_name(self.table())
-            .key(&names.key, AttributeValue::S(item_key.to_owned()))
+            .set_key(Some(self.table_key().primary_key(item_key)))
             .update_expression(STEP_UPDATE)
             .condition_expression(STEP_CONDITION)
             .set_expression_attribute_names(Some(self.owner_names().into()))

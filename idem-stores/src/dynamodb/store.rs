@@ -1,5 +1,6 @@
 //! `DynamoDbStore`: the `Store` trait over conditional writes.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,10 +18,8 @@ use idem_core::{
 
 use super::error::{misconfiguration, ItemTooLarge, KeyTooLong, RequestFailed};
 use super::item::{self, Item, COMPLETED, IN_PROGRESS, MAX_ITEM_SIZE};
-use super::{AttributeNames, DynamoDbStoreBuilder};
-
-/// The longest partition key DynamoDB accepts, in bytes.
-pub(crate) const MAX_PARTITION_KEY_LEN: usize = 2048;
+use super::sort_key::TableKey;
+use super::{AttributeNames, DynamoDbStoreBuilder, SortKey};
 
 /// How many times `reserve` writes again after its first conditional write failed: once each
 /// time the item that failed the condition turns out free or taken over (a takeover is a
@@ -41,7 +40,8 @@ const OWNER_CONDITION: &str = "#st = :in_progress AND #own = :owner";
 ///
 /// Built from an [`aws_sdk_dynamodb::Client`] you configure (credentials, region, endpoint,
 /// retries) and a table whose partition key is a string attribute (`pk` unless
-/// [`attribute_names`](DynamoDbStoreBuilder::attribute_names) says otherwise). See the
+/// [`attribute_names`](DynamoDbStoreBuilder::attribute_names) says otherwise), with no sort
+/// key unless [`sort_key`](DynamoDbStoreBuilder::sort_key) names it. See the
 /// [module docs](super) for the item layout and the requests.
 ///
 /// ```no_run
@@ -58,6 +58,7 @@ pub struct DynamoDbStore {
     table: Arc<str>,
     prefix: Arc<str>,
     names: Arc<AttributeNames>,
+    table_key: Arc<TableKey>,
 }
 
 impl DynamoDbStore {
@@ -77,12 +78,15 @@ impl DynamoDbStore {
         table: Arc<str>,
         prefix: Arc<str>,
         names: Arc<AttributeNames>,
+        sort_key: Option<SortKey>,
     ) -> Self {
+        let table_key = Arc::new(TableKey::new(names.key.clone(), sort_key));
         DynamoDbStore {
             client,
             table,
             prefix,
             names,
+            table_key,
         }
     }
 
@@ -106,23 +110,38 @@ impl DynamoDbStore {
         &self.names
     }
 
-    /// The partition key value of the item for `key`: the prefix and the key, delimited so
-    /// that no prefix and key pair can equal another ([`Key::with_prefix`]).
+    /// The sort key, when the table has one ([`DynamoDbStoreBuilder::sort_key`]).
+    pub fn sort_key(&self) -> Option<&SortKey> {
+        self.table_key.sort()
+    }
+
+    /// The value of the attribute that holds `key` in its item (the partition key, or the sort
+    /// key when [`SortKey::holds_key`]): the prefix and the key, delimited so that no prefix
+    /// and key pair can equal another ([`Key::with_prefix`]).
     pub fn item_key(&self, key: &Key) -> String {
         key.with_prefix(&self.prefix)
     }
 
-    /// The partition key of `key` as an attribute map, for `GetItem`/`DeleteItem`/`UpdateItem`.
-    pub(crate) fn key_attr(&self, key: &Key) -> Result<(String, AttributeValue), StoreError> {
+    /// The table's primary key: where a record's key goes.
+    pub(crate) fn table_key(&self) -> &TableKey {
+        &self.table_key
+    }
+
+    /// The primary key of `key`'s item, as `GetItem`, `UpdateItem` and `DeleteItem` take it:
+    /// the attribute that holds the key, and the sort key's other half when the table has one.
+    /// [`KeyTooLong`] (in [`StoreError::Rejected`]) when DynamoDB would refuse the key.
+    pub fn primary_key(&self, key: &Key) -> Result<HashMap<String, AttributeValue>, StoreError> {
         let item_key = self.checked_item_key(key)?;
-        Ok((self.names.key.clone(), AttributeValue::S(item_key)))
+        Ok(self.table_key.primary_key(&item_key))
     }
 
     pub(crate) fn checked_item_key(&self, key: &Key) -> Result<String, StoreError> {
         let item_key = self.item_key(key);
-        if item_key.len() > MAX_PARTITION_KEY_LEN {
+        let limit = self.table_key.max_key_len();
+        if item_key.len() > limit {
             return Err(StoreError::rejected(KeyTooLong {
                 len: item_key.len(),
+                limit,
             }));
         }
         Ok(item_key)
@@ -171,12 +190,11 @@ impl DynamoDbStore {
 
     /// The item under `key`, read consistently.
     pub(crate) async fn item(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        let (name, value) = self.key_attr(key)?;
         let output = self
             .client
             .get_item()
             .table_name(&*self.table)
-            .key(name, value)
+            .set_key(Some(self.primary_key(key)?))
             .consistent_read(true)
             .send()
             .await
@@ -196,7 +214,11 @@ impl DynamoDbStore {
             .client
             .put_item()
             .table_name(&*self.table)
-            .set_item(Some(item::in_progress(names, item_key, claim.record())))
+            .set_item(Some(item::in_progress(
+                names,
+                self.table_key.primary_key(item_key),
+                claim.record(),
+            )))
             .condition_expression(FREE_CONDITION)
             .expression_attribute_names("#k", &names.key)
             .expression_attribute_names("#st", &names.state)
@@ -318,7 +340,12 @@ impl Store for DynamoDbStore {
         record: &Completed,
     ) -> Result<(), StoreError> {
         let item_key = self.checked_item_key(key)?;
-        let item = item::completed(&self.names, &item_key, owner, record)?;
+        let item = item::completed(
+            &self.names,
+            self.table_key.primary_key(&item_key),
+            owner,
+            record,
+        )?;
         let size = item::item_size(&item);
         if size > MAX_ITEM_SIZE {
             return Err(StoreError::rejected(ItemTooLarge {
@@ -383,11 +410,10 @@ impl Store for DynamoDbStore {
     }
 
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
-        let (name, value) = self.key_attr(key)?;
         self.client
             .delete_item()
             .table_name(&*self.table)
-            .key(name, value)
+            .set_key(Some(self.primary_key(key)?))
             .send()
             .await
             .map_err(|error| self.failed("DeleteItem", error))?;
@@ -407,6 +433,7 @@ impl fmt::Debug for DynamoDbStore {
             .field("table", &self.table)
             .field("prefix", &self.prefix)
             .field("names", &self.names)
+            .field("sort_key", &self.table_key.sort())
             .finish_non_exhaustive()
     }
 }

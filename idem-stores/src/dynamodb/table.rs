@@ -18,34 +18,40 @@ use super::DynamoDbStore;
 const ACTIVE_WITHIN: Duration = Duration::from_secs(120);
 
 impl DynamoDbStore {
-    /// Creates the store's table if it does not exist: a string partition key, on-demand
-    /// billing, and DynamoDB's TTL sweeper on the TTL attribute. Waits until the table is
+    /// Creates the store's table if it does not exist: a string partition key (and the string
+    /// sort key of [`DynamoDbStoreBuilder::sort_key`](super::DynamoDbStoreBuilder::sort_key),
+    /// if the store has one), on-demand billing, and DynamoDB's TTL sweeper on the TTL attribute. Waits until the table is
     /// active. Returns `false` if the table was already there: its TTL is then enabled if it
     /// was not, and the table is [verified](DynamoDbStore::verify).
     ///
     /// Meant for development and tests; production tables belong in your infrastructure code,
     /// with the same key and TTL settings.
     pub async fn create_table(&self) -> Result<bool, BoxError> {
-        let names = self.names();
-        let created = self
+        let mut key = vec![(self.names().key.as_str(), KeyType::Hash)];
+        if let Some(sort_key) = self.sort_key() {
+            key.push((sort_key.attribute(), KeyType::Range));
+        }
+        let mut create = self
             .client()
             .create_table()
             .table_name(self.table())
-            .attribute_definitions(
-                AttributeDefinition::builder()
-                    .attribute_name(&names.key)
-                    .attribute_type(ScalarAttributeType::S)
-                    .build()?,
-            )
-            .key_schema(
-                KeySchemaElement::builder()
-                    .attribute_name(&names.key)
-                    .key_type(KeyType::Hash)
-                    .build()?,
-            )
-            .billing_mode(BillingMode::PayPerRequest)
-            .send()
-            .await;
+            .billing_mode(BillingMode::PayPerRequest);
+        for (attribute, key_type) in key {
+            create = create
+                .attribute_definitions(
+                    AttributeDefinition::builder()
+                        .attribute_name(attribute)
+                        .attribute_type(ScalarAttributeType::S)
+                        .build()?,
+                )
+                .key_schema(
+                    KeySchemaElement::builder()
+                        .attribute_name(attribute)
+                        .key_type(key_type)
+                        .build()?,
+                );
+        }
+        let created = create.send().await;
         match created {
             Ok(_) => {}
             Err(error)
@@ -81,7 +87,9 @@ impl DynamoDbStore {
     }
 
     /// Checks that the table exists and fits the store: a string partition key named as the
-    /// store's key attribute, no sort key, and TTL enabled on the store's TTL attribute. Call
+    /// store's key attribute, the store's string sort key or none if it has none
+    /// ([`DynamoDbStoreBuilder::sort_key`](super::DynamoDbStoreBuilder::sort_key)), and TTL
+    /// enabled on the store's TTL attribute. Call
     /// it at start-up, so that a misconfiguration stops the service with a message that names
     /// it, rather than failing every call.
     ///
@@ -110,23 +118,21 @@ impl DynamoDbStore {
         };
         let key = &self.names().key;
         let mut partition_key = None;
+        let mut sort_key = None;
         for element in description.key_schema() {
             match element.key_type() {
                 KeyType::Hash => partition_key = Some(element.attribute_name()),
-                _ => {
-                    return Err(Misconfigured::SortKey {
-                        table,
-                        sort_key: format!("`{}`", element.attribute_name()),
-                    }
-                    .into())
-                }
+                _ => sort_key = Some(element.attribute_name()),
             }
         }
-        let key_type = description
-            .attribute_definitions()
-            .iter()
-            .find(|definition| Some(definition.attribute_name()) == partition_key)
-            .map(|definition| definition.attribute_type().clone());
+        let type_of = |attribute: Option<&str>| {
+            description
+                .attribute_definitions()
+                .iter()
+                .find(|definition| Some(definition.attribute_name()) == attribute)
+                .map(|definition| definition.attribute_type().clone())
+        };
+        let key_type = type_of(partition_key);
         if partition_key != Some(key.as_str()) || key_type != Some(ScalarAttributeType::S) {
             let found = match (partition_key, key_type) {
                 (Some(name), Some(kind)) => format!("it has `{name}`, of type {}", kind.as_str()),
@@ -138,6 +144,34 @@ impl DynamoDbStore {
                 found,
             }
             .into());
+        }
+        match (self.sort_key(), sort_key) {
+            (None, None) => {}
+            (None, Some(found)) => {
+                return Err(Misconfigured::SortKey {
+                    table,
+                    sort_key: format!("`{found}`"),
+                }
+                .into())
+            }
+            (Some(expected), found) => {
+                let found_type = type_of(found);
+                if found != Some(expected.attribute()) || found_type != Some(ScalarAttributeType::S)
+                {
+                    let found = match (found, found_type) {
+                        (Some(name), Some(kind)) => {
+                            format!("it has `{name}`, of type {}", kind.as_str())
+                        }
+                        _ => "it has none".to_owned(),
+                    };
+                    return Err(Misconfigured::WrongSortKey {
+                        table,
+                        expected: expected.attribute().to_owned(),
+                        found,
+                    }
+                    .into());
+                }
+            }
         }
         let ttl = &self.names().ttl;
         match self.ttl_attribute().await? {

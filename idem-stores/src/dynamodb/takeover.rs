@@ -61,7 +61,7 @@ impl DynamoDbStore {
             .client()
             .update_item()
             .table_name(self.table())
-            .key(&names.key, AttributeValue::S(item_key.to_owned()))
+            .set_key(Some(self.table_key().primary_key(item_key)))
             .update_expression(
                 "SET #own = :owner, #lu = :lease_until, #ft = :fencing_token, \
                  #att = :attempt, #ttl = :ttl, #steps = if_not_exists(#steps, :no_steps)",
@@ -137,7 +137,11 @@ impl DynamoDbStore {
             .client()
             .put_item()
             .table_name(self.table())
-            .set_item(Some(item::in_progress(names, item_key, &record)))
+            .set_item(Some(item::in_progress(
+                names,
+                self.table_key().primary_key(item_key),
+                &record,
+            )))
             .condition_expression(OTHER_CALL_CONDITION)
             .expression_attribute_names("#st", &names.state)
             .expression_attribute_names("#own", &names.owner)

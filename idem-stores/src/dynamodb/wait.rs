@@ -42,13 +42,13 @@ impl DynamoDbStore {
     /// consistently, its state and lease alone. A release that keeps the record for its steps
     /// ends the lease: the waiter reserves again, and the same call takes the key over.
     async fn still_held(&self, key: &Key) -> Result<bool, StoreError> {
-        let (name, value) = self.key_attr(key)?;
+        let primary_key = self.primary_key(key)?;
         let names = self.names();
         let output = self
             .client()
             .get_item()
             .table_name(self.table())
-            .key(name, value)
+            .set_key(Some(primary_key))
             .consistent_read(true)
             .projection_expression("#st, #lu")
             .expression_attribute_names("#st", &names.state)

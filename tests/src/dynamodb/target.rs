@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use idem_conformance::Target;
 use idem_core::{Key, Store};
-use idem_stores::dynamodb::DynamoDbStore;
+use idem_stores::dynamodb::{DynamoDbStore, DynamoDbStoreBuilder, SortKey};
 
 use super::{client, ClientOptions, FaultInjector, RequestLog};
 use crate::dynamodb::server::TestMoto;
@@ -42,8 +42,27 @@ impl TestDynamo {
         Self::on(TestMoto::start_owned()?, ClientOptions::default()).await
     }
 
+    /// Like [`start`](TestDynamo::start), on a table whose primary key has `sort_key` too,
+    /// as a single-table design has.
+    pub async fn with_sort_key(sort_key: SortKey) -> Option<TestDynamo> {
+        Self::built(TestMoto::start()?, ClientOptions::default(), |builder| {
+            builder.sort_key(sort_key)
+        })
+        .await
+    }
+
     /// A store on a fresh table of `moto`, with a client built with `options`.
     pub async fn on(moto: TestMoto, options: ClientOptions) -> Option<TestDynamo> {
+        Self::built(moto, options, |builder| builder).await
+    }
+
+    /// A store on a fresh table of `moto`, with a client built with `options`, built by
+    /// `configure`.
+    pub async fn built(
+        moto: TestMoto,
+        options: ClientOptions,
+        configure: impl FnOnce(DynamoDbStoreBuilder) -> DynamoDbStoreBuilder,
+    ) -> Option<TestDynamo> {
         let requests = RequestLog::new();
         let faults = FaultInjector::new();
         let client = client(
@@ -51,7 +70,7 @@ impl TestDynamo {
             options,
             [requests.interceptor(), faults.interceptor()],
         );
-        let store = DynamoDbStore::new(client.clone(), unique_table_name());
+        let store = configure(DynamoDbStore::builder(client.clone(), unique_table_name())).build();
         store
             .create_table()
             .await
@@ -70,12 +89,9 @@ impl TestDynamo {
         self.store.table()
     }
 
-    /// Writes `item` as it is under the partition key of `key`, bypassing the store.
+    /// Writes `item` as it is under the primary key of `key`, bypassing the store.
     pub async fn put_raw(&self, key: &Key, mut item: HashMap<String, AttributeValue>) {
-        item.insert(
-            self.store.names().key.clone(),
-            AttributeValue::S(self.store.item_key(key)),
-        );
+        item.extend(self.store.primary_key(key).expect("a key DynamoDB takes"));
         self.client
             .put_item()
             .table_name(self.table())
@@ -90,10 +106,9 @@ impl TestDynamo {
         self.client
             .get_item()
             .table_name(self.table())
-            .key(
-                self.store.names().key.clone(),
-                AttributeValue::S(self.store.item_key(key)),
-            )
+            .set_key(Some(
+                self.store.primary_key(key).expect("a key DynamoDB takes"),
+            ))
             .consistent_read(true)
             .send()
             .await
