@@ -12,8 +12,8 @@ Store URLs (--store, or IDEM_STORE):
   redis+cluster://host:port,host:port        a Redis Cluster
   postgres://user:password@host:port/db      PostgreSQL (also postgresql://), with --table, --schema
   dynamodb://TABLE                           DynamoDB, with --region, --endpoint, --attribute
-                                             FIELD=NAME; credentials from the AWS default chain
-                                             (environment, AWS_PROFILE, SSO, roles)
+                                             FIELD=NAME, --sort-key; credentials from the AWS
+                                             default chain (environment, AWS_PROFILE, SSO, roles)
 
 Keys are written as idem prints them (namespace|function|scope|parts): quote them for the shell.
 ";
@@ -89,6 +89,29 @@ pub(crate) struct StoreArgs {
     #[arg(long = "attribute", global = true, value_name = "FIELD=NAME",
           value_parser = crate::attributes::parse)]
     pub(crate) attributes: Vec<(String, String)>,
+
+    /// DynamoDB: the table's sort key, for a table with a composite primary key (a
+    /// single-table design), as the service's `SortKey` names it; with --partition-value
+    /// (the sort key holds the records' keys, Powertools' `sort_key_attr` and
+    /// `static_pk_value`) or --sort-value (the partition key holds them).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) sort_key: Option<String>,
+
+    /// DynamoDB, with --sort-key: the partition key value every record has (Powertools'
+    /// `static_pk_value`, e.g. `idempotency#payments`).
+    #[arg(
+        long,
+        global = true,
+        value_name = "VALUE",
+        requires = "sort_key",
+        conflicts_with = "sort_value"
+    )]
+    pub(crate) partition_value: Option<String>,
+
+    /// DynamoDB, with --sort-key: the sort key value every record has, when the partition key
+    /// holds the records' keys.
+    #[arg(long, global = true, value_name = "VALUE", requires = "sort_key")]
+    pub(crate) sort_value: Option<String>,
 }
 
 /// The commands.

@@ -4,8 +4,9 @@
 use std::collections::BTreeSet;
 
 use aws_sdk_dynamodb::types::KeyType;
-use idem_stores::dynamodb::{AttributeNames, DynamoDbStore};
+use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, SortKey};
 
+use crate::args::StoreArgs;
 use crate::failure::Failure;
 
 /// The attribute name of one field of `AttributeNames`, to read or set.
@@ -64,12 +65,55 @@ pub(crate) fn names(pairs: &[(String, String)]) -> Result<AttributeNames, Failur
     Ok(names)
 }
 
-/// What `--attribute` option the command is missing to read `store`'s table, if the table
-/// says so: a partition key named otherwise, or items that lack attributes every record has.
-/// `None` when the names fit, or when the table can't be asked.
+/// The sort key `--sort-key` with `--partition-value` or `--sort-value` make, if any.
+pub(crate) fn sort_key(args: &StoreArgs) -> Result<Option<SortKey>, Failure> {
+    let Some(attribute) = &args.sort_key else {
+        return Ok(None);
+    };
+    match (&args.partition_value, &args.sort_value) {
+        (Some(partition), None) => Ok(Some(SortKey::holding_key(attribute, partition))),
+        (None, Some(sort)) => Ok(Some(SortKey::fixed(attribute, sort))),
+        _ => Err(Failure::usage(format!(
+            "--sort-key {attribute} needs the value every record has in the other half of the \
+             key: --partition-value VALUE when the sort key holds the records' keys \
+             (Powertools' static_pk_value), or --sort-value VALUE when the partition key does"
+        ))),
+    }
+}
+
+/// What `--attribute` or `--sort-key` option the command is missing to read `store`'s table,
+/// if the table says so: a partition key named otherwise, a sort key the command does not
+/// know, or items that lack attributes every record has. `None` when the names fit, or when
+/// the table can't be asked.
 pub(crate) async fn diagnose(store: &DynamoDbStore) -> Option<String> {
     let names = store.names();
-    if let Some(key) = partition_key(store).await {
+    let (partition, sort) = table_key(store).await.unwrap_or_default();
+    match (sort, store.sort_key()) {
+        (Some(sort), None) => {
+            return Some(format!(
+                "the DynamoDB table `{}` has sort key `{sort}`, and idem reads it without one: \
+                 pass --sort-key {sort} with --partition-value VALUE when the sort key holds \
+                 the records' keys (Powertools' static_pk_value), or --sort-value VALUE when \
+                 the partition key does, as the service's `SortKey` says",
+                store.table()
+            ))
+        }
+        (sort, Some(expected)) if sort.as_deref() != Some(expected.attribute()) => {
+            return Some(format!(
+                "the DynamoDB table `{}` has {}, and idem reads sort key `{}`: pass the \
+                 --sort-key the service's `SortKey` names{}",
+                store.table(),
+                match &sort {
+                    Some(sort) => format!("sort key `{sort}`"),
+                    None => "no sort key".to_owned(),
+                },
+                expected.attribute(),
+                if sort.is_none() { ", or none" } else { "" }
+            ))
+        }
+        _ => {}
+    }
+    if let Some(key) = partition {
         if key != names.key {
             return Some(format!(
                 "the DynamoDB table `{}` has partition key `{key}`, and idem reads `{}`: pass \
@@ -142,8 +186,8 @@ fn name_of(names: &AttributeNames, field: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The table's partition key, if DynamoDB says.
-async fn partition_key(store: &DynamoDbStore) -> Option<String> {
+/// The table's partition key and sort key, if DynamoDB says.
+async fn table_key(store: &DynamoDbStore) -> Option<(Option<String>, Option<String>)> {
     let described = store
         .client()
         .describe_table()
@@ -151,12 +195,14 @@ async fn partition_key(store: &DynamoDbStore) -> Option<String> {
         .send()
         .await
         .ok()?;
-    described
-        .table()?
-        .key_schema()
-        .iter()
-        .find(|element| element.key_type() == &KeyType::Hash)
-        .map(|element| element.attribute_name().to_owned())
+    let schema = described.table()?.key_schema();
+    let named = |key_type: KeyType| {
+        schema
+            .iter()
+            .find(|element| element.key_type() == &key_type)
+            .map(|element| element.attribute_name().to_owned())
+    };
+    Some((named(KeyType::Hash), named(KeyType::Range)))
 }
 
 /// The fields, comma-separated.

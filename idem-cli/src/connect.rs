@@ -102,6 +102,9 @@ fn check_options(url: &StoreUrl, args: &StoreArgs) -> Result<(), Failure> {
         if !args.attributes.is_empty() {
             return Err(misplaced("--attribute", "dynamodb://"));
         }
+        if args.sort_key.is_some() {
+            return Err(misplaced("--sort-key", "dynamodb://"));
+        }
     }
     Ok(())
 }
@@ -232,6 +235,9 @@ async fn dynamodb(table: &str, args: &StoreArgs) -> Result<DynamoDbStore, Failur
         .attribute_names(crate::attributes::names(&args.attributes)?);
     if let Some(prefix) = &args.prefix {
         builder = builder.prefix(prefix);
+    }
+    if let Some(sort_key) = crate::attributes::sort_key(args)? {
+        builder = builder.sort_key(sort_key);
     }
     Ok(builder.build())
 }

@@ -99,10 +99,10 @@ pub(crate) async fn each(
     let idem = &connected.idem;
     let mut query = ListQuery::new(prefix, PAGE);
     loop {
-        let page = idem
-            .list(&query)
-            .await
-            .map_err(|error| Failure::from_error(error, &connected.store))?;
+        let page = match idem.list(&query).await {
+            Ok(page) => page,
+            Err(error) => return Err(connected.failure(error).await),
+        };
         let now = idem.clock().now();
         for (key, record) in page.records {
             let entry = match record {

@@ -6,7 +6,7 @@ mod support;
 use std::sync::Arc;
 
 use idem_conformance::Target;
-use idem_stores::dynamodb::{AttributeNames, DynamoDbStore};
+use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, SortKey};
 use idem_tests::dynamodb::TestDynamo;
 use support::{Cli, Subject};
 
@@ -214,6 +214,72 @@ async fn other_attribute_names_are_named_with_attribute() {
         .says("no attribute field");
 }
 
+/// A single-table design (Powertools' `sort_key_attr` with `static_pk_value`): the command
+/// reads it with `--sort-key` and `--partition-value`, and without them says so.
+async fn a_sort_key_table_is_read_with_sort_key() {
+    let Some(dynamo) = TestDynamo::start().await else {
+        return;
+    };
+    let table = format!("{}-st", dynamo.table());
+    let store = DynamoDbStore::builder(dynamo.client.clone(), table.as_str())
+        .sort_key(SortKey::holding_key("sk", "idempotency#payments"))
+        .build();
+    store.create_table().await.expect("the table is created");
+    let url = format!("dynamodb://{table}");
+    let base = [
+        "--store",
+        url.as_str(),
+        "--region",
+        "us-east-1",
+        "--endpoint",
+        dynamo.moto.endpoint(),
+    ];
+    let cli = |extra: &[&str]| {
+        Cli::new(base.iter().copied().chain(extra.iter().copied()))
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+    };
+    let subject = Subject::new(Arc::new(store), cli(&[]), ());
+    let done = support::records::completed(&subject.idem, "charge", "order-1").await;
+
+    let plain = cli(&[]);
+    for args in [&["list"][..], &["stats"], &["get", done.as_str()]] {
+        plain
+            .run(args)
+            .exits(2)
+            .says("sort key `sk`")
+            .says("--sort-key sk with --partition-value");
+    }
+    cli(&["--sort-key", "sk"])
+        .run(&["list"])
+        .exits(2)
+        .says("--partition-value VALUE");
+    cli(&[
+        "--sort-key",
+        "SK",
+        "--partition-value",
+        "idempotency#payments",
+    ])
+    .run(&["list"])
+    .exits(2)
+    .says("has sort key `sk`, and idem reads sort key `SK`");
+
+    let named = cli(&[
+        "--sort-key",
+        "sk",
+        "--partition-value",
+        "idempotency#payments",
+    ]);
+    let listed = named.run(&["list", "--json"]).exits(0).json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["key"], done.as_str());
+    let doc = named.run(&["get", done.as_str(), "--json"]).exits(0).json();
+    assert_eq!(doc["outcome"], "ok", "{doc}");
+    assert_eq!(named.run(&["stats", "--json"]).exits(0).json()["total"], 1);
+    named.run(&["forget", done.as_str(), "--yes"]).exits(0);
+    named.run(&["get", done.as_str()]).exits(3);
+}
+
 /// Credentials and region from a named profile of the SDK's files (`AWS_PROFILE`,
 /// `AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`), as the default chain reads them; with
 /// none at all, a usage error that names the ways to give some.
@@ -283,6 +349,7 @@ support::scenarios::store_tests!(
     start,
     credentials_come_from_a_profile,
     other_attribute_names_are_named_with_attribute,
+    a_sort_key_table_is_read_with_sort_key,
     corrupt_record_is_reported_and_forgotten,
     purge_stays_inside_its_prefix,
     keys_that_are_no_keys_are_listed_and_counted,
