@@ -63,7 +63,7 @@ impl Service<Request<idem_http::Body>> for Answer {
         for (name, value) in &self.headers {
             response
                 .headers_mut()
-                .insert(*name, http::HeaderValue::from_static(*value));
+                .insert(*name, http::HeaderValue::from_static(value));
         }
         std::future::ready(Ok(response))
     }

@@ -74,6 +74,6 @@ mod store;
 mod text;
 
 pub use keyring::{is_sealed, sealed_key_id, Keyring, Unopened, SEAL_KEY_BYTES};
-pub use text::KeyringError;
 pub use store::MIN_KEY_DIGEST_SECRET_BYTES;
 pub(crate) use store::{KeyDigest, Sealing};
+pub use text::KeyringError;

@@ -152,7 +152,10 @@ impl Keyring {
     pub fn open_outcome(&self, stored_key: &Key, record: &Completed) -> Result<Outcome, Unopened> {
         let fingerprint = record.fingerprint();
         map_body(record.outcome(), |kind, body| {
-            self.open(body, &context(stored_key, Purpose::Outcome(kind, fingerprint)))
+            self.open(
+                body,
+                &context(stored_key, Purpose::Outcome(kind, fingerprint)),
+            )
         })
     }
 }

@@ -44,7 +44,7 @@ impl Keyring {
     /// ```
     /// use idem_core::seal::Keyring;
     /// let text = "
-    ///     # current first, then the keys that only open
+    ///     ## current first, then the keys that only open
     ///     2026-11=AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=
     ///     2026-05=AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=
     /// ";
@@ -65,11 +65,17 @@ impl Keyring {
             .lines()
             .enumerate()
             .filter(|(_, line)| !line.trim_start().starts_with('#'))
-            .flat_map(|(at, line)| line.split_ascii_whitespace().map(move |entry| (at + 1, entry)));
+            .flat_map(|(at, line)| {
+                line.split_ascii_whitespace()
+                    .map(move |entry| (at + 1, entry))
+            });
         for (number, (line, entry)) in entries.enumerate() {
             let (id, key) = parse_entry(entry, number + 1, line)?;
             let at = |what: String| {
-                KeyringError(format!("keyring entry {} (line {line}): {what}", number + 1))
+                KeyringError(format!(
+                    "keyring entry {} (line {line}): {what}",
+                    number + 1
+                ))
             };
             if ids.contains(&id) {
                 return Err(at("its id is an earlier entry's".to_owned()));
@@ -153,8 +159,7 @@ fn parse_entry(
     let Some((id, encoded)) = entry.split_once('=') else {
         return Err(refused("it has no `=`"));
     };
-    if id.is_empty() || id.len() > MAX_KEY_ID_BYTES || !id.bytes().all(|b| b.is_ascii_graphic())
-    {
+    if id.is_empty() || id.len() > MAX_KEY_ID_BYTES || !id.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(refused(
             "its id is not 1 to 64 visible ASCII characters before the first `=`",
         ));
@@ -164,12 +169,8 @@ fn parse_entry(
     }
     let key = match BASE64.decode(encoded) {
         Err(_) => Err("the key is not standard base64".to_owned()),
-        Ok(bytes) => <[u8; SEAL_KEY_BYTES]>::try_from(bytes.as_slice()).map_err(|_| {
-            format!(
-                "the key is {} bytes, not {SEAL_KEY_BYTES}",
-                bytes.len()
-            )
-        }),
+        Ok(bytes) => <[u8; SEAL_KEY_BYTES]>::try_from(bytes.as_slice())
+            .map_err(|_| format!("the key is {} bytes, not {SEAL_KEY_BYTES}", bytes.len())),
     };
     Ok((id, key))
 }
@@ -199,13 +200,31 @@ mod tests {
     #[test]
     fn errors_name_the_entry_and_never_the_key() {
         let cases = [
-            (format!("k1={ONES}\n\nk1={TWOS}"), "entry 2 (line 3): its id is an earlier entry's"),
-            (format!("k1={}", &ONES[..20]), "entry 1 (line 1): the key is 15 bytes, not 32"),
-            (format!("k1={ONES}!"), "entry 1 (line 1): the key is not standard base64"),
+            (
+                format!("k1={ONES}\n\nk1={TWOS}"),
+                "entry 2 (line 3): its id is an earlier entry's",
+            ),
+            (
+                format!("k1={}", &ONES[..20]),
+                "entry 1 (line 1): the key is 15 bytes, not 32",
+            ),
+            (
+                format!("k1={ONES}!"),
+                "entry 1 (line 1): the key is not standard base64",
+            ),
             (format!("{ONES}k1"), "entry 1 (line 1): the key is"),
-            (ONES.to_owned(), "entry 1 (line 1): it has no key after its `=`"),
-            (ONES.trim_end_matches('=').to_owned(), "entry 1 (line 1): it has no `=`"),
-            (format!("{}={ONES}", "i".repeat(65)), "its id is not 1 to 64"),
+            (
+                ONES.to_owned(),
+                "entry 1 (line 1): it has no key after its `=`",
+            ),
+            (
+                ONES.trim_end_matches('=').to_owned(),
+                "entry 1 (line 1): it has no `=`",
+            ),
+            (
+                format!("{}={ONES}", "i".repeat(65)),
+                "its id is not 1 to 64",
+            ),
             ("# nothing\n\n".to_owned(), "the keyring holds no key"),
         ];
         for (text, expected) in cases {
@@ -219,13 +238,27 @@ mod tests {
     #[test]
     fn a_file_and_a_variable_say_where_the_text_was() {
         let missing = Keyring::from_file("/nonexistent/idem-keyring").unwrap_err();
-        assert!(missing.to_string().contains("/nonexistent/idem-keyring"), "{missing}");
+        assert!(
+            missing.to_string().contains("/nonexistent/idem-keyring"),
+            "{missing}"
+        );
         let unset = Keyring::from_env("IDEM_TEST_KEYRING_NEVER_SET").unwrap_err();
-        assert!(unset.to_string().contains("IDEM_TEST_KEYRING_NEVER_SET is not set"), "{unset}");
+        assert!(
+            unset
+                .to_string()
+                .contains("IDEM_TEST_KEYRING_NEVER_SET is not set"),
+            "{unset}"
+        );
         let dir = std::env::temp_dir().join(format!("idem-keyring-{}", std::process::id()));
         std::fs::write(&dir, format!("k1={ONES}\nk2=x\n")).unwrap();
         let bad = Keyring::from_file(&dir).unwrap_err().to_string();
         std::fs::remove_file(&dir).unwrap();
-        assert!(bad.starts_with(&format!("{}: keyring entry 2 (line 2): the key is", dir.display())), "{bad}");
+        assert!(
+            bad.starts_with(&format!(
+                "{}: keyring entry 2 (line 2): the key is",
+                dir.display()
+            )),
+            "{bad}"
+        );
     }
 }
