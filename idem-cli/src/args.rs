@@ -117,11 +117,30 @@ pub(crate) struct StoreArgs {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Show the record under a key.
+    /// Show the record under a key, and what it answers: its outcome, decoded.
+    ///
+    /// After the record's details, a completed record's outcome: JSON (what `#[idempotent]`
+    /// and the engine store) pretty-printed; a response stored by idem-http as its status,
+    /// headers and the first 4 KiB of its body (a compressed body is named by its coding,
+    /// not printed); anything else as its first 4 KiB, escaped. --raw writes the outcome's
+    /// bytes alone. A sealed outcome opens with the keyring in the environment variable
+    /// IDEM_KEYRING or in --keyring-file, never a command-line argument: one `ID=BASE64KEY`
+    /// entry a line, the current key first, as the service's `Keyring::from_text` reads it.
     Get {
         /// The key, as idem prints it.
         #[arg(allow_hyphen_values = true)]
         key: String,
+
+        /// Write the outcome's bytes exactly as stored (opened, if sealed) to stdout, nothing
+        /// else: `idem get --raw KEY > outcome.json`. A record without an outcome (in
+        /// progress, aborted) exits 4.
+        #[arg(long)]
+        raw: bool,
+
+        /// The keyring that opens sealed outcomes, in a file (a mounted secret): one
+        /// `ID=BASE64KEY` entry a line [default: the environment variable IDEM_KEYRING].
+        #[arg(long, value_name = "PATH")]
+        keyring_file: Option<std::path::PathBuf>,
     },
 
     /// List records (the first 100, unless --limit or --all).

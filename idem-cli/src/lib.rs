@@ -12,7 +12,7 @@
 //!
 //! | command | what it does |
 //! |---|---|
-//! | `idem get KEY` | shows the record under `KEY` |
+//! | `idem get KEY [--raw] [--keyring-file PATH]` | shows the record under `KEY` and its outcome decoded (see [What a record answers](#what-a-record-answers)); `--raw` writes the outcome's bytes alone |
 //! | `idem list [--function F] [--scope S] [--state in-progress\|completed] [--limit N \| --all] [--json [--envelope]]` | lists records, following the store's pages until `N` (default 100) matched; `--scope S` keeps the keys in scope `S`, as `idem scope` prints it |
 //! | `idem forget KEY --yes [--running]` | deletes the record under `KEY`; the next call runs the function again. Without `--yes`, shows the record, says what it would delete and refuses; a key held by a call (in progress) needs `--running` too |
 //! | `idem release KEY --yes` | frees a key held by an in-progress call, fenced on the owner it read; without `--yes`, shows the record and refuses |
@@ -59,8 +59,33 @@
 //! [runbook](https://github.com/idem-rs/idem/blob/main/docs/runbook.md) walks through both.
 //!
 //! `idem` reads records as stored: with sealing on, values stay sealed (their sizes are
-//! shown, not their contents), and under a key digest keys are listed and given as their
-//! digests (`namespace|#digest`).
+//! shown, not their contents) unless `get` is given the keyring, and under a key digest keys
+//! are listed and given as their digests (`namespace|#digest`).
+//!
+//! # What a record answers
+//!
+//! `idem get KEY` shows, after the record's details, a completed record's outcome decoded:
+//! JSON (what `#[idempotent]` and the engine store: the `Ok` or stored `Err` value)
+//! pretty-printed, its numbers as stored; a response stored by idem-http's layer, read by
+//! idem-http's own decoder ([`idem_http::RecordedResponse`]), as its status, headers,
+//! trailers and the first 4 KiB of its body (UTF-8 as text, other bytes as `\xNN`; how many
+//! bytes are not shown; a body in a content coding is named by its coding, not printed);
+//! anything else as its first 4 KiB, escaped. What a terminal would obey is escaped
+//! everywhere (in JSON, as `\u001b`, so that it stays JSON). `--raw` writes the outcome's bytes
+//! exactly as stored and nothing else (a sealed one opened); a record without an outcome
+//! writes nothing and exits 4.
+//!
+//! A sealed outcome opens with the service's keyring, read by idem-core's own
+//! [`Keyring::from_file`](idem_core::seal::Keyring::from_file) from `--keyring-file PATH`, else
+//! by [`Keyring::from_env`](idem_core::seal::Keyring::from_env) from `IDEM_KEYRING`: one
+//! `ID=BASE64KEY` entry a line, the current key first. Never from an argument, which other
+//! users of the machine see. It is opened as the service opens it
+//! ([`Keyring::open_outcome`](idem_core::seal::Keyring::open_outcome)). Without a keyring, a
+//! sealed outcome says so and names its key's id (exit 0; `--raw` exits 2); with one that does
+//! not open it, the record is printed, the reason said, and `get` exits 1; a keyring that
+//! can't be read exits 2, naming the entry at fault, never its keys. An outcome stored
+//! unsealed while a keyring is given is shown, with a note: a service with sealing on refuses
+//! it.
 //!
 //! `list`, `stats` and `purge-expired` need a store that can list its records; `get`, `forget`
 //! and `release` work on every store.
@@ -164,15 +189,23 @@
 //! | `fingerprint` | the fingerprint of the call's arguments, 64 hex digits |
 //! | `error` | a corrupt listed record: why it can't be read (`stored under no idempotency key (...)` for one whose key is none) |
 //!
+//! `get --json` adds two fields, `null` where the record has no outcome value (in progress,
+//! aborted):
+//!
+//! | field | what it holds |
+//! |---|---|
+//! | `outcome_format` | `json`, `http`, `bytes`, `sealed` (no keyring given) or `unopened` (the keyring given does not open it) |
+//! | `outcome_value` | `json`: the value itself. `http`: `{status, headers, trailers, content_codings, body_bytes, body, body_form, body_truncated, body_not_kept}`: headers and trailers as `[name, value]` pairs; `body` the first 4 KiB, as text when `body_form` is `text` (UTF-8 and no content coding), else in base64; `body_not_kept` why the layer kept no body. `bytes`: `{bytes, base64, truncated}`, the first 4 KiB in base64. `sealed`: `{key_id}`. `unopened`: `{key_id, error}` |
+//!
 //! # Exit codes
 //!
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done |
-//! | 1 | failed: the store failed or can't be reached, a record is corrupt, the store can't list |
-//! | 2 | usage: a bad command line, store URL or environment (clap's errors too); `release` or `forget` without `--yes`, after showing the record |
+//! | 1 | failed: the store failed or can't be reached, a record is corrupt, the store can't list; `get` of a sealed outcome the keyring given does not open |
+//! | 2 | usage: a bad command line, store URL, keyring or environment (clap's errors too); `release` or `forget` without `--yes`, after showing the record; `get --raw` of a sealed outcome without a keyring |
 //! | 3 | the key has no record: `no record under KEY` |
-//! | 4 | refused: `release` of a key that is not in progress, or that changed hands; `forget` of a key held by a call without `--running`; the record as it is now is printed |
+//! | 4 | refused: `release` of a key that is not in progress, or that changed hands; `forget` of a key held by a call without `--running`; the record as it is now is printed; `get --raw` of a record without an outcome |
 //!
 //! The same codes are [`exit`]'s constants, and `idem --help` lists them.
 //!
@@ -180,7 +213,8 @@
 //!
 //! - `args`: the command line; `url`: store URLs; `secrets`: what no message shows;
 //!   `connect`: a handle on the store;
-//! - `commands`: one file per command; `listing` walks a store's pages;
+//! - `commands`: one file per command; `listing` walks a store's pages; `outcome` opens and
+//!   decodes what a record answers, `keyring` reads the keyring that opens it;
 //! - `output`: tables, aligned details, JSON, times; `failure` and [`exit`]: what went
 //!   wrong, and its code.
 #![warn(missing_docs)]
@@ -191,7 +225,9 @@ mod commands;
 mod connect;
 pub mod exit;
 mod failure;
+mod keyring;
 mod listing;
+mod outcome;
 mod output;
 mod secrets;
 mod url;

@@ -245,7 +245,9 @@ pub use requests_metric::{HTTP_OUTCOMES, HTTP_REQUESTS_TOTAL};
 pub use response_hook::Replay;
 pub use scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
 pub use service::{IdempotencyService, ResponseFuture};
-pub use stored::{DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED};
+pub use stored::{
+    NotAStoredResponse, RecordedBody, RecordedResponse, DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED,
+};
 
 /// The `tracing` target of every event this crate emits.
 pub(crate) const TARGET: &str = idem_protocol::log::HTTP;

@@ -163,20 +163,12 @@ impl StoredResponse {
 
     /// The content codings the stored body is in, in the order they were applied.
     pub(crate) fn content_encodings(&self) -> impl Iterator<Item = &str> {
-        self.headers
-            .iter()
-            .filter(|(name, _)| name.eq_ignore_ascii_case(CONTENT_ENCODING.as_str()))
-            .flat_map(|(_, value)| value.split(','))
-            .map(str::trim)
-            .filter(|coding| !coding.is_empty())
+        content_codings(&self.headers)
     }
 
     /// The compression of the stored gRPC messages, when they have one.
     pub(crate) fn grpc_encoding(&self) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case("grpc-encoding"))
-            .map(|(_, value)| value.trim())
+        grpc_compression(&self.headers)
     }
 
     /// The replay: the stored status, headers, body and trailers, marked as replayed, within
@@ -191,10 +183,7 @@ impl StoredResponse {
             }
             StoredBody::Base64(encoded) => {
                 limits.body_len(base64_decoded_len(&encoded))?;
-                BASE64
-                    .decode(encoded)
-                    .map(Bytes::from)
-                    .map_err(|e| format!("stored body is not base64: {e}"))?
+                Bytes::from(decode_base64(&encoded)?)
             }
             StoredBody::NotKept(_) => return Err("the stored response has no body".to_owned()),
         };
@@ -222,6 +211,31 @@ impl StoredResponse {
         }
         Ok(response)
     }
+}
+
+/// The content codings `headers` name, in the order they were applied.
+fn content_codings(headers: &[(String, String)]) -> impl Iterator<Item = &str> {
+    headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case(CONTENT_ENCODING.as_str()))
+        .flat_map(|(_, value)| value.split(','))
+        .map(str::trim)
+        .filter(|coding| !coding.is_empty())
+}
+
+/// The compression of gRPC messages `headers` name, when they name one.
+fn grpc_compression(headers: &[(String, String)]) -> Option<&str> {
+    headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("grpc-encoding"))
+        .map(|(_, value)| value.trim())
+}
+
+/// A stored base64 body, decoded.
+fn decode_base64(encoded: &str) -> Result<Vec<u8>, String> {
+    BASE64
+        .decode(encoded)
+        .map_err(|e| format!("stored body is not base64: {e}"))
 }
 
 /// The length of what `encoded` decodes to, without decoding it.
@@ -281,6 +295,10 @@ fn header_map(pairs: Vec<(String, String)>) -> Result<HeaderMap, String> {
     }
     Ok(map)
 }
+
+mod recorded;
+
+pub use recorded::{NotAStoredResponse, RecordedBody, RecordedResponse};
 
 #[cfg(test)]
 mod tests;

@@ -21,16 +21,28 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
     let out = Output::new(cli.json);
     // The key first: a mistyped key is a usage error, whatever the store says.
     let key = match &cli.command {
-        Command::Get { key } | Command::Forget { key, .. } | Command::Release { key, .. } => {
+        Command::Get { key, .. } | Command::Forget { key, .. } | Command::Release { key, .. } => {
             Some(parse_key(key)?)
         }
         Command::Scope { secret_env } => return scope::scope(secret_env.as_deref(), &out),
         _ => None,
     };
+    // The keyring too: a keyring that can't be read is a usage error, before any store.
+    let keyring = match &cli.command {
+        Command::Get { keyring_file, .. } => crate::keyring::load(keyring_file.as_deref())?,
+        _ => None,
+    };
+    if matches!(cli.command, Command::Get { raw: true, .. }) && cli.json {
+        return Err(Failure::usage(
+            "--raw writes the outcome's bytes alone, and --json a document: pass one of them",
+        ));
+    }
     let connected = connect(&cli.store).await?;
     let namespace = &cli.store.namespace;
     match (cli.command, key) {
-        (Command::Get { .. }, Some(key)) => get::get(&connected, &key, &out).await,
+        (Command::Get { raw, .. }, Some(key)) => {
+            get::get(&connected, &key, raw, keyring.as_ref(), &out).await
+        }
         (Command::Forget { yes, running, .. }, Some(key)) => {
             let consent = forget::Consent { yes, running };
             forget::forget(&connected, &key, consent, &out).await

@@ -2,6 +2,7 @@
 //! Results go to stdout; notes and errors to stderr.
 
 pub(crate) mod json;
+mod outcome;
 mod table;
 pub(crate) mod time;
 mod visible;
@@ -19,6 +20,7 @@ use self::table::{details, Align, Table};
 use self::time::{relative, rfc3339};
 use crate::commands::stats::Stats;
 use crate::listing::Entry;
+use crate::outcome::Shown;
 
 /// Where results go, and in which form.
 #[derive(Debug)]
@@ -47,6 +49,27 @@ impl Output {
             return self.document(&RecordDoc::inspected(inspection));
         }
         self.text(&details(&self.record_details(inspection)))
+    }
+
+    /// One record and its outcome, as `get` shows them: the details, then the outcome
+    /// decoded; in JSON, the record's document with `outcome_format` and `outcome_value`.
+    pub(crate) fn got(&self, inspection: &Inspection, shown: &Shown) -> io::Result<()> {
+        if self.json {
+            return self.document(&GotDoc {
+                record: RecordDoc::inspected(inspection),
+                outcome: outcome::OutcomeDoc::of(shown),
+            });
+        }
+        let mut text = details(&self.record_details(inspection));
+        text.push_str(&outcome::text(shown, inspection.key()));
+        self.text(&text)
+    }
+
+    /// `bytes` as they are, on stdout: `get --raw`.
+    pub(crate) fn bytes(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut stdout = io::stdout().lock();
+        stdout.write_all(bytes)?;
+        stdout.flush()
     }
 
     /// Listed records: a table, or a JSON array.
@@ -206,6 +229,15 @@ impl Output {
         );
         row
     }
+}
+
+/// `get --json`: the record's document, and its outcome's two fields.
+#[derive(Debug, Serialize)]
+struct GotDoc<'a> {
+    #[serde(flatten)]
+    record: RecordDoc<'a>,
+    #[serde(flatten)]
+    outcome: outcome::OutcomeDoc<'a>,
 }
 
 /// A function's name as printed: `(digest)` for a key stored as its digest.

@@ -37,15 +37,55 @@ impl Cli {
         all.extend_from_slice(args);
         run_with(&all, &self.env)
     }
+
+    /// Runs `idem <store args> <args>` and returns its exit code, its stdout as bytes (which
+    /// `--raw` need not write as UTF-8) and its stderr.
+    pub fn run_bytes(&self, args: &[&str]) -> (i32, Vec<u8>, String) {
+        let mut all: Vec<&str> = self.store_args.iter().map(String::as_str).collect();
+        all.extend_from_slice(args);
+        let output = command(&all, &self.env)
+            .output()
+            .expect("the idem binary runs");
+        (
+            output.status.code().expect("idem exits with a code"),
+            output.stdout,
+            String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+        )
+    }
 }
 
 /// Runs `idem <args>` with only `env` added to an environment without `IDEM_STORE` or AWS
 /// settings. With `IDEM_CLI_SHOW` set, prints the run.
 pub fn run_with(args: &[&str], env: &[(String, String)]) -> Run {
+    let output = command(args, env).output().expect("the idem binary runs");
+    let run = Run {
+        args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+        code: output.status.code().expect("idem exits with a code"),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    };
+    if std::env::var_os("IDEM_CLI_SHOW").is_some() {
+        // What an operator would see, for a look at the output: `IDEM_CLI_SHOW=1 cargo test
+        // ... -- --nocapture`.
+        eprintln!(
+            "$ idem {}\n{}{}[exit {}]\n",
+            run.args.join(" "),
+            run.stdout,
+            run.stderr,
+            run.code
+        );
+    }
+    run
+}
+
+/// The command `idem <args>`, with only `env` added to an environment without `IDEM_STORE`,
+/// `IDEM_KEYRING` or AWS settings.
+fn command(args: &[&str], env: &[(String, String)]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
     command.args(args);
     for name in [
         "IDEM_STORE",
+        "IDEM_KEYRING",
         "AWS_REGION",
         "AWS_DEFAULT_REGION",
         "AWS_ACCESS_KEY_ID",
@@ -71,25 +111,7 @@ pub fn run_with(args: &[&str], env: &[(String, String)]) -> Run {
     for (name, value) in env {
         command.env(name, value);
     }
-    let output = command.output().expect("the idem binary runs");
-    let run = Run {
-        args: args.iter().map(|arg| (*arg).to_owned()).collect(),
-        code: output.status.code().expect("idem exits with a code"),
-        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
-    };
-    if std::env::var_os("IDEM_CLI_SHOW").is_some() {
-        // What an operator would see, for a look at the output: `IDEM_CLI_SHOW=1 cargo test
-        // ... -- --nocapture`.
-        eprintln!(
-            "$ idem {}\n{}{}[exit {}]\n",
-            run.args.join(" "),
-            run.stdout,
-            run.stderr,
-            run.code
-        );
-    }
-    run
+    command
 }
 
 /// What `idem scope` prints for the `Authorization` value `credential`, without its line feed.

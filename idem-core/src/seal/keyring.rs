@@ -13,7 +13,7 @@ pub const SEAL_KEY_BYTES: usize = 32;
 use crate::store::SEALED_PREFIX as MAGIC;
 const NONCE_BYTES: usize = 12;
 /// The longest key id a ring holds.
-const MAX_KEY_ID_BYTES: usize = 64;
+pub(crate) const MAX_KEY_ID_BYTES: usize = 64;
 /// AES-GCM's authentication tag.
 const TAG_BYTES: usize = 16;
 /// The most a sealed value is longer than the value sealed: the magic, the key id and its
@@ -86,9 +86,11 @@ impl Named {
     }
 }
 
-/// Why a stored value did not open.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Unopened {
+/// Why a stored value did not open with a [`Keyring`]: what
+/// [`Keyring::open_outcome`] answers when it can't, and what the corrupt record's reason says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unopened {
     /// Sealed with a key the ring lacks.
     UnknownKey(String),
     /// Sealed with a key of the ring, but it does not open: changed, cut, or moved from
@@ -118,6 +120,8 @@ impl fmt::Display for Unopened {
         }
     }
 }
+
+impl std::error::Error for Unopened {}
 
 impl Keyring {
     /// A ring whose key `id` (1 to 64 visible ASCII characters, stored beside each value)
@@ -190,18 +194,7 @@ impl Keyring {
                 Err(Unopened::Unsealed)
             };
         };
-        let (&id_len, rest) = rest.split_first().ok_or(Unopened::Malformed)?;
-        let id_len = usize::from(id_len);
-        if rest.len() < id_len + NONCE_BYTES {
-            return Err(Unopened::Malformed);
-        }
-        let (id, rest) = rest.split_at(id_len);
-        let (nonce, sealed) = rest.split_at(NONCE_BYTES);
-        // Checked as the ring's own ids are: the id ends up in errors and logs.
-        let id = std::str::from_utf8(id)
-            .ok()
-            .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_graphic()))
-            .ok_or(Unopened::Malformed)?;
+        let (id, nonce, sealed) = sealed_parts(rest)?;
         let named = std::iter::once(&self.current)
             .chain(&self.old)
             .find(|named| named.id == id)
@@ -217,6 +210,48 @@ impl Keyring {
             )
             .map_err(|_| Unopened::Tampered(id.to_owned()))
     }
+}
+
+/// A sealed value after its magic, in parts: the id of the key it names, the nonce, and the
+/// ciphertext with its tag.
+fn sealed_parts(rest: &[u8]) -> Result<(&str, &[u8], &[u8]), Unopened> {
+    let (&id_len, rest) = rest.split_first().ok_or(Unopened::Malformed)?;
+    let id_len = usize::from(id_len);
+    if rest.len() < id_len + NONCE_BYTES {
+        return Err(Unopened::Malformed);
+    }
+    let (id, rest) = rest.split_at(id_len);
+    let (nonce, sealed) = rest.split_at(NONCE_BYTES);
+    // Checked as the ring's own ids are: the id ends up in errors and logs.
+    let id = std::str::from_utf8(id)
+        .ok()
+        .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or(Unopened::Malformed)?;
+    Ok((id, nonce, sealed))
+}
+
+/// Whether `value` (a stored outcome or step value) is sealed: it starts as only sealed values
+/// do (no JSON value starts with a zero byte), whether or not it would open.
+///
+/// ```
+/// use idem_core::seal::is_sealed;
+/// assert!(!is_sealed(br#"{"id":42}"#));
+/// ```
+pub fn is_sealed(value: &[u8]) -> bool {
+    crate::store::is_sealed(value)
+}
+
+/// The id of the key `value` was sealed with, as stored beside it; `None` when `value` is
+/// not sealed, or too malformed to name one. Nothing is opened: the id says which key of a
+/// ring opens it, not that it does.
+///
+/// ```
+/// use idem_core::seal::sealed_key_id;
+/// assert_eq!(sealed_key_id(br#"{"id":42}"#), None);
+/// ```
+pub fn sealed_key_id(value: &[u8]) -> Option<&str> {
+    let rest = value.strip_prefix(&MAGIC)?;
+    sealed_parts(rest).ok().map(|(id, _, _)| id)
 }
 
 impl fmt::Debug for Keyring {

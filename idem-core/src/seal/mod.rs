@@ -13,6 +13,12 @@
 //! # }
 //! ```
 //!
+//! A ring is also written as text, read from an environment variable or a file
+//! ([`Keyring::from_env`], [`Keyring::from_file`]): `ID=BASE64KEY` entries, the current key
+//! first ([`Keyring::from_text`]). The `idem` command reads sealed outcomes with the same ring,
+//! from `IDEM_KEYRING` or `--keyring-file`, and opens them as a handle does
+//! ([`Keyring::open_outcome`]).
+//!
 //! - **Sealing.** Every stored outcome and step value is sealed with AES-256-GCM (RustCrypto's
 //!   `aes-gcm`) under a key derived from the ring's current key, with that key's id stored
 //!   beside it. The associated data is the record's stored key and what the value is: an
@@ -65,7 +71,9 @@
 
 mod keyring;
 mod store;
+mod text;
 
-pub use keyring::{Keyring, SEAL_KEY_BYTES};
+pub use keyring::{is_sealed, sealed_key_id, Keyring, Unopened, SEAL_KEY_BYTES};
 pub use store::MIN_KEY_DIGEST_SECRET_BYTES;
 pub(crate) use store::{KeyDigest, Sealing};
+pub use text::KeyringError;

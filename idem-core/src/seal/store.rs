@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::keyring::{Keyring, MAX_SEAL_OVERHEAD};
+use super::keyring::{Keyring, Unopened, MAX_SEAL_OVERHEAD};
 use crate::{
     Claim, Completed, Fingerprint, InProgress, Key, Outcome, OwnerToken, Record, Reservation,
     Steps, Store, StoreError, Timestamp,
@@ -121,6 +121,41 @@ impl Sealing {
         Arc::new(SealedStore {
             inner: store,
             sealing: self.clone(),
+        })
+    }
+}
+
+impl Keyring {
+    /// The outcome of `record`, a completed record read as stored under `stored_key`, opened
+    /// as a handle with this ring opens it: the same associated data (the stored key, the
+    /// outcome's kind, the stored fingerprint), so that what a service replays and what an
+    /// operator reads are one thing. For tools that read the store without a handle
+    /// (the `idem` command); an aborted outcome has no value and comes back as it is.
+    ///
+    /// ```
+    /// use idem_core::seal::{Keyring, Unopened};
+    /// use idem_core::store::{Completed, Outcome};
+    /// use idem_core::{Fingerprint, Key, Timestamp};
+    /// # async fn demo(store: impl idem_core::Store) -> Result<(), Box<dyn std::error::Error>> {
+    /// let ring = Keyring::from_env("IDEM_KEYRING")?;
+    /// let key = Key::parse("idem|shop::payments::charge|-|order-42")?;
+    /// if let Some(idem_core::Record::Completed(record)) = store.get(&key).await? {
+    ///     match ring.open_outcome(&key, &record) {
+    ///         Ok(Outcome::Ok(value)) => println!("{}", String::from_utf8_lossy(&value)),
+    ///         Ok(_) => println!("a stored error, or aborted"),
+    ///         Err(Unopened::UnknownKey(id)) => println!("sealed with `{id}`, not in the ring"),
+    ///         Err(other) => println!("does not open: {other}"),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn open_outcome(&self, stored_key: &Key, record: &Completed) -> Result<Outcome, Unopened> {
+        let fingerprint = record.fingerprint();
+        map_body(record.outcome(), |kind, body| {
+            self.open(
+                body,
+                &context(stored_key, Purpose::Outcome(kind, fingerprint)),
+            )
         })
     }
 }
@@ -251,11 +286,16 @@ impl SealedStore {
                 Record::InProgress(self.open_in_progress(running, stored_key)?)
             }
             Record::Completed(completed) => {
-                let fingerprint = completed.fingerprint();
-                let outcome = map_body(completed.outcome(), |kind, body| {
-                    crate::store::check_outcome_len(body.len() as u64, max_stored)?;
-                    self.open(body, stored_key, Purpose::Outcome(kind, fingerprint))
-                })?;
+                crate::store::check_outcome_len(
+                    completed.outcome().body().len() as u64,
+                    max_stored,
+                )?;
+                let outcome = match &self.sealing.keyring {
+                    Some(keyring) => keyring
+                        .open_outcome(stored_key, &completed)
+                        .map_err(|unopened| StoreError::Corrupt(unopened.to_string()))?,
+                    None => completed.outcome().clone(),
+                };
                 Record::Completed(Completed::new(
                     *completed.fingerprint(),
                     outcome,

@@ -1,0 +1,165 @@
+//! A stored response read back as data, for tools that show a record (the `idem` command):
+//! the same format the layer writes and replays, decoded by the same code.
+
+use std::fmt;
+
+use super::{content_codings, grpc_compression, StoredBody, StoredResponse};
+
+/// A response as an idem layer stored it in a record's outcome (`Outcome::Ok`), decoded:
+/// what a replay of the record would carry, before the replay's own checks (allow-list,
+/// status and size limits). For operators and tools; a service replays records through the
+/// layer.
+///
+/// ```
+/// use idem_http::{RecordedBody, RecordedResponse};
+/// let outcome = br#"{"status":201,"headers":[["content-type","text/plain"]],"body":{"text":"charged"}}"#;
+/// let response = RecordedResponse::decode(outcome)?;
+/// assert_eq!(response.status, 201);
+/// assert_eq!(response.headers, [("content-type".to_owned(), "text/plain".to_owned())]);
+/// assert_eq!(response.body, RecordedBody::Kept(b"charged".to_vec()));
+/// assert_eq!(response.content_codings(), Vec::<&str>::new());
+/// # Ok::<(), idem_http::NotAStoredResponse>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecordedResponse {
+    /// The status the handler answered with.
+    pub status: u16,
+    /// The headers kept (those on the layer's replay allow-list), in order.
+    pub headers: Vec<(String, String)>,
+    /// The body, or why it was not kept.
+    pub body: RecordedBody,
+    /// The trailers, in order (a gRPC answer's `grpc-status` is one).
+    pub trailers: Vec<(String, String)>,
+}
+
+/// The body of a [`RecordedResponse`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordedBody {
+    /// The body's bytes as the handler sent them: still in their content coding
+    /// ([`RecordedResponse::content_codings`]), if they have one.
+    Kept(Vec<u8>),
+    /// The handler answered with a stored status, but its body was not kept: why, in words
+    /// (too large, failed while sent, abandoned by its client). A replay answers with a
+    /// problem saying so.
+    NotKept(&'static str),
+}
+
+/// Bytes that are no response stored by the layer: some other value, or a damaged one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotAStoredResponse(String);
+
+impl fmt::Display for NotAStoredResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "not a response stored by idem-http: {}", self.0)
+    }
+}
+
+impl std::error::Error for NotAStoredResponse {}
+
+impl RecordedResponse {
+    /// The response stored in `outcome`, the value of a record's `Outcome::Ok` (opened, if
+    /// sealed), or why it is none.
+    pub fn decode(outcome: &[u8]) -> Result<Self, NotAStoredResponse> {
+        let stored: StoredResponse = serde_json::from_slice(outcome)
+            .map_err(|error| NotAStoredResponse(error.to_string()))?;
+        let body = match stored.body {
+            StoredBody::Text(text) => RecordedBody::Kept(text.into_bytes()),
+            StoredBody::Base64(encoded) => {
+                RecordedBody::Kept(super::decode_base64(&encoded).map_err(NotAStoredResponse)?)
+            }
+            StoredBody::NotKept(why) => RecordedBody::NotKept(why.reason()),
+        };
+        Ok(RecordedResponse {
+            status: stored.status,
+            headers: stored.headers,
+            body,
+            trailers: stored.trailers,
+        })
+    }
+
+    /// The codings the body is in, in the order they were applied: those of its
+    /// `content-encoding` headers, then the compression of its gRPC messages
+    /// (`grpc-encoding`) unless `identity`. Empty for a body as it reads.
+    pub fn content_codings(&self) -> Vec<&str> {
+        content_codings(&self.headers)
+            .chain(grpc_compression(&self.headers))
+            .filter(|coding| !coding.eq_ignore_ascii_case("identity"))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::header::{CONTENT_ENCODING, CONTENT_TYPE, SET_COOKIE};
+    use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+
+    use super::*;
+    use crate::stored::{NotKept, DEFAULT_REPLAY_HEADERS};
+
+    fn stored_bytes(stored: &StoredResponse) -> Vec<u8> {
+        serde_json::to_vec(stored).unwrap()
+    }
+
+    fn names() -> Vec<HeaderName> {
+        DEFAULT_REPLAY_HEADERS
+            .iter()
+            .map(|name| HeaderName::from_static(name))
+            .collect()
+    }
+
+    #[test]
+    fn what_the_layer_stores_is_read_back_as_it_was_sent() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
+        headers.insert(SET_COOKIE, HeaderValue::from_static("session=1"));
+        for body in [&b"plain text"[..], b"\xff\xfe\x00binary", b"\x1b[2J\x07"] {
+            let stored =
+                StoredResponse::streamed(StatusCode::CREATED, &headers, body, None, &names());
+            let read = RecordedResponse::decode(&stored_bytes(&stored)).unwrap();
+            assert_eq!(read.status, 201);
+            assert_eq!(
+                read.headers,
+                [(
+                    "content-type".to_owned(),
+                    "application/octet-stream".to_owned()
+                )]
+            );
+            assert_eq!(read.body, RecordedBody::Kept(body.to_vec()));
+            assert!(read.trailers.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_body_not_kept_and_a_coded_body_say_so() {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip, br"));
+        let stored =
+            StoredResponse::not_kept(StatusCode::OK, &headers, NotKept::TooLarge, &names());
+        let read = RecordedResponse::decode(&stored_bytes(&stored)).unwrap();
+        assert_eq!(read.body, RecordedBody::NotKept(NotKept::TooLarge.reason()));
+        assert_eq!(read.content_codings(), ["gzip", "br"]);
+    }
+
+    #[test]
+    fn other_values_are_no_stored_response() {
+        for value in [
+            &b"\"receipt\""[..],
+            b"{\"status\":200}",
+            b"\xff",
+            b"{\"status\":200,\"headers\":[],\"body\":{\"base64\":\"!!\"}}",
+        ] {
+            let error = RecordedResponse::decode(value).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .starts_with("not a response stored by idem-http"),
+                "{error}"
+            );
+        }
+    }
+}
