@@ -7,6 +7,7 @@ use idem_core::store::{Inventory, ListPage, ListQuery};
 use idem_core::{Key, KeyBuilder, Record, Store, StoreError, LEASE_GRACE};
 use idem_stores::postgres::PostgresStore;
 use idem_tests::inventory::{self, complete, key, now, reserve, set, HOUR, SECOND};
+use idem_tests::postgres::server::TestPostgres;
 use idem_tests::postgres::TestPg;
 
 /// Every page of the listing of `prefix`, `limit` records a page.
@@ -352,6 +353,93 @@ async fn a_purge_deletes_what_stopped_counting_and_keeps_the_rest() {
     }
 }
 
+/// The rows of the table that scans read so far (`seq_tup_read` and `idx_tup_fetch`), once
+/// the connection's pending statistics are flushed: the pool's one connection flushes them
+/// before it answers `pg_stat_force_next_flush`.
+async fn rows_read(db: &TestPg) -> i64 {
+    sqlx::query("SELECT pg_stat_force_next_flush()")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::query_scalar::<_, i64>(
+        "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) \
+         FROM pg_stat_user_tables WHERE relid = 'idem_records'::regclass",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap()
+}
+
+async fn a_purge_of_many_batches_reads_each_row_once() {
+    const EXPIRED: usize = 2000;
+    const LIVE: usize = 2000;
+    const BATCH: u32 = 50;
+    let Some(server) = TestPostgres::start() else {
+        return;
+    };
+    // One connection: every statement's statistics are flushed by the one that reads them.
+    let db = TestPg::on_with(server, TestPg::pool_options().max_connections(1)).await;
+    let store = &*db.store;
+    let row_keys = |kind: &str, count: usize| -> Vec<String> {
+        (0..count)
+            .map(|i| store.row_key(&key("purge", &[&format!("{kind}-{i:05}")])))
+            .collect()
+    };
+    let insert = |keys: Vec<String>, live_until: i64| {
+        sqlx::query(
+            "INSERT INTO idem_records (key, state, owner, fingerprint, live_until_ms, outcome) \
+             SELECT k, 'completed', 'o', 'f', $2, 'ok' FROM unnest($1::text[]) AS k",
+        )
+        .bind(keys)
+        .bind(live_until)
+    };
+    let now_ms = i64::try_from(inventory::NOW).unwrap();
+    // The live rows first, so a scan in the table's order reads them before the expired.
+    insert(row_keys("live", LIVE), now_ms + 3_600_000)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    insert(row_keys("expired", EXPIRED), now_ms - 1_000)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    db.execute_raw("ANALYZE idem_records").await;
+    let before = rows_read(&db).await;
+
+    let mut cursor = None;
+    let mut calls = 0;
+    let mut deleted = 0;
+    loop {
+        calls += 1;
+        assert!(calls <= 1000, "the purge did not end");
+        let progress = inventory(store)
+            .purge_expired_from(now(), BATCH, cursor.as_deref())
+            .await
+            .unwrap();
+        assert!(progress.deleted <= u64::from(BATCH), "{progress:?}");
+        deleted += progress.deleted;
+        match progress.cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let read = rows_read(&db).await - before;
+
+    assert_eq!(deleted, EXPIRED as u64);
+    assert!(calls >= EXPIRED / BATCH as usize, "{calls} calls");
+    let left: Vec<String> = sqlx::query_scalar("SELECT key FROM idem_records ORDER BY key")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, row_keys("live", LIVE), "only the live rows are left");
+    let rows = (EXPIRED + LIVE) as i64;
+    assert!(
+        read <= 2 * rows,
+        "the purge read {read} rows in {calls} calls over a table of {rows}: it read them \
+         again batch after batch"
+    );
+}
+
 async fn the_handle_lists_inspects_releases_and_purges() {
     let Some(db) = TestPg::start().await else {
         return;
@@ -368,5 +456,6 @@ idem_tests::backend_tests! {
     async a_corrupt_row_is_listed_as_an_error_and_a_foreign_row_as_unkeyed,
     async a_collation_that_does_not_sort_bytes_still_lists_every_key,
     async a_purge_deletes_what_stopped_counting_and_keeps_the_rest,
+    async a_purge_of_many_batches_reads_each_row_once,
     async the_handle_lists_inspects_releases_and_purges,
 }

@@ -19,6 +19,7 @@ use idem_core::{Outcome, Record, Reservation, SystemClock, Timestamp, LEASE_GRAC
 pub(super) const CHECKS: &[crate::Check] = &[
     check!(a_purge_deletes_only_what_stopped_counting),
     check!(a_purge_keeps_a_key_reserved_again),
+    check!(a_purge_from_a_cursor_keeps_a_key_reserved_again),
 ];
 
 /// Purges until a purge deletes fewer than its batch, as of `now`. A purge may delete more
@@ -36,6 +37,24 @@ async fn purge_all(inventory: &dyn Inventory, now: Timestamp) {
         }
     }
     panic!("purging did not end after {MAX_PAGES} batches");
+}
+
+/// Purges from a cursor ([`Inventory::purge_expired_from`]) until the cursor is `None`, as
+/// of `now`, a small batch at a time.
+async fn purge_all_from(inventory: &dyn Inventory, now: Timestamp) {
+    const BATCH: u32 = 2;
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let progress = inventory
+            .purge_expired_from(now, BATCH, cursor.as_deref())
+            .await
+            .unwrap_or_else(|error| panic!("purging from {cursor:?} failed: {error}"));
+        match progress.cursor {
+            Some(next) => cursor = Some(next),
+            None => return,
+        }
+    }
+    panic!("purging from a cursor did not end after {MAX_PAGES} batches");
 }
 
 /// A purge deletes the completed records at or past their expiry and the in-progress ones
@@ -121,6 +140,17 @@ async fn a_purge_deletes_only_what_stopped_counting(ctx: Context) {
 /// A key whose record expired and that a new call reserved again (a fresh reservation over an
 /// expired outcome, a takeover of an abandoned one) is kept by a purge as of that call's time.
 async fn a_purge_keeps_a_key_reserved_again(ctx: Context) {
+    keeps_a_key_reserved_again(ctx, false).await;
+}
+
+/// The same, purging from a cursor until it is `None`.
+async fn a_purge_from_a_cursor_keeps_a_key_reserved_again(ctx: Context) {
+    keeps_a_key_reserved_again(ctx, true).await;
+}
+
+/// A key reserved again over an expired outcome, and one taken over, are kept by a purge, from
+/// a cursor or not.
+async fn keeps_a_key_reserved_again(ctx: Context, from_a_cursor: bool) {
     let Some(inventory) = inventory(&ctx) else {
         return;
     };
@@ -149,7 +179,11 @@ async fn a_purge_keeps_a_key_reserved_again(ctx: Context) {
         other => panic!("an abandoned reservation is taken over, got {other:?}"),
     };
 
-    purge_all(inventory, now).await;
+    if from_a_cursor {
+        purge_all_from(inventory, now).await;
+    } else {
+        purge_all(inventory, now).await;
+    }
     assert_eq!(
         store.get(&expired).await.unwrap(),
         Some(Record::InProgress(fresh.record().clone())),

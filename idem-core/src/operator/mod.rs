@@ -4,7 +4,7 @@ mod inspection;
 
 pub use inspection::{Inspection, RecordState};
 
-use crate::store::{ListPage, ListQuery};
+use crate::store::{ListPage, ListQuery, PurgeProgress};
 use crate::{Error, Idempotency, Key, Record, StoreError, TARGET};
 
 /// What [`Idempotency::release_held`] did.
@@ -95,6 +95,50 @@ impl Idempotency {
         let inventory = self.inventory("purge expired records")?;
         inventory
             .purge_expired(self.clock.now(), batch)
+            .await
+            .map_err(|e| e.into_error(""))
+    }
+
+    /// Like [`purge_expired`](Idempotency::purge_expired), going on from where the previous
+    /// call stopped (see
+    /// [`Inventory::purge_expired_from`](crate::store::Inventory::purge_expired_from)): deletes
+    /// up to `batch` records that stopped counting, judging the store's records from `cursor`
+    /// on (`None`: from the first), and says how many went and where the next call goes on.
+    /// Calling it until the cursor is `None` judges each record once, where calling
+    /// `purge_expired` until it deletes fewer than `batch` starts over on every batch. A call
+    /// may delete none while its cursor says more remain. [`Error::Unsupported`] for a store
+    /// that can't list.
+    ///
+    /// ```
+    /// use idem_core::{Error, Idempotency};
+    ///
+    /// /// Purges every expired record, 1000 at a time; returns how many went.
+    /// async fn purge_all(idem: &Idempotency) -> Result<u64, Error> {
+    ///     let mut purged = 0;
+    ///     let mut cursor = None;
+    ///     loop {
+    ///         let progress = idem.purge_expired_from(1000, cursor.as_deref()).await?;
+    ///         purged += progress.deleted;
+    ///         match progress.cursor {
+    ///             Some(next) => cursor = Some(next),
+    ///             None => return Ok(purged),
+    ///         }
+    ///     }
+    /// }
+    /// # // The reference store keeps no inventory: it says so.
+    /// # let idem = Idempotency::new(idem_conformance::ReferenceStore::new());
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # let refused = runtime.block_on(purge_all(&idem));
+    /// # assert!(matches!(refused, Err(Error::Unsupported { .. })), "{refused:?}");
+    /// ```
+    pub async fn purge_expired_from(
+        &self,
+        batch: u32,
+        cursor: Option<&str>,
+    ) -> Result<PurgeProgress, Error> {
+        let inventory = self.inventory("purge expired records")?;
+        inventory
+            .purge_expired_from(self.clock.now(), batch, cursor)
             .await
             .map_err(|e| e.into_error(""))
     }

@@ -2,12 +2,13 @@
 //! one statement a page, and its purge.
 
 use async_trait::async_trait;
-use idem_core::store::{Inventory, ListPage, ListQuery, UnkeyedEntry};
+use idem_core::store::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
 use idem_core::{Key, Record, StoreError, Timestamp};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
 use super::row;
+use super::store::abandoned_before;
 use super::PostgresStore;
 
 /// A listed row or item: a key and its record, or an entry stored under no key.
@@ -55,6 +56,37 @@ impl Inventory for PostgresStore {
     /// It covers the store's own rows only, those whose key starts with its prefix.
     async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
         PostgresStore::purge_expired(self, now, batch).await
+    }
+
+    /// One statement that judges the store's rows in the order of the primary key from the
+    /// key `cursor` names on, and deletes up to `batch` that stopped counting, as
+    /// [`purge_expired`](Inventory::purge_expired) does; the cursor it returns is the greatest
+    /// key it took, every row before it having been judged. See the module docs.
+    async fn purge_expired_from(
+        &self,
+        now: Timestamp,
+        batch: u32,
+        cursor: Option<&str>,
+    ) -> Result<PurgeProgress, StoreError> {
+        self.usable()?;
+        let batch = batch.max(1);
+        let query = sqlx::query_as::<_, (i64, Option<String>)>(&self.statements.purge_from)
+            .bind(row::millis(now))
+            .bind(abandoned_before(now))
+            .bind(i64::from(batch))
+            .bind(self.stored_prefix())
+            .bind(cursor.unwrap_or(""));
+        self.count_round_trip();
+        let (deleted, last) = query
+            .fetch_one(self.pool())
+            .await
+            .map_err(|error| self.failed("purge", error))?;
+        let deleted = u64::try_from(deleted).unwrap_or(0);
+        // Fewer rows taken than the batch: the walk reached the end of the prefix.
+        Ok(PurgeProgress::new(
+            deleted,
+            last.filter(|_| deleted >= u64::from(batch)),
+        ))
     }
 }
 

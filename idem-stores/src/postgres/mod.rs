@@ -234,6 +234,23 @@
 //! caller may take it over; a call still running then finds its row gone, as it would find
 //! it taken over, and its completion is refused (`Error::NotRecorded`).
 //!
+//! **From a cursor.** Each statement of [`PostgresStore::purge_expired`] starts over: it reads
+//! the rows that look expired (under the plan the planner picks: the store's key range of the
+//! primary key, the `live_until_ms` index, or the table) until it has taken `batch`, so the
+//! rows it judged and kept (within the lease grace, held by their steps, locked at that
+//! instant) are read again by every batch after, and, on a small table, the `DELETE` may
+//! scan the whole table per batch. A purge of many batches thus reads the same rows batch
+//! after batch. [`Inventory::purge_expired_from`](idem_core::store::Inventory::purge_expired_from)
+//! goes on from a cursor instead, the last key it took: one statement walks the primary key
+//! from there (`key > $cursor ... ORDER BY key LIMIT batch FOR UPDATE SKIP LOCKED`), deletes
+//! what it took by `ctid` (the rows it holds locked), and returns how many went and the
+//! greatest key taken; fewer than `batch` taken means the walk reached the end, and the
+//! cursor is `None`. Called until then, it judges each row of the store once. It reads live
+//! rows too, once each, where the statement above reads only what looks expired: for a
+//! table of many live rows and few expired ones, one `purge_expired` is the cheaper; for a
+//! purge of many batches, the cursor. A row skipped because it was locked is left for the
+//! next purge.
+//!
 //! Run it every few minutes from a task:
 //!
 //! ```no_run

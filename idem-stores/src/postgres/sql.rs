@@ -58,6 +58,9 @@ pub(crate) struct Statements {
     /// The purge: `$1` now, `$2` the abandonment threshold, `$3` how many rows, `$4` the
     /// store's stored prefix (only its rows are deleted).
     pub(crate) purge: String,
+    /// The purge from a cursor: `$1` to `$4` as `purge`'s, `$5` the stored key judged last
+    /// (empty for the first). Replies how many rows went and the greatest key it took.
+    pub(crate) purge_from: String,
     /// Whether the `key` column sorts byte by byte: `$1` the table.
     pub(crate) list_bytewise: String,
     /// A page of a listing as a range of the primary key: `$1` the cursor, `$2` the prefix,
@@ -123,6 +126,17 @@ impl Statements {
                  AND ((state = 'completed' AND live_until_ms <= $1) \
                  OR (state = 'in_progress' AND live_until_ms <= $2 AND {})) \
                  LIMIT $3 FOR UPDATE SKIP LOCKED)",
+                no_live_steps("", "$1")
+            ),
+            purge_from: format!(
+                "WITH taken AS (SELECT key, ctid FROM {t} \
+                 WHERE key > $5 AND starts_with(key, $4) \
+                 AND ((state = 'completed' AND live_until_ms <= $1) \
+                 OR (state = 'in_progress' AND live_until_ms <= $2 AND {})) \
+                 ORDER BY key LIMIT $3 FOR UPDATE SKIP LOCKED), \
+                 gone AS (DELETE FROM {t} WHERE ctid = ANY (ARRAY(SELECT ctid FROM taken)) \
+                 RETURNING 1) \
+                 SELECT (SELECT count(*) FROM gone), (SELECT max(key) FROM taken)",
                 no_live_steps("", "$1")
             ),
             list_bytewise: LIST_BYTEWISE.to_owned(),

@@ -256,7 +256,7 @@ impl Catalog {
 }
 
 /// The lease deadline at or before which an in-progress record is abandoned at `now`.
-fn abandoned_before(now: Timestamp) -> i64 {
+pub(super) fn abandoned_before(now: Timestamp) -> i64 {
     row::millis(now).saturating_sub(row::count(idem_core::LEASE_GRACE_MS))
 }
 

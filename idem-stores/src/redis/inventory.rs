@@ -25,10 +25,25 @@
 //! and Redis expires keys lazily, so a record may stand for a while after it stopped
 //! counting. The purge scans the store's keys and runs `purge.lua` on each, which deletes the
 //! record only if, at that moment, it stopped counting at the caller's `now`.
+//!
+//! **Purging from a cursor.** [`Inventory::purge_expired_from`] goes on from its cursor, the
+//! listing's (one rule moves both on): it judges the keys the cursor carries, then `SCAN`s on
+//! from the primary and `SCAN` cursor it names, at most [`SCANS_PER_PAGE`] scans a call, and
+//! stops once `batch` records went. A `SCAN` cursor can't point inside a reply, and a reply
+//! may hold more records than the batch has deletions left: those not judged yet are carried
+//! in the cursor it returns (`+` and their hex-encoded keys), and the next call judges them
+//! first. Each key is thus judged once in a pass, and a purge of many batches scans the
+//! keyspace once, not once per batch. Its scans ask `COUNT` [`MAX_COUNT`], not the batch:
+//! a small batch would otherwise take many small scans (one round trip each) for the same
+//! pass, and a reply may hold more keys than its `COUNT` anyway (a hash bucket is returned
+//! whole; a rehashing table gives both tables' buckets), so what a call stops inside must be
+//! carried all the same. The price is a cursor that may carry up to a reply's keys. A record
+//! reserved again between the scan and its `purge.lua` is kept: the script judges it then.
+//! [`Inventory::purge_expired`] purges from the start the same way, until `batch` went.
 
 use async_trait::async_trait;
 use futures_util::future::join_all;
-use idem_core::store::{Inventory, ListPage, ListQuery, UnkeyedEntry};
+use idem_core::store::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
 use idem_core::{Key, Store, StoreError, Timestamp, LEASE_GRACE};
 use redis::Value;
 
@@ -66,24 +81,13 @@ impl Inventory for RedisStore {
             _ => Vec::new(),
         };
         for _ in 0..SCANS_PER_PAGE {
-            let Some((node, scan)) = cursor.at.filter(|_| keys.len() < limit) else {
+            if cursor.at.is_none() || keys.len() >= limit {
                 break;
-            };
-            let Some(&slot) = primaries.get(node) else {
-                return Err(StoreError::rejected(format!(
-                    "the listing's cursor names primary {node}, and the cluster has {}: \
-                     its primaries changed, start the listing over",
-                    primaries.len()
-                )));
-            };
+            }
             let room = limit - keys.len();
-            let (next, mut found) = self.scan(slot, scan, &pattern, room).await?;
-            cursor.at = match next {
-                0 if node + 1 < primaries.len() => Some((node + 1, 0)),
-                0 => None,
-                next => Some((node, next)),
-            };
-            found.sort_unstable();
+            let mut found = self
+                .scan_on(&mut cursor, &primaries, &pattern, room)
+                .await?;
             if found.len() > room {
                 cursor.pending = found.split_off(room);
             }
@@ -109,54 +113,93 @@ impl Inventory for RedisStore {
         Ok(ListPage::new(listed, cursor.encode()).with_unkeyed(unkeyed))
     }
 
+    /// Purges from the start ([`purge_expired_from`](Inventory::purge_expired_from) with no
+    /// cursor) until `batch` records went or every key was judged.
     async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
-        let batch = u64::from(batch);
+        let mut purged = 0;
+        let mut cursor = None;
+        while purged < u64::from(batch) {
+            let left = batch - u32::try_from(purged).unwrap_or(batch);
+            let progress = self
+                .purge_expired_from(now, left, cursor.as_deref())
+                .await?;
+            purged += progress.deleted;
+            match progress.cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok(purged)
+    }
+
+    /// Goes on from `cursor` (a listing's cursor, or one this returned): judges the keys it
+    /// carries, then `SCAN`s on from where it stands (at most [`SCANS_PER_PAGE`] scans), and
+    /// stops once `batch` records went, with the keys of the last scan it did not judge carried
+    /// in the cursor it returns (see the module docs).
+    async fn purge_expired_from(
+        &self,
+        now: Timestamp,
+        batch: u32,
+        cursor: Option<&str>,
+    ) -> Result<PurgeProgress, StoreError> {
+        let batch = u64::from(batch.max(1));
+        let mut cursor = match cursor {
+            Some(text) => Cursor::parse(text)?,
+            None => Cursor::START,
+        };
         let pattern = format!("{}*", glob_escape(&self.record_prefix()));
         let now_arg = now.as_millis().to_string();
         let abandoned_before = (now - LEASE_GRACE).as_millis().to_string();
         let args: [&[u8]; 2] = [now_arg.as_bytes(), abandoned_before.as_bytes()];
+        let primaries = match cursor.at {
+            Some(_) => self.primaries().await?,
+            None => Vec::new(),
+        };
         let mut purged = 0;
-        for slot in self.primaries().await? {
-            let mut scan = 0;
-            loop {
-                let (next, found) = self.scan(slot, scan, &pattern, MAX_COUNT).await?;
+        let mut scans = 0;
+        loop {
+            // The keys a previous call or scan left unjudged come first.
+            let mut unjudged = std::mem::take(&mut cursor.pending);
+            if unjudged.is_empty() {
+                if cursor.at.is_none() || scans == SCANS_PER_PAGE {
+                    break;
+                }
+                scans += 1;
+                unjudged = self
+                    .scan_on(&mut cursor, &primaries, &pattern, MAX_COUNT)
+                    .await?;
                 // Only records are judged: what holds no key was not written by idem.
-                let found: Vec<Key> = found
+                unjudged.retain(|name| UnkeyedEntry::unless_key(name).is_ok());
+            }
+            let mut rest = unjudged.as_slice();
+            while !rest.is_empty() && purged < batch {
+                // Never more scripts than deletions left in the batch.
+                let at_once = (batch - purged).min(PURGE_AT_ONCE) as usize;
+                let (now_judged, later) = rest.split_at(rest.len().min(at_once));
+                rest = later;
+                let keys = now_judged
                     .iter()
                     .filter_map(|name| UnkeyedEntry::unless_key(name).ok())
-                    .collect();
-                let mut rest = found.as_slice();
-                while !rest.is_empty() {
-                    // Never more scripts than deletions left in the batch.
-                    let left = batch - purged;
-                    if left == 0 {
-                        return Ok(purged);
-                    }
-                    let (now_judged, later) =
-                        rest.split_at(rest.len().min(left.min(PURGE_AT_ONCE) as usize));
-                    rest = later;
-                    let purges = now_judged
-                        .iter()
-                        .map(|key| self.eval(&SCRIPTS.purge, key, &args));
-                    for reply in join_all(purges).await {
-                        match reply? {
-                            Reply::Ok => purged += 1,
-                            Reply::Lost => {}
-                            other => {
-                                return Err(StoreError::backend(format!(
-                                    "unexpected reply to purge: {other:?}"
-                                )))
-                            }
+                    .collect::<Vec<Key>>();
+                let purges = keys.iter().map(|key| self.eval(&SCRIPTS.purge, key, &args));
+                for reply in join_all(purges).await {
+                    match reply? {
+                        Reply::Ok => purged += 1,
+                        Reply::Lost => {}
+                        other => {
+                            return Err(StoreError::backend(format!(
+                                "unexpected reply to purge: {other:?}"
+                            )))
                         }
                     }
                 }
-                if next == 0 {
-                    break;
-                }
-                scan = next;
+            }
+            if purged == batch {
+                cursor.pending = rest.to_vec();
+                break;
             }
         }
-        Ok(purged)
+        Ok(PurgeProgress::new(purged, cursor.encode()))
     }
 }
 
@@ -180,6 +223,37 @@ impl RedisStore {
         slots_cmd.arg("SLOTS");
         let reply = self.query_node(&slots_cmd, None, "CLUSTER SLOTS").await?;
         primaries_of(reply)
+    }
+
+    /// One `SCAN` from where `cursor` stands, moving it on: to the next primary once this
+    /// one's scan is over, to the end after the last. Returns the Redis keys it found (after
+    /// the store's prefix), sorted. The one rule of a cursor's progress, for the listing and
+    /// the purge alike.
+    async fn scan_on(
+        &self,
+        cursor: &mut Cursor,
+        primaries: &[Option<u16>],
+        pattern: &str,
+        count: usize,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        let Some((node, scan)) = cursor.at else {
+            return Ok(Vec::new());
+        };
+        let Some(&slot) = primaries.get(node) else {
+            return Err(StoreError::rejected(format!(
+                "the cursor names primary {node}, and the cluster has {}: its primaries \
+                 changed, start over",
+                primaries.len()
+            )));
+        };
+        let (next, mut found) = self.scan(slot, scan, pattern, count).await?;
+        cursor.at = match next {
+            0 if node + 1 < primaries.len() => Some((node + 1, 0)),
+            0 => None,
+            next => Some((node, next)),
+        };
+        found.sort_unstable();
+        Ok(found)
     }
 
     /// One `SCAN` on the primary of `slot` from `scan`: the next cursor (0 at the end) and the
@@ -280,18 +354,18 @@ fn primaries_of(reply: Value) -> Result<Vec<Option<u16>>, StoreError> {
     Ok(slots.into_iter().map(Some).collect())
 }
 
-/// Where a listing stands.
+/// Where a listing, or a purge, stands.
 #[derive(Debug, PartialEq, Eq)]
 struct Cursor {
     /// The primary being scanned and its `SCAN` cursor; `None` once every one was.
     at: Option<(usize, u64)>,
-    /// Redis keys (after the store's prefix) a scan found that did not fit in their page,
-    /// listed first on the next.
+    /// Redis keys (after the store's prefix) a scan found that did not fit in their page (or
+    /// that a purge's batch left unjudged), listed (or judged) first on the next.
     pending: Vec<Vec<u8>>,
 }
 
 impl Cursor {
-    /// A listing's start: the first primary, from the beginning.
+    /// A listing's (or a purge's) start: the first primary, from the beginning.
     const START: Cursor = Cursor {
         at: Some((0, 0)),
         pending: Vec::new(),
