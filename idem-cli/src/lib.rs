@@ -229,6 +229,8 @@ mod keyring;
 mod listing;
 mod outcome;
 mod output;
+#[cfg(test)]
+mod readme_commands;
 mod secrets;
 mod url;
 
