@@ -12,8 +12,10 @@ Store URLs (--store, or IDEM_STORE):
   redis+cluster://host:port,host:port        a Redis Cluster
   postgres://user:password@host:port/db      PostgreSQL (also postgresql://), with --table, --schema
   dynamodb://TABLE                           DynamoDB, with --region, --endpoint, --attribute
-                                             FIELD=NAME, --sort-key; credentials from the AWS
-                                             default chain (environment, AWS_PROFILE, SSO, roles)
+                                             FIELD=NAME, --sort-key, or the same in the URL
+                                             (?region=..&sort_key=..&attribute.key=id); credentials
+                                             from the AWS default chain (environment,
+                                             AWS_PROFILE, SSO, roles)
 
 Keys are written as idem prints them (namespace|function|scope|parts): quote them for the shell.
 ";
@@ -42,7 +44,7 @@ pub(crate) struct Cli {
 }
 
 /// The store's URL and the options that go with it.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub(crate) struct StoreArgs {
     /// The store's URL: redis://, redis+cluster://host:port,host:port, postgres://,
     /// dynamodb://TABLE.

@@ -63,8 +63,12 @@ pub(crate) async fn connect(args: &StoreArgs) -> Result<Connected, Failure> {
         StoreUrl::Redis(url) => Arc::new(redis(url, args, &shown).await?),
         StoreUrl::RedisCluster(nodes) => Arc::new(redis_cluster(nodes, args, &shown).await?),
         StoreUrl::Postgres(url) => Arc::new(postgres(url, args, &shown).await?),
-        StoreUrl::DynamoDb(table) => {
-            let store = dynamodb(table, args).await?;
+        StoreUrl::DynamoDb(table, query) => {
+            let args = crate::dynamodb_url::with_url_options(args, query)?;
+            if let Some(endpoint) = &args.endpoint {
+                crate::secrets::hide_url(endpoint);
+            }
+            let store = dynamodb(table, &args).await?;
             dynamo = Some(store.clone());
             Arc::new(store)
         }
@@ -92,7 +96,7 @@ fn check_options(url: &StoreUrl, args: &StoreArgs) -> Result<(), Failure> {
             return Err(misplaced("--schema", "postgres://"));
         }
     }
-    if !matches!(url, StoreUrl::DynamoDb(_)) {
+    if !matches!(url, StoreUrl::DynamoDb(..)) {
         if args.region.is_some() {
             return Err(misplaced("--region", "dynamodb://"));
         }

@@ -223,6 +223,7 @@ mod args;
 mod attributes;
 mod commands;
 mod connect;
+mod dynamodb_url;
 pub mod exit;
 mod failure;
 mod keyring;

@@ -115,7 +115,13 @@ fn a_line_reads_as_the_shell_reads_it() {
     );
     assert_eq!(
         words(r#"idem list --scope "$(printf '%s' "$A" | idem scope)" --all"#),
-        ["idem", "list", "--scope", r#"$(printf '%s' "$A" | idem scope)"#, "--all"]
+        [
+            "idem",
+            "list",
+            "--scope",
+            r#"$(printf '%s' "$A" | idem scope)"#,
+            "--all"
+        ]
     );
     assert_eq!(idem_words("cargo install idem-cli"), None);
     let joined = idem_lines("```console\n$ idem --store x \\\n    list\nout\n```\n$ idem no\n");

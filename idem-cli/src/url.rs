@@ -15,8 +15,9 @@ pub(crate) enum StoreUrl {
     RedisCluster(Vec<String>),
     /// PostgreSQL: the URL as given.
     Postgres(String),
-    /// DynamoDB: the table's name.
-    DynamoDb(String),
+    /// DynamoDB: the table's name, and the URL's query (options, as
+    /// [`with_url_options`](crate::dynamodb_url::with_url_options) reads them).
+    DynamoDb(String, String),
 }
 
 impl StoreUrl {
@@ -33,7 +34,10 @@ impl StoreUrl {
             "redis+cluster" => cluster_nodes("redis", rest).map(StoreUrl::RedisCluster),
             "rediss+cluster" => cluster_nodes("rediss", rest).map(StoreUrl::RedisCluster),
             "postgres" | "postgresql" => Ok(StoreUrl::Postgres(text.to_owned())),
-            "dynamodb" => table_name(rest).map(StoreUrl::DynamoDb),
+            "dynamodb" => {
+                let (table, query) = rest.split_once('?').unwrap_or((rest, ""));
+                Ok(StoreUrl::DynamoDb(table_name(table)?, query.to_owned()))
+            }
             _ => Err(Failure::usage(format!(
                 "unknown store scheme `{}://`: use one of {SCHEMES}",
                 redacted(scheme)
@@ -47,7 +51,7 @@ impl StoreUrl {
             StoreUrl::Redis(_) => "redis",
             StoreUrl::RedisCluster(_) => "redis+cluster",
             StoreUrl::Postgres(_) => "postgres",
-            StoreUrl::DynamoDb(_) => "dynamodb",
+            StoreUrl::DynamoDb(..) => "dynamodb",
         }
     }
 }
@@ -87,7 +91,7 @@ fn table_name(rest: &str) -> Result<String, Failure> {
         return Err(Failure::usage(format!(
             "`{}` does not name a table: use `dynamodb://TABLE`, where a table \
              name is 3 to 255 letters, digits, `_`, `-` or `.` (region and endpoint go in \
-             --region and --endpoint)",
+             --region and --endpoint, or `?region=...&endpoint=...`)",
             redacted(&format!("dynamodb://{rest}"))
         )));
     }
@@ -302,7 +306,11 @@ mod tests {
     fn a_dynamodb_url_names_a_table() {
         assert_eq!(
             StoreUrl::parse("dynamodb://idem-records").unwrap(),
-            StoreUrl::DynamoDb("idem-records".into())
+            StoreUrl::DynamoDb("idem-records".into(), String::new())
+        );
+        assert_eq!(
+            StoreUrl::parse("dynamodb://idem-records?region=eu-west-1").unwrap(),
+            StoreUrl::DynamoDb("idem-records".into(), "region=eu-west-1".into())
         );
         assert!(StoreUrl::parse("dynamodb://").is_err());
         assert!(StoreUrl::parse("dynamodb://a/b").is_err());
