@@ -276,6 +276,21 @@ mod tests {
     }
 
     #[test]
+    fn the_overhead_bound_is_what_the_longest_key_id_adds() {
+        let longest = "k".repeat(MAX_KEY_ID_BYTES);
+        let ring = Keyring::new(&longest, [1; 32]);
+        for plain in [&b""[..], b"card 4242", &[7; 1000]] {
+            let sealed = ring.seal(plain, b"key-a");
+            assert_eq!(sealed.len() - plain.len(), MAX_SEAL_OVERHEAD, "{plain:?}");
+        }
+        let short = Keyring::new("k1", [1; 32]).seal(b"card", b"key-a");
+        assert_eq!(
+            short.len() - b"card".len(),
+            MAX_SEAL_OVERHEAD - (MAX_KEY_ID_BYTES - "k1".len())
+        );
+    }
+
+    #[test]
     fn a_sealed_value_opens_in_its_context_only() {
         let ring = Keyring::new("k1", [1; 32]);
         let sealed = ring.seal(b"card 4242", b"key-a");
