@@ -1,8 +1,9 @@
 //! `idem-certify`: certifies an idem store the way Jepsen certifies databases. Worker
 //! processes call idempotent functions on a real store while faults are injected: workers
-//! killed (`SIGKILL`) and stopped past their lease (`SIGSTOP`), latency, stalls, cut
-//! connections and dropped answers between each worker and the store (through a noxious
-//! proxy, a Rust port of Toxiproxy), the store's server restarted, and the workers' clocks
+//! killed (`SIGKILL`) and stopped past their lease (`SIGSTOP`), latency, stalls, reset and
+//! refused connections and dropped answers between each worker and the store (through a TCP
+//! proxy of its own that never loses bytes from a connection it leaves open), the store's
+//! server restarted, and the workers' clocks
 //! skewed. Every call, body, side effect and answer goes into a history; a checker reads it,
 //! with the store's final records, and counts anomalies by class.
 //!
