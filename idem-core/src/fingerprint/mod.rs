@@ -163,6 +163,16 @@ mod tests {
         order_id: &'static str,
     }
 
+    #[test]
+    fn a_fingerprint_prints_as_its_hex_and_a_bad_one_says_what_it_is() {
+        let fingerprint = Fingerprint::of(&"o-1").unwrap();
+        let hex = fingerprint.to_hex();
+        assert_eq!(fingerprint.to_string(), hex);
+        assert_eq!(format!("{fingerprint:?}"), format!("Fingerprint({hex})"));
+        let refused = "not hex".parse::<Fingerprint>().unwrap_err();
+        assert_eq!(refused.to_string(), "a fingerprint is 64 hex digits");
+    }
+
     fn request(pairs: &[(&str, &str)]) -> Request {
         Request {
             order_id: "o-1".into(),

@@ -276,6 +276,17 @@ mod tests {
     }
 
     #[test]
+    fn a_keyring_debugs_as_its_ids_and_never_its_keys() {
+        let ring = Keyring::new("k2", [0xAB; 32]).with_old("k1", [0xCD; 32]);
+        let shown = format!("{ring:?}");
+        assert_eq!(
+            shown,
+            r#"Keyring { current: "k2", old: ["k1"], accept_unsealed: false }"#
+        );
+        assert!(!shown.contains("171") && !shown.contains("ab"), "{shown}");
+    }
+
+    #[test]
     fn the_overhead_bound_is_what_the_longest_key_id_adds() {
         let longest = "k".repeat(MAX_KEY_ID_BYTES);
         let ring = Keyring::new(&longest, [1; 32]);
