@@ -12,12 +12,25 @@ use idem_tests::dynamodb::{unique_table_name, TestDynamo};
 /// Creates a table with a partition key `hash` and, when given, a sort key `sort`, both
 /// strings, without TTL.
 async fn table(client: &Client, hash: &str, sort: Option<&str>) -> String {
+    typed_table(client, hash, ScalarAttributeType::S, sort).await
+}
+
+/// Like [`table`], with a partition key of type `hash_type`.
+async fn typed_table(
+    client: &Client,
+    hash: &str,
+    hash_type: ScalarAttributeType,
+    sort: Option<&str>,
+) -> String {
     let name = unique_table_name();
     let mut create = client
         .create_table()
         .table_name(&name)
         .billing_mode(BillingMode::PayPerRequest);
-    for (attribute, kind) in [(Some(hash), KeyType::Hash), (sort, KeyType::Range)] {
+    for (attribute, kind, attribute_type) in [
+        (Some(hash), KeyType::Hash, hash_type),
+        (sort, KeyType::Range, ScalarAttributeType::S),
+    ] {
         let Some(attribute) = attribute else {
             continue;
         };
@@ -25,7 +38,7 @@ async fn table(client: &Client, hash: &str, sort: Option<&str>) -> String {
             .attribute_definitions(
                 AttributeDefinition::builder()
                     .attribute_name(attribute)
-                    .attribute_type(ScalarAttributeType::S)
+                    .attribute_type(attribute_type)
                     .build()
                     .unwrap(),
             )
@@ -94,6 +107,21 @@ async fn a_table_with_another_partition_key_is_named() {
     refused_at_run_time(store).await;
 }
 
+/// A partition key of the right name and the wrong type (a number) is named by `verify()`,
+/// and refused at run time as a misconfiguration, not answered as a retryable outage.
+async fn a_number_partition_key_is_named_and_refused_at_run_time() {
+    let Some(db) = TestDynamo::start().await else {
+        return;
+    };
+    let key = AttributeNames::default().key;
+    let name = typed_table(&db.client, &key, ScalarAttributeType::N, None).await;
+    let store = DynamoDbStore::new(db.client.clone(), name);
+    let found = misconfiguration(store.verify().await.unwrap_err());
+    assert!(matches!(found, Misconfigured::WrongKey { .. }), "{found:?}");
+    assert!(found.to_string().contains("of type N"), "{found}");
+    refused_at_run_time(store).await;
+}
+
 async fn a_table_with_a_sort_key_is_named() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -137,5 +165,6 @@ idem_tests::backend_tests! {
     async a_missing_table_is_named,
     async a_table_with_another_partition_key_is_named,
     async a_table_with_a_sort_key_is_named,
+    async a_number_partition_key_is_named_and_refused_at_run_time,
     async a_table_without_ttl_is_named_and_create_table_enables_it,
 }

@@ -313,7 +313,8 @@ pub(crate) fn misconfiguration(
         "ValidationException"
             if message.contains("key element does not match the schema")
                 || message.contains("Missing the key")
-                || message.contains("missed key schema element") =>
+                || message.contains("missed key schema element")
+                || message.contains("Type mismatch for key") =>
         {
             Some(Misconfigured::WrongKey {
                 table,
