@@ -293,6 +293,44 @@ async fn wait_for_sync(primary: &TestRedis, replicas: usize) {
     }
 }
 
+/// `WAIT` longer than the response timeout answers how many replicas acknowledged, instead of
+/// the request timing out: the call fails closed as not replicated, its body never run.
+async fn wait_for_replicas_longer_than_the_response_timeout_is_answered() {
+    let Some(server) = TestRedis::start_owned() else {
+        return;
+    };
+    let target = RedisTarget::on(server).await;
+    let store = RedisStore::builder(Client::open(target.url()).unwrap())
+        .prefix(target.prefix())
+        .response_timeout(Duration::from_millis(300))
+        .wait_for_replicas(1, Duration::from_millis(900))
+        .connect()
+        .await
+        .unwrap();
+    let idem = Idempotency::new(store);
+    let error = idem
+        .run(call(&idem, "o-1"), async {
+            panic!("the body must not run without its reservation replicated") as Result<u64, Error>
+        })
+        .await
+        .unwrap_err();
+    let Error::Store { source, .. } = &error else {
+        panic!("{error:?}")
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&**source);
+    let mut chain = Vec::new();
+    while let Some(error) = cause {
+        chain.push(error.to_string());
+        cause = error.source();
+    }
+    assert!(
+        chain
+            .iter()
+            .any(|text| text.contains("0 of 1 replicas acknowledged")),
+        "WAIT answered, rather than a timeout: {chain:?}"
+    );
+}
+
 async fn wait_for_replicas_waits_after_each_write() {
     let Some(primary) = TestRedis::start_owned() else {
         return;
@@ -427,5 +465,6 @@ idem_tests::backend_tests! {
     async the_eviction_policy_is_read_at_connect,
     async a_waiter_resumes_a_call_released_after_a_step,
     async wait_for_replicas_waits_after_each_write,
+    async wait_for_replicas_longer_than_the_response_timeout_is_answered,
     async too_few_replicas_fail_the_call_closed,
 }

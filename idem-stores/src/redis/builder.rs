@@ -144,6 +144,9 @@ impl RedisStoreBuilder {
     ///
     /// On a Redis Cluster, the `WAIT` goes to the primary that holds the key: only that
     /// shard's replicas count.
+    ///
+    /// The response timeout grows by `timeout`, so that `WAIT` answers how many replicas
+    /// acknowledged rather than the request timing out first.
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
         self.replicas = Some((replicas, timeout));
         self
@@ -168,7 +171,7 @@ impl RedisStoreBuilder {
             Source::ClusterNodes(nodes) => {
                 let client = redis::cluster::ClusterClient::builder(nodes.iter().cloned())
                     .connection_timeout(self.connection_timeout)
-                    .response_timeout(self.response_timeout)
+                    .response_timeout(self.answer_within())
                     .build()
                     .map_err(|error| store_error(error, "cluster connect"))?;
                 let conn = client
@@ -226,12 +229,21 @@ impl RedisStoreBuilder {
     fn config(&self) -> ConnectionManagerConfig {
         self.config.clone().unwrap_or_else(|| {
             ConnectionManagerConfig::new()
-                .set_response_timeout(Some(self.response_timeout))
+                .set_response_timeout(Some(self.answer_within()))
                 .set_connection_timeout(Some(self.connection_timeout))
                 .set_number_of_retries(3)
                 .set_min_delay(Duration::from_millis(50))
                 .set_max_delay(Duration::from_millis(500))
         })
+    }
+
+    /// How long a request may wait for its answer: the response timeout, and with
+    /// [`wait_for_replicas`](Self::wait_for_replicas) the time `WAIT` may take on top of it.
+    fn answer_within(&self) -> Duration {
+        match self.replicas {
+            Some((_, wait)) => self.response_timeout.saturating_add(wait),
+            None => self.response_timeout,
+        }
     }
 
     fn build(self, conn: Connection, wakeups: Option<std::sync::Arc<Wakeups>>) -> RedisStore {
