@@ -4,6 +4,7 @@
 use idem_certify::check::model::{FaultRecord, FinalRecord, Run};
 use idem_certify::check::{check, Class};
 use idem_certify::history::{Ending, Event, Op};
+use idem_certify::report::{Report, Setup};
 
 const KEY: &str = "k1";
 const PAYLOAD: &str = "args-of-k1";
@@ -274,10 +275,52 @@ fn not_recorded_for_an_outcome_the_store_holds_is_a_false_alarm() {
         },
         70,
     ));
-    let run = run_of(vec![("w0.1", events)], Some("a"));
+    let mut run = run_of(vec![("w0.1", events)], Some("a"));
+    run.faults.push(FaultRecord {
+        kind: "stop",
+        process: "w0.1".into(),
+        start: 10,
+        end: 20,
+    });
     let findings = check(&run);
-    assert_eq!(findings.false_alarms, ["a"]);
+    let named: Vec<&str> = findings
+        .false_alarms
+        .iter()
+        .map(|alarm| alarm.call.as_str())
+        .collect();
+    assert_eq!(named, ["a"]);
+    assert!(findings
+        .false_alarms
+        .iter()
+        .all(|alarm| !alarm.key.is_empty()));
     assert!(findings.anomalies.is_empty());
+
+    // The report names it, with its key and the fault around it.
+    let setup = Setup {
+        store: "memory".into(),
+        broken: None,
+        seconds: 1,
+        workers: 1,
+        faults: vec!["stop".into()],
+        lease_ms: 1_000,
+        seed: 1,
+        clock_offsets_ms: Vec::new(),
+    };
+    let report = Report::new(setup, &run, &findings);
+    assert_eq!(report.false_alarms, 1);
+    let alarm = &report.false_alarm_list[0];
+    assert_eq!(alarm.call.id, "a");
+    assert_eq!(alarm.faults.len(), 1, "{:?}", alarm.faults);
+    let dir = std::env::temp_dir().join(format!("idem-certify-alarm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    report.write(&dir).unwrap();
+    let page = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        page.contains(&format!("call `a` on key `{}`", alarm.call.key)),
+        "{page}"
+    );
+    assert!(page.contains("stop on w0.1 at 10"), "{page}");
 }
 
 #[test]

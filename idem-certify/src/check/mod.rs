@@ -77,14 +77,23 @@ pub struct Anomaly {
     pub calls: Vec<String>,
 }
 
+/// A call answered "not recorded" although the store holds its outcome.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FalseAlarm {
+    /// The call's id.
+    pub call: String,
+    /// Its key.
+    pub key: String,
+}
+
 /// What the checker found.
 #[derive(Debug, Default, Serialize)]
 pub struct Findings {
     /// The anomalies.
     pub anomalies: Vec<Anomaly>,
     /// Calls answered "not recorded" whose outcome the store holds: false alarms, counted
-    /// apart from anomalies.
-    pub false_alarms: Vec<String>,
+    /// apart from anomalies, each named.
+    pub false_alarms: Vec<FalseAlarm>,
     /// Bodies whose fencing token was not above that of a body of the same key that began
     /// before them: a reservation that landed late, after another caller reserved and
     /// released the key, with a token proposed before it waited. Counted apart: no two bodies
@@ -122,7 +131,7 @@ pub fn check(run: &Run) -> Findings {
         completions(&calls, final_record, &mut found);
         findings
             .false_alarms
-            .extend(false_alarms(&calls, final_record));
+            .extend(false_alarms(key, &calls, final_record));
         findings
             .fencing_regressions
             .extend(fencing_regressions(key, &calls));
@@ -336,8 +345,12 @@ fn completions(calls: &[&CallRecord], final_record: Option<&FinalRecord>, found:
     }
 }
 
-/// Calls answered "not recorded" although the store holds their outcome.
-fn false_alarms(calls: &[&CallRecord], final_record: Option<&FinalRecord>) -> Vec<String> {
+/// Calls of `key` answered "not recorded" although the store holds their outcome.
+fn false_alarms(
+    key: &str,
+    calls: &[&CallRecord],
+    final_record: Option<&FinalRecord>,
+) -> Vec<FalseAlarm> {
     let Some(FinalRecord::Completed {
         answer: Some(stored),
     }) = final_record
@@ -348,6 +361,9 @@ fn false_alarms(calls: &[&CallRecord], final_record: Option<&FinalRecord>) -> Ve
         .iter()
         .filter(|call| call.error_class() == Some("NotRecorded"))
         .filter(|call| stored.starts_with(&format!("{}|", call.id)))
-        .map(|call| call.id.clone())
+        .map(|call| FalseAlarm {
+            call: call.id.clone(),
+            key: key.to_owned(),
+        })
         .collect()
 }

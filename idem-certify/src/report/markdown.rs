@@ -38,6 +38,46 @@ pub fn render(report: &Report) -> String {
         "\nFalse alarms (\"not recorded\" for an outcome the store holds): {}\n",
         report.false_alarms
     );
+    for alarm in &report.false_alarm_list {
+        let call = &alarm.call;
+        let faults: Vec<String> = alarm
+            .faults
+            .iter()
+            .map(|fault| format!("{} on {} at {}", fault.kind, fault.process, fault.start))
+            .collect();
+        let others: Vec<&str> = alarm
+            .history
+            .iter()
+            .filter(|other| other.id != call.id)
+            .map(|other| other.id.as_str())
+            .collect();
+        let _ = writeln!(
+            page,
+            "- call `{}` on key `{}` (process {}, {} to {}): faults around it: {}; other \
+             calls of the key that ran or answered first: {}",
+            call.id,
+            call.key,
+            call.process,
+            call.invoked,
+            call.ended_at().map_or("-".to_owned(), |t| t.to_string()),
+            if faults.is_empty() {
+                "none".to_owned()
+            } else {
+                faults.join(", ")
+            },
+            if others.is_empty() {
+                "none".to_owned()
+            } else {
+                others.join(", ")
+            }
+        );
+    }
+    if !report.false_alarm_list.is_empty() {
+        let _ = writeln!(
+            page,
+            "\nThe calls' events are in `report.json` (`false_alarm_list`).\n"
+        );
+    }
     let _ = writeln!(
         page,
         "Fencing regressions (a later body of a key with a token no greater than an earlier \

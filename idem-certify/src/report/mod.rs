@@ -52,6 +52,8 @@ pub struct Report {
     pub examples: Vec<Example>,
     /// False alarms: "not recorded" answers whose outcome the store holds.
     pub false_alarms: usize,
+    /// Every false alarm, with the calls of its key and the faults around it.
+    pub false_alarm_list: Vec<Alarm>,
     /// Bodies whose fencing token did not grow over an earlier body's of the same key.
     pub fencing_regressions: usize,
     /// The total of anomalies.
@@ -70,6 +72,17 @@ pub struct Example {
     pub anomaly: Anomaly,
     /// Every call of its key.
     pub history: Vec<CallRecord>,
+}
+
+/// A false alarm and what happened around it.
+#[derive(Debug, Serialize)]
+pub struct Alarm {
+    /// The call answered "not recorded".
+    pub call: CallRecord,
+    /// Every call of its key that ran a body or got a first answer.
+    pub history: Vec<CallRecord>,
+    /// The faults that hit its process (or the store) while it ran.
+    pub faults: Vec<FaultRecord>,
 }
 
 impl Report {
@@ -127,6 +140,11 @@ impl Report {
             anomalies_by_class: findings.counts(),
             examples,
             false_alarms: findings.false_alarms.len(),
+            false_alarm_list: findings
+                .false_alarms
+                .iter()
+                .filter_map(|alarm| Alarm::of(run, &by_key, &alarm.call))
+                .collect(),
             fencing_regressions: findings.fencing_regressions.len(),
             anomalies: findings.anomalies.len(),
             fault_log: run.faults.clone(),
@@ -210,5 +228,39 @@ pub fn outcome_name(call: &CallRecord) -> String {
         Some((Ending::StoredErr { replayed: true, .. }, _)) => "stored error replayed".to_owned(),
         Some((Ending::Error { class, .. }, _)) => class.clone(),
         Some((Ending::Abandoned, _)) => "abandoned".to_owned(),
+    }
+}
+
+impl Alarm {
+    /// The false alarm of call `id`, if the run has it.
+    fn of(run: &Run, by_key: &BTreeMap<&str, Vec<&CallRecord>>, id: &str) -> Option<Alarm> {
+        let call = run.calls.get(id)?;
+        let ended = call.ended_at().unwrap_or(run.ended);
+        let history = by_key
+            .get(call.key.as_str())
+            .map(|calls| {
+                calls
+                    .iter()
+                    .filter(|other| {
+                        other.id == call.id
+                            || other.body.is_some()
+                            || other.answer().is_some_and(|(_, replayed)| !replayed)
+                    })
+                    .map(|&other| other.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let faults = run
+            .faults
+            .iter()
+            .filter(|fault| fault.process == call.process || fault.process == "*")
+            .filter(|fault| fault.start <= ended && fault.end.max(fault.start) >= call.invoked)
+            .cloned()
+            .collect();
+        Some(Alarm {
+            call: call.clone(),
+            history,
+            faults,
+        })
     }
 }
