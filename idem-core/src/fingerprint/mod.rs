@@ -386,5 +386,42 @@ mod tests {
     fn a_failing_serialize_is_a_codec_error() {
         let err = Fingerprint::of(&Failing).unwrap_err();
         assert!(matches!(err, Error::Codec(_)), "{err}");
+        let source = std::error::Error::source(&err).expect("the encoder's error");
+        assert_eq!(source.to_string(), "cannot serialise");
+    }
+
+    #[test]
+    fn lengths_and_numbers_are_leb128_varints() {
+        let encoded = |value: u64| {
+            let mut out = Vec::new();
+            canonical::encode(&value, &mut out).unwrap();
+            out
+        };
+        // Each encoding is the tag, then the number zigzagged (so that a signed and an
+        // unsigned value encode alike) as a varint: 2 × 64 = 128 takes two bytes, never one
+        // (0x80 alone would say "more follows").
+        let (tag_0, rest_0) = encoded(0)
+            .split_first()
+            .map(|(t, r)| (*t, r.to_vec()))
+            .unwrap();
+        assert_eq!(rest_0, [0x00]);
+        let tail = |value: u64| {
+            let bytes = encoded(value);
+            assert_eq!(bytes[0], tag_0, "one tag for every u64");
+            bytes[1..].to_vec()
+        };
+        assert_eq!(tail(63), [0x7e]);
+        assert_eq!(tail(64), [0x80, 0x01]);
+        assert_eq!(tail(150), [0xac, 0x02]);
+        let signed = {
+            let mut out = Vec::new();
+            canonical::encode(&64_i64, &mut out).unwrap();
+            out
+        };
+        assert_eq!(
+            signed,
+            encoded(64),
+            "a signed and an unsigned 64 encode alike"
+        );
     }
 }
