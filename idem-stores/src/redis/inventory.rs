@@ -133,7 +133,7 @@ impl Inventory for RedisStore {
     }
 
     /// Goes on from `cursor` (a listing's cursor, or one this returned): judges the keys it
-    /// carries, then `SCAN`s on from where it stands (at most [`SCANS_PER_PAGE`] scans), and
+    /// carries, then `SCAN`s on from where it stands (at most 16 scans), and
     /// stops once `batch` records went, with the keys of the last scan it did not judge carried
     /// in the cursor it returns (see the module docs).
     async fn purge_expired_from(
