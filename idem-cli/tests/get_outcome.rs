@@ -230,7 +230,11 @@ async fn a_json_outcome_is_pretty_printed_and_raw_is_byte_for_byte() {
         .prints(r#"    "note": "a\u001b[2J\u001b]0;pwned\u0007\u202eb""#);
     assert!(!get.stdout.contains('\u{202e}'), "{get:#?}");
 
-    let doc = cli.run(&["get", "--json", key.as_str()]).exits(0).json();
+    let json = cli.run(&["get", "--json", key.as_str()]);
+    // The document escapes what a terminal would obey, and still reads as the value.
+    assert!(!json.stdout.contains('\u{202e}'), "{json:#?}");
+    assert!(json.stdout.contains(r"\u202e"), "{json:#?}");
+    let doc = json.exits(0).json();
     assert_eq!(doc["outcome_format"], "json");
     assert_eq!(doc["outcome_value"], value);
 
@@ -294,6 +298,11 @@ async fn a_sealed_outcome_opens_with_the_keyring_from_the_environment_or_a_file(
     let (code, raw, stderr) = cli.run_bytes(&["get", "--raw", key]);
     assert_eq!((code, raw.is_empty()), (2, true), "{stderr}");
     assert!(stderr.contains("is sealed: pass IDEM_KEYRING"), "{stderr}");
+
+    // A keyring file that is no regular file is refused, not read for ever.
+    cli.run(&["get", key, "--keyring-file", "/dev/zero"])
+        .exits(2)
+        .says("not a regular file");
 
     // With the service's keyring, in the environment or in a file.
     let file = std::env::temp_dir().join(format!("idem-get-keyring-{}", std::process::id()));

@@ -7,7 +7,7 @@ mod table;
 pub(crate) mod time;
 mod visible;
 
-pub(crate) use visible::{visible, visible_bytes, visible_message};
+pub(crate) use visible::{hostile, visible, visible_bytes, visible_message};
 
 use std::io::{self, Write};
 
@@ -119,9 +119,12 @@ impl Output {
         self.text(&table.render())
     }
 
-    /// `doc` as one JSON document, indented.
+    /// `doc` as one JSON document, indented, with every character a terminal would obey
+    /// written as its `\uXXXX` escape: JSON escapes the C0 controls itself, not DEL, C1 or
+    /// the bidirectional overrides, and such a character can only be inside a string.
     pub(crate) fn document<T: Serialize + ?Sized>(&self, doc: &T) -> io::Result<()> {
-        let mut text = serde_json::to_string_pretty(doc).map_err(io::Error::other)?;
+        let text = serde_json::to_string_pretty(doc).map_err(io::Error::other)?;
+        let mut text = outcome::visible_json(&text);
         text.push('\n');
         self.text(&text)
     }

@@ -9,13 +9,23 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::table::details;
-use super::{visible, visible_bytes};
+use super::visible_bytes;
 use crate::failure::shell_quoted;
 use crate::outcome::{Decoded, Shown};
 
 /// How much of a body, or of a value that is no JSON, is shown: the first 4 KiB. `--raw`
 /// writes the whole.
 pub(crate) const SHOWN_BYTES: usize = 4096;
+
+/// How much of a JSON value is shown, indented: the first 64 KiB of the indented text.
+pub(crate) const SHOWN_JSON_BYTES: usize = 64 * 1024;
+
+/// How many headers, and how many trailers, of a stored response are shown.
+const SHOWN_HEADERS: usize = 100;
+
+/// The deepest indentation: a value nested deeper is indented no further, so that its
+/// indented text grows with its length, not with the square of its depth.
+const MAX_INDENT: usize = 32;
 
 /// What a sealed outcome says without a keyring.
 const PASS_A_KEYRING: &str = "pass IDEM_KEYRING or --keyring-file to read it";
@@ -44,11 +54,17 @@ pub(crate) fn text(shown: &Shown, key: &Key) -> String {
         Shown::Value { bytes, decoded, .. } => match decoded {
             Decoded::Json(value) => {
                 let mut text = String::from("\noutcome value (JSON):\n");
-                for line in pretty(value.get()).lines() {
+                let (indented, read) = pretty(value.get(), SHOWN_JSON_BYTES);
+                for line in indented.lines() {
                     text.push_str("  ");
                     text.push_str(&visible_json(line));
                     text.push('\n');
                 }
+                text.push_str(&not_shown(
+                    value.get().len() - read,
+                    "bytes of the value",
+                    key,
+                ));
                 text
             }
             Decoded::Http(response) => http_text(response, key),
@@ -70,18 +86,23 @@ fn with_key(key_id: Option<&str>) -> String {
 
 fn http_text(response: &RecordedResponse, key: &Key) -> String {
     let mut pairs = vec![("status", response.status.to_string())];
-    pairs.extend(
-        response
-            .headers
-            .iter()
-            .map(|(name, value)| ("header", format!("{name}: {value}"))),
-    );
-    pairs.extend(
-        response
-            .trailers
-            .iter()
-            .map(|(name, value)| ("trailer", format!("{name}: {value}"))),
-    );
+    for (label, fields) in [
+        ("header", &response.headers),
+        ("trailer", &response.trailers),
+    ] {
+        pairs.extend(
+            fields
+                .iter()
+                .take(SHOWN_HEADERS)
+                .map(|(name, value)| (label, format!("{name}: {value}"))),
+        );
+        if fields.len() > SHOWN_HEADERS {
+            pairs.push((
+                label,
+                format!("... {} more not shown", fields.len() - SHOWN_HEADERS),
+            ));
+        }
+    }
     let codings = response.content_codings();
     let mut body_lines = String::new();
     let body = match &response.body {
@@ -120,14 +141,19 @@ fn start(bytes: &[u8], key: &Key) -> String {
         text.push_str(&visible_bytes(line));
         text.push('\n');
     }
-    let hidden = bytes.len() - shown.len();
-    if hidden > 0 {
-        let raw = visible(&shell_quoted(key.as_str())).into_owned();
-        text.push_str(&format!(
-            "  ... {hidden} more bytes not shown: `idem get --raw {raw}` writes them all\n"
-        ));
-    }
+    text.push_str(&not_shown(bytes.len() - shown.len(), "bytes", key));
     text
+}
+
+/// The line that says `hidden` more `what` are not shown, and how to get them all; nothing
+/// when none are hidden.
+fn not_shown(hidden: usize, what: &str, key: &Key) -> String {
+    if hidden == 0 {
+        return String::new();
+    }
+    // Quoted with every character a terminal would obey escaped: nothing left to escape.
+    let raw = shell_quoted(key.as_str());
+    format!("  ... {hidden} more {what} not shown: `idem get --raw {raw}` writes them all\n")
 }
 
 /// How many bytes of `bytes` are shown: at most [`SHOWN_BYTES`], ending on a character's
@@ -143,19 +169,23 @@ fn shown_len(bytes: &[u8]) -> usize {
         .unwrap_or(SHOWN_BYTES)
 }
 
-/// `json`, valid JSON, indented by two spaces a level: only whitespace between tokens
-/// changes, so every number reads as stored.
-fn pretty(json: &str) -> String {
-    let mut out = String::with_capacity(json.len() * 2);
+/// `json`, valid JSON, indented by two spaces a level (up to [`MAX_INDENT`] levels): only
+/// whitespace between tokens changes, so every number reads as stored. Stops once the
+/// indented text reaches `budget` bytes; returns it, and how many bytes of `json` it holds.
+fn pretty(json: &str, budget: usize) -> (String, usize) {
+    let mut out = String::with_capacity(json.len().min(budget) * 2);
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
-    let mut chars = json.chars().peekable();
+    let mut chars = json.char_indices().peekable();
     let newline = |out: &mut String, depth: usize| {
         out.push('\n');
-        out.push_str(&"  ".repeat(depth));
+        out.push_str(&"  ".repeat(depth.min(MAX_INDENT)));
     };
-    while let Some(c) = chars.next() {
+    while let Some((at, c)) = chars.next() {
+        if out.len() >= budget {
+            return (out, at);
+        }
         if in_string {
             out.push(c);
             match c {
@@ -173,11 +203,11 @@ fn pretty(json: &str) -> String {
             }
             '{' | '[' => {
                 out.push(c);
-                while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+                while chars.peek().is_some_and(|(_, c)| c.is_ascii_whitespace()) {
                     chars.next();
                 }
-                if matches!(chars.peek(), Some('}' | ']')) {
-                    out.extend(chars.next());
+                if matches!(chars.peek(), Some((_, '}' | ']'))) {
+                    out.extend(chars.next().map(|(_, c)| c));
                 } else {
                     depth += 1;
                     newline(&mut out, depth);
@@ -197,16 +227,17 @@ fn pretty(json: &str) -> String {
             c => out.push(c),
         }
     }
-    out
+    (out, json.len())
 }
 
 /// A line of JSON made harmless for a terminal, still JSON: a character a terminal would obey
 /// (only ever inside a string: JSON escapes the C0 controls itself, not DEL, C1 or the
 /// bidirectional overrides) written as its `\uXXXX` escape.
-fn visible_json(line: &str) -> String {
+pub(crate) fn visible_json(line: &str) -> String {
     let mut shown = String::with_capacity(line.len());
     for c in line.chars() {
-        if super::visible::hostile(c) {
+        // A line feed is only ever whitespace between tokens: JSON escapes one in a string.
+        if c != '\n' && super::visible::hostile(c) {
             shown.push_str(&format!("\\u{:04x}", u32::from(c)));
         } else {
             shown.push(c);
@@ -333,11 +364,31 @@ mod tests {
         let stored =
             r#"{"id":12345678901234567890123,"tags":[],"s":"a,{b}\"[","n":[1,{"x":0.1}],"e":{}}"#;
         assert_eq!(
-            pretty(stored),
+            pretty(stored, SHOWN_JSON_BYTES).0,
             "{\n  \"id\": 12345678901234567890123,\n  \"tags\": [],\n  \"s\": \"a,{b}\\\"[\",\n  \
              \"n\": [\n    1,\n    {\n      \"x\": 0.1\n    }\n  ],\n  \"e\": {}\n}"
         );
-        assert_eq!(pretty("\"plain\""), "\"plain\"");
+        assert_eq!(pretty("\"plain\"", 100), ("\"plain\"".to_owned(), 7));
+    }
+
+    #[test]
+    fn a_deep_or_long_value_is_shown_in_bounded_space() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let (shown, read) = pretty(&deep, SHOWN_JSON_BYTES);
+        assert!(
+            shown.len() < SHOWN_JSON_BYTES + 2 * MAX_INDENT + 2,
+            "{}",
+            shown.len()
+        );
+        assert!(read < deep.len(), "the rest is left to --raw");
+        assert!(shown.lines().all(|line| line.len() <= 2 * MAX_INDENT + 1));
+        let long = format!("[{}]", vec!["1"; 100_000].join(","));
+        let (shown, read) = pretty(&long, 1000);
+        assert!(shown.len() < 1100 && read < long.len());
+        let key = Key::parse("idem|f|-|\u{1b}x").unwrap();
+        let note = not_shown(5, "bytes", &key);
+        assert!(note.contains(r"$'idem|f|-|\x1bx'"), "{note}");
+        assert!(!note.contains('\u{1b}'));
     }
 
     #[test]

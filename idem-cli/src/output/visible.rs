@@ -60,7 +60,7 @@ fn escaped(text: &str, backslash: bool) -> Cow<'_, str> {
 }
 
 /// Whether a terminal acts on `c` rather than showing it.
-pub(super) fn hostile(c: char) -> bool {
+pub(crate) fn hostile(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
