@@ -101,18 +101,12 @@ pub(crate) struct StoreArgs {
 
     /// DynamoDB, with --sort-key: the partition key value every record has (Powertools'
     /// `static_pk_value`, e.g. `idempotency#payments`).
-    #[arg(
-        long,
-        global = true,
-        value_name = "VALUE",
-        requires = "sort_key",
-        conflicts_with = "sort_value"
-    )]
+    #[arg(long, global = true, value_name = "VALUE")]
     pub(crate) partition_value: Option<String>,
 
     /// DynamoDB, with --sort-key: the sort key value every record has, when the partition key
     /// holds the records' keys.
-    #[arg(long, global = true, value_name = "VALUE", requires = "sort_key")]
+    #[arg(long, global = true, value_name = "VALUE")]
     pub(crate) sort_value: Option<String>,
 }
 

@@ -68,12 +68,23 @@ pub(crate) fn names(pairs: &[(String, String)]) -> Result<AttributeNames, Failur
 /// The sort key `--sort-key` with `--partition-value` or `--sort-value` make, if any.
 pub(crate) fn sort_key(args: &StoreArgs) -> Result<Option<SortKey>, Failure> {
     let Some(attribute) = &args.sort_key else {
+        if args.partition_value.is_some() || args.sort_value.is_some() {
+            return Err(Failure::usage(
+                "--partition-value and --sort-value go with --sort-key NAME, the table's sort \
+                 key",
+            ));
+        }
         return Ok(None);
     };
     match (&args.partition_value, &args.sort_value) {
         (Some(partition), None) => Ok(Some(SortKey::holding_key(attribute, partition))),
         (None, Some(sort)) => Ok(Some(SortKey::fixed(attribute, sort))),
-        _ => Err(Failure::usage(format!(
+        (Some(_), Some(_)) => Err(Failure::usage(
+            "--partition-value and --sort-value say where the records' keys go, so only one \
+             of them is given: --partition-value when the sort key holds the keys, \
+             --sort-value when the partition key does",
+        )),
+        (None, None) => Err(Failure::usage(format!(
             "--sort-key {attribute} needs the value every record has in the other half of the \
              key: --partition-value VALUE when the sort key holds the records' keys \
              (Powertools' static_pk_value), or --sort-value VALUE when the partition key does"
@@ -81,11 +92,11 @@ pub(crate) fn sort_key(args: &StoreArgs) -> Result<Option<SortKey>, Failure> {
     }
 }
 
-/// What `--attribute` or `--sort-key` option the command is missing to read `store`'s table,
-/// if the table says so: a partition key named otherwise, a sort key the command does not
-/// know, or items that lack attributes every record has. `None` when the names fit, or when
-/// the table can't be asked.
-pub(crate) async fn diagnose(store: &DynamoDbStore) -> Option<String> {
+/// What `--attribute key=` or `--sort-key` option the command lacks to name the items of
+/// `store`'s table, from its key schema alone (one `DescribeTable`): a partition key named
+/// otherwise, or a sort key the command does not know or names otherwise. `None` when the
+/// key fits, or when the table can't be asked.
+pub(crate) async fn key_mismatch(store: &DynamoDbStore) -> Option<String> {
     let names = store.names();
     let (partition, sort) = table_key(store).await.unwrap_or_default();
     match (sort, store.sort_key()) {
@@ -125,6 +136,18 @@ pub(crate) async fn diagnose(store: &DynamoDbStore) -> Option<String> {
             ));
         }
     }
+    None
+}
+
+/// What `--attribute` or `--sort-key` option the command is missing to read `store`'s table,
+/// if the table says so: a partition key named otherwise, a sort key the command does not
+/// know, or items that lack attributes every record has. `None` when the names fit, or when
+/// the table can't be asked.
+pub(crate) async fn diagnose(store: &DynamoDbStore) -> Option<String> {
+    if let Some(mismatch) = key_mismatch(store).await {
+        return Some(mismatch);
+    }
+    let names = store.names();
     let sample = store
         .client()
         .scan()

@@ -32,6 +32,16 @@ impl Connected {
         crate::attributes::diagnose(store).await.map(Failure::usage)
     }
 
+    /// The `--attribute` or `--sort-key` option the command lacks to read the DynamoDB table's
+    /// key, from the table's key schema alone, as a usage failure: checked before a listing,
+    /// which would otherwise read another partition's items, or none, without a word.
+    pub(crate) async fn mis_keyed(&self) -> Option<Failure> {
+        let store = self.dynamodb.as_ref()?;
+        crate::attributes::key_mismatch(store)
+            .await
+            .map(Failure::usage)
+    }
+
     /// `error` from the store, said as [`Failure::from_error`] says it, unless the DynamoDB
     /// table's attributes are named otherwise than the command reads them: then that, and
     /// which `--attribute` is missing.
@@ -108,6 +118,12 @@ fn check_options(url: &StoreUrl, args: &StoreArgs) -> Result<(), Failure> {
         }
         if args.sort_key.is_some() {
             return Err(misplaced("--sort-key", "dynamodb://"));
+        }
+        if args.partition_value.is_some() {
+            return Err(misplaced("--partition-value", "dynamodb://"));
+        }
+        if args.sort_value.is_some() {
+            return Err(misplaced("--sort-value", "dynamodb://"));
         }
     }
     Ok(())

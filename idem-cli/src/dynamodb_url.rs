@@ -12,15 +12,31 @@ const PARAMETERS: &str = "region, endpoint, prefix, sort_key, partition_value, s
 /// its `attribute.FIELD=NAME` pairs come before the command line's, which therefore win.
 pub(crate) fn with_url_options(args: &StoreArgs, query: &str) -> Result<StoreArgs, Failure> {
     let mut merged = args.clone();
+    // Where the keys go is one choice: a flag that makes it overrides the URL's.
+    let flag_places_keys = args.partition_value.is_some() || args.sort_value.is_some();
     let mut attributes = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
     for pair in query.split('&').filter(|pair| !pair.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if !seen.insert(name) {
+            return Err(Failure::usage(format!(
+                "`{name}` is given twice in the store URL"
+            )));
+        }
         let value = percent_decoded(value)
             .ok_or_else(|| Failure::usage(format!("`{name}` in the store URL is not UTF-8")))?;
         if value.is_empty() {
             return Err(Failure::usage(format!(
                 "`{name}` in the store URL has no value"
             )));
+        }
+        if value.chars().any(char::is_control) {
+            return Err(Failure::usage(format!(
+                "`{name}` in the store URL holds a control character"
+            )));
+        }
+        if flag_places_keys && matches!(name, "partition_value" | "sort_value") {
+            continue;
         }
         let slot = match name {
             "region" => &mut merged.region,
@@ -48,12 +64,6 @@ pub(crate) fn with_url_options(args: &StoreArgs, query: &str) -> Result<StoreArg
         if slot.is_none() {
             *slot = Some(value);
         }
-    }
-    if merged.partition_value.is_some() && merged.sort_value.is_some() {
-        return Err(Failure::usage(
-            "the store takes --partition-value or --sort-value, not both (from the URL and \
-             the command line together)",
-        ));
     }
     attributes.append(&mut merged.attributes);
     merged.attributes = attributes;
@@ -126,7 +136,19 @@ mod tests {
         assert!(refused("table=x").contains("sort_key"));
         assert!(refused("region=").contains("no value"));
         assert!(refused("attribute.partition=id").contains("no attribute field"));
-        assert!(refused("sort_key=sk&partition_value=a&sort_value=b").contains("not both"));
+        assert!(refused("region=a&region=b").contains("twice"));
+        assert!(refused("prefix=a%00b").contains("control character"));
+        let flagged = with_url_options(
+            &args(&["--partition-value", "flag"]),
+            "sort_key=sk&sort_value=url",
+        )
+        .unwrap();
+        assert_eq!(flagged.partition_value.as_deref(), Some("flag"));
+        assert_eq!(
+            flagged.sort_value, None,
+            "the flag's choice wins over the URL's"
+        );
+        assert_eq!(flagged.sort_key.as_deref(), Some("sk"));
         assert_eq!(percent_decoded("a%2"), Some("a%2".into()));
         assert_eq!(percent_decoded("%ff"), None);
     }

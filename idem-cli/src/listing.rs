@@ -96,6 +96,9 @@ pub(crate) async fn each(
     prefix: String,
     mut visit: impl FnMut(Entry) -> ControlFlow<()>,
 ) -> Result<(), Failure> {
+    if let Some(mis_keyed) = connected.mis_keyed().await {
+        return Err(mis_keyed);
+    }
     let idem = &connected.idem;
     let mut query = ListQuery::new(prefix, PAGE);
     loop {

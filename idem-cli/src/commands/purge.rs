@@ -33,6 +33,9 @@ pub(crate) async fn purge(
         },
         connected.store
     ));
+    if let Some(mis_keyed) = connected.mis_keyed().await {
+        return Err(mis_keyed);
+    }
     let store = connected.idem.store();
     let Some(inventory) = store.inventory() else {
         let unsupported = idem_core::Error::Unsupported {
