@@ -95,9 +95,27 @@ impl fmt::Display for Failure {
     }
 }
 
-/// `text` in single quotes for a POSIX shell (a `'` inside as `'\''`).
+/// `text` quoted for a shell so that pasting it passes `text` itself: in single quotes (a `'`
+/// inside as `'\''`), or, when it holds a character a terminal would obey, as `$'...'` with
+/// that character escaped (`\x1b`, `\u202e`), which bash, zsh and ksh read back as it.
 pub(crate) fn shell_quoted(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
+    if !text.chars().any(crate::output::hostile) {
+        return format!("'{}'", text.replace('\'', r"'\''"));
+    }
+    let mut quoted = String::from("$'");
+    for c in text.chars() {
+        match c {
+            '\\' => quoted.push_str(r"\\"),
+            '\'' => quoted.push_str(r"\'"),
+            c if crate::output::hostile(c) && u32::from(c) < 0x100 => {
+                quoted.push_str(&format!("\\x{:02x}", u32::from(c)))
+            }
+            c if crate::output::hostile(c) => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('\'');
+    quoted
 }
 
 /// `error` and its sources, joined by `: `, each only when it adds something.
@@ -118,6 +136,15 @@ pub(crate) fn chain(error: &dyn StdError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_is_quoted_so_that_pasting_it_passes_it() {
+        assert_eq!(shell_quoted("idem|f|-|o'1"), r"'idem|f|-|o'\''1'");
+        assert_eq!(
+            shell_quoted("idem|f|-|\u{1b}[32mgreen\\'\u{202e}"),
+            r"$'idem|f|-|\x1b[32mgreen\\\'\u202e'"
+        );
+    }
 
     #[test]
     fn an_unsupported_listing_names_the_store_and_what_still_works() {

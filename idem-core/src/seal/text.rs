@@ -125,11 +125,38 @@ impl Keyring {
     /// # Ok::<(), idem_core::seal::KeyringError>(())
     /// ```
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, KeyringError> {
+        use std::io::Read as _;
+
         let path = path.as_ref();
         let shown = path.display();
-        let bytes = std::fs::read(path).map_err(|error| {
+        let unreadable = |error: std::io::Error| {
             KeyringError(format!("could not read the keyring file {shown}: {error}"))
-        })?;
+        };
+        // Only a regular file of a keyring's size is read: a device (`/dev/zero`) or a pipe
+        // would never end, or never answer.
+        let metadata = std::fs::metadata(path).map_err(unreadable)?;
+        if !metadata.is_file() {
+            return Err(KeyringError(format!(
+                "the keyring file {shown} is not a regular file"
+            )));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|file| {
+                file.take(MAX_KEYRING_FILE_BYTES + 1)
+                    .read_to_end(&mut bytes)
+            })
+            .map_err(unreadable)?;
+        if bytes.len() as u64 > MAX_KEYRING_FILE_BYTES {
+            return Err(KeyringError(format!(
+                "the keyring file {shown} is larger than {MAX_KEYRING_FILE_BYTES} bytes: it \
+                 holds one `ID=BASE64KEY` entry a line"
+            )));
+        }
+        let bytes = bytes
+            .strip_prefix("\u{feff}".as_bytes())
+            .map(<[u8]>::to_vec)
+            .unwrap_or(bytes);
         let text = String::from_utf8(bytes).map_err(|_| {
             KeyringError(format!(
                 "the keyring file {shown} is not UTF-8: it holds one `ID=BASE64KEY` entry a line"
@@ -138,6 +165,9 @@ impl Keyring {
         Self::from_text(&text).map_err(|error| in_source(error, &shown.to_string()))
     }
 }
+
+/// The largest keyring file read: 64 KiB, a thousand keys and more.
+const MAX_KEYRING_FILE_BYTES: u64 = 64 * 1024;
 
 /// `error`, saying where the text came from.
 fn in_source(error: KeyringError, source: &str) -> KeyringError {
@@ -259,6 +289,25 @@ mod tests {
                 dir.display()
             )),
             "{bad}"
+        );
+    }
+
+    #[test]
+    fn only_a_regular_file_of_a_keyring_size_is_read() {
+        let device = Keyring::from_file("/dev/zero").unwrap_err().to_string();
+        assert!(device.contains("not a regular file"), "{device}");
+        let path = std::env::temp_dir().join(format!("idem-keyring-big-{}", std::process::id()));
+        let line = format!("k1={ONES}\n");
+        std::fs::write(&path, line.repeat(2_000)).unwrap();
+        let big = Keyring::from_file(&path).unwrap_err().to_string();
+        std::fs::write(&path, format!("\u{feff}{line}")).unwrap();
+        let with_bom = Keyring::from_file(&path).map(|ring| ring.current_id().to_owned());
+        std::fs::remove_file(&path).unwrap();
+        assert!(big.contains("larger than 65536 bytes"), "{big}");
+        assert_eq!(
+            with_bom.unwrap(),
+            "k1",
+            "a byte order mark is no part of the id"
         );
     }
 }
