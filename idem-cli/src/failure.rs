@@ -66,11 +66,22 @@ impl Failure {
                 "{reason}. Copy the key as idem prints it (in errors, logs, or `idem list`), \
                  quoted for the shell"
             )),
-            Error::Store { .. } | Error::Rejected { .. } => Self::failed(format!(
-                "{}. Check that the store at {store} is reachable and that --prefix, --table or \
-                 --schema name what the service uses",
-                chain(&error)
-            )),
+            // The engine words these for a call ("idempotency key … could not be checked");
+            // the command says what the store said, of the key when there is one.
+            Error::Store { key, source } | Error::Rejected { key, source } => {
+                let refused = matches!(error, Error::Rejected { .. });
+                let what = match (key.is_empty(), refused) {
+                    (true, false) => "the store failed".to_owned(),
+                    (true, true) => "the store refused the request".to_owned(),
+                    (false, false) => format!("the store failed on {key}"),
+                    (false, true) => format!("the store refused the request on {key}"),
+                };
+                Self::failed(format!(
+                    "{what}: {}. {}",
+                    chain(&**source),
+                    what_to_check(store)
+                ))
+            }
             _ => Self::failed(chain(&error)),
         }
     }
@@ -80,12 +91,19 @@ impl Failure {
     /// `error`, returned by the store described as `store` while it purged, said with what
     /// to check.
     pub(crate) fn from_store_error(error: &idem_core::StoreError, store: &str) -> Self {
-        Self::failed(format!(
-            "{}. Check that the store at {store} is reachable and that --prefix, --table or \
-             --schema name what the service uses",
-            chain(error)
-        ))
+        Self::failed(format!("{}. {}", chain(error), what_to_check(store)))
     }
+}
+
+/// What to check when the store at `store` (its URL, shown) fails: that it is reachable, and
+/// the options of its kind that must name what the service uses.
+fn what_to_check(store: &str) -> String {
+    let options = match store.split_once("://").map(|(scheme, _)| scheme) {
+        Some("dynamodb") => "--region, --endpoint, --prefix, --attribute and --sort-key",
+        Some("postgres" | "postgresql") => "--prefix, --table and --schema",
+        _ => "--prefix",
+    };
+    format!("Check that the store at {store} is reachable and that {options} name what the service uses")
 }
 
 impl fmt::Display for Failure {
@@ -136,6 +154,34 @@ pub(crate) fn chain(error: &dyn StdError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_failure_says_what_the_store_said_and_the_options_of_its_kind() {
+        let failed = |key: &str, store: &str| {
+            Failure::from_error(
+                Error::Store {
+                    key: key.to_owned(),
+                    source: "connection refused".into(),
+                },
+                store,
+            )
+            .to_string()
+        };
+        let listing = failed("", "dynamodb://t");
+        assert!(
+            listing.starts_with("the store failed: connection refused."),
+            "{listing}"
+        );
+        assert!(!listing.contains("idempotency key"), "{listing}");
+        assert!(
+            listing.contains("--sort-key") && !listing.contains("--schema"),
+            "{listing}"
+        );
+        let get = failed("idem|f|-|o", "postgres://h/db");
+        assert!(get.starts_with("the store failed on idem|f|-|o:"), "{get}");
+        assert!(get.contains("--table and --schema"), "{get}");
+        assert!(failed("", "redis://h").contains("that --prefix name"));
+    }
 
     #[test]
     fn a_key_is_quoted_so_that_pasting_it_passes_it() {
