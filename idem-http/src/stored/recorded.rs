@@ -64,6 +64,9 @@ impl RecordedResponse {
     pub fn decode(outcome: &[u8]) -> Result<Self, NotAStoredResponse> {
         let stored: StoredResponse = serde_json::from_slice(outcome)
             .map_err(|error| NotAStoredResponse(error.to_string()))?;
+        // What the layer stores is a status it answered, so one HTTP has.
+        http::StatusCode::from_u16(stored.status)
+            .map_err(|_| NotAStoredResponse(format!("{} is no HTTP status", stored.status)))?;
         let body = match stored.body {
             StoredBody::Text(text) => RecordedBody::Kept(text.into_bytes()),
             StoredBody::Base64(encoded) => {
@@ -152,6 +155,8 @@ mod tests {
             b"{\"status\":200}",
             b"\xff",
             b"{\"status\":200,\"headers\":[],\"body\":{\"base64\":\"!!\"}}",
+            b"{\"status\":0,\"headers\":[],\"body\":{\"text\":\"x\"}}",
+            b"{\"status\":65535,\"headers\":[],\"body\":{\"text\":\"x\"}}",
         ] {
             let error = RecordedResponse::decode(value).unwrap_err();
             assert!(
