@@ -390,6 +390,59 @@ mod tests {
         assert_eq!(source.to_string(), "cannot serialise");
     }
 
+    /// A map whose entries come in reverse order, `entries` of them, each with a long key.
+    struct Reversed {
+        entries: u32,
+        announce: bool,
+    }
+
+    impl Serialize for Reversed {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map =
+                serializer.serialize_map(self.announce.then_some(self.entries as usize))?;
+            for n in (0..self.entries).rev() {
+                map.serialize_entry(&format!("key-{n:04}-{}", "x".repeat(20)), &n)?;
+            }
+            map.end()
+        }
+    }
+
+    #[test]
+    fn a_large_map_in_any_order_fingerprints_as_its_sorted_self() {
+        // Over the 512 bytes sorted on the stack: the entries are rewritten after themselves.
+        let sorted: BTreeMap<String, u32> = (0..100)
+            .map(|n| (format!("key-{n:04}-{}", "x".repeat(20)), n))
+            .collect();
+        for announce in [true, false] {
+            assert_eq!(
+                Fingerprint::of(&Reversed {
+                    entries: 100,
+                    announce
+                })
+                .unwrap(),
+                Fingerprint::of(&sorted).unwrap(),
+                "announced: {announce}"
+            );
+        }
+    }
+
+    /// A newtype under the JSON number's private name whose value is no text.
+    struct FakeNumber;
+
+    impl Serialize for FakeNumber {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_newtype_struct(crate::json::NUMBER_TOKEN, &5u8)
+        }
+    }
+
+    #[test]
+    fn a_number_token_around_no_text_is_refused() {
+        let err = Fingerprint::of(&FakeNumber).unwrap_err();
+        let source = std::error::Error::source(&err).expect("the encoder's error");
+        assert_eq!(source.to_string(), "a number must serialize as its text");
+    }
+
     #[test]
     fn lengths_and_numbers_are_leb128_varints() {
         let encoded = |value: u64| {
