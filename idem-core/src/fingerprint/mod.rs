@@ -427,6 +427,63 @@ mod tests {
         }
     }
 
+    /// A map written key, then value, as serde lets an impl do, in the order given.
+    struct KeyThenValue(Vec<(&'static str, u32)>);
+
+    impl Serialize for KeyThenValue {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = serializer.serialize_map(Some(self.0.len()))?;
+            for (key, value) in &self.0 {
+                map.serialize_key(key)?;
+                map.serialize_value(value)?;
+            }
+            map.end()
+        }
+    }
+
+    #[test]
+    fn a_map_written_key_then_value_is_the_map() {
+        let of =
+            |entries: Vec<(&'static str, u32)>| Fingerprint::of(&KeyThenValue(entries)).unwrap();
+        let sorted: BTreeMap<&str, u32> = [("a", 1), ("b", 2)].into();
+        assert_eq!(
+            of(vec![("b", 2), ("a", 1)]),
+            Fingerprint::of(&sorted).unwrap()
+        );
+        assert_ne!(of(vec![("a", 1)]), of(vec![("a", 2)]), "values count");
+        assert_ne!(of(vec![("a", 1)]), of(vec![("b", 1)]), "keys count");
+    }
+
+    #[test]
+    fn where_one_map_ends_and_the_next_begins_counts() {
+        let ab: BTreeMap<&str, u32> = [("a", 1), ("b", 2)].into();
+        let a: BTreeMap<&str, u32> = [("a", 1)].into();
+        let b: BTreeMap<&str, u32> = [("b", 2)].into();
+        assert_ne!(
+            Fingerprint::of(&vec![ab, BTreeMap::new()]).unwrap(),
+            Fingerprint::of(&vec![a, b]).unwrap()
+        );
+    }
+
+    #[derive(Serialize)]
+    enum Declared {
+        V { a: u32, b: u32 },
+    }
+
+    #[derive(Serialize)]
+    enum Reversed2 {
+        V { b: u32, a: u32 },
+    }
+
+    #[test]
+    fn a_struct_variant_fingerprints_by_field_names_not_their_order() {
+        assert_eq!(
+            Fingerprint::of(&Declared::V { a: 1, b: 2 }).unwrap(),
+            Fingerprint::of(&Reversed2::V { b: 2, a: 1 }).unwrap()
+        );
+    }
+
     /// A newtype under the JSON number's private name whose value is no text.
     struct FakeNumber;
 
