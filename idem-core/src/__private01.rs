@@ -18,10 +18,17 @@ use std::time::Duration;
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::{Call, Error, Executed, Fingerprinter, Idempotency, Key, KeyPart, Replay};
+use crate::{
+    call::abort::OnAbort,
+    call::replay::Replay,
+    call::{Call, Executed},
+    error::Error,
+    fingerprint::Fingerprinter,
+    handle::Idempotency,
+    key::{Key, KeyPart},
+};
 
 pub use crate::key::names::Registration;
-pub use crate::{installed, OnAbort};
 pub use inventory;
 
 /// The return type of an idempotent function: `Result<T, E>` however it is spelled.
@@ -189,7 +196,7 @@ pub fn erased_type_name<T: ?Sized>(value: &T) -> &'static str {
 /// so it is checked here, in a `const` the attribute generates.
 pub const fn lease_within_default_ttl(lease_ms: u64) {
     assert!(
-        lease_ms as u128 <= crate::DEFAULT_TTL.as_millis(),
+        lease_ms as u128 <= crate::call::DEFAULT_TTL.as_millis(),
         "`lease` is longer than the default `ttl` (`idem_core::DEFAULT_TTL`): shorten `lease` or give a longer `ttl`"
     );
 }
@@ -466,7 +473,7 @@ mod tests {
     #[test]
     fn the_default_ttl_is_the_one_the_attribute_checks_lease_against() {
         assert_eq!(
-            crate::DEFAULT_TTL.as_millis(),
+            crate::call::DEFAULT_TTL.as_millis(),
             86_400_000,
             "update DEFAULT_TTL_MS in idem-macros/src/duration.rs to the new default"
         );

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::store::time::saturating_millis;
-use crate::Timestamp;
+use crate::store::Timestamp;
 
 /// The source of "now" for leases and expiry. Stores never read a clock of their own: every
 /// expiry check uses the `now` the engine passes, so a [`ManualClock`] can drive expiry in tests.

@@ -2,7 +2,7 @@
 
 use std::sync::RwLock;
 
-use crate::{Error, Idempotency};
+use crate::{error::Error, handle::Idempotency};
 
 static INSTALLED: RwLock<Option<Idempotency>> = RwLock::new(None);
 

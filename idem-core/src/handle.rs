@@ -3,7 +3,14 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::{Clock, Error, Key, KeyBuilder, Quota, ReplayCache, Store, SystemClock};
+use crate::{
+    clock::{Clock, SystemClock},
+    error::Error,
+    key::{Key, KeyBuilder},
+    quota::Quota,
+    replay_cache::ReplayCache,
+    store::Store,
+};
 
 /// The namespace keys live in unless [`Idempotency::with_namespace`] says otherwise.
 pub const DEFAULT_NAMESPACE: &str = "idem";
@@ -12,13 +19,13 @@ pub const DEFAULT_NAMESPACE: &str = "idem";
 ///
 /// ```
 /// # #[derive(Default)] struct MyStore;
-/// # #[async_trait::async_trait] impl idem_core::Store for MyStore {
-/// #   async fn reserve(&self, _: &idem_core::Key, _: &idem_core::Claim) -> Result<idem_core::Reservation, idem_core::StoreError> { unimplemented!() }
-/// #   async fn complete(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: &idem_core::Completed) -> Result<(), idem_core::StoreError> { unimplemented!() }
-/// #   async fn release(&self, _: &idem_core::Key, _: &idem_core::OwnerToken) -> Result<(), idem_core::StoreError> { unimplemented!() }
-/// #   async fn renew(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: idem_core::Timestamp) -> Result<(), idem_core::StoreError> { unimplemented!() }
-/// #   async fn record_step(&self, _: &idem_core::Key, _: &idem_core::OwnerToken, _: &str, _: &[u8], _: idem_core::Timestamp) -> Result<(), idem_core::StoreError> { unimplemented!() }
-/// #   async fn get(&self, _: &idem_core::Key) -> Result<Option<idem_core::Record>, idem_core::StoreError> { unimplemented!() }
+/// # #[async_trait::async_trait] impl idem_core::store::Store for MyStore {
+/// #   async fn reserve(&self, _: &idem_core::Key, _: &idem_core::store::Claim) -> Result<idem_core::store::Reservation, idem_core::StoreError> { unimplemented!() }
+/// #   async fn complete(&self, _: &idem_core::Key, _: &idem_core::store::OwnerToken, _: &idem_core::store::Completed) -> Result<(), idem_core::StoreError> { unimplemented!() }
+/// #   async fn release(&self, _: &idem_core::Key, _: &idem_core::store::OwnerToken) -> Result<(), idem_core::StoreError> { unimplemented!() }
+/// #   async fn renew(&self, _: &idem_core::Key, _: &idem_core::store::OwnerToken, _: idem_core::store::Timestamp) -> Result<(), idem_core::StoreError> { unimplemented!() }
+/// #   async fn record_step(&self, _: &idem_core::Key, _: &idem_core::store::OwnerToken, _: &str, _: &[u8], _: idem_core::store::Timestamp) -> Result<(), idem_core::StoreError> { unimplemented!() }
+/// #   async fn get(&self, _: &idem_core::Key) -> Result<Option<idem_core::store::Record>, idem_core::StoreError> { unimplemented!() }
 /// #   async fn delete(&self, _: &idem_core::Key) -> Result<(), idem_core::StoreError> { unimplemented!() }
 /// # }
 /// let idem = idem_core::Idempotency::new(MyStore::default()).with_namespace("billing");
@@ -88,7 +95,7 @@ impl Idempotency {
     /// [`ReplayCache`] for what stays exact and how stale a `forget` from elsewhere can be.
     ///
     /// ```
-    /// # fn demo(store: impl idem_core::Store) {
+    /// # fn demo(store: impl idem_core::store::Store) {
     /// use idem_core::{Idempotency, ReplayCache};
     /// let idem = Idempotency::new(store).with_replay_cache(ReplayCache::new(10_000, 16 << 20));
     /// # }
@@ -108,7 +115,7 @@ impl Idempotency {
     /// unless set; clones of this handle share the quota.
     ///
     /// ```
-    /// # fn demo(store: impl idem_core::Store) {
+    /// # fn demo(store: impl idem_core::store::Store) {
     /// use idem_core::{Idempotency, ScopeQuota};
     /// let idem = Idempotency::new(store)
     ///     .with_quota(ScopeQuota::new().max_records(1_000).max_bytes(16 << 20));
@@ -186,32 +193,34 @@ impl Idempotency {
         key.clone()
     }
 
-    /// `outcome` of the call fingerprinted `fingerprint` (as stored), under `stored_key`, as
-    /// the store keeps it: sealed, with sealing on.
-    pub(crate) fn stored_outcome(
-        &self,
-        stored_key: &Key,
-        fingerprint: &crate::Fingerprint,
-        outcome: crate::Outcome,
-    ) -> crate::Outcome {
+    /// `call` with its fingerprint keyed by the digest secret, when there is one, and its key
+    /// shown by its digest when clear keys are hidden.
+    pub(crate) fn stored_call(&self, call: crate::call::Call) -> crate::call::Call {
         #[cfg(feature = "seal")]
-        return self
-            .sealing
-            .stored_outcome(stored_key, fingerprint, outcome);
-        #[cfg(not(feature = "seal"))]
-        {
-            let _ = (stored_key, fingerprint);
-            outcome
+        if let Some(digest) = &self.sealing.digest {
+            let mut call = call;
+            let stored_key = digest.digest(&call.key);
+            // Keyed by the secret, so that no one who reads the store can test a guess of a
+            // call's arguments against it, and by the key, so that equal arguments under two
+            // keys do not show as such.
+            call.fingerprint = digest.fingerprint(&call.fingerprint, &stored_key);
+            if self.sealing.hide_clear_keys {
+                call.clear_scope = call.key.scope().map(str::to_owned);
+                call.key = stored_key;
+            }
+            return call;
         }
+        call
     }
 
-    /// `call` with its fingerprint as the store keeps it: keyed by the digest secret, when
-    /// there is one.
-    pub(crate) fn stored_call(&self, call: crate::Call) -> crate::Call {
-        #[cfg(feature = "seal")]
-        return self.sealing.stored_call(call);
-        #[cfg(not(feature = "seal"))]
-        call
+    /// What the store keeps of a call under `key`: its stored key and the sealing of its
+    /// outcome, for the call's context.
+    pub(crate) fn stored_form(&self, key: &Key) -> crate::call::context::StoredForm {
+        crate::call::context::StoredForm {
+            key: self.stored_key(key),
+            #[cfg(feature = "seal")]
+            sealing: self.sealing.clone(),
+        }
     }
 
     /// The key a completed record is cached under: its stored form, so that `forget` finds

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use idem_core::{Call, Fingerprint, Idempotency};
-//! # use idem_core::*;
+//! # use idem_core::{*, store::*};
 //! # use std::sync::Mutex; use std::collections::HashMap;
 //! # #[derive(Default)] struct TinyStore(Mutex<HashMap<Key, Record>>);
 //! # #[async_trait::async_trait] impl Store for TinyStore {
@@ -140,6 +140,7 @@ pub use call::abort::OnAbort;
 pub use call::context::{context, CallContext};
 pub use call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 pub use call::replay::Replay;
+pub use call::step::step;
 pub use call::{Call, Executed, DEFAULT_LEASE, DEFAULT_TTL};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{BoxError, Error, StoreError};
@@ -151,16 +152,7 @@ pub use key::{Key, KeyBuilder, KeyPart, MAX_KEY_LEN};
 pub use operator::{HeldRelease, Inspection, RecordState};
 pub use quota::{Quota, QuotaExceeded, QuotaPermit, ScopeQuota};
 pub use replay_cache::{ReplayCache, DEFAULT_REPLAY_CACHE_MAX_AGE};
-pub use steps::step::{step, MAX_STEP_NAME_LEN};
-pub use store::Timestamp;
-
-// The store author's items, documented in `store`, also at the root, where the crate's own
-// modules and existing stores name them.
-#[doc(hidden)]
-pub use store::{
-    Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Steps, Store,
-    LEASE_GRACE, LEASE_GRACE_MS,
-};
+pub use steps::journal::MAX_STEP_NAME_LEN;
 
 /// The `tracing` target of every event idem-core emits.
 pub(crate) const TARGET: &str = idem_protocol::log::CORE;

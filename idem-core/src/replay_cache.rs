@@ -5,7 +5,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::{Completed, Key, Timestamp};
+use crate::{
+    key::Key,
+    store::{Completed, Timestamp},
+};
 
 /// How long a cached record is replayed at most unless
 /// [`ReplayCache::with_max_age`] says otherwise: one minute.

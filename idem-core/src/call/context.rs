@@ -5,7 +5,11 @@ use std::sync::Arc;
 
 use crate::lease::Lease;
 use crate::steps::journal::Journal;
-use crate::{Fingerprint, Idempotency, Key, Outcome, OwnerToken};
+use crate::{
+    fingerprint::Fingerprint,
+    key::Key,
+    store::{Outcome, OwnerToken},
+};
 
 tokio::task_local! {
     static CURRENT: CallContext;
@@ -35,8 +39,8 @@ pub struct CallContext {
 #[derive(Debug)]
 struct Inner {
     key: Key,
-    /// The handle the call runs under, for what its sealing makes of the key and outcome.
-    handle: Idempotency,
+    /// What the handle's sealing makes of the key and of an outcome.
+    stored: StoredForm,
     /// The call's fingerprint, as stored.
     fingerprint: Fingerprint,
     owner: OwnerToken,
@@ -48,8 +52,8 @@ struct Inner {
 
 impl CallContext {
     pub(crate) fn new(
-        call: &crate::Call,
-        handle: Idempotency,
+        call: &crate::call::Call,
+        stored: StoredForm,
         owner: OwnerToken,
         attempt: u32,
         fencing_token: u64,
@@ -59,7 +63,7 @@ impl CallContext {
         CallContext {
             inner: Arc::new(Inner {
                 key: call.key.clone(),
-                handle,
+                stored,
                 fingerprint: call.fingerprint,
                 owner,
                 attempt,
@@ -85,18 +89,15 @@ impl CallContext {
     /// The key as the store keeps it: [`key`](CallContext::key), or its digest when the
     /// handle has [`with_key_digest`](crate::Idempotency::with_key_digest). What a store's own
     /// API (PostgreSQL's `complete_in_transaction`) writes under.
-    pub fn stored_key(&self) -> crate::Key {
-        self.inner.handle.stored_key(&self.inner.key)
+    pub fn stored_key(&self) -> Key {
+        self.inner.stored.key.clone()
     }
 
     /// `outcome` as the store keeps it: sealed when the handle has
     /// [`with_sealing`](crate::Idempotency::with_sealing), as it is otherwise. What a store's
     /// own API writes.
     pub fn stored_outcome(&self, outcome: Outcome) -> Outcome {
-        let stored_key = self.inner.handle.stored_key(&self.inner.key);
-        self.inner
-            .handle
-            .stored_outcome(&stored_key, &self.inner.fingerprint, outcome)
+        self.inner.stored.outcome(&self.inner.fingerprint, outcome)
     }
 
     /// The owner token of this call's reservation, as the store holds it. A store that
@@ -144,6 +145,36 @@ impl CallContext {
     /// Runs `body` with this context current.
     pub(crate) fn scope<F: Future>(self, body: F) -> impl Future<Output = F::Output> {
         CURRENT.scope(self, body)
+    }
+}
+
+/// A call's key as the store keeps it, and the sealing its outcome gets there: what a store's
+/// own API needs to write the record the engine would.
+#[derive(Clone)]
+pub(crate) struct StoredForm {
+    pub(crate) key: Key,
+    #[cfg(feature = "seal")]
+    pub(crate) sealing: crate::seal::Sealing,
+}
+
+impl StoredForm {
+    /// `outcome` of the call fingerprinted `fingerprint` (as stored), as the store keeps it.
+    pub(crate) fn outcome(&self, fingerprint: &Fingerprint, outcome: Outcome) -> Outcome {
+        #[cfg(feature = "seal")]
+        return self.sealing.stored_outcome(&self.key, fingerprint, outcome);
+        #[cfg(not(feature = "seal"))]
+        {
+            let _ = fingerprint;
+            outcome
+        }
+    }
+}
+
+impl std::fmt::Debug for StoredForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredForm")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
     }
 }
 

@@ -4,10 +4,11 @@ pub(crate) mod abort;
 pub(crate) mod context;
 pub(crate) mod policy;
 pub(crate) mod replay;
+pub(crate) mod step;
 
 use std::time::Duration;
 
-use crate::{Fingerprint, Key, OnAbort};
+use crate::{call::abort::OnAbort, fingerprint::Fingerprint, key::Key};
 
 /// How long a completed record is replayed unless told otherwise: 24 hours, as Stripe does.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);

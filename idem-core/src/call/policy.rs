@@ -2,7 +2,7 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::{error::Message, Error};
+use crate::{error::Error, error::Message};
 
 /// Decides what happens to an `Err` returned by the function.
 ///

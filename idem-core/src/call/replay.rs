@@ -1,7 +1,7 @@
 //! What a response hook is told of a replay: `#[idempotent(response_hook = "...")]`, as
 //! Powertools' `response_hook`.
 
-use crate::Key;
+use crate::key::Key;
 
 /// What an [`#[idempotent]`](crate::idempotent) function's `response_hook` is told of the
 /// replay it is called for.

@@ -9,7 +9,12 @@ use std::task::{Context, Poll};
 use tracing::Instrument;
 
 use crate::steps::journal::Journal;
-use crate::{Completed, Key, Outcome, OwnerToken, Store, StoreError, TARGET};
+use crate::{
+    error::StoreError,
+    key::Key,
+    store::{Completed, Outcome, OwnerToken, Store},
+    TARGET,
+};
 
 /// What must still happen to this caller's reservation if its future is dropped now.
 enum Pending {

@@ -17,14 +17,18 @@ use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::engine::guard::{CatchUnwind, Settle};
 use crate::engine::quota::Admission;
 use crate::engine::settle::Running;
-use crate::lease::fencing;
 use crate::lease::renewal::{Renew, Renewal};
 use crate::lease::Lease;
 use crate::steps::journal::{self, Journal};
 use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
-    Call, CallContext, Claim, Completed, Error, Executed, Idempotency, InProgress, OnAbort,
-    Outcome, OwnerToken, Record, Reservation, StoreError, TARGET,
+    call::abort::OnAbort,
+    call::context::CallContext,
+    call::{Call, Executed},
+    error::{Error, StoreError},
+    handle::Idempotency,
+    store::{Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation},
+    TARGET,
 };
 
 impl Idempotency {
@@ -205,7 +209,7 @@ impl Idempotency {
             let now = first.take().unwrap_or_else(|| self.clock.now());
             let record =
                 InProgress::new(settle.owner().clone(), call.fingerprint, now + call.lease)
-                    .with_fencing_token(fencing::propose(now));
+                    .with_fencing_token(crate::store::propose_fencing_token(now));
             let claim = Claim::new(record, now).with_max_outcome(call.max_outcome);
             settle.arm_release();
             let reservation = self
@@ -354,7 +358,7 @@ impl Idempotency {
         guard.watch(journal.clone());
         let context = CallContext::new(
             call,
-            self.clone(),
+            self.stored_form(&call.key),
             owner.clone(),
             held.attempt(),
             held.fencing_token(),
@@ -389,11 +393,11 @@ impl Idempotency {
 
 /// The steps of `held` a body resumes after: none once they stopped holding the key (a TTL
 /// after the latest one), when the call counts as new, as a completed record's does.
-fn resumable_steps(held: &InProgress, now: crate::Timestamp) -> crate::Steps {
+fn resumable_steps(held: &InProgress, now: crate::store::Timestamp) -> crate::store::Steps {
     if held.steps().hold_key(now) {
         held.steps().clone()
     } else {
-        crate::Steps::new()
+        crate::store::Steps::new()
     }
 }
 

@@ -2,7 +2,14 @@
 //! only with room in the quota.
 
 use crate::engine::guard::Settle;
-use crate::{Call, Completed, Error, Idempotency, Outcome, QuotaExceeded, QuotaPermit, TARGET};
+use crate::{
+    call::Call,
+    error::Error,
+    handle::Idempotency,
+    quota::{QuotaExceeded, QuotaPermit},
+    store::{Completed, Outcome},
+    TARGET,
+};
 
 /// The quota's answer for a call about to reserve its key.
 pub(super) enum Admission {

@@ -13,8 +13,12 @@ use crate::lease::Lease;
 use crate::steps::journal::Journal;
 use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
-    Call, Completed, Error, Executed, Idempotency, OnAbort, Outcome, OwnerToken, Record,
-    StoreError, TARGET,
+    call::abort::OnAbort,
+    call::{Call, Executed},
+    error::{Error, StoreError},
+    handle::Idempotency,
+    store::{Completed, Outcome, OwnerToken, Record},
+    TARGET,
 };
 
 /// A call whose body runs as the key's owner.

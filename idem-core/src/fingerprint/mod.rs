@@ -12,7 +12,7 @@ use std::str::FromStr;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::Error;
+use crate::error::Error;
 
 /// The SHA-256 fingerprint of a call's fingerprinted arguments.
 ///

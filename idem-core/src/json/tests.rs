@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{CanonicalJson, Number};
-use crate::Fingerprint;
+use crate::fingerprint::Fingerprint;
 
 fn number(text: &str) -> Number {
     Number::parse(text).unwrap_or_else(|| panic!("{text:?} is a JSON number"))

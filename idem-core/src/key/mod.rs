@@ -11,7 +11,7 @@ use std::num::{
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::Error;
+use crate::error::Error;
 
 /// The longest stored key, in bytes. DynamoDB allows 2 048 bytes in a partition key; half of
 /// that leaves room for a store's own prefix and keeps Redis keys cheap to compare.

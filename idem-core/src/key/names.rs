@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Where an `#[idempotent]` function is and what it is named; the attribute submits one for
 /// each function it expands.

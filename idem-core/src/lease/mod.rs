@@ -1,6 +1,5 @@
 //! What the engine knows of a reservation's lease while it holds it.
 
-pub(crate) mod fencing;
 pub(crate) mod renewal;
 pub(crate) mod retry;
 
@@ -8,7 +7,10 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use tokio::sync::Notify;
 
-use crate::{Fingerprint, OwnerToken, Record, Timestamp};
+use crate::{
+    fingerprint::Fingerprint,
+    store::{OwnerToken, Record, Timestamp},
+};
 
 /// Why a lease was lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,14 @@ use tracing::Instrument;
 use tokio::task::JoinHandle;
 
 use crate::lease::{self, Lease, Loss};
-use crate::{Clock, Fingerprint, Key, OwnerToken, Store, StoreError, Timestamp, TARGET};
+use crate::{
+    clock::Clock,
+    error::StoreError,
+    fingerprint::Fingerprint,
+    key::Key,
+    store::{OwnerToken, Store, Timestamp},
+    TARGET,
+};
 
 /// The first pause before a failed renewal is tried again; it doubles up to [`MAX_BACKOFF`]
 /// or the interval, whichever is shorter.
@@ -102,10 +109,10 @@ impl Renew {
                 }
                 Err(StoreError::LeaseLost) => match self.store.get(&self.key).await {
                     Ok(record) => return self.refused(record.as_ref()),
-                    Err(error) => crate::BoxError::from(error),
+                    Err(error) => crate::error::BoxError::from(error),
                 },
                 Err(StoreError::Backend(error)) | Err(StoreError::Rejected(error)) => error,
-                Err(error) => crate::BoxError::from(error),
+                Err(error) => crate::error::BoxError::from(error),
             };
             tries += 1;
             if self.clock.now() >= self.state.until() && self.state.loss().is_none() {
@@ -147,7 +154,7 @@ impl Renew {
     }
 
     /// Ends renewal after the store refused it, with what the record read back says.
-    fn refused(&self, record: Option<&crate::Record>) -> Renewed {
+    fn refused(&self, record: Option<&crate::store::Record>) -> Renewed {
         let key = self.key.as_str();
         let now = self.clock.now();
         match lease::after_refusal(record, &self.owner, &self.fingerprint, &self.state, now) {

@@ -4,7 +4,14 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::lease::{self, Lease, Loss};
-use crate::{Clock, Fingerprint, Key, OwnerToken, Record, Store, StoreError, TARGET};
+use crate::{
+    clock::Clock,
+    error::StoreError,
+    fingerprint::Fingerprint,
+    key::Key,
+    store::{OwnerToken, Record, Store},
+    TARGET,
+};
 
 /// The pause before the second attempt; each later pause is four times longer, up to
 /// [`MAX_BACKOFF`].

@@ -2,7 +2,10 @@
 
 use std::fmt;
 
-use crate::{Key, Outcome, Record, Timestamp};
+use crate::{
+    key::Key,
+    store::{Outcome, Record, Timestamp},
+};
 
 /// A record as an operator sees it: [`Idempotency::inspect`](crate::Idempotency::inspect)'s
 /// answer, and what the `idem` command prints.

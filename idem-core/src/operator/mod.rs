@@ -5,7 +5,13 @@ mod inspection;
 pub use inspection::{Inspection, RecordState};
 
 use crate::store::{ListPage, ListQuery, PurgeProgress};
-use crate::{Error, Idempotency, Key, Record, StoreError, TARGET};
+use crate::{
+    error::{Error, StoreError},
+    handle::Idempotency,
+    key::Key,
+    store::Record,
+    TARGET,
+};
 
 /// What [`Idempotency::release_held`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]

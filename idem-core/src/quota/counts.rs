@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::Timestamp;
+use crate::store::Timestamp;
 
 /// How often, at most, scopes that no call came back to are swept out of the counts.
 pub(super) const SWEEP_EVERY: Duration = Duration::from_secs(60);

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::{Key, Timestamp};
+use crate::{key::Key, store::Timestamp};
 
 pub use scope_quota::ScopeQuota;
 

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use super::counts::{lock, Counts, Running, Usage};
 use super::{Quota, QuotaExceeded, QuotaPermit};
-use crate::{Key, Timestamp};
+use crate::{key::Key, store::Timestamp};
 
 /// How long a scope whose calls are still running is told to wait at most: each one that
 /// ends without storing (an error, a replay, a duplicate) frees its room at once.
@@ -50,7 +50,7 @@ const BUSY_RETRY_AFTER: Duration = Duration::from_secs(1);
 ///
 /// ```
 /// use idem_core::{Idempotency, ScopeQuota};
-/// # fn demo(store: impl idem_core::Store) {
+/// # fn demo(store: impl idem_core::store::Store) {
 /// let idem = Idempotency::new(store).with_quota(
 ///     ScopeQuota::new()
 ///         .max_records(1_000)
@@ -233,7 +233,7 @@ mod tests {
     const TTL: Duration = Duration::from_secs(600);
 
     fn key(part: &str) -> Key {
-        crate::KeyBuilder::new("ns", "f")
+        crate::key::KeyBuilder::new("ns", "f")
             .part(part)
             .finish()
             .unwrap()

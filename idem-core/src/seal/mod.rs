@@ -4,7 +4,7 @@
 //! ```
 //! use idem_core::seal::Keyring;
 //! use idem_core::Idempotency;
-//! # fn demo(store: impl idem_core::Store, current_key: [u8; 32], previous_key: [u8; 32], secret: [u8; 32]) {
+//! # fn demo(store: impl idem_core::store::Store, current_key: [u8; 32], previous_key: [u8; 32], secret: [u8; 32]) {
 //! let keys = Keyring::new("2026-11", current_key) // seals everything new
 //!     .with_old("2026-05", previous_key); // still opens what it sealed
 //! let idem = Idempotency::new(store)

@@ -10,8 +10,13 @@ use sha2::Sha256;
 
 use super::keyring::{Keyring, Unopened, MAX_SEAL_OVERHEAD};
 use crate::{
-    Claim, Completed, Fingerprint, InProgress, Key, Outcome, OwnerToken, Record, Reservation,
-    Steps, Store, StoreError, Timestamp,
+    error::StoreError,
+    fingerprint::Fingerprint,
+    key::Key,
+    store::{
+        Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Steps, Store,
+        Timestamp,
+    },
 };
 
 /// The shortest key digest secret accepted, in bytes: HMAC-SHA256's output length.
@@ -34,7 +39,7 @@ impl KeyDigest {
     }
 
     /// `fingerprint` of a call under `stored_key`, keyed by the secret.
-    fn fingerprint(&self, fingerprint: &Fingerprint, stored_key: &Key) -> Fingerprint {
+    pub(crate) fn fingerprint(&self, fingerprint: &Fingerprint, stored_key: &Key) -> Fingerprint {
         let mut mac = self.0.clone();
         mac.update(b"idem-fingerprint-v1");
         mac.update(fingerprint.as_bytes());
@@ -95,24 +100,6 @@ impl Sealing {
         .unwrap_or_else(|never| match never {})
     }
 
-    /// `call` with its fingerprint keyed, and its key shown by its digest when clear keys are
-    /// hidden.
-    pub(crate) fn stored_call(&self, mut call: crate::Call) -> crate::Call {
-        let Some(digest) = &self.digest else {
-            return call;
-        };
-        let stored_key = digest.digest(&call.key);
-        // Keyed by the secret, so that no one who reads the store can test a guess of a
-        // call's arguments against it, and by the key, so that equal arguments under two
-        // keys do not show as such.
-        call.fingerprint = digest.fingerprint(&call.fingerprint, &stored_key);
-        if self.hide_clear_keys {
-            call.clear_scope = call.key.scope().map(str::to_owned);
-            call.key = stored_key;
-        }
-        call
-    }
-
     /// `store` seen through this sealing, or `store` itself when it does nothing.
     pub(crate) fn wrap(&self, store: Arc<dyn Store>) -> Arc<dyn Store> {
         if self.keyring.is_none() && self.digest.is_none() {
@@ -135,11 +122,11 @@ impl Keyring {
     /// ```
     /// use idem_core::seal::{Keyring, Unopened};
     /// use idem_core::store::{Completed, Outcome};
-    /// use idem_core::{Fingerprint, Key, Timestamp};
-    /// # async fn demo(store: impl idem_core::Store) -> Result<(), Box<dyn std::error::Error>> {
+    /// use idem_core::{Fingerprint, Key, store::Timestamp};
+    /// # async fn demo(store: impl idem_core::store::Store) -> Result<(), Box<dyn std::error::Error>> {
     /// let ring = Keyring::from_env("IDEM_KEYRING")?;
     /// let key = Key::parse("idem|shop::payments::charge|-|order-42")?;
-    /// if let Some(idem_core::Record::Completed(record)) = store.get(&key).await? {
+    /// if let Some(idem_core::store::Record::Completed(record)) = store.get(&key).await? {
     ///     match ring.open_outcome(&key, &record) {
     ///         Ok(Outcome::Ok(value)) => println!("{}", String::from_utf8_lossy(&value)),
     ///         Ok(_) => println!("a stored error, or aborted"),

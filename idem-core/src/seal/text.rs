@@ -98,7 +98,7 @@ impl Keyring {
     /// ```no_run
     /// use idem_core::seal::Keyring;
     /// use idem_core::Idempotency;
-    /// # fn demo(store: impl idem_core::Store) -> Result<(), idem_core::seal::KeyringError> {
+    /// # fn demo(store: impl idem_core::store::Store) -> Result<(), idem_core::seal::KeyringError> {
     /// let idem = Idempotency::new(store).with_sealing(Keyring::from_env("IDEM_KEYRING")?);
     /// # Ok(()) }
     /// ```

@@ -9,7 +9,12 @@ use std::time::Duration;
 use crate::lease::retry::{FencedWrite, Patience};
 use crate::lease::Lease;
 use crate::{
-    Clock, Error, Fingerprint, Key, OwnerToken, Record, Steps, Store, MAX_STEP_NAME_LEN, TARGET,
+    clock::Clock,
+    error::Error,
+    fingerprint::Fingerprint,
+    key::Key,
+    store::{OwnerToken, Record, Steps, Store},
+    TARGET,
 };
 
 /// How often a step write is tried before the step fails: the body waits for it.
@@ -186,6 +191,10 @@ impl Drop for Running<'_> {
         }
     }
 }
+
+/// The longest step name, in bytes. A name must also be non-empty and hold no control
+/// character, so that every store can keep it as a field or attribute name.
+pub const MAX_STEP_NAME_LEN: usize = 128;
 
 /// Why no store could keep `name`, if so.
 fn invalid_name(name: &str) -> Option<&'static str> {

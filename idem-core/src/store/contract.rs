@@ -6,9 +6,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::store::Inventory;
-use crate::{Claim, Completed, Key, OwnerToken, Record, Reservation, StoreError, Timestamp};
 #[cfg(doc)]
-use crate::{InProgress, Steps, LEASE_GRACE};
+use crate::store::{InProgress, Steps, LEASE_GRACE};
+use crate::{
+    error::StoreError,
+    key::Key,
+    store::{Claim, Completed, OwnerToken, Record, Reservation, Timestamp},
+};
 
 /// A place to keep idempotency records: in-process memory, Redis, DynamoDB, or your own.
 ///

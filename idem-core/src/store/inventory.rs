@@ -3,7 +3,11 @@
 
 use async_trait::async_trait;
 
-use crate::{Key, Record, StoreError, Timestamp};
+use crate::{
+    error::StoreError,
+    key::Key,
+    store::{Record, Timestamp},
+};
 
 /// A store's listing of its records, for operators (the `idem` command,
 /// [`Idempotency::list`](crate::Idempotency::list)). Optional: a store offers it through

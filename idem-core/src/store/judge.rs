@@ -1,7 +1,7 @@
 //! The reserve judgement: what [`Store::reserve`](crate::Store::reserve) does about the record
 //! it finds under the key, written once for every store.
 
-use crate::{Claim, Completed, InProgress, Record, Reservation};
+use crate::store::{Claim, Completed, InProgress, Record, Reservation};
 
 /// What reserving a key for a claim does, given the record found under it: the verdict of
 /// [`judge_reserve`].
@@ -103,7 +103,7 @@ impl ReserveJudgement {
 /// ```
 /// use std::time::Duration;
 /// use idem_core::store::{judge_reserve, ReserveJudgement};
-/// use idem_core::{Claim, Fingerprint, InProgress, OwnerToken, Record, Timestamp};
+/// use idem_core::{Fingerprint, store::{Claim, InProgress, OwnerToken, Record, Timestamp}};
 ///
 /// let now = Timestamp::from_millis(1_800_000_000_000);
 /// let lease = Duration::from_secs(30);

@@ -8,20 +8,18 @@
 //! [dev-dependencies]
 //! idem-conformance = "0.1"
 //! ```
-//!
-//! The items here are also re-exported, hidden, at the crate root.
 
 mod contract;
+mod fencing;
 mod inventory;
 mod judge;
 mod record;
 mod size;
+mod steps;
 pub(crate) mod time;
 
-pub use crate::lease::fencing::propose as propose_fencing_token;
-pub use crate::steps::Steps;
-pub use crate::StoreError;
 pub use contract::Store;
+pub use fencing::propose as propose_fencing_token;
 pub use inventory::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
 pub use judge::{judge_reserve, ReserveJudgement};
 pub use record::{
@@ -31,6 +29,7 @@ pub use record::{
 pub use size::{
     check_found, check_outcome_len, check_record_len, max_record_len, RECORD_HEAD_ROOM,
 };
+pub use steps::Steps;
 pub use time::Timestamp;
 
 /// What a sealed value starts with (see `seal`): no JSON value, which is what idem stores

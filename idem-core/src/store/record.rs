@@ -3,7 +3,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{Fingerprint, Steps, Timestamp};
+use crate::{
+    fingerprint::Fingerprint,
+    store::{Steps, Timestamp},
+};
 
 /// How long an in-progress record whose lease passed still stands. Within the grace only a
 /// caller with the same fingerprint may take the key over (another gets
@@ -83,7 +86,7 @@ impl Record {
 ///
 /// ```
 /// use std::time::Duration;
-/// use idem_core::{Fingerprint, InProgress, OwnerToken, Timestamp};
+/// use idem_core::{Fingerprint, store::{InProgress, OwnerToken, Timestamp}};
 /// let now = Timestamp::from_millis(1_700_000_000_000);
 /// let record = InProgress::new(OwnerToken::generate(), Fingerprint::empty(), now + Duration::from_secs(30))
 ///     .with_fencing_token(7)

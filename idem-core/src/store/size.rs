@@ -11,7 +11,10 @@
 //! [`RECORD_HEAD_ROOM`] for the rest of the record. Server-side copies of the comparison (the
 //! Redis scripts, the PostgreSQL statement) say so where they stand.
 
-use crate::{Claim, Record, StoreError};
+use crate::{
+    error::StoreError,
+    store::{Claim, Record},
+};
 
 /// The room a store that measures a whole record leaves for what the record holds besides its
 /// outcome: the fingerprint (64 hex digits), the owner token (32), the outcome's tag, the

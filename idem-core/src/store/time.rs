@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 ///
 /// ```
 /// use std::time::Duration;
-/// use idem_core::Timestamp;
+/// use idem_core::store::Timestamp;
 /// let start = Timestamp::from_millis(1_700_000_000_000);
 /// let lease_until = start + Duration::from_secs(30);
 /// assert_eq!(lease_until.as_millis(), 1_700_000_030_000);

@@ -6,7 +6,7 @@ use tracing::field::Empty;
 use tracing::Span;
 
 use super::function::{function_metrics, FunctionMetrics};
-use crate::{Error, Key, TARGET};
+use crate::{error::Error, key::Key, TARGET};
 
 /// How a call ended: the `outcome` label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,7 +11,10 @@ use tracing::Instrument;
 use super::{STORE_DURATION_SECONDS, STORE_OPERATIONS};
 use crate::store::Inventory;
 use crate::{
-    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp, TARGET,
+    error::StoreError,
+    key::Key,
+    store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
+    TARGET,
 };
 
 /// Operations, as indexes into [`STORE_OPERATIONS`].

@@ -6,11 +6,7 @@ use std::future::Future;
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::steps::journal::Begun;
-use crate::{context, Error};
-
-/// The longest step name, in bytes. A name must also be non-empty and hold no control
-/// character, so that every store can keep it as a field or attribute name.
-pub const MAX_STEP_NAME_LEN: usize = 128;
+use crate::{call::context::context, error::Error};
 
 /// Runs `future` as the step `name` of the current idempotent call, recording its `Ok` value
 /// under the call's key before returning it; when an earlier attempt of the same call already

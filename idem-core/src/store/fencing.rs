@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::Timestamp;
+use super::Timestamp;
 
 /// Tokens per millisecond of the clock.
 const PER_MILLI: u64 = 1000;
