@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use idem_core::{idempotent, step, Idempotency, Store};
+use idem_core::{idempotent, step, store::Store, Idempotency};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 

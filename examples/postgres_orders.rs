@@ -17,7 +17,7 @@ use std::fmt;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
-use idem_core::{Call, Executed, Fingerprint, Idempotency, Record};
+use idem_core::{store::Record, Call, Executed, Fingerprint, Idempotency};
 use idem_stores::postgres::PostgresStore;
 use sqlx::PgPool;
 
@@ -151,7 +151,7 @@ async fn run() -> Result<(), Box<dyn StdError>> {
     let key = idem.key("orders.place").part("o-1").finish()?;
     assert!(
         matches!(
-            idem_core::Store::get(&store, &key).await?,
+            idem_core::store::Store::get(&store, &key).await?,
             Some(Record::InProgress(_))
         ),
         "the key stays reserved"

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use idem_core::{Clock, SystemClock, Timestamp};
+use idem_core::{store::Timestamp, Clock, SystemClock};
 
 /// The system clock, `offset_ms` milliseconds ahead (behind when negative).
 #[derive(Clone, Copy, Debug)]

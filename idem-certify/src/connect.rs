@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use idem_conformance::broken::{Broken, Fault};
-use idem_core::Store;
+use idem_core::store::Store;
 use idem_stores::dynamodb::DynamoDbStore;
 use idem_stores::postgres::PostgresStore;
 use idem_stores::redis::RedisStore;

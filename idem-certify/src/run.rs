@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem_core::{Idempotency, Record, Store};
+use idem_core::{
+    store::{Record, Store},
+    Idempotency,
+};
 
 use crate::args::{FaultKind, RunArgs, StoreKind};
 use crate::check::model::{FinalRecord, Run};

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use idem_core::Store;
+use idem_core::store::Store;
 use idem_stores::memory::MemoryStore;
 use idem_stores::postgres::PostgresStore;
 use idem_tests::dynamodb::server::TestMoto;

@@ -296,7 +296,7 @@ async fn credentials_come_from_a_profile() {
     let dir = std::env::temp_dir().join(format!(
         "idem-cli-profile-{}-{}",
         std::process::id(),
-        idem_core::OwnerToken::generate().as_str()
+        idem_core::store::OwnerToken::generate().as_str()
     ));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let config = dir.join("config");

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use idem_core::seal::Keyring;
-use idem_core::{Call, Error, Fingerprint, Idempotency, Key, Record};
+use idem_core::{store::Record, Call, Error, Fingerprint, Idempotency, Key};
 use idem_http::{IdempotencyLayer, RecordedResponse};
 use idem_tests::redis::target::RedisTarget;
 use support::{records, Cli, Run};

@@ -106,7 +106,10 @@ async fn on_cluster(count: usize) -> Option<Vec<Subject>> {
     let node_urls: Vec<&str> = node_urls.iter().map(String::as_str).collect();
     let mut subjects = Vec::new();
     for n in 0..count {
-        let prefix = format!("cli-{n}-{}:", idem_core::OwnerToken::generate().as_str());
+        let prefix = format!(
+            "cli-{n}-{}:",
+            idem_core::store::OwnerToken::generate().as_str()
+        );
         let store = RedisStore::cluster_builder(&node_urls)
             .prefix(prefix.as_str())
             .connect()

@@ -9,8 +9,10 @@ use async_trait::async_trait;
 
 use crate::{Intercepted, Interceptor};
 use idem_core::{
-    Claim, Completed, Fingerprint, InProgress, Key, OwnerToken, Record, Reservation, Steps, Store,
-    StoreError, Timestamp,
+    store::{
+        Claim, Completed, InProgress, OwnerToken, Record, Reservation, Steps, Store, Timestamp,
+    },
+    Fingerprint, Key, StoreError,
 };
 
 /// The rule a [`Broken`] store breaks.

@@ -57,7 +57,7 @@ use async_trait::async_trait;
 pub use check::{BoxFuture, Check};
 pub use suite::{main, run_suite, Arguments, Conclusion};
 
-use idem_core::{Clock, Idempotency, Key, ReplayCache, Store, SystemClock};
+use idem_core::{store::Store, Clock, Idempotency, Key, ReplayCache, SystemClock};
 
 /// A store under test.
 #[async_trait]
@@ -92,7 +92,10 @@ impl Context {
         Context {
             target,
             store,
-            namespace: format!("conformance-{}", idem_core::OwnerToken::generate().as_str()),
+            namespace: format!(
+                "conformance-{}",
+                idem_core::store::OwnerToken::generate().as_str()
+            ),
         }
     }
 

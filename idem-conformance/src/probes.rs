@@ -9,7 +9,10 @@ use async_trait::async_trait;
 use tokio::sync::Semaphore;
 
 use crate::{Intercepted, Interceptor};
-use idem_core::{Claim, Completed, Key, ManualClock, OwnerToken, Reservation, Store, StoreError};
+use idem_core::{
+    store::{Claim, Completed, OwnerToken, Reservation, Store},
+    Key, ManualClock, StoreError,
+};
 
 pub(crate) struct Probe {
     inner: Arc<dyn Store>,
@@ -213,10 +216,13 @@ impl Probe {
     async fn overtake(&self, key: &Key, theirs: &Completed) -> Result<(), StoreError> {
         let other = OwnerToken::generate();
         self.inner.delete(key).await?;
-        let record =
-            idem_core::InProgress::new(other.clone(), *theirs.fingerprint(), theirs.expires_at())
-                .with_attempt(2);
-        let claim = Claim::new(record, idem_core::Timestamp::EPOCH);
+        let record = idem_core::store::InProgress::new(
+            other.clone(),
+            *theirs.fingerprint(),
+            theirs.expires_at(),
+        )
+        .with_attempt(2);
+        let claim = Claim::new(record, idem_core::store::Timestamp::EPOCH);
         self.inner.reserve(key, &claim).await?;
         self.inner.complete(key, &other, theirs).await
     }
@@ -279,7 +285,7 @@ impl Interceptor for Probe {
         owner: &OwnerToken,
         name: &str,
         value: &[u8],
-        kept_until: idem_core::Timestamp,
+        kept_until: idem_core::store::Timestamp,
     ) -> Result<(), StoreError> {
         let fail = take_one(&self.failing_steps);
         if fail {
@@ -294,7 +300,7 @@ impl Interceptor for Probe {
         &self,
         key: &Key,
         owner: &OwnerToken,
-        lease_until: idem_core::Timestamp,
+        lease_until: idem_core::store::Timestamp,
     ) -> Result<(), StoreError> {
         let fail = take_one(&self.failing_renewals);
         if fail || self.renewals_down.load(Ordering::SeqCst) {

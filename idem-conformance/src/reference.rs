@@ -7,7 +7,8 @@ use async_trait::async_trait;
 
 use idem_core::store::{check_found, judge_reserve};
 use idem_core::{
-    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
+    store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
+    Key, StoreError,
 };
 
 /// The [`Store`] contract in its plainest form: one map behind one mutex, nothing ever swept.

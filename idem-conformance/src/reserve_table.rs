@@ -18,8 +18,11 @@ use std::time::Duration;
 
 use idem_core::store::ReserveJudgement;
 use idem_core::{
-    Claim, Clock, Completed, Fingerprint, Idempotency, InProgress, Key, Outcome, OwnerToken,
-    Record, Reservation, Steps, Store, SystemClock, Timestamp, LEASE_GRACE,
+    store::{
+        Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Steps, Store,
+        Timestamp, LEASE_GRACE,
+    },
+    Clock, Fingerprint, Idempotency, Key, SystemClock,
 };
 
 /// The lease of every planted in-progress record and of every claim.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use idem_conformance::{ReferenceStore, Target};
-use idem_core::{Key, ReplayCache, Store};
+use idem_core::{store::Store, Key, ReplayCache};
 
 struct Cached(Arc<ReferenceStore>);
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
-use idem_core::{Call, Error, Fingerprint, Idempotency, Key, OnAbort, Store, StoreError};
+use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency, Key, OnAbort, StoreError};
 
 /// Sets its flag when dropped.
 struct Owned(Arc<AtomicBool>);

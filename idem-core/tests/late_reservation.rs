@@ -8,8 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, ReferenceStore};
 use idem_core::{
-    Call, Claim, Error, Fingerprint, Idempotency, InProgress, Key, ManualClock, OwnerToken, Record,
-    Reservation, Store, StoreError,
+    store::{Claim, InProgress, OwnerToken, Record, Reservation, Store},
+    Call, Error, Fingerprint, Idempotency, Key, ManualClock, StoreError,
 };
 
 const LEASE: Duration = Duration::from_secs(30);

@@ -8,8 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::{
+    store::{Store, Timestamp},
     Call, Error, Fingerprint, Idempotency, Key, ManualClock, Quota, QuotaExceeded, QuotaPermit,
-    ScopeQuota, Store, StoreError, Timestamp,
+    ScopeQuota, StoreError,
 };
 use tokio::sync::Notify;
 

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
-use idem_core::{step, Call, Error, Fingerprint, Idempotency, Key, ManualClock, Store, StoreError};
+use idem_core::{
+    step, store::Store, Call, Error, Fingerprint, Idempotency, Key, ManualClock, StoreError,
+};
 
 const LEASE: Duration = Duration::from_secs(30);
 

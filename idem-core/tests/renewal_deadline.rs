@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
-use idem_core::Timestamp;
-use idem_core::{context, Call, Clock, Error, Fingerprint, Idempotency, Key, Store, StoreError};
+use idem_core::store::Timestamp;
+use idem_core::{
+    context, store::Store, Call, Clock, Error, Fingerprint, Idempotency, Key, StoreError,
+};
 
 /// A clock that follows tokio's (paused) time, so that leases pass as timers fire.
 struct TokioClock(tokio::time::Instant);

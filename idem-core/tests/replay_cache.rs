@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::{
-    Call, Error, Fingerprint, Idempotency, Key, ManualClock, ReplayCache, Store, StoreError,
+    store::Store, Call, Error, Fingerprint, Idempotency, Key, ManualClock, ReplayCache, StoreError,
 };
 
 /// A [`ReferenceStore`] that counts the calls made to it.

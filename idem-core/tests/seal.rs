@@ -10,8 +10,9 @@ use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::seal::Keyring;
 use idem_core::{
-    step, Call, Claim, Error, Fingerprint, Idempotency, InProgress, Key, Outcome, OwnerToken,
-    Record, Steps, Store, StoreError, Timestamp,
+    step,
+    store::{Claim, InProgress, Outcome, OwnerToken, Record, Steps, Store, Timestamp},
+    Call, Error, Fingerprint, Idempotency, Key, StoreError,
 };
 
 const SECRET: [u8; 32] = [42; 32];
@@ -186,7 +187,7 @@ async fn a_sealed_outcome_moved_to_another_key_does_not_open() {
         Timestamp::from_millis(0),
     );
     raw.reserve(to.key(), &claim).await.unwrap();
-    let moved = idem_core::Completed::new(*to.fingerprint(), sealed.outcome().clone(), now);
+    let moved = idem_core::store::Completed::new(*to.fingerprint(), sealed.outcome().clone(), now);
     raw.complete(to.key(), &owner, &moved).await.unwrap();
     assert!(matches!(sealed.outcome(), Outcome::Ok(_)));
 
@@ -250,7 +251,7 @@ async fn rewrite(
         Timestamp::from_millis(0),
     );
     raw.reserve(key, &claim).await.unwrap();
-    let record = idem_core::Completed::new(fingerprint, outcome, until);
+    let record = idem_core::store::Completed::new(fingerprint, outcome, until);
     raw.complete(key, &owner, &record).await.unwrap();
 }
 

@@ -5,7 +5,8 @@
 use idem_conformance::{Intercepted, Interceptor, ReferenceStore};
 use idem_core::seal::Keyring;
 use idem_core::{
-    Call, Claim, Error, Fingerprint, Idempotency, Key, Reservation, Store, StoreError,
+    store::{Claim, Reservation, Store},
+    Call, Error, Fingerprint, Idempotency, Key, StoreError,
 };
 
 /// A store that ignores a claim's longest outcome, as one written before it existed does.

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use idem_conformance::ReferenceStore;
 use idem_core::{
-    step, Call, Claim, Clock, Error, Fingerprint, Idempotency, InProgress, ManualClock, OwnerToken,
-    Steps, Store,
+    step,
+    store::{Claim, InProgress, OwnerToken, Steps, Store},
+    Call, Clock, Error, Fingerprint, Idempotency, ManualClock,
 };
 
 #[tokio::test]

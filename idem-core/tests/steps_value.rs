@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use idem_core::{Steps, Timestamp};
+use idem_core::store::{Steps, Timestamp};
 
 fn two_steps() -> Steps {
     Steps::new()

@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::{
-    Call, Claim, Error, Fingerprint, Idempotency, InProgress, Key, ManualClock, OwnerToken,
-    ReplayCache, ScopeQuota, Store, StoreError,
+    store::{Claim, InProgress, OwnerToken, Store},
+    Call, Error, Fingerprint, Idempotency, Key, ManualClock, ReplayCache, ScopeQuota, StoreError,
 };
 use metrics::{SharedString, Unit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};

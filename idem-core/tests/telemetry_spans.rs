@@ -8,8 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::{
-    Call, Claim, Error, Fingerprint, Idempotency, InProgress, Key, ManualClock, OwnerToken, Store,
-    StoreError,
+    store::{Claim, InProgress, OwnerToken, Store},
+    Call, Error, Fingerprint, Idempotency, Key, ManualClock, StoreError,
 };
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};

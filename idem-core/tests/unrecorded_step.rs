@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::{
-    step, Call, Error, Executed, Fingerprint, Idempotency, Key, OnAbort, Store, StoreError,
+    step, store::Store, Call, Error, Executed, Fingerprint, Idempotency, Key, OnAbort, StoreError,
 };
 use tokio::sync::{oneshot, Notify};
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use idem_core::{Call, Idempotency, Timestamp};
+use idem_core::{store::Timestamp, Call, Idempotency};
 use lambda_runtime::Context;
 
 use crate::selection::Selected;

@@ -38,7 +38,7 @@ struct Denied(idem_conformance::ReferenceStore);
 
 #[async_trait::async_trait]
 impl idem_conformance::Interceptor for Denied {
-    fn inner(&self) -> &dyn idem_core::Store {
+    fn inner(&self) -> &dyn idem_core::store::Store {
         &self.0
     }
 

@@ -24,7 +24,7 @@ pub(crate) fn expand(
         .clone()
         .unwrap_or_else(|| parse_quote!(::idem_core));
     let private = quote!(#krate::__private01);
-    let setup = setup(args, target, fingerprinted, owner, func, &private);
+    let setup = setup(args, target, fingerprinted, owner, func, &krate, &private);
     if let Form::AsyncTrait { .. } = &target.form {
         if let Some(block) = async_trait_body(func) {
             allow_unused_rebindings(block, &used_by_setup(args, target, fingerprinted));
@@ -57,6 +57,7 @@ fn setup(
     fingerprinted: &[Ident],
     owner: Option<&Owner>,
     func: &ItemFn,
+    krate: &Path,
     private: &TokenStream,
 ) -> Vec<TokenStream> {
     let prep = prep();
@@ -66,7 +67,7 @@ fn setup(
             let store = with_argument_hygiene(store.to_token_stream(), target);
             quote_spanned!(store.span()=> #private::handle(&(#store)))
         }
-        None => quote!(#private::installed()),
+        None => quote!(#krate::installed()),
     };
     let (path, name) = match &args.name {
         Some(name) => (name.to_token_stream(), name.to_token_stream()),
@@ -153,7 +154,7 @@ fn setup(
     }
     if let Some(on_abort) = args.on_abort {
         let variant = Ident::new(on_abort.variant(), Span::call_site());
-        setup.push(quote!(#prep.on_abort(#private::OnAbort::#variant);));
+        setup.push(quote!(#prep.on_abort(#krate::OnAbort::#variant);));
     }
     setup
 }
@@ -366,7 +367,7 @@ mod tests {
         );
         for piece in [
             r#"{ :: idem_core :: __private01 :: inventory :: submit ! { :: idem_core :: __private01 :: Registration :: new (:: core :: concat ! (:: core :: module_path ! () , "::charge") , :: core :: file ! () , :: core :: line ! () , :: core :: column ! ()) }"#,
-            r#"let mut __idem_prep = :: idem_core :: __private01 :: Prepare :: new (:: idem_core :: __private01 :: installed () , :: core :: concat ! (:: core :: module_path ! () , "::charge")) ;"#,
+            r#"let mut __idem_prep = :: idem_core :: __private01 :: Prepare :: new (:: idem_core :: installed () , :: core :: concat ! (:: core :: module_path ! () , "::charge")) ;"#,
             r#"__idem_prep . registered (:: core :: concat ! (:: core :: module_path ! () , "::charge")) ;"#,
             "__idem_prep . fingerprint (& req) ;",
             "__idem_prep . fingerprint (& op) ;",
@@ -456,9 +457,7 @@ mod tests {
         let item = "async fn f(id: u64) -> Result<u64, E> { Ok(id) }";
         let out = expand_text(r#"key = "id", on_abort = "release""#, item);
         assert!(
-            out.contains(
-                "__idem_prep . on_abort (:: idem_core :: __private01 :: OnAbort :: Release) ;"
-            ),
+            out.contains("__idem_prep . on_abort (:: idem_core :: OnAbort :: Release) ;"),
             "{out}"
         );
         let out = expand_text(r#"key = "id", on_abort = " fail ""#, item);

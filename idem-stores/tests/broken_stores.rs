@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use idem_conformance::broken::{Broken, Fault};
 use idem_conformance::{all_checks, run_check, Target};
-use idem_core::{Key, Store};
+use idem_core::{store::Store, Key};
 use idem_stores::memory::MemoryStore;
 
 /// Past this a failing check fails by timing out, naming itself.

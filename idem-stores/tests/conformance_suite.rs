@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use idem_conformance::{all_checks, backends_required, run_suite, Arguments, Conclusion, Target};
-use idem_core::{Key, Store};
+use idem_core::{store::Store, Key};
 use idem_stores::memory::MemoryStore;
 
 /// A memory store that counts the contexts built on it: each check's context asks for the

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use idem_conformance::Target;
-use idem_core::{Key, Store};
+use idem_core::{store::Store, Key};
 use idem_stores::memory::MemoryStore;
 
 struct Memory(MemoryStore);

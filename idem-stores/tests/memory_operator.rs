@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use idem_core::store::ListQuery;
 use idem_core::{
-    Call, Error, Fingerprint, HeldRelease, Idempotency, Key, ManualClock, Record, RecordState,
+    store::Record, Call, Error, Fingerprint, HeldRelease, Idempotency, Key, ManualClock,
+    RecordState,
 };
 use idem_stores::memory::MemoryStore;
 use tokio::sync::oneshot;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use idem_core::{
-    Call, Claim, Clock, Completed, Error, Fingerprint, Idempotency, InProgress, ManualClock,
-    Outcome, OwnerToken, RecordState, Reservation, Store, Timestamp,
+    store::{Claim, Completed, InProgress, Outcome, OwnerToken, Reservation, Store, Timestamp},
+    Call, Clock, Error, Fingerprint, Idempotency, ManualClock, RecordState,
 };
 use idem_stores::memory::MemoryStore;
 
@@ -113,7 +113,7 @@ async fn a_key_with_a_finished_record_does_not_block_waiters() {
     .unwrap();
     assert!(matches!(
         store.get(&done).await.unwrap(),
-        Some(idem_core::Record::Completed(_))
+        Some(idem_core::store::Record::Completed(_))
     ));
     let none = idem.key("none").finish().unwrap();
     for key in [done, none] {
@@ -224,7 +224,7 @@ async fn a_full_store_makes_room_as_soon_as_the_earliest_record_stops_counting()
         matches!(fresh(12).await, Err(Error::Store { .. })),
         "full again"
     );
-    clock.advance(idem_core::LEASE_GRACE + Duration::from_secs(30));
+    clock.advance(idem_core::store::LEASE_GRACE + Duration::from_secs(30));
     assert!(
         fresh(13).await.is_ok(),
         "the crashed call's record made room"

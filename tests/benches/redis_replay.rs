@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idem_core::{
-    Call, Claim, Clock, Error, Fingerprint, Idempotency, InProgress, OwnerToken, ReplayCache,
-    Reservation, Store, SystemClock,
+    store::{Claim, InProgress, OwnerToken, Reservation, Store},
+    Call, Clock, Error, Fingerprint, Idempotency, ReplayCache, SystemClock,
 };
 use idem_stores::redis::client as redis;
 use idem_stores::redis::RedisStore;

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, Store};
+use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency};
 use idem_tests::postgres::TestPg;
 use idem_tests::redis::target::RedisTarget;
 

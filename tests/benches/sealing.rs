@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, Store};
+use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency};
 use idem_stores::memory::MemoryStore;
 use idem_tests::redis::target::RedisTarget;
 use idem_tests::sealed::{keyring, KEY_DIGEST_SECRET};

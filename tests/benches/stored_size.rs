@@ -25,7 +25,10 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::Router;
-use idem_core::{Idempotency, Key, Outcome, Record, Store};
+use idem_core::{
+    store::{Outcome, Record, Store},
+    Idempotency, Key,
+};
 use idem_http::{IdempotencyLayer, Unscoped};
 use idem_stores::memory::MemoryStore;
 use idem_stores::redis::client as redis;

@@ -14,7 +14,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem_core::{step, Call, Error, Executed, Fingerprint, Idempotency, Record, Store};
+use idem_core::{
+    step,
+    store::{Record, Store},
+    Call, Error, Executed, Fingerprint, Idempotency,
+};
 
 /// The namespace of the checkout's keys, in the child and the parent.
 pub const NAMESPACE: &str = "crash";
@@ -216,5 +220,8 @@ pub async fn run_child(store: Arc<dyn Store>, order: &str, effects: &Effects) ->
 
 /// An order id no other test uses.
 pub fn unique_order() -> String {
-    format!("order-{}", idem_core::OwnerToken::generate().as_str())
+    format!(
+        "order-{}",
+        idem_core::store::OwnerToken::generate().as_str()
+    )
 }

@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use idem_core::store::{Inventory, ListQuery};
 use idem_core::{
-    Call, Claim, Completed, Error, Fingerprint, HeldRelease, Idempotency, InProgress, Key,
-    KeyBuilder, ManualClock, Outcome, OwnerToken, Record, RecordState, Reservation, Store,
-    StoreError, Timestamp,
+    store::{
+        Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Store, Timestamp,
+    },
+    Call, Error, Fingerprint, HeldRelease, Idempotency, Key, KeyBuilder, ManualClock, RecordState,
+    StoreError,
 };
 
 /// The time the tests write records at, unless they say otherwise.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use idem_conformance::Target;
 use idem_core::seal::Keyring;
-use idem_core::{Idempotency, Key, Store};
+use idem_core::{store::Store, Idempotency, Key};
 
 /// The secret the sealed targets digest keys with.
 pub const KEY_DIGEST_SECRET: [u8; 32] = [42; 32];

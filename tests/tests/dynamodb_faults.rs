@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, Store, StoreError};
+use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency, StoreError};
 use idem_tests::dynamodb::server::TestMoto;
 use idem_tests::dynamodb::{ClientOptions, Fault, TestDynamo};
 use tokio::sync::oneshot;

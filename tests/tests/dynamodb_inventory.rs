@@ -13,7 +13,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use idem_conformance::Target as _;
 use idem_core::store::Inventory;
-use idem_core::{Key, KeyBuilder, Record, Store, StoreError, LEASE_GRACE};
+use idem_core::{
+    store::{Record, Store, LEASE_GRACE},
+    Key, KeyBuilder, StoreError,
+};
 use idem_stores::dynamodb::DynamoDbStore;
 use idem_tests::dynamodb::{client, ClientOptions, TestDynamo};
 use idem_tests::inventory::{self, complete, entries, key, now, reserve, set, HOUR, SECOND};

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idem_core::{step, Call, Error, Executed, Fingerprint, Idempotency, ManualClock, Store};
+use idem_core::{step, store::Store, Call, Error, Executed, Fingerprint, Idempotency, ManualClock};
 use idem_tests::dynamodb::TestDynamo;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -189,17 +189,17 @@ async fn renewal_costs_one_update() {
     let idem = Idempotency::from_arc(store.clone());
     let call = call(&idem, "o-5", 10);
     let now = idem_core::Clock::now(&idem_core::SystemClock);
-    let owner = idem_core::OwnerToken::generate();
-    let record = idem_core::InProgress::new(
+    let owner = idem_core::store::OwnerToken::generate();
+    let record = idem_core::store::InProgress::new(
         owner.clone(),
         *call.fingerprint(),
         now + std::time::Duration::from_secs(30),
     )
     .with_fencing_token(now.as_millis() * 1000);
-    let claim = idem_core::Claim::new(record, now);
+    let claim = idem_core::store::Claim::new(record, now);
     assert_eq!(
         store.reserve(call.key(), &claim).await.unwrap(),
-        idem_core::Reservation::Reserved(claim.record().clone())
+        idem_core::store::Reservation::Reserved(claim.record().clone())
     );
     let before = db.requests.count();
     store
@@ -371,7 +371,7 @@ async fn an_error_after_a_step_keeps_the_record_in_two_requests() {
         "reserve + step + a delete refused for the steps + the update ending the lease"
     );
     match db.store.get(call.key()).await.unwrap() {
-        Some(idem_core::Record::InProgress(held)) => assert!(held.is_released(), "{held:?}"),
+        Some(idem_core::store::Record::InProgress(held)) => assert!(held.is_released(), "{held:?}"),
         other => panic!("the record with its step stays, found {other:?}"),
     }
 }
@@ -384,14 +384,14 @@ async fn a_renewal_with_steps_costs_one_update() {
     let idem = Idempotency::from_arc(store.clone());
     let call = call(&idem, "o-10", 10);
     let now = idem_core::Clock::now(&idem_core::SystemClock);
-    let owner = idem_core::OwnerToken::generate();
-    let record = idem_core::InProgress::new(
+    let owner = idem_core::store::OwnerToken::generate();
+    let record = idem_core::store::InProgress::new(
         owner.clone(),
         *call.fingerprint(),
         now + std::time::Duration::from_secs(30),
     )
     .with_fencing_token(now.as_millis() * 1000);
-    let claim = idem_core::Claim::new(record, now);
+    let claim = idem_core::store::Claim::new(record, now);
     store.reserve(call.key(), &claim).await.unwrap();
     store
         .record_step(

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::store::{Inventory, ListQuery};
-use idem_core::{Call, Error, Fingerprint, Idempotency, Key, Store, StoreError};
+use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency, Key, StoreError};
 use idem_stores::dynamodb::{DynamoDbStore, KeyTooLong, Misconfigured, SortKey};
 use idem_tests::dynamodb::TestDynamo;
 use idem_tests::inventory::{complete, entries, key, now, HOUR, SECOND};

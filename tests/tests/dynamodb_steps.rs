@@ -10,8 +10,11 @@ use std::time::Duration;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::{
-    step, Call, Claim, Error, Fingerprint, Idempotency, InProgress, Key, OwnerToken, Record,
-    Reservation, Steps, Store, StoreError, Timestamp, LEASE_GRACE_MS,
+    step,
+    store::{
+        Claim, InProgress, OwnerToken, Record, Reservation, Steps, Store, Timestamp, LEASE_GRACE_MS,
+    },
+    Call, Error, Fingerprint, Idempotency, Key, StoreError,
 };
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, StepTooLarge, MAX_ITEM_SIZE};
 use idem_tests::dynamodb::{unique_table_name, TestDynamo};

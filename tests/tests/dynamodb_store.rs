@@ -6,8 +6,11 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
 use idem_core::{
-    Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Key, Outcome, OwnerToken,
-    Record, Reservation, Store, StoreError, Timestamp, LEASE_GRACE_MS,
+    store::{
+        Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Store, Timestamp,
+        LEASE_GRACE_MS,
+    },
+    Call, Error, Fingerprint, Idempotency, Key, StoreError,
 };
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, ItemTooLarge, MAX_ITEM_SIZE};
 use idem_tests::dynamodb::{unique_table_name, TestDynamo};
@@ -24,7 +27,8 @@ fn key(name: &str) -> Key {
 
 /// A handle's key builder needs a store; this one is never called.
 mod idem_stores_memory_free {
-    use idem_core::*;
+    use idem_core::store::*;
+    use idem_core::{Key, StoreError};
 
     pub struct Nothing;
 

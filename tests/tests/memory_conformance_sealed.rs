@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use idem_conformance::Target;
-use idem_core::{Key, Store};
+use idem_core::{store::Store, Key};
 use idem_stores::memory::MemoryStore;
 use idem_tests::sealed::Sealed;
 

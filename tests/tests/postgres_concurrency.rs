@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, Timestamp};
+use idem_core::{store::Timestamp, Call, Error, Fingerprint, Idempotency};
 use idem_tests::crowd;
 use idem_tests::postgres::TestPg;
 use sqlx::{Connection, PgConnection};

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, Store, StoreError};
+use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency, StoreError};
 use idem_tests::postgres::TestPg;
 
 /// The state of a live row written first, the column then made wrong, and how.

@@ -4,7 +4,10 @@
 
 use idem_conformance::Target as _;
 use idem_core::store::{Inventory, ListPage, ListQuery};
-use idem_core::{Key, KeyBuilder, Record, Store, StoreError, LEASE_GRACE};
+use idem_core::{
+    store::{Record, Store, LEASE_GRACE},
+    Key, KeyBuilder, StoreError,
+};
 use idem_stores::postgres::PostgresStore;
 use idem_tests::inventory::{self, complete, key, now, reserve, set, HOUR, SECOND};
 use idem_tests::postgres::server::TestPostgres;

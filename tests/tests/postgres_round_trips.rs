@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use idem_core::{
-    Call, Claim, Clock, Error, Fingerprint, Idempotency, InProgress, OwnerToken, Reservation,
-    Store, SystemClock, Timestamp,
+    store::{Claim, InProgress, OwnerToken, Reservation, Store, Timestamp},
+    Call, Clock, Error, Fingerprint, Idempotency, SystemClock,
 };
 use idem_tests::postgres::server::TestPostgres;
 use idem_tests::postgres::TestPg;

@@ -5,8 +5,11 @@
 use std::time::Duration;
 
 use idem_core::{
-    Claim, Completed, Fingerprint, InProgress, Key, KeyBuilder, Outcome, OwnerToken, Record,
-    Reservation, Store, Timestamp, LEASE_GRACE,
+    store::{
+        Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Store, Timestamp,
+        LEASE_GRACE,
+    },
+    Fingerprint, Key, KeyBuilder,
 };
 use idem_stores::postgres::PostgresStore;
 use idem_tests::postgres::TestPg;

@@ -4,8 +4,11 @@
 use std::time::Duration;
 
 use idem_core::{
-    Claim, Completed, Fingerprint, InProgress, Key, Outcome, OwnerToken, Reservation, Store,
-    StoreError, Timestamp, LEASE_GRACE,
+    store::{
+        Claim, Completed, InProgress, Outcome, OwnerToken, Reservation, Store, Timestamp,
+        LEASE_GRACE,
+    },
+    Fingerprint, Key, StoreError,
 };
 use idem_stores::postgres::PostgresStore;
 use idem_tests::postgres::TestPg;
@@ -171,7 +174,7 @@ async fn a_reservation_sent_again_finds_its_own_row() {
     );
     assert_eq!(
         store.reserve(&key("o-1"), &other).await.unwrap(),
-        Reservation::Existing(idem_core::Record::InProgress(record)),
+        Reservation::Existing(idem_core::store::Record::InProgress(record)),
         "another owner finds it held"
     );
 }

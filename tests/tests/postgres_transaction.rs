@@ -4,7 +4,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock, Outcome, Record, Store};
+use idem_core::{
+    store::{Outcome, Record, Store},
+    Call, Error, Fingerprint, Idempotency, ManualClock,
+};
 use idem_stores::postgres::RequestFailed;
 use idem_tests::postgres::server::TestPostgres;
 use idem_tests::postgres::TestPg;

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use std::time::Duration;
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, Store};
+use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency};
 use idem_stores::redis::RedisStore;
 use idem_tests::redis::cluster::{cli, TestRedisCluster};
 use idem_tests::redis::target::RedisClusterTarget;

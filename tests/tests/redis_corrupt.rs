@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use idem_core::{
-    Call, Completed, Error, Fingerprint, Idempotency, Outcome, OwnerToken, Record, Store,
-    StoreError, Timestamp,
+    store::{Completed, Outcome, OwnerToken, Record, Store, Timestamp},
+    Call, Error, Fingerprint, Idempotency, StoreError,
 };
 use idem_stores::redis::client::{self as redis, aio::MultiplexedConnection};
 use idem_tests::redis::target::RedisTarget;

@@ -3,7 +3,11 @@
 
 use std::time::Duration;
 
-use idem_core::{step, Call, Clock, Error, Fingerprint, Idempotency, ManualClock, Record, Store};
+use idem_core::{
+    step,
+    store::{Record, Store},
+    Call, Clock, Error, Fingerprint, Idempotency, ManualClock,
+};
 use idem_stores::redis::client as redis;
 use idem_stores::redis::LEASE_GRACE;
 use idem_tests::redis::target::RedisTarget;

@@ -3,7 +3,10 @@
 //! that was reserved again before it was judged is kept.
 
 use idem_core::store::{Inventory, PurgeProgress};
-use idem_core::{Key, Record, Store};
+use idem_core::{
+    store::{Record, Store},
+    Key,
+};
 use idem_stores::redis::RedisStore;
 use idem_tests::inventory::{complete, key, now, reserve, HOUR, SECOND};
 use idem_tests::redis::target::{parse_commandstats, RedisClusterTarget, RedisTarget};

@@ -8,8 +8,11 @@ use std::time::{Duration, SystemTime};
 
 use futures_util::future::join_all;
 use idem_core::{
-    Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Key, Outcome, OwnerToken,
-    Record, Reservation, Store, StoreError, Timestamp, LEASE_GRACE,
+    store::{
+        Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Store, Timestamp,
+        LEASE_GRACE,
+    },
+    Call, Error, Fingerprint, Idempotency, Key, StoreError,
 };
 use idem_stores::redis::client::aio::MultiplexedConnection;
 use idem_stores::redis::client::{cmd, RedisResult};

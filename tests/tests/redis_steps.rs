@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use idem_core::{
-    Claim, Clock, Fingerprint, InProgress, OwnerToken, Reservation, Store, SystemClock, Timestamp,
+    store::{Claim, InProgress, OwnerToken, Reservation, Store, Timestamp},
+    Clock, Fingerprint, SystemClock,
 };
 use idem_stores::redis::client as redis;
 use idem_tests::redis::target::RedisTarget;

@@ -7,8 +7,9 @@ use std::time::{Duration, SystemTime};
 
 use idem_conformance::{Intercepted, Interceptor};
 use idem_core::{
-    step, Call, Claim, Error, Fingerprint, Idempotency, InProgress, Key, OwnerToken, Reservation,
-    Store, StoreError, Timestamp,
+    step,
+    store::{Claim, InProgress, OwnerToken, Reservation, Store, Timestamp},
+    Call, Error, Fingerprint, Idempotency, Key, StoreError,
 };
 use idem_stores::redis::client::aio::ConnectionManager;
 use idem_stores::redis::client::{self as redis, Client};

@@ -12,7 +12,7 @@ async fn the_conditional_writes_decide_every_reserve_case() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    check_reserve_cases(Arc::clone(&db.store) as Arc<dyn idem_core::Store>).await;
+    check_reserve_cases(Arc::clone(&db.store) as Arc<dyn idem_core::store::Store>).await;
 }
 
 idem_tests::backend_tests! {

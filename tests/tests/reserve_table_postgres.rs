@@ -11,7 +11,7 @@ async fn the_reserve_statement_decides_every_reserve_case() {
     let Some(target) = TestPg::start().await else {
         return;
     };
-    check_reserve_cases(Arc::clone(&target.store) as Arc<dyn idem_core::Store>).await;
+    check_reserve_cases(Arc::clone(&target.store) as Arc<dyn idem_core::store::Store>).await;
 }
 
 idem_tests::backend_tests! {

@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use idem_conformance::{check_reserve_cases, reserve_cases, ReserveCase};
 use idem_core::store::ReserveJudgement;
-use idem_core::{Idempotency, Key, OwnerToken, Store, LEASE_GRACE};
+use idem_core::{
+    store::{OwnerToken, Store, LEASE_GRACE},
+    Idempotency, Key,
+};
 use idem_stores::redis::client::{self as redis, Value};
 use idem_tests::redis::target::RedisTarget;
 

@@ -7,8 +7,9 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::seal::Keyring;
 use idem_core::{
-    step, Call, Claim, Completed, Error, Fingerprint, Idempotency, InProgress, Outcome, OwnerToken,
-    Record, Store, Timestamp,
+    step,
+    store::{Claim, Completed, InProgress, Outcome, OwnerToken, Record, Store, Timestamp},
+    Call, Error, Fingerprint, Idempotency,
 };
 use idem_stores::redis::client as redis;
 use idem_tests::dynamodb::TestDynamo;

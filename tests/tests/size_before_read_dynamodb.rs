@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::{
-    Call, Claim, Error, Fingerprint, Idempotency, InProgress, OwnerToken, Store, StoreError,
-    Timestamp,
+    store::{Claim, InProgress, OwnerToken, Store, Timestamp},
+    Call, Error, Fingerprint, Idempotency, StoreError,
 };
 use idem_tests::dynamodb::TestDynamo;
 

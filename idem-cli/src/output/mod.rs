@@ -12,7 +12,7 @@ pub(crate) use visible::{hostile, visible, visible_bytes, visible_message};
 use std::io::{self, Write};
 
 use idem_core::store::Record;
-use idem_core::{Clock, Inspection, SystemClock, Timestamp};
+use idem_core::{store::Timestamp, Clock, Inspection, SystemClock};
 use serde::Serialize;
 
 use self::json::{outcome_name, RecordDoc};

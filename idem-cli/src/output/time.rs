@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use idem_core::Timestamp;
+use idem_core::store::Timestamp;
 use time::OffsetDateTime;
 
 /// `at` in RFC 3339, UTC, to the millisecond: `2025-12-01T11:05:03.120Z`. Times past the year

@@ -210,7 +210,7 @@ pub struct Subject {
 impl Subject {
     /// A subject on `store`, read with `cli`, keeping `keep` alive.
     pub fn new(
-        store: std::sync::Arc<dyn idem_core::Store>,
+        store: std::sync::Arc<dyn idem_core::store::Store>,
         cli: Cli,
         keep: impl std::any::Any + Send,
     ) -> Self {

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use idem_core::{Call, Clock, Error, Executed, Fingerprint, Idempotency, Key, Timestamp};
+use idem_core::{store::Timestamp, Call, Clock, Error, Executed, Fingerprint, Idempotency, Key};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;

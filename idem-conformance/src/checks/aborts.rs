@@ -8,7 +8,10 @@ use tokio::sync::Semaphore;
 
 use super::{call, Context, PROMPTLY};
 use crate::waiting_for;
-use idem_core::{Call, Error, Executed, Idempotency, OnAbort, Outcome, Record};
+use idem_core::{
+    store::{Outcome, Record},
+    Call, Error, Executed, Idempotency, OnAbort,
+};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[

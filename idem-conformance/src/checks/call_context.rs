@@ -10,7 +10,10 @@ use tokio::sync::oneshot;
 use super::{assert_lease_lost_after_run, call, charge, Charge, Context, PROMPTLY};
 use crate::probes::{Held, Probe};
 use crate::waiting_for;
-use idem_core::{CallContext, Error, Executed, InProgress, ManualClock, Record};
+use idem_core::{
+    store::{InProgress, Record},
+    CallContext, Error, Executed, ManualClock,
+};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[
@@ -233,7 +236,7 @@ async fn completion_retries_stop_before_the_lease_passes(ctx: Context) {
     // Each failed completion takes 50 s of the 60 s lease: after the second, less of the lease
     // is left than the next pause, so the engine stops after two attempts instead of three.
     let outage = Probe::failing_completions(ctx.store().clone(), clock.clone(), lease * 5 / 6);
-    let store: std::sync::Arc<dyn idem_core::Store> = outage.clone();
+    let store: std::sync::Arc<dyn idem_core::store::Store> = outage.clone();
     let idem = ctx.handle_with(clock, store);
     let side_effect = Charge::instant();
     let err = charge(

@@ -8,8 +8,11 @@ use std::time::Duration;
 use super::{call, charge, Charge, Context};
 use idem_core::Clock as _;
 use idem_core::{
-    Claim, Completed, Executed, Fingerprint, InProgress, Key, ManualClock, Outcome, OwnerToken,
-    Record, Reservation, StoreError, SystemClock, Timestamp, LEASE_GRACE,
+    store::{
+        Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Timestamp,
+        LEASE_GRACE,
+    },
+    Executed, Fingerprint, Key, ManualClock, StoreError, SystemClock,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{call, charge, Charge, Context};
-use idem_core::{Error, Executed, Store};
+use idem_core::{store::Store, Error, Executed};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[

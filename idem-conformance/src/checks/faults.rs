@@ -11,7 +11,10 @@ use tokio::sync::Semaphore;
 use super::{call, charge, spawn_charge, Charge, Context, PROMPTLY};
 use crate::probes::Probe;
 use crate::waiting_for;
-use idem_core::{Completed, Error, Executed, ManualClock, OnAbort, Outcome};
+use idem_core::{
+    store::{Completed, Outcome},
+    Error, Executed, ManualClock, OnAbort,
+};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[
@@ -55,7 +58,7 @@ async fn completion_is_retried_until_the_lease_would_pass(ctx: Context) {
     let lease = Duration::from_secs(60);
     // Each failed completion takes a quarter of the lease: the fourth ends it.
     let outage = Probe::failing_completions(ctx.store().clone(), clock.clone(), lease / 4);
-    let store: Arc<dyn idem_core::Store> = outage.clone();
+    let store: Arc<dyn idem_core::store::Store> = outage.clone();
     let idem = ctx.handle_with(clock, store);
     let side_effect = Charge::instant();
     let call = call(&ctx, "o-fault-2", 1).with_lease(lease);
@@ -80,7 +83,7 @@ async fn completion_is_retried_until_the_lease_would_pass(ctx: Context) {
 async fn completion_retries_end_even_when_the_clock_stands_still(ctx: Context) {
     let clock = ManualClock::new();
     let outage = Probe::failing_completions(ctx.store().clone(), clock.clone(), Duration::ZERO);
-    let store: Arc<dyn idem_core::Store> = outage.clone();
+    let store: Arc<dyn idem_core::store::Store> = outage.clone();
     let idem = ctx.handle_with(clock, store);
     let side_effect = Charge::instant();
     let call = call(&ctx, "o-fault-9", 1).with_lease(Duration::from_secs(3));
@@ -103,7 +106,7 @@ async fn completion_rides_out_an_outage_shorter_than_the_lease(ctx: Context) {
     let clock = ManualClock::new();
     let lease = Duration::from_secs(60);
     let outage = Probe::failing_completions_for(ctx.store().clone(), clock.clone(), lease / 10, 4);
-    let store: Arc<dyn idem_core::Store> = outage.clone();
+    let store: Arc<dyn idem_core::store::Store> = outage.clone();
     let idem = ctx.handle_with(clock, store);
     let side_effect = Charge::instant();
     let call = call(&ctx, "o-fault-8", 1).with_lease(lease);

@@ -1,4 +1,4 @@
-//! The operators' inventory ([`Store::inventory`](idem_core::Store::inventory)): listing
+//! The operators' inventory ([`Store::inventory`](idem_core::store::Store::inventory)): listing
 //! records by key prefix, page by page; and the helpers of the purge's checks (`purge.rs`).
 //!
 //! Each check runs only where the store offers an inventory, and passes vacuously, saying so,
@@ -16,8 +16,10 @@ use super::Context;
 use idem_core::store::{Inventory, ListQuery};
 use idem_core::Clock as _;
 use idem_core::{
-    Claim, Completed, Fingerprint, InProgress, Key, KeyBuilder, Outcome, OwnerToken, Record,
-    Reservation, Steps, StoreError, SystemClock, Timestamp,
+    store::{
+        Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Steps, Timestamp,
+    },
+    Fingerprint, Key, KeyBuilder, StoreError, SystemClock,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.

@@ -12,8 +12,8 @@ use super::{
 use crate::waiting_for;
 use idem_core::Clock as _;
 use idem_core::{
-    Completed, Error, Executed, Fingerprint, ManualClock, Outcome, OwnerToken, Record, Reservation,
-    Store, StoreError,
+    store::{Completed, Outcome, OwnerToken, Record, Reservation, Store},
+    Error, Executed, Fingerprint, ManualClock, StoreError,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -169,7 +169,7 @@ async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
     );
 }
 
-/// An in-progress record whose lease passed more than [`LEASE_GRACE`](idem_core::LEASE_GRACE) ago
+/// An in-progress record whose lease passed more than [`LEASE_GRACE`](idem_core::store::LEASE_GRACE) ago
 /// is abandoned: a caller with other arguments may then take the key over, and the stale owner
 /// is fenced off.
 async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
@@ -184,7 +184,7 @@ async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
         &stale_effect,
     );
     stale_effect.wait_started().await;
-    clock.advance(lease + idem_core::LEASE_GRACE - Duration::from_secs(1));
+    clock.advance(lease + idem_core::store::LEASE_GRACE - Duration::from_secs(1));
     assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-23", 2)).await;
     clock.advance(Duration::from_secs(2));
     let other = charge(

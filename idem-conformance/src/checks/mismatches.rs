@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::{call, charge, spawn_charge, Charge, Context};
-use idem_core::{Call, Error, Idempotency, ManualClock, Store};
+use idem_core::{store::Store, Call, Error, Idempotency, ManualClock};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[

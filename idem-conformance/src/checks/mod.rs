@@ -49,7 +49,8 @@ use tokio::sync::Semaphore;
 use super::waiting_for;
 use super::Context;
 use idem_core::{
-    Call, Claim, Error, Executed, Fingerprint, Idempotency, InProgress, OwnerToken, Timestamp,
+    store::{Claim, InProgress, OwnerToken, Timestamp},
+    Call, Error, Executed, Fingerprint, Idempotency,
 };
 
 /// A side effect that counts its runs and can be held mid-flight.

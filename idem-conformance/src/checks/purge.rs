@@ -13,7 +13,10 @@ use super::inventory::{HOUR, MAX_PAGES, MINUTE};
 use super::Context;
 use idem_core::store::Inventory;
 use idem_core::Clock as _;
-use idem_core::{Outcome, Record, Reservation, SystemClock, Timestamp, LEASE_GRACE};
+use idem_core::{
+    store::{Outcome, Record, Reservation, Timestamp, LEASE_GRACE},
+    SystemClock,
+};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[

@@ -5,7 +5,10 @@ use std::time::Duration;
 use super::{call, charge, in_progress, spawn_charge, Charge, Context, PROMPTLY};
 use crate::waiting_for;
 use idem_core::Clock as _;
-use idem_core::{Error, Executed, Fingerprint, ManualClock, Record, Reservation, Store};
+use idem_core::{
+    store::{Record, Reservation, Store},
+    Error, Executed, Fingerprint, ManualClock,
+};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[

@@ -7,7 +7,11 @@ use std::time::Duration;
 use super::steps::{assert_ran_once, checkout_call, Checkout, ShopError, Stop, LEASE};
 use super::Context;
 use crate::probes::Probe;
-use idem_core::{step, Error, ManualClock, Record, SystemClock, LEASE_GRACE};
+use idem_core::{
+    step,
+    store::{Record, LEASE_GRACE},
+    Error, ManualClock, SystemClock,
+};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[

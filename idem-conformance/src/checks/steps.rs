@@ -11,8 +11,9 @@ use super::{call, Context, PROMPTLY};
 use crate::waiting_for;
 use idem_core::Clock as _;
 use idem_core::{
-    step, Call, Claim, Error, Executed, Fingerprint, Idempotency, InProgress, Key, ManualClock,
-    OwnerToken, Record, Reservation, StoreError, SystemClock, Timestamp, LEASE_GRACE,
+    step,
+    store::{Claim, InProgress, OwnerToken, Record, Reservation, Timestamp, LEASE_GRACE},
+    Call, Error, Executed, Fingerprint, Idempotency, Key, ManualClock, StoreError, SystemClock,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.

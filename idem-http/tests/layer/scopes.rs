@@ -94,7 +94,7 @@ struct Noting {
 
 #[async_trait::async_trait]
 impl idem_conformance::Interceptor for Noting {
-    fn inner(&self) -> &dyn idem_core::Store {
+    fn inner(&self) -> &dyn idem_core::store::Store {
         &self.memory
     }
 

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use idem_conformance::{Intercepted, Interceptor, Operation};
-use idem_core::{Idempotency, Key, Store, StoreError};
+use idem_core::{store::Store, Idempotency, Key, StoreError};
 use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 use tokio::net::TcpListener;

@@ -9,7 +9,7 @@ pub mod sqs;
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem_core::{Clock, Idempotency, ManualClock, Store};
+use idem_core::{store::Store, Clock, Idempotency, ManualClock};
 use lambda_runtime::{Config, Context};
 
 /// A handle on the store under test, with a clock the scenario moves.

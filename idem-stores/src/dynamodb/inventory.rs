@@ -7,7 +7,10 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::store::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
-use idem_core::{Key, Record, StoreError, Timestamp, LEASE_GRACE_MS};
+use idem_core::{
+    store::{Record, Timestamp, LEASE_GRACE_MS},
+    Key, StoreError,
+};
 
 use super::item::{self, Item, COMPLETED, IN_PROGRESS};
 use super::pages::PageRequest;
@@ -20,7 +23,7 @@ type Listed = Result<(Key, Result<Record, StoreError>), UnkeyedEntry>;
 const TARGET: &str = idem_protocol::log::DYNAMODB;
 
 /// Whether an item stopped counting at `:now`: a completed record past its expiry, or an
-/// in-progress record abandoned ([`InProgress::is_abandoned`](idem_core::InProgress::is_abandoned)):
+/// in-progress record abandoned ([`InProgress::is_abandoned`](idem_core::store::InProgress::is_abandoned)):
 /// its lease passed at or before `:abandoned` (now less the lease grace), and its steps, if it
 /// has any, are kept no later than now. The expiry's type is checked first, as the reservation
 /// checks it, so an ill-typed item never counts as expired; so does one with steps and no

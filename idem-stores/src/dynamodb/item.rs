@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::{
-    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, Steps, StoreError, Timestamp,
-    LEASE_GRACE,
+    store::{Completed, InProgress, Outcome, OwnerToken, Record, Steps, Timestamp, LEASE_GRACE},
+    Fingerprint, StoreError,
 };
 
 use super::AttributeNames;

@@ -4,7 +4,10 @@
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
-use idem_core::{Key, OwnerToken, Record, StoreError, Timestamp, LEASE_GRACE};
+use idem_core::{
+    store::{OwnerToken, Record, Timestamp, LEASE_GRACE},
+    Key, StoreError,
+};
 
 use super::item::{self, Item};
 use super::DynamoDbStore;

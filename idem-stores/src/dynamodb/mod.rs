@@ -33,7 +33,7 @@
 //! | `state` | S | `in_progress` | `completed` |
 //! | `fingerprint` | S | the arguments' SHA-256, hex | same |
 //! | `live_until_ms` | N | lease deadline, ms since the epoch | expiry, ms since the epoch |
-//! | `ttl` | N | `live_until_ms` plus [`LEASE_GRACE`](idem_core::LEASE_GRACE), in seconds, rounded up, or `steps_ttl` if that is later | `live_until_ms` in seconds, rounded up |
+//! | `ttl` | N | `live_until_ms` plus [`LEASE_GRACE`](idem_core::store::LEASE_GRACE), in seconds, rounded up, or `steps_ttl` if that is later | `live_until_ms` in seconds, rounded up |
 //! | `owner` | S | owner token | the token of the owner that completed it |
 //! | `fencing_token` | N | the reservation's fencing token | — |
 //! | `attempt` | N | 1, one more per takeover by the same call | — |
@@ -68,9 +68,9 @@
 //!   `ReturnValuesOnConditionCheckFailure = ALL_OLD`: when the condition fails, the error carries
 //!   the item, so a replay, a conflict or a mismatch costs this one request.
 //! - **takeover**: when that item is an in-progress record whose lease passed (with the claim's
-//!   fingerprint, or abandoned: lease passed more than [`LEASE_GRACE`](idem_core::LEASE_GRACE)
+//!   fingerprint, or abandoned: lease passed more than [`LEASE_GRACE`](idem_core::store::LEASE_GRACE)
 //!   ago and no steps kept), a second request writes the record of
-//!   [`InProgress::taking_over`](idem_core::InProgress::taking_over) (attempt and fencing token
+//!   [`InProgress::taking_over`](idem_core::store::InProgress::taking_over) (attempt and fencing token
 //!   counted on from the old item) on the condition `state = in_progress AND owner = :previous
 //!   AND live_until_ms = :previous_lease`: the item is still exactly the record read. A write
 //!   can't compute the next attempt and token from the old item, so a takeover costs two

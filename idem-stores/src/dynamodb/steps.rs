@@ -3,7 +3,10 @@
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
-use idem_core::{Fingerprint, InProgress, Key, OwnerToken, Steps, StoreError, Timestamp};
+use idem_core::{
+    store::{InProgress, OwnerToken, Steps, Timestamp},
+    Fingerprint, Key, StoreError,
+};
 
 use super::error::StepTooLarge;
 use super::item::{self, Item, MAX_ITEM_SIZE};

@@ -13,7 +13,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 use aws_sdk_dynamodb::Client;
 use idem_core::store::{check_found, judge_reserve, ReserveJudgement};
 use idem_core::{
-    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
+    store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
+    Key, StoreError,
 };
 
 use super::error::{misconfiguration, ItemTooLarge, KeyTooLong, RequestFailed};

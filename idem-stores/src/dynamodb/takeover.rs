@@ -3,7 +3,10 @@
 
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
-use idem_core::{Claim, InProgress, Record, Reservation, StoreError, LEASE_GRACE};
+use idem_core::{
+    store::{Claim, InProgress, Record, Reservation, LEASE_GRACE},
+    StoreError,
+};
 
 use super::item::{self, Item, IN_PROGRESS};
 use super::DynamoDbStore;

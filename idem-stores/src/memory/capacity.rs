@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use idem_core::{Record, Timestamp, LEASE_GRACE};
+use idem_core::store::{Record, Timestamp, LEASE_GRACE};
 
 /// Counts the records held against a maximum, and keeps a lower bound on the earliest time a
 /// held record stops counting, so that a full store refuses at once while nothing can have
@@ -90,7 +90,7 @@ impl Capacity {
 
 /// When `record` stops counting, and a purge may remove it: a completed record at its expiry,
 /// an in-progress one a [`LEASE_GRACE`] after its lease, or later while it holds steps
-/// ([`InProgress::is_abandoned`](idem_core::InProgress::is_abandoned)).
+/// ([`InProgress::is_abandoned`](idem_core::store::InProgress::is_abandoned)).
 pub(crate) fn stops_counting_at(record: &Record) -> Timestamp {
     match record {
         Record::Completed(completed) => completed.expires_at(),
@@ -110,7 +110,10 @@ pub(crate) fn stops_counting_at(record: &Record) -> Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use idem_core::{Completed, Fingerprint, Outcome};
+    use idem_core::{
+        store::{Completed, Outcome},
+        Fingerprint,
+    };
 
     #[test]
     fn room_is_taken_up_to_the_maximum_and_given_back() {
@@ -152,8 +155,8 @@ mod tests {
     fn an_in_progress_record_stops_counting_a_grace_after_its_lease() {
         let capacity = Capacity::new(1);
         let lease_until = Timestamp::from_millis(1_800_000_000_000);
-        let held = idem_core::InProgress::new(
-            idem_core::OwnerToken::generate(),
+        let held = idem_core::store::InProgress::new(
+            idem_core::store::OwnerToken::generate(),
             Fingerprint::empty(),
             lease_until,
         );

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use idem_core::store::{Inventory, ListPage, ListQuery};
-use idem_core::{StoreError, Timestamp};
+use idem_core::{store::Timestamp, StoreError};
 
 use super::MemoryStore;
 

@@ -4,7 +4,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use idem_core::store::{check_found, judge_reserve};
-use idem_core::{Key, OwnerToken, Record, Reservation, StoreError, Timestamp};
+use idem_core::{
+    store::{OwnerToken, Record, Reservation, Timestamp},
+    Key, StoreError,
+};
 use tokio::sync::Notify;
 
 use super::capacity::{stops_counting_at, Capacity};
@@ -61,7 +64,7 @@ impl Shard {
     pub(crate) fn reserve(
         &self,
         key: &Key,
-        claim: &idem_core::Claim,
+        claim: &idem_core::store::Claim,
         room: &Capacity,
     ) -> Result<Option<Reservation>, StoreError> {
         let mut slots = self.lock();
@@ -239,7 +242,10 @@ impl Shard {
 mod tests {
     use std::time::Duration;
 
-    use idem_core::{Claim, Completed, Fingerprint, InProgress, Outcome};
+    use idem_core::{
+        store::{Claim, Completed, InProgress, Outcome},
+        Fingerprint,
+    };
 
     use super::*;
 

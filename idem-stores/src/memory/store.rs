@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_core::{
-    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
+    store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
+    Key, StoreError,
 };
 
 use super::builder::MemoryStoreBuilder;
@@ -74,7 +75,7 @@ impl MemoryStore {
     }
 
     /// Removes every record that stopped counting before `now` (in-progress records a
-    /// [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease passed); returns how many.
+    /// [`LEASE_GRACE`](idem_core::store::LEASE_GRACE) after their lease passed); returns how many.
     pub fn purge_expired(&self, now: Timestamp) -> usize {
         let room = &self.inner.room;
         let mut purged = 0;
@@ -283,7 +284,10 @@ impl Store for MemoryStore {
 
 #[cfg(test)]
 mod tests {
-    use idem_core::{Claim, Fingerprint, InProgress, OwnerToken, Reservation};
+    use idem_core::{
+        store::{Claim, InProgress, OwnerToken, Reservation},
+        Fingerprint,
+    };
 
     use super::*;
 

@@ -3,7 +3,10 @@
 
 use async_trait::async_trait;
 use idem_core::store::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
-use idem_core::{Key, Record, StoreError, Timestamp};
+use idem_core::{
+    store::{Record, Timestamp},
+    Key, StoreError,
+};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 

@@ -79,9 +79,9 @@
 //!   free>` in a CTE, then `UNION ALL` the row as it stands, `SELECT ... FOR UPDATE`, when the
 //!   upsert wrote nothing. The row is free when it is an expired completed record, or an
 //!   in-progress record of another owner whose lease passed, with the claim's fingerprint or
-//!   abandoned ([`LEASE_GRACE`](idem_core::LEASE_GRACE) past the lease, and no step kept past
+//!   abandoned ([`LEASE_GRACE`](idem_core::store::LEASE_GRACE) past the lease, and no step kept past
 //!   now). A takeover computes
-//!   [`InProgress::taking_over`](idem_core::InProgress::taking_over) from the old row (the larger
+//!   [`InProgress::taking_over`](idem_core::store::InProgress::taking_over) from the old row (the larger
 //!   fencing token, the attempt counted on, the steps kept for the same fingerprint and
 //!   cleared for another) and records the previous owner in `taken_over_from`; the row it
 //!   returns carries the steps, so resuming costs no read. A replay, a conflict or a mismatch
@@ -219,7 +219,7 @@
 //!
 //! Rows are not deleted when they stop counting. [`PostgresStore::purge_expired`] deletes
 //! completed rows past their expiry and in-progress rows abandoned a
-//! [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease whose steps, if any, expired
+//! [`LEASE_GRACE`](idem_core::store::LEASE_GRACE) after their lease whose steps, if any, expired
 //! too, at most `batch` per statement. It deletes the store's own rows only, those whose key
 //! starts with its prefix (escaped and followed by `|`, as [`Key::with_prefix`](idem_core::Key::with_prefix)
 //! writes it; `|` alone without a prefix): stores with other prefixes on the same table keep

@@ -2,7 +2,8 @@
 
 use idem_core::store::check_outcome_len;
 use idem_core::{
-    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, Steps, StoreError, Timestamp,
+    store::{Completed, InProgress, Outcome, OwnerToken, Record, Steps, Timestamp},
+    Fingerprint, StoreError,
 };
 use sqlx::postgres::PgRow;
 use sqlx::Row;

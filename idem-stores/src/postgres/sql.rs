@@ -28,7 +28,7 @@ fn has_steps(row: &str) -> String {
 }
 
 /// Whether the row holds no step that still holds the key at `now` (a parameter), the
-/// negation of [`Steps::hold_key`](idem_core::Steps::hold_key).
+/// negation of [`Steps::hold_key`](idem_core::store::Steps::hold_key).
 fn no_live_steps(row: &str, now: &str) -> String {
     format!(
         "(NOT {} OR coalesce({row}steps_kept_until, 0) <= {now})",
@@ -191,7 +191,7 @@ fn create_table(t: &str) -> String {
 }
 
 /// The release, in one statement: `$1` key, `$2` owner. A record with steps is kept with its
-/// lease ended ([`InProgress::released`](idem_core::InProgress::released)), any other is
+/// lease ended ([`InProgress::released`](idem_core::store::InProgress::released)), any other is
 /// deleted. Both branches see the same snapshot, in which exactly one of them matches; it
 /// returns one row when it changed the owner's record, none when the owner no longer holds it.
 fn release(t: &str) -> String {

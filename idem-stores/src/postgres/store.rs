@@ -7,7 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use idem_core::store::{judge_reserve, ReserveJudgement};
 use idem_core::{
-    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
+    store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
+    Key, StoreError,
 };
 use sqlx::postgres::{PgQueryResult, PgRow};
 use sqlx::PgPool;
@@ -134,7 +135,7 @@ impl PostgresStore {
 
     /// Deletes at most `batch` rows that stopped counting at `now`: completed records past
     /// their expiry, and in-progress records abandoned a
-    /// [`LEASE_GRACE`](idem_core::LEASE_GRACE) after their lease and holding no step kept past
+    /// [`LEASE_GRACE`](idem_core::store::LEASE_GRACE) after their lease and holding no step kept past
     /// `now`, among this store's rows: those whose key starts with its prefix, so that stores
     /// with other prefixes on the same table keep theirs. Returns how many it deleted; call it
     /// again while that is `batch`. A row locked
@@ -257,7 +258,7 @@ impl Catalog {
 
 /// The lease deadline at or before which an in-progress record is abandoned at `now`.
 pub(super) fn abandoned_before(now: Timestamp) -> i64 {
-    row::millis(now).saturating_sub(row::count(idem_core::LEASE_GRACE_MS))
+    row::millis(now).saturating_sub(row::count(idem_core::store::LEASE_GRACE_MS))
 }
 
 /// What the reserve statement's row says, for `claim`.

@@ -2,7 +2,10 @@
 
 use std::time::{Duration, SystemTime};
 
-use idem_core::{Error, Outcome, StoreError, Timestamp};
+use idem_core::{
+    store::{Outcome, Timestamp},
+    Error, StoreError,
+};
 use serde::Serialize;
 use sqlx::PgConnection;
 

@@ -1,7 +1,10 @@
 //! The scripts' replies as values, and what they stand for.
 
 use idem_core::store::check_record_len;
-use idem_core::{Claim, InProgress, Outcome, OwnerToken, Record, Reservation, StoreError};
+use idem_core::{
+    store::{Claim, InProgress, Outcome, OwnerToken, Record, Reservation},
+    StoreError,
+};
 use redis::Value;
 
 use super::layout;

@@ -44,7 +44,10 @@
 use async_trait::async_trait;
 use futures_util::future::join_all;
 use idem_core::store::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
-use idem_core::{Key, Store, StoreError, Timestamp, LEASE_GRACE};
+use idem_core::{
+    store::{Store, Timestamp, LEASE_GRACE},
+    Key, StoreError,
+};
 use redis::Value;
 
 use super::codec::Reply;

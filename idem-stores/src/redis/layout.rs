@@ -3,7 +3,8 @@
 
 use idem_core::StoreError;
 use idem_core::{
-    Completed, Fingerprint, InProgress, Outcome, OwnerToken, Record, Steps, Timestamp,
+    store::{Completed, InProgress, Outcome, OwnerToken, Record, Steps, Timestamp},
+    Fingerprint,
 };
 
 /// The first bytes of every record of this layout.

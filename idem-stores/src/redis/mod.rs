@@ -62,7 +62,7 @@
 //! A reservation is one plain command, `SET key claim NX GET PX expiry`: on a free key it
 //! writes the claim and its expiry at once, and exactly one of concurrent claims wins; on a
 //! taken key it writes nothing and returns the record there, which the store judges by the
-//! [`Store`](idem_core::Store) contract: the caller's own claim sent again (a lost reply) is
+//! [`Store`](idem_core::store::Store) contract: the caller's own claim sent again (a lost reply) is
 //! its reservation, a live record or another call's reservation that is not abandoned is
 //! answered as it stands (a replay, `InProgress`, a mismatch). Only a record that may be
 //! taken over or reused goes on to the reserve script, which judges again from what it reads
@@ -119,7 +119,7 @@
 //!
 //! Every write but a reservation of a free key is one Lua script, run atomically on the key's
 //! server. Each file starts with its arguments and replies; the rules are the
-//! [`Store`](idem_core::Store) contract's, and the files are the reference for how this store
+//! [`Store`](idem_core::store::Store) contract's, and the files are the reference for how this store
 //! keeps them:
 //!
 //! | script | what it does |
@@ -138,11 +138,11 @@
 //! [`StoreError::Corrupt`](idem_core::StoreError::Corrupt); `{'lost'}` is
 //! [`StoreError::LeaseLost`](idem_core::StoreError::LeaseLost).
 //!
-//! Reading a record without changing it ([`Store::get`](idem_core::Store::get)) is a plain
-//! `GET`; [`Store::delete`](idem_core::Store::delete) is `DEL`.
+//! Reading a record without changing it ([`Store::get`](idem_core::store::Store::get)) is a plain
+//! `GET`; [`Store::delete`](idem_core::store::Store::delete) is `DEL`.
 //!
 //! Operators list and purge records through the store's
-//! [`Inventory`](idem_core::store::Inventory) ([`Store::inventory`](idem_core::Store::inventory)):
+//! [`Inventory`](idem_core::store::Inventory) ([`Store::inventory`](idem_core::store::Store::inventory)):
 //! a listing is `SCAN` with `MATCH` on the prefixes (on every primary of a cluster), a few scans
 //! a page, so a page may be short or empty while more remain; a purge scans the store's keys
 //! and runs `purge.lua` on each. Redis already deletes a record once the expiry above passes;

@@ -4,7 +4,10 @@
 use std::time::Duration;
 
 use idem_core::store::{judge_reserve, max_record_len, ReserveJudgement};
-use idem_core::{Claim, InProgress, Key, Record, Reservation, Store, StoreError, LEASE_GRACE};
+use idem_core::{
+    store::{Claim, InProgress, Record, Reservation, Store, LEASE_GRACE},
+    Key, StoreError,
+};
 use redis::{RedisError, Value};
 
 use super::codec;
@@ -187,7 +190,7 @@ impl RedisStore {
                 &[
                     held.owner().as_str().as_bytes(),
                     &time(held.lease_until()),
-                    &decimal(idem_core::LEASE_GRACE_MS),
+                    &decimal(idem_core::store::LEASE_GRACE_MS),
                 ],
             )
             .await

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_core::{
-    Claim, Completed, Key, OwnerToken, Record, Reservation, Store, StoreError, Timestamp,
+    store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
+    Key, StoreError,
 };
 use redis::aio::ConnectionManager;
 use redis::{Client, Value};
@@ -22,7 +23,7 @@ use super::wake::{Backoff, Wakeups, POLLING, SAFETY_NET};
 /// How long an in-progress key outlives its lease in Redis: until it is abandoned. Within it,
 /// an owner whose lease passed but who was not taken over can still complete or release;
 /// liveness is judged by the caller's time, so the grace never extends a lease.
-pub use idem_core::LEASE_GRACE;
+pub use idem_core::store::LEASE_GRACE;
 
 /// The longest expiry set on a key: about 31 000 years.
 pub(super) const MAX_EXPIRY_MS: u64 = 1_000_000_000_000_000;
@@ -398,7 +399,7 @@ impl Store for RedisStore {
                 &[
                     owner.as_str().as_bytes(),
                     &time(lease_until),
-                    &decimal(idem_core::LEASE_GRACE_MS),
+                    &decimal(idem_core::store::LEASE_GRACE_MS),
                 ],
             )
             .await?;

@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use idem_core::Store;
+use idem_core::store::Store;
 use idem_tests::crash::{run_child, Effects};
 
 fn main() -> ExitCode {

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use idem_conformance::Target;
-use idem_core::{Key, Store};
+use idem_core::{store::Store, Key};
 use idem_stores::dynamodb::{DynamoDbStore, DynamoDbStoreBuilder, SortKey};
 
 use super::{client, ClientOptions, FaultInjector, RequestLog};
@@ -145,7 +145,7 @@ pub fn unique_table_name() -> String {
         "idem-test-{}-{}-{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed),
-        idem_core::OwnerToken::generate()
+        idem_core::store::OwnerToken::generate()
             .as_str()
             .get(..8)
             .unwrap_or("0")

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_conformance::Target;
-use idem_core::{Key, Store};
+use idem_core::{store::Store, Key};
 use idem_stores::postgres::PostgresStore;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgConnection, PgPool};
@@ -132,7 +132,7 @@ pub fn unique_database_name() -> String {
         "idem_test_{}_{}_{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed),
-        idem_core::OwnerToken::generate()
+        idem_core::store::OwnerToken::generate()
             .as_str()
             .get(..8)
             .unwrap_or("0")

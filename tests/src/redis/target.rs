@@ -6,7 +6,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use idem_conformance::Target;
-use idem_core::{Key, OwnerToken, Store};
+use idem_core::{
+    store::{OwnerToken, Store},
+    Key,
+};
 use idem_stores::redis::client::aio::MultiplexedConnection;
 use idem_stores::redis::client::cluster::ClusterClient;
 use idem_stores::redis::client::cluster_async::ClusterConnection;

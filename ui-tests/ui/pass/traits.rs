@@ -47,7 +47,7 @@ trait StoreExt {
     fn is_empty(&self) -> bool;
 }
 
-impl StoreExt for std::sync::Arc<dyn idem_core::Store> {
+impl StoreExt for std::sync::Arc<dyn idem_core::store::Store> {
     fn is_empty(&self) -> bool {
         true
     }

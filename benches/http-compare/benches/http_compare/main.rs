@@ -26,7 +26,7 @@ mod routers;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use idem_core::{Idempotency, OwnerToken};
+use idem_core::{Idempotency, store::OwnerToken};
 use idem_stores::memory::MemoryStore;
 use idem_stores::redis::{client as redis, RedisStore};
 use idem_tests::redis::server::TestRedis;
