@@ -96,7 +96,7 @@ for group in "${groups[@]}"; do
         # timeout, instead of after the default minute.
         IDEM_TEST_HANG_SECS=10 mutants http --timeout 90 \
             -f idem-http/src/service.rs -f idem-http/src/stored.rs \
-            -f idem-http/src/fingerprint.rs \
+            -f idem-http/src/request/fingerprint.rs \
             --test-package idem-http -- --tests
         ;;
     postgres)

@@ -8,9 +8,9 @@ use http::request::Parts;
 use http::{HeaderName, Method, StatusCode};
 use idem_core::{Idempotency, DEFAULT_TTL};
 
+use crate::request::scope::{self, Unscoped};
+use crate::request::shared_bodies::SharedBodies;
 use crate::response_hook::ResponseHook;
-use crate::scope::{self, Unscoped};
-use crate::shared_bodies::SharedBodies;
 use crate::{IdempotencyLayer, DEFAULT_REPLAY_HEADERS};
 
 /// The largest request body the layer reads by default: 1 MiB.

@@ -214,23 +214,18 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answer;
-mod asked;
 mod body;
 mod config;
 mod detached;
-mod encoding;
-mod fingerprint;
 mod forward;
 mod grpc;
-mod key_header;
 mod layer;
 pub mod problem;
 mod replay_limits;
+mod request;
 mod requests_metric;
 mod response_hook;
-mod scope;
 mod service;
-mod shared_bodies;
 mod stored;
 
 pub use body::{Body, BoxError};
@@ -239,11 +234,11 @@ pub use config::{
     MismatchStatus, DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY,
     DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME, DEFAULT_RETRY_AFTER,
 };
-pub use key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use layer::IdempotencyLayer;
+pub use request::key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
+pub use request::scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
 pub use requests_metric::{HTTP_OUTCOMES, HTTP_REQUESTS_TOTAL};
 pub use response_hook::Replay;
-pub use scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
 pub use service::{IdempotencyService, ResponseFuture};
 pub use stored::{
     NotAStoredResponse, RecordedBody, RecordedResponse, DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED,

@@ -10,9 +10,10 @@ use crate::body::Body;
 use crate::config::Config;
 use crate::problem::Problem;
 use crate::replay_limits::ReplayLimits;
+use crate::request::encoding;
 use crate::response_hook::Replay;
 use crate::stored::StoredResponse;
-use crate::{encoding, grpc, IDEMPOTENT_REPLAYED, TARGET};
+use crate::{grpc, IDEMPOTENT_REPLAYED, TARGET};
 
 /// What the request asked for that shapes the layer's own answers.
 pub(crate) struct Asked {
