@@ -10,7 +10,7 @@ use idem_core::{Idempotency, DEFAULT_TTL};
 
 use crate::request::scope::{self, Unscoped};
 use crate::request::shared_bodies::SharedBodies;
-use crate::response_hook::ResponseHook;
+use crate::response::hook::ResponseHook;
 use crate::{IdempotencyLayer, DEFAULT_REPLAY_HEADERS};
 
 /// The largest request body the layer reads by default: 1 MiB.

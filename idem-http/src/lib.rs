@@ -213,20 +213,15 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod answer;
 mod body;
 mod config;
 mod detached;
-mod forward;
 mod grpc;
 mod layer;
-pub mod problem;
-mod replay_limits;
 mod request;
 mod requests_metric;
-mod response_hook;
+mod response;
 mod service;
-mod stored;
 
 pub use body::{Body, BoxError};
 pub use config::{
@@ -238,11 +233,12 @@ pub use layer::IdempotencyLayer;
 pub use request::key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use request::scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
 pub use requests_metric::{HTTP_OUTCOMES, HTTP_REQUESTS_TOTAL};
-pub use response_hook::Replay;
-pub use service::{IdempotencyService, ResponseFuture};
-pub use stored::{
+pub use response::hook::Replay;
+pub use response::problem;
+pub use response::stored::{
     NotAStoredResponse, RecordedBody, RecordedResponse, DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED,
 };
+pub use service::{IdempotencyService, ResponseFuture};
 
 /// The `tracing` target of every event this crate emits.
 pub(crate) const TARGET: &str = idem_protocol::log::HTTP;

@@ -16,17 +16,17 @@ use tokio::sync::oneshot;
 use tower_service::Service;
 use tracing::Instrument;
 
-use crate::answer;
 use crate::body::{self, Body, BoxError, PanicsAsErrors, Read};
 use crate::config::Config;
 use crate::detached::{self, Detached};
-use crate::forward::{self, Ending, Tail};
 use crate::request::asked::{answer_stored, Asked};
 use crate::request::fingerprint;
 use crate::request::key_header::{self, KeyHeader};
 use crate::request::scope::Unscoped;
 use crate::requests_metric::RequestOutcome;
-use crate::stored::{self, NotKept, StoredResponse};
+use crate::response::answer;
+use crate::response::forward::{self, Ending, Tail};
+use crate::response::stored::{self, NotKept, StoredResponse};
 use crate::{grpc, TARGET};
 
 /// The service made by [`IdempotencyLayer`](crate::IdempotencyLayer) around `S`.
