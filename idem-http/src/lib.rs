@@ -214,7 +214,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod body;
-mod config;
+mod builder;
 mod detached;
 mod grpc;
 mod layer;
@@ -224,7 +224,7 @@ mod response;
 mod service;
 
 pub use body::{Body, BoxError};
-pub use config::{
+pub use builder::{
     is_authentication_answer, is_validation_answer, stored_by_default, IdempotencyLayerBuilder,
     MismatchStatus, DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY,
     DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME, DEFAULT_RETRY_AFTER,
