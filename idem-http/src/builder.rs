@@ -1,4 +1,4 @@
-//! What the layer does, and the builder that says it.
+//! The builder that says what the layer does, setting by setting.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,130 +8,14 @@ use http::request::Parts;
 use http::{HeaderName, Method, StatusCode};
 use idem_core::{Idempotency, DEFAULT_TTL};
 
+use crate::config::{
+    Config, MismatchStatus, ScopeMissing, DEFAULT_ABANDONED_STREAM_TIMEOUT,
+    DEFAULT_MAX_REQUEST_BODY, DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME, DEFAULT_RETRY_AFTER,
+};
 use crate::request::scope::{self, Unscoped};
 use crate::request::shared_bodies::SharedBodies;
-use crate::response::hook::ResponseHook;
+use crate::response::statuses::stored_by_default;
 use crate::{IdempotencyLayer, DEFAULT_REPLAY_HEADERS};
-
-/// The largest request body the layer reads by default: 1 MiB.
-pub const DEFAULT_MAX_REQUEST_BODY: usize = 1024 * 1024;
-
-/// The largest response body the layer stores by default: 1 MiB.
-pub const DEFAULT_MAX_RESPONSE_BODY: usize = 1024 * 1024;
-
-/// The `Retry-After` of a 409 for a request still in progress, unless set otherwise: 1 second,
-/// or what is left of the running request's lease when that is shorter.
-pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
-
-/// How long the layer goes on reading a streamed response once its client has gone, so that
-/// the retry can get it whole, unless set otherwise: 10 seconds.
-pub const DEFAULT_ABANDONED_STREAM_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The name keys are stored and measured under, next to the namespace and scope, unless
-/// [`name`](IdempotencyLayerBuilder::name) says otherwise: `http`.
-pub const DEFAULT_NAME: &str = "http";
-
-/// Reads the scope of a request, or says which request extension it lacks.
-type ScopeFn = dyn Fn(&Parts) -> Result<Option<String>, ScopeMissing> + Send + Sync;
-
-/// The request extension a scope is taken from is missing: its type name.
-pub(crate) struct ScopeMissing(pub(crate) &'static str);
-type StoreWhenFn = dyn Fn(StatusCode) -> bool + Send + Sync;
-
-/// The status of the answer to a key reused with another request.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum MismatchStatus {
-    /// 422 Unprocessable Content, as the IETF draft says.
-    #[default]
-    UnprocessableContent,
-    /// 400 Bad Request, as Stripe answers.
-    BadRequest,
-    /// 409 Conflict.
-    Conflict,
-}
-
-impl MismatchStatus {
-    pub(crate) fn status(self) -> StatusCode {
-        match self {
-            MismatchStatus::UnprocessableContent => StatusCode::UNPROCESSABLE_ENTITY,
-            MismatchStatus::BadRequest => StatusCode::BAD_REQUEST,
-            MismatchStatus::Conflict => StatusCode::CONFLICT,
-        }
-    }
-}
-
-/// Whether a response with `status` is stored by default: 200 to 499, except
-///
-/// - the statuses that say "try again" (408, 409, 425, 429, and 499, "client closed
-///   request"), which a retry must be able to get past, and
-/// - the [validation answers](is_validation_answer) (400, 415, 422): a request refused by
-///   validation leaves no result, and the client may correct it and resend it with the same key,
-/// - the [authentication answers](is_authentication_answer) (401, 403, 407): nothing is kept
-///   for a principal that was not authenticated, so that a flood of made-up credentials
-///   cannot fill the store or a scope's quota, and a client whose credentials were refused
-///   can resend with the same key once they are right.
-///
-/// To store validation answers too:
-///
-/// ```
-/// # fn demo(idem: idem_core::Idempotency) {
-/// use idem_http::{is_validation_answer, stored_by_default, IdempotencyLayer};
-///
-/// let layer = IdempotencyLayer::builder(idem)
-///     .store_when(|status| stored_by_default(status) || is_validation_answer(status))
-///     .build();
-/// # let _ = layer; }
-/// ```
-pub fn stored_by_default(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 200..=499)
-        && !matches!(status.as_u16(), 408 | 409 | 425 | 429 | 499)
-        && !is_validation_answer(status)
-        && !is_authentication_answer(status)
-}
-
-/// Whether `status` says the request's credentials were not accepted: 401 Unauthorized, 403
-/// Forbidden or 407 Proxy Authentication Required. The handler (or the authentication in
-/// front of it) judged who is asking, not what was asked, so nothing it did is the request's
-/// result.
-pub fn is_authentication_answer(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 401 | 403 | 407)
-}
-
-/// Whether `status` is what a request refused by validation gets: 400 Bad Request, 415
-/// Unsupported Media Type or 422 Unprocessable Content (what axum's `Json` extractor answers to
-/// a body it cannot read).
-pub fn is_validation_answer(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 400 | 415 | 422)
-}
-
-/// The layer's settings, shared by every service it makes.
-pub(crate) struct Config {
-    pub(crate) idem: Idempotency,
-    /// The name keys are stored and measured under.
-    pub(crate) name: String,
-    /// Called with every replay before it is sent.
-    pub(crate) response_hook: Option<Arc<ResponseHook>>,
-    pub(crate) methods: Vec<Method>,
-    pub(crate) require_key: bool,
-    pub(crate) scope: Arc<ScopeFn>,
-    /// Whether `scope` is still the default digest of `Authorization`.
-    pub(crate) scope_is_default: bool,
-    pub(crate) scope_secret: Option<scope::ScopeSecret>,
-    pub(crate) unscoped: Unscoped,
-    pub(crate) fingerprint_headers: Vec<HeaderName>,
-    pub(crate) replay_headers: Vec<HeaderName>,
-    pub(crate) max_request_body: usize,
-    pub(crate) max_response_body: usize,
-    pub(crate) store_when: Arc<StoreWhenFn>,
-    pub(crate) mismatch: MismatchStatus,
-    pub(crate) retry_after: Duration,
-    pub(crate) abandoned_stream_timeout: Duration,
-    pub(crate) wait: Option<Duration>,
-    pub(crate) ttl: Duration,
-    pub(crate) lease: Option<Duration>,
-    /// The large request bodies in flight, held once for every duplicate that sent them.
-    pub(crate) bodies: SharedBodies,
-}
 
 /// Builds an [`IdempotencyLayer`] with settings other than the defaults.
 ///
@@ -474,61 +358,5 @@ impl fmt::Debug for IdempotencyLayerBuilder {
         f.debug_struct("IdempotencyLayerBuilder")
             .field("config", &self.config)
             .finish()
-    }
-}
-
-impl Config {
-    /// The client's `key` as this layer's logs name it: not at all when the handle hides
-    /// clear keys ([`Idempotency::hides_clear_keys`]), since the engine's own events name the
-    /// call by its digest.
-    pub(crate) fn logged_key<'a>(&self, key: &'a str) -> Option<&'a str> {
-        (!self.idem.hides_clear_keys()).then_some(key)
-    }
-}
-
-impl fmt::Debug for Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Config")
-            .field("idem", &self.idem)
-            .field("name", &self.name)
-            .field("response_hook", &self.response_hook.is_some())
-            .field("methods", &self.methods)
-            .field("require_key", &self.require_key)
-            .field("fingerprint_headers", &self.fingerprint_headers)
-            .field("replay_headers", &self.replay_headers)
-            .field("max_request_body", &self.max_request_body)
-            .field("max_response_body", &self.max_response_body)
-            .field("mismatch", &self.mismatch)
-            .field("retry_after", &self.retry_after)
-            .field("abandoned_stream_timeout", &self.abandoned_stream_timeout)
-            .field("wait", &self.wait)
-            .field("ttl", &self.ttl)
-            .field("lease", &self.lease)
-            .field("scope_secret", &self.scope_secret.is_some())
-            .field("unscoped", &self.unscoped)
-            .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn success_and_client_errors_are_stored_but_try_again_answers_are_not() {
-        for stored in [200, 201, 204, 302, 404, 410] {
-            assert!(
-                stored_by_default(StatusCode::from_u16(stored).unwrap()),
-                "{stored}"
-            );
-        }
-        for released in [
-            100, 400, 401, 403, 407, 408, 409, 415, 422, 425, 429, 499, 500, 502, 503,
-        ] {
-            assert!(
-                !stored_by_default(StatusCode::from_u16(released).unwrap()),
-                "{released}"
-            );
-        }
     }
 }

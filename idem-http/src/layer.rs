@@ -5,7 +5,7 @@ use std::sync::Arc;
 use idem_core::Idempotency;
 use tower_layer::Layer;
 
-use crate::builder::Config;
+use crate::config::Config;
 use crate::{IdempotencyLayerBuilder, IdempotencyService};
 
 /// Makes POST and PATCH requests that carry an `Idempotency-Key` header idempotent: see the

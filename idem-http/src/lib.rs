@@ -215,6 +215,7 @@
 
 mod body;
 mod builder;
+mod config;
 mod detached;
 mod grpc;
 mod layer;
@@ -224,8 +225,8 @@ mod response;
 mod service;
 
 pub use body::{Body, BoxError};
-pub use builder::{
-    is_authentication_answer, is_validation_answer, stored_by_default, IdempotencyLayerBuilder,
+pub use builder::IdempotencyLayerBuilder;
+pub use config::{
     MismatchStatus, DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY,
     DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME, DEFAULT_RETRY_AFTER,
 };
@@ -235,6 +236,7 @@ pub use request::scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
 pub use requests_metric::{HTTP_OUTCOMES, HTTP_REQUESTS_TOTAL};
 pub use response::hook::Replay;
 pub use response::problem;
+pub use response::statuses::{is_authentication_answer, is_validation_answer, stored_by_default};
 pub use response::stored::{
     NotAStoredResponse, RecordedBody, RecordedResponse, DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED,
 };

@@ -17,7 +17,7 @@ use tower_service::Service;
 use tracing::Instrument;
 
 use crate::body::{self, Body, BoxError, PanicsAsErrors, Read};
-use crate::builder::Config;
+use crate::config::Config;
 use crate::detached::{self, Detached};
 use crate::request::asked::{answer_stored, Asked};
 use crate::request::fingerprint;

@@ -6,7 +6,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Response};
 use idem_core::Executed;
 
 use crate::body::Body;
-use crate::builder::Config;
+use crate::config::Config;
 use crate::request::encoding;
 use crate::response::answer;
 use crate::response::hook::Replay;

@@ -3,7 +3,7 @@
 
 use idem_core::Error;
 
-use crate::builder::{Config, ScopeMissing};
+use crate::config::{Config, ScopeMissing};
 use crate::response::problem::{judged, Problem, ProblemType, Subject};
 use crate::response::stored::NotKept;
 
