@@ -220,9 +220,9 @@ mod detached;
 mod grpc;
 mod layer;
 mod request;
-mod requests_metric;
 mod response;
 mod service;
+mod telemetry;
 
 pub use body::{Body, BoxError};
 pub use builder::IdempotencyLayerBuilder;
@@ -233,7 +233,6 @@ pub use config::{
 pub use layer::IdempotencyLayer;
 pub use request::key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use request::scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
-pub use requests_metric::{HTTP_OUTCOMES, HTTP_REQUESTS_TOTAL};
 pub use response::hook::Replay;
 pub use response::problem;
 pub use response::statuses::{is_authentication_answer, is_validation_answer, stored_by_default};
@@ -241,6 +240,7 @@ pub use response::stored::{
     NotAStoredResponse, RecordedBody, RecordedResponse, DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED,
 };
 pub use service::{IdempotencyService, ResponseFuture};
+pub use telemetry::{HTTP_OUTCOMES, HTTP_REQUESTS_TOTAL};
 
 /// The `tracing` target of every event this crate emits.
 pub(crate) const TARGET: &str = idem_protocol::log::HTTP;

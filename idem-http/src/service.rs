@@ -23,10 +23,10 @@ use crate::request::asked::{answer_stored, Asked};
 use crate::request::fingerprint;
 use crate::request::key_header::{self, KeyHeader};
 use crate::request::scope::Unscoped;
-use crate::requests_metric::RequestOutcome;
 use crate::response::answer;
 use crate::response::forward::{self, Ending, Tail};
 use crate::response::stored::{self, NotKept, StoredResponse};
+use crate::telemetry::RequestOutcome;
 use crate::{grpc, TARGET};
 
 /// The service made by [`IdempotencyLayer`](crate::IdempotencyLayer) around `S`.
