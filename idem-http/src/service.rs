@@ -22,12 +22,11 @@ use crate::detached::{self, Detached};
 use crate::request::asked::{answer_stored, Asked};
 use crate::request::fingerprint;
 use crate::request::key_header::{self, KeyHeader};
-use crate::request::scope::Unscoped;
 use crate::response::answer;
 use crate::response::forward::{self, Ending, Tail};
 use crate::response::stored::{self, NotKept, StoredResponse};
 use crate::telemetry::RequestOutcome;
-use crate::{grpc, TARGET};
+use crate::{grpc, Unscoped, TARGET};
 
 /// The service made by [`IdempotencyLayer`](crate::IdempotencyLayer) around `S`.
 ///
