@@ -28,7 +28,7 @@
 # 1 h (172 mutants, estimated).
 #
 # Extra arguments for cargo-mutants go in IDEM_MUTANTS_ARGS (say `--shard 1/4`, or
-# `-e idem-http/src/stored.rs` or `--re NAME` to narrow a group). Results land in
+# `-e idem-http/src/response/stored/mod.rs` or `--re NAME` to narrow a group). Results land in
 # target/mutants/GROUP/mutants.out/: missed.txt and timeout.txt list the mutants no test
 # caught, and each one is either killed by a new check or recorded in CONTRIBUTING.md as
 # equivalent. The mutants are made in the source tree itself (so builds reuse target/): do not
@@ -95,8 +95,8 @@ for group in "${groups[@]}"; do
         # A test waiting on something a mutant broke fails by name after 10 s, within the
         # timeout, instead of after the default minute.
         IDEM_TEST_HANG_SECS=10 mutants http --timeout 90 \
-            -f idem-http/src/service.rs -f idem-http/src/stored.rs \
-            -f idem-http/src/fingerprint.rs \
+            -f idem-http/src/service.rs -f idem-http/src/response/stored/mod.rs \
+            -f idem-http/src/request/fingerprint.rs \
             --test-package idem-http -- --tests
         ;;
     postgres)
@@ -149,7 +149,7 @@ for group in "${groups[@]}"; do
         cargo test -p idem-core -p idem-protocol -p idem-http --lib --tests
         mutants keys --baseline skip --timeout 90 \
             -f 'idem-core/src/key/*.rs' -f idem-protocol/src/scope.rs \
-            -f idem-protocol/src/key.rs -f idem-http/src/replay_limits.rs \
+            -f idem-protocol/src/key.rs -f idem-http/src/response/replay_limits.rs \
             --test-package idem-core,idem-protocol,idem-http -- --lib --tests
         ;;
     *)

@@ -1,4 +1,4 @@
-//! What the layer does, and the builder that says it.
+//! What the layer does: its settings, shared by every service it makes, and their defaults.
 
 use std::fmt;
 use std::sync::Arc;
@@ -6,12 +6,11 @@ use std::time::Duration;
 
 use http::request::Parts;
 use http::{HeaderName, Method, StatusCode};
-use idem_core::{Idempotency, DEFAULT_TTL};
+use idem_core::Idempotency;
 
-use crate::response_hook::ResponseHook;
-use crate::scope::{self, Unscoped};
-use crate::shared_bodies::SharedBodies;
-use crate::{IdempotencyLayer, DEFAULT_REPLAY_HEADERS};
+use crate::request::scope::{ScopeSecret, Unscoped};
+use crate::request::shared_bodies::SharedBodies;
+use crate::response::hook::ResponseHook;
 
 /// The largest request body the layer reads by default: 1 MiB.
 pub const DEFAULT_MAX_REQUEST_BODY: usize = 1024 * 1024;
@@ -28,7 +27,7 @@ pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 pub const DEFAULT_ABANDONED_STREAM_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The name keys are stored and measured under, next to the namespace and scope, unless
-/// [`name`](IdempotencyLayerBuilder::name) says otherwise: `http`.
+/// [`name`](crate::IdempotencyLayerBuilder::name) says otherwise: `http`.
 pub const DEFAULT_NAME: &str = "http";
 
 /// Reads the scope of a request, or says which request extension it lacks.
@@ -60,50 +59,6 @@ impl MismatchStatus {
     }
 }
 
-/// Whether a response with `status` is stored by default: 200 to 499, except
-///
-/// - the statuses that say "try again" (408, 409, 425, 429, and 499, "client closed
-///   request"), which a retry must be able to get past, and
-/// - the [validation answers](is_validation_answer) (400, 415, 422): a request refused by
-///   validation leaves no result, and the client may correct it and resend it with the same key,
-/// - the [authentication answers](is_authentication_answer) (401, 403, 407): nothing is kept
-///   for a principal that was not authenticated, so that a flood of made-up credentials
-///   cannot fill the store or a scope's quota, and a client whose credentials were refused
-///   can resend with the same key once they are right.
-///
-/// To store validation answers too:
-///
-/// ```
-/// # fn demo(idem: idem_core::Idempotency) {
-/// use idem_http::{is_validation_answer, stored_by_default, IdempotencyLayer};
-///
-/// let layer = IdempotencyLayer::builder(idem)
-///     .store_when(|status| stored_by_default(status) || is_validation_answer(status))
-///     .build();
-/// # let _ = layer; }
-/// ```
-pub fn stored_by_default(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 200..=499)
-        && !matches!(status.as_u16(), 408 | 409 | 425 | 429 | 499)
-        && !is_validation_answer(status)
-        && !is_authentication_answer(status)
-}
-
-/// Whether `status` says the request's credentials were not accepted: 401 Unauthorized, 403
-/// Forbidden or 407 Proxy Authentication Required. The handler (or the authentication in
-/// front of it) judged who is asking, not what was asked, so nothing it did is the request's
-/// result.
-pub fn is_authentication_answer(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 401 | 403 | 407)
-}
-
-/// Whether `status` is what a request refused by validation gets: 400 Bad Request, 415
-/// Unsupported Media Type or 422 Unprocessable Content (what axum's `Json` extractor answers to
-/// a body it cannot read).
-pub fn is_validation_answer(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 400 | 415 | 422)
-}
-
 /// The layer's settings, shared by every service it makes.
 pub(crate) struct Config {
     pub(crate) idem: Idempotency,
@@ -116,7 +71,7 @@ pub(crate) struct Config {
     pub(crate) scope: Arc<ScopeFn>,
     /// Whether `scope` is still the default digest of `Authorization`.
     pub(crate) scope_is_default: bool,
-    pub(crate) scope_secret: Option<scope::ScopeSecret>,
+    pub(crate) scope_secret: Option<ScopeSecret>,
     pub(crate) unscoped: Unscoped,
     pub(crate) fingerprint_headers: Vec<HeaderName>,
     pub(crate) replay_headers: Vec<HeaderName>,
@@ -131,350 +86,6 @@ pub(crate) struct Config {
     pub(crate) lease: Option<Duration>,
     /// The large request bodies in flight, held once for every duplicate that sent them.
     pub(crate) bodies: SharedBodies,
-}
-
-/// Builds an [`IdempotencyLayer`] with settings other than the defaults.
-///
-/// ```
-/// # fn demo(idem: idem_core::Idempotency) {
-/// use std::time::Duration;
-/// use idem_http::{IdempotencyLayer, MismatchStatus};
-///
-/// let layer = IdempotencyLayer::builder(idem)
-///     .require_key(true)
-///     .scope(|parts| {
-///         let tenant = parts.headers.get("x-tenant-id")?;
-///         Some(tenant.to_str().ok()?.to_owned())
-///     })
-///     .wait(Duration::from_secs(5))
-///     .mismatch_status(MismatchStatus::BadRequest)
-///     .build();
-/// # let _ = layer; }
-/// ```
-#[must_use = "call `build` to get the layer"]
-pub struct IdempotencyLayerBuilder {
-    config: Config,
-}
-
-impl IdempotencyLayerBuilder {
-    pub(crate) fn new(idem: Idempotency) -> Self {
-        IdempotencyLayerBuilder {
-            config: Config {
-                idem,
-                name: DEFAULT_NAME.to_owned(),
-                response_hook: None,
-                methods: vec![Method::POST, Method::PATCH],
-                require_key: false,
-                scope: Arc::new(|parts| Ok(scope::authorization_digest(parts))),
-                scope_is_default: true,
-                scope_secret: None,
-                unscoped: Unscoped::default(),
-                fingerprint_headers: Vec::new(),
-                replay_headers: DEFAULT_REPLAY_HEADERS
-                    .iter()
-                    .map(|name| HeaderName::from_static(name))
-                    .collect(),
-                max_request_body: DEFAULT_MAX_REQUEST_BODY,
-                max_response_body: DEFAULT_MAX_RESPONSE_BODY,
-                store_when: Arc::new(stored_by_default),
-                mismatch: MismatchStatus::default(),
-                retry_after: DEFAULT_RETRY_AFTER,
-                abandoned_stream_timeout: DEFAULT_ABANDONED_STREAM_TIMEOUT,
-                wait: None,
-                ttl: DEFAULT_TTL,
-                lease: None,
-                bodies: SharedBodies::default(),
-            },
-        }
-    }
-
-    /// The name this layer's keys are stored under and its calls are measured under (the
-    /// `function` label of idem's metrics, and what `idem list --function` filters by):
-    /// [`DEFAULT_NAME`] (`http`) unless set. Name each layer when a service has several (two
-    /// routers, two APIs), so that their calls can be told apart. Layers with different names
-    /// keep different records: a key sent to both runs once on each. Renaming a layer leaves
-    /// its records under the old name, so the retries of requests made before the rename run
-    /// again. Give it a name no `#[idempotent]` function on the same handle has: they would
-    /// share one key space, where a client's key could take a function's.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.config.name = name.into();
-        self
-    }
-
-    /// Calls `hook` with every response built from the store (a retry's replay, a waiter's
-    /// answer) before it is sent, as Powertools' `response_hook` does: to add a header, say,
-    /// or to change what a retry is told. The handler's own first response is not passed to
-    /// it, nor the layer's problem answers. The response already carries
-    /// `Idempotent-Replayed: true`.
-    ///
-    /// ```
-    /// # fn demo(idem: idem_core::Idempotency) {
-    /// use http::HeaderValue;
-    ///
-    /// let layer = idem_http::IdempotencyLayer::builder(idem)
-    ///     .response_hook(|response, _replay| {
-    ///         response.headers_mut().insert("cache-control", HeaderValue::from_static("no-store"));
-    ///     })
-    ///     .build();
-    /// # let _ = layer; }
-    /// ```
-    pub fn response_hook<F>(mut self, hook: F) -> Self
-    where
-        F: Fn(&mut http::Response<crate::Body>, &crate::Replay<'_>) + Send + Sync + 'static,
-    {
-        self.config.response_hook = Some(Arc::new(hook));
-        self
-    }
-
-    /// The methods whose requests are made idempotent (POST and PATCH unless told otherwise).
-    /// Requests with other methods pass through untouched.
-    pub fn methods(mut self, methods: impl IntoIterator<Item = Method>) -> Self {
-        self.config.methods = methods.into_iter().collect();
-        self
-    }
-
-    /// Answers 400 to a request of a handled method that carries no `Idempotency-Key`, instead
-    /// of passing it through (off by default).
-    pub fn require_key(mut self, require: bool) -> Self {
-        self.config.require_key = require;
-        self
-    }
-
-    /// Whose keys these are: a principal or tenant read from the request head, or `None` for a
-    /// request without one. Two scopes never share a record. Replaces the default, a SHA-256
-    /// digest of the `Authorization` header. A request without a scope is refused unless
-    /// [`unscoped`](Self::unscoped) says otherwise.
-    ///
-    /// The scope is stored in the key: digest anything secret (a session cookie) first.
-    ///
-    /// Behind an authentication layer, prefer
-    /// [`scope_from_extension`](Self::scope_from_extension).
-    pub fn scope<F>(mut self, scope: F) -> Self
-    where
-        F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
-    {
-        self.config.scope = Arc::new(move |parts| Ok(scope(parts)));
-        self.config.scope_is_default = false;
-        self
-    }
-
-    /// Takes the scope from the request extension of type `T` that an authentication layer
-    /// sets (a user or account id), by its `Display` form. A client whose token was refreshed
-    /// keeps its records, which the default digest of `Authorization` does not.
-    ///
-    /// The authentication layer must run first: put it outside this one (added after it with
-    /// axum's `Router::layer`, or before it in a `ServiceBuilder`). A request without the
-    /// extension gets a 500 saying so, and nothing runs, whatever
-    /// [`unscoped`](Self::unscoped) says: a missing principal there is a misconfiguration.
-    ///
-    /// ```
-    /// # fn demo(idem: idem_core::Idempotency) {
-    /// /// Set by the authentication layer on every request it lets through.
-    /// #[derive(Clone)]
-    /// struct UserId(u64);
-    ///
-    /// impl std::fmt::Display for UserId {
-    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-    ///         write!(f, "user:{}", self.0)
-    ///     }
-    /// }
-    ///
-    /// let layer = idem_http::IdempotencyLayer::builder(idem)
-    ///     .scope_from_extension::<UserId>()
-    ///     .build();
-    /// # let _ = layer; }
-    /// ```
-    pub fn scope_from_extension<T>(mut self) -> Self
-    where
-        T: fmt::Display + Send + Sync + 'static,
-    {
-        self.config.scope = Arc::new(|parts| match parts.extensions.get::<T>() {
-            Some(principal) => Ok(Some(principal.to_string())),
-            None => Err(ScopeMissing(std::any::type_name::<T>())),
-        });
-        self.config.scope_is_default = false;
-        self
-    }
-
-    /// What happens to a keyed request without a scope ([`Unscoped::Refused`] by default: a
-    /// 400). Under the default scope, that is a request without `Authorization`; under
-    /// [`scope`](Self::scope), one for which it returns `None`.
-    ///
-    /// ```
-    /// # fn demo(idem: idem_core::Idempotency) {
-    /// use idem_http::Unscoped;
-    ///
-    /// // Behind the authentication inside the app: let it answer the anonymous ones.
-    /// let layer = idem_http::IdempotencyLayer::builder(idem)
-    ///     .unscoped(Unscoped::PassedThrough)
-    ///     .build();
-    /// # let _ = layer; }
-    /// ```
-    pub fn unscoped(mut self, unscoped: Unscoped) -> Self {
-        self.config.unscoped = unscoped;
-        self
-    }
-
-    /// Keys every scope with `secret`, a secret of this server, before it reaches the store:
-    /// the stored scope is the HMAC-SHA256 of the scope under it. Without one, the default
-    /// scope is a plain SHA-256 of the `Authorization` header, which anyone who can read the
-    /// store can test guessed credentials against, a million guesses a second: a weak
-    /// password or API key falls at once. Every server of one service needs the same secret,
-    /// and changing it changes every scope, so that records stored before are not found.
-    ///
-    /// The secret is at least [`MIN_SCOPE_SECRET_BYTES`](crate::MIN_SCOPE_SECRET_BYTES) (32)
-    /// bytes, random: a shorter one panics here, so that an unset variable read as empty
-    /// never passes for one.
-    ///
-    /// ```no_run
-    /// # fn demo(idem: idem_core::Idempotency) {
-    /// let secret = std::env::var("IDEM_SCOPE_SECRET").expect("IDEM_SCOPE_SECRET is set");
-    /// let layer = idem_http::IdempotencyLayer::builder(idem)
-    ///     .scope_secret(secret)
-    ///     .build();
-    /// # let _ = layer; }
-    /// ```
-    pub fn scope_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
-        self.config.scope_secret = Some(scope::ScopeSecret::new(secret.as_ref()));
-        self
-    }
-
-    /// Bounds what each scope (principal) may keep in the store, so that one client cannot
-    /// fill it for the others: a request with a new key from a client over its quota gets a
-    /// 429 ([`problem::QUOTA_EXCEEDED`](crate::problem::QUOTA_EXCEEDED)) with `Retry-After`,
-    /// and nothing runs; its keys already used are still replayed. Requests under
-    /// [`Unscoped::Shared`] share one allowance. The same as
-    /// [`Idempotency::with_quota`](idem_core::Idempotency::with_quota) on the handle the
-    /// layer was built with.
-    ///
-    /// ```
-    /// # fn demo(idem: idem_core::Idempotency) {
-    /// use idem_core::ScopeQuota;
-    /// // Each client keeps at most 1,000 answers or 16 MiB of them for the TTL.
-    /// let layer = idem_http::IdempotencyLayer::builder(idem)
-    ///     .quota(ScopeQuota::new().max_records(1_000).max_bytes(16 << 20))
-    ///     .build();
-    /// # let _ = layer; }
-    /// ```
-    pub fn quota(mut self, quota: impl idem_core::Quota) -> Self {
-        self.config.idem = self.config.idem.clone().with_quota(quota);
-        self
-    }
-
-    /// Request headers that are part of the fingerprint, so that a retry with other values is
-    /// refused (none by default).
-    pub fn fingerprint_headers(mut self, names: impl IntoIterator<Item = HeaderName>) -> Self {
-        self.config.fingerprint_headers = names.into_iter().collect();
-        self
-    }
-
-    /// Response headers replayed besides the default ones ([`DEFAULT_REPLAY_HEADERS`]:
-    /// `content-type`, `content-encoding`, `vary`, `location`, `content-location`, `etag`,
-    /// `last-modified`, `link` and the `grpc-*` status and encoding).
-    ///
-    /// [`DEFAULT_REPLAY_HEADERS`]: crate::DEFAULT_REPLAY_HEADERS
-    pub fn replay_headers(mut self, names: impl IntoIterator<Item = HeaderName>) -> Self {
-        self.config.replay_headers.extend(names);
-        self
-    }
-
-    /// The largest request body read, in bytes (1 MiB by default). A larger one gets a 413
-    /// before anything is reserved.
-    pub fn max_request_body(mut self, bytes: usize) -> Self {
-        self.config.max_request_body = bytes;
-        self
-    }
-
-    /// The largest response body stored, in bytes (1 MiB by default). A larger response still
-    /// reaches the client whole, streamed; it is not stored, but its key is kept as handled, so
-    /// a retry gets a 410 ([`problem::RESPONSE_NOT_KEPT`](crate::problem::RESPONSE_NOT_KEPT))
-    /// and never a second run.
-    pub fn max_response_body(mut self, bytes: usize) -> Self {
-        self.config.max_response_body = bytes;
-        self
-    }
-
-    /// Which response statuses are stored and replayed; the others release the key. By default
-    /// [`stored_by_default`]: 200 to 499 except 400, 401, 403, 407, 408, 409, 415, 422, 425,
-    /// 429 and 499.
-    /// `|_| true` stores every response, 5xx included, as Stripe does.
-    ///
-    /// A gRPC response is judged by the HTTP status its `grpc-status` maps to (see the
-    /// [crate docs](crate#grpc)).
-    pub fn store_when<F>(mut self, store: F) -> Self
-    where
-        F: Fn(StatusCode) -> bool + Send + Sync + 'static,
-    {
-        self.config.store_when = Arc::new(store);
-        self
-    }
-
-    /// The status of the answer to a key reused with another request (422 by default).
-    pub fn mismatch_status(mut self, status: MismatchStatus) -> Self {
-        self.config.mismatch = status;
-        self
-    }
-
-    /// The `Retry-After` of the 409 for a request still in progress (1 second by default),
-    /// never past the running request's lease.
-    pub fn retry_after(mut self, retry_after: Duration) -> Self {
-        self.config.retry_after = retry_after;
-        self
-    }
-
-    /// How long a streamed response is still read once its client has gone (10 seconds by
-    /// default). If it ends within this time and the size limit, it is stored and the retry
-    /// gets it whole; otherwise the layer stops reading it and its key is kept as handled,
-    /// with a response not kept. A client that takes longer than this to take one frame
-    /// counts as gone.
-    pub fn abandoned_stream_timeout(mut self, timeout: Duration) -> Self {
-        self.config.abandoned_stream_timeout = timeout;
-        self
-    }
-
-    /// Waits up to `wait` for a request with the same key that is still running, and answers
-    /// with its response, instead of a 409 at once (no waiting by default).
-    pub fn wait(mut self, wait: Duration) -> Self {
-        self.config.wait = Some(wait);
-        self
-    }
-
-    /// How long a response is replayed, from when it was stored (24 hours by default).
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.config.ttl = ttl;
-        self
-    }
-
-    /// How long a reservation holds without renewal ([`idem_core::DEFAULT_LEASE`] by
-    /// default): a request whose server died is retried at the earliest this long after.
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.config.lease = Some(lease);
-        self
-    }
-
-    /// The layer.
-    pub fn build(self) -> IdempotencyLayer {
-        if self.config.scope_is_default && self.config.scope_secret.is_none() {
-            tracing::warn!(
-                target: crate::TARGET,
-                "keys are scoped by an unkeyed SHA-256 digest of the Authorization header, which \
-                 anyone who can read the idempotency store can test guessed credentials \
-                 against; set IdempotencyLayerBuilder::scope_secret to key it with a secret of \
-                 this server"
-            );
-        }
-        IdempotencyLayer {
-            config: Arc::new(self.config),
-        }
-    }
-}
-
-impl fmt::Debug for IdempotencyLayerBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IdempotencyLayerBuilder")
-            .field("config", &self.config)
-            .finish()
-    }
 }
 
 impl Config {
@@ -507,28 +118,5 @@ impl fmt::Debug for Config {
             .field("scope_secret", &self.scope_secret.is_some())
             .field("unscoped", &self.unscoped)
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn success_and_client_errors_are_stored_but_try_again_answers_are_not() {
-        for stored in [200, 201, 204, 302, 404, 410] {
-            assert!(
-                stored_by_default(StatusCode::from_u16(stored).unwrap()),
-                "{stored}"
-            );
-        }
-        for released in [
-            100, 400, 401, 403, 407, 408, 409, 415, 422, 425, 429, 499, 500, 502, 503,
-        ] {
-            assert!(
-                !stored_by_default(StatusCode::from_u16(released).unwrap()),
-                "{released}"
-            );
-        }
     }
 }

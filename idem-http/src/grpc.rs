@@ -6,7 +6,7 @@ use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 use crate::body::{self, Body};
-use crate::problem::Problem;
+use crate::response::problem::Problem;
 
 /// The trailer (or, in a trailers-only answer, the header) with a gRPC call's status code.
 const GRPC_STATUS: &str = "grpc-status";
@@ -110,7 +110,7 @@ fn percent_encode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::problem::Subject;
+    use crate::response::problem::Subject;
     use std::time::Duration;
 
     fn with_status(code: &str) -> HeaderMap {
@@ -138,7 +138,7 @@ mod tests {
     #[test]
     fn the_layer_s_answers_have_their_own_codes() {
         let code = |error: idem_core::Error| {
-            let problem = crate::problem::judged(
+            let problem = crate::response::problem::judged(
                 &error,
                 Subject::Unnamed,
                 Duration::from_secs(1),

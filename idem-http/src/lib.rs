@@ -213,41 +213,34 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod answer;
-mod asked;
 mod body;
+mod builder;
 mod config;
 mod detached;
-mod encoding;
-mod fingerprint;
-mod forward;
 mod grpc;
-mod key_header;
 mod layer;
-pub mod problem;
-mod replay_limits;
-mod requests_metric;
-mod response_hook;
-mod scope;
+mod request;
+mod response;
 mod service;
-mod shared_bodies;
-mod stored;
+mod telemetry;
 
 pub use body::{Body, BoxError};
+pub use builder::IdempotencyLayerBuilder;
 pub use config::{
-    is_authentication_answer, is_validation_answer, stored_by_default, IdempotencyLayerBuilder,
     MismatchStatus, DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY,
     DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME, DEFAULT_RETRY_AFTER,
 };
-pub use key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use layer::IdempotencyLayer;
-pub use requests_metric::{HTTP_OUTCOMES, HTTP_REQUESTS_TOTAL};
-pub use response_hook::Replay;
-pub use scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
-pub use service::{IdempotencyService, ResponseFuture};
-pub use stored::{
+pub use request::key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
+pub use request::scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
+pub use response::hook::Replay;
+pub use response::problem;
+pub use response::statuses::{is_authentication_answer, is_validation_answer, stored_by_default};
+pub use response::stored::{
     NotAStoredResponse, RecordedBody, RecordedResponse, DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED,
 };
+pub use service::{IdempotencyService, ResponseFuture};
+pub use telemetry::{HTTP_OUTCOMES, HTTP_REQUESTS_TOTAL};
 
 /// The `tracing` target of every event this crate emits.
 pub(crate) const TARGET: &str = idem_protocol::log::HTTP;

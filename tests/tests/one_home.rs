@@ -120,7 +120,7 @@ fn credentials_are_digested_only_by_the_contracts_scope_function() {
     // The layer reads the header, in one place, and hands it to the contract's function.
     let readers: Vec<String> = code_lines_with(&files, "header::AUTHORIZATION")
         .into_iter()
-        .filter(|line| !line.contains("idem-http/src/scope.rs"))
+        .filter(|line| !line.contains("idem-http/src/request/scope.rs"))
         .collect();
     assert!(readers.is_empty(), "{}", readers.join("\n"));
 }

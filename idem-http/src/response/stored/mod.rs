@@ -9,7 +9,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use crate::body::{self, Body};
-use crate::replay_limits::{has_no_content, is_framing, ReplayLimits};
+use crate::response::replay_limits::{has_no_content, is_framing, ReplayLimits};
 
 pub use idem_protocol::header::IDEMPOTENT_REPLAYED;
 

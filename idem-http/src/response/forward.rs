@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::body::{Body, BoxError};
-use crate::stored::NotKept;
+use crate::response::stored::NotKept;
 
 /// What goes to the client: a frame, a failure, or the end.
 enum Sent {

@@ -1,4 +1,6 @@
-//! `idem_http_requests_total{outcome}`: what the layer did with each request.
+//! What the layer tells operators besides its `tracing` events (whose target is
+//! [`idem_protocol::log::HTTP`]): `idem_http_requests_total{outcome}`, what it did with each
+//! request.
 
 use metrics::{Key, Label, Level, Metadata};
 

@@ -4,8 +4,8 @@
 use idem_core::Error;
 
 use crate::config::{Config, ScopeMissing};
-use crate::problem::{judged, Problem, ProblemType, Subject};
-use crate::stored::NotKept;
+use crate::response::problem::{judged, Problem, ProblemType, Subject};
+use crate::response::stored::NotKept;
 
 /// The problem answer for an engine error on the client's key `key`.
 pub(crate) fn engine_error(error: &Error, key: &str, config: &Config) -> Problem {

@@ -5,14 +5,15 @@ use http::header::ACCEPT_ENCODING;
 use http::{HeaderMap, HeaderName, HeaderValue, Response};
 use idem_core::Executed;
 
-use crate::answer;
 use crate::body::Body;
 use crate::config::Config;
-use crate::problem::Problem;
-use crate::replay_limits::ReplayLimits;
-use crate::response_hook::Replay;
-use crate::stored::StoredResponse;
-use crate::{encoding, grpc, IDEMPOTENT_REPLAYED, TARGET};
+use crate::request::encoding;
+use crate::response::answer;
+use crate::response::hook::Replay;
+use crate::response::problem::Problem;
+use crate::response::replay_limits::ReplayLimits;
+use crate::response::stored::StoredResponse;
+use crate::{grpc, IDEMPOTENT_REPLAYED, TARGET};
 
 /// What the request asked for that shapes the layer's own answers.
 pub(crate) struct Asked {

@@ -99,7 +99,7 @@ mod tests {
     use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
     use super::*;
-    use crate::stored::{NotKept, DEFAULT_REPLAY_HEADERS};
+    use crate::response::stored::{NotKept, DEFAULT_REPLAY_HEADERS};
 
     fn stored_bytes(stored: &StoredResponse) -> Vec<u8> {
         serde_json::to_vec(stored).unwrap()
