@@ -170,7 +170,7 @@ pub enum Error {
     /// The store does not offer what an operator asked of it (a listing, a purge).
     #[error("the `{store}` store can't {what}")]
     Unsupported {
-        /// The store's [`name`](crate::Store::name).
+        /// The store's [`name`](crate::store::Store::name).
         store: String,
         /// What it was asked to do.
         what: &'static str,
@@ -267,7 +267,7 @@ impl Error {
     }
 }
 
-/// What a [`Store`](crate::Store) operation can fail with.
+/// What a [`Store`](crate::store::Store) operation can fail with.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {

@@ -1,8 +1,17 @@
-//! The `Idempotency` handle: a store, a clock and a namespace.
+//! The `Idempotency` handle: what an application configures and calls. The protocol behind
+//! each call is the engine's; what an operator does, `operator`'s.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
+use crate::call::{Call, Executed};
+use crate::engine::Engine;
+use crate::operator::{HeldRelease, Inspection};
+use crate::store::{ListPage, ListQuery, PurgeProgress};
 use crate::{
     clock::{Clock, SystemClock},
     error::Error,
@@ -33,22 +42,7 @@ pub const DEFAULT_NAMESPACE: &str = "idem";
 /// ```
 #[derive(Clone)]
 pub struct Idempotency {
-    /// The store as the engine sees it: timed, then through sealing when it is on.
-    pub(crate) store: Arc<dyn Store>,
-    /// The store as [`store`](Idempotency::store) shows it: through sealing, untimed, so
-    /// that a handle built on it times each operation once.
-    pub(crate) view: Arc<dyn Store>,
-    /// The store as given, and timed.
-    #[cfg(feature = "seal")]
-    pub(crate) given: Arc<dyn Store>,
-    #[cfg(feature = "seal")]
-    pub(crate) unsealed: Arc<dyn Store>,
-    #[cfg(feature = "seal")]
-    pub(crate) sealing: crate::seal::Sealing,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) namespace: Arc<str>,
-    pub(crate) replay_cache: Option<Arc<ReplayCache>>,
-    pub(crate) quota: Option<Arc<dyn Quota>>,
+    pub(crate) engine: Engine,
 }
 
 impl Idempotency {
@@ -61,32 +55,34 @@ impl Idempotency {
     pub fn from_arc(store: Arc<dyn Store>) -> Self {
         let timed: Arc<dyn Store> = Arc::new(crate::telemetry::MeteredStore::new(store.clone()));
         Idempotency {
-            view: store.clone(),
-            #[cfg(feature = "seal")]
-            given: store,
-            #[cfg(feature = "seal")]
-            unsealed: timed.clone(),
-            #[cfg(feature = "seal")]
-            sealing: Default::default(),
-            store: timed,
-            clock: Arc::new(SystemClock),
-            namespace: DEFAULT_NAMESPACE.into(),
-            replay_cache: None,
-            quota: None,
+            engine: Engine {
+                view: store.clone(),
+                #[cfg(feature = "seal")]
+                given: store,
+                #[cfg(feature = "seal")]
+                unsealed: timed.clone(),
+                #[cfg(feature = "seal")]
+                sealing: Default::default(),
+                store: timed,
+                clock: Arc::new(SystemClock),
+                namespace: DEFAULT_NAMESPACE.into(),
+                replay_cache: None,
+                quota: None,
+            },
         }
     }
 
     /// Puts every key of this handle in `namespace`, so that several services can share one
     /// store without sharing records.
     pub fn with_namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = namespace.into().into();
+        self.engine.namespace = namespace.into().into();
         self
     }
 
     /// Reads time from `clock` instead of the system clock (a [`ManualClock`](crate::ManualClock)
     /// in tests).
     pub fn with_clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Arc::new(clock);
+        self.engine.clock = Arc::new(clock);
         self
     }
 
@@ -101,7 +97,7 @@ impl Idempotency {
     /// # }
     /// ```
     pub fn with_replay_cache(mut self, cache: ReplayCache) -> Self {
-        self.replay_cache = Some(Arc::new(cache));
+        self.engine.replay_cache = Some(Arc::new(cache));
         self
     }
 
@@ -122,13 +118,13 @@ impl Idempotency {
     /// # }
     /// ```
     pub fn with_quota(mut self, quota: impl Quota) -> Self {
-        self.quota = Some(Arc::new(quota));
+        self.engine.quota = Some(Arc::new(quota));
         self
     }
 
     /// The quota, if [`with_quota`](Idempotency::with_quota) set one.
     pub fn quota(&self) -> Option<&dyn Quota> {
-        self.quota.as_deref()
+        self.engine.quota.as_deref()
     }
 
     /// Seals every outcome and step value this handle stores under `keyring`'s current key,
@@ -159,7 +155,7 @@ impl Idempotency {
     #[cfg_attr(docsrs, doc(cfg(feature = "seal")))]
     pub fn hide_clear_keys(mut self) -> Self {
         // The store does not depend on it: only what calls are named by does.
-        self.sealing.hide_clear_keys = true;
+        self.engine.sealing.hide_clear_keys = true;
         self
     }
 
@@ -169,7 +165,7 @@ impl Idempotency {
     /// logs too.
     pub fn hides_clear_keys(&self) -> bool {
         #[cfg(feature = "seal")]
-        return self.sealing.hide_clear_keys && self.sealing.digest.is_some();
+        return self.engine.sealing.hide_clear_keys && self.engine.sealing.digest.is_some();
         #[cfg(not(feature = "seal"))]
         false
     }
@@ -177,9 +173,9 @@ impl Idempotency {
     /// The same handle with its sealing changed by `change`, and the store seen through it.
     #[cfg(feature = "seal")]
     fn resealed(mut self, change: impl FnOnce(&mut crate::seal::Sealing)) -> Self {
-        change(&mut self.sealing);
-        self.store = self.sealing.wrap(self.unsealed.clone());
-        self.view = self.sealing.wrap(self.given.clone());
+        change(&mut self.engine.sealing);
+        self.engine.store = self.engine.sealing.wrap(self.engine.unsealed.clone());
+        self.engine.view = self.engine.sealing.wrap(self.engine.given.clone());
         self
     }
 
@@ -187,50 +183,7 @@ impl Idempotency {
     /// [`with_key_digest`](Idempotency::with_key_digest). For reading the store with its own
     /// client, or a store of the handle's without its sealing.
     pub fn stored_key(&self, key: &Key) -> Key {
-        #[cfg(feature = "seal")]
-        return self.sealing.stored_key(key);
-        #[cfg(not(feature = "seal"))]
-        key.clone()
-    }
-
-    /// `call` with its fingerprint keyed by the digest secret, when there is one, and its key
-    /// shown by its digest when clear keys are hidden.
-    pub(crate) fn stored_call(&self, call: crate::call::Call) -> crate::call::Call {
-        #[cfg(feature = "seal")]
-        if let Some(digest) = &self.sealing.digest {
-            let mut call = call;
-            let stored_key = digest.digest(&call.key);
-            // Keyed by the secret, so that no one who reads the store can test a guess of a
-            // call's arguments against it, and by the key, so that equal arguments under two
-            // keys do not show as such.
-            call.fingerprint = digest.fingerprint(&call.fingerprint, &stored_key);
-            if self.sealing.hide_clear_keys {
-                call.clear_scope = call.key.scope().map(str::to_owned);
-                call.key = stored_key;
-            }
-            return call;
-        }
-        call
-    }
-
-    /// What the store keeps of a call under `key`: its stored key and the sealing of its
-    /// outcome, for the call's context.
-    pub(crate) fn stored_form(&self, key: &Key) -> crate::call::context::StoredForm {
-        crate::call::context::StoredForm {
-            key: self.stored_key(key),
-            #[cfg(feature = "seal")]
-            sealing: self.sealing.clone(),
-        }
-    }
-
-    /// The key a completed record is cached under: its stored form, so that `forget` finds
-    /// it from the key in clear or from its digest. Borrowed when that is the key itself.
-    pub(crate) fn cache_key<'a>(&self, key: &'a Key) -> std::borrow::Cow<'a, Key> {
-        #[cfg(feature = "seal")]
-        if self.sealing.digest.is_some() {
-            return std::borrow::Cow::Owned(self.sealing.stored_key(key));
-        }
-        std::borrow::Cow::Borrowed(key)
+        self.engine.stored_key(key)
     }
 
     /// The store, as calls see it: with sealing on, keys are digested and values opened on
@@ -242,29 +195,29 @@ impl Idempotency {
     // Not the engine's `store`, on purpose: that one is timed.
     #[allow(clippy::misnamed_getters)]
     pub fn store(&self) -> &Arc<dyn Store> {
-        &self.view
+        &self.engine.view
     }
 
     /// The namespace every key of this handle lives in.
     pub fn namespace(&self) -> &str {
-        &self.namespace
+        &self.engine.namespace
     }
 
     /// The clock leases and expiry are read from.
     pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
+        &self.engine.clock
     }
 
     /// The replay cache, if [`with_replay_cache`](Idempotency::with_replay_cache) set one.
     pub fn replay_cache(&self) -> Option<&ReplayCache> {
-        self.replay_cache.as_deref()
+        self.engine.replay_cache.as_deref()
     }
 
     /// Starts the key of a call to the function called `name`. Finish it with
     /// [`scope`](KeyBuilder::scope), [`part`](KeyBuilder::part) and
     /// [`finish`](KeyBuilder::finish).
     pub fn key(&self, name: &str) -> KeyBuilder {
-        KeyBuilder::new(&self.namespace, name)
+        KeyBuilder::new(&self.engine.namespace, name)
     }
 
     /// Deletes the record under `key` whatever its state, for an operator unblocking a key whose
@@ -273,26 +226,177 @@ impl Idempotency {
     /// This handle's [`ReplayCache`] drops the key too; other processes' caches keep replaying
     /// it for at most their [`max_age`](ReplayCache::max_age).
     pub async fn forget(&self, key: &Key) -> Result<(), Error> {
-        let deleted = self
-            .store
-            .delete(key)
+        self.engine.forget(key).await
+    }
+
+    /// Runs `body` at most once for `call`'s key, releasing the key when it returns `Err`.
+    ///
+    /// - The key is free: it is reserved, `body` runs, its `Ok` value is stored and returned
+    ///   with `replayed: false`.
+    /// - A call with the same fingerprint completed earlier: `body` does not run; the stored value
+    ///   is returned with `replayed: true`.
+    /// - A call with the same fingerprint is running: [`Error::InProgress`], or with
+    ///   [`Call::wait`] its outcome once it finishes.
+    /// - The key was used with another fingerprint: [`Error::Mismatch`].
+    ///
+    /// `body` is a future, so nothing in it happens unless the key is reserved. While it runs,
+    /// [`context`](crate::context) tells it its key, attempt and fencing token. If it panics or
+    /// the returned future is dropped after `body` was first polled, [`Call::on_abort`] says
+    /// what happens to the key (by default it is held until the lease passes); before that, the
+    /// reservation is released.
+    ///
+    /// ```
+    /// # async fn demo(idem: idem_core::Idempotency) -> Result<(), idem_core::Error> {
+    /// use idem_core::{Call, Fingerprint};
+    /// let key = idem.key("orders.create").part("order-42").finish()?;
+    /// let call = Call::new(key, Fingerprint::of(&("order-42", 3))?);
+    /// let created = idem.run(call, async { Ok::<_, idem_core::Error>(42u64) }).await?;
+    /// println!("order {} (replayed: {})", created.value, created.replayed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn run<T, E, F>(&self, call: Call, body: F) -> Result<Executed<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.engine
+            .run_with_policy(call, &ReleaseErrors, body)
             .await
-            .map_err(|e| e.into_error(key.as_str()));
-        // After the delete: evicting first would let a replay running meanwhile refill the
-        // entry from the record about to go.
-        if let Some(cache) = &self.replay_cache {
-            cache.remove(&self.cache_key(key));
-        }
-        deleted
+    }
+
+    /// Like [`run`](Idempotency::run), but an `Err` for which `store_err` returns `true` is
+    /// stored and replayed to retries instead of releasing the key. Use it for failures that
+    /// happen after an irreversible side effect.
+    pub async fn run_storing_errors<T, E, P, F>(
+        &self,
+        call: Call,
+        store_err: P,
+        body: F,
+    ) -> Result<Executed<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error> + Serialize + DeserializeOwned,
+        P: Fn(&E) -> bool,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.engine
+            .run_with_policy(call, &StoreErrorsWhen(store_err), body)
+            .await
+    }
+
+    /// [`run`](Idempotency::run) with any [`ErrorPolicy`].
+    pub async fn run_with_policy<T, E, P, F>(
+        &self,
+        call: Call,
+        policy: &P,
+        body: F,
+    ) -> Result<Executed<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.engine.run_with_policy(call, policy, body).await
+    }
+
+    /// The record under `key` as an operator sees it, or `None` if there is none. `key` is
+    /// the key as idem prints it ([`Key::parse`]); under a key digest, the key in clear or its
+    /// digest.
+    pub async fn inspect(&self, key: &Key) -> Result<Option<Inspection>, Error> {
+        self.engine.inspect(key).await
+    }
+
+    /// Frees `key` held by an in-progress call, for an operator who checked the call's
+    /// effect: a deploy killed the process that held it, and the next retry should run rather
+    /// than be told "in progress" until the lease passes. Fenced: only the owner read here is
+    /// released, so a key that completed or changed hands meanwhile is left as it is
+    /// ([`HeldRelease::Changed`]). If that owner is in fact still running, it loses its lease
+    /// and its outcome is not recorded ([`Error::NotRecorded`]), unless the record holds steps:
+    /// then the record is kept with its lease ended, only a call with the same arguments may
+    /// use the key (resuming after the steps), and the owner, which keeps its token, may still
+    /// complete it.
+    pub async fn release_held(&self, key: &Key) -> Result<HeldRelease, Error> {
+        self.engine.release_held(key).await
+    }
+
+    /// One page of the store's records whose keys start with `query`'s prefix, as stored
+    /// (under a key digest, digests; with sealing on, values sealed).
+    /// [`Error::Unsupported`] for a store that can't list.
+    ///
+    /// ```
+    /// # async fn demo(idem: idem_core::Idempotency) -> Result<(), idem_core::Error> {
+    /// use idem_core::{store::ListQuery, Key};
+    /// let mut query = ListQuery::new(Key::function_prefix(idem.namespace(), "charge"), 100);
+    /// loop {
+    ///     let page = idem.list(&query).await?;
+    ///     for (key, record) in &page.records {
+    ///         println!("{key}: {record:?}");
+    ///     }
+    ///     let Some(cursor) = page.cursor else { break };
+    ///     query = query.after(Some(cursor));
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list(&self, query: &ListQuery) -> Result<ListPage, Error> {
+        self.engine.list(query).await
+    }
+
+    /// Deletes up to `batch` records that stopped counting (see
+    /// [`Inventory::purge_expired`](crate::store::Inventory::purge_expired)); returns how
+    /// many. [`Error::Unsupported`] for a store that can't list.
+    pub async fn purge_expired(&self, batch: u32) -> Result<u64, Error> {
+        self.engine.purge_expired(batch).await
+    }
+
+    /// Like [`purge_expired`](Idempotency::purge_expired), going on from where the previous
+    /// call stopped (see
+    /// [`Inventory::purge_expired_from`](crate::store::Inventory::purge_expired_from)): deletes
+    /// up to `batch` records that stopped counting, judging the store's records from `cursor`
+    /// on (`None`: from the first), and says how many went and where the next call goes on.
+    /// Calling it until the cursor is `None` judges each record once, where calling
+    /// `purge_expired` until it deletes fewer than `batch` starts over on every batch. A call
+    /// may delete none while its cursor says more remain. [`Error::Unsupported`] for a store
+    /// that can't list.
+    ///
+    /// ```
+    /// use idem_core::{Error, Idempotency};
+    ///
+    /// /// Purges every expired record, 1000 at a time; returns how many went.
+    /// async fn purge_all(idem: &Idempotency) -> Result<u64, Error> {
+    ///     let mut purged = 0;
+    ///     let mut cursor = None;
+    ///     loop {
+    ///         let progress = idem.purge_expired_from(1000, cursor.as_deref()).await?;
+    ///         purged += progress.deleted;
+    ///         match progress.cursor {
+    ///             Some(next) => cursor = Some(next),
+    ///             None => return Ok(purged),
+    ///         }
+    ///     }
+    /// }
+    /// # // The reference store keeps no inventory: it says so.
+    /// # let idem = Idempotency::new(idem_conformance::ReferenceStore::new());
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # let refused = runtime.block_on(purge_all(&idem));
+    /// # assert!(matches!(refused, Err(Error::Unsupported { .. })), "{refused:?}");
+    /// ```
+    pub async fn purge_expired_from(
+        &self,
+        batch: u32,
+        cursor: Option<&str>,
+    ) -> Result<PurgeProgress, Error> {
+        self.engine.purge_expired_from(batch, cursor).await
     }
 }
 
 impl fmt::Debug for Idempotency {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Idempotency")
-            .field("namespace", &self.namespace)
-            .field("replay_cache", &self.replay_cache)
-            .field("quota", &self.quota.is_some())
+            .field("namespace", &self.engine.namespace)
+            .field("replay_cache", &self.engine.replay_cache)
+            .field("quota", &self.engine.quota.is_some())
             .finish_non_exhaustive()
     }
 }

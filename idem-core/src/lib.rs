@@ -101,7 +101,7 @@
 //!   `retry` of a fenced write while the lease lasts;
 //! - `steps`: the [`step`]s a body records as it goes (`steps::journal`), replayed after a
 //!   takeover;
-//! - [`store`]: the [`Store`] contract and the records a store keeps; `replay_cache` keeps
+//! - [`store`]: the [`Store`](store::Store) contract and the records a store keeps; `replay_cache` keeps
 //!   completed records in the process too ([`ReplayCache`]); `quota` bounds what one scope
 //!   may keep ([`Quota`], [`ScopeQuota`]); `seal` (feature `seal`) keeps outcomes and step
 //!   values sealed and keys digested in the store;

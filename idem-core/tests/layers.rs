@@ -16,8 +16,9 @@ const LAYERS: &[&[&str]] = &[
     &["seal", "lease", "quota", "replay_cache", "telemetry"],
     &["steps"],
     &["call"],
+    &["engine"],
+    &["operator"],
     &["handle"],
-    &["engine", "operator"],
     &["global"],
     &["__private01"],
 ];

@@ -37,6 +37,8 @@ pub(crate) struct Settle {
     /// The running call's steps, once the body started: a release is held back while one of
     /// them ran without a record.
     journal: Option<Arc<Journal>>,
+    /// An outcome was armed: the call has its answer, which only a store may now end.
+    answered: bool,
 }
 
 impl Settle {
@@ -48,6 +50,7 @@ impl Settle {
             owner,
             pending: Pending::Release,
             journal: None,
+            answered: false,
         }
     }
 
@@ -62,11 +65,22 @@ impl Settle {
 
     /// A drop from now on frees the key.
     pub(crate) fn arm_release(&mut self) {
+        // Semantics 12 and 13: once a call has its answer, or a step of it ran without a
+        // record, nothing releases its key, or a retry would run the side effect again.
+        debug_assert!(
+            !self.answered,
+            "a call with an answer to keep is never armed to release"
+        );
+        debug_assert!(
+            !self.journal.as_ref().is_some_and(|j| j.has_unrecorded()),
+            "a call after an unrecorded step is never armed to release"
+        );
         self.pending = Pending::Release;
     }
 
     /// A drop from now on stores `completed`.
     pub(crate) fn arm_complete(&mut self, completed: Completed) {
+        self.answered = true;
         self.pending = Pending::Complete(completed);
     }
 
@@ -134,5 +148,75 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
             Err(payload) => Poll::Ready(Err(payload)),
         }
+    }
+}
+
+#[cfg(all(test, debug_assertions))]
+mod tests {
+    use super::*;
+    use crate::fingerprint::Fingerprint;
+    use crate::store::{Claim, Record, Reservation, Timestamp};
+
+    /// A store no test here reaches: a disarmed guard sends nothing.
+    struct Unreached;
+
+    #[async_trait::async_trait]
+    impl Store for Unreached {
+        async fn reserve(&self, _: &Key, _: &Claim) -> Result<Reservation, StoreError> {
+            unreachable!()
+        }
+        async fn complete(&self, _: &Key, _: &OwnerToken, _: &Completed) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn release(&self, _: &Key, _: &OwnerToken) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn renew(&self, _: &Key, _: &OwnerToken, _: Timestamp) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn record_step(
+            &self,
+            _: &Key,
+            _: &OwnerToken,
+            _: &str,
+            _: &[u8],
+            _: Timestamp,
+        ) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn get(&self, _: &Key) -> Result<Option<Record>, StoreError> {
+            unreachable!()
+        }
+        async fn delete(&self, _: &Key) -> Result<(), StoreError> {
+            unreachable!()
+        }
+    }
+
+    fn settle() -> Settle {
+        let store: Arc<dyn Store> = Arc::new(Unreached);
+        let key = Key::parse("idem|f|k").expect("a key");
+        Settle::new(store, key, OwnerToken::generate())
+    }
+
+    #[test]
+    #[should_panic(expected = "never armed to release")]
+    fn a_call_with_an_answer_is_never_armed_to_release() {
+        let mut settle = settle();
+        let completed = Completed::new(
+            Fingerprint::from_bytes([0; 32]),
+            Outcome::Ok(b"1".to_vec()),
+            Timestamp::from_millis(1),
+        );
+        settle.arm_complete(completed);
+        settle.disarm();
+        settle.arm_release();
+    }
+
+    #[test]
+    fn a_call_without_an_answer_may_be_armed_to_release() {
+        let mut settle = settle();
+        settle.disarm();
+        settle.arm_release();
+        settle.disarm();
     }
 }

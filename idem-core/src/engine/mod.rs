@@ -3,6 +3,9 @@
 mod guard;
 mod quota;
 mod settle;
+mod stored;
+
+pub(crate) use stored::Engine;
 
 use std::future::Future;
 use std::panic;
@@ -13,7 +16,7 @@ use tracing::Instrument;
 
 use std::sync::Arc;
 
-use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
+use crate::call::policy::ErrorPolicy;
 use crate::engine::guard::{CatchUnwind, Settle};
 use crate::engine::quota::Admission;
 use crate::engine::settle::Running;
@@ -26,67 +29,14 @@ use crate::{
     call::context::CallContext,
     call::{Call, Executed},
     error::{Error, StoreError},
-    handle::Idempotency,
     store::{Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation},
     TARGET,
 };
 
-impl Idempotency {
-    /// Runs `body` at most once for `call`'s key, releasing the key when it returns `Err`.
-    ///
-    /// - The key is free: it is reserved, `body` runs, its `Ok` value is stored and returned
-    ///   with `replayed: false`.
-    /// - A call with the same fingerprint completed earlier: `body` does not run; the stored value
-    ///   is returned with `replayed: true`.
-    /// - A call with the same fingerprint is running: [`Error::InProgress`], or with
-    ///   [`Call::wait`] its outcome once it finishes.
-    /// - The key was used with another fingerprint: [`Error::Mismatch`].
-    ///
-    /// `body` is a future, so nothing in it happens unless the key is reserved. While it runs,
-    /// [`context`](crate::context) tells it its key, attempt and fencing token. If it panics or
-    /// the returned future is dropped after `body` was first polled, [`Call::on_abort`] says
-    /// what happens to the key (by default it is held until the lease passes); before that, the
-    /// reservation is released.
-    ///
-    /// ```
-    /// # async fn demo(idem: idem_core::Idempotency) -> Result<(), idem_core::Error> {
-    /// use idem_core::{Call, Fingerprint};
-    /// let key = idem.key("orders.create").part("order-42").finish()?;
-    /// let call = Call::new(key, Fingerprint::of(&("order-42", 3))?);
-    /// let created = idem.run(call, async { Ok::<_, idem_core::Error>(42u64) }).await?;
-    /// println!("order {} (replayed: {})", created.value, created.replayed);
-    /// # Ok(()) }
-    /// ```
-    pub async fn run<T, E, F>(&self, call: Call, body: F) -> Result<Executed<T>, E>
-    where
-        T: Serialize + DeserializeOwned,
-        E: From<Error>,
-        F: Future<Output = Result<T, E>>,
-    {
-        self.run_with_policy(call, &ReleaseErrors, body).await
-    }
-
-    /// Like [`run`](Idempotency::run), but an `Err` for which `store_err` returns `true` is
-    /// stored and replayed to retries instead of releasing the key. Use it for failures that
-    /// happen after an irreversible side effect.
-    pub async fn run_storing_errors<T, E, P, F>(
-        &self,
-        call: Call,
-        store_err: P,
-        body: F,
-    ) -> Result<Executed<T>, E>
-    where
-        T: Serialize + DeserializeOwned,
-        E: From<Error> + Serialize + DeserializeOwned,
-        P: Fn(&E) -> bool,
-        F: Future<Output = Result<T, E>>,
-    {
-        self.run_with_policy(call, &StoreErrorsWhen(store_err), body)
-            .await
-    }
-
-    /// [`run`](Idempotency::run) with any [`ErrorPolicy`].
-    pub async fn run_with_policy<T, E, P, F>(
+impl Engine {
+    /// Runs `body` for `call` under `policy`: the protocol behind every `run` of the handle
+    /// ([`Idempotency::run_with_policy`](crate::Idempotency::run_with_policy)).
+    pub(crate) async fn run_with_policy<T, E, P, F>(
         &self,
         call: Call,
         policy: &P,

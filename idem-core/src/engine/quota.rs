@@ -2,10 +2,10 @@
 //! only with room in the quota.
 
 use crate::engine::guard::Settle;
+use crate::engine::Engine;
 use crate::{
     call::Call,
     error::Error,
-    handle::Idempotency,
     quota::{QuotaExceeded, QuotaPermit},
     store::{Completed, Outcome},
     TARGET,
@@ -21,7 +21,7 @@ pub(super) enum Admission {
     OverQuota,
 }
 
-impl Idempotency {
+impl Engine {
     /// The quota's admission of `call`. A scope over its quota is refused a key without a
     /// record ([`Error::QuotaExceeded`]; nothing is written); a key with one goes on.
     pub(super) async fn admit(&self, call: &Call) -> Result<Admission, Error> {

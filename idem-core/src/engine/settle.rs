@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::call::policy::ErrorPolicy;
 use crate::engine::guard::Settle;
+use crate::engine::Engine;
 use crate::lease::renewal::Renewal;
 use crate::lease::retry::{FencedWrite, Patience};
 use crate::lease::Lease;
@@ -16,7 +17,6 @@ use crate::{
     call::abort::OnAbort,
     call::{Call, Executed},
     error::{Error, StoreError},
-    handle::Idempotency,
     store::{Completed, Outcome, OwnerToken, Record},
     TARGET,
 };
@@ -74,7 +74,7 @@ fn fresh<T, E>(result: Result<T, E>) -> Result<Executed<T>, E> {
     })
 }
 
-impl Idempotency {
+impl Engine {
     /// Settles `running` after its body answered `result`. Each branch keeps the guard armed
     /// for exactly what a drop mid-way must still do, and disarms it once that is done.
     pub(super) async fn settle<T, E, P>(

@@ -74,14 +74,14 @@ fn stored_bytes(record: &Record) -> usize {
 pub enum RecordState {
     /// A call holds the key and its lease is live: duplicates are told "in progress".
     Running,
-    /// The owner's lease passed within [`LEASE_GRACE`](crate::LEASE_GRACE), or longer ago
+    /// The owner's lease passed within [`LEASE_GRACE`](crate::store::LEASE_GRACE), or longer ago
     /// while recorded steps still hold the key: the same call may take the key over, another
     /// one is refused.
     LeasePassed,
     /// The owner released the key after recording steps: only the same call may use it, and
     /// it resumes after them.
     Released,
-    /// The lease passed more than [`LEASE_GRACE`](crate::LEASE_GRACE) ago: any call may take
+    /// The lease passed more than [`LEASE_GRACE`](crate::store::LEASE_GRACE) ago: any call may take
     /// the key over, and stores may delete the record.
     Abandoned,
     /// The function returned `Ok`, stored for replay.

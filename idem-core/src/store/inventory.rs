@@ -11,7 +11,7 @@ use crate::{
 
 /// A store's listing of its records, for operators (the `idem` command,
 /// [`Idempotency::list`](crate::Idempotency::list)). Optional: a store offers it through
-/// [`Store::inventory`](crate::Store::inventory), and one that can't list says so by returning
+/// [`Store::inventory`](crate::store::Store::inventory), and one that can't list says so by returning
 /// `None` there.
 ///
 /// Listing is a scan. It is not atomic with the protocol, and a page may hold fewer records
@@ -23,7 +23,7 @@ pub trait Inventory: Send + Sync {
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError>;
 
     /// Deletes up to `batch` records that stopped counting before `now`: completed records past
-    /// their expiry, in-progress records abandoned ([`InProgress::is_abandoned`](crate::InProgress::is_abandoned)).
+    /// their expiry, in-progress records abandoned ([`InProgress::is_abandoned`](crate::store::InProgress::is_abandoned)).
     /// Each delete is conditional on the record still being expired, so a reservation that
     /// reused the key meanwhile is kept. Returns how many it deleted; fewer than `batch` means
     /// none is left. A store may delete more than `batch` at once where that costs nothing

@@ -1,4 +1,4 @@
-//! The reserve judgement: what [`Store::reserve`](crate::Store::reserve) does about the record
+//! The reserve judgement: what [`Store::reserve`](crate::store::Store::reserve) does about the record
 //! it finds under the key, written once for every store.
 
 use crate::store::{Claim, Completed, InProgress, Record, Reservation};
@@ -25,7 +25,7 @@ pub enum ReserveJudgement {
     Held(InProgress),
     /// The key holds another owner's in-progress record whose lease passed, with the claim's
     /// fingerprint (at once, steps and all: the same call resumes) or abandoned
-    /// ([`InProgress::is_abandoned`]: a [`LEASE_GRACE`](crate::LEASE_GRACE) past its lease,
+    /// ([`InProgress::is_abandoned`]: a [`LEASE_GRACE`](crate::store::LEASE_GRACE) past its lease,
     /// with no step still holding the key). Write the claim's record
     /// [`taking_over`](InProgress::taking_over) this one, on the condition that the key still
     /// holds it.
@@ -50,7 +50,7 @@ impl ReserveJudgement {
         }
     }
 
-    /// The answer of [`Store::reserve`](crate::Store::reserve) once the store did what the
+    /// The answer of [`Store::reserve`](crate::store::Store::reserve) once the store did what the
     /// judgement says: the claim's record reserved, the claimant's own reservation, the
     /// takeover, or the record that stands.
     pub fn into_reservation(self, claim: &Claim) -> Reservation {
@@ -80,7 +80,7 @@ impl ReserveJudgement {
     }
 }
 
-/// Judges a reservation: what [`Store::reserve`](crate::Store::reserve) does when the key
+/// Judges a reservation: what [`Store::reserve`](crate::store::Store::reserve) does when the key
 /// holds `found` and `claim` asks for it, at the claim's [`now`](Claim::now). Pure: it reads
 /// no clock and no store.
 ///

@@ -204,7 +204,7 @@ impl InProgress {
         self.lease_until == Timestamp::EPOCH && !self.steps.is_empty()
     }
 
-    /// The record [`release`](crate::Store::release) leaves when it holds steps: the same
+    /// The record [`release`](crate::store::Store::release) leaves when it holds steps: the same
     /// record with its lease ended (set to the epoch), so that a call with the same
     /// fingerprint may take it over at once and resume, and any other call gets
     /// [`Error::Mismatch`](crate::Error::Mismatch) until the steps expire.
@@ -314,7 +314,7 @@ impl Outcome {
     }
 }
 
-/// What a caller asks of [`Store::reserve`](crate::Store::reserve).
+/// What a caller asks of [`Store::reserve`](crate::store::Store::reserve).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Claim {
@@ -363,7 +363,7 @@ impl Claim {
     }
 }
 
-/// The answer of [`Store::reserve`](crate::Store::reserve).
+/// The answer of [`Store::reserve`](crate::store::Store::reserve).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Reservation {

@@ -3,8 +3,8 @@
 //! make a replay allocate without bound.
 //!
 //! A call sets the limit ([`Call::with_max_outcome`](crate::Call::with_max_outcome)); the
-//! engine hands it to the store in the [`Claim`](crate::Claim)
-//! ([`Claim::max_outcome`](crate::Claim::max_outcome)). A store that can measure a record's
+//! engine hands it to the store in the [`Claim`](crate::store::Claim)
+//! ([`Claim::max_outcome`](crate::store::Claim::max_outcome)). A store that can measure a record's
 //! outcome before it reads it (PostgreSQL's `octet_length`, the length of a value in memory)
 //! calls [`check_outcome_len`]; one that keeps a record as one value and can measure only the
 //! whole of it (Redis's `STRLEN`) calls [`check_record_len`], which leaves
@@ -22,7 +22,7 @@ use crate::{
 pub const RECORD_HEAD_ROOM: usize = 1024;
 
 /// Refuses a completed record whose outcome is `len` bytes long when that is over `max` (a
-/// call's [`max_outcome`](crate::Claim::max_outcome); `None` takes any length), as a record
+/// call's [`max_outcome`](crate::store::Claim::max_outcome); `None` takes any length), as a record
 /// that cannot be read: [`StoreError::Corrupt`], naming both.
 ///
 /// ```

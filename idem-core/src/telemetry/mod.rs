@@ -26,7 +26,7 @@
 //!   `cancelled` (the call was dropped before its body started), `failed` (anything else, a
 //!   stored value that does not decode, say). A key that cannot be built fails before the call
 //!   starts, and is not counted.
-//! - `store` is the store's [`name`](crate::Store::name) (`memory`, `redis`, `dynamodb`,
+//! - `store` is the store's [`name`](crate::store::Store::name) (`memory`, `redis`, `dynamodb`,
 //!   `postgres`); `operation` one of `reserve`, `complete`, `release`, `renew`,
 //!   `record_step`, `get`, `delete`.
 //!
