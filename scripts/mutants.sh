@@ -111,7 +111,7 @@ for group in "${groups[@]}"; do
         mutants postgres --baseline skip --timeout 180 --build-timeout 600 \
             -f idem-stores/src/postgres/sql.rs -f idem-stores/src/postgres/store.rs \
             -f idem-stores/src/postgres/steps.rs -f idem-stores/src/postgres/transaction.rs \
-            -f idem-stores/src/postgres/row.rs \
+            -f idem-stores/src/postgres/codec.rs \
             --test-package idem-stores,idem-tests --features "$postgres_features" \
             -- --lib "${postgres_tests[@]}"
         postgres_stop

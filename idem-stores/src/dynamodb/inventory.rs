@@ -12,7 +12,7 @@ use idem_core::{
     Key, StoreError,
 };
 
-use super::item::{self, Item, COMPLETED, IN_PROGRESS};
+use super::codec::{self, Item, COMPLETED, IN_PROGRESS};
 use super::pages::PageRequest;
 use super::DynamoDbStore;
 
@@ -239,11 +239,11 @@ fn expired_values(now: Timestamp) -> Item {
             AttributeValue::S(IN_PROGRESS.into()),
         ),
         (":number".to_owned(), AttributeValue::S("N".into())),
-        (":now".to_owned(), item::time(now)),
+        (":now".to_owned(), codec::time(now)),
         (
             ":abandoned".to_owned(),
             AttributeValue::N(abandoned.max(-1).to_string()),
         ),
-        (":zero".to_owned(), item::number(0)),
+        (":zero".to_owned(), codec::number(0)),
     ])
 }

@@ -9,7 +9,7 @@ use idem_core::{
     Key, StoreError,
 };
 
-use super::item::{self, Item};
+use super::codec::{self, Item};
 use super::DynamoDbStore;
 
 /// How many updates `renew` makes at most: the first, then one more each time the steps'
@@ -44,7 +44,7 @@ impl DynamoDbStore {
         owner: &OwnerToken,
         lease_until: Timestamp,
     ) -> Result<(), StoreError> {
-        let lease_ttl = item::ttl_seconds(lease_until + LEASE_GRACE);
+        let lease_ttl = codec::ttl_seconds(lease_until + LEASE_GRACE);
         let mut read_ttl = None;
         for _ in 0..RENEW_ATTEMPTS {
             let (update, condition, ttl) = match read_ttl {
@@ -65,9 +65,9 @@ impl DynamoDbStore {
                 .expression_attribute_names("#ttl", &names.ttl)
                 .expression_attribute_names("#sttl", &names.steps_ttl)
                 .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
-                .expression_attribute_values(":lease_until", item::time(lease_until))
-                .expression_attribute_values(":released", item::time(Timestamp::EPOCH))
-                .expression_attribute_values(":ttl", item::number(ttl))
+                .expression_attribute_values(":lease_until", codec::time(lease_until))
+                .expression_attribute_values(":released", codec::time(Timestamp::EPOCH))
+                .expression_attribute_values(":ttl", codec::number(ttl))
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 )
@@ -83,13 +83,13 @@ impl DynamoDbStore {
                 },
             };
             let old = self.owned_item(key, owner, old).await?;
-            if item::whole_number(&old, &self.names().live_until) == Some(0) {
+            if codec::whole_number(&old, &self.names().live_until) == Some(0) {
                 // Released with steps: only a takeover gives the record a lease again.
                 return Err(StoreError::LeaseLost);
             }
             let steps_ttl = match old.get(&self.names().steps_ttl) {
                 None => 0,
-                Some(_) => item::whole_number(&old, &self.names().steps_ttl).ok_or_else(|| {
+                Some(_) => codec::whole_number(&old, &self.names().steps_ttl).ok_or_else(|| {
                     StoreError::Corrupt(format!(
                         "attribute `{}` is not a whole number",
                         self.names().steps_ttl
@@ -123,7 +123,7 @@ impl DynamoDbStore {
             .set_expression_attribute_names(Some(self.owner_names().into()))
             .expression_attribute_names("#steps", &self.names().steps)
             .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
-            .expression_attribute_values(":zero", item::number(0))
+            .expression_attribute_values(":zero", codec::number(0))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
@@ -153,8 +153,8 @@ impl DynamoDbStore {
             .expression_attribute_names("#lu", &self.names().live_until)
             .expression_attribute_names("#steps", &self.names().steps)
             .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
-            .expression_attribute_values(":released", item::time(Timestamp::EPOCH))
-            .expression_attribute_values(":zero", item::number(0))
+            .expression_attribute_values(":released", codec::time(Timestamp::EPOCH))
+            .expression_attribute_values(":zero", codec::number(0))
             .send()
             .await;
         self.owner_checked(
@@ -178,7 +178,7 @@ impl DynamoDbStore {
         };
         match item {
             Some(item)
-                if item::owner(self.names(), &item) == Some(owner.as_str())
+                if codec::owner(self.names(), &item) == Some(owner.as_str())
                     && matches!(self.decode(&item)?, Record::InProgress(_)) =>
             {
                 Ok(item)

@@ -177,25 +177,25 @@
 //! as its idempotency key so that it deduplicates what slips through.
 
 mod builder;
+mod codec;
 mod error;
 mod inventory;
-mod item;
 mod lease;
 mod names;
 mod pages;
+mod reserve;
 mod sort_key;
 mod steps;
 mod store;
 mod table;
-mod takeover;
 mod wait;
 
 pub use builder::{
     DynamoDbStoreBuilder, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_OPERATION_TIMEOUT,
 };
+pub use codec::{item_size, MAX_ITEM_SIZE};
 pub use error::{ItemTooLarge, KeyTooLong, Misconfigured, RequestFailed, StepTooLarge};
-pub use item::{item_size, MAX_ITEM_SIZE};
 pub use names::AttributeNames;
 pub use sort_key::SortKey;
 pub use store::DynamoDbStore;

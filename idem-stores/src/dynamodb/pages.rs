@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::StoreError;
 
-use super::item::Item;
+use super::codec::Item;
 use super::DynamoDbStore;
 
 /// What a page reads: the store's items whose stored key starts with `prefix`, among them

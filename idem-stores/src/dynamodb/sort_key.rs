@@ -3,7 +3,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::item::Item;
+use super::codec::Item;
 
 /// The longest partition key DynamoDB accepts, in bytes.
 pub(crate) const MAX_PARTITION_KEY_LEN: usize = 2048;

@@ -8,8 +8,8 @@ use idem_core::{
     Fingerprint, Key, StoreError,
 };
 
+use super::codec::{self, Item, MAX_ITEM_SIZE};
 use super::error::StepTooLarge;
-use super::item::{self, Item, MAX_ITEM_SIZE};
 use super::{AttributeNames, DynamoDbStore};
 
 /// How many updates `record_step` makes at most: the first, then one more each time the item
@@ -42,19 +42,19 @@ impl Floor {
     fn new(kept_until: Timestamp) -> Self {
         Floor {
             kept_until,
-            ttl: item::ttl_seconds(kept_until),
+            ttl: codec::ttl_seconds(kept_until),
         }
     }
 
     /// These values raised to those `item` already holds.
     fn raised_to(self, names: &AttributeNames, item: &Item) -> Self {
-        let kept_until = item::whole_number(item, &names.steps_kept_until)
+        let kept_until = codec::whole_number(item, &names.steps_kept_until)
             .map_or(self.kept_until, |held| {
                 self.kept_until.max(Timestamp::from_millis(held))
             });
-        let ttl = item::ttl_seconds(kept_until)
+        let ttl = codec::ttl_seconds(kept_until)
             .max(self.ttl)
-            .max(item::whole_number(item, &names.ttl).unwrap_or(0));
+            .max(codec::whole_number(item, &names.ttl).unwrap_or(0));
         Floor { kept_until, ttl }
     }
 }
@@ -93,7 +93,7 @@ impl DynamoDbStore {
                 )));
             }
             for name in [&names.ttl, &names.steps_kept_until] {
-                if old.contains_key(name) && item::whole_number(&old, name).is_none() {
+                if old.contains_key(name) && codec::whole_number(&old, name).is_none() {
                     return Err(StoreError::Corrupt(format!(
                         "attribute `{name}` is not a whole number"
                     )));
@@ -124,7 +124,7 @@ impl DynamoDbStore {
             .with_fencing_token(u64::MAX)
             .with_attempt(u32::MAX)
             .with_steps(steps);
-        let size = item::item_size(&item::in_progress(
+        let size = codec::item_size(&codec::in_progress(
             self.names(),
             self.table_key().primary_key(item_key),
             &record,
@@ -164,10 +164,13 @@ impl DynamoDbStore {
             .expression_attribute_names("#sttl", &names.steps_ttl)
             .expression_attribute_names("#ttl", &names.ttl)
             .set_expression_attribute_values(Some(Self::owner_values(owner).into()))
-            .expression_attribute_values(":value", item::step_value(value))
-            .expression_attribute_values(":kept", item::time(floor.kept_until))
-            .expression_attribute_values(":sttl", item::number(item::ttl_seconds(floor.kept_until)))
-            .expression_attribute_values(":ttl", item::number(floor.ttl))
+            .expression_attribute_values(":value", codec::step_value(value))
+            .expression_attribute_values(":kept", codec::time(floor.kept_until))
+            .expression_attribute_values(
+                ":sttl",
+                codec::number(codec::ttl_seconds(floor.kept_until)),
+            )
+            .expression_attribute_values(":ttl", codec::number(floor.ttl))
             .expression_attribute_values(":map", AttributeValue::S("M".into()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()

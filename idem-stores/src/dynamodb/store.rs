@@ -11,27 +11,15 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
-use idem_core::store::{check_found, judge_reserve, ReserveJudgement};
 use idem_core::{
     store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
     Key, StoreError,
 };
 
+use super::codec::{self, Item, IN_PROGRESS, MAX_ITEM_SIZE};
 use super::error::{misconfiguration, ItemTooLarge, KeyTooLong, RequestFailed};
-use super::item::{self, Item, COMPLETED, IN_PROGRESS, MAX_ITEM_SIZE};
 use super::sort_key::TableKey;
 use super::{AttributeNames, DynamoDbStoreBuilder, SortKey};
-
-/// How many times `reserve` writes again after its first conditional write failed: once each
-/// time the item that failed the condition turns out free or taken over (a takeover is a
-/// write conditioned on the exact record read).
-const RESERVE_ATTEMPTS: usize = 3;
-
-/// The condition of a reservation of a free key: no item, or an expired completed record.
-/// `attribute_type` keeps an ill-typed expiry out of the comparison, so a malformed item fails
-/// the condition and is reported.
-const FREE_CONDITION: &str = "attribute_not_exists(#k) \
-     OR (#st = :completed AND attribute_type(#lu, :number) AND #lu <= :now)";
 
 /// The condition of `complete`, and the first part of every other write of the owner (release,
 /// renew, a step): the record is in progress and held by the caller.
@@ -55,11 +43,11 @@ const OWNER_CONDITION: &str = "#st = :in_progress AND #own = :owner";
 /// ```
 #[derive(Clone)]
 pub struct DynamoDbStore {
-    client: Client,
-    table: Arc<str>,
+    pub(super) client: Client,
+    pub(super) table: Arc<str>,
     prefix: Arc<str>,
-    names: Arc<AttributeNames>,
-    table_key: Arc<TableKey>,
+    pub(super) names: Arc<AttributeNames>,
+    pub(super) table_key: Arc<TableKey>,
 }
 
 impl DynamoDbStore {
@@ -186,7 +174,7 @@ impl DynamoDbStore {
     }
 
     pub(crate) fn decode(&self, item: &Item) -> Result<Record, StoreError> {
-        item::decode(&self.names, item).map_err(StoreError::Corrupt)
+        codec::decode(&self.names, item).map_err(StoreError::Corrupt)
     }
 
     /// The item under `key`, read consistently.
@@ -201,36 +189,6 @@ impl DynamoDbStore {
             .await
             .map_err(|error| self.failed("GetItem", error))?;
         Ok(output.item)
-    }
-
-    /// One conditional put of the claim's record on a free key. `Ok(Err(item))` is a failed
-    /// condition with the item that failed it, if the endpoint returned it.
-    async fn put_free(
-        &self,
-        item_key: &str,
-        claim: &Claim,
-    ) -> Result<Result<Reservation, Option<Item>>, StoreError> {
-        let names = &self.names;
-        let result = self
-            .client
-            .put_item()
-            .table_name(&*self.table)
-            .set_item(Some(item::in_progress(
-                names,
-                self.table_key.primary_key(item_key),
-                claim.record(),
-            )))
-            .condition_expression(FREE_CONDITION)
-            .expression_attribute_names("#k", &names.key)
-            .expression_attribute_names("#st", &names.state)
-            .expression_attribute_names("#lu", &names.live_until)
-            .expression_attribute_values(":completed", AttributeValue::S(COMPLETED.into()))
-            .expression_attribute_values(":now", item::time(claim.now()))
-            .expression_attribute_values(":number", AttributeValue::S("N".into()))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        self.reserved_or_failed(result, || Reservation::Reserved(claim.record().clone()))
     }
 
     /// The answer to a reserving put: `reservation` when it landed, the item that failed its
@@ -254,7 +212,7 @@ impl DynamoDbStore {
     /// Whether `item` is `record`, completed by `owner`: a completion retried by the client after
     /// its answer was lost finds its own write.
     fn completed_by(&self, item: &Item, owner: &OwnerToken, record: &Completed) -> bool {
-        item::owner(&self.names, item) == Some(owner.as_str())
+        codec::owner(&self.names, item) == Some(owner.as_str())
             && matches!(self.decode(item), Ok(Record::Completed(found)) if found == *record)
     }
 
@@ -291,47 +249,7 @@ impl Store for DynamoDbStore {
     }
 
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
-        let item_key = self.checked_item_key(key)?;
-        let mut put = self.put_free(&item_key, claim).await?;
-        for _ in 0..RESERVE_ATTEMPTS {
-            let old = match put {
-                Ok(reservation) => return Ok(reservation),
-                Err(old) => old,
-            };
-            // The item that failed the condition: one request for a replay or a conflict.
-            let record = match old {
-                Some(old) => Some(self.decode(&old)?),
-                // An endpoint that does not return it: read it, which costs a request more.
-                None => self.get(key).await?,
-            };
-            // DynamoDB caps an item at 400 KB, so the item is in hand already, and small; the
-            // size rule still answers as every store does.
-            if let Some(found) = &record {
-                check_found(found, claim)?;
-            }
-            // What to do about it is idem-core's judgement; the conditional writes are ours.
-            let judgement = judge_reserve(record, claim);
-            put = match judgement {
-                ReserveJudgement::Vacant | ReserveJudgement::Expired(_) => {
-                    self.put_free(&item_key, claim).await?
-                }
-                ReserveJudgement::TakeOver(previous) => {
-                    self.take_over(&item_key, claim, &previous).await?
-                }
-                ReserveJudgement::Held(_) | ReserveJudgement::Existing(_) => {
-                    return Ok(judgement.into_reservation(claim))
-                }
-            };
-        }
-        // The last write may have landed: its reservation is this caller's.
-        if let Ok(reservation) = put {
-            return Ok(reservation);
-        }
-        Err(StoreError::backend(format!(
-            "DynamoDB reserve on table `{}`: the condition failed {RESERVE_ATTEMPTS} times on an \
-             item that changed under it",
-            self.table
-        )))
+        self.reserve_key(key, claim).await
     }
 
     async fn complete(
@@ -341,13 +259,13 @@ impl Store for DynamoDbStore {
         record: &Completed,
     ) -> Result<(), StoreError> {
         let item_key = self.checked_item_key(key)?;
-        let item = item::completed(
+        let item = codec::completed(
             &self.names,
             self.table_key.primary_key(&item_key),
             owner,
             record,
         )?;
-        let size = item::item_size(&item);
+        let size = codec::item_size(&item);
         if size > MAX_ITEM_SIZE {
             return Err(StoreError::rejected(ItemTooLarge {
                 size,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::{Key, StoreError};
 
-use super::item::{self, IN_PROGRESS};
+use super::codec::{self, IN_PROGRESS};
 use super::DynamoDbStore;
 
 /// The first pause between two reads of a caller waiting for an in-flight duplicate; each later
@@ -63,7 +63,7 @@ impl DynamoDbStore {
             item.get(&names.state),
             Some(AttributeValue::S(state)) if state == IN_PROGRESS
         );
-        let released = item::whole_number(item, &names.live_until) == Some(0);
+        let released = codec::whole_number(item, &names.live_until) == Some(0);
         Ok(in_progress && !released)
     }
 }

@@ -10,7 +10,7 @@ use idem_core::{
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
-use super::row;
+use super::codec;
 use super::store::abandoned_before;
 use super::PostgresStore;
 
@@ -74,7 +74,7 @@ impl Inventory for PostgresStore {
         self.usable()?;
         let batch = batch.max(1);
         let query = sqlx::query_as::<_, (i64, Option<String>)>(&self.statements.purge_from)
-            .bind(row::millis(now))
+            .bind(codec::millis(now))
             .bind(abandoned_before(now))
             .bind(i64::from(batch))
             .bind(self.stored_prefix())
@@ -150,7 +150,7 @@ impl PostgresStore {
 fn listed(store_prefix: &str, stored: &str, row: &PgRow) -> Option<Listed> {
     let text = stored.strip_prefix(store_prefix)?;
     Some(match UnkeyedEntry::unless_key(text.as_bytes()) {
-        Ok(key) => Ok((key, row::decode(row).map(|decoded| decoded.record))),
+        Ok(key) => Ok((key, codec::decode(row).map(|decoded| decoded.record))),
         Err(entry) => {
             tracing::warn!(target: TARGET, key = stored, reason = entry.reason, "a row that holds no idempotency key is listed without one");
             Err(entry)

@@ -281,10 +281,10 @@
 //! ```
 
 mod builder;
+mod codec;
 mod error;
 mod inventory;
 mod names;
-mod row;
 mod sql;
 mod steps;
 mod store;

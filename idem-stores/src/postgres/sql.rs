@@ -6,7 +6,7 @@ pub(crate) fn quote_identifier(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// The columns of a record, in the order [`row`](super::row) reads them. `steps` is read as
+/// The columns of a record, in the order [`codec`](super::codec) reads them. `steps` is read as
 /// text, which [`steps::parse`](super::steps::parse) decodes.
 const RECORD_COLUMNS: &str = "state, owner, fingerprint, live_until_ms, fencing_token, attempt, \
      outcome, body, taken_over_from, steps::text AS steps, steps_kept_until";

@@ -13,8 +13,8 @@ use idem_core::{
 use sqlx::postgres::{PgQueryResult, PgRow};
 use sqlx::PgPool;
 
+use super::codec::{self, Decoded};
 use super::error::RequestFailed;
-use super::row::{self, Decoded};
 use super::sql::{quote_identifier, Statements};
 use super::PostgresStoreBuilder;
 use super::{names, steps};
@@ -145,7 +145,7 @@ impl PostgresStore {
     /// running it from cron or a task.
     pub async fn purge_expired(&self, now: Timestamp, batch: u32) -> Result<u64, StoreError> {
         let query = sqlx::query(&self.statements.purge)
-            .bind(row::millis(now))
+            .bind(codec::millis(now))
             .bind(abandoned_before(now))
             .bind(i64::from(batch))
             .bind(self.stored_prefix());
@@ -258,18 +258,18 @@ impl Catalog {
 
 /// The lease deadline at or before which an in-progress record is abandoned at `now`.
 pub(super) fn abandoned_before(now: Timestamp) -> i64 {
-    row::millis(now).saturating_sub(row::count(idem_core::store::LEASE_GRACE_MS))
+    codec::millis(now).saturating_sub(codec::count(idem_core::store::LEASE_GRACE_MS))
 }
 
 /// What the reserve statement's row says, for `claim`.
 fn reservation(row: &PgRow, claim: &Claim) -> Result<Reservation, StoreError> {
     let claimed = sqlx::Row::try_get::<bool, _>(row, "claimed")
         .map_err(|error| StoreError::Corrupt(format!("column `claimed`: {error}")))?;
-    row::check_body_length(row, claim.max_outcome())?;
+    codec::check_body_length(row, claim.max_outcome())?;
     let Decoded {
         record,
         taken_over_from,
-    } = row::decode(row)?;
+    } = codec::decode(row)?;
     Ok(match (claimed, record) {
         (true, Record::InProgress(record)) => match taken_over_from {
             Some(previous) => Reservation::TookOver { previous, record },
@@ -313,12 +313,12 @@ impl Store for PostgresStore {
                 .bind(&row_key)
                 .bind(record.owner().as_str())
                 .bind(record.fingerprint().to_hex())
-                .bind(row::millis(record.lease_until()))
-                .bind(row::count(record.fencing_token()))
+                .bind(codec::millis(record.lease_until()))
+                .bind(codec::count(record.fencing_token()))
                 .bind(i64::from(record.attempt()))
-                .bind(row::millis(claim.now()))
+                .bind(codec::millis(claim.now()))
                 .bind(abandoned_before(claim.now()))
-                .bind(claim.max_outcome().map(row::length))
+                .bind(claim.max_outcome().map(codec::length))
         };
         if let Some(row) = self
             .fetch_optional("reserve", bound(&self.statements.reserve))
@@ -345,12 +345,12 @@ impl Store for PostgresStore {
         owner: &OwnerToken,
         record: &Completed,
     ) -> Result<(), StoreError> {
-        let (outcome, body) = row::outcome_columns(record.outcome())?;
+        let (outcome, body) = codec::outcome_columns(record.outcome())?;
         let query = sqlx::query(&self.statements.complete)
             .bind(self.row_key(key))
             .bind(owner.as_str())
             .bind(record.fingerprint().to_hex())
-            .bind(row::millis(record.expires_at()))
+            .bind(codec::millis(record.expires_at()))
             .bind(outcome)
             .bind(body);
         self.owner_checked("complete", query).await
@@ -380,7 +380,7 @@ impl Store for PostgresStore {
             .bind(owner.as_str())
             .bind(name)
             .bind(steps::value_json(value))
-            .bind(row::millis(kept_until));
+            .bind(codec::millis(kept_until));
         self.owner_checked("record step", query).await
     }
 
@@ -393,14 +393,14 @@ impl Store for PostgresStore {
         let query = sqlx::query(&self.statements.renew)
             .bind(self.row_key(key))
             .bind(owner.as_str())
-            .bind(row::millis(lease_until));
+            .bind(codec::millis(lease_until));
         self.owner_checked("renew", query).await
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
         let query = sqlx::query(&self.statements.get).bind(self.row_key(key));
         let row = self.fetch_optional("get", query).await?;
-        row.map(|row| row::decode(&row).map(|decoded| decoded.record))
+        row.map(|row| codec::decode(&row).map(|decoded| decoded.record))
             .transpose()
     }
 

@@ -9,7 +9,7 @@ use idem_core::{
 use serde::Serialize;
 use sqlx::PgConnection;
 
-use super::row;
+use super::codec;
 use super::PostgresStore;
 
 /// Why [`PostgresStore::complete_in_transaction`] was called where it cannot work.
@@ -83,8 +83,8 @@ impl PostgresStore {
         let expires_at = Timestamp::from_system_time(SystemTime::now()) + ttl;
         let query = sqlx::query(&self.statements.complete_in_transaction)
             .bind(self.row_key(&context.stored_key()))
-            .bind(row::count(context.fencing_token()))
-            .bind(row::millis(expires_at))
+            .bind(codec::count(context.fencing_token()))
+            .bind(codec::millis(expires_at))
             .bind(body)
             .bind(context.owner().as_str());
         self.count_round_trip();

@@ -11,7 +11,7 @@ use super::cluster::Cluster;
 use super::connection::Connection;
 use super::error::store_error;
 use super::store::RedisStore;
-use super::wake::Wakeups;
+use super::wait::Wakeups;
 
 /// How long a connection attempt may take unless told otherwise.
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(1);

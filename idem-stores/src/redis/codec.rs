@@ -1,228 +1,330 @@
-//! The scripts' replies as values, and what they stand for.
+//! A record as one Redis string: `idm1`, a state byte, then length-prefixed fields. The scripts
+//! read and write the same layout (`lua/common.lua`); see the module docs for the fields.
 
-use idem_core::store::check_record_len;
+use idem_core::StoreError;
 use idem_core::{
-    store::{Claim, InProgress, Outcome, OwnerToken, Record, Reservation},
-    StoreError,
+    store::{Completed, InProgress, Outcome, OwnerToken, Record, Steps, Timestamp},
+    Fingerprint,
 };
-use redis::Value;
 
-use super::layout;
+/// The first bytes of every record of this layout.
+const MAGIC: &[u8] = b"idm1";
+const IN_PROGRESS: u8 = b'P';
+const COMPLETED: u8 = b'C';
+/// The fields an in-progress record has before its steps.
+const IN_PROGRESS_FIELDS: usize = 7;
+/// The most digits a field's length may have (the scripts' limit too).
+const MAX_LENGTH_DIGITS: usize = 9;
 
-/// The `outcome` field of a stored outcome: `ok`, `err` or `aborted`.
-pub(crate) fn outcome_tag(outcome: &Outcome) -> Result<&'static str, StoreError> {
-    match outcome {
-        Outcome::Ok(_) => Ok("ok"),
-        Outcome::Err(_) => Ok("err"),
-        Outcome::Aborted => Ok("aborted"),
-        other => Err(StoreError::rejected(format!(
-            "this version of the Redis store cannot hold the outcome {other:?}"
-        ))),
-    }
-}
-
-/// What a script answered. Records come as their stored value.
-#[derive(Debug)]
-pub(crate) enum Reply {
-    /// `{'ok'}`
-    Ok,
-    /// `{'lost'}`: the record is not held by the owner.
-    Lost,
-    /// `{'reserved'}`
-    Reserved,
-    /// `{'took_over', previous, record}`: the record written over `previous`'s.
-    TookOver { previous: String, record: Vec<u8> },
-    /// `{'held', record}`: the caller's own record, written by an earlier attempt of the
-    /// request.
-    Held(Vec<u8>),
-    /// `{'existing', record}`
-    Existing(Vec<u8>),
-    /// `{'too_long', length}`: a completed record over the call's limit, not read.
-    TooLong(u64),
-}
-
-/// Decodes a script's reply; `{'corrupt', reason}` and anything unexpected are errors.
-pub(crate) fn reply(value: Value) -> Result<Reply, StoreError> {
-    let Value::Array(items) = value else {
-        return Err(unexpected(&value));
-    };
-    reply_of(items)
-}
-
-fn reply_of(mut items: Vec<Value>) -> Result<Reply, StoreError> {
-    let tag = match items.first() {
-        Some(Value::BulkString(tag)) => tag.clone(),
-        Some(Value::SimpleString(tag)) => tag.clone().into_bytes(),
-        _ => return Err(unexpected(&Value::Array(items))),
-    };
-    match (tag.as_slice(), items.len()) {
-        (b"ok", 1) => Ok(Reply::Ok),
-        (b"lost", 1) => Ok(Reply::Lost),
-        (b"reserved", 1) => Ok(Reply::Reserved),
-        (b"took_over", 3) => {
-            let record = bytes(items.pop().unwrap_or(Value::Nil))?;
-            let previous = text(items.pop(), "previous owner")?;
-            Ok(Reply::TookOver { previous, record })
+/// The value of an in-progress record whose key expires at `anchor` on the caller's clock.
+pub(crate) fn in_progress(record: &InProgress, anchor: Timestamp) -> Vec<u8> {
+    let owner = record.owner().as_str();
+    let mut value = Vec::with_capacity(128 + owner.len());
+    value.extend_from_slice(MAGIC);
+    value.push(IN_PROGRESS);
+    field(&mut value, record.fingerprint().to_hex().as_bytes());
+    field(&mut value, owner.as_bytes());
+    number(&mut value, record.lease_until().as_millis());
+    number(&mut value, record.fencing_token());
+    number(&mut value, u64::from(record.attempt()));
+    number(&mut value, anchor.as_millis());
+    let steps = record.steps();
+    if steps.is_empty() {
+        field(&mut value, b"");
+    } else {
+        number(&mut value, steps.kept_until().as_millis());
+        for (name, step) in steps.iter() {
+            field(&mut value, name.as_bytes());
+            field(&mut value, step);
         }
-        (b"held", 2) => Ok(Reply::Held(bytes(items.pop().unwrap_or(Value::Nil))?)),
-        (b"existing", 2) => Ok(Reply::Existing(bytes(items.pop().unwrap_or(Value::Nil))?)),
-        (b"too_long", 2) => match items.pop() {
-            Some(Value::Int(length)) => Ok(Reply::TooLong(length.max(0) as u64)),
-            other => Err(unexpected(&other.unwrap_or(Value::Nil))),
-        },
-        (b"corrupt", 2) => Err(StoreError::Corrupt(text(items.pop(), "reason")?)),
-        _ => Err(unexpected(&Value::Array(items))),
     }
+    value
 }
 
-/// The refusal of a completed record `length` bytes long, which a script measured over
-/// `claim`'s limit and did not read: idem-core's size rule says why.
-pub(crate) fn too_long(length: u64, claim: &Claim) -> StoreError {
-    match check_record_len(length, claim.max_outcome()) {
-        Err(refused) => refused,
-        Ok(()) => StoreError::backend(format!(
-            "a script refused a record of {length} bytes, within the call's limit"
-        )),
-    }
+/// The value of a completed record, as the `complete` script writes it.
+#[cfg(test)]
+pub(crate) fn completed(record: &Completed, owner: &OwnerToken, outcome: &str) -> Vec<u8> {
+    let mut value = MAGIC.to_vec();
+    value.push(COMPLETED);
+    field(&mut value, record.fingerprint().to_hex().as_bytes());
+    field(&mut value, owner.as_str().as_bytes());
+    field(&mut value, outcome.as_bytes());
+    number(&mut value, record.expires_at().as_millis());
+    field(&mut value, record.outcome().body());
+    value
 }
 
-/// What the `reserve_within` script answered: the value `SET ... NX GET` would have (`None`
-/// when the claim was written), or its refusal of a completed record over `claim`'s limit.
-pub(crate) fn found_within(reply: Value, claim: &Claim) -> Result<Option<Vec<u8>>, StoreError> {
-    match reply {
-        Value::Array(items) => match reply_of(items)? {
-            Reply::TooLong(length) => Err(too_long(length, claim)),
-            other => Err(StoreError::backend(format!(
-                "unexpected reply to reserve_within: {other:?}"
-            ))),
-        },
-        other => value(other),
-    }
+fn field(value: &mut Vec<u8>, bytes: &[u8]) {
+    value.extend_from_slice(bytes.len().to_string().as_bytes());
+    value.push(b':');
+    value.extend_from_slice(bytes);
 }
 
-/// The reservation a reply of the reserve script to reserving `claim` stands for.
-pub(crate) fn reservation(reply: Reply, claim: &Claim) -> Result<Reservation, StoreError> {
-    let claimed = claim.record();
-    match reply {
-        Reply::TooLong(length) => Err(too_long(length, claim)),
-        Reply::Reserved => Ok(Reservation::Reserved(claimed.clone())),
-        Reply::TookOver { previous, record } => Ok(Reservation::TookOver {
-            previous: OwnerToken::from(previous),
-            record: in_progress(&record, "took over")?,
-        }),
-        Reply::Held(record) => Ok(Reservation::Reserved(in_progress(&record, "held")?)),
-        Reply::Existing(record) => layout::decode(&record).map(Reservation::Existing),
-        other => Err(StoreError::backend(format!(
-            "unexpected reply to reserve: {other:?}"
+fn number(value: &mut Vec<u8>, n: u64) {
+    field(value, n.to_string().as_bytes());
+}
+
+/// Decodes a record's value. Anything that is not a record of this layout is
+/// [`StoreError::Corrupt`], never a panic.
+pub(crate) fn decode(value: &[u8]) -> Result<Record, StoreError> {
+    let rest = value
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| corrupt("not a record of this layout"))?;
+    let (&state, rest) = rest
+        .split_first()
+        .ok_or_else(|| corrupt("the record ends after its magic"))?;
+    let fields = fields(rest)?;
+    match state {
+        IN_PROGRESS => in_progress_record(&fields).map(Record::InProgress),
+        COMPLETED => completed_record(&fields).map(Record::Completed),
+        other => Err(corrupt(&format!(
+            "unknown state `{}`",
+            char::from(other).escape_default()
         ))),
     }
 }
 
-fn in_progress(value: &[u8], what: &str) -> Result<InProgress, StoreError> {
-    match layout::decode(value)? {
-        Record::InProgress(record) => Ok(record),
-        other => Err(StoreError::backend(format!(
-            "reserve replied with a {what} record that is not in progress: {other:?}"
-        ))),
-    }
-}
-
-/// Names and values, as read.
-pub(crate) type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
-
-/// The name/value pairs of a reply such as `CONFIG GET`'s, from a flat array (RESP2) or a
-/// map (RESP3).
-pub(crate) fn pairs(value: Value) -> Result<Pairs, StoreError> {
-    match value {
-        Value::Array(items) => {
-            if !items.len().is_multiple_of(2) {
-                return Err(unexpected(&Value::Array(items)));
-            }
-            let mut pairs = Vec::with_capacity(items.len() / 2);
-            let mut items = items.into_iter();
-            while let (Some(name), Some(value)) = (items.next(), items.next()) {
-                pairs.push((bytes(name)?, bytes(value)?));
-            }
-            Ok(pairs)
+/// Splits `rest` into its length-prefixed fields.
+fn fields(mut rest: &[u8]) -> Result<Vec<&[u8]>, StoreError> {
+    let mut fields = Vec::with_capacity(IN_PROGRESS_FIELDS);
+    while !rest.is_empty() {
+        let colon = rest
+            .iter()
+            .take(MAX_LENGTH_DIGITS + 1)
+            .position(|&b| b == b':')
+            .filter(|&at| at > 0)
+            .ok_or_else(|| corrupt("a field length is missing or too long"))?;
+        let digits = &rest[..colon];
+        if !digits.iter().all(u8::is_ascii_digit) {
+            return Err(corrupt("a field length is not a number"));
         }
-        Value::Map(entries) => entries
-            .into_iter()
-            .map(|(name, value)| Ok((bytes(name)?, bytes(value)?)))
-            .collect(),
-        other => Err(unexpected(&other)),
+        let length: usize = std::str::from_utf8(digits)
+            .ok()
+            .and_then(|digits| digits.parse().ok())
+            .ok_or_else(|| corrupt("a field length is not a number"))?;
+        let body = &rest[colon + 1..];
+        if length > body.len() {
+            return Err(corrupt("a field runs past the end of the record"));
+        }
+        fields.push(&body[..length]);
+        rest = &body[length..];
     }
+    Ok(fields)
 }
 
-/// A record's value as read with `GET` or `SET ... GET`: `None` when there is none.
-pub(crate) fn value(reply: Value) -> Result<Option<Vec<u8>>, StoreError> {
-    match reply {
-        Value::Nil => Ok(None),
-        Value::BulkString(bytes) => Ok(Some(bytes)),
-        other => Err(unexpected(&other)),
+fn in_progress_record(fields: &[&[u8]]) -> Result<InProgress, StoreError> {
+    if fields.len() < IN_PROGRESS_FIELDS || fields.len().is_multiple_of(2) {
+        return Err(corrupt(&format!(
+            "an in-progress record has {} fields",
+            fields.len()
+        )));
     }
+    let attempt = millis(fields[4], "attempt")?
+        .try_into()
+        .map_err(|_| corrupt("`attempt` is too large"))?;
+    millis(fields[5], "anchor")?;
+    let step_fields = &fields[IN_PROGRESS_FIELDS..];
+    let steps = match fields[6] {
+        b"" if step_fields.is_empty() => Steps::new(),
+        b"" => return Err(corrupt("`steps_kept_until` is missing")),
+        kept => {
+            let mut steps = Steps::new()
+                .with_kept_until(Timestamp::from_millis(millis(kept, "steps_kept_until")?));
+            for pair in step_fields.chunks_exact(2) {
+                let name = std::str::from_utf8(pair[0])
+                    .map_err(|_| corrupt("a step's name is not UTF-8"))?;
+                if steps.get(name).is_some() {
+                    return Err(corrupt(&format!("the step `{name}` is recorded twice")));
+                }
+                steps.insert(name, pair[1].to_vec());
+            }
+            steps
+        }
+    };
+    Ok(InProgress::new(
+        owner(fields[1])?,
+        fingerprint(fields[0])?,
+        Timestamp::from_millis(millis(fields[2], "lease_until")?),
+    )
+    .with_fencing_token(millis(fields[3], "fencing_token")?)
+    .with_attempt(attempt)
+    .with_steps(steps))
 }
 
-fn bytes(value: Value) -> Result<Vec<u8>, StoreError> {
-    match value {
-        Value::BulkString(bytes) => Ok(bytes),
-        Value::SimpleString(text) => Ok(text.into_bytes()),
-        Value::Int(n) => Ok(n.to_string().into_bytes()),
-        other => Err(unexpected(&other)),
-    }
+fn completed_record(fields: &[&[u8]]) -> Result<Completed, StoreError> {
+    let &[fingerprint_hex, owner_token, outcome, expires_at, body] = fields else {
+        return Err(corrupt(&format!(
+            "a completed record has {} fields, not 5",
+            fields.len()
+        )));
+    };
+    owner(owner_token)?;
+    let outcome = match outcome {
+        b"ok" => Outcome::Ok(body.to_vec()),
+        b"err" => Outcome::Err(body.to_vec()),
+        b"aborted" => Outcome::Aborted,
+        other => {
+            return Err(corrupt(&format!(
+                "unknown outcome `{}`",
+                String::from_utf8_lossy(other)
+            )))
+        }
+    };
+    Ok(Completed::new(
+        fingerprint(fingerprint_hex)?,
+        outcome,
+        Timestamp::from_millis(millis(expires_at, "expires_at")?),
+    ))
 }
 
-fn text(value: Option<Value>, what: &str) -> Result<String, StoreError> {
-    let bytes = bytes(value.unwrap_or(Value::Nil))?;
-    String::from_utf8(bytes).map_err(|_| StoreError::backend(format!("{what} is not UTF-8")))
+/// A decimal number as the scripts accept it: digits, no leading zero, at most 20 of them.
+fn millis(digits: &[u8], name: &str) -> Result<u64, StoreError> {
+    let well_formed = !digits.is_empty()
+        && digits.len() <= 20
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits == b"0" || digits[0] != b'0');
+    well_formed
+        .then(|| std::str::from_utf8(digits).ok()?.parse().ok())
+        .flatten()
+        .ok_or_else(|| corrupt(&format!("`{name}` is not a number")))
 }
 
-fn unexpected(value: &Value) -> StoreError {
-    StoreError::backend(format!("unexpected reply from Redis: {value:?}"))
+fn fingerprint(hex: &[u8]) -> Result<Fingerprint, StoreError> {
+    std::str::from_utf8(hex)
+        .ok()
+        .and_then(|hex| hex.parse().ok())
+        .ok_or_else(|| corrupt("`fingerprint` is not a fingerprint"))
+}
+
+fn owner(token: &[u8]) -> Result<OwnerToken, StoreError> {
+    std::str::from_utf8(token)
+        .map(|token| OwnerToken::from(token.to_owned()))
+        .map_err(|_| corrupt("`owner` is not UTF-8"))
+}
+
+fn corrupt(reason: &str) -> StoreError {
+    StoreError::Corrupt(format!("Redis record: {reason}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn bulk(text: &[u8]) -> Value {
-        Value::BulkString(text.to_vec())
+    fn claim() -> InProgress {
+        InProgress::new(
+            OwnerToken::from("owner-1".to_owned()),
+            Fingerprint::empty(),
+            Timestamp::from_millis(1_700_000_030_000),
+        )
+        .with_fencing_token(1_700_000_000_000_000)
+        .with_attempt(2)
     }
 
     #[test]
-    fn replies_decode() {
-        assert!(matches!(
-            reply(Value::Array(vec![bulk(b"ok")])),
-            Ok(Reply::Ok)
-        ));
-        assert!(matches!(
-            reply(Value::Array(vec![bulk(b"lost")])),
-            Ok(Reply::Lost)
-        ));
-        assert!(matches!(
-            reply(Value::Array(vec![bulk(b"took_over"), bulk(b"o1"), bulk(b"idm1P")])),
-            Ok(Reply::TookOver { previous, record }) if previous == "o1" && record == b"idm1P"
-        ));
-        assert!(matches!(
-            reply(Value::Array(vec![bulk(b"existing"), bulk(b"\0x")])),
-            Ok(Reply::Existing(record)) if record == b"\0x"
-        ));
-        let err = reply(Value::Array(vec![bulk(b"corrupt"), bulk(b"why")])).unwrap_err();
-        assert!(matches!(err, StoreError::Corrupt(reason) if reason == "why"));
-        for odd in [
-            Value::Nil,
-            Value::Array(vec![]),
-            Value::Array(vec![bulk(b"took_over"), bulk(b"o1")]),
-            Value::Array(vec![bulk(b"maybe")]),
-            Value::Array(vec![Value::Int(1)]),
+    fn an_in_progress_record_decodes_as_written() {
+        let anchor = Timestamp::from_millis(1_700_000_090_000);
+        assert_eq!(
+            decode(&in_progress(&claim(), anchor)).unwrap(),
+            Record::InProgress(claim())
+        );
+        let steps = Steps::new()
+            .with_step("charge", b"\0binary:\xff".to_vec())
+            .with_step("a:b", Vec::new())
+            .with_step("", b"empty name".to_vec())
+            .with_step("\u{e9}t\u{e9}", b"12:34".to_vec())
+            .with_kept_until(Timestamp::from_millis(1_800_000_000_000));
+        let with_steps = claim().with_steps(steps).released();
+        assert_eq!(
+            decode(&in_progress(&with_steps, anchor)).unwrap(),
+            Record::InProgress(with_steps)
+        );
+        let long_owner = InProgress::new(
+            OwnerToken::from("o".repeat(10_000)),
+            Fingerprint::empty(),
+            Timestamp::EPOCH,
+        );
+        assert_eq!(
+            decode(&in_progress(&long_owner, anchor)).unwrap(),
+            Record::InProgress(long_owner)
+        );
+    }
+
+    #[test]
+    fn a_completed_record_decodes_as_written() {
+        let owner = OwnerToken::from("owner-1".to_owned());
+        for (outcome, tag) in [
+            (Outcome::Ok(b"{\"id\":1}".to_vec()), "ok"),
+            (Outcome::Err(b"\0sealed\xff".to_vec()), "err"),
+            (Outcome::Aborted, "aborted"),
         ] {
-            assert!(reply(odd.clone()).is_err(), "{odd:?}");
+            let record = Completed::new(Fingerprint::empty(), outcome, Timestamp::from_millis(99));
+            assert_eq!(
+                decode(&completed(&record, &owner, tag)).unwrap(),
+                Record::Completed(record)
+            );
         }
     }
 
     #[test]
-    fn a_value_is_nil_or_bytes() {
-        assert_eq!(value(Value::Nil).unwrap(), None);
-        assert_eq!(value(bulk(b"x")).unwrap(), Some(b"x".to_vec()));
-        assert!(value(Value::Int(1)).is_err());
+    fn malformed_records_are_corrupt() {
+        let fp = Fingerprint::empty().to_hex();
+        let good = in_progress(&claim(), Timestamp::EPOCH);
+        let cases: Vec<Vec<u8>> = vec![
+            Vec::new(),
+            b"idm1".to_vec(),
+            b"idm2P".to_vec(),
+            [b"idm1Q", &good[5..]].concat(),
+            b"idm1P".to_vec(),
+            b"idm1Pxx:a".to_vec(),
+            b"idm1P1234567890:a".to_vec(),
+            b"idm1P9:abc".to_vec(),
+            b"idm1P:abc".to_vec(),
+            b"idm1P3abc".to_vec(),
+            [&good[..], b"4:name"].concat(),
+            [&good[..], b"4:name5:value"].concat(),
+            format!("idm1P64:{fp}1:o1:11:11:11:11:11:a1:11:a1:2").into_bytes(),
+            format!("idm1P64:{fp}1:o2:1x1:11:11:10:").into_bytes(),
+            format!("idm1P64:{fp}1:o2:011:11:11:10:").into_bytes(),
+            b"idm1P2:zz1:o1:11:11:11:10:".to_vec(),
+            format!("idm1P64:{fp}1:o1:11:11:11:13:1x24:name1:v").into_bytes(),
+            format!("idm1C64:{fp}1:o5:maybe1:10:").into_bytes(),
+            format!("idm1C64:{fp}1:o2:ok2:-10:").into_bytes(),
+            format!("idm1C64:{fp}1:o2:ok1:1").into_bytes(),
+            format!("idm1C64:{fp}1:o2:ok1:10:0:").into_bytes(),
+        ];
+        for case in cases {
+            let err = decode(&case).unwrap_err();
+            assert!(
+                matches!(err, StoreError::Corrupt(_)),
+                "{}: {err}",
+                String::from_utf8_lossy(&case)
+            );
+        }
+        let mut not_utf8 = format!("idm1P64:{fp}1:o1:11:11:11:11:12:").into_bytes();
+        not_utf8.extend_from_slice(b"\xff\xfe1:v");
+        assert!(matches!(decode(&not_utf8), Err(StoreError::Corrupt(_))));
+    }
+
+    #[test]
+    fn no_input_panics() {
+        let good = in_progress(
+            &claim().with_steps(
+                Steps::new()
+                    .with_step("charge", b"ch_1".to_vec())
+                    .with_kept_until(Timestamp::from_millis(5)),
+            ),
+            Timestamp::EPOCH,
+        );
+        // Every prefix, and every single-byte change to a few interesting bytes.
+        for end in 0..good.len() {
+            let _ = decode(&good[..end]);
+        }
+        for at in 0..good.len() {
+            for byte in [b'0', b'9', b':', 0, 0xff, b'P', b'C'] {
+                let mut spoiled = good.clone();
+                spoiled[at] = byte;
+                let _ = decode(&spoiled);
+            }
+        }
     }
 }

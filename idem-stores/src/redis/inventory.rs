@@ -50,8 +50,8 @@ use idem_core::{
 };
 use redis::Value;
 
-use super::codec::Reply;
 use super::error::{is_connection_error, store_error};
+use super::replies::Reply;
 use super::scripts::SCRIPTS;
 use super::store::RedisStore;
 

@@ -190,12 +190,12 @@ mod codec;
 mod connection;
 mod error;
 mod inventory;
-mod layout;
+mod replies;
 mod reserve;
 mod scripts;
 mod server;
 mod store;
-mod wake;
+mod wait;
 
 /// The `tracing` target of every event the Redis store emits.
 const TARGET: &str = idem_protocol::log::REDIS;

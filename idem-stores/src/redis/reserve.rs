@@ -13,7 +13,7 @@ use redis::{RedisError, Value};
 use super::codec;
 use super::connection::Connection;
 use super::error::{is_connection_error, refuses_writes, set_refused, store_error};
-use super::layout;
+use super::replies;
 use super::scripts::SCRIPTS;
 use super::store::{decimal, fenced, time, RedisStore, MAX_EXPIRY_MS};
 
@@ -33,7 +33,7 @@ impl RedisStore {
             .clamp(1, u128::from(MAX_EXPIRY_MS)) as u64;
         let anchor = claim.now() + Duration::from_millis(expiry);
         let redis_key = self.redis_key(key);
-        let value = layout::in_progress(record, anchor);
+        let value = codec::in_progress(record, anchor);
         let (result, mut conn) = match claim.max_outcome() {
             None => {
                 let mut set = redis::cmd("SET");
@@ -69,7 +69,7 @@ impl RedisStore {
             }
         };
         let found = match result {
-            Ok(found) => codec::found_within(found, claim)?,
+            Ok(found) => replies::found_within(found, claim)?,
             Err(refused) if refuses_writes(&refused) => {
                 return self.reserve_without_writes(key, claim, refused).await
             }
@@ -77,7 +77,7 @@ impl RedisStore {
         };
         let reservation = match found {
             None => Reservation::Reserved(record.clone()),
-            Some(value) => match judged(layout::decode(&value)?, claim) {
+            Some(value) => match judged(codec::decode(&value)?, claim) {
                 Some(Reservation::Reserved(held)) if self.replicas.is_some() => {
                     self.write_again(&mut conn, key, &held).await?;
                     Reservation::Reserved(held)
@@ -132,7 +132,7 @@ impl RedisStore {
                 ],
             )
             .await?;
-        let reservation = codec::reservation(reply, claim)?;
+        let reservation = replies::reservation(reply, claim)?;
         if !matches!(reservation, Reservation::Existing(_)) {
             self.replicate(&mut conn, key, "reserve").await?;
         }
@@ -159,8 +159,8 @@ impl RedisStore {
                     .eval(&mut conn, &SCRIPTS.read_within, &self.redis_key(key), &args)
                     .await
                     .map_err(|error| store_error(error, "read_within"))?;
-                codec::found_within(read, claim)?
-                    .map(|value| layout::decode(&value))
+                replies::found_within(read, claim)?
+                    .map(|value| codec::decode(&value))
                     .transpose()?
             }
         };
@@ -195,7 +195,7 @@ impl RedisStore {
             )
             .await
             .map_err(|error| store_error(error, "renew"))
-            .and_then(codec::reply)?;
+            .and_then(replies::reply)?;
         fenced(reply, "renew")
     }
 }

@@ -3,7 +3,7 @@
 use idem_core::StoreError;
 use redis::Value;
 
-use super::codec;
+use super::replies;
 use super::store::RedisStore;
 
 impl RedisStore {
@@ -20,7 +20,7 @@ impl RedisStore {
                 return Ok(None);
             }
         };
-        Ok(codec::pairs(value)?
+        Ok(replies::pairs(value)?
             .into_iter()
             .next()
             .and_then(|(_, policy)| String::from_utf8(policy).ok()))

@@ -13,12 +13,12 @@ use redis::aio::ConnectionManager;
 use redis::{Client, Value};
 
 use super::builder::RedisStoreBuilder;
-use super::codec::{self, Reply};
+use super::codec;
 use super::connection::Connection;
 use super::error::{is_connection_error, store_error, NotReplicated};
-use super::layout;
+use super::replies::{self, Reply};
 use super::scripts::{Counter, Script, SCRIPTS};
-use super::wake::{Backoff, Wakeups, POLLING, SAFETY_NET};
+use super::wait::{Backoff, Wakeups, POLLING, SAFETY_NET};
 
 /// How long an in-progress key outlives its lease in Redis: until it is abandoned. Within it,
 /// an owner whose lease passed but who was not taken over can still complete or release;
@@ -175,7 +175,7 @@ impl RedisStore {
         }
         let reply = result
             .map_err(|error| store_error(error, script.name()))
-            .and_then(codec::reply)?;
+            .and_then(replies::reply)?;
         Ok((reply, conn))
     }
 
@@ -228,7 +228,7 @@ impl RedisStore {
             .query(redis::cmd("GET").arg(redis_key), "GET")
             .await
             .ok()?;
-        match layout::decode(&codec::value(read).ok()??).ok()? {
+        match codec::decode(&replies::value(read).ok()??).ok()? {
             Record::InProgress(held) if held.lease_until() != Timestamp::EPOCH => {
                 Some(held.owner().clone())
             }
@@ -345,7 +345,7 @@ impl Store for RedisStore {
                 &[
                     owner.as_str().as_bytes(),
                     record.fingerprint().to_hex().as_bytes(),
-                    codec::outcome_tag(record.outcome())?.as_bytes(),
+                    replies::outcome_tag(record.outcome())?.as_bytes(),
                     record.outcome().body(),
                     &time(record.expires_at()),
                 ],
@@ -410,8 +410,8 @@ impl Store for RedisStore {
         let value = self
             .query(redis::cmd("GET").arg(self.redis_key(key)), "GET")
             .await?;
-        codec::value(value)?
-            .map(|value| layout::decode(&value))
+        replies::value(value)?
+            .map(|value| codec::decode(&value))
             .transpose()
     }
 
