@@ -8,7 +8,7 @@ use idem_core::store::Store;
 use idem_stores::dynamodb::DynamoDbStore;
 use idem_stores::postgres::PostgresStore;
 use idem_stores::redis::RedisStore;
-use idem_tests::dynamodb::{client, ClientOptions};
+use idem_test_servers::dynamodb::{client, ClientOptions};
 
 use crate::plan::StoreSpec;
 

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use idem_core::store::Store;
 use idem_stores::memory::MemoryStore;
 use idem_stores::postgres::PostgresStore;
-use idem_tests::dynamodb::server::TestMoto;
-use idem_tests::postgres::server::TestPostgres;
-use idem_tests::redis::cluster::TestRedisCluster;
-use idem_tests::redis::server::TestRedis;
+use idem_test_servers::dynamodb::server::TestMoto;
+use idem_test_servers::postgres::server::TestPostgres;
+use idem_test_servers::redis::cluster::TestRedisCluster;
+use idem_test_servers::redis::server::TestRedis;
 
 use crate::args::StoreKind;
 use crate::connect::connect;
@@ -179,9 +179,9 @@ async fn prepare(spec: &StoreSpec) -> Result<(), String> {
                 .map_err(|error| format!("creating the table: {error}"))
         }
         StoreSpec::DynamoDb { endpoint, table } => {
-            let client = idem_tests::dynamodb::client(
+            let client = idem_test_servers::dynamodb::client(
                 endpoint,
-                idem_tests::dynamodb::ClientOptions::default(),
+                idem_test_servers::dynamodb::ClientOptions::default(),
                 [],
             );
             idem_stores::dynamodb::DynamoDbStore::new(client, table)
