@@ -58,29 +58,6 @@ pub async fn run(args: &RunArgs) -> Result<Outcome, String> {
     run_on(args, target, &faults, &format!("{kind:?}")).await
 }
 
-/// Certifies a store of your own, as the conformance kit's [`Target`](idem_conformance::Target)
-/// builds it: workers in this process call it for `args.seconds` (its other options apply but
-/// `store`, `url` and `faults`: the faults are the workload's own stalls and abandoned calls).
-/// The report goes to `args.out`, or `target/certify/custom-SEED`.
-///
-/// ```no_run
-/// # async fn demo() -> Result<(), String> {
-/// use clap::Parser;
-/// use idem_certify::args::Cli;
-/// let args = Cli::parse_from(["idem-certify", "--seconds", "30"]).run;
-/// let store = std::sync::Arc::new(idem_conformance::ReferenceStore::new());
-/// let outcome = idem_certify::run::certify_store(store, "my store", &args).await?;
-/// assert_eq!(outcome.report.anomalies, 0);
-/// # Ok(()) }
-/// ```
-pub async fn certify_store(
-    store: Arc<dyn Store>,
-    described: &str,
-    args: &RunArgs,
-) -> Result<Outcome, String> {
-    run_on(args, Target::in_process(store, described), &[], "custom").await
-}
-
 /// Runs the workload on `target` with `faults`, then checks and reports.
 async fn run_on(
     args: &RunArgs,
