@@ -29,15 +29,15 @@ use crate::workload::{run_key, BodyError};
 const TOLD_SLACK_MICROS: u64 = 50_000;
 
 /// What a run found: its report, and where it was written.
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The report.
-    pub report: Report,
+    pub(crate) report: Report,
     /// Its directory.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
 }
 
 /// Runs `args`.
-pub async fn run(args: &RunArgs) -> Result<Outcome, String> {
+pub(crate) async fn run(args: &RunArgs) -> Result<Outcome, String> {
     let kind = args
         .store
         .ok_or("pass --store memory|redis|redis-cluster|postgres|dynamodb")?;
