@@ -9,56 +9,56 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// `anomalies: N` and exits non-zero when N > 0.
 #[derive(Debug, Parser)]
 #[command(name = "idem-certify", version)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// A worker, when the coordinator started this process as one.
     #[command(subcommand)]
-    pub mode: Option<Mode>,
+    pub(crate) mode: Option<Mode>,
     /// The run.
     #[command(flatten)]
-    pub run: RunArgs,
+    pub(crate) run: RunArgs,
 }
 
 /// A run's options.
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The store to certify.
     #[arg(long, value_enum)]
-    pub store: Option<StoreKind>,
+    pub(crate) store: Option<StoreKind>,
     /// Use this server instead of starting one: redis://host:port, a comma-separated list of
     /// cluster nodes, a postgres:// database URL, or a DynamoDB endpoint (http://host:port).
     #[arg(long)]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
     /// How long the workers call, in seconds.
     #[arg(long, default_value_t = 20)]
-    pub seconds: u64,
+    pub(crate) seconds: u64,
     /// How many worker processes (in-process workers for memory).
     #[arg(long, default_value_t = 4)]
-    pub workers: u32,
+    pub(crate) workers: u32,
     /// The faults to inject, comma-separated: kill, stop, net, restart, clock, clock-beyond;
     /// `none` for none. Default: every one the store allows but clock-beyond (memory, whose
     /// workers share this process, allows none; net needs one server address, restart a store
     /// that keeps its records through one).
     #[arg(long, value_delimiter = ',')]
-    pub faults: Option<Vec<FaultKind>>,
+    pub(crate) faults: Option<Vec<FaultKind>>,
     /// Wrap the store in one of the conformance kit's broken stores (ReserveAlwaysGrants,
     /// OwnerIgnored, RenewDoesNotExtend, StepsForgottenOnTakeover, ...): the run must find
     /// anomalies.
     #[arg(long)]
-    pub broken: Option<String>,
+    pub(crate) broken: Option<String>,
     /// The lease of every call, in milliseconds.
     #[arg(long, default_value_t = 1_000)]
-    pub lease_ms: u64,
+    pub(crate) lease_ms: u64,
     /// Where the histories and the report go. Default: target/certify/STORE-SECONDS.
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// The seed of the workload's and the faults' choices. Default: from the clock.
     #[arg(long)]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
 }
 
 /// The stores `idem-certify` starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum StoreKind {
+pub(crate) enum StoreKind {
     /// The memory store, shared by workers in this process.
     Memory,
     /// One Redis server.
@@ -75,7 +75,7 @@ pub enum StoreKind {
 /// The faults injected into worker processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FaultKind {
+pub(crate) enum FaultKind {
     /// No fault.
     None,
     /// SIGKILL a worker; a new one takes its slot.
@@ -95,7 +95,7 @@ pub enum FaultKind {
 
 /// The worker's hidden entry point.
 #[derive(Debug, Subcommand)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Run one worker (started by the coordinator).
     #[command(hide = true)]
     Worker {

@@ -7,9 +7,9 @@ use idem_core::{store::Timestamp, Clock, SystemClock};
 
 /// The system clock, `offset_ms` milliseconds ahead (behind when negative).
 #[derive(Clone, Copy, Debug)]
-pub struct OffsetClock {
+pub(crate) struct OffsetClock {
     /// The offset.
-    pub offset_ms: i64,
+    pub(crate) offset_ms: i64,
 }
 
 impl Clock for OffsetClock {

@@ -8,12 +8,12 @@ use idem_core::store::Store;
 use idem_stores::dynamodb::DynamoDbStore;
 use idem_stores::postgres::PostgresStore;
 use idem_stores::redis::RedisStore;
-use idem_tests::dynamodb::{client, ClientOptions};
+use idem_test_servers::dynamodb::{client, ClientOptions};
 
 use crate::plan::StoreSpec;
 
 /// Connects to the store `spec` names.
-pub async fn connect(spec: &StoreSpec) -> Result<Arc<dyn Store>, String> {
+pub(crate) async fn connect(spec: &StoreSpec) -> Result<Arc<dyn Store>, String> {
     Ok(match spec {
         StoreSpec::Redis { url } => Arc::new(
             RedisStore::connect(url)
@@ -45,7 +45,7 @@ pub async fn connect(spec: &StoreSpec) -> Result<Arc<dyn Store>, String> {
 }
 
 /// `store`, breaking the rule `broken` names, when it names one.
-pub fn wrap(store: Arc<dyn Store>, broken: Option<&str>) -> Result<Arc<dyn Store>, String> {
+pub(crate) fn wrap(store: Arc<dyn Store>, broken: Option<&str>) -> Result<Arc<dyn Store>, String> {
     match broken {
         None => Ok(store),
         Some(name) => Ok(Arc::new(Broken::new(store, broken_fault(name)?))),
@@ -53,7 +53,7 @@ pub fn wrap(store: Arc<dyn Store>, broken: Option<&str>) -> Result<Arc<dyn Store
 }
 
 /// The broken store's fault called `name` (`ReserveAlwaysGrants` or `reserve-always-grants`).
-pub fn broken_fault(name: &str) -> Result<Fault, String> {
+pub(crate) fn broken_fault(name: &str) -> Result<Fault, String> {
     let folded = |text: &str| text.replace(['-', '_'], "").to_ascii_lowercase();
     Fault::ALL
         .into_iter()

@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 /// Microseconds since the Unix epoch, by the system clock every worker on this machine shares.
-pub fn now_micros() -> u64 {
+pub(crate) fn now_micros() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_micros() as u64)
@@ -156,13 +156,13 @@ pub enum Event {
 
 /// The file a worker appends its history to.
 #[derive(Debug)]
-pub struct HistoryWriter {
+pub(crate) struct HistoryWriter {
     file: Mutex<File>,
 }
 
 impl HistoryWriter {
     /// Appends to `path`, creating it.
-    pub fn create(path: &Path) -> io::Result<Self> {
+    pub(crate) fn create(path: &Path) -> io::Result<Self> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(HistoryWriter {
             file: Mutex::new(file),
@@ -170,7 +170,7 @@ impl HistoryWriter {
     }
 
     /// Appends `event` as one line, in one write.
-    pub fn write(&self, event: &Event) {
+    pub(crate) fn write(&self, event: &Event) {
         let mut line = serde_json::to_vec(event).expect("events serialise");
         line.push(b'\n');
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
@@ -182,7 +182,7 @@ impl HistoryWriter {
 
 /// The events of one worker's file. A last line cut short is skipped: its event never
 /// finished happening as far as the history is concerned.
-pub fn read(path: &Path) -> io::Result<Vec<Event>> {
+pub(crate) fn read(path: &Path) -> io::Result<Vec<Event>> {
     let lines: Vec<String> = BufReader::new(File::open(path)?)
         .lines()
         .collect::<io::Result<_>>()?;

@@ -21,21 +21,25 @@
 //!   harness, worker processes started from this binary, and the faults.
 //! - `check`: the anomaly classes, from the history and the final records.
 //! - `report`: `report.json`, `report.md`, `calls.svg`, `latency.svg`.
+//!
+//! The library is the binary's: [`main`] is its entry point. Not published. Only what the
+//! tests drive directly is public besides: the checker on hand-written histories ([`check`],
+//! [`history`]), the report of its findings ([`report`]), and the network proxy ([`proxies`]).
 
-pub mod args;
+mod args;
 pub mod check;
-pub mod clock;
-pub mod connect;
+mod clock;
+mod connect;
 pub mod history;
-pub mod nemesis;
-pub mod plan;
-pub mod processes;
+mod nemesis;
+mod plan;
+mod processes;
 pub mod proxies;
 pub mod report;
-pub mod run;
-pub mod servers;
-pub mod worker;
-pub mod workload;
+mod run;
+mod servers;
+mod worker;
+mod workload;
 
 use std::process::ExitCode;
 

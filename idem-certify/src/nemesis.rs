@@ -15,19 +15,19 @@ use crate::proxies::{through, NetFault, Proxy};
 use crate::servers::Target;
 
 /// What the nemesis needs to start a worker.
-pub struct Workers<'a> {
+pub(crate) struct Workers<'a> {
     /// How many slots.
-    pub count: u32,
+    pub(crate) count: u32,
     /// The plan of a worker named `name`, with its seed and clock offset.
-    pub plan: &'a dyn Fn(String, u64, i64) -> WorkerPlan,
+    pub(crate) plan: &'a dyn Fn(String, u64, i64) -> WorkerPlan,
     /// Where the workers' logs go.
-    pub dir: &'a Path,
+    pub(crate) dir: &'a Path,
     /// The run's seed.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// The lease of every call.
-    pub lease: Duration,
+    pub(crate) lease: Duration,
     /// When the workers stop calling, in microseconds since the epoch.
-    pub until: u64,
+    pub(crate) until: u64,
 }
 
 /// One worker slot: its current process, and the proxy its processes reach the store through.
@@ -40,16 +40,16 @@ struct Slot {
 
 /// What the nemesis did: the faults injected, and each worker process's clock offset in
 /// milliseconds.
-pub struct Injected {
+pub(crate) struct Injected {
     /// The faults.
-    pub faults: Vec<FaultRecord>,
+    pub(crate) faults: Vec<FaultRecord>,
     /// The offsets, by process.
-    pub clock_offsets: Vec<(String, i64)>,
+    pub(crate) clock_offsets: Vec<(String, i64)>,
 }
 
 /// Runs the workers to the deadline while injecting `faults`. Blocks: call it where blocking
 /// is allowed.
-pub fn run(
+pub(crate) fn run(
     workers: &Workers<'_>,
     target: &mut Target,
     faults: &[FaultKind],
@@ -196,7 +196,7 @@ pub fn run(
 
 /// Whether net faults can reach every connection to the store `spec` names: not a cluster,
 /// whose nodes send clients to their own addresses.
-pub fn proxiable(spec: Option<&StoreSpec>) -> bool {
+pub(crate) fn proxiable(spec: Option<&StoreSpec>) -> bool {
     matches!(
         spec,
         Some(StoreSpec::Redis { .. } | StoreSpec::Postgres { .. } | StoreSpec::DynamoDb { .. })

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// Where the store under test is, as a worker process connects to it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum StoreSpec {
+pub(crate) enum StoreSpec {
     /// One Redis server.
     Redis {
         /// `redis://host:port`.
@@ -36,30 +36,30 @@ pub enum StoreSpec {
 
 /// One worker's instructions.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct WorkerPlan {
+pub(crate) struct WorkerPlan {
     /// The worker's name in the history: its slot and incarnation, `w3.2`.
-    pub name: String,
+    pub(crate) name: String,
     /// The store. `None` for an in-process worker, which is handed its store.
-    pub store: Option<StoreSpec>,
+    pub(crate) store: Option<StoreSpec>,
     /// The conformance kit's broken store to wrap the store in, by `Fault` name.
-    pub broken: Option<String>,
+    pub(crate) broken: Option<String>,
     /// The run's id: every key of the run is under it.
-    pub run: String,
+    pub(crate) run: String,
     /// Where the worker appends its history.
-    pub history: PathBuf,
+    pub(crate) history: PathBuf,
     /// When the worker stops starting calls, in microseconds since the epoch.
-    pub until_micros: u64,
+    pub(crate) until_micros: u64,
     /// The lease of every call.
-    pub lease_ms: u64,
+    pub(crate) lease_ms: u64,
     /// The seed of the worker's choices.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// How far the worker's clock is off the system's, in milliseconds.
-    pub clock_offset_ms: i64,
+    pub(crate) clock_offset_ms: i64,
 }
 
 impl WorkerPlan {
     /// The lease of every call.
-    pub fn lease(&self) -> Duration {
+    pub(crate) fn lease(&self) -> Duration {
         Duration::from_millis(self.lease_ms)
     }
 }

@@ -7,15 +7,15 @@ use std::process::{Child, Command, Stdio};
 use crate::plan::WorkerPlan;
 
 /// One worker process.
-pub struct WorkerProcess {
+pub(crate) struct WorkerProcess {
     /// Its name in the history.
-    pub name: String,
+    pub(crate) name: String,
     child: Child,
 }
 
 impl WorkerProcess {
     /// Starts a worker on `plan`, its output in `log`.
-    pub fn start(plan: &WorkerPlan, log: &Path) -> Result<Self, String> {
+    pub(crate) fn start(plan: &WorkerPlan, log: &Path) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|error| format!("finding myself: {error}"))?;
         let output = File::create(log).map_err(|error| format!("{}: {error}", log.display()))?;
         let errors = output
@@ -36,18 +36,18 @@ impl WorkerProcess {
     }
 
     /// SIGKILL, and waits for it to die.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
     /// SIGSTOP: it stops where it is, its leases unrenewed.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.signal("-STOP");
     }
 
     /// SIGCONT.
-    pub fn resume(&self) {
+    pub(crate) fn resume(&self) {
         self.signal("-CONT");
     }
 
@@ -57,12 +57,12 @@ impl WorkerProcess {
     }
 
     /// Whether it exited.
-    pub fn exited(&mut self) -> bool {
+    pub(crate) fn exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
     /// How it failed, if it exited unsuccessfully on its own.
-    pub fn failure(&mut self) -> Option<String> {
+    pub(crate) fn failure(&mut self) -> Option<String> {
         match self.child.try_wait() {
             Ok(Some(status)) if !status.success() => Some(status.to_string()),
             _ => None,

@@ -29,15 +29,15 @@ use crate::workload::{run_key, BodyError};
 const TOLD_SLACK_MICROS: u64 = 50_000;
 
 /// What a run found: its report, and where it was written.
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The report.
-    pub report: Report,
+    pub(crate) report: Report,
     /// Its directory.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
 }
 
 /// Runs `args`.
-pub async fn run(args: &RunArgs) -> Result<Outcome, String> {
+pub(crate) async fn run(args: &RunArgs) -> Result<Outcome, String> {
     let kind = args
         .store
         .ok_or("pass --store memory|redis|redis-cluster|postgres|dynamodb")?;
@@ -56,29 +56,6 @@ pub async fn run(args: &RunArgs) -> Result<Outcome, String> {
         return Err("net faults need a store behind one address: not a cluster".to_owned());
     }
     run_on(args, target, &faults, &format!("{kind:?}")).await
-}
-
-/// Certifies a store of your own, as the conformance kit's [`Target`](idem_conformance::Target)
-/// builds it: workers in this process call it for `args.seconds` (its other options apply but
-/// `store`, `url` and `faults`: the faults are the workload's own stalls and abandoned calls).
-/// The report goes to `args.out`, or `target/certify/custom-SEED`.
-///
-/// ```no_run
-/// # async fn demo() -> Result<(), String> {
-/// use clap::Parser;
-/// use idem_certify::args::Cli;
-/// let args = Cli::parse_from(["idem-certify", "--seconds", "30"]).run;
-/// let store = std::sync::Arc::new(idem_conformance::ReferenceStore::new());
-/// let outcome = idem_certify::run::certify_store(store, "my store", &args).await?;
-/// assert_eq!(outcome.report.anomalies, 0);
-/// # Ok(()) }
-/// ```
-pub async fn certify_store(
-    store: Arc<dyn Store>,
-    described: &str,
-    args: &RunArgs,
-) -> Result<Outcome, String> {
-    run_on(args, Target::in_process(store, described), &[], "custom").await
 }
 
 /// Runs the workload on `target` with `faults`, then checks and reports.

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use idem_core::store::Store;
 use idem_stores::memory::MemoryStore;
 use idem_stores::postgres::PostgresStore;
-use idem_tests::dynamodb::server::TestMoto;
-use idem_tests::postgres::server::TestPostgres;
-use idem_tests::redis::cluster::TestRedisCluster;
-use idem_tests::redis::server::TestRedis;
+use idem_test_servers::dynamodb::server::TestMoto;
+use idem_test_servers::postgres::server::TestPostgres;
+use idem_test_servers::redis::cluster::TestRedisCluster;
+use idem_test_servers::redis::server::TestRedis;
 
 use crate::args::StoreKind;
 use crate::connect::connect;
@@ -16,13 +16,13 @@ use crate::plan::StoreSpec;
 
 /// The running store: its spec for workers, and whatever server this run started (stopped
 /// when dropped).
-pub struct Target {
+pub(crate) struct Target {
     /// How workers reach it; `None` for the in-process memory store.
-    pub spec: Option<StoreSpec>,
+    pub(crate) spec: Option<StoreSpec>,
     /// The memory store, shared by in-process workers.
-    pub memory: Option<Arc<dyn Store>>,
+    pub(crate) memory: Option<Arc<dyn Store>>,
     /// What the report says the store is.
-    pub described: String,
+    pub(crate) described: String,
     servers: Servers,
 }
 
@@ -39,7 +39,7 @@ enum Servers {
 impl Target {
     /// Starts `kind`'s server on loopback, or takes `url`, and prepares its table. A Redis
     /// server that will be `restartable` keeps an append-only file, synced on every write.
-    pub async fn start(
+    pub(crate) async fn start(
         kind: StoreKind,
         url: Option<&str>,
         restartable: bool,
@@ -117,7 +117,7 @@ impl Target {
     }
 
     /// `store`, called by workers in this process.
-    pub fn in_process(store: Arc<dyn Store>, described: &str) -> Target {
+    pub(crate) fn in_process(store: Arc<dyn Store>, described: &str) -> Target {
         Target {
             spec: None,
             memory: Some(store),
@@ -128,12 +128,12 @@ impl Target {
 
     /// Whether [`restart`](Target::restart) keeps the records: a Redis server with its
     /// append-only file or a PostgreSQL server, started by this run.
-    pub fn can_restart(kind: StoreKind, url: Option<&str>) -> bool {
+    pub(crate) fn can_restart(kind: StoreKind, url: Option<&str>) -> bool {
         url.is_none() && matches!(kind, StoreKind::Redis | StoreKind::Postgres)
     }
 
     /// Kills the server and starts it again on its port and data.
-    pub fn restart(&mut self) -> Result<(), String> {
+    pub(crate) fn restart(&mut self) -> Result<(), String> {
         match &mut self.servers {
             Servers::Redis(server) => {
                 server.kill();
@@ -149,7 +149,7 @@ impl Target {
     }
 
     /// A store on the target, for the final reads.
-    pub async fn store(&self) -> Result<Arc<dyn Store>, String> {
+    pub(crate) async fn store(&self) -> Result<Arc<dyn Store>, String> {
         match (&self.memory, &self.spec) {
             (Some(memory), _) => Ok(memory.clone()),
             (None, Some(spec)) => connect(spec).await,
@@ -179,9 +179,9 @@ async fn prepare(spec: &StoreSpec) -> Result<(), String> {
                 .map_err(|error| format!("creating the table: {error}"))
         }
         StoreSpec::DynamoDb { endpoint, table } => {
-            let client = idem_tests::dynamodb::client(
+            let client = idem_test_servers::dynamodb::client(
                 endpoint,
-                idem_tests::dynamodb::ClientOptions::default(),
+                idem_test_servers::dynamodb::ClientOptions::default(),
                 [],
             );
             idem_stores::dynamodb::DynamoDbStore::new(client, table)

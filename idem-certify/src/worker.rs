@@ -11,7 +11,7 @@ use crate::plan::WorkerPlan;
 use crate::workload::Worker;
 
 /// Runs the worker `plan` describes (as JSON) to its deadline.
-pub fn main(plan: &str) -> Result<(), String> {
+pub(crate) fn main(plan: &str) -> Result<(), String> {
     let plan: WorkerPlan =
         serde_json::from_str(plan).map_err(|error| format!("reading the plan: {error}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -36,10 +36,10 @@ pub fn main(plan: &str) -> Result<(), String> {
 }
 
 /// How many calls a worker keeps in flight at once.
-pub const CONCURRENT_CALLS: u64 = 4;
+pub(crate) const CONCURRENT_CALLS: u64 = 4;
 
 /// Runs `CONCURRENT_CALLS` callers of `plan` on `idem`, each a [`Worker`] of its own seed.
-pub async fn run_all(plan: WorkerPlan, idem: Idempotency, history: Arc<HistoryWriter>) {
+pub(crate) async fn run_all(plan: WorkerPlan, idem: Idempotency, history: Arc<HistoryWriter>) {
     let callers: Vec<_> = (0..CONCURRENT_CALLS)
         .map(|lane| {
             let mut plan = plan.clone();

@@ -19,11 +19,11 @@ const RETRY_EPOCHS: u64 = 8;
 /// How long a record is kept: longer than any run, so that no answer expires before the end.
 const TTL: Duration = Duration::from_secs(3_600);
 /// The steps of every body, each one side effect.
-pub const STEPS: [&str; 2] = ["charge", "ship"];
+pub(crate) const STEPS: [&str; 2] = ["charge", "ship"];
 
 /// A body's error: stored as the outcome (`Declined`), or not.
 #[derive(Debug, Serialize, Deserialize)]
-pub enum BodyError {
+pub(crate) enum BodyError {
     /// Stored and replayed, like a payment declined after the card was charged.
     Declined(String),
     /// A failure before any effect: the key is released.
@@ -47,7 +47,7 @@ impl From<Error> for BodyError {
 }
 
 /// The variant name of `error`.
-pub fn class_of(error: &Error) -> &'static str {
+pub(crate) fn class_of(error: &Error) -> &'static str {
     match error {
         Error::InProgress { .. } => "InProgress",
         Error::Mismatch { .. } => "Mismatch",
@@ -65,17 +65,17 @@ pub fn class_of(error: &Error) -> &'static str {
 }
 
 /// The arguments a key is called with, unless the call is a [`Op::Mismatch`].
-pub fn payload_of(key: &str) -> String {
+pub(crate) fn payload_of(key: &str) -> String {
     format!("args-of-{key}")
 }
 
 /// The answer of call `call` with `payload`: unique to the execution that produced it.
-pub fn answer(call: &str, payload: &str) -> String {
+pub(crate) fn answer(call: &str, payload: &str) -> String {
     format!("{call}|{payload}")
 }
 
 /// The key `name` of run `run`, as workers call it and the checker reads it back.
-pub fn run_key(idem: &Idempotency, run: &str, name: &str) -> idem_core::Key {
+pub(crate) fn run_key(idem: &Idempotency, run: &str, name: &str) -> idem_core::Key {
     idem.key("certify")
         .part(run)
         .part(name)
@@ -84,7 +84,7 @@ pub fn run_key(idem: &Idempotency, run: &str, name: &str) -> idem_core::Key {
 }
 
 /// One worker: a handle on the store, and where its history goes.
-pub struct Worker {
+pub(crate) struct Worker {
     plan: WorkerPlan,
     idem: Idempotency,
     history: Arc<HistoryWriter>,
@@ -95,7 +95,7 @@ pub struct Worker {
 
 impl Worker {
     /// A worker following `plan` on `idem`.
-    pub fn new(plan: WorkerPlan, idem: Idempotency, history: Arc<HistoryWriter>) -> Self {
+    pub(crate) fn new(plan: WorkerPlan, idem: Idempotency, history: Arc<HistoryWriter>) -> Self {
         let rng = fastrand::Rng::with_seed(plan.seed);
         Worker {
             plan,
@@ -107,7 +107,7 @@ impl Worker {
     }
 
     /// Calls until the deadline.
-    pub async fn run(mut self) {
+    pub(crate) async fn run(mut self) {
         while now_micros() < self.plan.until_micros {
             self.one_call().await;
             // A breath between calls, so that a fast store's history stays readable.

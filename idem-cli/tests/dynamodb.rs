@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use idem_conformance::Target;
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, SortKey};
-use idem_tests::dynamodb::TestDynamo;
+use idem_test_servers::dynamodb::TestDynamo;
 use support::{Cli, Subject};
 
 /// A store with a key prefix on a fresh table, and `idem --store dynamodb://TABLE --region

@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use idem_core::seal::Keyring;
 use idem_core::{store::Record, Call, Error, Fingerprint, Idempotency, Key};
 use idem_http::{IdempotencyLayer, RecordedResponse};
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 use support::{records, Cli, Run};
 use tower_layer::Layer;
 use tower_service::Service;

@@ -7,7 +7,7 @@ mod support;
 
 use std::sync::Arc;
 
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 use redis::AsyncCommands;
 use support::{records, Cli, Run, Subject};
 

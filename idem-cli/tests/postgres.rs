@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use idem_conformance::Target;
 use idem_stores::postgres::PostgresStore;
-use idem_tests::postgres::TestPg;
+use idem_test_servers::postgres::TestPg;
 use support::{Cli, Subject};
 
 /// A store with a key prefix on a fresh database's migrated table, and `idem --store

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use idem_conformance::Target;
 use idem_stores::redis::RedisStore;
-use idem_tests::redis::target::{RedisClusterTarget, RedisTarget};
+use idem_test_servers::redis::target::{RedisClusterTarget, RedisTarget};
 use support::{Cli, Subject};
 
 /// A store with a prefix of its own on the test server, and `idem --store redis://... --prefix`.

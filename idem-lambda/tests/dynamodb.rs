@@ -3,7 +3,7 @@
 
 mod scenarios;
 
-use idem_tests::dynamodb::TestDynamo;
+use idem_test_servers::dynamodb::TestDynamo;
 use scenarios::Subject;
 
 macro_rules! on_dynamodb {

@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 
 use idem_core::{step, Call, Error, Fingerprint, Idempotency};
-use idem_tests::dynamodb::TestDynamo;
+use idem_test_servers::dynamodb::TestDynamo;
 
 fn call(idem: &Idempotency, order: &str) -> Call {
     let key = idem.key("orders.create").part(order).finish().unwrap();

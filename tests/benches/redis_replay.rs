@@ -34,7 +34,7 @@ use idem_core::{
 };
 use idem_stores::redis::client as redis;
 use idem_stores::redis::RedisStore;
-use idem_tests::redis::server::TestRedis;
+use idem_test_servers::redis::server::TestRedis;
 
 const TASKS: usize = 64;
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use idem_core::{Call, Error, Fingerprint, Idempotency};
 use idem_stores::redis::client as redis;
 use idem_stores::redis::RedisStore;
-use idem_tests::redis::server::TestRedis;
+use idem_test_servers::redis::server::TestRedis;
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency};
-use idem_tests::postgres::TestPg;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::postgres::TestPg;
+use idem_test_servers::redis::target::RedisTarget;
 
 const WARM_UP: usize = 500;
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency};
 use idem_stores::memory::MemoryStore;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 use idem_tests::sealed::{keyring, KEY_DIGEST_SECRET};
 
 const ROUNDS: usize = 5;

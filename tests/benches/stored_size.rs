@@ -32,9 +32,9 @@ use idem_core::{
 use idem_http::{IdempotencyLayer, Unscoped};
 use idem_stores::memory::MemoryStore;
 use idem_stores::redis::client as redis;
-use idem_tests::dynamodb::TestDynamo;
-use idem_tests::postgres::TestPg;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::dynamodb::TestDynamo;
+use idem_test_servers::postgres::TestPg;
+use idem_test_servers::redis::target::RedisTarget;
 use tokio::net::TcpListener;
 
 const ANSWER_BYTES: usize = 100_000;

@@ -1,4 +1,7 @@
-//! Test support shared by the integration tests.
+//! The backend suite's own support: the harness its test files run under
+//! ([`backend_tests!`]), and the scenarios several files share (a crash between two steps, a
+//! crowd on one key, a call interrupted mid-body, the inventory's records, sealed targets, an
+//! allocator that counts). The servers and the stores on them are idem-test-servers'.
 
 pub mod crash;
 pub mod crowd;
@@ -6,9 +9,4 @@ pub mod harness;
 pub mod interrupt;
 pub mod inventory;
 pub mod peak;
-pub mod process;
-
-pub mod dynamodb;
-pub mod postgres;
-pub mod redis;
 pub mod sealed;

@@ -3,7 +3,7 @@
 //! moto_server (or `IDEM_DYNAMODB_ENDPOINT`), a fresh table per check.
 
 use idem_stores::dynamodb::SortKey;
-use idem_tests::dynamodb::TestDynamo;
+use idem_test_servers::dynamodb::TestDynamo;
 
 async fn target() -> Option<TestDynamo> {
     TestDynamo::with_sort_key(SortKey::holding_key("sk", "idempotency#conformance")).await

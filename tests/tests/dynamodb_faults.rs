@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency, StoreError};
-use idem_tests::dynamodb::server::TestMoto;
-use idem_tests::dynamodb::{ClientOptions, Fault, TestDynamo};
+use idem_test_servers::dynamodb::server::TestMoto;
+use idem_test_servers::dynamodb::{ClientOptions, Fault, TestDynamo};
 use tokio::sync::oneshot;
 
 fn call(idem: &Idempotency, order: &str) -> Call {

@@ -18,7 +18,7 @@ use idem_core::{
     Key, KeyBuilder, StoreError,
 };
 use idem_stores::dynamodb::DynamoDbStore;
-use idem_tests::dynamodb::{client, ClientOptions, TestDynamo};
+use idem_test_servers::dynamodb::{client, ClientOptions, TestDynamo};
 use idem_tests::inventory::{self, complete, entries, key, now, reserve, set, HOUR, SECOND};
 
 /// The keys listed under `prefix`, each listed once and without an error.

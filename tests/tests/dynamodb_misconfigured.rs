@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use idem_core::{Call, Error, Fingerprint, Idempotency, StoreError};
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, Misconfigured};
-use idem_tests::dynamodb::{unique_table_name, TestDynamo};
+use idem_test_servers::dynamodb::{unique_table_name, TestDynamo};
 
 /// Creates a table with a partition key `hash` and, when given, a sort key `sort`, both
 /// strings, without TTL.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use idem_core::{step, store::Store, Call, Error, Executed, Fingerprint, Idempotency, ManualClock};
-use idem_tests::dynamodb::TestDynamo;
+use idem_test_servers::dynamodb::TestDynamo;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 

@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::store::{Inventory, ListQuery};
 use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency, Key, StoreError};
 use idem_stores::dynamodb::{DynamoDbStore, KeyTooLong, Misconfigured, SortKey};
-use idem_tests::dynamodb::TestDynamo;
+use idem_test_servers::dynamodb::TestDynamo;
 use idem_tests::inventory::{complete, entries, key, now, HOUR, SECOND};
 
 /// Powertools' layout: one partition, the key in the sort key.

@@ -17,7 +17,7 @@ use idem_core::{
     Call, Error, Fingerprint, Idempotency, Key, StoreError,
 };
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, StepTooLarge, MAX_ITEM_SIZE};
-use idem_tests::dynamodb::{unique_table_name, TestDynamo};
+use idem_test_servers::dynamodb::{unique_table_name, TestDynamo};
 
 const NOW: u64 = 1_800_000_000_000;
 const HOUR: u64 = 3_600_000;

@@ -13,7 +13,7 @@ use axum::Router;
 use idem_core::Idempotency;
 use idem_http::{problem, IdempotencyLayer};
 use idem_stores::redis::RedisStore;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use idem_core::{store::Timestamp, Call, Error, Fingerprint, Idempotency};
+use idem_test_servers::postgres::TestPg;
 use idem_tests::crowd;
-use idem_tests::postgres::TestPg;
 use sqlx::{Connection, PgConnection};
 
 const CALLERS: usize = 1_000;

@@ -1,7 +1,7 @@
 //! The store conformance suite, unchanged, against the PostgreSQL store on a cluster of its
 //! own (or `IDEM_POSTGRES_URL`), on a fresh database.
 
-use idem_tests::postgres::TestPg;
+use idem_test_servers::postgres::TestPg;
 
 async fn target() -> Option<TestPg> {
     TestPg::start().await

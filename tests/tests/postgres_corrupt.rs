@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency, StoreError};
-use idem_tests::postgres::TestPg;
+use idem_test_servers::postgres::TestPg;
 
 /// The state of a live row written first, the column then made wrong, and how.
 const CASES: &[(&str, &str, &str)] = &[

@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
+use idem_test_servers::postgres::TestPg;
 use idem_tests::crash::{resumes_after_a_kill, unique_order, Effects};
-use idem_tests::postgres::TestPg;
 
 async fn a_killed_checkout_resumes_after_its_recorded_step() {
     let Some(pg) = TestPg::start().await else {

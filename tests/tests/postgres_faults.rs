@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock};
 use idem_stores::postgres::RequestFailed;
+use idem_test_servers::postgres::server::TestPostgres;
+use idem_test_servers::postgres::TestPg;
 use idem_tests::interrupt::interrupted_mid_body;
-use idem_tests::postgres::server::TestPostgres;
-use idem_tests::postgres::TestPg;
 use sqlx::postgres::PgConnectOptions;
 
 // Short: a completion against a dead server is retried for as long as the lease, in real

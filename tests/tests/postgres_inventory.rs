@@ -9,9 +9,9 @@ use idem_core::{
     Key, KeyBuilder, StoreError,
 };
 use idem_stores::postgres::PostgresStore;
+use idem_test_servers::postgres::server::TestPostgres;
+use idem_test_servers::postgres::TestPg;
 use idem_tests::inventory::{self, complete, key, now, reserve, set, HOUR, SECOND};
-use idem_tests::postgres::server::TestPostgres;
-use idem_tests::postgres::TestPg;
 
 /// Every page of the listing of `prefix`, `limit` records a page.
 async fn pages(inventory: &dyn Inventory, prefix: &str, limit: u32) -> Vec<ListPage> {

@@ -9,8 +9,8 @@ use idem_core::{
     store::{Claim, InProgress, OwnerToken, Reservation, Store, Timestamp},
     Call, Clock, Error, Fingerprint, Idempotency, SystemClock,
 };
-use idem_tests::postgres::server::TestPostgres;
-use idem_tests::postgres::TestPg;
+use idem_test_servers::postgres::server::TestPostgres;
+use idem_test_servers::postgres::TestPg;
 use tokio::sync::oneshot;
 
 /// A store on a cluster of this test's own that tracks statements, through one connection, so

@@ -12,7 +12,7 @@ use idem_core::{
     Fingerprint, Key, KeyBuilder,
 };
 use idem_stores::postgres::PostgresStore;
-use idem_tests::postgres::TestPg;
+use idem_test_servers::postgres::TestPg;
 
 const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 const SECOND: Duration = Duration::from_secs(1);

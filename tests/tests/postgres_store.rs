@@ -11,7 +11,7 @@ use idem_core::{
     Fingerprint, Key, StoreError,
 };
 use idem_stores::postgres::PostgresStore;
-use idem_tests::postgres::TestPg;
+use idem_test_servers::postgres::TestPg;
 
 fn key(name: &str) -> Key {
     idem_core::Idempotency::new(idem_stores::memory::MemoryStore::new())

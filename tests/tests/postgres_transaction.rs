@@ -9,8 +9,8 @@ use idem_core::{
     Call, Error, Fingerprint, Idempotency, ManualClock,
 };
 use idem_stores::postgres::RequestFailed;
-use idem_tests::postgres::server::TestPostgres;
-use idem_tests::postgres::TestPg;
+use idem_test_servers::postgres::server::TestPostgres;
+use idem_test_servers::postgres::TestPg;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgConnection};
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency};
 use idem_stores::redis::RedisStore;
-use idem_tests::redis::cluster::{cli, TestRedisCluster};
-use idem_tests::redis::target::RedisClusterTarget;
+use idem_test_servers::redis::cluster::{cli, TestRedisCluster};
+use idem_test_servers::redis::target::RedisClusterTarget;
 use tokio::sync::oneshot;
 
 const KEYS: usize = 300;

@@ -2,8 +2,8 @@
 //! runs exactly once.
 
 use idem_core::Idempotency;
+use idem_test_servers::redis::target::RedisTarget;
 use idem_tests::crowd;
-use idem_tests::redis::target::RedisTarget;
 
 const CALLERS: usize = 1_000;
 

@@ -1,6 +1,6 @@
 //! The store conformance suite, unchanged, against Redis.
 
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 
 async fn target() -> Option<RedisTarget> {
     RedisTarget::start().await

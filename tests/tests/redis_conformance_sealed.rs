@@ -1,6 +1,6 @@
 //! The store conformance suite, unchanged, against Redis with sealing and key digests on.
 
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 use idem_tests::sealed::Sealed;
 
 async fn target() -> Option<Sealed<RedisTarget>> {

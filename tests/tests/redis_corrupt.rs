@@ -12,7 +12,7 @@ use idem_core::{
     Call, Error, Fingerprint, Idempotency, StoreError,
 };
 use idem_stores::redis::client::{self as redis, aio::MultiplexedConnection};
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 
 /// A timestamp far ahead (year 5138), as its decimal text.
 const FAR: &str = "99999999999999";

@@ -4,9 +4,9 @@
 use std::process::Command;
 use std::sync::Arc;
 
+use idem_test_servers::redis::server::TestRedis;
+use idem_test_servers::redis::target::RedisTarget;
 use idem_tests::crash::{resumes_after_a_kill, unique_order, Effects};
-use idem_tests::redis::server::TestRedis;
-use idem_tests::redis::target::RedisTarget;
 
 async fn a_killed_checkout_resumes_after_its_recorded_step() {
     let Some(redis) = TestRedis::start() else {

@@ -10,7 +10,7 @@ use idem_core::{
 };
 use idem_stores::redis::client as redis;
 use idem_stores::redis::LEASE_GRACE;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 use tokio::sync::oneshot;
 
 const TTL: Duration = Duration::from_secs(3600);

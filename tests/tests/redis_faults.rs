@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock};
 use idem_stores::redis::RequestFailed;
+use idem_test_servers::redis::server::TestRedis;
+use idem_test_servers::redis::target::RedisTarget;
 use idem_tests::interrupt::interrupted_mid_body;
-use idem_tests::redis::server::TestRedis;
-use idem_tests::redis::target::RedisTarget;
 
 // Short: a completion against a dead server is retried for as long as the lease, in real
 // time too.

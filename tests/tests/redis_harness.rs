@@ -3,7 +3,7 @@
 
 use std::net::TcpStream;
 
-use idem_tests::redis::server::TestRedis;
+use idem_test_servers::redis::server::TestRedis;
 
 fn owned_server_is_killed_and_restarted_on_its_port() {
     let Some(mut redis) = TestRedis::start_owned() else {

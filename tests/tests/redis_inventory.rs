@@ -8,8 +8,8 @@ use idem_core::{
     Key,
 };
 use idem_stores::redis::RedisStore;
+use idem_test_servers::redis::target::{parse_commandstats, RedisClusterTarget, RedisTarget};
 use idem_tests::inventory::{complete, key, now, reserve, HOUR, SECOND};
-use idem_tests::redis::target::{parse_commandstats, RedisClusterTarget, RedisTarget};
 
 /// Expired records, and live ones, each purge test writes.
 const EXPIRED: usize = 300;

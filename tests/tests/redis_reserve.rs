@@ -16,8 +16,8 @@ use idem_core::{
 };
 use idem_stores::redis::client::aio::MultiplexedConnection;
 use idem_stores::redis::client::{cmd, RedisResult};
-use idem_tests::redis::server::TestRedis;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::server::TestRedis;
+use idem_test_servers::redis::target::RedisTarget;
 
 fn key(name: &str) -> Key {
     Idempotency::new(idem_stores::memory::MemoryStore::new())

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem_core::{step, Call, Error, Fingerprint, Idempotency, ManualClock};
-use idem_tests::redis::server::TestRedis;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::server::TestRedis;
+use idem_test_servers::redis::target::RedisTarget;
 use tokio::sync::{oneshot, Semaphore};
 
 /// A target on a server of this test's own, so that no other test's commands are counted.

@@ -9,7 +9,7 @@ use idem_core::{
     Clock, Fingerprint, SystemClock,
 };
 use idem_stores::redis::client as redis;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 
 const HOUR: Duration = Duration::from_secs(3600);
 

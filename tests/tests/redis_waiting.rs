@@ -14,8 +14,8 @@ use idem_core::{
 use idem_stores::redis::client::aio::ConnectionManager;
 use idem_stores::redis::client::{self as redis, Client};
 use idem_stores::redis::{NotReplicated, RedisStore};
-use idem_tests::redis::server::TestRedis;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::server::TestRedis;
+use idem_test_servers::redis::target::RedisTarget;
 use tokio::sync::{oneshot, Semaphore};
 
 const WAITERS: usize = 100;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use idem_conformance::check_reserve_cases;
-use idem_tests::dynamodb::TestDynamo;
+use idem_test_servers::dynamodb::TestDynamo;
 
 async fn the_conditional_writes_decide_every_reserve_case() {
     let Some(db) = TestDynamo::start().await else {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use idem_conformance::check_reserve_cases;
-use idem_tests::postgres::TestPg;
+use idem_test_servers::postgres::TestPg;
 
 async fn the_reserve_statement_decides_every_reserve_case() {
     let Some(target) = TestPg::start().await else {

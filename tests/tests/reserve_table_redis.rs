@@ -13,7 +13,7 @@ use idem_core::{
     Idempotency, Key,
 };
 use idem_stores::redis::client::{self as redis, Value};
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 
 /// The reserve script as the store sends it: the shared helpers, then its body.
 const RESERVE_SCRIPT: &str = concat!(

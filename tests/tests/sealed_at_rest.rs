@@ -12,9 +12,9 @@ use idem_core::{
     Call, Error, Fingerprint, Idempotency,
 };
 use idem_stores::redis::client as redis;
-use idem_tests::dynamodb::TestDynamo;
-use idem_tests::postgres::TestPg;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::dynamodb::TestDynamo;
+use idem_test_servers::postgres::TestPg;
+use idem_test_servers::redis::target::RedisTarget;
 use idem_tests::sealed::{keyring, KEY_DIGEST_SECRET};
 
 /// What must never be stored in clear: key parts, the function's name, outcome and step text.

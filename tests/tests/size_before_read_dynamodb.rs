@@ -9,7 +9,7 @@ use idem_core::{
     store::{Claim, InProgress, OwnerToken, Store, Timestamp},
     Call, Error, Fingerprint, Idempotency, StoreError,
 };
-use idem_tests::dynamodb::TestDynamo;
+use idem_test_servers::dynamodb::TestDynamo;
 
 /// Over DynamoDB's item limit (400 KB, names and values together).
 const OVER_ITEM_LIMIT: usize = 500 * 1024;

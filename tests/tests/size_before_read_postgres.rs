@@ -4,8 +4,8 @@
 //! nothing here either.
 
 use idem_core::{Call, Error, Fingerprint, Idempotency};
+use idem_test_servers::postgres::TestPg;
 use idem_tests::peak::Counting;
-use idem_tests::postgres::TestPg;
 
 #[global_allocator]
 static ALLOC: Counting = Counting::new();

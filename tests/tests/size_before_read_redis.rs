@@ -6,8 +6,8 @@
 use idem_core::seal::Keyring;
 use idem_core::{Call, Error, Fingerprint, Idempotency, Key};
 use idem_stores::redis::client as redis;
+use idem_test_servers::redis::target::RedisTarget;
 use idem_tests::peak::Counting;
-use idem_tests::redis::target::RedisTarget;
 
 #[global_allocator]
 static ALLOC: Counting = Counting::new();

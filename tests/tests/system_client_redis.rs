@@ -21,7 +21,7 @@ use axum::Router;
 use idem_client::{key_of, was_replayed};
 use idem_core::Idempotency;
 use idem_http::{IdempotencyLayer, IdempotencyLayerBuilder};
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 use reqwest_middleware::ClientWithMiddleware;
 use serde_json::{json, Value};
 use system::command::Idem;

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use idem_core::Idempotency;
 use idem_lambda::IdempotentHandler;
-use idem_tests::dynamodb::TestDynamo;
+use idem_test_servers::dynamodb::TestDynamo;
 use lambda_runtime::{service_fn, Context, LambdaEvent, Service};
 use serde_json::{json, Value};
 use system::command::Idem;

@@ -22,7 +22,7 @@ use axum::Router;
 use idem_client::was_replayed;
 use idem_core::{idempotent, step, Call, Fingerprint, Idempotency};
 use idem_http::IdempotencyLayer;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 use idem_tests::sealed::{keyring, KEY_DIGEST_SECRET};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -23,7 +23,7 @@ use axum::Router;
 use idem_client::{key_of, was_replayed};
 use idem_core::{idempotent, Idempotency};
 use idem_http::IdempotencyLayer;
-use idem_tests::redis::target::RedisTarget;
+use idem_test_servers::redis::target::RedisTarget;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use system::command::Idem;

@@ -35,7 +35,7 @@ pub enum Class {
 
 impl Class {
     /// Every class, in report order.
-    pub const ALL: [Class; 7] = [
+    pub(crate) const ALL: [Class; 7] = [
         Class::TwoAnswers,
         Class::AnswerForOtherArguments,
         Class::DuplicateEffect,
@@ -46,7 +46,7 @@ impl Class {
     ];
 
     /// What it means, for the report.
-    pub fn meaning(self) -> &'static str {
+    pub(crate) fn meaning(self) -> &'static str {
         match self {
             Class::TwoAnswers => "callers of one key got two different answers",
             Class::AnswerForOtherArguments => "a caller got the answer of other arguments",
@@ -70,11 +70,11 @@ pub struct Anomaly {
     /// Its class.
     pub class: Class,
     /// The key.
-    pub key: String,
+    pub(crate) key: String,
     /// What happened, in a sentence.
-    pub detail: String,
+    pub(crate) detail: String,
     /// The ids of the calls involved.
-    pub calls: Vec<String>,
+    pub(crate) calls: Vec<String>,
 }
 
 /// A call answered "not recorded" although the store holds its outcome.
@@ -103,7 +103,7 @@ pub struct Findings {
 
 impl Findings {
     /// How many anomalies of each class.
-    pub fn counts(&self) -> BTreeMap<Class, usize> {
+    pub(crate) fn counts(&self) -> BTreeMap<Class, usize> {
         let mut counts: BTreeMap<Class, usize> = Class::ALL.iter().map(|&c| (c, 0)).collect();
         for anomaly in &self.anomalies {
             *counts.entry(anomaly.class).or_default() += 1;

@@ -45,32 +45,32 @@ pub struct CallRecord {
     /// Its id.
     pub id: String,
     /// The worker process that made it.
-    pub process: String,
+    pub(crate) process: String,
     /// Its key.
     pub key: String,
     /// Its arguments.
-    pub payload: String,
+    pub(crate) payload: String,
     /// What it was asked to do.
-    pub op: Option<Op>,
+    pub(crate) op: Option<Op>,
     /// When it began.
-    pub invoked: u64,
+    pub(crate) invoked: u64,
     /// When its body began, with the attempt and fencing token, if it ran.
-    pub body: Option<(u64, u32, u64)>,
+    pub(crate) body: Option<(u64, u32, u64)>,
     /// Its side effects: step, fencing token, when.
-    pub effects: Vec<(String, u64, u64)>,
+    pub(crate) effects: Vec<(String, u64, u64)>,
     /// The steps `step` returned, and when.
-    pub steps_done: Vec<(String, u64)>,
+    pub(crate) steps_done: Vec<(String, u64)>,
     /// When its body returned, and whether it saw its lease lost.
-    pub body_end: Option<(u64, bool)>,
+    pub(crate) body_end: Option<(u64, bool)>,
     /// When the engine first told its body the lease was lost.
-    pub lease_lost_at: Option<u64>,
+    pub(crate) lease_lost_at: Option<u64>,
     /// How it ended, and when.
-    pub ending: Option<(Ending, u64)>,
+    pub(crate) ending: Option<(Ending, u64)>,
 }
 
 impl CallRecord {
     /// The answer it got, when it got one (a value or a stored error).
-    pub fn answer(&self) -> Option<(&str, bool)> {
+    pub(crate) fn answer(&self) -> Option<(&str, bool)> {
         match &self.ending {
             Some((Ending::Ok { answer, replayed }, _))
             | Some((Ending::StoredErr { answer, replayed }, _)) => Some((answer, *replayed)),
@@ -79,7 +79,7 @@ impl CallRecord {
     }
 
     /// The class of the error it ended with, if it did.
-    pub fn error_class(&self) -> Option<&str> {
+    pub(crate) fn error_class(&self) -> Option<&str> {
         match &self.ending {
             Some((Ending::Error { class, .. }, _)) => Some(class),
             _ => None,
@@ -87,7 +87,7 @@ impl CallRecord {
     }
 
     /// When it ended, if it did.
-    pub fn ended_at(&self) -> Option<u64> {
+    pub(crate) fn ended_at(&self) -> Option<u64> {
         self.ending.as_ref().map(|(_, t)| *t)
     }
 }
@@ -170,7 +170,7 @@ impl Run {
     }
 
     /// The calls of each key, in the order they began.
-    pub fn by_key(&self) -> BTreeMap<&str, Vec<&CallRecord>> {
+    pub(crate) fn by_key(&self) -> BTreeMap<&str, Vec<&CallRecord>> {
         let mut keys: BTreeMap<&str, Vec<&CallRecord>> = BTreeMap::new();
         for call in self.calls.values() {
             keys.entry(&call.key).or_default().push(call);
@@ -183,7 +183,7 @@ impl Run {
 
     /// When `call`'s body stopped running: its return, its call's end, the kill of its
     /// process, or the end of the run.
-    pub fn body_stopped(&self, call: &CallRecord) -> u64 {
+    pub(crate) fn body_stopped(&self, call: &CallRecord) -> u64 {
         if let Some((t, _)) = call.body_end {
             return t;
         }
@@ -204,7 +204,7 @@ impl Run {
     /// store: it was a stall or was abandoned (its lease was let pass), the engine told it the
     /// lease was lost by `to`, its process was killed, stopped or cut off in that time, the
     /// store restarted, or it ended in an error that leaves the key to the lease by `to`.
-    pub fn excused(&self, call: &CallRecord, from: u64, to: u64) -> bool {
+    pub(crate) fn excused(&self, call: &CallRecord, from: u64, to: u64) -> bool {
         if matches!(
             call.op,
             Some(Op::Stall) | Some(Op::StallAtEnd) | Some(Op::Abandon)

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::Report;
 
 /// `report` as a Markdown page.
-pub fn render(report: &Report) -> String {
+pub(crate) fn render(report: &Report) -> String {
     let setup = &report.setup;
     let mut page = String::new();
     let _ = writeln!(page, "# idem-certify: {}\n", setup.store);

@@ -41,37 +41,37 @@ pub struct Setup {
 #[derive(Debug, Serialize)]
 pub struct Report {
     /// The run's setup.
-    pub setup: Setup,
+    pub(crate) setup: Setup,
     /// Calls by how they ended.
-    pub calls_by_outcome: BTreeMap<String, usize>,
+    pub(crate) calls_by_outcome: BTreeMap<String, usize>,
     /// Faults injected, by kind.
-    pub faults_by_kind: BTreeMap<String, usize>,
+    pub(crate) faults_by_kind: BTreeMap<String, usize>,
     /// Anomalies by class (every class, zero included).
-    pub anomalies_by_class: BTreeMap<Class, usize>,
+    pub(crate) anomalies_by_class: BTreeMap<Class, usize>,
     /// The first few anomalies of each class, with the calls of their key.
-    pub examples: Vec<Example>,
+    pub(crate) examples: Vec<Example>,
     /// False alarms: "not recorded" answers whose outcome the store holds.
     pub false_alarms: usize,
     /// Every false alarm, with the calls of its key and the faults around it.
     pub false_alarm_list: Vec<Alarm>,
     /// Bodies whose fencing token did not grow over an earlier body's of the same key.
-    pub fencing_regressions: usize,
+    pub(crate) fencing_regressions: usize,
     /// The total of anomalies.
-    pub anomalies: usize,
+    pub(crate) anomalies: usize,
     /// Every fault injected, with its process and interval.
-    pub fault_log: Vec<FaultRecord>,
+    pub(crate) fault_log: Vec<FaultRecord>,
     /// (start, end, outcome) of every call, for the plots.
     #[serde(skip)]
-    pub timeline: Vec<(u64, u64, String)>,
+    pub(crate) timeline: Vec<(u64, u64, String)>,
 }
 
 /// An anomaly and the history of its key.
 #[derive(Debug, Serialize)]
-pub struct Example {
+pub(crate) struct Example {
     /// The anomaly.
-    pub anomaly: Anomaly,
+    pub(crate) anomaly: Anomaly,
     /// Every call of its key.
-    pub history: Vec<CallRecord>,
+    pub(crate) history: Vec<CallRecord>,
 }
 
 /// A false alarm and what happened around it.
@@ -80,7 +80,7 @@ pub struct Alarm {
     /// The call answered "not recorded".
     pub call: CallRecord,
     /// Every call of its key that ran a body or got a first answer.
-    pub history: Vec<CallRecord>,
+    pub(crate) history: Vec<CallRecord>,
     /// The faults that hit its process (or the store) while it ran.
     pub faults: Vec<FaultRecord>,
 }
@@ -168,7 +168,7 @@ impl Report {
     }
 
     /// The summary printed at the end of a run, its last line `anomalies: N`.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let mut text = format!(
             "store: {}{}\ncalls: {}\n",
             self.setup.store,
@@ -209,7 +209,7 @@ impl Report {
 }
 
 /// A call's outcome as the report counts it.
-pub fn outcome_name(call: &CallRecord) -> String {
+pub(crate) fn outcome_name(call: &CallRecord) -> String {
     match &call.ending {
         None => "unfinished".to_owned(),
         Some((

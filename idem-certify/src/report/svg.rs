@@ -15,7 +15,7 @@ const COLOURS: [&str; 8] = [
 
 /// Calls ended per second, one line per outcome; kills as red lines, stops as grey bands,
 /// network faults as orange ones, store restarts as red ones.
-pub fn calls_over_time(report: &Report) -> String {
+pub(crate) fn calls_over_time(report: &Report) -> String {
     let Some(start) = report.timeline.iter().map(|&(s, _, _)| s).min() else {
         return empty("no calls");
     };
@@ -88,7 +88,7 @@ pub fn calls_over_time(report: &Report) -> String {
 }
 
 /// p50 and p99 latency of calls by outcome, as bars.
-pub fn latency_by_outcome(report: &Report) -> String {
+pub(crate) fn latency_by_outcome(report: &Report) -> String {
     let mut latencies: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
     for (started, ended, outcome) in &report.timeline {
         if outcome != "unfinished" {

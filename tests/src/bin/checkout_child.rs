@@ -52,9 +52,9 @@ async fn connect(backend: &str, address: &str, scope: &str) -> Result<Arc<dyn St
         }
         #[cfg(feature = "dynamodb")]
         "dynamodb" => {
-            let client = idem_tests::dynamodb::client(
+            let client = idem_test_servers::dynamodb::client(
                 address,
-                idem_tests::dynamodb::ClientOptions::default(),
+                idem_test_servers::dynamodb::ClientOptions::default(),
                 [],
             );
             Ok(Arc::new(idem_stores::dynamodb::DynamoDbStore::new(

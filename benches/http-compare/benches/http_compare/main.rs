@@ -29,7 +29,7 @@ use std::time::Duration;
 use idem_core::{Idempotency, store::OwnerToken};
 use idem_stores::memory::MemoryStore;
 use idem_stores::redis::{client as redis, RedisStore};
-use idem_tests::redis::server::TestRedis;
+use idem_test_servers::redis::server::TestRedis;
 use load::{Connection, Keys};
 
 const CONNECTIONS: usize = 32;

@@ -8,7 +8,7 @@
 //! port.
 //!
 //! ```no_run
-//! use idem_tests::process::{ServerCommand, ServerProcess};
+//! use idem_test_servers::process::{ServerCommand, ServerProcess};
 //!
 //! // `{port}` in an argument is replaced by the chosen port.
 //! let command = ServerCommand::new("redis-server")

@@ -2,7 +2,7 @@
 //! `IDEM_REDIS_URL`.
 //!
 //! When neither can be had, [`TestRedis::start`] returns `None`, and the test returns early: the
-//! [harness](crate::harness) reports it as ignored, with the reason. With
+//! [harness](crate::availability) reports it as ignored, with the reason. With
 //! `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
 
 use std::fs;
@@ -132,7 +132,7 @@ pub fn base_args() -> [&'static str; 8] {
 }
 
 pub(crate) fn unavailable<T>(reason: &str) -> Option<T> {
-    crate::harness::unavailable(
+    crate::availability::unavailable(
         "Redis",
         "No Redis server",
         &format!(

@@ -9,7 +9,7 @@
 //! is written at commit, only not flushed to disk).
 //!
 //! When no server can be had, [`TestPostgres::start`] returns `None`, and the test returns
-//! early: the [harness](crate::harness) reports it as ignored, with the reason. With
+//! early: the [harness](crate::availability) reports it as ignored, with the reason. With
 //! `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
 
 use std::fs;
@@ -225,7 +225,7 @@ pub fn program(name: &str) -> PathBuf {
 }
 
 fn unavailable<T>(reason: &str) -> Option<T> {
-    crate::harness::unavailable(
+    crate::availability::unavailable(
         "PostgreSQL",
         "No PostgreSQL",
         &format!(

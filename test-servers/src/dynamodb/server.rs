@@ -4,7 +4,7 @@
 //! `moto_server` is looked up in the virtualenv that `scripts/services.sh` installs
 //! (`$IDEM_SERVICES_DIR/venv/bin`, default `~/.cache/idem-services/venv/bin`), then on `PATH`.
 //! When no server can be had, [`TestMoto::start`] returns `None`, and the test returns early: the
-//! [harness](crate::harness) reports it as ignored, with the reason. With
+//! [harness](crate::availability) reports it as ignored, with the reason. With
 //! `IDEM_REQUIRE_BACKENDS=1` (set by CI) it panics instead.
 //!
 //! # One request at a time
@@ -140,7 +140,7 @@ fn python(moto_server: &Path) -> PathBuf {
 }
 
 fn unavailable<T>(reason: &str) -> Option<T> {
-    crate::harness::unavailable(
+    crate::availability::unavailable(
         "DynamoDB",
         "No DynamoDB endpoint",
         &format!(
