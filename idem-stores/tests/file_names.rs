@@ -37,7 +37,9 @@ const OTHER_NAMES: &[&str] = &[
 ];
 
 fn store_dir(store: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(store)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join(store)
 }
 
 #[test]

@@ -1,0 +1,85 @@
+//! The house's rules that a reader of any crate relies on: no source file over 500 lines (a
+//! file that grows past it has two jobs; a module's unit tests go in its own `tests.rs`), and
+//! no hidden re-export that another crate reaches an item through.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const MAX_LINES: usize = 500;
+
+/// Every `.rs` file under the `src/` of each crate of the workspace, unit-test files apart.
+fn sources() -> Vec<PathBuf> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut files = Vec::new();
+    for entry in fs::read_dir(workspace).unwrap() {
+        collect(&entry.unwrap().path().join("src"), &mut files);
+    }
+    assert!(files.len() > 100, "the crates' sources were found");
+    files
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect(&path, files);
+        } else if path.extension().is_some_and(|ext| ext == "rs") && !path.ends_with("tests.rs") {
+            files.push(path);
+        }
+    }
+}
+
+/// The files of `files` over `max` lines, with their lengths.
+fn too_long(files: &[PathBuf], max: usize) -> Vec<String> {
+    files
+        .iter()
+        .filter_map(|path| {
+            let lines = fs::read_to_string(path).unwrap().lines().count();
+            (lines > max).then(|| format!("{} has {lines} lines", path.display()))
+        })
+        .collect()
+}
+
+#[test]
+fn no_source_file_is_over_500_lines() {
+    let long = too_long(&sources(), MAX_LINES);
+    assert!(
+        long.is_empty(),
+        "split each by its jobs (unit tests go in a tests.rs beside it):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_length_check_names_a_long_file() {
+    // The check itself, on this very file with a bound it passes.
+    let here = PathBuf::from(file!());
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join(here);
+    assert_eq!(too_long(std::slice::from_ref(&here), 20).len(), 1);
+    assert!(too_long(&[here], 10_000).is_empty());
+}
+
+#[test]
+fn no_crate_reexports_an_item_hidden() {
+    let hidden: Vec<String> = sources()
+        .iter()
+        .filter_map(|path| {
+            let text = fs::read_to_string(path).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            let found = lines.windows(2).any(|pair| {
+                pair[0].trim() == "#[doc(hidden)]" && pair[1].trim_start().starts_with("pub use ")
+            });
+            found.then(|| path.display().to_string())
+        })
+        .collect();
+    assert!(
+        hidden.is_empty(),
+        "give each item one public path, not a hidden second one: {hidden:?}"
+    );
+}
