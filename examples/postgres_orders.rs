@@ -17,7 +17,7 @@ use std::fmt;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
-use idem_core::{store::Record, Call, Executed, Fingerprint, Idempotency};
+use idem_core::{store::Record, Answered, Call, Fingerprint, Idempotency};
 use idem_stores::postgres::PostgresStore;
 use sqlx::PgPool;
 
@@ -69,7 +69,7 @@ async fn place(
     store: &PostgresStore,
     order: &str,
     crash: Crash,
-) -> Result<Executed<String>, OrderError> {
+) -> Result<Answered<String>, OrderError> {
     let key = idem.key("orders.place").part(order).finish()?;
     let call = Call::new(key, Fingerprint::of(&order)?)
         .with_lease(LEASE)

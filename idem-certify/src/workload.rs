@@ -201,7 +201,7 @@ impl Worker {
 }
 
 /// How the call's result reads in the history.
-fn ending_of(result: Result<idem_core::Executed<String>, BodyError>, call: &str) -> Ending {
+fn ending_of(result: Result<idem_core::Answered<String>, BodyError>, call: &str) -> Ending {
     match result {
         Ok(done) => Ending::Ok {
             answer: done.value,

@@ -59,7 +59,7 @@ pub(crate) struct Config {
     pub(crate) max_backoff: Duration,
     pub(crate) max_retry_after: Duration,
     pub(crate) not_recorded_types: Vec<String>,
-    pub(crate) hide_clear_keys: bool,
+    pub(crate) name_keys_by_digest: bool,
 }
 
 impl Default for Config {
@@ -74,7 +74,7 @@ impl Default for Config {
             max_backoff: DEFAULT_MAX_BACKOFF,
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
             not_recorded_types: Vec::new(),
-            hide_clear_keys: false,
+            name_keys_by_digest: false,
         }
     }
 }
@@ -154,10 +154,10 @@ impl IdempotentRetryBuilder {
 
     /// Leaves the key out of this crate's logs: for keys that say something of the operation
     /// (an order number, a customer's id), as idem-core's
-    /// `Idempotency::hide_clear_keys` does on the server. The key is still sent, and still in
+    /// `Idempotency::name_keys_by_digest` does on the server. The key is still sent, and still in
     /// [`key_of`](crate::key_of) and [`SendError`](crate::SendError) for the caller.
-    pub fn hide_clear_keys(mut self) -> Self {
-        self.config.hide_clear_keys = true;
+    pub fn name_keys_by_digest(mut self) -> Self {
+        self.config.name_keys_by_digest = true;
         self
     }
 
@@ -186,8 +186,8 @@ impl IdempotentRetryBuilder {
 
 impl Config {
     /// `key` as this crate's logs name it: not at all under
-    /// [`hide_clear_keys`](IdempotentRetryBuilder::hide_clear_keys).
+    /// [`name_keys_by_digest`](IdempotentRetryBuilder::name_keys_by_digest).
     pub(crate) fn logged_key<'a>(&self, key: &'a str) -> Option<&'a str> {
-        (!self.hide_clear_keys).then_some(key)
+        (!self.name_keys_by_digest).then_some(key)
     }
 }

@@ -21,7 +21,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::{
     call::abort::OnAbort,
     call::replay::Replay,
-    call::{Call, Executed},
+    call::{Answered, Call},
     error::Error,
     fingerprint::Fingerprinter,
     handle::Idempotency,
@@ -452,7 +452,7 @@ where
 }
 
 /// The value `executed` gives the caller: through `hook` when it was replayed.
-fn hooked<T>(executed: Executed<T>, key: &Key, hook: impl FnOnce(T, &Replay<'_>) -> T) -> T {
+fn hooked<T>(executed: Answered<T>, key: &Key, hook: impl FnOnce(T, &Replay<'_>) -> T) -> T {
     if executed.replayed {
         hook(executed.value, &Replay { key })
     } else {

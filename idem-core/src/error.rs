@@ -246,7 +246,8 @@ impl Error {
         )
     }
 
-    /// Whether the function ran but its outcome was not recorded ([`NotRecorded`](Error::NotRecorded)).
+    /// Whether the function ran but its outcome was not recorded: [`NotRecorded`](Error::NotRecorded),
+    /// or [`LeaseLost`](Error::LeaseLost) (another caller took the key over while it ran).
     pub fn ran_without_record(&self) -> bool {
         matches!(self, Error::NotRecorded { .. } | Error::LeaseLost { .. })
     }

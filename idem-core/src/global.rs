@@ -9,7 +9,7 @@ static INSTALLED: RwLock<Option<Idempotency>> = RwLock::new(None);
 /// Makes `handle` the default for every `#[idempotent]` function without a `store = "..."`
 /// argument. Call it once at start-up; a later call replaces the handle for calls that start
 /// afterwards. Logs every name two `#[idempotent]` functions of the program share
-/// ([`check_names`](crate::check_names)): such functions refuse to run.
+/// ([`check_function_names`](crate::check_function_names)): such functions refuse to run.
 pub fn install(handle: Idempotency) {
     crate::key::names::log_duplicates();
     *INSTALLED.write().unwrap_or_else(|e| e.into_inner()) = Some(handle);

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
-use crate::call::{Call, Executed};
+use crate::call::{Answered, Call};
 use crate::engine::Engine;
-use crate::operator::{HeldRelease, Inspection};
+use crate::operator::{Inspection, ReleaseReport};
 use crate::store::{ListPage, ListQuery, PurgeProgress};
 use crate::{
     clock::{Clock, SystemClock},
@@ -153,19 +153,19 @@ impl Idempotency {
     /// secret, it does nothing.
     #[cfg(feature = "seal")]
     #[cfg_attr(docsrs, doc(cfg(feature = "seal")))]
-    pub fn hide_clear_keys(mut self) -> Self {
+    pub fn name_keys_by_digest(mut self) -> Self {
         // The store does not depend on it: only what calls are named by does.
-        self.engine.sealing.hide_clear_keys = true;
+        self.engine.sealing.name_keys_by_digest = true;
         self
     }
 
     /// Whether this handle names keys by their digest rather than in clear
-    /// ([`hide_clear_keys`](Idempotency::hide_clear_keys) with a digest secret): front ends
+    /// ([`name_keys_by_digest`](Idempotency::name_keys_by_digest) with a digest secret): front ends
     /// built on the handle (idem-http, idem-lambda) then leave the client's key out of their
     /// logs too.
-    pub fn hides_clear_keys(&self) -> bool {
+    pub fn names_keys_by_digest(&self) -> bool {
         #[cfg(feature = "seal")]
-        return self.engine.sealing.hide_clear_keys && self.engine.sealing.digest.is_some();
+        return self.engine.sealing.name_keys_by_digest && self.engine.sealing.digest.is_some();
         #[cfg(not(feature = "seal"))]
         false
     }
@@ -254,7 +254,7 @@ impl Idempotency {
     /// println!("order {} (replayed: {})", created.value, created.replayed);
     /// # Ok(()) }
     /// ```
-    pub async fn run<T, E, F>(&self, call: Call, body: F) -> Result<Executed<T>, E>
+    pub async fn run<T, E, F>(&self, call: Call, body: F) -> Result<Answered<T>, E>
     where
         T: Serialize + DeserializeOwned,
         E: From<Error>,
@@ -273,7 +273,7 @@ impl Idempotency {
         call: Call,
         store_err: P,
         body: F,
-    ) -> Result<Executed<T>, E>
+    ) -> Result<Answered<T>, E>
     where
         T: Serialize + DeserializeOwned,
         E: From<Error> + Serialize + DeserializeOwned,
@@ -291,7 +291,7 @@ impl Idempotency {
         call: Call,
         policy: &P,
         body: F,
-    ) -> Result<Executed<T>, E>
+    ) -> Result<Answered<T>, E>
     where
         T: Serialize + DeserializeOwned,
         E: From<Error>,
@@ -312,12 +312,12 @@ impl Idempotency {
     /// effect: a deploy killed the process that held it, and the next retry should run rather
     /// than be told "in progress" until the lease passes. Fenced: only the owner read here is
     /// released, so a key that completed or changed hands meanwhile is left as it is
-    /// ([`HeldRelease::Changed`]). If that owner is in fact still running, it loses its lease
+    /// ([`ReleaseReport::Changed`]). If that owner is in fact still running, it loses its lease
     /// and its outcome is not recorded ([`Error::NotRecorded`]), unless the record holds steps:
     /// then the record is kept with its lease ended, only a call with the same arguments may
     /// use the key (resuming after the steps), and the owner, which keeps its token, may still
     /// complete it.
-    pub async fn release_held(&self, key: &Key) -> Result<HeldRelease, Error> {
+    pub async fn release_held(&self, key: &Key) -> Result<ReleaseReport, Error> {
         self.engine.release_held(key).await
     }
 

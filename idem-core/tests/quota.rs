@@ -130,7 +130,7 @@ async fn held<T>(
     call: Call,
     answer: Result<T, Error>,
 ) -> (
-    tokio::task::JoinHandle<Result<idem_core::Executed<T>, Error>>,
+    tokio::task::JoinHandle<Result<idem_core::Answered<T>, Error>>,
     tokio::sync::oneshot::Sender<()>,
 )
 where

@@ -336,7 +336,7 @@ async fn with_a_digest_secret_the_stored_fingerprint_is_keyed() {
 async fn hidden_clear_keys_are_named_by_their_digest_everywhere() {
     let idem = Idempotency::new(ReferenceStore::default())
         .with_key_digest(SECRET)
-        .hide_clear_keys()
+        .name_keys_by_digest()
         .with_quota(idem_core::ScopeQuota::new().max_records(1));
     let scoped = |tenant: &str, email: &str, amount: u32| {
         let key = idem

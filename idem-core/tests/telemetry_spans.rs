@@ -226,7 +226,7 @@ async fn hidden_keys_stay_hidden_in_spans_and_events() {
     let _guard = capture.install();
     let idem = Idempotency::new(ReferenceStore::new())
         .with_key_digest([7u8; 32])
-        .hide_clear_keys();
+        .name_keys_by_digest();
     let personal = call(&idem, "alice@example.com");
     ok(&idem, personal.clone()).await.unwrap();
 

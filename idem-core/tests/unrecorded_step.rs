@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::{
-    step, store::Store, Call, Error, Executed, Fingerprint, Idempotency, Key, OnAbort, StoreError,
+    step, store::Store, Answered, Call, Error, Fingerprint, Idempotency, Key, OnAbort, StoreError,
 };
 use tokio::sync::{oneshot, Notify};
 
@@ -85,7 +85,7 @@ async fn every_task_ended() {
 /// Runs a checkout whose `charge` step has run when its write stalls, cancels it there (or,
 /// with `before_the_step`, while the body waits before its step), and returns how many
 /// releases the store saw and what a retry of the same call got.
-async fn cancelled(before_the_step: bool) -> (usize, Result<Executed<()>, Error>) {
+async fn cancelled(before_the_step: bool) -> (usize, Result<Answered<()>, Error>) {
     let store = UnrecordedSteps::new(StepWrites::Stall);
     let idem = Idempotency::from_arc(store.clone());
     let charges = Arc::new(AtomicUsize::new(0));

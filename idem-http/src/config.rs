@@ -90,10 +90,10 @@ pub(crate) struct Config {
 
 impl Config {
     /// The client's `key` as this layer's logs name it: not at all when the handle hides
-    /// clear keys ([`Idempotency::hides_clear_keys`]), since the engine's own events name the
+    /// clear keys ([`Idempotency::names_keys_by_digest`]), since the engine's own events name the
     /// call by its digest.
     pub(crate) fn logged_key<'a>(&self, key: &'a str) -> Option<&'a str> {
-        (!self.idem.hides_clear_keys()).then_some(key)
+        (!self.idem.names_keys_by_digest()).then_some(key)
     }
 }
 

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http::header::CONTENT_LENGTH;
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body::Body as _;
-use idem_core::{Call, Executed, ReleaseErrors};
+use idem_core::{Answered, Call, ReleaseErrors};
 use idem_protocol::scope::effective;
 use tokio::sync::oneshot;
 use tower_service::Service;
@@ -324,7 +324,7 @@ async fn run<S, ResBody>(
     mut inner: S,
     request: Request<Body>,
     head: oneshot::Sender<Response<Body>>,
-) -> Result<Executed<StoredResponse>, Unstored<S::Error>>
+) -> Result<Answered<StoredResponse>, Unstored<S::Error>>
 where
     S: Service<Request<Body>, Response = Response<ResBody>> + Send + 'static,
     S::Future: Send + 'static,

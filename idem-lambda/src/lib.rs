@@ -70,7 +70,7 @@ pub use error::Error;
 pub use expression::{EventPath, ExpressionError};
 pub use handler::{IdempotentHandler, IdempotentHandlerBuilder};
 pub use hook::Replay;
-pub use powertools::MAX_INFLATED;
+pub use powertools::MAX_GZIP_INFLATED_BYTES;
 
 /// The `tracing` target of this crate's events: `idem::lambda`, under `idem` with every other
 /// crate's.

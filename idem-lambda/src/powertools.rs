@@ -10,7 +10,7 @@ use jmespath::{Context, ErrorReason, JmespathError, Rcvar, Runtime, Variable};
 
 /// The most `powertools_base64_gzip` inflates: far above a CloudWatch Logs delivery (about
 /// 1 MB decompressed), far below what a Lambda function's memory holds.
-pub const MAX_INFLATED: usize = 64 * 1024 * 1024;
+pub const MAX_GZIP_INFLATED_BYTES: usize = 64 * 1024 * 1024;
 
 /// Adds the three functions to `runtime`.
 pub(crate) fn register(runtime: &mut Runtime) {
@@ -68,7 +68,7 @@ fn base64_gzip_text(args: &[Rcvar], ctx: &mut Context<'_>) -> Result<Rcvar, Jmes
     let mut bytes = Vec::new();
     // A few megabytes of event can hold gigabytes of zeros: decode no more than the bound.
     flate2::read::GzDecoder::new(compressed.as_slice())
-        .take(MAX_INFLATED as u64 + 1)
+        .take(MAX_GZIP_INFLATED_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|error| {
             failed(
@@ -77,8 +77,8 @@ fn base64_gzip_text(args: &[Rcvar], ctx: &mut Context<'_>) -> Result<Rcvar, Jmes
                 &format!("the data it reads is not gzip ({error})"),
             )
         })?;
-    if bytes.len() > MAX_INFLATED {
-        let why = format!("decompresses to more than {MAX_INFLATED} bytes");
+    if bytes.len() > MAX_GZIP_INFLATED_BYTES {
+        let why = format!("decompresses to more than {MAX_GZIP_INFLATED_BYTES} bytes");
         return Err(failed(ctx, name, &why));
     }
     utf8(bytes, ctx, name)

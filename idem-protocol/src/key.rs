@@ -171,6 +171,13 @@ fn trim(raw: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_refusal_says_why_in_its_reason_and_its_text() {
+        let refused = parse(b"").unwrap_err();
+        assert_eq!(refused.reason(), TOO_LONG_OR_EMPTY);
+        assert_eq!(refused.to_string(), TOO_LONG_OR_EMPTY);
+    }
+
     fn key(raw: &str) -> Result<String, InvalidKey> {
         parse(raw.as_bytes())
     }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use idem_core::store::ListQuery;
 use idem_core::{
-    store::Record, Call, Error, Fingerprint, HeldRelease, Idempotency, Key, ManualClock,
-    RecordState,
+    store::Record, Call, Error, Fingerprint, Idempotency, Key, ManualClock, RecordState,
+    ReleaseReport,
 };
 use idem_stores::memory::MemoryStore;
 use tokio::sync::oneshot;
@@ -64,17 +64,17 @@ async fn a_released_key_runs_again_and_a_completed_one_is_not_released() {
     ));
 
     let released = idem.release_held(held.key()).await.unwrap();
-    let HeldRelease::Released(before) = released else {
+    let ReleaseReport::Released(before) = released else {
         panic!("{released:?}")
     };
     assert_eq!(before.state(), RecordState::Running);
     assert_eq!(charge(&idem, held.clone()).await.unwrap(), (7, false));
     let again = idem.release_held(held.key()).await.unwrap();
     assert!(
-        matches!(again, HeldRelease::NotHeld(Some(ref seen)) if seen.state() == RecordState::Completed)
+        matches!(again, ReleaseReport::NotHeld(Some(ref seen)) if seen.state() == RecordState::Completed)
     );
     let none = idem.release_held(call(&idem, "charge", "o-0").key()).await;
-    assert_eq!(none.unwrap(), HeldRelease::NotHeld(None));
+    assert_eq!(none.unwrap(), ReleaseReport::NotHeld(None));
     stuck.abort();
 }
 

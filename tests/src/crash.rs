@@ -17,7 +17,7 @@ use std::time::Duration;
 use idem_core::{
     step,
     store::{Record, Store},
-    Call, Error, Executed, Fingerprint, Idempotency,
+    Answered, Call, Error, Fingerprint, Idempotency,
 };
 
 /// The namespace of the checkout's keys, in the child and the parent.
@@ -115,7 +115,7 @@ pub async fn checkout<F>(
     order: &str,
     effects: &Effects,
     after_charge: F,
-) -> Result<Executed<(String, u64, u32)>, Error>
+) -> Result<Answered<(String, u64, u32)>, Error>
 where
     F: std::future::Future<Output = ()>,
 {

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem_core::{Call, Error, Executed, Fingerprint, Idempotency};
+use idem_core::{Answered, Call, Error, Fingerprint, Idempotency};
 use tokio::sync::{mpsc, Notify};
 
-type Answer = Result<Executed<String>, Error>;
+type Answer = Result<Answered<String>, Error>;
 
 /// The call every member of the crowd makes.
 fn call(idem: &Idempotency) -> Call {

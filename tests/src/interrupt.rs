@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idem_core::{Call, Error, Executed, Idempotency};
+use idem_core::{Answered, Call, Error, Idempotency};
 use tokio::sync::oneshot;
 
 /// Runs `call` with a body that counts itself in `runs`, runs `interrupt` once the body has
@@ -15,7 +15,7 @@ pub async fn interrupted_mid_body(
     call: Call,
     runs: &Arc<AtomicUsize>,
     interrupt: impl FnOnce(),
-) -> Result<Executed<String>, Error> {
+) -> Result<Answered<String>, Error> {
     let (started_tx, started) = oneshot::channel();
     let (finish, finish_rx) = oneshot::channel::<()>();
     let call = tokio::spawn({

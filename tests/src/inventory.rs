@@ -11,8 +11,8 @@ use idem_core::{
     store::{
         Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Store, Timestamp,
     },
-    Call, Error, Fingerprint, HeldRelease, Idempotency, Key, KeyBuilder, ManualClock, RecordState,
-    StoreError,
+    Call, Error, Fingerprint, Idempotency, Key, KeyBuilder, ManualClock, RecordState,
+    ReleaseReport, StoreError,
 };
 
 /// The time the tests write records at, unless they say otherwise.
@@ -133,14 +133,14 @@ pub async fn the_handle_lists_inspects_releases_and_purges(store: Arc<dyn Store>
     );
     assert!(!ran.load(Ordering::SeqCst));
     match idem.release_held(&op("held")).await.unwrap() {
-        HeldRelease::Released(was) => assert_eq!(was.key(), &op("held")),
+        ReleaseReport::Released(was) => assert_eq!(was.key(), &op("held")),
         other => panic!("the held key is released, got {other:?}"),
     }
     let again = idem.run(Call::new(op("held"), held), body()).await.unwrap();
     assert!(ran.load(Ordering::SeqCst) && !again.replayed && again.value == 2);
     assert!(matches!(
         idem.release_held(&op("done")).await.unwrap(),
-        HeldRelease::NotHeld(Some(_))
+        ReleaseReport::NotHeld(Some(_))
     ));
 
     assert_eq!(idem.purge_expired(100).await.unwrap(), 1);

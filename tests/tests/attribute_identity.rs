@@ -204,5 +204,5 @@ async fn an_underscore_argument_is_not_part_of_the_call() {
 
 #[test]
 fn the_functions_of_this_binary_have_names_of_their_own() {
-    idem_core::check_names().unwrap();
+    idem_core::check_function_names().unwrap();
 }

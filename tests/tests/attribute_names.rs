@@ -1,6 +1,6 @@
 //! Two `#[idempotent]` functions with one name would share records: one given the same
 //! `name` as another, or two helpers nested in different functions of one module (both named
-//! after the module). Neither runs; `check_names` and the error name both sites.
+//! after the module). Neither runs; `check_function_names` and the error name both sites.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -76,6 +76,6 @@ async fn functions_sharing_a_name_refuse_to_run() {
 
 #[test]
 fn check_names_reports_a_shared_name() {
-    let error = idem_core::check_names().unwrap_err();
+    let error = idem_core::check_function_names().unwrap_err();
     assert_duplicate(&error, "attribute_names::step");
 }

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idem_core::{step, store::Store, Call, Error, Executed, Fingerprint, Idempotency, ManualClock};
+use idem_core::{step, store::Store, Answered, Call, Error, Fingerprint, Idempotency, ManualClock};
 use idem_test_servers::dynamodb::TestDynamo;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -27,7 +27,7 @@ async fn start_and_hold(
     value: u64,
 ) -> (
     oneshot::Sender<()>,
-    JoinHandle<Result<Executed<u64>, Error>>,
+    JoinHandle<Result<Answered<u64>, Error>>,
 ) {
     let (started_tx, started_rx) = oneshot::channel();
     let (finish_tx, finish_rx) = oneshot::channel::<()>();

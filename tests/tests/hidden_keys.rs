@@ -1,4 +1,4 @@
-//! `hide_clear_keys` across the crates: with it, no event or span of the engine, the HTTP
+//! `name_keys_by_digest` across the crates: with it, no event or span of the engine, the HTTP
 //! layer, the client or a Lambda handler names the key in clear, whatever path it takes
 //! (refused for want of a scope, released after a 500, retried by the client, stored,
 //! replayed, reused with another payload), and no Lambda error does. Guards the seams between
@@ -195,12 +195,12 @@ async fn no_event_names_the_clients_key_when_clear_keys_are_hidden() {
     let hidden = || {
         Idempotency::new(MemoryStore::new())
             .with_key_digest(SECRET)
-            .hide_clear_keys()
+            .name_keys_by_digest()
     };
-    assert!(hidden().hides_clear_keys());
+    assert!(hidden().names_keys_by_digest());
     let url = serve(hidden()).await;
     walk(&url).await;
-    retried_by_the_client(&url, IdempotentRetry::builder().hide_clear_keys()).await;
+    retried_by_the_client(&url, IdempotentRetry::builder().name_keys_by_digest()).await;
     let errors = lambda(hidden()).await;
     let seen = everything.0.lock().unwrap().clone();
     for target in [idem_protocol::log::HTTP, idem_protocol::log::CLIENT] {

@@ -215,7 +215,7 @@ async fn replace_row(target: &TestPg, row_key: &str, fingerprint: &Fingerprint, 
 async fn reserve_while_the_row_is_replaced(
     target: &TestPg,
     rows: &[Replaced],
-) -> Result<idem_core::Executed<String>, Error> {
+) -> Result<idem_core::Answered<String>, Error> {
     target
         .execute_raw(&format!(
             "CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \

@@ -40,7 +40,7 @@ async fn place(
     order: &str,
     commit: bool,
     value: &str,
-) -> Result<idem_core::Executed<String>, Error> {
+) -> Result<idem_core::Answered<String>, Error> {
     idem.run(call(idem, order), async {
         let mut tx = target.pool.begin().await.unwrap();
         sqlx::query("INSERT INTO orders (id) VALUES ($1)")

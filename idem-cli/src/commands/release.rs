@@ -1,7 +1,7 @@
 //! `release`: frees a key held by an in-progress call, once the operator says `--yes`.
 
 use idem_core::store::Record;
-use idem_core::{HeldRelease, Inspection, Key, RecordState};
+use idem_core::{Inspection, Key, RecordState, ReleaseReport};
 
 use super::printed;
 use crate::connect::Connected;
@@ -39,7 +39,7 @@ pub(crate) async fn release(
         )));
     }
     match idem.release_held(key).await.map_err(store_failure)? {
-        HeldRelease::Released(was) => {
+        ReleaseReport::Released(was) => {
             note(&format!(
                 "released {key} ({}): the next call with this key runs the function again{}",
                 who(&was),
@@ -47,12 +47,12 @@ pub(crate) async fn release(
             ));
             printed(out.record(&was))
         }
-        HeldRelease::NotHeld(None) => Err(Failure::no_record(key)),
-        HeldRelease::NotHeld(Some(now)) => {
+        ReleaseReport::NotHeld(None) => Err(Failure::no_record(key)),
+        ReleaseReport::NotHeld(Some(now)) => {
             printed(out.record(&now))?;
             Err(not_held(key, &now))
         }
-        HeldRelease::Changed(now) => {
+        ReleaseReport::Changed(now) => {
             match &now {
                 Some(now) => printed(out.record(now))?,
                 None if out.is_json() => printed(out.text("null\n"))?,

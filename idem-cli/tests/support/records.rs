@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use idem_core::{store::Timestamp, Call, Clock, Error, Executed, Fingerprint, Idempotency, Key};
+use idem_core::{store::Timestamp, Answered, Call, Clock, Error, Fingerprint, Idempotency, Key};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -96,12 +96,12 @@ pub struct Held {
     /// The key it holds.
     pub key: Key,
     go: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<Result<Executed<String>, Error>>>,
+    task: Option<JoinHandle<Result<Answered<String>, Error>>>,
 }
 
 impl Held {
     /// Lets the call finish and returns what it returned.
-    pub async fn finish(mut self) -> Result<Executed<String>, Error> {
+    pub async fn finish(mut self) -> Result<Answered<String>, Error> {
         if let Some(go) = self.go.take() {
             let _ = go.send(());
         }

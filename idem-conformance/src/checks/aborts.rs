@@ -10,7 +10,7 @@ use super::{call, Context, PROMPTLY};
 use crate::waiting_for;
 use idem_core::{
     store::{Outcome, Record},
-    Call, Error, Executed, Idempotency, OnAbort,
+    Answered, Call, Error, Idempotency, OnAbort,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -68,7 +68,7 @@ async fn abort_after_start(idem: &Idempotency, call: Call, how: Abort, runs: &Ar
 }
 
 /// A retry of `call` whose body counts itself in `runs` and returns the attempt it ran as.
-async fn retry(idem: &Idempotency, call: Call, runs: &AtomicUsize) -> Result<Executed<u32>, Error> {
+async fn retry(idem: &Idempotency, call: Call, runs: &AtomicUsize) -> Result<Answered<u32>, Error> {
     idem.run(call, async {
         runs.fetch_add(1, Ordering::SeqCst);
         Ok::<_, Error>(idem_core::context().expect("inside a body").attempt())
@@ -100,7 +100,7 @@ async fn assert_abort_holds(ctx: &Context, order: &str, how: Abort) {
     .expect("once the lease passes, the same call takes the held key over");
     assert_eq!(
         taken_over,
-        Executed {
+        Answered {
             value: 2,
             replayed: false
         },
@@ -135,7 +135,7 @@ async fn on_abort_release_frees_the_key(ctx: Context) {
             .unwrap_or_else(|e| panic!("on_abort = release ({how:?}) must free the key: {e:?}"));
         assert_eq!(
             retried,
-            Executed {
+            Answered {
                 value: 1,
                 replayed: false
             }

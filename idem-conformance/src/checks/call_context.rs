@@ -12,7 +12,7 @@ use crate::probes::{Held, Probe};
 use crate::waiting_for;
 use idem_core::{
     store::{InProgress, Record},
-    CallContext, Error, Executed, ManualClock,
+    Answered, CallContext, Error, ManualClock,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -220,7 +220,7 @@ async fn renewal_continues_through_a_slow_completion(ctx: Context) {
         .unwrap();
     assert_eq!(
         replay,
-        Executed {
+        Answered {
             value: first.value,
             replayed: true
         }

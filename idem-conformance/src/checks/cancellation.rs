@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{call, charge, spawn_charge, Charge, Context, PROMPTLY};
 use crate::probes::{Held, Probe};
 use crate::waiting_for;
-use idem_core::{Error, Executed};
+use idem_core::{Answered, Error};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[
@@ -24,7 +24,7 @@ async fn retry_after_dropping_during(
     what: Held,
     order: &str,
     side_effect: &Arc<Charge>,
-) -> Result<Executed<String>, Error> {
+) -> Result<Answered<String>, Error> {
     let (store, probe) = Probe::holding(ctx.store().clone(), what);
     let held = ctx.handle_with(idem_core::SystemClock, store);
     let lease = Duration::from_secs(60);
@@ -59,7 +59,7 @@ async fn cancellation_during_completion_still_records(ctx: Context) {
         .expect("the outcome is recorded after the cancellation");
     assert_eq!(
         retry,
-        Executed {
+        Answered {
             value: "receipt-1-1".into(),
             replayed: true
         }
@@ -106,7 +106,7 @@ async fn lost_completion_answer_is_retried(ctx: Context) {
         .unwrap();
     assert_eq!(
         retry,
-        Executed {
+        Answered {
             value: first.value,
             replayed: true
         }

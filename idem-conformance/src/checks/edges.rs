@@ -12,7 +12,7 @@ use idem_core::{
         Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Timestamp,
         LEASE_GRACE,
     },
-    Executed, Fingerprint, Key, ManualClock, StoreError, SystemClock,
+    Answered, Fingerprint, Key, ManualClock, StoreError, SystemClock,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -228,7 +228,7 @@ async fn ttl_is_counted_from_completion(ctx: Context) {
     let replay = charge(&idem, long_call(), 1, &side_effect).await.unwrap();
     assert_eq!(
         replay,
-        Executed {
+        Answered {
             value: "charged".into(),
             replayed: true
         },

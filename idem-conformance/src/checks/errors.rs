@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{call, charge, Charge, Context};
-use idem_core::{store::Store, Error, Executed};
+use idem_core::{store::Store, Answered, Error};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[
@@ -30,7 +30,7 @@ impl From<Error> for PayError {
 async fn error_releases_the_key(ctx: Context) {
     let idem = ctx.handle();
     let runs = AtomicUsize::new(0);
-    let declined: Result<Executed<String>, PayError> = idem
+    let declined: Result<Answered<String>, PayError> = idem
         .run(call(&ctx, "o-8", 1), async {
             runs.fetch_add(1, Ordering::SeqCst);
             Err(PayError::Declined)
@@ -42,7 +42,7 @@ async fn error_releases_the_key(ctx: Context) {
         None,
         "an Err must release the key"
     );
-    let retried: Result<Executed<String>, PayError> = idem
+    let retried: Result<Answered<String>, PayError> = idem
         .run(call(&ctx, "o-8", 1), async {
             runs.fetch_add(1, Ordering::SeqCst);
             Ok("ok".to_string())
@@ -50,7 +50,7 @@ async fn error_releases_the_key(ctx: Context) {
         .await;
     assert_eq!(
         retried,
-        Ok(Executed {
+        Ok(Answered {
             value: "ok".into(),
             replayed: false
         })
@@ -63,7 +63,7 @@ async fn stored_error_is_replayed(ctx: Context) {
     let idem = ctx.handle();
     let runs = AtomicUsize::new(0);
     for _ in 0..3 {
-        let result: Result<Executed<String>, PayError> = idem
+        let result: Result<Answered<String>, PayError> = idem
             .run_storing_errors(call(&ctx, "o-9", 1), |e| *e == PayError::Declined, async {
                 runs.fetch_add(1, Ordering::SeqCst);
                 Err(PayError::Declined)
@@ -84,7 +84,7 @@ async fn stored_error_is_replayed(ctx: Context) {
 /// the decoding is the engine's.
 async fn undecodable_result_is_a_codec_error(ctx: Context) {
     let idem = ctx.handle();
-    let stored: Executed<String> = idem
+    let stored: Answered<String> = idem
         .run(call(&ctx, "o-16", 1), async {
             Ok::<_, Error>("not a number".to_string())
         })

@@ -13,7 +13,7 @@ use crate::probes::Probe;
 use crate::waiting_for;
 use idem_core::{
     store::{Completed, Outcome},
-    Error, Executed, ManualClock, OnAbort,
+    Answered, Error, ManualClock, OnAbort,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -145,7 +145,7 @@ async fn a_lost_completion_is_not_mistaken_for_another_owners(ctx: Context) {
     .unwrap();
     assert_eq!(
         replay,
-        Executed {
+        Answered {
             value: "theirs".into(),
             replayed: true
         }

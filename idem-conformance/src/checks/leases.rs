@@ -13,7 +13,7 @@ use crate::waiting_for;
 use idem_core::Clock as _;
 use idem_core::{
     store::{Completed, Outcome, OwnerToken, Record, Reservation, Store},
-    Error, Executed, Fingerprint, ManualClock, StoreError,
+    Answered, Error, Fingerprint, ManualClock, StoreError,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -92,7 +92,7 @@ async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
     new_effect.finish();
     assert_eq!(
         taken.await.unwrap().unwrap(),
-        Executed {
+        Answered {
             value: "new-1-1".into(),
             replayed: false
         }
@@ -102,7 +102,7 @@ async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
         .unwrap();
     assert_eq!(
         replay,
-        Executed {
+        Answered {
             value: "new-1-1".into(),
             replayed: true
         },
@@ -197,7 +197,7 @@ async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
     .expect("an abandoned reservation is free for any caller");
     assert_eq!(
         other,
-        Executed {
+        Answered {
             value: "receipt-1-2".into(),
             replayed: false
         }

@@ -50,7 +50,7 @@ use super::waiting_for;
 use super::Context;
 use idem_core::{
     store::{Claim, InProgress, OwnerToken, Timestamp},
-    Call, Error, Executed, Fingerprint, Idempotency,
+    Answered, Call, Error, Fingerprint, Idempotency,
 };
 
 /// A side effect that counts its runs and can be held mid-flight.
@@ -135,7 +135,7 @@ pub(crate) async fn charge(
     call: Call,
     amount: u64,
     side_effect: &Charge,
-) -> Result<Executed<String>, Error> {
+) -> Result<Answered<String>, Error> {
     idem.run(call, async { Ok(side_effect.run(amount).await) })
         .await
 }
@@ -145,7 +145,7 @@ pub(crate) fn spawn_charge(
     call: Call,
     amount: u64,
     side_effect: &Arc<Charge>,
-) -> tokio::task::JoinHandle<Result<Executed<String>, Error>> {
+) -> tokio::task::JoinHandle<Result<Answered<String>, Error>> {
     let idem = idem.clone();
     let side_effect = side_effect.clone();
     tokio::spawn(async move { charge(&idem, call, amount, &side_effect).await })

@@ -7,7 +7,7 @@ use crate::waiting_for;
 use idem_core::Clock as _;
 use idem_core::{
     store::{Record, Reservation, Store},
-    Error, Executed, Fingerprint, ManualClock,
+    Answered, Error, Fingerprint, ManualClock,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -31,7 +31,7 @@ async fn fresh_call_runs_then_replays(ctx: Context) {
         .unwrap();
     assert_eq!(
         first,
-        Executed {
+        Answered {
             value: "receipt-1-100".into(),
             replayed: false
         }
@@ -42,7 +42,7 @@ async fn fresh_call_runs_then_replays(ctx: Context) {
             .unwrap();
         assert_eq!(
             retry,
-            Executed {
+            Answered {
                 value: "receipt-1-100".into(),
                 replayed: true
             }
@@ -104,7 +104,7 @@ async fn concurrent_callers_run_once(ctx: Context) {
     let owner = done_rx.recv().await.expect("the owner answers").unwrap();
     assert_eq!(
         owner,
-        Executed {
+        Answered {
             value: "receipt-1-5".into(),
             replayed: false
         }
@@ -211,7 +211,7 @@ async fn waiting_duplicate_gets_the_result(ctx: Context) {
     .expect("the waiter gets the first call's value");
     assert_eq!(
         waited,
-        Executed {
+        Answered {
             value: "receipt-1-9".into(),
             replayed: true
         }
@@ -256,7 +256,7 @@ async fn ttl_expiry_makes_the_key_new(ctx: Context) {
         .unwrap();
     assert_eq!(
         again,
-        Executed {
+        Answered {
             value: "receipt-2-1".into(),
             replayed: false
         },

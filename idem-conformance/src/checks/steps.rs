@@ -13,7 +13,7 @@ use idem_core::Clock as _;
 use idem_core::{
     step,
     store::{Claim, InProgress, OwnerToken, Record, Reservation, Timestamp, LEASE_GRACE},
-    Call, Error, Executed, Fingerprint, Idempotency, Key, ManualClock, StoreError, SystemClock,
+    Answered, Call, Error, Fingerprint, Idempotency, Key, ManualClock, StoreError, SystemClock,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -78,7 +78,7 @@ impl Checkout {
         idem: &Idempotency,
         call: Call,
         stop: Stop,
-    ) -> Result<Executed<(String, u64)>, ShopError> {
+    ) -> Result<Answered<(String, u64)>, ShopError> {
         idem.run(call, async {
             let context = idem_core::context().expect("inside the body");
             self.attempt.store(context.attempt(), Ordering::SeqCst);

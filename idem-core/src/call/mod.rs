@@ -183,7 +183,7 @@ impl Call {
 /// The result of a call that returned `Ok`: the value, and whether it was replayed from the
 /// store rather than computed by this call.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Executed<T> {
+pub struct Answered<T> {
     /// The function's value.
     pub value: T,
     /// `true` when the function did not run and the value came from an earlier call.

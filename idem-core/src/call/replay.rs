@@ -11,7 +11,7 @@ pub struct Replay<'a> {
 }
 
 impl Replay<'_> {
-    /// The call's key (under [`hide_clear_keys`](crate::Idempotency::hide_clear_keys), the
+    /// The call's key (under [`name_keys_by_digest`](crate::Idempotency::name_keys_by_digest), the
     /// store and the logs name it by its digest instead).
     pub fn key(&self) -> &Key {
         self.key

@@ -27,7 +27,7 @@ use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
     call::abort::OnAbort,
     call::context::CallContext,
-    call::{Call, Executed},
+    call::{Answered, Call},
     error::{Error, StoreError},
     store::{Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation},
     TARGET,
@@ -41,7 +41,7 @@ impl Engine {
         call: Call,
         policy: &P,
         body: F,
-    ) -> Result<Executed<T>, E>
+    ) -> Result<Answered<T>, E>
     where
         T: Serialize + DeserializeOwned,
         E: From<Error>,
@@ -69,7 +69,7 @@ impl Engine {
         policy: &P,
         body: F,
         telemetry: &mut CallTelemetry,
-    ) -> Result<Executed<T>, E>
+    ) -> Result<Answered<T>, E>
     where
         T: Serialize + DeserializeOwned,
         E: From<Error>,
@@ -268,7 +268,7 @@ impl Engine {
         policy: &P,
         body: F,
         telemetry: &mut CallTelemetry,
-    ) -> Result<Executed<T>, E>
+    ) -> Result<Answered<T>, E>
     where
         T: Serialize,
         E: From<Error>,
@@ -362,7 +362,7 @@ fn replay<T, E, P>(
     call: &Call,
     outcome: &Outcome,
     telemetry: &mut CallTelemetry,
-) -> Result<Executed<T>, E>
+) -> Result<Answered<T>, E>
 where
     T: DeserializeOwned,
     E: From<Error>,
@@ -393,7 +393,7 @@ impl<E> From<Error> for Replayed<E> {
     }
 }
 
-fn replayed<T, E, P>(policy: &P, call: &Call, outcome: &Outcome) -> Result<Executed<T>, Replayed<E>>
+fn replayed<T, E, P>(policy: &P, call: &Call, outcome: &Outcome) -> Result<Answered<T>, Replayed<E>>
 where
     T: DeserializeOwned,
     E: From<Error>,
@@ -419,7 +419,7 @@ where
     }
     match outcome {
         Outcome::Ok(body) => serde_json::from_slice(body)
-            .map(|value| Executed {
+            .map(|value| Answered {
                 value,
                 replayed: true,
             })

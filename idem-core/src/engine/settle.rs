@@ -15,7 +15,7 @@ use crate::steps::journal::Journal;
 use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
     call::abort::OnAbort,
-    call::{Call, Executed},
+    call::{Answered, Call},
     error::{Error, StoreError},
     store::{Completed, Outcome, OwnerToken, Record},
     TARGET,
@@ -67,8 +67,8 @@ where
     }
 }
 
-fn fresh<T, E>(result: Result<T, E>) -> Result<Executed<T>, E> {
-    result.map(|value| Executed {
+fn fresh<T, E>(result: Result<T, E>) -> Result<Answered<T>, E> {
+    result.map(|value| Answered {
         value,
         replayed: false,
     })
@@ -84,7 +84,7 @@ impl Engine {
         policy: &P,
         result: Result<T, E>,
         telemetry: &mut CallTelemetry,
-    ) -> Result<Executed<T>, E>
+    ) -> Result<Answered<T>, E>
     where
         T: Serialize,
         E: From<Error>,

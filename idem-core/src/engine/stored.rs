@@ -53,7 +53,7 @@ impl Engine {
             // call's arguments against it, and by the key, so that equal arguments under two
             // keys do not show as such.
             call.fingerprint = digest.fingerprint(&call.fingerprint, &stored_key);
-            if self.sealing.hide_clear_keys {
+            if self.sealing.name_keys_by_digest {
                 call.clear_scope = call.key.scope().map(str::to_owned);
                 call.key = stored_key;
             }

@@ -244,6 +244,8 @@ impl fmt::Write for Escaper<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::borrow::Cow;
+    use std::sync::Arc;
 
     fn key(parts: &[&str]) -> String {
         let mut builder = KeyBuilder::new("ns", "f").scope(None);
@@ -405,5 +407,56 @@ mod tests {
         assert!(text(&None::<String>).is_err(), "None is refused");
         assert_eq!(text(&std::num::NonZeroU64::new(42).unwrap()).unwrap(), "42");
         assert_eq!(text(&std::rc::Rc::new(7u8)).unwrap(), "7");
+    }
+
+    #[test]
+    fn strings_and_every_pointer_to_a_part_write_its_text() {
+        assert_eq!(text(&String::from("o-1")).unwrap(), "o-1");
+        assert_eq!(text(&Cow::<str>::Borrowed("o-2")).unwrap(), "o-2");
+        assert_eq!(text(&&"o-3").unwrap(), "o-3");
+        assert_eq!(text(&&mut String::from("o-4")).unwrap(), "o-4");
+        assert_eq!(text(&Box::new(5u8)).unwrap(), "5");
+        assert_eq!(text(&Arc::new(6u8)).unwrap(), "6");
+    }
+
+    #[test]
+    fn a_parsed_key_is_the_text_it_was_given_up_to_the_limit() {
+        let at_limit = format!("ns|{}", "k".repeat(MAX_KEY_LEN - 3));
+        assert_eq!(Key::parse(&at_limit).unwrap().as_str(), at_limit);
+        assert_eq!(Key::parse("ns|f|-|a").unwrap().to_string(), "ns|f|-|a");
+        let over = format!("{at_limit}k");
+        let refused = Key::parse(&over).unwrap_err().to_string();
+        assert!(refused.contains("1025 bytes"), "{refused}");
+    }
+
+    #[test]
+    fn a_built_key_is_refused_one_byte_past_the_limit_with_its_length() {
+        // `ns|f` `|-` `|` and the part: 7 bytes around it.
+        let fits = KeyBuilder::new("ns", "f")
+            .part(&"a".repeat(MAX_KEY_LEN - 7))
+            .finish()
+            .unwrap();
+        assert_eq!(fits.as_str().len(), MAX_KEY_LEN);
+        let refused = KeyBuilder::new("ns", "f")
+            .scope(Some("t"))
+            .part(&"a".repeat(MAX_KEY_LEN - 7))
+            .finish()
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("is 1025 bytes long"), "{refused}");
+    }
+
+    #[test]
+    fn a_function_named_like_a_digest_is_still_a_function() {
+        let key = KeyBuilder::new("ns", "#h").finish().unwrap();
+        assert_eq!(key.function(), Some("#h"));
+        assert_eq!(Key::parse("ns|#h").unwrap().function(), None);
+        assert_eq!(Key::function_prefix("a|b", "c%"), "a%7Cb|c%25|");
+    }
+
+    #[cfg(feature = "seal")]
+    #[test]
+    fn an_encoded_key_is_kept_as_it_is() {
+        assert_eq!(Key::from_encoded("ns|#ab".into()).as_str(), "ns|#ab");
     }
 }

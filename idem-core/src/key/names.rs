@@ -78,14 +78,14 @@ pub(crate) fn check(name: &str) -> Result<(), Error> {
 ///
 /// ```
 /// // in a test: `#[test] fn idempotent_functions_have_names_of_their_own()`
-/// idem_core::check_names().unwrap();
+/// idem_core::check_function_names().unwrap();
 /// ```
 ///
 /// Names are collected when the program starts (through the `inventory` crate), on the
 /// platforms it supports: Linux, macOS, Windows, the BSDs, iOS, Android, WebAssembly and
 /// others. Only functions in this program are seen: two programs that share a store and a
 /// namespace must keep their names apart themselves.
-pub fn check_names() -> Result<(), Error> {
+pub fn check_function_names() -> Result<(), Error> {
     let mut shared: Vec<_> = DUPLICATES.iter().collect();
     shared.sort();
     match shared.first() {
@@ -101,5 +101,87 @@ pub fn check_names() -> Result<(), Error> {
 pub(crate) fn log_duplicates() {
     for (name, sites) in DUPLICATES.iter() {
         tracing::error!(target: crate::TARGET, name, sites = sites.join(", "), "two `#[idempotent]` functions share a name, so neither runs: give each its own `name = \"...\"`");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use tracing::field::{Field, Visit};
+
+    // Two functions named alike, and one place registered twice (one function).
+    inventory::submit! { Registration::new("tests.shared", "a.rs", 1, 1) }
+    inventory::submit! { Registration::new("tests.shared", "b.rs", 2, 1) }
+    inventory::submit! { Registration::new("tests.once", "c.rs", 3, 1) }
+    inventory::submit! { Registration::new("tests.once", "c.rs", 3, 1) }
+
+    #[test]
+    fn a_name_two_functions_share_is_refused_with_both_places() {
+        match check("tests.shared") {
+            Err(Error::DuplicateName { name, sites }) => {
+                assert_eq!(name, "tests.shared");
+                assert_eq!(sites, ["a.rs:1", "b.rs:2"]);
+            }
+            other => panic!("expected DuplicateName, got {other:?}"),
+        }
+        assert!(
+            check("tests.once").is_ok(),
+            "one place twice is one function"
+        );
+        assert!(check("tests.nowhere").is_ok());
+    }
+
+    #[test]
+    fn the_program_wide_check_names_the_shared_name() {
+        let refused = check_function_names().unwrap_err();
+        assert!(
+            matches!(&refused, Error::DuplicateName { name, .. } if name == "tests.shared"),
+            "{refused:?}"
+        );
+    }
+
+    /// The messages and `name` fields of the events logged while it runs.
+    #[derive(Clone, Default)]
+    struct Logged(Arc<Mutex<Vec<String>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Logged {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            struct Fields<'a>(&'a mut Vec<String>);
+            impl Visit for Fields<'_> {
+                fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+                    self.0.push(format!("{}={value:?}", field.name()));
+                }
+                fn record_str(&mut self, field: &Field, value: &str) {
+                    self.0.push(format!("{}={value}", field.name()));
+                }
+            }
+            event.record(&mut Fields(&mut self.0.lock().unwrap()));
+        }
+    }
+
+    #[test]
+    fn every_shared_name_is_logged_with_its_places() {
+        use tracing_subscriber::layer::SubscriberExt;
+        let logged = Logged::default();
+        let subscriber = tracing_subscriber::registry().with(logged.clone());
+        tracing::subscriber::with_default(subscriber, log_duplicates);
+        let fields = logged.0.lock().unwrap().clone();
+        assert!(
+            fields.contains(&"name=tests.shared".to_owned()),
+            "{fields:?}"
+        );
+        assert!(
+            fields.contains(&"sites=a.rs:1, b.rs:2".to_owned()),
+            "{fields:?}"
+        );
+        assert!(
+            !fields.iter().any(|f| f.contains("tests.once")),
+            "{fields:?}"
+        );
     }
 }

@@ -16,7 +16,7 @@ use crate::{
 /// What [`Idempotency::release_held`](crate::Idempotency::release_held) did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum HeldRelease {
+pub enum ReleaseReport {
     /// The in-progress record was released; this is what it was. The next call with the key
     /// runs the function again (resuming after recorded steps, whose effects happened).
     Released(Inspection),
@@ -56,19 +56,19 @@ impl Engine {
     }
 
     /// See [`Idempotency::release_held`](crate::Idempotency::release_held)(crate::Idempotency::release_held).
-    pub(crate) async fn release_held(&self, key: &Key) -> Result<HeldRelease, Error> {
+    pub(crate) async fn release_held(&self, key: &Key) -> Result<ReleaseReport, Error> {
         let Some(before) = self.inspect(key).await? else {
-            return Ok(HeldRelease::NotHeld(None));
+            return Ok(ReleaseReport::NotHeld(None));
         };
         let Record::InProgress(held) = before.record() else {
-            return Ok(HeldRelease::NotHeld(Some(before)));
+            return Ok(ReleaseReport::NotHeld(Some(before)));
         };
         match self.store.release(key, held.owner()).await {
             Ok(()) => {
                 tracing::warn!(target: TARGET, key = key.as_str(), owner = held.owner().as_str(), attempt = held.attempt(), "released by an operator: the next call runs again");
-                Ok(HeldRelease::Released(before))
+                Ok(ReleaseReport::Released(before))
             }
-            Err(StoreError::LeaseLost) => Ok(HeldRelease::Changed(self.inspect(key).await?)),
+            Err(StoreError::LeaseLost) => Ok(ReleaseReport::Changed(self.inspect(key).await?)),
             Err(error) => Err(error.into_error(key.as_str())),
         }
     }

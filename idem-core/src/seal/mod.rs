@@ -63,7 +63,7 @@
 //! - **What stays visible**: sizes and timing of records, states and times, step names, the
 //!   namespace; without a digest secret, the fingerprint (a SHA-256 of the arguments) and the
 //!   key; errors, logs and traces name the clear key unless
-//!   [`Idempotency::hide_clear_keys`](crate::Idempotency::hide_clear_keys) names it by its
+//!   [`Idempotency::name_keys_by_digest`](crate::Idempotency::name_keys_by_digest) names it by its
 //!   digest (the body's [`CallContext::key`](crate::CallContext::key) too). Someone with the process's memory or
 //!   the keys reads everything. The [`ReplayCache`](crate::ReplayCache) keeps opened values,
 //!   in memory only. A quota counts values before they are sealed (a sealed value is 30 to 100

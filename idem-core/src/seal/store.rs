@@ -50,7 +50,7 @@ impl KeyDigest {
     /// The stored form of `key`: its namespace, which tells services apart and reveals
     /// nothing of a call, then the HMAC of the whole key.
     pub(crate) fn digest(&self, key: &Key) -> Key {
-        // A key shown by its digest already (`hide_clear_keys`) is stored as it is. A key as
+        // A key shown by its digest already (`name_keys_by_digest`) is stored as it is. A key as
         // built has at least two `|` (namespace, name, scope); a digest, one.
         let text = key.as_str();
         if text.matches('|').count() == 1 && text.contains("|#") {
@@ -70,7 +70,7 @@ pub(crate) struct Sealing {
     pub(crate) keyring: Option<Arc<Keyring>>,
     pub(crate) digest: Option<KeyDigest>,
     /// Calls name their key by its digest, in errors, logs and their context.
-    pub(crate) hide_clear_keys: bool,
+    pub(crate) name_keys_by_digest: bool,
 }
 
 impl Sealing {

@@ -32,7 +32,7 @@
 //!
 //! Every call runs in an `idem.call` span (level INFO, target `idem`) with the fields
 //! `code.function.name`, `idem.key` (its digest under
-//! [`hide_clear_keys`](crate::Idempotency::hide_clear_keys)), `idem.attempt`,
+//! [`name_keys_by_digest`](crate::Idempotency::name_keys_by_digest)), `idem.attempt`,
 //! `idem.fencing_token`, `idem.outcome` and, for failures, `otel.status_code = "ERROR"`; each
 //! store operation runs in an `idem.store` span (level DEBUG) with `db.system.name` and
 //! `db.operation.name`, as OpenTelemetry's conventions name them. Takeovers, lease losses,

@@ -3,7 +3,7 @@
 
 use http::header::ACCEPT_ENCODING;
 use http::{HeaderMap, HeaderName, HeaderValue, Response};
-use idem_core::Executed;
+use idem_core::Answered;
 
 use crate::body::Body;
 use crate::config::Config;
@@ -53,7 +53,7 @@ impl Asked {
 /// The answer from a stored response: the handler's own the first time, else the replay (or
 /// the problem saying why there is none).
 pub(crate) fn answer_stored(
-    executed: Executed<StoredResponse>,
+    executed: Answered<StoredResponse>,
     key: &str,
     asked: &Asked,
     config: &Config,
