@@ -10,12 +10,13 @@ use idem_core::{Idempotency, DEFAULT_TTL};
 
 use crate::config::{
     Config, MismatchStatus, ScopeMissing, DEFAULT_ABANDONED_STREAM_TIMEOUT,
-    DEFAULT_MAX_REQUEST_BODY, DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME, DEFAULT_RETRY_AFTER,
+    DEFAULT_MAX_REQUEST_BODY, DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME,
 };
+use crate::layer::IdempotencyLayer;
 use crate::request::scope::{self, Unscoped};
 use crate::request::shared_bodies::SharedBodies;
-use crate::response::statuses::stored_by_default;
-use crate::{IdempotencyLayer, DEFAULT_REPLAY_HEADERS};
+use crate::response::statuses::{stored_by_default, DEFAULT_RETRY_AFTER};
+use crate::response::stored::DEFAULT_REPLAY_HEADERS;
 
 /// Builds an [`IdempotencyLayer`] with settings other than the defaults.
 ///
@@ -104,7 +105,10 @@ impl IdempotencyLayerBuilder {
     /// ```
     pub fn response_hook<F>(mut self, hook: F) -> Self
     where
-        F: Fn(&mut http::Response<crate::Body>, &crate::Replay<'_>) + Send + Sync + 'static,
+        F: Fn(&mut http::Response<crate::body::Body>, &crate::response::hook::Replay<'_>)
+            + Send
+            + Sync
+            + 'static,
     {
         self.config.response_hook = Some(Arc::new(hook));
         self

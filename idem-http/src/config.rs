@@ -18,10 +18,6 @@ pub const DEFAULT_MAX_REQUEST_BODY: usize = 1024 * 1024;
 /// The largest response body the layer stores by default: 1 MiB.
 pub const DEFAULT_MAX_RESPONSE_BODY: usize = 1024 * 1024;
 
-/// The `Retry-After` of a 409 for a request still in progress, unless set otherwise: 1 second,
-/// or what is left of the running request's lease when that is shorter.
-pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
-
 /// How long the layer goes on reading a streamed response once its client has gone, so that
 /// the retry can get it whole, unless set otherwise: 10 seconds.
 pub const DEFAULT_ABANDONED_STREAM_TIMEOUT: Duration = Duration::from_secs(10);

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use idem_core::Idempotency;
 use tower_layer::Layer;
 
+use crate::builder::IdempotencyLayerBuilder;
 use crate::config::Config;
-use crate::{IdempotencyLayerBuilder, IdempotencyService};
+use crate::service::IdempotencyService;
 
 /// Makes POST and PATCH requests that carry an `Idempotency-Key` header idempotent: see the
 /// [crate docs](crate) for what it answers when.

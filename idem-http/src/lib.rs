@@ -213,6 +213,8 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod answer;
+mod asked;
 mod body;
 mod builder;
 mod config;
@@ -228,14 +230,16 @@ pub use body::{Body, BoxError};
 pub use builder::IdempotencyLayerBuilder;
 pub use config::{
     MismatchStatus, DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY,
-    DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME, DEFAULT_RETRY_AFTER,
+    DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME,
 };
 pub use layer::IdempotencyLayer;
 pub use request::key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 pub use request::scope::{Unscoped, MIN_SCOPE_SECRET_BYTES};
 pub use response::hook::Replay;
 pub use response::problem;
-pub use response::statuses::{is_authentication_answer, is_validation_answer, stored_by_default};
+pub use response::statuses::{
+    is_authentication_answer, is_validation_answer, stored_by_default, DEFAULT_RETRY_AFTER,
+};
 pub use response::stored::{
     NotAStoredResponse, RecordedBody, RecordedResponse, DEFAULT_REPLAY_HEADERS, IDEMPOTENT_REPLAYED,
 };

@@ -16,17 +16,17 @@ use tokio::sync::oneshot;
 use tower_service::Service;
 use tracing::Instrument;
 
+use crate::answer;
+use crate::asked::{answer_stored, Asked};
 use crate::body::{self, Body, BoxError, PanicsAsErrors, Read};
 use crate::config::Config;
 use crate::detached::{self, Detached};
-use crate::request::asked::{answer_stored, Asked};
-use crate::request::fingerprint;
 use crate::request::key_header::{self, KeyHeader};
-use crate::response::answer;
+use crate::request::{fingerprint, scope::Unscoped};
 use crate::response::forward::{self, Ending, Tail};
 use crate::response::stored::{self, NotKept, StoredResponse};
 use crate::telemetry::RequestOutcome;
-use crate::{grpc, Unscoped, TARGET};
+use crate::{grpc, TARGET};
 
 /// The service made by [`IdempotencyLayer`](crate::IdempotencyLayer) around `S`.
 ///

@@ -63,7 +63,7 @@ fn every_store_written_in_rust_calls_the_judgement() {
         src.join("../../idem-conformance/src/reference.rs"),
         src.join("memory/shard.rs"),
         src.join("redis/reserve.rs"),
-        src.join("dynamodb/store.rs"),
+        src.join("dynamodb/reserve.rs"),
         src.join("postgres/store.rs"),
     ] {
         let source = fs::read_to_string(&path).expect("a readable source file");

@@ -264,3 +264,9 @@ fn other_serializers_see_every_digit() {
         r#"["1.00000000000000001",100,12345678901234567890123]"#
     );
 }
+
+#[test]
+fn a_number_debugs_as_its_canonical_text() {
+    assert_eq!(format!("{:?}", number("1.50")), "Number(1.5)");
+    assert_eq!(format!("{:?}", number("-7")), "Number(-7)");
+}

@@ -1,8 +1,6 @@
 //! What the layer reads from a request: its key, its scope, its fingerprint, its body shared
-//! with the duplicates in flight, and what it asked for of the answer (gRPC, the codings it
-//! accepts).
+//! with the duplicates in flight, and the codings it accepts.
 
-pub(crate) mod asked;
 pub(crate) mod encoding;
 pub(crate) mod fingerprint;
 pub(crate) mod key_header;

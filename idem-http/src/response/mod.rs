@@ -1,8 +1,7 @@
-//! What the layer answers: its problem documents and its own answers, which statuses are
+//! What the layer answers: its problem documents, which statuses are
 //! stored, the stored responses and their replay (with its limits and the response hook), and
 //! the streaming of a handler's response to its client.
 
-pub(crate) mod answer;
 pub(crate) mod forward;
 pub(crate) mod hook;
 pub mod problem;

@@ -87,7 +87,7 @@ pub fn response_for(error: &idem_core::Error) -> Response<Body> {
     judged(
         error,
         Subject::Unnamed,
-        crate::DEFAULT_RETRY_AFTER,
+        crate::response::statuses::DEFAULT_RETRY_AFTER,
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .into_response()

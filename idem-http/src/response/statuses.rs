@@ -1,7 +1,13 @@
-//! Which response statuses are stored by default, and the answers that leave no result: those
-//! refused by validation or authentication.
+//! Which response statuses are stored by default, the answers that leave no result (those
+//! refused by validation or authentication), and how long a 409 says to wait by default.
+
+use std::time::Duration;
 
 use http::StatusCode;
+
+/// The `Retry-After` of a 409 for a request still in progress, unless set otherwise: 1 second,
+/// or what is left of the running request's lease when that is shorter.
+pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Whether a response with `status` is stored by default: 200 to 499, except
 ///

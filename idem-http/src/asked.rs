@@ -5,15 +5,16 @@ use http::header::ACCEPT_ENCODING;
 use http::{HeaderMap, HeaderName, HeaderValue, Response};
 use idem_core::Answered;
 
+use crate::answer;
 use crate::body::Body;
 use crate::config::Config;
 use crate::request::encoding;
-use crate::response::answer;
 use crate::response::hook::Replay;
 use crate::response::problem::Problem;
 use crate::response::replay_limits::ReplayLimits;
 use crate::response::stored::StoredResponse;
-use crate::{grpc, IDEMPOTENT_REPLAYED, TARGET};
+use crate::response::stored::IDEMPOTENT_REPLAYED;
+use crate::{grpc, TARGET};
 
 /// What the request asked for that shapes the layer's own answers.
 pub(crate) struct Asked {

@@ -1,33 +1,64 @@
-//! idem-core's modules stand in layers, and code reads downward only: a module names the
-//! modules of lower layers, never one of its own layer or above. Each `crate::` path in
-//! `src/` (outside comments and unit tests) is checked against the table below, and a
-//! path through a root re-export (`crate::Error`) is refused too, since it hides which module
-//! it reaches.
+//! The modules of idem-core and idem-http stand in layers, and code reads downward only: a
+//! module names the modules of lower layers, never one of its own layer or above (but for a
+//! type and its builder, which name each other). Each `crate::` path in a crate's `src/`
+//! (outside comments and unit tests) is checked against its table below, and a path through
+//! a root re-export (`crate::Error`) is refused too, since it hides which module it reaches.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The layers, from the ground up. A module may use the modules of the layers below its own.
-const LAYERS: &[&[&str]] = &[
-    &["error", "json"],
-    &["fingerprint", "key"],
-    &["store"],
-    &["clock"],
-    &["seal", "lease", "quota", "replay_cache", "telemetry"],
-    &["steps"],
-    &["call"],
-    &["engine"],
-    &["operator"],
-    &["handle"],
-    &["global"],
-    &["__private01"],
-];
+/// A crate's layering.
+struct Layering {
+    /// The crate's folder in the workspace.
+    dir: &'static str,
+    /// The layers, from the ground up. A module may use the modules of the layers below its own.
+    layers: &'static [&'static [&'static str]],
+    /// Items of the crate root itself (not re-exports), which every module may use.
+    root_items: &'static [&'static str],
+    /// Modules of one layer that may name each other: a type and its builder.
+    mutual: &'static [(&'static str, &'static str)],
+}
 
-/// Items of the crate root itself (not re-exports), which every module may use.
-const ROOT_ITEMS: &[&str] = &["TARGET"];
+const IDEM_CORE: Layering = Layering {
+    dir: "idem-core",
+    layers: &[
+        &["error", "json"],
+        &["fingerprint", "key"],
+        &["store"],
+        &["clock"],
+        &["seal", "lease", "quota", "replay_cache", "telemetry"],
+        &["steps"],
+        &["call"],
+        &["engine"],
+        &["operator"],
+        &["handle"],
+        &["global"],
+        &["__private01"],
+    ],
+    root_items: &["TARGET"],
+    mutual: &[],
+};
 
-fn layer_of(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|layer| layer.contains(&module))
+const IDEM_HTTP: Layering = Layering {
+    dir: "idem-http",
+    layers: &[
+        &["body", "telemetry"],
+        &["request"],
+        &["response"],
+        &["grpc", "config"],
+        &["answer"],
+        &["asked", "detached"],
+        &["service"],
+        &["builder", "layer"],
+    ],
+    root_items: &["TARGET"],
+    mutual: &[("builder", "layer")],
+};
+
+impl Layering {
+    fn layer_of(&self, module: &str) -> Option<usize> {
+        self.layers.iter().position(|layer| layer.contains(&module))
+    }
 }
 
 /// One `crate::` path that breaks the layering: where it is, and why.
@@ -200,21 +231,31 @@ fn first_segment(path: &str) -> String {
         .collect()
 }
 
-/// What is wrong with `file` (in `module`) using the paths of `code`.
-fn violations(file: &str, module: &str, code: &str) -> Vec<Violation> {
-    let Some(own_layer) = layer_of(module) else {
+/// What is wrong with `file` (in `module` of `crate_`) using the paths of `code`.
+fn violations(crate_: &Layering, file: &str, module: &str, code: &str) -> Vec<Violation> {
+    let Some(own_layer) = crate_.layer_of(module) else {
         return vec![Violation {
             file: file.to_owned(),
             line: 1,
-            reason: format!("module `{module}` is in no layer: add it to LAYERS"),
+            reason: format!(
+                "module `{module}` is in no layer: add it to its layering in this file"
+            ),
         }];
     };
     let mut found = Vec::new();
     for (line, target) in crate_paths(code) {
-        if target == module || ROOT_ITEMS.contains(&target.as_str()) || target.is_empty() {
+        let mutual = crate_
+            .mutual
+            .iter()
+            .any(|&(a, b)| (a, b) == (module, &target) || (b, a) == (module, &target));
+        if target == module
+            || mutual
+            || crate_.root_items.contains(&target.as_str())
+            || target.is_empty()
+        {
             continue;
         }
-        let reason = match layer_of(&target) {
+        let reason = match crate_.layer_of(&target) {
             None => format!(
                 "`crate::{target}` goes through the crate root: name the module that defines it"
             ),
@@ -244,9 +285,13 @@ fn rust_files(dir: &Path, into: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn every_module_uses_only_the_layers_below_it() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Every violation of `crate_`'s layering in its sources.
+fn violations_in(crate_: &Layering) -> Vec<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .join(crate_.dir)
+        .join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let mut all = Vec::new();
@@ -261,6 +306,7 @@ fn every_module_uses_only_the_layers_below_it() {
         modules.insert(module.clone());
         let source = std::fs::read_to_string(&path).expect("a readable source file");
         all.extend(violations(
+            crate_,
             &relative.display().to_string(),
             &module,
             &code_of(&source),
@@ -271,11 +317,21 @@ fn every_module_uses_only_the_layers_below_it() {
         "the walk found only {modules:?}: is src/ where it was?"
     );
     all.sort();
-    let listed: Vec<String> = all
-        .iter()
-        .map(|v| format!("src/{}:{}: {}", v.file, v.line, v.reason))
-        .collect();
-    assert!(listed.is_empty(), "{}", listed.join("\n"));
+    all.iter()
+        .map(|v| format!("{}/src/{}:{}: {}", crate_.dir, v.file, v.line, v.reason))
+        .collect()
+}
+
+#[test]
+fn every_module_of_idem_core_uses_only_the_layers_below_it() {
+    let found = violations_in(&IDEM_CORE);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn every_module_of_idem_http_uses_only_the_layers_below_it() {
+    let found = violations_in(&IDEM_HTTP);
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
 // The checker itself, on imports planted in sample code.
@@ -283,7 +339,7 @@ fn every_module_uses_only_the_layers_below_it() {
 #[test]
 fn an_import_from_a_layer_above_is_refused() {
     let code = code_of("use crate::handle::Idempotency;\n");
-    let found = violations("store/record.rs", "store", &code);
+    let found = violations(&IDEM_CORE, "store/record.rs", "store", &code);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].reason.contains("uses `handle`"), "{found:?}");
 }
@@ -291,6 +347,7 @@ fn an_import_from_a_layer_above_is_refused() {
 #[test]
 fn an_import_from_the_same_layer_is_refused() {
     let found = violations(
+        &IDEM_CORE,
         "lease/mod.rs",
         "lease",
         &code_of("use crate::quota::Quota;"),
@@ -301,7 +358,7 @@ fn an_import_from_the_same_layer_is_refused() {
 #[test]
 fn an_import_through_the_root_is_refused_even_in_a_group() {
     let code = code_of("use crate::{\n    key::Key,\n    Idempotency,\n};\n");
-    let found = violations("store/record.rs", "store", &code);
+    let found = violations(&IDEM_CORE, "store/record.rs", "store", &code);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].line, 1);
     assert!(found[0].reason.contains("crate root"), "{found:?}");
@@ -310,7 +367,10 @@ fn an_import_through_the_root_is_refused_even_in_a_group() {
 #[test]
 fn a_path_in_an_expression_counts_like_an_import() {
     let code = code_of("fn f() { let _ = crate::engine::run(); }");
-    assert_eq!(violations("call/mod.rs", "call", &code).len(), 1);
+    assert_eq!(
+        violations(&IDEM_CORE, "call/mod.rs", "call", &code).len(),
+        1
+    );
 }
 
 #[test]
@@ -322,7 +382,10 @@ fn imports_from_below_comments_strings_and_unit_tests_are_allowed() {
         "const S: &str = \"crate::engine\";\n",
         "#[cfg(test)]\nmod tests {\n    use crate::handle::Idempotency;\n}\n",
     ));
-    assert_eq!(violations("store/record.rs", "store", &code), vec![]);
+    assert_eq!(
+        violations(&IDEM_CORE, "store/record.rs", "store", &code),
+        vec![]
+    );
 }
 
 #[test]
@@ -331,13 +394,29 @@ fn code_after_a_unit_test_module_is_still_checked() {
         "#[cfg(test)]\nmod tests {\n    fn f() { if true { let _ = 1; } }\n}\n",
         "use crate::handle::Idempotency;\n",
     ));
-    let found = violations("store/time.rs", "store", &code);
+    let found = violations(&IDEM_CORE, "store/time.rs", "store", &code);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].line, 5);
 }
 
 #[test]
+fn a_type_and_its_builder_may_name_each_other_and_nothing_else_may() {
+    let code = code_of("use crate::layer::IdempotencyLayer;");
+    assert_eq!(
+        violations(&IDEM_HTTP, "builder.rs", "builder", &code),
+        vec![]
+    );
+    let code = code_of("use crate::builder::IdempotencyLayerBuilder;");
+    assert_eq!(violations(&IDEM_HTTP, "layer.rs", "layer", &code), vec![]);
+    let code = code_of("use crate::service::IdempotencyService;");
+    assert_eq!(
+        violations(&IDEM_HTTP, "request/scope.rs", "request", &code).len(),
+        1
+    );
+}
+
+#[test]
 fn a_module_outside_the_table_is_named() {
-    let found = violations("newcomer.rs", "newcomer", "");
+    let found = violations(&IDEM_CORE, "newcomer.rs", "newcomer", "");
     assert!(found[0].reason.contains("in no layer"), "{found:?}");
 }
