@@ -4,13 +4,14 @@
 //! a log target of a crate's own, a digest of credentials computed elsewhere.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use crate::sources::{rust_files, workspace};
 
 /// Every `.rs` file under each crate's `src/`, but the crates named in `except`.
 fn sources(except: &[&str]) -> Vec<PathBuf> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut files = Vec::new();
-    for entry in fs::read_dir(workspace).unwrap() {
+    for entry in fs::read_dir(workspace()).unwrap() {
         let crate_dir = entry.unwrap().path();
         let name = crate_dir
             .file_name()
@@ -20,24 +21,10 @@ fn sources(except: &[&str]) -> Vec<PathBuf> {
         if !name.starts_with("idem-") || except.contains(&name.as_str()) {
             continue;
         }
-        collect(&crate_dir.join("src"), &mut files);
+        files.extend(rust_files(&crate_dir.join("src")));
     }
     assert!(files.len() > 50, "the crates' sources were found");
     files
-}
-
-fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            collect(&path, files);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            files.push(path);
-        }
-    }
 }
 
 /// The lines of code (not comments) in `files` that contain `needle`, as `path:line: text`.

@@ -5,7 +5,9 @@
 //! a root re-export (`crate::Error`) is refused too, since it hides which module it reaches.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::sources::{rust_files, workspace};
 
 /// A crate's layering.
 struct Layering {
@@ -274,26 +276,10 @@ fn violations(crate_: &Layering, file: &str, module: &str, code: &str) -> Vec<Vi
     found
 }
 
-fn rust_files(dir: &Path, into: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a readable source folder") {
-        let path = entry.expect("a readable entry").path();
-        if path.is_dir() {
-            rust_files(&path, into);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            into.push(path);
-        }
-    }
-}
-
 /// Every violation of `crate_`'s layering in its sources.
 fn violations_in(crate_: &Layering) -> Vec<String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace")
-        .join(crate_.dir)
-        .join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let src = workspace().join(crate_.dir).join("src");
+    let files = rust_files(&src);
     let mut all = Vec::new();
     let mut modules = BTreeSet::new();
     for path in files {

@@ -3,33 +3,21 @@
 //! no hidden re-export that another crate reaches an item through.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use crate::sources::{rust_files, workspace};
 
 const MAX_LINES: usize = 500;
 
 /// Every `.rs` file under the `src/` of each crate of the workspace, unit-test files apart.
 fn sources() -> Vec<PathBuf> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut files = Vec::new();
-    for entry in fs::read_dir(workspace).unwrap() {
-        collect(&entry.unwrap().path().join("src"), &mut files);
+    for entry in fs::read_dir(workspace()).unwrap() {
+        files.extend(rust_files(&entry.unwrap().path().join("src")));
     }
+    files.retain(|path| !path.ends_with("tests.rs"));
     assert!(files.len() > 100, "the crates' sources were found");
     files
-}
-
-fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            collect(&path, files);
-        } else if path.extension().is_some_and(|ext| ext == "rs") && !path.ends_with("tests.rs") {
-            files.push(path);
-        }
-    }
 }
 
 /// The files of `files` over `max` lines, with their lengths.
@@ -56,11 +44,7 @@ fn no_source_file_is_over_500_lines() {
 #[test]
 fn the_length_check_names_a_long_file() {
     // The check itself, on this very file with a bound it passes.
-    let here = PathBuf::from(file!());
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join(here);
+    let here = workspace().join(file!());
     assert_eq!(too_long(std::slice::from_ref(&here), 20).len(), 1);
     assert!(too_long(&[here], 10_000).is_empty());
 }
