@@ -178,6 +178,17 @@ mod tests {
         assert_eq!(refused.to_string(), TOO_LONG_OR_EMPTY);
     }
 
+    #[test]
+    fn parameter_values_are_read_to_their_end_and_no_further() {
+        // A string value with escapes, and a byte sequence, each followed by another parameter.
+        assert_eq!(key(r#""k";p="a\"b\\";q=1"#).unwrap(), "k");
+        assert_eq!(key(r#""k";p=:aGk=:;q=?1"#).unwrap(), "k");
+        // A byte sequence that never closes, a token cut by a space, and no value at all.
+        assert!(key(r#""k";p=:abc"#).is_err());
+        assert!(key(r#""k";p=1 x"#).is_err());
+        assert!(key(r#""k";p=;q=1"#).is_err());
+    }
+
     fn key(raw: &str) -> Result<String, InvalidKey> {
         parse(raw.as_bytes())
     }

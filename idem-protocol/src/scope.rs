@@ -174,6 +174,11 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_scope_key_debugs_without_its_secret() {
+        assert_eq!(format!("{:?}", ScopeKey::new(&[7; 32])), "ScopeKey(..)");
+    }
+
     fn scope(values: &[&str]) -> Option<String> {
         authorization_scope(values.iter().map(|value| value.as_bytes()))
     }
