@@ -59,7 +59,7 @@ pub(crate) struct Config {
     pub(crate) max_backoff: Duration,
     pub(crate) max_retry_after: Duration,
     pub(crate) not_recorded_types: Vec<String>,
-    pub(crate) name_keys_by_digest: bool,
+    pub(crate) hide_keys_in_logs: bool,
 }
 
 impl Default for Config {
@@ -74,7 +74,7 @@ impl Default for Config {
             max_backoff: DEFAULT_MAX_BACKOFF,
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
             not_recorded_types: Vec::new(),
-            name_keys_by_digest: false,
+            hide_keys_in_logs: false,
         }
     }
 }
@@ -156,8 +156,8 @@ impl IdempotentRetryBuilder {
     /// (an order number, a customer's id), as idem-core's
     /// `Idempotency::name_keys_by_digest` does on the server. The key is still sent, and still in
     /// [`key_of`](crate::key_of) and [`SendError`](crate::SendError) for the caller.
-    pub fn name_keys_by_digest(mut self) -> Self {
-        self.config.name_keys_by_digest = true;
+    pub fn hide_keys_in_logs(mut self) -> Self {
+        self.config.hide_keys_in_logs = true;
         self
     }
 
@@ -186,8 +186,8 @@ impl IdempotentRetryBuilder {
 
 impl Config {
     /// `key` as this crate's logs name it: not at all under
-    /// [`name_keys_by_digest`](IdempotentRetryBuilder::name_keys_by_digest).
+    /// [`hide_keys_in_logs`](IdempotentRetryBuilder::hide_keys_in_logs).
     pub(crate) fn logged_key<'a>(&self, key: &'a str) -> Option<&'a str> {
-        (!self.name_keys_by_digest).then_some(key)
+        (!self.hide_keys_in_logs).then_some(key)
     }
 }

@@ -200,7 +200,7 @@ async fn no_event_names_the_clients_key_when_clear_keys_are_hidden() {
     assert!(hidden().names_keys_by_digest());
     let url = serve(hidden()).await;
     walk(&url).await;
-    retried_by_the_client(&url, IdempotentRetry::builder().name_keys_by_digest()).await;
+    retried_by_the_client(&url, IdempotentRetry::builder().hide_keys_in_logs()).await;
     let errors = lambda(hidden()).await;
     let seen = everything.0.lock().unwrap().clone();
     for target in [idem_protocol::log::HTTP, idem_protocol::log::CLIENT] {
