@@ -218,6 +218,7 @@ mod asked;
 mod body;
 mod builder;
 mod config;
+mod contract;
 mod detached;
 mod grpc;
 mod layer;

@@ -45,6 +45,27 @@ pub(crate) enum RequestOutcome {
     Disconnected,
 }
 
+/// Counts a request's outcome in `idem_http_requests_total` when dropped: a request whose
+/// client went away before its answer counts too, as [`RequestOutcome::Disconnected`].
+pub(crate) struct Counted(RequestOutcome);
+
+impl Counted {
+    pub(crate) fn new() -> Self {
+        Counted(RequestOutcome::Disconnected)
+    }
+
+    /// What became of the request.
+    pub(crate) fn set(&mut self, outcome: RequestOutcome) {
+        self.0 = outcome;
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.count();
+    }
+}
+
 impl RequestOutcome {
     /// The outcome of a request the engine answered with `error`.
     pub(crate) fn of(error: &idem_core::Error) -> Self {
