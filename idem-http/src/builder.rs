@@ -9,8 +9,8 @@ use http::{HeaderName, Method, StatusCode};
 use idem_core::{Idempotency, DEFAULT_TTL};
 
 use crate::config::{
-    Config, MismatchStatus, ScopeMissing, DEFAULT_ABANDONED_STREAM_TIMEOUT,
-    DEFAULT_MAX_REQUEST_BODY, DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME,
+    scope_from, Config, MismatchStatus, DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY,
+    DEFAULT_MAX_RESPONSE_BODY, DEFAULT_NAME,
 };
 use crate::layer::IdempotencyLayer;
 use crate::request::scope::{self, Unscoped};
@@ -51,6 +51,8 @@ impl IdempotencyLayerBuilder {
                 methods: vec![Method::POST, Method::PATCH],
                 require_key: false,
                 scope: Arc::new(|parts| Ok(scope::authorization_digest(parts))),
+                #[cfg(feature = "actix-web")]
+                actix_scope: None,
                 scope_is_default: true,
                 scope_secret: None,
                 unscoped: Unscoped::default(),
@@ -142,6 +144,10 @@ impl IdempotencyLayerBuilder {
         F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
     {
         self.config.scope = Arc::new(move |parts| Ok(scope(parts)));
+        #[cfg(feature = "actix-web")]
+        {
+            self.config.actix_scope = None;
+        }
         self.config.scope_is_default = false;
         self
     }
@@ -176,10 +182,11 @@ impl IdempotencyLayerBuilder {
     where
         T: fmt::Display + Send + Sync + 'static,
     {
-        self.config.scope = Arc::new(|parts| match parts.extensions.get::<T>() {
-            Some(principal) => Ok(Some(principal.to_string())),
-            None => Err(ScopeMissing(std::any::type_name::<T>())),
-        });
+        self.config.scope = Arc::new(|parts| scope_from(parts.extensions.get::<T>()));
+        #[cfg(feature = "actix-web")]
+        {
+            self.config.actix_scope = Some(crate::config::actix_scope_from::<T>);
+        }
         self.config.scope_is_default = false;
         self
     }

@@ -31,6 +31,29 @@ type ScopeFn = dyn Fn(&Parts) -> Result<Option<String>, ScopeMissing> + Send + S
 
 /// The request extension a scope is taken from is missing: its type name.
 pub(crate) struct ScopeMissing(pub(crate) &'static str);
+
+/// Reads the scope from actix-web's request extensions, which a request's head lacks.
+#[cfg(feature = "actix-web")]
+pub(crate) type ActixScopeFn =
+    fn(&actix_web::dev::Extensions) -> Result<Option<String>, ScopeMissing>;
+
+/// The scope from the request extension of type `T`, by its `Display` form.
+pub(crate) fn scope_from<T: fmt::Display + 'static>(
+    principal: Option<&T>,
+) -> Result<Option<String>, ScopeMissing> {
+    match principal {
+        Some(principal) => Ok(Some(principal.to_string())),
+        None => Err(ScopeMissing(std::any::type_name::<T>())),
+    }
+}
+
+/// [`scope_from`] actix-web's request extensions.
+#[cfg(feature = "actix-web")]
+pub(crate) fn actix_scope_from<T: fmt::Display + 'static>(
+    extensions: &actix_web::dev::Extensions,
+) -> Result<Option<String>, ScopeMissing> {
+    scope_from(extensions.get::<T>())
+}
 type StoreWhenFn = dyn Fn(StatusCode) -> bool + Send + Sync;
 
 /// The status of the answer to a key reused with another request.
@@ -65,6 +88,10 @@ pub(crate) struct Config {
     pub(crate) methods: Vec<Method>,
     pub(crate) require_key: bool,
     pub(crate) scope: Arc<ScopeFn>,
+    /// What the actix-web middleware reads instead of `scope`, when the scope is taken from a
+    /// request extension.
+    #[cfg(feature = "actix-web")]
+    pub(crate) actix_scope: Option<ActixScopeFn>,
     /// Whether `scope` is still the default digest of `Authorization`.
     pub(crate) scope_is_default: bool,
     pub(crate) scope_secret: Option<ScopeSecret>,

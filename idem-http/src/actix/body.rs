@@ -1,0 +1,122 @@
+//! Bodies across the two worlds: the layer's [`Body`] as an actix-web `MessageBody`, and a
+//! handler's `MessageBody`, which stays on its worker's thread, as a [`Body`] the layer can
+//! read from any task.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use actix_web::body::{BodySize, MessageBody};
+use bytes::Bytes;
+use http_body::{Body as _, Frame, SizeHint};
+use tokio::sync::mpsc;
+
+use crate::body::{self, Body, BoxError};
+
+/// The layer's body as actix-web sends it: its data, without trailers (which actix-web does
+/// not send).
+pub(crate) struct Outgoing(pub(crate) Body);
+
+impl MessageBody for Outgoing {
+    // actix-web takes errors that convert into a non-`Send` box, which `BoxError` does not.
+    type Error = std::io::Error;
+
+    fn size(&self) -> BodySize {
+        match http_body::Body::size_hint(&self.0).exact() {
+            Some(len) => BodySize::Sized(len),
+            None => BodySize::Stream,
+        }
+    }
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Bytes, std::io::Error>>> {
+        loop {
+            let frame = std::task::ready!(Pin::new(&mut self.0).poll_frame(cx));
+            match frame {
+                None => return Poll::Ready(None),
+                Some(Err(error)) => return Poll::Ready(Some(Err(std::io::Error::other(error)))),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Poll::Ready(Some(Ok(data)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A handler's response body as the layer reads it: its bytes at once when actix-web has them
+/// in memory (most answers), else pumped from a task on the worker's thread, one chunk at a
+/// time, at the pace the layer reads them.
+pub(crate) fn sendable<B>(body: B) -> Body
+where
+    B: MessageBody + 'static,
+{
+    let body = match body.try_into_bytes() {
+        Ok(bytes) => return body::full(bytes),
+        Err(body) => body,
+    };
+    let remaining = match body.size() {
+        BodySize::None => return body::full(Bytes::new()),
+        BodySize::Sized(len) => Some(len),
+        BodySize::Stream => None,
+    };
+    let (sender, chunks) = mpsc::channel(1);
+    actix_web::rt::spawn(pump(body, sender));
+    Body::new(Pumped { chunks, remaining })
+}
+
+/// Reads `body` into `sender` until it ends, fails, or the reader is gone.
+async fn pump<B: MessageBody>(body: B, sender: mpsc::Sender<Result<Bytes, BoxError>>) {
+    let mut body = std::pin::pin!(body);
+    loop {
+        let next = std::future::poll_fn(|cx| body.as_mut().poll_next(cx));
+        let chunk = tokio::select! {
+            chunk = next => chunk,
+            () = sender.closed() => return,
+        };
+        let sent = match chunk {
+            None => return,
+            Some(Ok(bytes)) => Ok(bytes),
+            Some(Err(error)) => {
+                let error: Box<dyn std::error::Error> = error.into();
+                Err(error.to_string().into())
+            }
+        };
+        let failed = sent.is_err();
+        if sender.send(sent).await.is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// The chunks a [`pump`] sends, as a body.
+struct Pumped {
+    chunks: mpsc::Receiver<Result<Bytes, BoxError>>,
+    /// What is left of a body of known length.
+    remaining: Option<u64>,
+}
+
+impl http_body::Body for Pumped {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let chunk = std::task::ready!(self.chunks.poll_recv(cx));
+        if let (Some(Ok(bytes)), Some(remaining)) = (&chunk, &mut self.remaining) {
+            *remaining = remaining.saturating_sub(bytes.len() as u64);
+        }
+        Poll::Ready(chunk.map(|chunk| chunk.map(Frame::data)))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.remaining {
+            Some(len) => SizeHint::with_exact(len),
+            None => SizeHint::default(),
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! The layer as actix-web middleware: [`IdempotencyLayer`](crate::IdempotencyLayer) is an
+//! actix-web `Transform` too, so `App::new().wrap(layer)` takes it as axum's `Router::layer`
+//! does. The statuses, problem documents, scopes, quotas, stored and streamed answers are the
+//! tower layer's own: the same code decides them, and this module only adapts actix-web's
+//! request and response types.
+//!
+//! ```no_run
+//! use actix_web::{web, App, HttpResponse, HttpServer};
+//! use idem_core::Idempotency;
+//! use idem_http::IdempotencyLayer;
+//! use idem_stores::memory::MemoryStore;
+//!
+//! async fn create_payment(body: String) -> HttpResponse {
+//!     // Charge the card here: it runs once per key, and retries get this answer back.
+//!     HttpResponse::Created().body(format!("charged for {body}"))
+//! }
+//!
+//! #[actix_web::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let layer = IdempotencyLayer::new(Idempotency::new(MemoryStore::new()));
+//!     HttpServer::new(move || {
+//!         App::new()
+//!             .wrap(layer.clone())
+//!             .route("/payments", web::post().to(create_payment))
+//!     })
+//!     .bind(("127.0.0.1", 8080))?
+//!     .run()
+//!     .await
+//! }
+//! ```
+//!
+//! Two things differ from the tower layer, both for what actix-web is: a scope read by
+//! [`scope`](crate::IdempotencyLayerBuilder::scope) sees the request's head without its
+//! extensions (take a principal from actix-web's request extensions with
+//! [`scope_from_extension`](crate::IdempotencyLayerBuilder::scope_from_extension), which reads
+//! them), and trailers, which actix-web does not send, are neither stored nor replayed.
+//!
+//! Put the middleware that sets the principal outside this one (`wrap` it after), and a
+//! compression middleware outside too, so that each replay is encoded as the client asks.
+
+mod body;
+mod head;
+mod middleware;
+mod payload;
+mod relay;
+
+pub use middleware::IdempotencyMiddleware;
