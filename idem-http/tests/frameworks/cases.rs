@@ -240,3 +240,19 @@ pub async fn a_body_over_the_limit_gets_413_before_anything_runs(front: Front) -
     assert_eq!(shop.shop.runs(), 1);
     vec![refused, within]
 }
+
+pub async fn a_handler_that_panics_keeps_its_key_held(front: Front) -> Vec<Seen> {
+    let shop = start(front, Setup::default()).await;
+    let panicked = send(shop.post("/panics", "pay-1", "{}")).await;
+    assert_eq!(panicked.status, 500);
+    assert_eq!(panicked.said, problem::NOT_RECORDED);
+    // The effect may have happened: the retry is told to wait, and nothing runs again.
+    let retry = send(shop.post("/panics", "pay-1", "{}")).await;
+    assert_eq!(retry.status, 409);
+    assert_eq!(retry.said, problem::IN_PROGRESS);
+    // The panic ended that request only: the same server answers the next one.
+    let next = send(shop.post("/panics", "pay-2", "{}")).await;
+    assert_eq!(next.said, problem::NOT_RECORDED);
+    assert_eq!(shop.shop.runs(), 2);
+    vec![panicked, retry, next]
+}

@@ -150,6 +150,10 @@ mod tower {
                 "/events",
                 post(|State(shop): State<Arc<Shop>>| async move { respond(shop.events()) }),
             )
+            .route(
+                "/panics",
+                post(|State(shop): State<Arc<Shop>>| async move { respond(shop.panics()) }),
+            )
             .with_state(shop)
             .layer(layer)
             .layer(middleware::from_fn(set_principal));
@@ -210,6 +214,11 @@ mod actix {
                             web::post().to(|shop: Data<Shop>| async move {
                                 respond(shop.into_inner().events())
                             }),
+                        )
+                        .route(
+                            "/panics",
+                            web::post()
+                                .to(|shop: Data<Shop>| async move { respond(shop.panics()) }),
                         )
                         .wrap(layer.clone())
                         .wrap_fn(|request, service| {

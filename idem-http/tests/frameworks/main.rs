@@ -33,4 +33,5 @@ on_both!(
     compression_outside_the_layer_encodes_each_replay_anew,
     a_status_not_stored_releases_the_key,
     a_body_over_the_limit_gets_413_before_anything_runs,
+    a_handler_that_panics_keeps_its_key_held,
 );

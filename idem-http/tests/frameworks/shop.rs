@@ -65,6 +65,12 @@ impl Shop {
         Answer::Whole(201, "text/plain", format!("charged: {body}"))
     }
 
+    /// `POST /panics`: fails halfway, its effect perhaps made.
+    pub fn panics(&self) -> Answer {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        panic!("the handler fails halfway");
+    }
+
     /// `POST /held`: answers once the test opens the gate.
     pub async fn held(&self, body: &[u8]) -> Answer {
         self.runs.fetch_add(1, Ordering::SeqCst);
