@@ -1,6 +1,9 @@
 //! Idempotency keys for HTTP APIs: a tower [`Layer`](tower_layer::Layer) for the
 //! `Idempotency-Key` header, on the [idem](idem_core) engine. It works with axum, hyper and
-//! any tower service of `http` requests (tonic servers included).
+//! any tower service of `http` requests (tonic servers included), with poem and salvo through
+//! their tower adapters, and, with the `actix-web` feature, as actix-web middleware: the same
+//! layer, `App::wrap`ped (see the `actix` module). Both front ends keep one contract, decided
+//! by the same code.
 //!
 //! ```no_run
 //! use axum::{routing::post, Router};

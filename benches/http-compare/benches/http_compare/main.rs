@@ -1,5 +1,6 @@
 //! Requests per second through idem-http, through `axum-idempotent` 0.6 (the best-known Rust
-//! peer) and through no layer at all: one axum app, one no-work handler, real HTTP on loopback.
+//! peer) and through no layer at all: one axum app, one no-work handler, real HTTP on loopback;
+//! and the same app on actix-web, with idem-http's middleware and without it.
 //!
 //! ```text
 //! cargo bench --manifest-path benches/http-compare/Cargo.toml
@@ -20,13 +21,15 @@
 //! `redis-server` can be started on a free loopback port; the peer's Redis store needs Redis 7.4
 //! (`HEXPIRE`), so it is compared on its in-memory store only.
 
+mod actix;
 mod load;
 mod routers;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use idem_core::{Idempotency, store::OwnerToken};
+use idem_core::{store::OwnerToken, Idempotency};
+use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 use idem_stores::redis::{client as redis, RedisStore};
 use idem_test_servers::redis::server::TestRedis;
@@ -42,6 +45,8 @@ struct Router {
     session: bool,
     /// Whether it keeps responses, so that a replay phase means something.
     replays: bool,
+    /// The router without any layer on the same framework, that this one is compared with.
+    baseline: &'static str,
 }
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -73,6 +78,14 @@ fn start(server: &tokio::runtime::Runtime) -> (Vec<Router>, Option<TestRedis>) {
             address,
             session,
             replays,
+            baseline: "no layer",
+        };
+        let on_actix = |name, address, replays| Router {
+            name,
+            address,
+            session: false,
+            replays,
+            baseline: "actix-web, no layer",
         };
         let mut list = vec![
             router(
@@ -91,6 +104,12 @@ fn start(server: &tokio::runtime::Runtime) -> (Vec<Router>, Option<TestRedis>) {
                 "axum-idempotent, memory (moka)",
                 routers::serve(routers::axum_idempotent()).await,
                 true,
+                true,
+            ),
+            on_actix("actix-web, no layer", actix::plain(), false),
+            on_actix(
+                "actix-web + idem-http, memory",
+                actix::idem_http(IdempotencyLayer::new(Idempotency::new(MemoryStore::new()))),
                 true,
             ),
         ];
@@ -148,7 +167,7 @@ async fn measure(routers: &[Router], rounds: usize, length: Duration) {
     }
     if let Ok(only) = std::env::var("IDEM_BENCH_ONLY") {
         phases.retain(|&(router, keys)| {
-            routers[router].name == "no layer"
+            routers[router].name == routers[router].baseline
                 || format!("{} {}", routers[router].name, keys_name(keys)).contains(&only)
         });
     }
@@ -196,17 +215,19 @@ fn report(
             .collect();
         median(&mut ratios)
     };
-    let plain = find("no layer", Keys::Fresh).expect("the plain router is measured");
+
     println!(
         "\n{CONNECTIONS} keep-alive connections per router, {rounds} interleaved rounds of {} s per phase, POST /payments on loopback; load average (1 min) after each round: {}\n",
         length.as_secs(),
         loads.join(", ")
     );
     println!(
-        "| router | keys | requests/s (median) | vs no layer | vs axum-idempotent, same keys |"
+        "| router | keys | requests/s (median) | vs no layer, same framework | vs axum-idempotent, same keys |"
     );
     println!("|---|---|---:|---:|---:|");
     for (phase, &(router, keys)) in phases.iter().enumerate() {
+        let plain =
+            find(routers[router].baseline, Keys::Fresh).expect("every baseline is measured");
         let peer = find("axum-idempotent, memory (moka)", keys)
             .filter(|_| routers[router].name.starts_with("idem-http"))
             .map_or_else(
