@@ -15,17 +15,18 @@
 //!     HttpResponse::Created().body(format!("charged for {body}"))
 //! }
 //!
-//! #[actix_web::main]
-//! async fn main() -> std::io::Result<()> {
+//! fn main() -> std::io::Result<()> {
 //!     let layer = IdempotencyLayer::new(Idempotency::new(MemoryStore::new()));
-//!     HttpServer::new(move || {
-//!         App::new()
-//!             .wrap(layer.clone())
-//!             .route("/payments", web::post().to(create_payment))
+//!     actix_web::rt::System::new().block_on(async move {
+//!         HttpServer::new(move || {
+//!             App::new()
+//!                 .wrap(layer.clone())
+//!                 .route("/payments", web::post().to(create_payment))
+//!         })
+//!         .bind(("127.0.0.1", 8080))?
+//!         .run()
+//!         .await
 //!     })
-//!     .bind(("127.0.0.1", 8080))?
-//!     .run()
-//!     .await
 //! }
 //! ```
 //!
