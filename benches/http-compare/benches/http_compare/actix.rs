@@ -14,11 +14,14 @@ async fn create_payment(body: String) -> HttpResponse {
     HttpResponse::Created().body(format!(r#"{{"id":"ch_1","request":{body}}}"#))
 }
 
-/// Two workers (the axum routers have two worker threads) on a free loopback port.
+/// Two workers (the axum routers have two worker threads) on a free loopback port, keeping
+/// idle connections open as hyper does (actix-web closes them after 5 s, and a router's
+/// connections wait while the others' phases run).
 macro_rules! bound {
     ($server:expr) => {{
         let server = $server
             .workers(2)
+            .keep_alive(actix_web::http::KeepAlive::Os)
             .disable_signals()
             .bind(("127.0.0.1", 0))
             .expect("a free loopback port");
