@@ -221,6 +221,9 @@ mod config;
 mod detached;
 mod grpc;
 mod layer;
+#[cfg(feature = "openapi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openapi")))]
+pub mod openapi;
 mod request;
 mod response;
 mod service;
