@@ -60,7 +60,9 @@ fn document(layer: &IdempotencyLayer) -> Spec {
     spec
 }
 
-fn layer(build: impl FnOnce(IdempotencyLayerBuilder) -> IdempotencyLayerBuilder) -> IdempotencyLayer {
+fn layer(
+    build: impl FnOnce(IdempotencyLayerBuilder) -> IdempotencyLayerBuilder,
+) -> IdempotencyLayer {
     build(IdempotencyLayer::builder(memory())).build()
 }
 
@@ -160,14 +162,20 @@ fn a_protected_operation_documents_the_key_header_and_the_problem_answers() {
     let key = key_parameter(&spec, &post).expect("the Idempotency-Key parameter");
     assert_eq!(key.name, "Idempotency-Key");
     assert_eq!(key.location, ParameterIn::Header);
-    assert_ne!(key.required, Some(true), "not required unless the layer says so");
+    assert_ne!(
+        key.required,
+        Some(true),
+        "not required unless the layer says so"
+    );
     assert!(key.description.unwrap().contains("retry"));
     let schema = object(&spec, key.schema.as_ref().unwrap());
     assert_eq!(schema.max_length, Some(MAX_HEADER_KEY_LEN as u64));
     assert_eq!(schema.min_length, Some(1));
     assert_eq!(
         schema.schema_type,
-        Some(oas3::spec::SchemaTypeSet::Single(oas3::spec::SchemaType::String))
+        Some(oas3::spec::SchemaTypeSet::Single(
+            oas3::spec::SchemaType::String
+        ))
     );
 
     let bad_key = problem_response(&spec, &post, 400);
@@ -185,7 +193,10 @@ fn a_protected_operation_documents_the_key_header_and_the_problem_answers() {
     assert_eq!(retry_after.minimum, number(1));
     assert_eq!(retry_after.maximum, number(DEFAULT_RETRY_AFTER.as_secs()));
     let not_kept = problem_response(&spec, &post, 410);
-    assert_eq!(example_types(&not_kept), types(&[problem::RESPONSE_NOT_KEPT]));
+    assert_eq!(
+        example_types(&not_kept),
+        types(&[problem::RESPONSE_NOT_KEPT])
+    );
     assert!(header_schema(&spec, &not_kept, "Retry-After").is_none());
     assert!(header_schema(&spec, &not_kept, "Idempotent-Replayed").is_some());
     let too_large = problem_response(&spec, &post, 413);
@@ -194,7 +205,10 @@ fn a_protected_operation_documents_the_key_header_and_the_problem_answers() {
     assert_eq!(example_types(&reused), types(&[problem::KEY_REUSED]));
     assert!(header_schema(&spec, &reused, "Retry-After").is_none());
     let over_quota = problem_response(&spec, &post, 429);
-    assert_eq!(example_types(&over_quota), types(&[problem::QUOTA_EXCEEDED]));
+    assert_eq!(
+        example_types(&over_quota),
+        types(&[problem::QUOTA_EXCEEDED])
+    );
     let retry_after = header_schema(&spec, &over_quota, "Retry-After").expect("Retry-After");
     assert_eq!(retry_after.minimum, number(1));
 
@@ -206,7 +220,10 @@ fn a_protected_operation_documents_the_key_header_and_the_problem_answers() {
     let components = spec.components.as_ref().unwrap();
     let schema = object(&spec, &components.schemas[PROBLEM_SCHEMA]);
     for member in ["type", "title", "status", "detail"] {
-        assert!(schema.required.iter().any(|name| name == member), "{member}");
+        assert!(
+            schema.required.iter().any(|name| name == member),
+            "{member}"
+        );
     }
     assert_eq!(
         schema.properties.keys().cloned().collect::<BTreeSet<_>>(),
@@ -252,8 +269,8 @@ fn the_key_is_required_exactly_when_the_layer_requires_it() {
         let post = operation(&spec, Method::POST);
         let key = key_parameter(&spec, &post).unwrap();
         assert_eq!(key.required.unwrap_or(false), require);
-        let missing = example_types(&problem_response(&spec, &post, 400))
-            .contains(problem::KEY_MISSING);
+        let missing =
+            example_types(&problem_response(&spec, &post, 400)).contains(problem::KEY_MISSING);
         assert_eq!(missing, require, "the 400 for a missing key");
     }
 }
@@ -289,7 +306,10 @@ fn the_key_reused_answer_has_the_layers_mismatch_status() {
     assert!(response(&spec, &post, 422).is_none());
     let bad_request = example_types(&problem_response(&spec, &post, 400));
     assert!(bad_request.contains(problem::KEY_REUSED), "{bad_request:?}");
-    assert!(bad_request.contains(problem::KEY_INVALID), "{bad_request:?}");
+    assert!(
+        bad_request.contains(problem::KEY_INVALID),
+        "{bad_request:?}"
+    );
 
     let spec = document(&layer(|layer| {
         layer.mismatch_status(MismatchStatus::Conflict)
@@ -322,7 +342,9 @@ fn the_layers_settings_shape_the_answers() {
     let bad_request = example_types(&problem_response(&spec, &post, 400));
     assert!(!bad_request.contains(problem::UNSCOPED), "{bad_request:?}");
 
-    let spec = document(&layer(|layer| layer.methods([Method::PUT]).store_when(|_| true)));
+    let spec = document(&layer(|layer| {
+        layer.methods([Method::PUT]).store_when(|_| true)
+    }));
     let put = operation(&spec, Method::PUT);
     let own_conflict = response(&spec, &put, 409).unwrap();
     assert!(
@@ -359,7 +381,10 @@ fn assert_documented(spec: &Spec, answer: &Answer) {
         example_types(&documented).contains(problem["type"].as_str().unwrap()),
         "{problem}"
     );
-    let schema = object(spec, &spec.components.as_ref().unwrap().schemas[PROBLEM_SCHEMA]);
+    let schema = object(
+        spec,
+        &spec.components.as_ref().unwrap().schemas[PROBLEM_SCHEMA],
+    );
     let members = problem.as_object().unwrap();
     for member in members.keys() {
         assert!(schema.properties.contains_key(member), "{member}");
@@ -395,7 +420,9 @@ async fn the_layers_real_answers_are_the_documented_ones() {
     duplicate.assert_problem(409, problem::IN_PROGRESS, Some("pay-1"));
     assert_documented(&spec, &duplicate);
     let in_progress = problem_response(&spec, &operation(&spec, Method::POST), 409);
-    let most = header_schema(&spec, &in_progress, "Retry-After").unwrap().maximum;
+    let most = header_schema(&spec, &in_progress, "Retry-After")
+        .unwrap()
+        .maximum;
     let most = most.and_then(|most| most.as_u64()).unwrap();
     let waited: u64 = duplicate.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=most).contains(&waited), "{waited} {most}");
@@ -420,7 +447,12 @@ async fn a_response_not_kept_is_documented_with_its_members_and_headers() {
     let spec = document(&layer);
     let server = serve(app(layer, payments)).await;
 
-    assert_eq!(send(server.post("/payments", Some("pay-1"), "{}")).await.status, 201);
+    assert_eq!(
+        send(server.post("/payments", Some("pay-1"), "{}"))
+            .await
+            .status,
+        201
+    );
     let retry = send(server.post("/payments", Some("pay-1"), "{}")).await;
     retry.assert_problem(410, problem::RESPONSE_NOT_KEPT, Some("pay-1"));
     assert!(retry.json()["handled_status"].is_number());

@@ -10,7 +10,9 @@ use crate::request::key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 /// Whether `parameter` is the `Idempotency-Key` header (whatever its case).
 pub(crate) fn is_key_parameter(parameter: &Parameter) -> bool {
     parameter.parameter_in == ParameterIn::Header
-        && parameter.name.eq_ignore_ascii_case(IDEMPOTENCY_KEY.as_str())
+        && parameter
+            .name
+            .eq_ignore_ascii_case(IDEMPOTENCY_KEY.as_str())
 }
 
 /// The `Idempotency-Key` header parameter: required when the layer

@@ -60,7 +60,7 @@
 //! |---|---|---|
 //! | 400 | `KEY_INVALID`, `BODY_UNREADABLE`; `KEY_MISSING` when the layer requires a key; `UNSCOPED` unless [`unscoped`](crate::IdempotencyLayerBuilder::unscoped) lets such requests through or shares them | |
 //! | 409 | `IN_PROGRESS` | at most the layer's [`retry_after`](crate::IdempotencyLayerBuilder::retry_after), in whole seconds |
-//! | 410 | `RESPONSE_NOT_KEPT` | |
+//! | 410 | `RESPONSE_NOT_KEPT`, with `Idempotent-Replayed` (it is read from the key's record) | |
 //! | 413 | `BODY_TOO_LARGE` | |
 //! | 422 | `KEY_REUSED`, or under 400 or 409 as [`mismatch_status`](crate::IdempotencyLayerBuilder::mismatch_status) says | |
 //! | 429 | `QUOTA_EXCEEDED`, only when the layer has a [`quota`](crate::IdempotencyLayerBuilder::quota): without one it never answers it | when the quota may have room |
