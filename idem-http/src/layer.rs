@@ -26,6 +26,14 @@ impl IdempotencyLayer {
     pub fn builder(idem: Idempotency) -> IdempotencyLayerBuilder {
         IdempotencyLayerBuilder::new(idem)
     }
+
+    /// This layer's contract, read from its settings, to put into the OpenAPI document of the
+    /// routes behind it: see [`openapi`](crate::openapi).
+    #[cfg(feature = "openapi")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "openapi")))]
+    pub fn openapi(&self) -> crate::openapi::IdempotencyContract {
+        crate::openapi::IdempotencyContract::of(self.config.clone())
+    }
 }
 
 impl<S> Layer<S> for IdempotencyLayer {

@@ -228,6 +228,9 @@ mod contract;
 mod detached;
 mod grpc;
 mod layer;
+#[cfg(feature = "openapi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openapi")))]
+pub mod openapi;
 mod request;
 mod response;
 mod service;
