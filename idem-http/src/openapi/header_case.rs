@@ -25,7 +25,7 @@ mod tests {
     #[test]
     fn each_word_is_capitalised() {
         assert_eq!(
-            title_case(&HeaderName::from_static("idempotency-key")),
+            title_case(&crate::request::key_header::IDEMPOTENCY_KEY),
             "Idempotency-Key"
         );
         assert_eq!(title_case(&http::header::RETRY_AFTER), "Retry-After");

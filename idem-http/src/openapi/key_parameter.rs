@@ -42,7 +42,7 @@ pub(crate) fn key_parameter(required: bool) -> Parameter {
              retry of it. A key is 1 to {max} visible ASCII characters, sent bare, as this \
              schema describes, or as an RFC 8941 string (`\"key\"`, the IETF draft's form). \
              {when_absent}",
-            replayed = title_case(&crate::IDEMPOTENT_REPLAYED),
+            replayed = title_case(&crate::response::stored::IDEMPOTENT_REPLAYED),
             max = MAX_HEADER_KEY_LEN,
         )))
         .schema(Some(schema))

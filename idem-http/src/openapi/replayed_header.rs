@@ -66,7 +66,7 @@ pub(crate) fn replayed_header() -> Header {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stored_by_default;
+    use crate::response::statuses::stored_by_default;
 
     #[test]
     fn statuses_and_ranges_are_replayable_when_the_layer_stores_them() {

@@ -50,7 +50,7 @@ const IDEM_HTTP: Layering = Layering {
         &["grpc", "config"],
         &["answer"],
         &["asked", "detached"],
-        &["contract"],
+        &["contract", "openapi"],
         &["service"],
         &["builder", "layer"],
         &["actix"],
