@@ -4,7 +4,9 @@
 //!
 //! poem's `TowerCompatExt::compat` turns a tower service of `http` requests into a poem
 //! endpoint. The layer wraps the poem routes as such a service (`EndpointService` below), and
-//! its response body is made `Sync`, as `compat` asks (`sync_body`).
+//! its response body is made `Sync`, as `compat` asks (`sync_body`). The connection's
+//! addresses (`RemoteAddr`, `LocalAddr`) do not reach the handlers behind it: `compat` hands
+//! on method, URI, headers, extensions and body only.
 //!
 //! Run with `cargo run -p idem-examples --features poem --example poem_payments`.
 

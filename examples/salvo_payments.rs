@@ -7,6 +7,12 @@
 //! response body: the layer goes between two maps, one that hands salvo the body the layer
 //! passes on, one that makes the layer's response body `Sync` (`sync_body`).
 //!
+//! One guarantee is weaker under this adaptor: salvo runs the handlers behind the hoop in the
+//! request's own task, so a client that disconnects mid-handler cuts the handler off there,
+//! and the layer, told the call failed, releases the key: the retry runs the handler again.
+//! Under axum or poem the handler finishes in a task of its own and the retry gets its
+//! response.
+//!
 //! Run with `cargo run -p idem-examples --features salvo --example salvo_payments`.
 
 mod retry_scenario;
