@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs every example, so that their own assertions run too: the payment scenario and the axum
-# server on the memory store, then the Redis, DynamoDB, Lambda and PostgreSQL examples against a
-# redis-server, a moto_server and a PostgreSQL cluster (scripts/lib/postgres.sh)
-# started here on free loopback ports and stopped on exit. Needs what scripts/services.sh
-# installs.
+# Runs every example, so that their own assertions run too: the payment scenario and the axum,
+# poem and salvo servers on the memory store, then the Redis, DynamoDB, Lambda and PostgreSQL
+# examples against a redis-server, a moto_server and a PostgreSQL cluster
+# (scripts/lib/postgres.sh) started here on free loopback ports and stopped on exit. Needs what
+# scripts/services.sh installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +37,10 @@ echo "examples: checkout_steps (memory store, a crash between two steps)"
 cargo run -q -p idem-examples --all-features --example checkout_steps
 echo "examples: axum_payments (memory store, real HTTP on loopback)"
 cargo run -q -p idem-examples --all-features --example axum_payments
+echo "examples: poem_payments (the layer through poem's tower-compat, real HTTP on loopback)"
+cargo run -q -p idem-examples --all-features --example poem_payments
+echo "examples: salvo_payments (the layer through salvo's tower-compat, real HTTP on loopback)"
+cargo run -q -p idem-examples --all-features --example salvo_payments
 echo "examples: axum_metrics (memory store, Prometheus text on /metrics)"
 cargo run -q -p idem-examples --all-features --example axum_metrics
 echo "examples: client_retries (idem-client through a lossy proxy, memory store)"
