@@ -3,15 +3,13 @@
 //! and then reuses its key by mistake.
 //!
 //! poem's `TowerCompatExt::compat` turns a tower service of `http` requests into a poem
-//! endpoint. The layer wraps the poem routes as such a service (`EndpointService` below), and
-//! its response body is made `Sync`, as `compat` asks (`sync_body`). The connection's
+//! endpoint. The layer wraps the poem routes as such a service (`EndpointService` below). The connection's
 //! addresses (`RemoteAddr`, `LocalAddr`) do not reach the handlers behind it: `compat` hands
 //! on method, URI, headers, extensions and body only.
 //!
 //! Run with `cargo run -p idem-examples --features poem --example poem_payments`.
 
 mod retry_scenario;
-mod sync_body;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -21,6 +19,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http_body_util::combinators::BoxBody;
+use http_body_util::BodyExt;
 use idem_core::Idempotency;
 use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
@@ -29,8 +28,7 @@ use poem::http::{header, StatusCode};
 use poem::listener::TcpAcceptor;
 use poem::web::{LocalAddr, RemoteAddr};
 use poem::{handler, post, Endpoint, IntoResponse, Response, Route, Server};
-use sync_body::SyncBody;
-use tower::{Service, ServiceBuilder};
+use tower::{Layer, Service};
 
 /// How many times the handler ran: once per payment, whatever the retries.
 static CHARGES: AtomicUsize = AtomicUsize::new(0);
@@ -78,7 +76,7 @@ impl<E: Endpoint + 'static> Service<http::Request<idem_http::Body>> for Endpoint
                 RemoteAddr::default(),
                 http::uri::Scheme::HTTP,
             ));
-            let body = poem::Body::from(PoemBody::new(SyncBody::new(body)));
+            let body = poem::Body::from(PoemBody::new(body.map_err(std::io::Error::other)));
             let request = poem::Request::from_parts(head, body);
             Ok(endpoint.get_response(request).await.into())
         })
@@ -89,10 +87,8 @@ impl<E: Endpoint + 'static> Service<http::Request<idem_http::Body>> for Endpoint
 async fn main() {
     let idem = Idempotency::new(MemoryStore::new());
     let routes = Route::new().at("/payments", post(create_payment));
-    let app = ServiceBuilder::new()
-        .map_response(|response: http::Response<idem_http::Body>| response.map(SyncBody::new))
-        .layer(IdempotencyLayer::new(idem))
-        .service(EndpointService(Arc::new(routes)))
+    let app = IdempotencyLayer::new(idem)
+        .layer(EndpointService(Arc::new(routes)))
         .compat();
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -3,9 +3,8 @@
 //! and then reuses its key by mistake.
 //!
 //! salvo's `TowerLayerCompat::compat` turns a tower layer into a salvo handler to `hoop` a
-//! router with. Its inner service takes salvo's own request body, and it asks for a `Sync`
-//! response body: the layer goes between two maps, one that hands salvo the body the layer
-//! passes on, one that makes the layer's response body `Sync` (`sync_body`).
+//! router with. Its inner service takes salvo's own request body: a map after the layer hands
+//! salvo the body the layer passes on.
 //!
 //! One guarantee is weaker under this adaptor: salvo runs the handlers behind the hoop in the
 //! request's own task, so a client that disconnects mid-handler cuts the handler off there,
@@ -16,7 +15,6 @@
 //! Run with `cargo run -p idem-examples --features salvo --example salvo_payments`.
 
 mod retry_scenario;
-mod sync_body;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -27,7 +25,6 @@ use idem_stores::memory::MemoryStore;
 use salvo::conn::tcp::TcpAcceptor;
 use salvo::http::{header, ReqBody, StatusCode};
 use salvo::prelude::*;
-use sync_body::SyncBody;
 use tower::ServiceBuilder;
 
 /// How many times the handler ran: once per payment, whatever the retries.
@@ -53,7 +50,7 @@ async fn create_payment(request: &mut Request, response: &mut Response) {
 /// The body the layer hands on, as salvo's request body.
 fn salvo_body(body: idem_http::Body) -> ReqBody {
     ReqBody::Boxed {
-        inner: Box::pin(SyncBody::new(body).map_err(Into::into)),
+        inner: Box::pin(body.map_err(Into::into)),
         fuse_config: None,
     }
 }
@@ -62,7 +59,6 @@ fn salvo_body(body: idem_http::Body) -> ReqBody {
 async fn main() {
     let idem = Idempotency::new(MemoryStore::new());
     let idempotency = ServiceBuilder::new()
-        .map_response(|response: http::Response<idem_http::Body>| response.map(SyncBody::new))
         .layer(IdempotencyLayer::new(idem))
         .map_request(|request: http::Request<idem_http::Body>| request.map(salvo_body))
         .compat::<ReqBody>();

@@ -9,15 +9,24 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
+use sync_wrapper::SyncWrapper;
 
 /// A boxed error, as bodies and services report them.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// The body of the requests the layer passes on and of the responses it returns: any body of
-/// `Bytes`, boxed.
+/// `Bytes`, boxed. It is `Send` and `Sync` whatever it holds (frameworks whose tower adaptors
+/// ask for a `Sync` body take it as it is), and fails with a [`BodyError`].
 // A struct rather than an alias of `UnsyncBoxBody<Bytes, BoxError>`: the `dyn Error + 'static`
 // in the alias makes rustc fail to prove the handler's futures `Send` inside async functions.
-pub struct Body(UnsyncBoxBody<Bytes, BoxError>);
+pub struct Body {
+    /// Reached only through `&mut`, which is what makes the body `Sync`.
+    inner: SyncWrapper<UnsyncBoxBody<Bytes, BoxError>>,
+    /// Whether the body has ended, and its size hint, as of its last poll: a body changes only
+    /// when it is polled.
+    ended: bool,
+    hint: SizeHint,
+}
 
 impl Body {
     /// Boxes any body of `Bytes`.
@@ -26,7 +35,15 @@ impl Body {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        Body(body.map_err(Into::into).boxed_unsync())
+        Body::boxed(body.map_err(Into::into).boxed_unsync())
+    }
+
+    fn boxed(inner: UnsyncBoxBody<Bytes, BoxError>) -> Self {
+        Body {
+            ended: http_body::Body::is_end_stream(&inner),
+            hint: http_body::Body::size_hint(&inner),
+            inner: SyncWrapper::new(inner),
+        }
     }
 }
 
@@ -44,27 +61,52 @@ impl std::fmt::Debug for Body {
 
 impl http_body::Body for Body {
     type Data = Bytes;
-    type Error = BoxError;
+    type Error = BodyError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Pin::new(&mut self.0).poll_frame(cx)
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let inner = self.inner.get_mut();
+        let polled = Pin::new(&mut *inner).poll_frame(cx);
+        if let Poll::Ready(frame) = &polled {
+            // A body that gave its end has ended, whatever it says of itself.
+            let ended = frame.is_none() || http_body::Body::is_end_stream(&*inner);
+            let hint = http_body::Body::size_hint(&*inner);
+            self.ended = ended;
+            self.hint = hint;
+        }
+        polled.map_err(BodyError)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.is_end_stream()
+        self.ended
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.0.size_hint()
+        self.hint
+    }
+}
+
+/// Why a [`Body`] failed: the error of the body it holds, or of the layer's reading of it.
+#[derive(Debug)]
+pub struct BodyError(BoxError);
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BodyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }
 
 /// A body holding `bytes`.
 pub(crate) fn full(bytes: Bytes) -> Body {
-    Body(
+    Body::boxed(
         Full::new(bytes)
             .map_err(|never| match never {})
             .boxed_unsync(),
@@ -74,7 +116,7 @@ pub(crate) fn full(bytes: Bytes) -> Body {
 /// A body holding `bytes`, then `trailers`.
 pub(crate) fn with_trailers(bytes: Bytes, trailers: http::HeaderMap) -> Body {
     let trailers = std::future::ready(Some(Ok(trailers)));
-    Body(
+    Body::boxed(
         Full::new(bytes)
             .with_trailers(trailers)
             .map_err(|never| match never {})
@@ -240,6 +282,40 @@ mod tests {
                 .map(|part| Bytes::from_static(part.as_bytes()))
                 .collect(),
         )
+    }
+
+    /// What the tower adaptors of poem and salvo ask of a response body.
+    fn taken_by_sync_adaptors<B>(_: &B)
+    where
+        B: http_body::Body + Send + Sync + 'static,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
+    }
+
+    #[tokio::test]
+    async fn a_body_is_sync_and_tells_its_end_and_length_as_it_is_read() {
+        let mut body = Body::new(chunks(&["ab", "cde"]));
+        taken_by_sync_adaptors(&body);
+        assert!(!http_body::Body::is_end_stream(&body));
+        let whole = full(Bytes::from_static(b"abc"));
+        assert_eq!(http_body::Body::size_hint(&whole).exact(), Some(3));
+        assert_eq!(
+            body.frame().await.unwrap().unwrap().into_data().unwrap(),
+            "ab"
+        );
+        assert_eq!(
+            body.frame().await.unwrap().unwrap().into_data().unwrap(),
+            "cde"
+        );
+        assert!(body.frame().await.is_none());
+        assert!(
+            http_body::Body::is_end_stream(&body),
+            "ended once read to its end"
+        );
+        let mut whole = whole;
+        let _ = whole.frame().await;
+        assert!(http_body::Body::is_end_stream(&whole));
+        assert_eq!(http_body::Body::size_hint(&whole).exact(), Some(0));
     }
 
     #[tokio::test]

@@ -236,7 +236,7 @@ mod response;
 mod service;
 mod telemetry;
 
-pub use body::{Body, BoxError};
+pub use body::{Body, BodyError, BoxError};
 pub use builder::IdempotencyLayerBuilder;
 pub use config::{
     MismatchStatus, DEFAULT_ABANDONED_STREAM_TIMEOUT, DEFAULT_MAX_REQUEST_BODY,

@@ -179,7 +179,7 @@ pub(crate) async fn forward(
             }
             Some(Some(Err(error))) => {
                 tail.client = client;
-                tail.failure = Some(error);
+                tail.failure = Some(error.into());
                 return Ending::NotKept(NotKept::Failed);
             }
             Some(Some(Ok(frame))) => frame,
