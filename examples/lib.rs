@@ -2,15 +2,17 @@
 //! README.md's snippets, compiled and run as its doctests, so that the README stays true.
 
 /// README.md, whose Rust snippets are this crate's doctests. They need the HTTP layer, the
-/// client middleware, the Redis store, sealing, the Prometheus exporter and idem-lambda (on the
-/// DynamoDB store); the snippets that would reach a server are compiled, not run.
+/// client middleware, the Redis store, sealing, the Prometheus exporter, idem-lambda (on the
+/// DynamoDB store), actix-web and utoipa; the snippets that would reach a server are compiled, not run.
 #[cfg(all(
     doctest,
     feature = "client",
     feature = "redis",
     feature = "seal",
     feature = "metrics",
-    feature = "lambda"
+    feature = "lambda",
+    feature = "actix",
+    feature = "openapi"
 ))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDocTests;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every example, so that their own assertions run too: the payment scenario and the axum,
-# poem and salvo servers on the memory store, then the Redis, DynamoDB, Lambda and PostgreSQL
+# actix-web, poem and salvo servers on the memory store, then the Redis, DynamoDB, Lambda and PostgreSQL
 # examples against a redis-server, a moto_server and a PostgreSQL cluster
 # (scripts/lib/postgres.sh) started here on free loopback ports and stopped on exit. Needs what
 # scripts/services.sh installs.
@@ -37,6 +37,8 @@ echo "examples: checkout_steps (memory store, a crash between two steps)"
 cargo run -q -p idem-examples --all-features --example checkout_steps
 echo "examples: axum_payments (memory store, real HTTP on loopback)"
 cargo run -q -p idem-examples --all-features --example axum_payments
+echo "examples: actix_payments (the layer as actix-web middleware, real HTTP on loopback)"
+cargo run -q -p idem-examples --all-features --example actix_payments
 echo "examples: poem_payments (the layer through poem's tower-compat, real HTTP on loopback)"
 cargo run -q -p idem-examples --all-features --example poem_payments
 echo "examples: salvo_payments (the layer through salvo's tower-compat, real HTTP on loopback)"
