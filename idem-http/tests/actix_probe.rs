@@ -813,7 +813,12 @@ fn views_server(wrapped: Wrapped) -> (String, ServerHandle) {
     use actix_web::middleware::{Compress, Condition, Logger};
     let layer = IdempotencyLayer::new(Idempotency::new(MemoryStore::new()));
     actix_serve!(1, move || {
-        let on = |at| matches!((wrapped, at), (Wrapped::App, 1) | (Wrapped::Scope, 2) | (Wrapped::Resource, 3));
+        let on = |at| {
+            matches!(
+                (wrapped, at),
+                (Wrapped::App, 1) | (Wrapped::Scope, 2) | (Wrapped::Resource, 3)
+            )
+        };
         let resource = web::resource("/items/{id}").route(web::post().to(views));
         let scope = web::scope("/api")
             .wrap(Logger::default())
@@ -854,7 +859,12 @@ fn views_server(wrapped: Wrapped) -> (String, ServerHandle) {
 async fn handlers_behind_the_layer_read_their_request_as_without_it() {
     let client = client();
     let mut seen_by = Vec::new();
-    for wrapped in [Wrapped::None, Wrapped::App, Wrapped::Scope, Wrapped::Resource] {
+    for wrapped in [
+        Wrapped::None,
+        Wrapped::App,
+        Wrapped::Scope,
+        Wrapped::Resource,
+    ] {
         let (url, _server) = views_server(wrapped);
         let url = format!("{url}/api/items/42?x=1");
         let mut answers = Vec::new();
@@ -866,7 +876,11 @@ async fn handlers_behind_the_layer_read_their_request_as_without_it() {
                 .unwrap();
             let headers = response.headers().clone();
             let get = |name: &str| headers.get(name).map(|v| v.to_str().unwrap().to_owned());
-            let flags = (get("x-default"), get("x-outer-saw"), get("content-encoding"));
+            let flags = (
+                get("x-default"),
+                get("x-outer-saw"),
+                get("content-encoding"),
+            );
             answers.push((flags, seen(response).await));
         }
         seen_by.push((wrapped, answers));
@@ -875,7 +889,13 @@ async fn handlers_behind_the_layer_read_their_request_as_without_it() {
     for (wrapped, answers) in &seen_by[1..] {
         assert_eq!(answers[0], without[0], "{wrapped:?}: the first answer");
         assert!(answers[1].1.replayed, "{wrapped:?}");
-        assert_eq!(answers[1].1.said, without[0].1.said, "{wrapped:?}: the replay");
-        assert_eq!(answers[1].0, without[0].0, "{wrapped:?}: the replay's outer headers");
+        assert_eq!(
+            answers[1].1.said, without[0].1.said,
+            "{wrapped:?}: the replay"
+        );
+        assert_eq!(
+            answers[1].0, without[0].0,
+            "{wrapped:?}: the replay's outer headers"
+        );
     }
 }
