@@ -64,11 +64,23 @@ where
     };
     let (sender, chunks) = mpsc::channel(1);
     actix_web::rt::spawn(pump(body, sender));
-    Body::new(Pumped { chunks, remaining })
+    Body::new(Pumped {
+        chunks,
+        remaining,
+        ended: false,
+    })
+}
+
+/// What a pump sends: a chunk, the body's failure, or its end. A pump that stops without
+/// either (its body panicked) has cut the body off, which is a failure too.
+enum Pumping {
+    Chunk(Bytes),
+    Failed(BoxError),
+    End,
 }
 
 /// Reads `body` into `sender` until it ends, fails, or the reader is gone.
-async fn pump<B: MessageBody>(body: B, sender: mpsc::Sender<Result<Bytes, BoxError>>) {
+async fn pump<B: MessageBody>(body: B, sender: mpsc::Sender<Pumping>) {
     let mut body = std::pin::pin!(body);
     loop {
         let next = std::future::poll_fn(|cx| body.as_mut().poll_next(cx));
@@ -76,16 +88,15 @@ async fn pump<B: MessageBody>(body: B, sender: mpsc::Sender<Result<Bytes, BoxErr
             chunk = next => chunk,
             () = sender.closed() => return,
         };
-        let sent = match chunk {
-            None => return,
-            Some(Ok(bytes)) => Ok(bytes),
+        let (sent, last) = match chunk {
+            None => (Pumping::End, true),
+            Some(Ok(bytes)) => (Pumping::Chunk(bytes), false),
             Some(Err(error)) => {
                 let error: Box<dyn std::error::Error> = error.into();
-                Err(error.to_string().into())
+                (Pumping::Failed(error.to_string().into()), true)
             }
         };
-        let failed = sent.is_err();
-        if sender.send(sent).await.is_err() || failed {
+        if sender.send(sent).await.is_err() || last {
             return;
         }
     }
@@ -93,9 +104,11 @@ async fn pump<B: MessageBody>(body: B, sender: mpsc::Sender<Result<Bytes, BoxErr
 
 /// The chunks a [`pump`] sends, as a body.
 struct Pumped {
-    chunks: mpsc::Receiver<Result<Bytes, BoxError>>,
+    chunks: mpsc::Receiver<Pumping>,
     /// What is left of a body of known length.
     remaining: Option<u64>,
+    /// Whether the end was read: the pump is gone then, which is no failure.
+    ended: bool,
 }
 
 impl http_body::Body for Pumped {
@@ -106,11 +119,30 @@ impl http_body::Body for Pumped {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let chunk = std::task::ready!(self.chunks.poll_recv(cx));
-        if let (Some(Ok(bytes)), Some(remaining)) = (&chunk, &mut self.remaining) {
-            *remaining = remaining.saturating_sub(bytes.len() as u64);
+        if self.ended {
+            return Poll::Ready(None);
         }
-        Poll::Ready(chunk.map(|chunk| chunk.map(Frame::data)))
+        let sent = std::task::ready!(self.chunks.poll_recv(cx));
+        self.ended = !matches!(sent, Some(Pumping::Chunk(_)));
+        Poll::Ready(match sent {
+            Some(Pumping::Chunk(bytes)) => {
+                if let Some(remaining) = &mut self.remaining {
+                    *remaining = remaining.saturating_sub(bytes.len() as u64);
+                }
+                Some(Ok(Frame::data(bytes)))
+            }
+            Some(Pumping::Failed(error)) => Some(Err(error)),
+            Some(Pumping::End) => match self.remaining {
+                Some(short @ 1..) => Some(Err(format!(
+                    "the response body ended {short} bytes short of its declared length"
+                )
+                .into())),
+                _ => None,
+            },
+            None => Some(Err(
+                "the response body was cut off: its handler panicked".into()
+            )),
+        })
     }
 
     fn size_hint(&self) -> SizeHint {

@@ -30,11 +30,14 @@
 //! }
 //! ```
 //!
-//! Two things differ from the tower layer, both for what actix-web is: a scope read by
+//! Three things differ from the tower layer, all for what actix-web is: a scope read by
 //! [`scope`](crate::IdempotencyLayerBuilder::scope) sees the request's head without its
 //! extensions (take a principal from actix-web's request extensions with
 //! [`scope_from_extension`](crate::IdempotencyLayerBuilder::scope_from_extension), which reads
-//! them), and trailers, which actix-web does not send, are neither stored nor replayed.
+//! them); trailers, which actix-web does not send, are neither stored nor replayed; and a
+//! handler that panics takes its request with it, so its 500 reaches actix-web as an error
+//! whose response it is, which middleware outside the layer that decorates only the responses
+//! it gets (`DefaultHeaders`, CORS) does not see.
 //!
 //! Put the middleware that sets the principal outside this one (`wrap` it after), and a
 //! compression middleware outside too, so that each replay is encoded as the client asks.
