@@ -1,10 +1,14 @@
 //! `idem_http_requests_total{outcome}` counts the same outcomes for the same requests under
 //! the actix-web middleware as under the tower layer.
 
+#[path = "actix_server/mod.rs"]
+#[macro_use]
+mod actix_server;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use actix_web::{web, App, HttpResponse, HttpServer};
+use actix_web::{web, App, HttpResponse};
 use idem_core::Idempotency;
 use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
@@ -105,46 +109,32 @@ async fn the_two_front_ends_count_the_same_outcomes() {
     requests(&url).await;
     let tower = outcomes(&snapshotter);
 
-    let (started, serving) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        actix_web::rt::System::new().block_on(async move {
-            let layer = layer();
-            let server = HttpServer::new(move || {
-                App::new()
-                    .wrap(layer.clone())
-                    .route(
-                        "/ok",
-                        web::post().to(|| async { HttpResponse::Created().body("ok") }),
-                    )
-                    .route(
-                        "/unavailable",
-                        web::post().to(|| async { HttpResponse::ServiceUnavailable().finish() }),
-                    )
-                    .route(
-                        "/panics",
-                        web::post().to(|| async {
-                            if true {
-                                panic!("the handler fails halfway");
-                            }
-                            HttpResponse::Ok().finish()
-                        }),
-                    )
-                    .route(
-                        "/large",
-                        web::post().to(|| async { HttpResponse::Ok().body("z".repeat(2 << 20)) }),
-                    )
-            })
-            .workers(1)
-            .disable_signals()
-            .bind(("127.0.0.1", 0))
-            .unwrap();
-            let url = format!("http://{}", server.addrs()[0]);
-            let server = server.run();
-            started.send((url, server.handle())).unwrap();
-            server.await
-        })
+    let layer = layer();
+    let (url, _server) = actix_serve!(1, move || {
+        App::new()
+            .wrap(layer.clone())
+            .route(
+                "/ok",
+                web::post().to(|| async { HttpResponse::Created().body("ok") }),
+            )
+            .route(
+                "/unavailable",
+                web::post().to(|| async { HttpResponse::ServiceUnavailable().finish() }),
+            )
+            .route(
+                "/panics",
+                web::post().to(|| async {
+                    if true {
+                        panic!("the handler fails halfway");
+                    }
+                    HttpResponse::Ok().finish()
+                }),
+            )
+            .route(
+                "/large",
+                web::post().to(|| async { HttpResponse::Ok().body("z".repeat(2 << 20)) }),
+            )
     });
-    let (url, _server) = serving.recv_timeout(HANG).unwrap();
     requests(&url).await;
     // A snapshot drains the counters: this one holds actix-web's requests only.
     let actix = outcomes(&snapshotter);

@@ -12,7 +12,7 @@ pub(crate) use std::task::{Context, Poll};
 pub(crate) use std::time::Duration;
 
 pub(crate) use actix_web::dev::ServerHandle;
-pub(crate) use actix_web::{web, App, HttpResponse, HttpServer};
+pub(crate) use actix_web::{web, App, HttpResponse};
 pub(crate) use bytes::Bytes;
 pub(crate) use idem_core::Idempotency;
 pub(crate) use idem_http::{problem, IdempotencyLayer};
@@ -20,32 +20,6 @@ pub(crate) use idem_stores::memory::MemoryStore;
 pub(crate) use tokio::sync::{Notify, Semaphore};
 
 pub(crate) const HANG: Duration = Duration::from_secs(60);
-
-/// Starts an actix-web server of `$workers` workers whose apps `$app` makes, on a thread of
-/// its own; its URL and handle.
-macro_rules! actix_serve {
-    ($workers:expr, $app:expr) => {{
-        let (started, serving) = std::sync::mpsc::channel();
-        let app = $app;
-        std::thread::spawn(move || {
-            actix_web::rt::System::new().block_on(async move {
-                let server = HttpServer::new(app)
-                    .workers($workers)
-                    .disable_signals()
-                    .shutdown_timeout(30)
-                    .bind(("127.0.0.1", 0))
-                    .unwrap();
-                let url = format!("http://{}", server.addrs()[0]);
-                let server = server.run();
-                started.send((url, server.handle())).unwrap();
-                server.await
-            })
-        });
-        let (url, handle): (String, ServerHandle) =
-            serving.recv_timeout($crate::support::HANG).unwrap();
-        (url, handle)
-    }};
-}
 
 /// Serves `router` on loopback; its URL.
 pub(crate) async fn axum_serve(router: axum::Router) -> String {

@@ -174,7 +174,7 @@ mod actix {
     use actix_web::dev::{ServerHandle, Service};
     use actix_web::middleware::{Compress, Condition};
     use actix_web::web::{self, Bytes, Data};
-    use actix_web::{App, HttpMessage, HttpResponse, HttpServer};
+    use actix_web::{App, HttpMessage, HttpResponse};
 
     fn respond(answer: Answer) -> HttpResponse {
         match answer {
@@ -191,60 +191,42 @@ mod actix {
 
     /// Serves the shop on an actix-web server of one worker, on a thread of its own.
     pub fn serve(shop: Arc<Shop>, layer: IdempotencyLayer, setup: Setup) -> (String, ServerHandle) {
-        let (started, serving) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            actix_web::rt::System::new().block_on(async move {
-                let server = HttpServer::new(move || {
-                    App::new()
-                        .app_data(Data::from(shop.clone()))
-                        .route(
-                            "/payments",
-                            web::post().to(|shop: Data<Shop>, body: Bytes| async move {
-                                respond(shop.pay(&body))
-                            }),
-                        )
-                        .route(
-                            "/held",
-                            web::post().to(|shop: Data<Shop>, body: Bytes| async move {
-                                respond(shop.held(&body).await)
-                            }),
-                        )
-                        .route(
-                            "/events",
-                            web::post().to(|shop: Data<Shop>| async move {
-                                respond(shop.into_inner().events())
-                            }),
-                        )
-                        .route(
-                            "/panics",
-                            web::post()
-                                .to(|shop: Data<Shop>| async move { respond(shop.panics()) }),
-                        )
-                        .wrap(layer.clone())
-                        .wrap_fn(|request, service| {
-                            let user = request
-                                .headers()
-                                .get("x-user")
-                                .and_then(|user| user.to_str().ok());
-                            if let Some(user) = user.map(str::to_owned) {
-                                request.extensions_mut().insert(UserId(user));
-                            }
-                            service.call(request)
-                        })
-                        .wrap(Condition::new(setup.compressed, Compress::default()))
+        actix_serve!(1, move || {
+            App::new()
+                .app_data(Data::from(shop.clone()))
+                .route(
+                    "/payments",
+                    web::post().to(|shop: Data<Shop>, body: Bytes| async move {
+                        respond(shop.pay(&body))
+                    }),
+                )
+                .route(
+                    "/held",
+                    web::post().to(|shop: Data<Shop>, body: Bytes| async move {
+                        respond(shop.held(&body).await)
+                    }),
+                )
+                .route(
+                    "/events",
+                    web::post()
+                        .to(|shop: Data<Shop>| async move { respond(shop.into_inner().events()) }),
+                )
+                .route(
+                    "/panics",
+                    web::post().to(|shop: Data<Shop>| async move { respond(shop.panics()) }),
+                )
+                .wrap(layer.clone())
+                .wrap_fn(|request, service| {
+                    let user = request
+                        .headers()
+                        .get("x-user")
+                        .and_then(|user| user.to_str().ok());
+                    if let Some(user) = user.map(str::to_owned) {
+                        request.extensions_mut().insert(UserId(user));
+                    }
+                    service.call(request)
                 })
-                .workers(1)
-                .disable_signals()
-                .bind(("127.0.0.1", 0))
-                .unwrap();
-                let url = format!("http://{}", server.addrs()[0]);
-                let server = server.run();
-                started.send((url, server.handle())).unwrap();
-                server.await
-            })
-        });
-        serving
-            .recv_timeout(HANG)
-            .expect("the actix-web server starts")
+                .wrap(Condition::new(setup.compressed, Compress::default()))
+        })
     }
 }

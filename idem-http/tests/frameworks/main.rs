@@ -3,6 +3,9 @@
 //! contract on both, and what the two answered must be the same, so that a difference between
 //! the front ends fails a test.
 
+#[path = "../actix_server/mod.rs"]
+#[macro_use]
+mod actix_server;
 mod cases;
 mod fronts;
 mod shop;
