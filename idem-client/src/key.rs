@@ -69,7 +69,11 @@ pub fn was_replayed(response: &reqwest::Response) -> bool {
     response
         .headers()
         .get(IDEMPOTENT_REPLAYED)
-        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"))
+        .is_some_and(|value| {
+            value
+                .as_bytes()
+                .eq_ignore_ascii_case(idem_protocol::header::REPLAYED.as_bytes())
+        })
 }
 
 #[cfg(test)]

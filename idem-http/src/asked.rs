@@ -68,9 +68,10 @@ pub(crate) fn answer_stored(
     if let Some((status, why)) = stored.not_kept_reason() {
         let mut answer = asked.render(answer::not_kept(key, status, why));
         if executed.replayed {
-            answer
-                .headers_mut()
-                .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+            answer.headers_mut().insert(
+                IDEMPOTENT_REPLAYED,
+                HeaderValue::from_static(idem_protocol::header::REPLAYED),
+            );
         }
         return answer;
     }

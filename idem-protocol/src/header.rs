@@ -10,6 +10,10 @@ pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key
 /// `Idempotent-Replayed: true` (Stripe's).
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
+/// The value of [`IDEMPOTENT_REPLAYED`] on a replay: `true`. A client reads it without regard
+/// to case.
+pub const REPLAYED: &str = "true";
+
 /// The media type of every answer of the contract other than the handler's own: RFC 9457
 /// problem details.
 pub const PROBLEM_JSON: &str = "application/problem+json";

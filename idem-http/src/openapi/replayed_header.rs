@@ -52,7 +52,7 @@ pub(crate) fn replayed_header() -> Header {
         .schema(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .enum_values(Some(["true"])),
+                .enum_values(Some([idem_protocol::header::REPLAYED])),
         )
         .description(Some(format!(
             "`true` when this response is a replay: the stored response of an earlier request \

@@ -204,7 +204,10 @@ impl StoredResponse {
         *response.status_mut() = status;
         let headers_out = response.headers_mut();
         *headers_out = header_map(limits.replayed_headers(self.headers))?;
-        headers_out.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+        headers_out.insert(
+            IDEMPOTENT_REPLAYED,
+            HeaderValue::from_static(idem_protocol::header::REPLAYED),
+        );
         if !announced.is_empty() {
             let announced = HeaderValue::try_from(announced).map_err(|e| e.to_string())?;
             headers_out.insert(http::header::TRAILER, announced);
