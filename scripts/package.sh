@@ -13,6 +13,9 @@ cd "$(dirname "$0")/.."
 # Remove those unpacked copies (local registries only; crates.io's directory is not touched).
 cargo_home="${CARGO_HOME:-$HOME/.cargo}"
 rm -rf "$cargo_home"/registry/src/-*/idem-*
+# Cargo also takes a registry crate's sources as never changing, so a target directory that
+# verified an earlier run's packages would link their builds, not these: forget them too.
+rm -rf "${CARGO_TARGET_DIR:-target}"/debug/.fingerprint/idem-*
 
 cargo package -p idem-protocol -p idem-macros -p idem-core -p idem-conformance -p idem-stores -p idem-http \
     -p idem-client -p idem-cli -p idem-lambda "$@"
