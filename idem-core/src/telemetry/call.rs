@@ -63,7 +63,8 @@ impl CallOutcome {
 pub(crate) struct CallTelemetry {
     function: &'static FunctionMetrics,
     span: Span,
-    started: Instant,
+    /// When the call started, read only if a recorder listened then.
+    started: Option<Instant>,
     outcome: Option<CallOutcome>,
     body_started: bool,
 }
@@ -86,13 +87,23 @@ impl CallTelemetry {
             idem.outcome = Empty,
             otel.status_code = Empty,
         );
+        let listened = super::listens(&super::histogram(
+            &function.durations[CallOutcome::Executed.index()],
+        ));
         CallTelemetry {
             function,
             span,
-            started: Instant::now(),
+            started: listened.then(Instant::now),
             outcome: None,
             body_started: false,
         }
+    }
+
+    /// Whether anything listens to the call's store operations: a recorder that listened when
+    /// the call started, or a subscriber that wants their spans.
+    pub(crate) fn listens(&self) -> bool {
+        self.started.is_some()
+            || tracing::span_enabled!(target: TARGET, tracing::Level::DEBUG, "idem.store")
     }
 
     /// The call's span, which its future runs in.
@@ -147,9 +158,10 @@ impl Drop for CallTelemetry {
             self.span.record("otel.status_code", "ERROR");
         }
         super::increment(&self.function.calls[outcome.index()]);
-        super::record_seconds(
-            &self.function.durations[outcome.index()],
-            self.started.elapsed(),
-        );
+        // A recorder installed while the call ran counts it, without a duration.
+        if let Some(started) = self.started {
+            super::histogram(&self.function.durations[outcome.index()])
+                .record(super::Elapsed(started));
+        }
     }
 }

@@ -77,18 +77,17 @@ impl MeteredStore {
             db.system.name = self.system,
             db.operation.name = STORE_OPERATIONS[operation as usize],
         );
-        let started = Instant::now();
+        let histogram = super::histogram(&self.durations[operation as usize]);
+        let started = super::listens(&histogram).then(Instant::now);
         let result = if span.is_disabled() {
             run.await
         } else {
             run.instrument(span).await
         };
-        self.took(operation, started.elapsed());
+        if let Some(started) = started {
+            histogram.record(super::Elapsed(started));
+        }
         result
-    }
-
-    fn took(&self, operation: Operation, elapsed: Duration) {
-        super::record_seconds(&self.durations[operation as usize], elapsed);
     }
 }
 
