@@ -63,6 +63,11 @@ impl Settle {
         &self.owner
     }
 
+    /// The store this call runs against: timed, or not when nothing listens.
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
     /// A drop from now on frees the key.
     pub(crate) fn arm_release(&mut self) {
         // Semantics 12 and 13: once a call has its answer, or a step of it ran without a

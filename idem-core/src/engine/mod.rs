@@ -29,7 +29,7 @@ use crate::{
     call::context::CallContext,
     call::{Answered, Call},
     error::{Error, StoreError},
-    store::{Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation},
+    store::{Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Store},
     TARGET,
 };
 
@@ -88,7 +88,14 @@ impl Engine {
             Ok(admission) => admission,
             Err(error) => return Err(failed(telemetry, error)),
         };
-        let mut settle = Settle::new(self.store.clone(), call.key.clone(), OwnerToken::generate());
+        let store = if telemetry.listens() {
+            self.store.clone()
+        } else {
+            // The timing decorator costs a boxed future per operation even when it records
+            // nothing.
+            self.view.clone()
+        };
+        let mut settle = Settle::new(store, call.key.clone(), OwnerToken::generate());
         match self.acquire(&call, &mut settle, telemetry).await {
             Ok(Acquired::Owner(held)) => {
                 let _permit = match admission {
@@ -162,15 +169,15 @@ impl Engine {
                     .with_fencing_token(crate::store::propose_fencing_token(now));
             let claim = Claim::new(record, now).with_max_outcome(call.max_outcome);
             settle.arm_release();
-            let reservation = self
-                .store
+            let reservation = settle
+                .store()
                 .reserve(&call.key, &claim)
                 .await
                 .map_err(|e| e.into_error(key))?;
             let existing = match reservation {
                 Reservation::Reserved(held) => {
                     tracing::debug!(target: TARGET, key, fencing_token = held.fencing_token(), "fresh: key reserved");
-                    match self.fresh_lease(call, held).await? {
+                    match self.fresh_lease(settle.store(), call, held).await? {
                         Some(held) => return Ok(Acquired::Owner(held)),
                         None => continue,
                     }
@@ -178,7 +185,7 @@ impl Engine {
                 Reservation::TookOver { previous, record } => {
                     tracing::warn!(target: TARGET, key, previous = previous.as_str(), attempt = record.attempt(), fencing_token = record.fencing_token(), recorded_steps = record.steps().len(), "taken over: the previous owner's lease passed or it failed after recording steps");
                     telemetry.took_over();
-                    match self.fresh_lease(call, record).await? {
+                    match self.fresh_lease(settle.store(), call, record).await? {
                         Some(held) => return Ok(Acquired::Owner(held)),
                         None => continue,
                     }
@@ -195,8 +202,9 @@ impl Engine {
             let in_progress = match existing {
                 Record::Completed(completed) => {
                     tracing::debug!(target: TARGET, key, "replayed: stored outcome returned");
-                    let completed = Arc::new(completed);
-                    self.cache(call, completed.clone());
+                    if self.replay_cache.is_some() {
+                        self.cache(call, Arc::new(completed.clone()));
+                    }
                     return Ok(Acquired::Done(completed));
                 }
                 Record::InProgress(in_progress) => in_progress,
@@ -208,7 +216,8 @@ impl Engine {
                     let timeout = until
                         .saturating_duration_since(now)
                         .max(Duration::from_millis(1));
-                    self.store
+                    settle
+                        .store()
                         .changed(&call.key, timeout)
                         .await
                         .map_err(|e| e.into_error(key))?;
@@ -232,6 +241,7 @@ impl Engine {
     /// (the caller reserves again, and finds the other owner's record).
     async fn fresh_lease(
         &self,
+        store: &Arc<dyn Store>,
         call: &Call,
         held: InProgress,
     ) -> Result<Option<InProgress>, Error> {
@@ -244,7 +254,7 @@ impl Engine {
         }
         let key = call.key.as_str();
         let until = now + call.lease;
-        match self.store.renew(&call.key, held.owner(), until).await {
+        match store.renew(&call.key, held.owner(), until).await {
             Ok(()) => {
                 tracing::debug!(target: TARGET, key, spent_ms = spent.as_millis() as u64, "reservation answered late; lease renewed before the body starts");
                 Ok(Some(held.with_lease_until(until)))
@@ -278,7 +288,7 @@ impl Engine {
         let owner = guard.owner().clone();
         let lease = Arc::new(Lease::new(held.lease_until()));
         let renew = Renew {
-            store: self.store.clone(),
+            store: guard.store().clone(),
             clock: self.clock.clone(),
             key: call.key.clone(),
             owner: owner.clone(),
@@ -295,7 +305,7 @@ impl Engine {
         telemetry.body_starts(held.attempt(), held.fencing_token());
         let journal = Arc::new(Journal::new(
             journal::Owner {
-                store: self.store.clone(),
+                store: guard.store().clone(),
                 clock: self.clock.clone(),
                 key: call.key.clone(),
                 owner: owner.clone(),
@@ -354,7 +364,8 @@ fn resumable_steps(held: &InProgress, now: crate::store::Timestamp) -> crate::st
 enum Acquired {
     /// This call holds the key, as this record.
     Owner(InProgress),
-    Done(Arc<Completed>),
+    /// The key's call completed, as this record.
+    Done(Completed),
 }
 
 fn replay<T, E, P>(

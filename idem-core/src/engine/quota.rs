@@ -65,7 +65,7 @@ impl Engine {
             Ok(permit) => Ok(permit),
             Err(exceeded) => {
                 // Disarmed only once released: a drop mid-way still releases.
-                self.release(call, settle.owner()).await;
+                self.release(settle.store(), call, settle.owner()).await;
                 settle.disarm();
                 Err(refused(call, &exceeded))
             }

@@ -17,7 +17,7 @@ use crate::{
     call::abort::OnAbort,
     call::{Answered, Call},
     error::{Error, StoreError},
-    store::{Completed, Outcome, OwnerToken, Record},
+    store::{Completed, Outcome, OwnerToken, Record, Store},
     TARGET,
 };
 
@@ -108,7 +108,9 @@ impl Engine {
                 } else {
                     CallOutcome::StoredError
                 });
-                let recorded = self.record_outcome(call, &owner, &completed, &lease).await;
+                let recorded = self
+                    .record_outcome(guard.store(), call, &owner, &completed, &lease)
+                    .await;
                 guard.disarm();
                 drop(renewal);
                 match recorded {
@@ -134,7 +136,7 @@ impl Engine {
                 // would bring its lease back and lock the retry out.
                 drop(renewal);
                 telemetry.ended(CallOutcome::Released);
-                self.release(call, &owner).await;
+                self.release(guard.store(), call, &owner).await;
                 guard.disarm();
                 fresh(result)
             }
@@ -173,10 +175,13 @@ impl Engine {
             OnAbort::Hold => {
                 tracing::error!(target: TARGET, key, "the function panicked; the key is held until its lease passes");
             }
-            OnAbort::Release => self.release(call, &owner).await,
+            OnAbort::Release => self.release(guard.store(), call, &owner).await,
             OnAbort::Fail => {
                 let aborted = self.completed(call, Outcome::Aborted);
-                match self.record_outcome(call, &owner, &aborted, &lease).await {
+                match self
+                    .record_outcome(guard.store(), call, &owner, &aborted, &lease)
+                    .await
+                {
                     Ok(()) => {
                         self.count_stored(call, &aborted);
                         tracing::error!(target: TARGET, key, "the function panicked; recorded as aborted")
@@ -205,7 +210,9 @@ impl Engine {
         let key = call.key.as_str();
         let none = self.completed(call, Outcome::Aborted);
         guard.arm_complete(none.clone());
-        let recorded = self.record_outcome(call, owner, &none, lease).await;
+        let recorded = self
+            .record_outcome(guard.store(), call, owner, &none, lease)
+            .await;
         guard.disarm();
         match recorded {
             Ok(()) => {
@@ -230,13 +237,14 @@ impl Engine {
     /// ([`FencedWrite`]).
     async fn record_outcome(
         &self,
+        store: &Arc<dyn Store>,
         call: &Call,
         owner: &OwnerToken,
         completed: &Completed,
         lease: &Lease,
     ) -> Result<(), StoreError> {
         let write = FencedWrite {
-            store: &*self.store,
+            store: &**store,
             clock: &*self.clock,
             key: &call.key,
             owner,
@@ -252,13 +260,13 @@ impl Engine {
         let landed =
             |stored: &Record| matches!(stored, Record::Completed(stored) if stored == completed);
         write
-            .run(|| self.store.complete(&call.key, owner, completed), landed)
+            .run(|| store.complete(&call.key, owner, completed), landed)
             .await
     }
 
-    pub(super) async fn release(&self, call: &Call, owner: &OwnerToken) {
+    pub(super) async fn release(&self, store: &Arc<dyn Store>, call: &Call, owner: &OwnerToken) {
         let key = call.key.as_str();
-        match self.store.release(&call.key, owner).await {
+        match store.release(&call.key, owner).await {
             Ok(()) => tracing::debug!(target: TARGET, key, "released: key free for a retry"),
             Err(error) => {
                 tracing::warn!(target: TARGET, key, %error, "release failed; the key frees when its lease passes")

@@ -18,7 +18,8 @@ pub(crate) struct Engine {
     /// The store as the engine sees it: timed, then through sealing when it is on.
     pub(crate) store: Arc<dyn Store>,
     /// The store as [`Idempotency::store`](crate::Idempotency::store) shows it: through sealing, untimed, so
-    /// that a handle built on it times each operation once.
+    /// that a handle built on it times each operation once. A call that nothing listens to
+    /// runs on it too.
     pub(crate) view: Arc<dyn Store>,
     /// The store as given, and timed.
     #[cfg(feature = "seal")]
