@@ -106,9 +106,7 @@ impl ReplayCache {
             entries.remove(key);
             return None;
         }
-        if let Some(key) = entries.by_use.remove(&entry.last_use) {
-            entries.by_use.insert(last_use, key);
-        }
+        // Its place in the order of use moves when eviction comes to it, not on every hit.
         entry.last_use = last_use;
         Some(entry.completed.clone())
     }
@@ -160,7 +158,8 @@ impl fmt::Debug for ReplayCache {
 #[derive(Default)]
 struct Entries {
     by_key: HashMap<Key, Entry>,
-    /// Use sequence number to key, least recently used first.
+    /// Use sequence number to key, least recently used first: each entry under the use it
+    /// was queued at, which may be older than its last.
     by_use: BTreeMap<u64, Key>,
     next_use: u64,
     bytes: usize,
@@ -170,6 +169,8 @@ struct Entry {
     completed: Arc<Completed>,
     valid_until: Timestamp,
     bytes: usize,
+    /// Where the entry sits in `by_use`.
+    queued: u64,
     last_use: u64,
 }
 
@@ -184,6 +185,7 @@ impl Entries {
                 completed,
                 valid_until,
                 bytes,
+                queued: last_use,
                 last_use,
             },
         );
@@ -191,16 +193,25 @@ impl Entries {
 
     fn remove(&mut self, key: &Key) {
         if let Some(entry) = self.by_key.remove(key) {
-            self.by_use.remove(&entry.last_use);
+            self.by_use.remove(&entry.queued);
             self.bytes -= entry.bytes;
         }
     }
 
     fn remove_least_recent(&mut self) {
-        if let Some((_, key)) = self.by_use.pop_first() {
-            if let Some(entry) = self.by_key.remove(&key) {
-                self.bytes -= entry.bytes;
+        // Each entry used since it was queued moves to its last use once, so this ends.
+        while let Some((queued, key)) = self.by_use.pop_first() {
+            let Some(entry) = self.by_key.get_mut(&key) else {
+                continue;
+            };
+            if entry.last_use > queued {
+                entry.queued = entry.last_use;
+                self.by_use.insert(entry.last_use, key);
+                continue;
             }
+            self.bytes -= entry.bytes;
+            self.by_key.remove(&key);
+            return;
         }
     }
 
