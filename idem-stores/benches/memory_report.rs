@@ -6,8 +6,9 @@
 //! ```
 //!
 //! - One caller at a time: a plain call, a fresh idempotent call, a replay (with and without a
-//!   [`ReplayCache`]) and the replay's floor (build the key, fingerprint the request, decode the
-//!   stored result), each timed in `ROUNDS` interleaved rounds; medians per call.
+//!   [`ReplayCache`], and with a `metrics` recorder and a `tracing` subscriber installed) and
+//!   the replay's floor (build the key, fingerprint the request, decode the stored result),
+//!   each timed in `ROUNDS` interleaved rounds; medians per call; and the goals they meet.
 //! - idem's canonical fingerprint next to `serde_json::to_vec` + SHA-256 of the same value.
 //! - Replays and fresh calls per second with 1, 8, 64 and 512 concurrent callers on distinct
 //!   keys and on one hot key, on a runtime with as many worker threads as cores.
@@ -64,6 +65,16 @@ where
     started.elapsed().as_nanos() as f64 / f64::from(CALLS_PER_ROUND)
 }
 
+/// `timed` run with a `metrics` recorder and a `tracing` subscriber installed on this thread:
+/// metrics-util's debugging recorder, which keeps every value, and tracing-subscriber's
+/// registry, which keeps every span (the store's DEBUG ones included).
+async fn listened(timed: impl Future<Output = f64>) -> f64 {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let _recorder = metrics::set_default_local_recorder(&recorder);
+    let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry());
+    timed.await
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -90,6 +101,8 @@ fn sequential() -> Vec<(&'static str, f64)> {
             "fresh idempotent call",
             "replay",
             "replay, replay cache on",
+            "replay, recorder and subscriber installed",
+            "replay, replay cache on, recorder and subscriber installed",
             "replay floor",
             "idem fingerprint",
             "serde_json::to_vec + SHA-256",
@@ -114,6 +127,14 @@ fn sequential() -> Vec<(&'static str, f64)> {
                 time_per_call(|_| async {
                     std::hint::black_box(idempotent_charge(&cached, &replayed, TTL).await.unwrap());
                 })
+                .await,
+                listened(time_per_call(|_| async {
+                    std::hint::black_box(idempotent_charge(&idem, &replayed, TTL).await.unwrap());
+                }))
+                .await,
+                listened(time_per_call(|_| async {
+                    std::hint::black_box(idempotent_charge(&cached, &replayed, TTL).await.unwrap());
+                }))
                 .await,
                 time_per_call(|_| async {
                     std::hint::black_box(floor(&idem, &replayed, &stored));
@@ -264,6 +285,15 @@ fn refusals() -> Vec<(usize, f64)> {
     })
 }
 
+/// "met", or how far `ratio` is above `most`, in the goal's unit.
+fn verdict(ratio: f64, most: f64) -> String {
+    if ratio <= most {
+        "met".to_owned()
+    } else {
+        format!("short by {:.2}×", ratio - most)
+    }
+}
+
 fn main() {
     let length = Duration::from_millis(
         std::env::var("IDEM_BENCH_MILLIS")
@@ -281,8 +311,26 @@ fn main() {
     println!();
     println!("| what | ns per call | × replay floor |");
     println!("|---|---|---|");
-    for (name, figure) in &figures[..5] {
+    for (name, figure) in &figures[..7] {
         println!("| {name} | {figure:.0} | {:.2}× |", figure / floor);
+    }
+    println!();
+    println!("#### Goals of the memory store");
+    println!();
+    println!("| goal | measured | verdict |");
+    println!("|---|---|---|");
+    let goals = [
+        ("memory replay ≤ 1.2× its floor, no replay cache", "replay", 1.2),
+        ("memory replay ≤ 1.1× its floor, replay cache on", "replay, replay cache on", 1.1),
+        (
+            "memory replay ≤ 1.3× its floor, recorder and subscriber installed",
+            "replay, recorder and subscriber installed",
+            1.3,
+        ),
+    ];
+    for (goal, name, most) in goals {
+        let ratio = ns(name) / floor;
+        println!("| {goal} | {ratio:.2}× | {} |", verdict(ratio, most));
     }
     println!();
     println!("### Fingerprint of the {size}-byte request");
@@ -290,7 +338,7 @@ fn main() {
     println!("| what | ns | × serde_json + SHA-256 |");
     println!("|---|---|---|");
     let baseline = ns("serde_json::to_vec + SHA-256");
-    for (name, figure) in &figures[5..] {
+    for (name, figure) in &figures[7..] {
         println!("| {name} | {figure:.0} | {:.2}× |", figure / baseline);
     }
     println!();
