@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmarks one after another and prints one markdown report: the machine, the date,
-# and each bench's tables of ratios (every ratio is measured side by side within one run).
+# the load average before and after, each goal with its verdict, and each bench's tables of
+# ratios (every ratio is measured side by side within one run).
 #
 #   scripts/bench.sh                      # print the report
 #   scripts/bench.sh --update BENCHMARKS.md   # also replace the report section of that file
@@ -35,6 +36,10 @@ machine() {
     echo "- $(redis-server --version 2>/dev/null | head -n 1 || echo 'redis-server: not installed')"
 }
 
+load_average() {
+    cut -d' ' -f1-3 /proc/loadavg
+}
+
 # bench TITLE CARGO-ARGS...: runs one bench and prints its output under TITLE.
 bench() {
     local title="$1"
@@ -65,7 +70,21 @@ report() {
     bench "Stored size of an answer" -p idem-tests --features http,redis,postgres,dynamodb --bench stored_size
 }
 
-output="$(report)"
+started_load="$(load_average)"
+benches="$(report)"
+# Every goal row the benches printed ("| goal | measured | met" or "short by ..."), gathered.
+verdicts="$(printf '%s\n' "$benches" | grep -E '^\| .* \| (met|short by [^|]*) \|$' || true)"
+output="$(
+    echo "## Goals"
+    echo
+    echo "Load average (1, 5, 15 min): $started_load before the run, $(load_average) after."
+    echo
+    echo "| goal | measured | verdict |"
+    echo "|---|---|---|"
+    printf '%s\n' "$verdicts"
+    echo
+    printf '%s\n' "$benches"
+)"
 printf '%s\n' "$output"
 
 if [ -n "$update" ]; then

@@ -405,12 +405,30 @@ async fn main() {
     let get_median = latency[4].1 .0.as_secs_f64();
     println!("| what | p50 | p99 | p50 × raw `HGETALL` | p50 × raw `GET` |");
     println!("|---|---|---|---|---|");
+    let ratio_of = |row: usize| latency[row].1 .0.as_secs_f64() / raw_median;
+    let (replay, fresh) = (ratio_of(0), ratio_of(1));
     for (name, (median, p99)) in latency {
         println!(
             "| {name} | {median:.1?} | {p99:.1?} | {:.2}× | {:.2}× |",
             median.as_secs_f64() / raw_median,
             median.as_secs_f64() / get_median
         );
+    }
+    println!();
+    println!("#### Goals on Redis (raw `HGETALL` p50 at {raw_median:.1e} s: the loopback level of this run)");
+    println!();
+    println!("| goal | measured | verdict |");
+    println!("|---|---|---|");
+    for (goal, ratio, most) in [
+        ("Redis replay p50 ≤ 1.1× a raw command", replay, 1.1),
+        ("Redis fresh call p50 ≤ 2.4× a raw command", fresh, 2.4),
+    ] {
+        let verdict = if ratio <= most {
+            "met".to_owned()
+        } else {
+            format!("short by {:.2}×", ratio - most)
+        };
+        println!("| {goal} | {ratio:.2}× | {verdict} |");
     }
     println!();
     println!("#### Redis throughput, {TASKS} concurrent callers");

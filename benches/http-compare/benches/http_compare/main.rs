@@ -28,7 +28,7 @@ mod routers;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use idem_core::{store::OwnerToken, Idempotency};
+use idem_core::{store::OwnerToken, Idempotency, ReplayCache};
 use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 use idem_stores::redis::{client as redis, RedisStore};
@@ -97,6 +97,16 @@ fn start(server: &tokio::runtime::Runtime) -> (Vec<Router>, Option<TestRedis>) {
             router(
                 "idem-http, memory",
                 routers::serve(routers::idem_http(Idempotency::new(MemoryStore::new()))).await,
+                false,
+                true,
+            ),
+            router(
+                "idem-http, memory, replay cache",
+                routers::serve(routers::idem_http(
+                    Idempotency::new(MemoryStore::new())
+                        .with_replay_cache(ReplayCache::new(100_000, 64 << 20)),
+                ))
+                .await,
                 false,
                 true,
             ),
@@ -242,5 +252,48 @@ fn report(
             median(&mut round_rates),
             ratio(phase, plain),
         );
+    }
+    let goals = [
+        (
+            "HTTP replay, idem-http / axum-idempotent, memory, ≥ 1.2×",
+            ("idem-http, memory", Keys::Replayed),
+            ("axum-idempotent, memory (moka)", Keys::Replayed),
+            1.2,
+        ),
+        (
+            "HTTP replay, idem-http with its replay cache / axum-idempotent, ≥ 1.5×",
+            ("idem-http, memory, replay cache", Keys::Replayed),
+            ("axum-idempotent, memory (moka)", Keys::Replayed),
+            1.5,
+        ),
+        (
+            "HTTP new key, idem-http / axum-idempotent, memory, ≥ 1.0×",
+            ("idem-http, memory", Keys::Fresh),
+            ("axum-idempotent, memory (moka)", Keys::Fresh),
+            1.0,
+        ),
+        (
+            "HTTP new key, idem-http / no layer, memory, ≥ 0.6×",
+            ("idem-http, memory", Keys::Fresh),
+            ("no layer", Keys::Fresh),
+            0.6,
+        ),
+    ];
+    println!("\n#### Goals of the HTTP layer\n");
+    println!("| goal | measured | verdict |");
+    println!("|---|---|---|");
+    for (goal, (name, keys), (reference, reference_keys), least) in goals {
+        let (Some(phase), Some(reference)) = (find(name, keys), find(reference, reference_keys))
+        else {
+            println!("| {goal} | not measured in this run | |");
+            continue;
+        };
+        let measured = ratio(phase, reference);
+        let verdict = if measured >= least {
+            "met".to_owned()
+        } else {
+            format!("short by {:.2}×", least - measured)
+        };
+        println!("| {goal} | {measured:.2}× | {verdict} |");
     }
 }
