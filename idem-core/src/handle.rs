@@ -54,6 +54,7 @@ impl Idempotency {
     /// A handle on a store that is already shared.
     pub fn from_arc(store: Arc<dyn Store>) -> Self {
         let timed: Arc<dyn Store> = Arc::new(crate::telemetry::MeteredStore::new(store.clone()));
+        let telemetry_probe = crate::telemetry::probe_key(store.name());
         Idempotency {
             engine: Engine {
                 view: store.clone(),
@@ -68,6 +69,7 @@ impl Idempotency {
                 namespace: DEFAULT_NAMESPACE.into(),
                 replay_cache: None,
                 quota: None,
+                telemetry_probe,
             },
         }
     }

@@ -49,9 +49,9 @@ impl Engine {
         F: Future<Output = Result<T, E>>,
     {
         // Counted by the function named in the key in clear, which a digest hides.
-        let function = CallTelemetry::function(&call.key);
+        let mut telemetry = CallTelemetry::start(&call.key, &self.telemetry_probe);
         let call = self.stored_call(call);
-        let mut telemetry = CallTelemetry::start(function, &call.key);
+        telemetry.open_span(&call.key);
         let span = telemetry.span().clone();
         // Wrapping moves the whole call's future: only for a subscriber that listens.
         if span.is_disabled() {

@@ -32,6 +32,8 @@ pub(crate) struct Engine {
     pub(crate) namespace: Arc<str>,
     pub(crate) replay_cache: Option<Arc<ReplayCache>>,
     pub(crate) quota: Option<Arc<dyn Quota>>,
+    /// What a call asks to learn whether a `metrics` recorder listens.
+    pub(crate) telemetry_probe: metrics::Key,
 }
 
 impl Engine {

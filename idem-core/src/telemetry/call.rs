@@ -61,7 +61,8 @@ impl CallOutcome {
 /// Counts a call and times it when dropped, with the outcome set last (or, if none was,
 /// `aborted` once the body started and `cancelled` before).
 pub(crate) struct CallTelemetry {
-    function: &'static FunctionMetrics,
+    /// The function's metrics, when a recorder or a subscriber listened as the call started.
+    function: Option<&'static FunctionMetrics>,
     span: Span,
     /// When the call started, read only if a recorder listened then.
     started: Option<Instant>,
@@ -70,14 +71,30 @@ pub(crate) struct CallTelemetry {
 }
 
 impl CallTelemetry {
-    /// The function a call with `key` is counted under.
-    pub(crate) fn function(key: &Key) -> &'static FunctionMetrics {
-        function_metrics(key.function().unwrap_or("unknown"))
+    /// Starts the telemetry of a call whose function is named in `named` (the key in clear).
+    /// `probe` is a histogram a listening recorder keeps anyway: with no recorder and no
+    /// subscriber, the function's metrics are not even looked up.
+    pub(crate) fn start(named: &Key, probe: &metrics::Key) -> Self {
+        let listened = super::listens(&super::histogram(probe));
+        let traced = tracing::span_enabled!(target: TARGET, tracing::Level::INFO, "idem.call");
+        let function =
+            (listened || traced).then(|| function_metrics(named.function().unwrap_or("unknown")));
+        CallTelemetry {
+            function,
+            span: Span::none(),
+            started: listened.then(Instant::now),
+            outcome: None,
+            body_started: false,
+        }
     }
 
-    /// Starts the telemetry of a call of `function`, named in its span by `shown`.
-    pub(crate) fn start(function: &'static FunctionMetrics, shown: &Key) -> Self {
-        let span = tracing::info_span!(
+    /// Opens the call's span, which names it by `shown` (its key or the key's digest), when a
+    /// subscriber wants it.
+    pub(crate) fn open_span(&mut self, shown: &Key) {
+        let Some(function) = self.function else {
+            return;
+        };
+        self.span = tracing::info_span!(
             target: TARGET,
             "idem.call",
             code.function.name = function.name,
@@ -87,16 +104,6 @@ impl CallTelemetry {
             idem.outcome = Empty,
             otel.status_code = Empty,
         );
-        let listened = super::listens(&super::histogram(
-            &function.durations[CallOutcome::Executed.index()],
-        ));
-        CallTelemetry {
-            function,
-            span,
-            started: listened.then(Instant::now),
-            outcome: None,
-            body_started: false,
-        }
     }
 
     /// Whether anything listens to the call's store operations: a recorder that listened when
@@ -131,17 +138,20 @@ impl CallTelemetry {
 
     /// The call took its key over from an owner whose lease passed.
     pub(crate) fn took_over(&self) {
-        super::increment(&self.function.takeovers);
+        if let Some(function) = self.function {
+            super::increment(&function.takeovers);
+        }
     }
 
     /// The replay cache answered the call, or could not.
     pub(crate) fn replay_cache(&self, hit: bool) {
-        let function = self.function;
-        super::increment(if hit {
-            &function.cache_hits
-        } else {
-            &function.cache_misses
-        });
+        if let Some(function) = self.function {
+            super::increment(if hit {
+                &function.cache_hits
+            } else {
+                &function.cache_misses
+            });
+        }
     }
 }
 
@@ -157,11 +167,10 @@ impl Drop for CallTelemetry {
         if outcome.is_failure() {
             self.span.record("otel.status_code", "ERROR");
         }
-        super::increment(&self.function.calls[outcome.index()]);
-        // A recorder installed while the call ran counts it, without a duration.
-        if let Some(started) = self.started {
-            super::histogram(&self.function.durations[outcome.index()])
-                .record(super::Elapsed(started));
+        // A call that started before a recorder was installed is not counted.
+        if let (Some(function), Some(started)) = (self.function, self.started) {
+            super::increment(&function.calls[outcome.index()]);
+            super::histogram(&function.durations[outcome.index()]).record(super::Elapsed(started));
         }
     }
 }

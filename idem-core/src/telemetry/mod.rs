@@ -48,7 +48,7 @@ use std::cell::Cell;
 use std::time::Instant;
 
 pub(crate) use call::{CallOutcome, CallTelemetry};
-pub(crate) use store::MeteredStore;
+pub(crate) use store::{probe_key, MeteredStore};
 
 /// The counter of calls, by `function` and `outcome`.
 pub const CALLS_TOTAL: &str = "idem_calls_total";

@@ -17,6 +17,23 @@ use crate::{
     TARGET,
 };
 
+/// `idem_store_duration_seconds{store, operation}`.
+fn duration_key(store: &'static str, operation: &'static str) -> MetricKey {
+    MetricKey::from_parts(
+        STORE_DURATION_SECONDS,
+        vec![
+            Label::new("store", store),
+            Label::new("operation", operation),
+        ],
+    )
+}
+
+/// What a call asks to learn whether a recorder listens: the histogram of `store`'s
+/// reservations, which a listening recorder keeps anyway.
+pub(crate) fn probe_key(store: &'static str) -> MetricKey {
+    duration_key(store, STORE_OPERATIONS[Operation::Reserve as usize])
+}
+
 /// Operations, as indexes into [`STORE_OPERATIONS`].
 #[derive(Clone, Copy)]
 enum Operation {
@@ -44,15 +61,7 @@ impl MeteredStore {
         let store = inner.name();
         let durations = STORE_OPERATIONS
             .iter()
-            .map(|operation| {
-                MetricKey::from_parts(
-                    STORE_DURATION_SECONDS,
-                    vec![
-                        Label::new("store", store),
-                        Label::new("operation", *operation),
-                    ],
-                )
-            })
+            .map(|operation| duration_key(store, operation))
             .collect();
         let system = match store {
             "postgres" => "postgresql",
