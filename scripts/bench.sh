@@ -68,6 +68,16 @@ report() {
     bench "PostgreSQL and Redis replay latency" -p idem-tests --features redis,postgres --bench replay_latency
     bench "Sealing: fresh calls and replays with and without" -p idem-tests --features redis,seal --bench sealing
     bench "Stored size of an answer" -p idem-tests --features http,redis,postgres,dynamodb --bench stored_size
+    echo "## Telemetry compiled in and compiled out, nothing installed"
+    echo
+    echo '```text'
+    echo "scripts/bench-telemetry.sh"
+    echo '```'
+    echo
+    if ! scripts/bench-telemetry.sh 2>>"$log"; then
+        echo "(failed: see $log)"
+    fi
+    echo
 }
 
 started_load="$(load_average)"

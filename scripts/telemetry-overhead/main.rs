@@ -1,6 +1,7 @@
 //! Times calls on the memory store with no metrics recorder and no tracing subscriber, as a
-//! program that does not export telemetry runs them: built against two revisions of idem by
-//! `scripts/bench-telemetry.sh`, which compares them side by side.
+//! program that does not export telemetry runs them: built with idem's metrics and spans
+//! compiled in and compiled out by `scripts/bench-telemetry.sh`, which compares them side by
+//! side.
 //!
 //! Prints one line per case: its name and the median nanoseconds per call over the batches.
 //! With `IDEM_REDIS_URL` set, the replay and the fresh call on that Redis too.

@@ -76,7 +76,8 @@ impl CallTelemetry {
     /// subscriber, the function's metrics are not even looked up.
     pub(crate) fn start(named: &Key, probe: &metrics::Key) -> Self {
         let listened = super::listens(&super::histogram(probe));
-        let traced = tracing::span_enabled!(target: TARGET, tracing::Level::INFO, "idem.call");
+        let traced = super::COMPILED_IN
+            && tracing::span_enabled!(target: TARGET, tracing::Level::INFO, "idem.call");
         let function =
             (listened || traced).then(|| function_metrics(named.function().unwrap_or("unknown")));
         CallTelemetry {
@@ -110,7 +111,8 @@ impl CallTelemetry {
     /// the call started, or a subscriber that wants their spans.
     pub(crate) fn listens(&self) -> bool {
         self.started.is_some()
-            || tracing::span_enabled!(target: TARGET, tracing::Level::DEBUG, "idem.store")
+            || super::COMPILED_IN
+                && tracing::span_enabled!(target: TARGET, tracing::Level::DEBUG, "idem.store")
     }
 
     /// The call's span, which its future runs in.

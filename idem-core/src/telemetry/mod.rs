@@ -96,12 +96,22 @@ pub const STORE_OPERATIONS: [&str; 7] = [
 static METADATA: metrics::Metadata<'static> =
     metrics::Metadata::new(crate::TARGET, metrics::Level::INFO, Some(module_path!()));
 
+/// Whether metrics and spans are compiled in: always, but for the build
+/// `scripts/bench-telemetry.sh` compares against.
+const COMPILED_IN: bool = !cfg!(idem_no_telemetry);
+
 fn increment(key: &metrics::Key) {
+    if !COMPILED_IN {
+        return;
+    }
     metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA).increment(1));
 }
 
 /// The histogram `key` as the recorder in effect keeps it (a no-op one when none is installed).
 fn histogram(key: &metrics::Key) -> metrics::Histogram {
+    if !COMPILED_IN {
+        return metrics::Histogram::noop();
+    }
     metrics::with_recorder(|recorder| recorder.register_histogram(key, &METADATA))
 }
 
@@ -109,6 +119,9 @@ fn histogram(key: &metrics::Key) -> metrics::Histogram {
 /// recorder is installed; a no-op handle never asks for the value it is given, any other
 /// does. Nothing is recorded (the value is given zero times).
 fn listens(histogram: &metrics::Histogram) -> bool {
+    if !COMPILED_IN {
+        return false;
+    }
     let asked = Cell::new(false);
     histogram.record_many(Asked(&asked), 0);
     asked.get()
