@@ -320,8 +320,16 @@ fn main() {
     println!("| goal | measured | verdict |");
     println!("|---|---|---|");
     let goals = [
-        ("memory replay ≤ 1.2× its floor, no replay cache", "replay", 1.2),
-        ("memory replay ≤ 1.1× its floor, replay cache on", "replay, replay cache on", 1.1),
+        (
+            "memory replay ≤ 1.2× its floor, no replay cache",
+            "replay",
+            1.2,
+        ),
+        (
+            "memory replay ≤ 1.1× its floor, replay cache on",
+            "replay, replay cache on",
+            1.1,
+        ),
         (
             "memory replay ≤ 1.3× its floor, recorder and subscriber installed",
             "replay, recorder and subscriber installed",
