@@ -29,9 +29,10 @@ enum Pending {
 
 /// Carries out the pending action from a new task when dropped before it was settled.
 /// Best effort: outside a Tokio runtime the lease runs out instead.
-pub(crate) struct Settle {
+pub(crate) struct Settle<'call> {
     store: Arc<dyn Store>,
-    key: Key,
+    /// Cloned only when a drop leaves something to do.
+    key: &'call Key,
     owner: OwnerToken,
     pending: Pending,
     /// The running call's steps, once the body started: a release is held back while one of
@@ -41,9 +42,9 @@ pub(crate) struct Settle {
     answered: bool,
 }
 
-impl Settle {
+impl<'call> Settle<'call> {
     /// A settle for `owner`'s call, armed to release.
-    pub(crate) fn new(store: Arc<dyn Store>, key: Key, owner: OwnerToken) -> Self {
+    pub(crate) fn new(store: Arc<dyn Store>, key: &'call Key, owner: OwnerToken) -> Self {
         Settle {
             store,
             key,
@@ -95,7 +96,7 @@ impl Settle {
     }
 }
 
-impl Drop for Settle {
+impl Drop for Settle<'_> {
     fn drop(&mut self) {
         let pending = std::mem::replace(&mut self.pending, Pending::Nothing);
         if matches!(pending, Pending::Nothing) {
@@ -197,9 +198,9 @@ mod tests {
         }
     }
 
-    fn settle() -> Settle {
+    fn settle() -> Settle<'static> {
         let store: Arc<dyn Store> = Arc::new(Unreached);
-        let key = Key::parse("idem|f|k").expect("a key");
+        let key = Box::leak(Box::new(Key::parse("idem|f|k").expect("a key")));
         Settle::new(store, key, OwnerToken::generate())
     }
 

@@ -95,7 +95,7 @@ impl Engine {
             // nothing.
             self.view.clone()
         };
-        let mut settle = Settle::new(store, call.key.clone(), OwnerToken::generate());
+        let mut settle = Settle::new(store, &call.key, OwnerToken::generate());
         match self.acquire(&call, &mut settle, telemetry).await {
             Ok(Acquired::Owner(held)) => {
                 let _permit = match admission {
@@ -154,7 +154,7 @@ impl Engine {
     async fn acquire(
         &self,
         call: &Call,
-        settle: &mut Settle,
+        settle: &mut Settle<'_>,
         telemetry: &CallTelemetry,
     ) -> Result<Acquired, Error> {
         let key = call.key.as_str();
@@ -273,7 +273,7 @@ impl Engine {
     async fn execute<T, E, P, F>(
         &self,
         call: &Call,
-        mut guard: Settle,
+        mut guard: Settle<'_>,
         held: InProgress,
         policy: &P,
         body: F,

@@ -53,7 +53,7 @@ impl Engine {
     pub(super) async fn admit_owner(
         &self,
         call: &Call,
-        settle: &mut Settle,
+        settle: &mut Settle<'_>,
     ) -> Result<QuotaPermit, Error> {
         let Some(quota) = &self.quota else {
             return Ok(QuotaPermit::free());

@@ -22,9 +22,9 @@ use crate::{
 };
 
 /// A call whose body runs as the key's owner.
-pub(super) struct Running {
+pub(super) struct Running<'call> {
     /// Settles the key if this call's future is dropped before it is settled here.
-    pub(super) guard: Settle,
+    pub(super) guard: Settle<'call>,
     /// Keeps the lease renewed while alive.
     pub(super) renewal: Renewal,
     pub(super) owner: OwnerToken,
@@ -80,7 +80,7 @@ impl Engine {
     pub(super) async fn settle<T, E, P>(
         &self,
         call: &Call,
-        running: Running,
+        running: Running<'_>,
         policy: &P,
         result: Result<T, E>,
         telemetry: &mut CallTelemetry,
@@ -157,7 +157,7 @@ impl Engine {
     }
 
     /// Does what [`Call::on_abort`] says after the body of `running` panicked.
-    pub(super) async fn settle_panic(&self, call: &Call, running: Running) {
+    pub(super) async fn settle_panic(&self, call: &Call, running: Running<'_>) {
         let key = call.key.as_str();
         let Running {
             mut guard,
@@ -205,7 +205,7 @@ impl Engine {
         call: &Call,
         owner: &OwnerToken,
         lease: &Lease,
-        guard: &mut Settle,
+        guard: &mut Settle<'_>,
     ) {
         let key = call.key.as_str();
         let none = self.completed(call, Outcome::Aborted);

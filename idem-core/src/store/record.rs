@@ -20,31 +20,59 @@ pub const LEASE_GRACE_MS: u64 = LEASE_GRACE.as_millis() as u64;
 
 /// The token that identifies the caller holding an in-progress record. Complete, release and
 /// renew succeed only for the current owner (fencing).
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct OwnerToken(String);
+#[derive(Clone)]
+pub struct OwnerToken(Token);
+
+/// A token's text: one this process generated is kept inline (a call makes one, and its
+/// clones, without an allocation), one read back from a store as it came.
+#[derive(Clone)]
+enum Token {
+    Generated([u8; 32]),
+    Read(String),
+}
 
 impl OwnerToken {
     /// A new random token.
     pub fn generate() -> Self {
-        OwnerToken(uuid::Uuid::new_v4().simple().to_string())
+        let mut text = [0; 32];
+        uuid::Uuid::new_v4().simple().encode_lower(&mut text);
+        OwnerToken(Token::Generated(text))
     }
 
     /// The token's text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            // Lowercase hexadecimal digits, written by `generate`.
+            Token::Generated(text) => std::str::from_utf8(text).unwrap_or_default(),
+            Token::Read(text) => text,
+        }
     }
 }
 
 impl From<String> for OwnerToken {
     /// Rebuilds a token read back from a store.
     fn from(token: String) -> Self {
-        OwnerToken(token)
+        OwnerToken(Token::Read(token))
+    }
+}
+
+impl PartialEq for OwnerToken {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for OwnerToken {}
+
+impl std::hash::Hash for OwnerToken {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
 impl fmt::Debug for OwnerToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "OwnerToken({})", self.0)
+        write!(f, "OwnerToken({})", self.as_str())
     }
 }
 
@@ -382,4 +410,31 @@ pub enum Reservation {
     /// The key holds a live record (or an in-progress record with another fingerprint, whose
     /// lease may have passed); nothing was written.
     Existing(Record),
+}
+
+#[cfg(test)]
+mod owner_token_tests {
+    use std::collections::HashSet;
+
+    use super::OwnerToken;
+
+    #[test]
+    fn a_generated_token_is_the_token_its_text_reads_back_as() {
+        let generated = OwnerToken::generate();
+        let text = generated.as_str().to_owned();
+        assert_eq!(text.len(), 32);
+        assert!(text
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        let read = OwnerToken::from(text);
+        assert_eq!(generated, read);
+        assert_eq!(format!("{generated:?}"), format!("{read:?}"));
+        let tokens: HashSet<OwnerToken> = [generated, read].into_iter().collect();
+        assert_eq!(tokens.len(), 1, "equal tokens hash alike");
+    }
+
+    #[test]
+    fn generated_tokens_differ() {
+        assert_ne!(OwnerToken::generate(), OwnerToken::generate());
+    }
 }
