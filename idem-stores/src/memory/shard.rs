@@ -68,10 +68,13 @@ impl Shard {
         room: &Capacity,
     ) -> Result<Option<Reservation>, StoreError> {
         let mut slots = self.lock();
-        if let Some(slot) = slots.get(key) {
-            check_found(&slot.record, claim)?;
-        }
-        let found = slots.get(key).map(|slot| slot.record.clone());
+        let found = match slots.get(key) {
+            Some(slot) => {
+                check_found(&slot.record, claim)?;
+                Some(slot.record.clone())
+            }
+            None => None,
+        };
         let new_key = found.is_none();
         let judgement = judge_reserve(found, claim);
         let Some(written) = judgement.record_to_write(claim) else {
