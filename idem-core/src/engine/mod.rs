@@ -105,8 +105,9 @@ impl Engine {
                         Err(error) => return Err(failed(telemetry, error)),
                     },
                 };
-                self.execute(&call, settle, held, policy, body, telemetry)
-                    .await
+                // Boxed: the body's future and what runs it are most of a call's future, and a
+                // replay, which never runs them, would otherwise move them at every await.
+                Box::pin(self.execute(&call, settle, held, policy, body, telemetry)).await
             }
             Ok(Acquired::Done(completed)) => replay(policy, &call, completed.outcome(), telemetry),
             Err(error) => Err(failed(telemetry, error)),
