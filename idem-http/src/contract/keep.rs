@@ -50,12 +50,13 @@ pub(crate) async fn run<H: Handler>(
 ) -> Result<Answered<StoredResponse>, Unstored<H::Error>> {
     let idem = config.idem.clone();
     let mut tail = Tail::default();
-    let outcome = idem
-        .run_with_policy(call, &ReleaseErrors, async {
-            let response = handler.call(request).await.map_err(Unstored::Inner)?;
-            keep(&config, &key, response, head, &mut tail).await
-        })
-        .await;
+    // Boxed: the handler's future is most of the call's, and the engine's futures would
+    // otherwise move it whole at each of their awaits, on replays too, which never poll it.
+    let body = Box::pin(async {
+        let response = handler.call(request).await.map_err(Unstored::Inner)?;
+        keep(&config, &key, response, head, &mut tail).await
+    });
+    let outcome = idem.run_with_policy(call, &ReleaseErrors, body).await;
     let settled = matches!(outcome, Ok(_) | Err(Unstored::Released));
     tail.finish(settled, config.abandoned_stream_timeout).await;
     outcome
