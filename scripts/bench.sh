@@ -64,6 +64,7 @@ report() {
     bench "Memory store" -p idem-stores --bench memory_report
     bench "Redis: replay, fresh call and raw round trips" -p idem-tests --features redis --bench redis_replay
     bench "DynamoDB: requests and latency per call" -p idem-tests --features dynamodb --bench dynamodb_calls
+    bench "HTTP: the layer's own cost, in the process" -p idem-http --bench layer_overhead
     bench "HTTP: idem-http against axum-idempotent and no layer" --manifest-path benches/http-compare/Cargo.toml --bench http_compare
     bench "PostgreSQL and Redis replay latency" -p idem-tests --features redis,postgres --bench replay_latency
     bench "Sealing: fresh calls and replays with and without" -p idem-tests --features redis,seal --bench sealing
