@@ -365,3 +365,65 @@ async fn a_handle_built_on_another_handles_store_times_each_operation_once() {
     assert_eq!(samples("reserve"), 1);
     assert_eq!(samples("complete"), 1);
 }
+
+/// A recorder that drops the store's operation times, as a filtering layer would.
+struct WithoutStoreTimes(DebuggingRecorder);
+
+impl metrics::Recorder for WithoutStoreTimes {
+    fn describe_counter(&self, key: metrics::KeyName, unit: Option<Unit>, text: SharedString) {
+        self.0.describe_counter(key, unit, text)
+    }
+
+    fn describe_gauge(&self, key: metrics::KeyName, unit: Option<Unit>, text: SharedString) {
+        self.0.describe_gauge(key, unit, text)
+    }
+
+    fn describe_histogram(&self, key: metrics::KeyName, unit: Option<Unit>, text: SharedString) {
+        self.0.describe_histogram(key, unit, text)
+    }
+
+    fn register_counter(&self, key: &metrics::Key, at: &metrics::Metadata<'_>) -> metrics::Counter {
+        self.0.register_counter(key, at)
+    }
+
+    fn register_gauge(&self, key: &metrics::Key, at: &metrics::Metadata<'_>) -> metrics::Gauge {
+        self.0.register_gauge(key, at)
+    }
+
+    fn register_histogram(
+        &self,
+        key: &metrics::Key,
+        at: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        if key.name() == idem_core::telemetry::STORE_DURATION_SECONDS {
+            return metrics::Histogram::noop();
+        }
+        self.0.register_histogram(key, at)
+    }
+}
+
+#[tokio::test]
+async fn a_recorder_that_drops_the_store_times_still_counts_and_times_calls() {
+    let recorder: &'static WithoutStoreTimes =
+        Box::leak(Box::new(WithoutStoreTimes(DebuggingRecorder::new())));
+    let snapshotter = recorder.0.snapshotter();
+    let _guard = metrics::set_default_local_recorder(recorder);
+    let idem = Idempotency::new(ReferenceStore::new());
+
+    ok(&idem, call(&idem, "orders.create", "a", 1))
+        .await
+        .unwrap();
+    ok(&idem, call(&idem, "orders.create", "a", 1))
+        .await
+        .unwrap();
+
+    let seen = Seen(snapshotter.snapshot().into_vec());
+    assert_eq!(seen.calls("orders.create", "executed"), 1);
+    assert_eq!(seen.calls("orders.create", "replayed"), 1);
+    let store_times = seen
+        .0
+        .iter()
+        .filter(|(key, ..)| key.key().name() == idem_core::telemetry::STORE_DURATION_SECONDS)
+        .count();
+    assert_eq!(store_times, 0, "the recorder dropped them");
+}

@@ -245,3 +245,44 @@ async fn hidden_keys_stay_hidden_in_spans_and_events() {
         assert!(!value.contains("alice@example.com"), "{value}");
     }
 }
+
+/// The subscriber decides by the spans' own names: one that takes `idem.call` and `idem.store`
+/// spans by name, and nothing else, gets both.
+#[tokio::test]
+async fn a_subscriber_that_takes_spans_by_name_gets_the_call_and_its_store_operations() {
+    let capture = Capture::default();
+    let by_name = tracing_subscriber::filter::filter_fn(|metadata| {
+        metadata.is_span() && ["idem.call", "idem.store"].contains(&metadata.name())
+    });
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(capture.clone().with_filter(by_name)),
+    );
+    let idem = Idempotency::new(ReferenceStore::new());
+    ok(&idem, call(&idem, "order-7")).await.unwrap();
+
+    let [span] = capture.calls().try_into().unwrap();
+    let operations: Vec<_> = capture.children(&span).iter().map(|s| s.name).collect();
+    assert!(operations.contains(&"idem.store"), "{operations:?}");
+}
+
+/// A subscriber that takes only the store's spans gets them, though it takes no call span.
+#[tokio::test]
+async fn a_subscriber_that_takes_only_store_spans_gets_them() {
+    let capture = Capture::default();
+    let store_only =
+        tracing_subscriber::filter::filter_fn(|metadata| metadata.name() == "idem.store");
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(capture.clone().with_filter(store_only)),
+    );
+    let idem = Idempotency::new(ReferenceStore::new());
+    ok(&idem, call(&idem, "order-8")).await.unwrap();
+
+    let spans = capture.spans.lock().unwrap();
+    assert!(spans.iter().all(|s| s.name == "idem.store"), "{spans:?}");
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.fields.get("db.operation.name").map(String::as_str) == Some("reserve")),
+        "{spans:?}"
+    );
+}

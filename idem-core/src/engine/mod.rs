@@ -51,7 +51,7 @@ impl Engine {
         // Counted by the function named in the key in clear, which a digest hides.
         let mut telemetry = CallTelemetry::start(&call.key, &self.telemetry_probe);
         let call = self.stored_call(call);
-        telemetry.open_span(&call.key);
+        telemetry.show_key(&call.key);
         let span = telemetry.span().clone();
         // Wrapping moves the whole call's future: only for a subscriber that listens.
         if span.is_disabled() {
@@ -110,6 +110,9 @@ impl Engine {
                 Box::pin(self.execute(&call, settle, held, policy, body, telemetry)).await
             }
             Ok(Acquired::Done(completed)) => replay(policy, &call, completed.outcome(), telemetry),
+            Ok(Acquired::Cached(completed)) => {
+                replay(policy, &call, completed.outcome(), telemetry)
+            }
             Err(error) => Err(failed(telemetry, error)),
         }
     }
@@ -203,10 +206,12 @@ impl Engine {
             let in_progress = match existing {
                 Record::Completed(completed) => {
                     tracing::debug!(target: TARGET, key, "replayed: stored outcome returned");
-                    if self.replay_cache.is_some() {
-                        self.cache(call, Arc::new(completed.clone()));
+                    if self.replay_cache.is_none() {
+                        return Ok(Acquired::Done(completed));
                     }
-                    return Ok(Acquired::Done(completed));
+                    let shared = Arc::new(completed);
+                    self.cache(call, shared.clone());
+                    return Ok(Acquired::Cached(shared));
                 }
                 Record::InProgress(in_progress) => in_progress,
             };
@@ -367,6 +372,8 @@ enum Acquired {
     Owner(InProgress),
     /// The key's call completed, as this record.
     Done(Completed),
+    /// The same, kept in the replay cache too.
+    Cached(Arc<Completed>),
 }
 
 fn replay<T, E, P>(

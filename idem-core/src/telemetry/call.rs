@@ -61,58 +61,66 @@ impl CallOutcome {
 /// Counts a call and times it when dropped, with the outcome set last (or, if none was,
 /// `aborted` once the body started and `cancelled` before).
 pub(crate) struct CallTelemetry {
-    /// The function's metrics, when a recorder or a subscriber listened as the call started.
-    function: Option<&'static FunctionMetrics>,
+    function: &'static FunctionMetrics,
     span: Span,
-    /// When the call started, read only if a recorder listened then.
+    /// When the call started, read only if a recorder kept its duration then.
     started: Option<Instant>,
+    /// Whether a recorder kept the store's reservation times as the call started.
+    store_listened: bool,
     outcome: Option<CallOutcome>,
     body_started: bool,
 }
 
 impl CallTelemetry {
-    /// Starts the telemetry of a call whose function is named in `named` (the key in clear).
-    /// `probe` is a histogram a listening recorder keeps anyway: with no recorder and no
-    /// subscriber, the function's metrics are not even looked up.
-    pub(crate) fn start(named: &Key, probe: &metrics::Key) -> Self {
-        let listened = super::listens(&super::histogram(probe));
-        let traced = super::COMPILED_IN
-            && tracing::span_enabled!(target: TARGET, tracing::Level::INFO, "idem.call");
-        let function =
-            (listened || traced).then(|| function_metrics(named.function().unwrap_or("unknown")));
+    /// Starts the telemetry of a call whose function is named in `named` (the key in clear);
+    /// `store_probe` is a histogram of the store's that the call's operations would record.
+    /// Each clock is read only for a histogram a recorder keeps (a recorder may filter some
+    /// out); counters cost nothing to call without one.
+    pub(crate) fn start(named: &Key, store_probe: &metrics::Key) -> Self {
+        let function = function_metrics(named.function().unwrap_or("unknown"));
+        let listened = super::listens(&super::histogram(
+            &function.durations[CallOutcome::Executed.index()],
+        ));
+        let store_listened = super::listens(&super::histogram(store_probe));
+        // Built for the subscriber to decide by the span's own name, target and fields, which
+        // no question asked beforehand could name. Without one, a disabled span at once.
+        let span = if super::COMPILED_IN {
+            tracing::info_span!(
+                target: TARGET,
+                "idem.call",
+                code.function.name = function.name,
+                idem.key = Empty,
+                idem.attempt = Empty,
+                idem.fencing_token = Empty,
+                idem.outcome = Empty,
+                otel.status_code = Empty,
+            )
+        } else {
+            Span::none()
+        };
         CallTelemetry {
             function,
-            span: Span::none(),
+            span,
             started: listened.then(Instant::now),
+            store_listened,
             outcome: None,
             body_started: false,
         }
     }
 
-    /// Opens the call's span, which names it by `shown` (its key or the key's digest), when a
-    /// subscriber wants it.
-    pub(crate) fn open_span(&mut self, shown: &Key) {
-        let Some(function) = self.function else {
-            return;
-        };
-        self.span = tracing::info_span!(
-            target: TARGET,
-            "idem.call",
-            code.function.name = function.name,
-            idem.key = shown.as_str(),
-            idem.attempt = Empty,
-            idem.fencing_token = Empty,
-            idem.outcome = Empty,
-            otel.status_code = Empty,
-        );
+    /// Names the call in its span by `shown`: its key, or the key's digest.
+    pub(crate) fn show_key(&self, shown: &Key) {
+        self.span.record("idem.key", shown.as_str());
     }
 
-    /// Whether anything listens to the call's store operations: a recorder that listened when
-    /// the call started, or a subscriber that wants their spans.
+    /// Whether anything may listen to the call's store operations: a recorder that kept their
+    /// times as the call started, a subscriber that took the call's span, or one that takes
+    /// DEBUG spans of some kind (the store's are DEBUG, and only they can say whether they
+    /// are wanted).
     pub(crate) fn listens(&self) -> bool {
-        self.started.is_some()
-            || super::COMPILED_IN
-                && tracing::span_enabled!(target: TARGET, tracing::Level::DEBUG, "idem.store")
+        self.store_listened
+            || !self.span.is_disabled()
+            || super::COMPILED_IN && tracing::level_enabled!(tracing::Level::DEBUG)
     }
 
     /// The call's span, which its future runs in.
@@ -140,20 +148,17 @@ impl CallTelemetry {
 
     /// The call took its key over from an owner whose lease passed.
     pub(crate) fn took_over(&self) {
-        if let Some(function) = self.function {
-            super::increment(&function.takeovers);
-        }
+        super::increment(&self.function.takeovers);
     }
 
     /// The replay cache answered the call, or could not.
     pub(crate) fn replay_cache(&self, hit: bool) {
-        if let Some(function) = self.function {
-            super::increment(if hit {
-                &function.cache_hits
-            } else {
-                &function.cache_misses
-            });
-        }
+        let function = self.function;
+        super::increment(if hit {
+            &function.cache_hits
+        } else {
+            &function.cache_misses
+        });
     }
 }
 
@@ -169,10 +174,11 @@ impl Drop for CallTelemetry {
         if outcome.is_failure() {
             self.span.record("otel.status_code", "ERROR");
         }
-        // A call that started before a recorder was installed is not counted.
-        if let (Some(function), Some(started)) = (self.function, self.started) {
-            super::increment(&function.calls[outcome.index()]);
-            super::histogram(&function.durations[outcome.index()]).record(super::Elapsed(started));
+        super::increment(&self.function.calls[outcome.index()]);
+        // A call that started before a recorder kept durations is counted, without one.
+        if let Some(started) = self.started {
+            super::histogram(&self.function.durations[outcome.index()])
+                .record(super::Elapsed(started));
         }
     }
 }

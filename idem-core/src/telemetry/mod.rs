@@ -2,10 +2,11 @@
 //! spans and events through [`tracing`](https://docs.rs/tracing).
 //!
 //! Nothing is exported unless the application installs a recorder (Prometheus,
-//! OpenTelemetry…) or a subscriber: with none, a call reads no clock and opens no span, and
-//! recording costs a few nanoseconds. With a recorder, a call reads the clock once when it
-//! starts and once when it ends, and each store operation the same. The names and labels
-//! below are a contract; keys are never labels.
+//! OpenTelemetry…) or a subscriber: with none, telemetry reads no clock and opens no span,
+//! and recording costs a few nanoseconds (the engine still reads its own clock for leases and
+//! expiry). A duration is timed only for a histogram the recorder keeps (it may filter some
+//! out): one clock read as the call or the store operation starts, one as it ends. The names
+//! and labels below are a contract; keys are never labels.
 //!
 //! | metric | kind | labels |
 //! |---|---|---|

@@ -37,14 +37,18 @@ fn a_recorder_listens_and_the_question_records_no_value() {
 fn a_duration_is_read_when_the_recorder_asks_for_it() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    let started = std::time::Instant::now();
+    // A second ago, so that the value read is known to be at least that.
+    let second = std::time::Duration::from_secs(1);
+    let started = std::time::Instant::now()
+        .checked_sub(second)
+        .expect("a clock past its first second");
     metrics::with_local_recorder(&recorder, || {
         metrics::with_recorder(|recorder| recorder.register_histogram(&probe_key(), &METADATA))
             .record(super::Elapsed(started));
     });
     let recorded = snapshotter.snapshot().into_vec();
     assert!(
-        matches!(recorded.as_slice(), [(.., DebugValue::Histogram(values))] if values.len() == 1 && values[0].into_inner() >= 0.0),
+        matches!(recorded.as_slice(), [(.., DebugValue::Histogram(values))] if values.len() == 1 && values[0].into_inner() >= 1.0),
         "{recorded:?}"
     );
 }
