@@ -32,7 +32,7 @@ pub(crate) struct Engine {
     pub(crate) namespace: Arc<str>,
     pub(crate) replay_cache: Option<Arc<ReplayCache>>,
     pub(crate) quota: Option<Arc<dyn Quota>>,
-    /// What a call asks to learn whether a `metrics` recorder listens.
+    /// What a call asks to learn whether a `metrics` recorder times its store operations.
     pub(crate) telemetry_probe: metrics::Key,
 }
 

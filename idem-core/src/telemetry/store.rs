@@ -28,8 +28,8 @@ fn duration_key(store: &'static str, operation: &'static str) -> MetricKey {
     )
 }
 
-/// What a call asks to learn whether a recorder listens: the histogram of `store`'s
-/// reservations, which a listening recorder keeps anyway.
+/// What a call asks to learn whether a recorder times its store operations: the histogram of
+/// `store`'s reservations.
 pub(crate) fn probe_key(store: &'static str) -> MetricKey {
     duration_key(store, STORE_OPERATIONS[Operation::Reserve as usize])
 }
