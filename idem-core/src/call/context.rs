@@ -124,8 +124,10 @@ impl CallContext {
 
     /// Resolves when the engine learns the lease is gone: another caller took the key over
     /// (a renewal or a [step](crate::step)'s write was refused and the record read back shows
-    /// another owner), or no renewal reached the store before the lease passed. A long body can
-    /// race its work against it and stop early; its outcome will not be recorded
+    /// another owner), or the lease passed by the caller's clock with no renewal through (a
+    /// call [without renewal](crate::Call::without_renewal), a process paused past its
+    /// lease, a store that did not answer in time). A long body can race its work against it
+    /// and stop early; its outcome will not be recorded
     /// ([`Error::NotRecorded`](crate::Error::NotRecorded)) unless the store still accepts it.
     ///
     /// After an outage that outlasted the lease, renewals go on; when one gets through, no one
@@ -133,13 +135,13 @@ impl CallContext {
     /// again. A renewal that finds the record completed by this very call (in the caller's
     /// own transaction) is no loss.
     pub async fn lease_lost(&self) {
-        self.inner.lease.lost().await
+        self.inner.lease.lost_or_passed().await
     }
 
-    /// Whether the lease is known to be lost now: taken over (for good), or passed with no
-    /// renewal through since.
+    /// Whether the lease is known to be lost now: taken over (for good), or passed by the
+    /// caller's clock with no renewal through since.
     pub fn is_lease_lost(&self) -> bool {
-        self.inner.lease.loss().is_some()
+        self.inner.lease.known_lost()
     }
 
     /// Runs `body` with this context current.

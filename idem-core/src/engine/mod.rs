@@ -292,7 +292,7 @@ impl Engine {
         F: Future<Output = Result<T, E>>,
     {
         let owner = guard.owner().clone();
-        let lease = Arc::new(Lease::new(held.lease_until()));
+        let lease = Arc::new(Lease::new(held.lease_until(), self.clock.clone()));
         let renew = Renew {
             store: guard.store().clone(),
             clock: self.clock.clone(),

@@ -4,10 +4,12 @@ pub(crate) mod renewal;
 pub(crate) mod retry;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 
 use tokio::sync::Notify;
 
 use crate::{
+    clock::Clock,
     fingerprint::Fingerprint,
     store::{OwnerToken, Record, Timestamp},
 };
@@ -27,19 +29,30 @@ const EXPIRED: u8 = 2;
 
 /// The lease deadline as last renewed, and whether the lease is known lost. Shared by the
 /// renewal task, the engine and the body's [`CallContext`](crate::CallContext).
-#[derive(Debug)]
 pub(crate) struct Lease {
     until: AtomicU64,
     lost: AtomicU8,
     on_loss: Notify,
+    /// The caller's clock, by which the deadline passes.
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("until", &self.until())
+            .field("loss", &self.loss())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Lease {
-    pub(crate) fn new(until: Timestamp) -> Self {
+    pub(crate) fn new(until: Timestamp, clock: Arc<dyn Clock>) -> Self {
         Lease {
             until: AtomicU64::new(until.as_millis()),
             lost: AtomicU8::new(HELD),
             on_loss: Notify::new(),
+            clock,
         }
     }
 
@@ -76,6 +89,31 @@ impl Lease {
             TAKEN_OVER => Some(Loss::TakenOver),
             EXPIRED => Some(Loss::Expired),
             _ => None,
+        }
+    }
+
+    /// Whether the body may know the lease is gone: lost, or its deadline passed by the
+    /// caller's clock with no renewal through since. Nothing may have told the engine yet:
+    /// a call that does not renew, or a process that was paused past its lease, learns it
+    /// from the clock before any renewal is refused.
+    pub(crate) fn known_lost(&self) -> bool {
+        self.loss().is_some() || self.passed()
+    }
+
+    fn passed(&self) -> bool {
+        self.clock.now() >= self.until()
+    }
+
+    /// Resolves once [`known_lost`](Lease::known_lost) is true.
+    pub(crate) async fn lost_or_passed(&self) {
+        loop {
+            let remaining = self.until().saturating_duration_since(self.clock.now());
+            if remaining.is_zero() {
+                return;
+            }
+            if tokio::time::timeout(remaining, self.lost()).await.is_ok() {
+                return;
+            }
         }
     }
 
