@@ -115,6 +115,7 @@ async fn run_on(
         faults: fault_log,
         ended: now_micros(),
         told_within: 2 * largest_offset * 1_000 + TOLD_SLACK_MICROS,
+        lease: args.lease_ms * 1_000,
         ..Run::default()
     };
     for entry in fs::read_dir(&histories).map_err(|error| error.to_string())? {

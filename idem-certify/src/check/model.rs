@@ -107,6 +107,8 @@ pub struct Run {
     /// told: twice the largest clock offset among the workers (a taker ahead and an owner
     /// behind), and a little for the scheduling of the news.
     pub told_within: u64,
+    /// The lease of every call, in microseconds.
+    pub lease: u64,
 }
 
 impl Run {
@@ -200,21 +202,24 @@ impl Run {
             .unwrap_or(self.ended)
     }
 
-    /// Whether `call` may have lost its key between `from` and `to` without any fault of the
-    /// store: it was a stall or was abandoned (its lease was let pass), the engine told it the
-    /// lease was lost by `to`, its process was killed, stopped or cut off in that time, the
-    /// store restarted, or it ended in an error that leaves the key to the lease by `to`.
+    /// Whether the store may rightly have judged `call`'s lease passed between `from` and
+    /// `to`: it did not renew (a stall) and its lease from the reservation passed by then, it
+    /// was abandoned (its lease let pass) by then, the engine told it the lease was lost by
+    /// `to`, its process was killed, stopped or cut off in that time, the store restarted, or
+    /// it ended by `to` in an error that leaves the key to the lease.
     pub(crate) fn excused(&self, call: &CallRecord, from: u64, to: u64) -> bool {
-        if matches!(
+        let reach = to + self.told_within;
+        let unrenewed = matches!(
             call.op,
-            Some(Op::Stall) | Some(Op::StallAtEnd) | Some(Op::Abandon)
-        ) {
+            Some(Op::Stall | Op::StallAtEnd | Op::StallAtEndStepless)
+        );
+        if unrenewed && reach >= call.invoked + self.lease {
             return true;
         }
-        if call
-            .lease_lost_at
-            .is_some_and(|told| told <= to + self.told_within)
-        {
+        if call.op == Some(Op::Abandon) && call.ended_at().is_some_and(|ended| ended <= reach) {
+            return true;
+        }
+        if call.lease_lost_at.is_some_and(|told| told <= reach) {
             return true;
         }
         if let (Some(class), Some(ended)) = (call.error_class(), call.ended_at()) {
@@ -228,5 +233,33 @@ impl Run {
                 && fault.start <= to
                 && fault.end.max(fault.start) >= from
         })
+    }
+
+    /// Whether `call`, whose key was taken over at `taken`, could have known it by `t`: its
+    /// clock said its lease had passed (within the clocks' offsets and the news's scheduling),
+    /// and it was not frozen since then (a process stopped between its look at the lease and
+    /// its next effect performs that effect the instant it resumes). A restart of the store
+    /// may lose the record without the lease passing: the owner learns it from its next
+    /// renewal, within a lease.
+    pub(crate) fn could_know(&self, call: &CallRecord, taken: u64, t: u64) -> bool {
+        let mut knows_from = taken + self.told_within;
+        for fault in &self.faults {
+            let frozen = fault.kind == "stop" && fault.process == call.process;
+            if frozen && fault.start <= t && fault.end >= taken {
+                knows_from = knows_from.max(fault.end + self.told_within);
+            }
+            if fault.kind == "restart" && fault.start <= t && fault.end + self.lease >= taken {
+                knows_from = knows_from.max(fault.end + self.lease + self.told_within);
+            }
+        }
+        t > knows_from
+    }
+
+    /// Whether `call` heard that its outcome would not count: the engine told its body the
+    /// lease was lost, or it ended in an error that says so.
+    pub(crate) fn told(&self, call: &CallRecord) -> bool {
+        call.lease_lost_at.is_some()
+            || call.body_end.is_some_and(|(_, lost)| lost)
+            || matches!(call.error_class(), Some("NotRecorded" | "LeaseLost"))
     }
 }

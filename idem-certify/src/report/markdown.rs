@@ -80,8 +80,8 @@ pub(crate) fn render(report: &Report) -> String {
     }
     let _ = writeln!(
         page,
-        "Fencing regressions (a later body of a key with a token no greater than an earlier \
-         one's, reported apart): {}\n",
+        "Fencing regressions the design allows (a fresh reservation, attempt 1, after the \
+         earlier body stopped, with a token its own clock proposed; reported apart): {}\n",
         report.fencing_regressions
     );
     let _ = writeln!(

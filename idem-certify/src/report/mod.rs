@@ -102,11 +102,7 @@ impl Report {
         let by_key = run.by_key();
         let mut shown: BTreeMap<Class, usize> = BTreeMap::new();
         let mut examples = Vec::new();
-        for anomaly in findings
-            .anomalies
-            .iter()
-            .chain(&findings.fencing_regressions)
-        {
+        for anomaly in &findings.anomalies {
             let count = shown.entry(anomaly.class).or_default();
             if *count == EXAMPLES_PER_CLASS {
                 continue;

@@ -1,0 +1,113 @@
+//! The rules of a takeover: the taker's fencing token is above the owner's, and the owner,
+//! once it could know, performs no effect and hears that its outcome does not count.
+
+use super::model::{CallRecord, Run};
+use super::{Anomaly, Class, Found};
+
+/// A body, as the takeover rules read it: the call, when it began and stopped, its token.
+type Ran<'a> = (&'a CallRecord, u64, u64, u64);
+
+fn ran<'a>(run: &Run, calls: &[&'a CallRecord]) -> Vec<Ran<'a>> {
+    calls
+        .iter()
+        .filter_map(|call| {
+            call.body
+                .map(|(start, _, fencing)| (*call, start, run.body_stopped(call), fencing))
+        })
+        .collect()
+}
+
+/// Bodies of one key, in the order they began, whose fencing token does not grow. Allowed,
+/// and returned apart, when the later one found no record to take over (attempt 1) after the
+/// earlier one's body had stopped: a reservation that landed after a release or an expiry,
+/// with a token proposed by its own clock before it waited. Any other is an anomaly: a
+/// takeover's token must be above the owner's, whatever the clocks say.
+pub(super) fn fencing(
+    run: &Run,
+    key: &str,
+    calls: &[&CallRecord],
+    found: &mut Found<'_>,
+) -> Vec<Anomaly> {
+    let mut bodies = ran(run, calls);
+    bodies.sort_by_key(|&(call, start, _, fencing)| (start, fencing, call.id.clone()));
+    let mut allowed = Vec::new();
+    for pair in bodies.windows(2) {
+        let ((earlier, _, earlier_stop, earlier_token), (later, later_start, _, later_token)) =
+            (pair[0], pair[1]);
+        if later_token > earlier_token {
+            continue;
+        }
+        let attempt = later.body.map_or(0, |(_, attempt, _)| attempt);
+        let detail = format!(
+            "{} (attempt {attempt}) began after {} with fencing token {later_token} <= \
+             {earlier_token}",
+            later.id, earlier.id
+        );
+        let ids = vec![earlier.id.as_str(), later.id.as_str()];
+        if attempt == 1 && earlier_stop <= later_start {
+            allowed.push(Anomaly {
+                class: Class::FencingTokenRegressed,
+                key: key.to_owned(),
+                detail,
+                calls: ids.into_iter().map(str::to_owned).collect(),
+            });
+        } else {
+            found(Class::FencingTokenRegressed, detail, ids);
+        }
+    }
+    allowed
+}
+
+/// An owner whose key was taken over while its body ran (by a body with a higher token):
+/// excused for its effects only while it could not have known, and, if it ended, told that
+/// its outcome did not count. An outcome accepted anyway is [`Class::StaleWriteAccepted`].
+pub(super) fn stale_owners(run: &Run, calls: &[&CallRecord], found: &mut Found<'_>) {
+    let bodies = ran(run, calls);
+    for &(owner, start, stop, token) in &bodies {
+        let until = owner.ended_at().unwrap_or(stop).max(stop);
+        let Some((taken, taker)) = bodies
+            .iter()
+            .filter(|&&(_, theirs, their_stop, their_token)| {
+                their_token > token && theirs < until && start < their_stop
+            })
+            .map(|&(taker, theirs, _, _)| (theirs, taker))
+            .min_by_key(|&(theirs, taker)| (theirs, taker.id.clone()))
+        else {
+            continue;
+        };
+        let ids = vec![owner.id.as_str(), taker.id.as_str()];
+        if let Some((step, _, t)) = owner
+            .effects
+            .iter()
+            .find(|&&(_, _, t)| t > taken && run.could_know(owner, taken, t))
+        {
+            found(
+                Class::StaleOwnerNotTold,
+                format!(
+                    "{} performed {step} {} ms after {} took its key over, when it could know",
+                    owner.id,
+                    (t - taken) / 1_000,
+                    taker.id
+                ),
+                ids.clone(),
+            );
+        }
+        let untold = match owner.error_class() {
+            Some("Failed") => false,
+            Some(_) => !run.told(owner),
+            None => false,
+        };
+        if untold {
+            found(
+                Class::StaleOwnerNotTold,
+                format!(
+                    "{} ended {:?} without being told that {} took its key over",
+                    owner.id,
+                    owner.error_class().unwrap_or_default(),
+                    taker.id
+                ),
+                ids,
+            );
+        }
+    }
+}
