@@ -36,8 +36,20 @@ pub enum Op {
     /// A body that pauses between its steps longer than its lease without renewing it, as a
     /// paused process would.
     Stall,
-    /// Like [`Op::Stall`], the pause after its last step: its outcome comes after its lease.
+    /// Like [`Op::Stall`], the pause after its last step, and it returns without looking at
+    /// its lease: its completion, with steps in the record, races a takeover.
     StallAtEnd,
+    /// A body without steps (one effect) that pauses past its lease and returns without
+    /// looking at it: its completion races a takeover on the store's path for records with no
+    /// steps.
+    StallAtEndStepless,
+    /// A body without steps: one effect, and its answer.
+    Quick,
+    /// A body that records its first step, then fails: the key is released with the step,
+    /// and the next caller resumes after it.
+    FailAfterStep,
+    /// A body whose second step fails once before its effect and is tried again.
+    StepRetry,
     /// A call its caller gives up on mid-body (the future is dropped).
     Abandon,
     /// A body that fails before any side effect: the key is released.

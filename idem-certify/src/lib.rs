@@ -16,7 +16,8 @@
 //! - `history`: the events a worker appends, one JSON line each, and the side effects the
 //!   checker counts (the ledger is the history file, which shares nothing with the store).
 //! - `workload`: what a worker calls: hot keys, retries, mismatches, slow and stalled bodies,
-//!   abandoned calls, failures, stored errors and waiters, each body two steps.
+//!   bodies with two steps and without steps, completions racing a takeover, failures before
+//!   and after a recorded step, a step tried again, abandoned calls, stored errors and waiters.
 //! - `run`, `nemesis`, `processes`, `proxies`, `servers`: the store started through the test
 //!   harness, worker processes started from this binary, and the faults.
 //! - `check`: the anomaly classes, from the history and the final records.

@@ -20,6 +20,9 @@ const RETRY_EPOCHS: u64 = 8;
 const TTL: Duration = Duration::from_secs(3_600);
 /// The steps of every body, each one side effect.
 pub(crate) const STEPS: [&str; 2] = ["charge", "ship"];
+/// The one side effect of a body without steps: a name of its own, since a body without
+/// steps can't resume after another's recorded steps.
+pub(crate) const STEPLESS_EFFECT: &str = "deliver";
 
 /// A body's error: stored as the outcome (`Declined`), or not.
 #[derive(Debug, Serialize, Deserialize)]
@@ -129,7 +132,7 @@ impl Worker {
         let lease = self.plan.lease();
         let mut call = Call::new(key, fingerprint).with_ttl(TTL).with_lease(lease);
         match op {
-            Op::Stall | Op::StallAtEnd => call = call.without_renewal(),
+            Op::Stall | Op::StallAtEnd | Op::StallAtEndStepless => call = call.without_renewal(),
             Op::Wait => call = call.with_wait(lease * 3),
             _ => {}
         }
@@ -164,15 +167,19 @@ impl Worker {
 
     fn pick_op(&mut self) -> Op {
         match self.rng.u32(..100) {
-            0..=29 => Op::Contend,
-            30..=44 => Op::Retry,
-            45..=49 => Op::Mismatch,
-            50..=54 => Op::Wait,
-            55..=62 => Op::Slow,
-            63..=70 => Op::Stall,
-            71..=78 => Op::StallAtEnd,
-            79..=86 => Op::Abandon,
-            87..=92 => Op::Fail,
+            0..=21 => Op::Contend,
+            22..=33 => Op::Retry,
+            34..=37 => Op::Mismatch,
+            38..=42 => Op::Wait,
+            43..=49 => Op::Slow,
+            50..=56 => Op::Stall,
+            57..=62 => Op::StallAtEnd,
+            63..=68 => Op::StallAtEndStepless,
+            69..=75 => Op::Abandon,
+            76..=80 => Op::Fail,
+            81..=84 => Op::FailAfterStep,
+            85..=88 => Op::StepRetry,
+            89..=93 => Op::Quick,
             _ => Op::StoreErr,
         }
     }
@@ -193,7 +200,9 @@ impl Worker {
         match op {
             Op::Slow | Op::Stall => lease * 3 / 2,
             // Wakes just past its lease, while a caller that took the key over may still run.
-            Op::StallAtEnd => lease + Duration::from_millis(self.rng.u64(..150)),
+            Op::StallAtEnd | Op::StallAtEndStepless => {
+                lease + Duration::from_millis(self.rng.u64(..150))
+            }
             Op::Abandon => lease * 2,
             _ => Duration::from_millis(self.rng.u64(..100)),
         }
@@ -219,7 +228,8 @@ fn ending_of(result: Result<idem_core::Answered<String>, BodyError>, call: &str)
     }
 }
 
-/// The body of every call: two steps, each a side effect written to the history first.
+/// The body of every call: two steps, each a side effect written to the history first, or
+/// one effect without steps.
 async fn body(
     history: Arc<HistoryWriter>,
     call: String,
@@ -236,12 +246,7 @@ async fn body(
         t: now_micros(),
     });
     if op == Op::Fail {
-        history.write(&Event::BodyEnd {
-            call,
-            lease_lost: false,
-            t: now_micros(),
-        });
-        return Err(BodyError::Failed);
+        return body_failed(&history, call);
     }
     let key = ctx.key().as_str().to_owned();
     // When the engine tells the body its lease is lost, for the checker: a takeover after
@@ -257,25 +262,38 @@ async fn body(
         }
     });
     let _watching = AbortOnDrop(watcher);
+    let effect = |name: &str| Event::Effect {
+        call: call.clone(),
+        key: key.clone(),
+        step: name.to_owned(),
+        fencing,
+        t: now_micros(),
+    };
+    let stepless = matches!(op, Op::Quick | Op::StallAtEndStepless);
+    // A body that knows it lost its key stops before its next effect, as the contract asks
+    // of long bodies.
     let mut lease_lost = false;
-    for (index, name) in STEPS.into_iter().enumerate() {
+    if stepless {
+        lease_lost = ctx.is_lease_lost();
+        if !lease_lost {
+            history.write(&effect(STEPLESS_EFFECT));
+        }
+    }
+    for (index, name) in STEPS.into_iter().enumerate().filter(|_| !stepless) {
         if index > 0 && op != Op::StallAtEnd {
             tokio::time::sleep(pause).await;
         }
-        // A body that knows it lost its key stops before its next effect, as the contract
-        // asks of long bodies.
         if ctx.is_lease_lost() {
             lease_lost = true;
             break;
         }
+        if op == Op::StepRetry && index == 1 {
+            // The first try fails before its effect (or replays the step a takeover found
+            // recorded); a failed try leaves the name free for the second.
+            let _ = step(name, async { Err::<String, _>(BodyError::Failed) }).await;
+        }
         step(name, async {
-            history.write(&Event::Effect {
-                call: call.clone(),
-                key: key.clone(),
-                step: name.to_owned(),
-                fencing,
-                t: now_micros(),
-            });
+            history.write(&effect(name));
             Ok::<_, BodyError>(name.to_owned())
         })
         .await?;
@@ -284,11 +302,17 @@ async fn body(
             step: name.to_owned(),
             t: now_micros(),
         });
+        if op == Op::FailAfterStep {
+            return body_failed(&history, call);
+        }
     }
-    if op == Op::StallAtEnd {
+    if matches!(op, Op::StallAtEnd | Op::StallAtEndStepless) {
+        // Returns without another look at its lease, as most bodies do: the store's owner
+        // check is all that keeps its outcome out once a retry took the key over.
         tokio::time::sleep(pause).await;
+    } else {
+        lease_lost |= ctx.is_lease_lost();
     }
-    lease_lost |= ctx.is_lease_lost();
     history.write(&Event::BodyEnd {
         call: call.clone(),
         lease_lost,
@@ -305,6 +329,16 @@ async fn body(
         Op::StoreErr => Err(BodyError::Declined(answer)),
         _ => Ok(answer),
     }
+}
+
+/// The body fails with an error that is not stored: the key is released.
+fn body_failed(history: &HistoryWriter, call: String) -> Result<String, BodyError> {
+    history.write(&Event::BodyEnd {
+        call,
+        lease_lost: false,
+        t: now_micros(),
+    });
+    Err(BodyError::Failed)
 }
 
 /// Aborts a task when dropped: the lease watcher ends with its body, however the body ends.
