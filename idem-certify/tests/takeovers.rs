@@ -112,3 +112,24 @@ fn a_stale_owner_must_be_told_its_outcome_did_not_count() {
     let told = resumed(3_010, ended("Store"), Some(3_005));
     assert_eq!(classes(&told), []);
 }
+
+#[test]
+fn a_step_a_stale_owner_performed_after_the_takeover_must_not_be_recorded() {
+    // `a` never looks at its lease: it ships at 2 500, after `b` took over at 2 000. The store
+    // must refuse the step's write; had it accepted, `a` would have seen `ship` done.
+    let heedless = |recorded: bool| {
+        let mut events = owner(Op::Heedless);
+        events.push(effect("a", "ship", 1, 2_500));
+        if recorded {
+            events.push(Event::StepDone {
+                call: "a".into(),
+                step: "ship".into(),
+                t: 2_510,
+            });
+        }
+        events.push(complete("a", ended("NotRecorded"), 2_520));
+        run(vec![("w0.1", events), ("w1.1", taker(2_000, 2))])
+    };
+    assert_eq!(classes(&heedless(false)), []);
+    assert_eq!(classes(&heedless(true)), [Class::StaleWriteAccepted]);
+}

@@ -25,7 +25,8 @@ pub enum Class {
     /// Two bodies ran at once for one key while the first owner's lease was live and nothing
     /// told it otherwise.
     ConcurrentBodies,
-    /// Two owners of one key both had their outcome accepted: a stale owner's write won.
+    /// Two owners of one key both had their outcome accepted, or a stale owner had a step it
+    /// performed after the takeover recorded: a stale owner's write won.
     StaleWriteAccepted,
     /// A caller got an answer the store no longer holds while its TTL lives.
     LostCompletion,
@@ -63,7 +64,9 @@ impl Class {
             Class::ConcurrentBodies => {
                 "two bodies ran at once while the first owner's lease was live"
             }
-            Class::StaleWriteAccepted => "a stale owner's outcome was accepted after a takeover",
+            Class::StaleWriteAccepted => {
+                "a stale owner's outcome or step was accepted after a takeover"
+            }
             Class::LostCompletion => "an answer given is not in the store while its TTL lives",
             Class::StaleOwnerNotTold => {
                 "a taken-over owner acted once it could know, or was never told"

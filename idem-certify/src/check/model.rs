@@ -209,10 +209,7 @@ impl Run {
     /// it ended by `to` in an error that leaves the key to the lease.
     pub(crate) fn excused(&self, call: &CallRecord, from: u64, to: u64) -> bool {
         let reach = to + self.told_within;
-        let unrenewed = matches!(
-            call.op,
-            Some(Op::Stall | Op::StallAtEnd | Op::StallAtEndStepless)
-        );
+        let unrenewed = matches!(call.op, Some(Op::Stall | Op::StallAtEnd | Op::Heedless));
         if unrenewed && reach >= call.invoked + self.lease {
             return true;
         }

@@ -3,6 +3,7 @@
 
 use super::model::{CallRecord, Run};
 use super::{Anomaly, Class, Found};
+use crate::history::Op;
 
 /// A body, as the takeover rules read it: the call, when it began and stopped, its token.
 type Ran<'a> = (&'a CallRecord, u64, u64, u64);
@@ -60,7 +61,8 @@ pub(super) fn fencing(
 
 /// An owner whose key was taken over while its body ran (by a body with a higher token):
 /// excused for its effects only while it could not have known, and, if it ended, told that
-/// its outcome did not count. An outcome accepted anyway is [`Class::StaleWriteAccepted`].
+/// its outcome did not count. An outcome accepted anyway, or a step it performed after the
+/// takeover and had recorded, is [`Class::StaleWriteAccepted`].
 pub(super) fn stale_owners(run: &Run, calls: &[&CallRecord], found: &mut Found<'_>) {
     let bodies = ran(run, calls);
     for &(owner, start, stop, token) in &bodies {
@@ -76,10 +78,30 @@ pub(super) fn stale_owners(run: &Run, calls: &[&CallRecord], found: &mut Found<'
             continue;
         };
         let ids = vec![owner.id.as_str(), taker.id.as_str()];
+        // A step whose effect came after the taker's reservation was written after it too:
+        // the store must have refused it.
+        let recorded_late = owner.steps_done.iter().find(|(step, _)| {
+            owner
+                .effects
+                .iter()
+                .any(|(name, _, t)| name == step && *t > taken)
+        });
+        if let Some((step, _)) = recorded_late {
+            found(
+                Class::StaleWriteAccepted,
+                format!(
+                    "{} recorded step {step}, performed after {} took its key over",
+                    owner.id, taker.id
+                ),
+                ids.clone(),
+            );
+        }
+        // A body that never looks at its lease can't be held to what it could know.
+        let looks = owner.op != Some(Op::Heedless);
         if let Some((step, _, t)) = owner
             .effects
             .iter()
-            .find(|&&(_, _, t)| t > taken && run.could_know(owner, taken, t))
+            .find(|&&(_, _, t)| looks && t > taken && run.could_know(owner, taken, t))
         {
             found(
                 Class::StaleOwnerNotTold,
