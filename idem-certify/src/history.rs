@@ -37,16 +37,16 @@ pub enum Op {
     /// paused process would.
     Stall,
     /// Like [`Op::Stall`], the pause after its last step, and it returns without looking at
-    /// its lease: its completion, with steps in the record, races a takeover.
+    /// its lease: its completion races a takeover, on the store's path for records with
+    /// steps or, on a key whose body has none, for records without.
     StallAtEnd,
-    /// A body without steps (one effect) that pauses past its lease and returns without
-    /// looking at it: its completion races a takeover on the store's path for records with no
-    /// steps.
-    StallAtEndStepless,
-    /// A body without steps: one effect, and its answer.
-    Quick,
+    /// A body that pauses past its lease between its steps without renewing, and never looks
+    /// at its lease, as a body that does not race its work against it: once a retry took the
+    /// key over, the store must refuse its next step's write, which stops it.
+    Heedless,
     /// A body that records its first step, then fails: the key is released with the step,
-    /// and the next caller resumes after it.
+    /// and the next caller resumes after it. On a key whose body has no steps, a failure
+    /// before its effect.
     FailAfterStep,
     /// A body whose second step fails once before its effect and is tried again.
     StepRetry,

@@ -20,9 +20,19 @@ const RETRY_EPOCHS: u64 = 8;
 const TTL: Duration = Duration::from_secs(3_600);
 /// The steps of every body, each one side effect.
 pub(crate) const STEPS: [&str; 2] = ["charge", "ship"];
-/// The one side effect of a body without steps: a name of its own, since a body without
-/// steps can't resume after another's recorded steps.
+/// The one side effect of a body without steps.
 pub(crate) const STEPLESS_EFFECT: &str = "deliver";
+/// Every this many hot keys, one is called with a body without steps: a key is one
+/// function's, and its record never holds steps.
+const STEPLESS_EVERY: u64 = 3;
+
+/// Whether the body called on key `name` (`k{epoch}-{index}`) has no steps.
+pub(crate) fn stepless(name: &str) -> bool {
+    name.rsplit('-')
+        .next()
+        .and_then(|index| index.parse::<u64>().ok())
+        .is_some_and(|index| index % STEPLESS_EVERY == 0)
+}
 
 /// A body's error: stored as the outcome (`Declined`), or not.
 #[derive(Debug, Serialize, Deserialize)]
@@ -132,10 +142,11 @@ impl Worker {
         let lease = self.plan.lease();
         let mut call = Call::new(key, fingerprint).with_ttl(TTL).with_lease(lease);
         match op {
-            Op::Stall | Op::StallAtEnd | Op::StallAtEndStepless => call = call.without_renewal(),
+            Op::Stall | Op::StallAtEnd | Op::Heedless => call = call.without_renewal(),
             Op::Wait => call = call.with_wait(lease * 3),
             _ => {}
         }
+        let key_stepless = stepless(&key_name);
         self.history.write(&Event::Invoke {
             call: call_id.clone(),
             key: key_name,
@@ -144,7 +155,12 @@ impl Worker {
             t: now_micros(),
         });
         let pause = self.pause(op, lease);
-        let body = body(self.history.clone(), call_id.clone(), payload, op, pause);
+        let shape = Shape {
+            op,
+            pause,
+            stepless: key_stepless,
+        };
+        let body = body(self.history.clone(), call_id.clone(), payload, shape);
         let run = self.idem.run_storing_errors(
             call,
             |error| matches!(error, BodyError::Declined(_)),
@@ -167,19 +183,18 @@ impl Worker {
 
     fn pick_op(&mut self) -> Op {
         match self.rng.u32(..100) {
-            0..=21 => Op::Contend,
+            0..=26 => Op::Contend,
             22..=33 => Op::Retry,
             34..=37 => Op::Mismatch,
             38..=42 => Op::Wait,
             43..=49 => Op::Slow,
-            50..=56 => Op::Stall,
-            57..=62 => Op::StallAtEnd,
-            63..=68 => Op::StallAtEndStepless,
+            50..=52 => Op::Stall,
+            53..=56 => Op::Heedless,
+            57..=68 => Op::StallAtEnd,
             69..=75 => Op::Abandon,
             76..=80 => Op::Fail,
             81..=84 => Op::FailAfterStep,
-            85..=88 => Op::StepRetry,
-            89..=93 => Op::Quick,
+            85..=93 => Op::StepRetry,
             _ => Op::StoreErr,
         }
     }
@@ -188,7 +203,10 @@ impl Worker {
         let epoch = now_micros() / EPOCH.as_micros() as u64;
         // Other arguments go to keys of a few seconds ago, most of them answered by now: on a
         // fresh key they would claim it, and every caller after them would be refused.
+        // Half the retries come a second later, when a stalled first call's lease passes:
+        // they take its key over while it may still complete.
         let epoch = match op {
+            Op::Retry if self.rng.bool() => epoch.saturating_sub(1),
             Op::Retry | Op::Mismatch => epoch.saturating_sub(self.rng.u64(1..=RETRY_EPOCHS)),
             _ => epoch,
         };
@@ -198,11 +216,12 @@ impl Worker {
     /// How long the body pauses between its steps (after them for [`Op::StallAtEnd`]).
     fn pause(&mut self, op: Op, lease: Duration) -> Duration {
         match op {
-            Op::Slow | Op::Stall => lease * 3 / 2,
+            // Long enough that a stop or a cut of one to two leases can end mid-pause: the
+            // renewal that follows then races the takeover made meanwhile.
+            Op::Slow => lease * 3 + Duration::from_millis(self.rng.u64(..lease.as_millis() as u64)),
+            Op::Stall | Op::Heedless => lease * 3 / 2,
             // Wakes just past its lease, while a caller that took the key over may still run.
-            Op::StallAtEnd | Op::StallAtEndStepless => {
-                lease + Duration::from_millis(self.rng.u64(..150))
-            }
+            Op::StallAtEnd => lease + Duration::from_millis(self.rng.u64(..150)),
             Op::Abandon => lease * 2,
             _ => Duration::from_millis(self.rng.u64(..100)),
         }
@@ -234,9 +253,13 @@ async fn body(
     history: Arc<HistoryWriter>,
     call: String,
     payload: String,
-    op: Op,
-    pause: Duration,
+    shape: Shape,
 ) -> Result<String, BodyError> {
+    let Shape {
+        op,
+        pause,
+        stepless,
+    } = shape;
     let ctx = context().expect("the engine runs the body in its call's context");
     let fencing = ctx.fencing_token();
     history.write(&Event::Body {
@@ -245,7 +268,7 @@ async fn body(
         fencing,
         t: now_micros(),
     });
-    if op == Op::Fail {
+    if op == Op::Fail || (op == Op::FailAfterStep && stepless) {
         return body_failed(&history, call);
     }
     let key = ctx.key().as_str().to_owned();
@@ -269,7 +292,6 @@ async fn body(
         fencing,
         t: now_micros(),
     };
-    let stepless = matches!(op, Op::Quick | Op::StallAtEndStepless);
     // A body that knows it lost its key stops before its next effect, as the contract asks
     // of long bodies.
     let mut lease_lost = false;
@@ -283,7 +305,7 @@ async fn body(
         if index > 0 && op != Op::StallAtEnd {
             tokio::time::sleep(pause).await;
         }
-        if ctx.is_lease_lost() {
+        if op != Op::Heedless && ctx.is_lease_lost() {
             lease_lost = true;
             break;
         }
@@ -306,11 +328,11 @@ async fn body(
             return body_failed(&history, call);
         }
     }
-    if matches!(op, Op::StallAtEnd | Op::StallAtEndStepless) {
+    if op == Op::StallAtEnd {
         // Returns without another look at its lease, as most bodies do: the store's owner
         // check is all that keeps its outcome out once a retry took the key over.
         tokio::time::sleep(pause).await;
-    } else {
+    } else if op != Op::Heedless {
         lease_lost |= ctx.is_lease_lost();
     }
     history.write(&Event::BodyEnd {
@@ -329,6 +351,16 @@ async fn body(
         Op::StoreErr => Err(BodyError::Declined(answer)),
         _ => Ok(answer),
     }
+}
+
+/// What a body does, beyond its call.
+struct Shape {
+    /// What it was asked to do.
+    op: Op,
+    /// How long it pauses (see [`Worker::pause`]).
+    pause: Duration,
+    /// Whether it has no steps: one effect.
+    stepless: bool,
 }
 
 /// The body fails with an error that is not stored: the key is released.
