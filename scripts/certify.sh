@@ -40,9 +40,20 @@ if [ -n "$write" ]; then
         echo "killed (SIGKILL) and stopped (SIGSTOP past the lease), network faults between a worker"
         echo "and the store (latency, stalls, cut connections, dropped answers; not on the cluster,"
         echo "whose nodes redirect clients to their own addresses), the server restarted (Redis with"
-        echo "its append-only file, PostgreSQL), and each worker's clock off by up to a quarter of"
-        echo "the lease. See CONTRIBUTING.md and idem-certify's documentation for the workload and"
-        echo "the anomaly classes."
+        echo "its append-only file, PostgreSQL), the cluster resharded under load (\`redis-cli"
+        echo "--cluster reshard\`, 200 to 1,500 slots at a time), and each worker's clock off by up"
+        echo "to a quarter of the lease. See CONTRIBUTING.md and idem-certify's documentation for the"
+        echo "workload and the anomaly classes."
+        if [ -f docs/certification/planted.md ]; then
+            echo
+            echo "## Its power: bugs planted in the stores"
+            echo
+            cat docs/certification/planted.md
+        fi
+        if [ -f docs/certification/runs.md ]; then
+            echo
+            cat docs/certification/runs.md
+        fi
         echo
         echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
         echo "- commit: $(git rev-parse --short HEAD)"

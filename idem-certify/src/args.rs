@@ -86,6 +86,9 @@ pub(crate) enum FaultKind {
     Net,
     /// The store's server killed and restarted (Redis with its append-only file, PostgreSQL).
     Restart,
+    /// A Redis Cluster's slots moved from one node to another while workers call
+    /// (`redis-cli --cluster reshard`).
+    Reshard,
     /// Each worker's clock off by up to a quarter of the lease.
     Clock,
     /// Each worker's clock off by one to two leases: beyond what leases assume, so anomalies

@@ -113,11 +113,16 @@ pub(crate) fn run(
         .filter(|fault| {
             matches!(
                 fault,
-                FaultKind::Kill | FaultKind::Stop | FaultKind::Net | FaultKind::Restart
+                FaultKind::Kill
+                    | FaultKind::Stop
+                    | FaultKind::Net
+                    | FaultKind::Restart
+                    | FaultKind::Reshard
             )
         })
         .collect();
     let mut log = Vec::new();
+    let mut reshards = 0;
     while !injected.is_empty() {
         let pause = Duration::from_millis(rng.u64(1_000..2_500));
         if now_micros() + (pause + lease * 3).as_micros() as u64 > workers.until {
@@ -157,11 +162,21 @@ pub(crate) fn run(
                 target.restart()?;
                 log.push(record("restart", "*", now_micros()));
             }
+            FaultKind::Reshard => {
+                // Slots move under the workers' feet; no process is excused by it: the store
+                // keeps its promises through a reshard.
+                // Each node gives to the next in turn, so that none runs out of slots.
+                let nodes = target.cluster_nodes();
+                let from = reshards % nodes;
+                reshards += 1;
+                target.reshard(from, (from + 1) % nodes, rng.u32(200..1_500))?;
+                log.push(record("reshard", "cluster", now_micros()));
+            }
             FaultKind::None | FaultKind::Clock | FaultKind::ClockBeyond => {}
         }
     }
     // Workers stop calling at the deadline and finish what they began: the slowest call
-    // pauses for twice its lease, a waiter waits three.
+    // pauses for four leases, a waiter waits three.
     let grace = workers.until + (lease * 8 + Duration::from_secs(10)).as_micros() as u64;
     for slot in &mut slots {
         while !slot.process.exited() && now_micros() < grace {

@@ -169,7 +169,9 @@ fn faults_of(args: &RunArgs, kind: StoreKind, restartable: bool) -> Result<Vec<F
         None if kind == StoreKind::Memory => Vec::new(),
         None => {
             let mut faults = vec![FaultKind::Kill, FaultKind::Stop, FaultKind::Clock];
-            if kind != StoreKind::RedisCluster {
+            if kind == StoreKind::RedisCluster {
+                faults.push(FaultKind::Reshard);
+            } else {
                 faults.push(FaultKind::Net);
             }
             if restartable {
@@ -184,6 +186,11 @@ fn faults_of(args: &RunArgs, kind: StoreKind, restartable: bool) -> Result<Vec<F
              abandoned calls; kill, stop, net, restart and clock need a store with a server"
                 .to_owned(),
         );
+    }
+    if faults.contains(&FaultKind::Reshard)
+        && (kind != StoreKind::RedisCluster || args.url.is_some())
+    {
+        return Err("reshard needs a Redis Cluster this run starts (not --url)".to_owned());
     }
     if faults.contains(&FaultKind::Restart) && !restartable {
         return Err(

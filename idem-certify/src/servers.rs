@@ -148,6 +148,45 @@ impl Target {
         Ok(())
     }
 
+    /// Moves `slots` slots of the cluster from node `from` to node `to` (indexes into its
+    /// nodes), as an operator's `redis-cli --cluster reshard` does: each slot marked
+    /// migrating, its keys moved one by one, then handed over, while calls go on.
+    pub(crate) fn reshard(&mut self, from: usize, to: usize, slots: u32) -> Result<(), String> {
+        let Servers::Cluster(cluster) = &self.servers else {
+            return Err("only a Redis Cluster this run started reshards".into());
+        };
+        let id = |node: usize| {
+            cluster
+                .node_id(node)
+                .map_err(|error| format!("node {node}'s id: {error}"))
+        };
+        let (from_id, to_id) = (id(from)?, id(to)?);
+        let entry = format!("127.0.0.1:{}", cluster.ports()[from]);
+        let slots = slots.to_string();
+        idem_test_servers::redis::cluster::cli(&[
+            "--cluster",
+            "reshard",
+            &entry,
+            "--cluster-from",
+            &from_id,
+            "--cluster-to",
+            &to_id,
+            "--cluster-slots",
+            &slots,
+            "--cluster-yes",
+        ])
+        .map(drop)
+        .map_err(|error| format!("resharding: {error}"))
+    }
+
+    /// How many nodes the cluster has; 0 for any other store.
+    pub(crate) fn cluster_nodes(&self) -> usize {
+        match &self.servers {
+            Servers::Cluster(cluster) => cluster.ports().len(),
+            _ => 0,
+        }
+    }
+
     /// A store on the target, for the final reads.
     pub(crate) async fn store(&self) -> Result<Arc<dyn Store>, String> {
         match (&self.memory, &self.spec) {
