@@ -26,12 +26,25 @@ pub(crate) const STEPLESS_EFFECT: &str = "deliver";
 /// function's, and its record never holds steps.
 const STEPLESS_EVERY: u64 = 3;
 
-/// Whether the body called on key `name` (`k{epoch}-{index}`) has no steps.
-pub(crate) fn stepless(name: &str) -> bool {
+/// Every this many hot keys, one is a slow function's: its bodies take half a lease or more.
+const SLOW_EVERY: u64 = 4;
+
+/// The index of key `name` (`k{epoch}-{index}`) among the hot keys.
+fn key_index(name: &str) -> u64 {
     name.rsplit('-')
         .next()
-        .and_then(|index| index.parse::<u64>().ok())
-        .is_some_and(|index| index % STEPLESS_EVERY == 0)
+        .and_then(|index| index.parse().ok())
+        .unwrap_or_default()
+}
+
+/// Whether the body called on key `name` has no steps.
+pub(crate) fn stepless(name: &str) -> bool {
+    key_index(name).is_multiple_of(STEPLESS_EVERY)
+}
+
+/// Whether the body called on key `name` is slow, whatever the call's op.
+fn slow_function(name: &str) -> bool {
+    key_index(name) % SLOW_EVERY == 1
 }
 
 /// A body's error: stored as the outcome (`Declined`), or not.
@@ -147,6 +160,7 @@ impl Worker {
             _ => {}
         }
         let key_stepless = stepless(&key_name);
+        let key_slow = slow_function(&key_name);
         self.history.write(&Event::Invoke {
             call: call_id.clone(),
             key: key_name,
@@ -154,11 +168,13 @@ impl Worker {
             op,
             t: now_micros(),
         });
-        let pause = self.pause(op, lease);
+        let pause = self.pause(op, lease, key_slow);
         let shape = Shape {
             op,
             pause,
             stepless: key_stepless,
+            // Outlasts a stop of the owner it took the key from, which then wakes and renews.
+            recovery: lease + Duration::from_millis(self.rng.u64(..lease.as_millis() as u64)),
         };
         let body = body(self.history.clone(), call_id.clone(), payload, shape);
         let run = self.idem.run_storing_errors(
@@ -183,18 +199,18 @@ impl Worker {
 
     fn pick_op(&mut self) -> Op {
         match self.rng.u32(..100) {
-            0..=26 => Op::Contend,
+            0..=21 => Op::Contend,
             22..=33 => Op::Retry,
             34..=37 => Op::Mismatch,
             38..=42 => Op::Wait,
-            43..=49 => Op::Slow,
-            50..=52 => Op::Stall,
-            53..=56 => Op::Heedless,
-            57..=68 => Op::StallAtEnd,
-            69..=75 => Op::Abandon,
-            76..=80 => Op::Fail,
-            81..=84 => Op::FailAfterStep,
-            85..=93 => Op::StepRetry,
+            43..=54 => Op::Slow,
+            55..=57 => Op::Stall,
+            58..=61 => Op::Heedless,
+            62..=71 => Op::StallAtEnd,
+            72..=77 => Op::Abandon,
+            78..=81 => Op::Fail,
+            82..=85 => Op::FailAfterStep,
+            86..=91 => Op::StepRetry,
             _ => Op::StoreErr,
         }
     }
@@ -213,16 +229,19 @@ impl Worker {
         format!("k{epoch}-{}", self.rng.u64(..HOT_KEYS))
     }
 
-    /// How long the body pauses between its steps (after them for [`Op::StallAtEnd`]).
-    fn pause(&mut self, op: Op, lease: Duration) -> Duration {
+    /// How long the body pauses between its steps (after them for [`Op::StallAtEnd`]; before
+    /// its effect without steps). On a slow function's key, a body that takes over stays in
+    /// progress long enough for the owner it took the key from to wake and renew.
+    fn pause(&mut self, op: Op, lease: Duration, slow_function: bool) -> Duration {
         match op {
             // Long enough that a stop or a cut of one to two leases can end mid-pause: the
             // renewal that follows then races the takeover made meanwhile.
             Op::Slow => lease * 3 + Duration::from_millis(self.rng.u64(..lease.as_millis() as u64)),
             Op::Stall | Op::Heedless => lease * 3 / 2,
             // Wakes just past its lease, while a caller that took the key over may still run.
-            Op::StallAtEnd => lease + Duration::from_millis(self.rng.u64(..150)),
+            Op::StallAtEnd => lease + Duration::from_millis(self.rng.u64(..500)),
             Op::Abandon => lease * 2,
+            _ if slow_function => lease / 2 + Duration::from_millis(self.rng.u64(..500)),
             _ => Duration::from_millis(self.rng.u64(..100)),
         }
     }
@@ -259,6 +278,7 @@ async fn body(
         op,
         pause,
         stepless,
+        recovery,
     } = shape;
     let ctx = context().expect("the engine runs the body in its call's context");
     let fencing = ctx.fencing_token();
@@ -295,8 +315,19 @@ async fn body(
     // A body that knows it lost its key stops before its next effect, as the contract asks
     // of long bodies.
     let mut lease_lost = false;
+    if ctx.attempt() > 1 {
+        // A body that took the key over first looks into what the earlier attempt did, as
+        // `CallContext::attempt` suggests; meanwhile the owner it took the key from may wake
+        // and renew, which the store must refuse.
+        tokio::time::sleep(recovery).await;
+    }
     if stepless {
-        lease_lost = ctx.is_lease_lost();
+        // Its pause comes before its one effect (after it for a stall at the end), so that
+        // a slow or stalled body without steps is slow before it acts.
+        if op != Op::StallAtEnd {
+            tokio::time::sleep(pause).await;
+        }
+        lease_lost = op != Op::Heedless && ctx.is_lease_lost();
         if !lease_lost {
             history.write(&effect(STEPLESS_EFFECT));
         }
@@ -309,16 +340,20 @@ async fn body(
             lease_lost = true;
             break;
         }
-        if op == Op::StepRetry && index == 1 {
-            // The first try fails before its effect (or replays the step a takeover found
-            // recorded); a failed try leaves the name free for the second.
-            let _ = step(name, async { Err::<String, _>(BodyError::Failed) }).await;
+        // The first try fails before its effect, which leaves the name free for the second;
+        // a step a takeover found recorded is replayed instead, and done.
+        let replayed = op == Op::StepRetry
+            && index == 1
+            && step(name, async { Err::<String, _>(BodyError::Failed) })
+                .await
+                .is_ok();
+        if !replayed {
+            step(name, async {
+                history.write(&effect(name));
+                Ok::<_, BodyError>(name.to_owned())
+            })
+            .await?;
         }
-        step(name, async {
-            history.write(&effect(name));
-            Ok::<_, BodyError>(name.to_owned())
-        })
-        .await?;
         history.write(&Event::StepDone {
             call: call.clone(),
             step: name.to_owned(),
@@ -361,6 +396,8 @@ struct Shape {
     pause: Duration,
     /// Whether it has no steps: one effect.
     stepless: bool,
+    /// How long it looks into what an earlier attempt did, when it took the key over.
+    recovery: Duration,
 }
 
 /// The body fails with an error that is not stored: the key is released.
