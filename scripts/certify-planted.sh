@@ -31,6 +31,9 @@ work="$target/planted"
 scratch="$work/tree"
 rm -rf "$work"
 mkdir -p "$scratch" "$work/runs"
+# The scratch copy shares this tree's build artifacts, and Cargo then watches its files: once
+# it is gone, the next build here compiles from this tree again, even after an interruption.
+trap 'rm -rf "$scratch"' EXIT
 
 # The working tree as it stands, committed or not, without build output.
 git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -C "$scratch" -xf -
@@ -97,6 +100,7 @@ EOF
 done
 
 # The last build left a patched binary where the tree's own belongs: build the tree's again.
+rm -rf "$scratch"
 cargo build -q -p idem-certify
 
 echo

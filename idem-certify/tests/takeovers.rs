@@ -133,3 +133,23 @@ fn a_step_a_stale_owner_performed_after_the_takeover_must_not_be_recorded() {
     assert_eq!(classes(&heedless(false)), []);
     assert_eq!(classes(&heedless(true)), [Class::StaleWriteAccepted]);
 }
+
+#[test]
+fn an_owner_whose_body_began_late_is_judged_in_the_order_of_reservation() {
+    // `a` reserved first (token 1, attempt 1) and was stopped before its body began; `b` took
+    // the key over (token 2, attempt 2) at 2 000, and `a`'s body began at 2 600, on waking.
+    let mut late = owner(Op::StallAtEnd);
+    if let Event::Body { t, .. } = &mut late[1] {
+        *t = 2_600;
+    }
+    late.truncate(2);
+    late.push(Event::LeaseLost {
+        call: "a".into(),
+        t: 2_601,
+    });
+    let mut run = run(vec![("w0.1", late), ("w1.1", taker(2_000, 2))]);
+    stopped(&mut run, 5, 2_590);
+    assert_eq!(classes(&run), []);
+    let regressions = idem_certify::check::check(&run).fencing_regressions;
+    assert!(regressions.is_empty(), "{regressions:?}");
+}

@@ -18,11 +18,14 @@ fn ran<'a>(run: &Run, calls: &[&'a CallRecord]) -> Vec<Ran<'a>> {
         .collect()
 }
 
-/// Bodies of one key, in the order they began, whose fencing token does not grow. Allowed,
-/// and returned apart, when the later one found no record to take over (attempt 1) after the
-/// earlier one's body had stopped: a reservation that landed after a release or an expiry,
-/// with a token proposed by its own clock before it waited. Any other is an anomaly: a
-/// takeover's token must be above the owner's, whatever the clocks say.
+/// Bodies of one key whose fencing token is not above that of a body that began before them
+/// with no later attempt. A body with an earlier attempt than one that began before it was
+/// reserved first and began late (its process stopped between its reservation and its body):
+/// the other took its key over, and the order to judge is theirs. Allowed, and returned
+/// apart, when the later body found no record to take over (attempt 1) after the earlier
+/// one's body had stopped: a reservation that landed after a release or an expiry, with a
+/// token its own clock proposed. Any other is an anomaly: a takeover's token must be above
+/// the owner's, whatever the clocks say.
 pub(super) fn fencing(
     run: &Run,
     key: &str,
@@ -31,21 +34,28 @@ pub(super) fn fencing(
 ) -> Vec<Anomaly> {
     let mut bodies = ran(run, calls);
     bodies.sort_by_key(|&(call, start, _, fencing)| (start, fencing, call.id.clone()));
+    let attempt = |call: &CallRecord| call.body.map_or(0, |(_, attempt, _)| attempt);
     let mut allowed = Vec::new();
-    for pair in bodies.windows(2) {
-        let ((earlier, _, earlier_stop, earlier_token), (later, later_start, _, later_token)) =
-            (pair[0], pair[1]);
-        if later_token > earlier_token {
+    for (index, &(later, later_start, _, later_token)) in bodies.iter().enumerate() {
+        let Some(&(earlier, _, earlier_stop, earlier_token)) =
+            bodies[..index]
+                .iter()
+                .find(|&&(earlier, _, _, earlier_token)| {
+                    later_token <= earlier_token && attempt(earlier) <= attempt(later)
+                })
+        else {
             continue;
-        }
-        let attempt = later.body.map_or(0, |(_, attempt, _)| attempt);
+        };
         let detail = format!(
-            "{} (attempt {attempt}) began after {} with fencing token {later_token} <= \
+            "{} (attempt {}) began after {} (attempt {}) with fencing token {later_token} <= \
              {earlier_token}",
-            later.id, earlier.id
+            later.id,
+            attempt(later),
+            earlier.id,
+            attempt(earlier)
         );
         let ids = vec![earlier.id.as_str(), later.id.as_str()];
-        if attempt == 1 && earlier_stop <= later_start {
+        if attempt(later) == 1 && earlier_stop <= later_start {
             allowed.push(Anomaly {
                 class: Class::FencingTokenRegressed,
                 key: key.to_owned(),
