@@ -153,3 +153,44 @@ fn an_owner_whose_body_began_late_is_judged_in_the_order_of_reservation() {
     let regressions = idem_certify::check::check(&run).fencing_regressions;
     assert!(regressions.is_empty(), "{regressions:?}");
 }
+
+#[test]
+fn a_takeover_is_judged_against_the_body_it_took_over() {
+    // `c` (token 9, attempt 1, a clock ahead) reserved, failed and released; `a` reserved
+    // afresh with the lower token its clock proposed (allowed); `b` took over `a`'s record.
+    let mut released = ran("c", 0, 9, Op::Fail);
+    released.truncate(2);
+    released.push(Event::BodyEnd {
+        call: "c".into(),
+        lease_lost: false,
+        t: 20,
+    });
+    released.push(complete("c", ended("Failed"), 30));
+    let mut fresh = owner(Op::Stall);
+    for event in &mut fresh {
+        match event {
+            Event::Invoke { t, .. }
+            | Event::Body { t, .. }
+            | Event::Effect { t, .. }
+            | Event::StepDone { t, .. } => *t += 100,
+            _ => {}
+        }
+    }
+    let histories = |taker_token| {
+        vec![
+            ("w2.1", released.clone()),
+            ("w0.1", fresh.clone()),
+            ("w1.1", taker(2_000, taker_token)),
+        ]
+    };
+    let clean = run(histories(2));
+    let findings = idem_certify::check::check(&clean);
+    assert_eq!(classes(&clean), []);
+    assert_eq!(
+        findings.fencing_regressions.len(),
+        1,
+        "a's token, below c's"
+    );
+    let kept = run(histories(1));
+    assert_eq!(classes(&kept), [Class::FencingTokenRegressed]);
+}

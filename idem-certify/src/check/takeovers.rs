@@ -18,13 +18,14 @@ fn ran<'a>(run: &Run, calls: &[&'a CallRecord]) -> Vec<Ran<'a>> {
         .collect()
 }
 
-/// Bodies of one key whose fencing token is not above that of a body that began before them
-/// with no later attempt. A body with an earlier attempt than one that began before it was
-/// reserved first and began late (its process stopped between its reservation and its body):
-/// the other took its key over, and the order to judge is theirs. Allowed, and returned
-/// apart, when the later body found no record to take over (attempt 1) after the earlier
-/// one's body had stopped: a reservation that landed after a release or an expiry, with a
-/// token its own clock proposed. Any other is an anomaly: a takeover's token must be above
+/// Bodies of one key whose fencing token is not above their predecessor's. A body of attempt
+/// n > 1 took over the record of the latest body of attempt n - 1 that began before it. A body
+/// of attempt 1 follows the latest body that began before it: when that one is attempt 1 too
+/// and had stopped first, the later one's reservation found no record (a release, an expiry)
+/// and may keep the lower token its own clock proposed (allowed, returned apart); when that
+/// one is a later attempt, it took over the attempt-1 body, which was reserved first and
+/// began late (its process stopped between the reservation and its body): the order to judge
+/// is the reservations'. Any other regression is an anomaly: a takeover's token must be above
 /// the owner's, whatever the clocks say.
 pub(super) fn fencing(
     run: &Run,
@@ -37,15 +38,23 @@ pub(super) fn fencing(
     let attempt = |call: &CallRecord| call.body.map_or(0, |(_, attempt, _)| attempt);
     let mut allowed = Vec::new();
     for (index, &(later, later_start, _, later_token)) in bodies.iter().enumerate() {
-        let Some(&(earlier, _, earlier_stop, earlier_token)) =
-            bodies[..index]
+        let before = &bodies[..index];
+        let predecessor = match attempt(later) {
+            1 => before.last(),
+            n => before
                 .iter()
-                .find(|&&(earlier, _, _, earlier_token)| {
-                    later_token <= earlier_token && attempt(earlier) <= attempt(later)
-                })
-        else {
+                .rev()
+                .find(|&&(earlier, ..)| attempt(earlier) + 1 == n),
+        };
+        let Some(&(earlier, _, earlier_stop, earlier_token)) = predecessor else {
             continue;
         };
+        if later_token > earlier_token {
+            continue;
+        }
+        if attempt(later) == 1 && attempt(earlier) > 1 {
+            continue;
+        }
         let detail = format!(
             "{} (attempt {}) began after {} (attempt {}) with fencing token {later_token} <= \
              {earlier_token}",
