@@ -34,8 +34,8 @@ if [ -n "$write" ]; then
     {
         echo "# Certification"
         echo
-        echo "The latest runs of \`scripts/certify.sh --write CERTIFICATION.md\`: each store for"
-        echo "${seconds} s, four worker processes of four callers each (in-process workers for"
+        echo "The latest runs of \`IDEM_CERTIFY_SECS=${seconds} scripts/certify.sh --write CERTIFICATION.md\`:"
+        echo "each store for ${seconds} s, four worker processes of four callers each (in-process workers for"
         echo "memory), a 1 s lease, and every fault the store allows, one every 1 to 2.5 s: workers"
         echo "killed (SIGKILL) and stopped (SIGSTOP past the lease), network faults between a worker"
         echo "and the store (latency, stalls, cut connections, dropped answers; not on the cluster,"
