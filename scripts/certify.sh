@@ -50,10 +50,12 @@ if [ -n "$write" ]; then
             echo
             cat docs/certification/planted.md
         fi
-        if [ -f docs/certification/runs.md ]; then
-            echo
-            cat docs/certification/runs.md
-        fi
+        for section in runs explained; do
+            if [ -f "docs/certification/$section.md" ]; then
+                echo
+                cat "docs/certification/$section.md"
+            fi
+        done
         echo
         echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
         echo "- commit: $(git rev-parse --short HEAD)"
