@@ -208,31 +208,42 @@ async fn a_failed_step_can_be_tried_again_in_the_same_run(ctx: Context) {
 }
 
 /// Semantic 7: a step write the store refuses because another owner took the key over tells
-/// the body at once: `lease_lost()` fires with the step's `NotRecorded`.
+/// the body at once: `lease_lost()` fires with the step's `NotRecorded`, though the owner's own
+/// clock does not yet say its lease has passed.
 async fn a_refused_step_write_fires_lease_lost(ctx: Context) {
-    let clock = ManualClock::new();
-    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
+    let idem = ctx.handle_with(ManualClock::new(), ctx.store().clone());
     let call = || checkout_call(&ctx, "s-15", 10);
     let stale = idem
         .run(call(), async {
-            // The lease passes and a retry takes the key over and finishes first.
-            clock.advance(LEASE + Duration::from_millis(1));
-            let retry = idem
-                .run(call(), async { Ok::<_, Error>("retry".to_owned()) })
-                .await
-                .unwrap();
-            assert!(!retry.replayed, "the retry took the key over");
-            let context = idem_core::context().expect("a context");
-            assert!(!context.is_lease_lost(), "nothing told this owner yet");
-            let refused = step("charge", async { Ok::<_, Error>(1) }).await;
-            assert!(
-                matches!(&refused, Err(Error::NotRecorded { .. })),
-                "a stale owner's step is not recorded, got {refused:?}"
-            );
-            assert!(
-                context.is_lease_lost(),
-                "the refusal itself must tell the body, not the next renewal"
-            );
+            // A retry whose clock is past the lease (skew, or renewals that never arrived)
+            // takes the key over while this owner's clock stands still.
+            let successor_clock = ManualClock::new();
+            successor_clock.advance(LEASE + Duration::from_millis(1));
+            let successor = ctx.handle_with(successor_clock, ctx.store().clone());
+            let (took_over, taken) = tokio::sync::oneshot::channel();
+            let (told, finish) = tokio::sync::oneshot::channel::<()>();
+            let retry = successor.run(call(), async move {
+                let _ = took_over.send(());
+                let _ = finish.await;
+                Ok::<_, Error>("retry".to_owned())
+            });
+            let stale_step = async {
+                taken.await.expect("the retry's body starts");
+                let context = idem_core::context().expect("a context");
+                assert!(!context.is_lease_lost(), "nothing told this owner yet");
+                let refused = step("charge", async { Ok::<_, Error>(1) }).await;
+                assert!(
+                    matches!(&refused, Err(Error::NotRecorded { .. })),
+                    "a stale owner's step is not recorded, got {refused:?}"
+                );
+                assert!(
+                    context.is_lease_lost(),
+                    "the refusal itself must tell the body, not the next renewal"
+                );
+                let _ = told.send(());
+            };
+            let (retry, ()) = tokio::join!(retry, stale_step);
+            assert!(!retry.unwrap().replayed, "the retry took the key over");
             Ok::<_, Error>("stale".to_owned())
         })
         .await;
