@@ -26,6 +26,8 @@ pub(crate) enum Loss {
 const HELD: u8 = 0;
 const TAKEN_OVER: u8 = 1;
 const EXPIRED: u8 = 2;
+/// The key holds this call's own completed record: no one can take it over any more.
+const SETTLED: u8 = 3;
 
 /// The lease deadline as last renewed, and whether the lease is known lost. Shared by the
 /// renewal task, the engine and the body's [`CallContext`](crate::CallContext).
@@ -84,6 +86,36 @@ impl Lease {
         self.on_loss.notify_waiters();
     }
 
+    /// Records that the key holds this call's own completion (made in the caller's own
+    /// transaction while the lease held): the lease passing by the clock is no loss then.
+    fn settle(&self) {
+        let _ = self
+            .lost
+            .compare_exchange(HELD, SETTLED, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    fn settled(&self) -> bool {
+        self.lost.load(Ordering::SeqCst) == SETTLED
+    }
+
+    /// Takes in what the record read back after the store refused this owner's fenced write
+    /// says of the lease ([`after_refusal`]): records the loss, or that the record is this
+    /// call's own completion. Returns the loss.
+    pub(crate) fn learn(
+        &self,
+        record: Option<&Record>,
+        owner: &OwnerToken,
+        fingerprint: &Fingerprint,
+    ) -> Option<Loss> {
+        let loss = after_refusal(record, owner, fingerprint, self, self.clock.now());
+        match (loss, record) {
+            (Some(loss), _) => self.lose(loss),
+            (None, Some(Record::Completed(_))) => self.settle(),
+            (None, _) => {}
+        }
+        loss
+    }
+
     pub(crate) fn loss(&self) -> Option<Loss> {
         match self.lost.load(Ordering::SeqCst) {
             TAKEN_OVER => Some(Loss::TakenOver),
@@ -97,16 +129,19 @@ impl Lease {
     /// a call that does not renew, or a process that was paused past its lease, learns it
     /// from the clock before any renewal is refused.
     pub(crate) fn known_lost(&self) -> bool {
-        self.loss().is_some() || self.passed()
+        self.loss().is_some() || (self.passed() && !self.settled())
     }
 
     fn passed(&self) -> bool {
         self.clock.now() >= self.until()
     }
 
-    /// Resolves once [`known_lost`](Lease::known_lost) is true.
+    /// Resolves once [`known_lost`](Lease::known_lost) is true; never, once settled.
     pub(crate) async fn lost_or_passed(&self) {
         loop {
+            if self.settled() {
+                return std::future::pending().await;
+            }
             let remaining = self.until().saturating_duration_since(self.clock.now());
             if remaining.is_zero() {
                 return;
@@ -154,5 +189,65 @@ pub(crate) fn after_refusal(
             (now >= lease.until()).then_some(Loss::Expired)
         }
         _ => Some(Loss::TakenOver),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::store::{Completed, InProgress, Outcome};
+
+    const LEASE: Duration = Duration::from_secs(30);
+
+    fn lease_on(clock: &ManualClock) -> Lease {
+        Lease::new(clock.now() + LEASE, Arc::new(clock.clone()))
+    }
+
+    #[test]
+    fn a_lease_that_finds_its_own_completion_does_not_pass_by_the_clock() {
+        let clock = ManualClock::new();
+        let lease = lease_on(&clock);
+        let (owner, fingerprint) = (OwnerToken::generate(), Fingerprint::of("o1").unwrap());
+        let done = Record::Completed(Completed::new(
+            fingerprint,
+            Outcome::Ok(b"\"placed\"".to_vec()),
+            clock.now() + Duration::from_secs(3600),
+        ));
+        assert_eq!(lease.learn(Some(&done), &owner, &fingerprint), None);
+        clock.advance(LEASE * 2);
+        assert!(!lease.known_lost(), "settled: no one can take the key over");
+    }
+
+    #[test]
+    fn a_lease_still_held_in_progress_passes_by_the_clock() {
+        let clock = ManualClock::new();
+        let lease = lease_on(&clock);
+        let (owner, fingerprint) = (OwnerToken::generate(), Fingerprint::of("o1").unwrap());
+        let held = Record::InProgress(InProgress::new(owner.clone(), fingerprint, lease.until()));
+        assert_eq!(lease.learn(Some(&held), &owner, &fingerprint), None);
+        assert!(!lease.known_lost());
+        clock.advance(LEASE);
+        assert!(lease.known_lost(), "nothing renewed it: the lease passed");
+    }
+
+    #[test]
+    fn another_owners_record_is_a_takeover() {
+        let clock = ManualClock::new();
+        let lease = lease_on(&clock);
+        let fingerprint = Fingerprint::of("o1").unwrap();
+        let theirs = Record::InProgress(InProgress::new(
+            OwnerToken::generate(),
+            fingerprint,
+            lease.until(),
+        ));
+        let mine = OwnerToken::generate();
+        assert_eq!(
+            lease.learn(Some(&theirs), &mine, &fingerprint),
+            Some(Loss::TakenOver)
+        );
+        assert!(lease.known_lost());
     }
 }

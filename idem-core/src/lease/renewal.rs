@@ -6,7 +6,7 @@ use tracing::Instrument;
 
 use tokio::task::JoinHandle;
 
-use crate::lease::{self, Lease, Loss};
+use crate::lease::{Lease, Loss};
 use crate::{
     clock::Clock,
     error::StoreError,
@@ -49,8 +49,9 @@ pub(crate) struct Renew {
 /// recorded in the [`Lease`] (which wakes the body's
 /// [`lease_lost`](crate::CallContext::lease_lost)); a renewal that gets through afterwards
 /// ends it. When the store refuses a renewal, the record is read back before anything is
-/// concluded ([`lease::after_refusal`]): a record this call completed in the caller's own
-/// transaction ends renewal quietly, another owner's is a takeover, and renewal stops.
+/// concluded ([`Lease::learn`]): a record this call completed in the caller's own
+/// transaction ends renewal quietly and settles the lease (no one can take the key over, so
+/// its deadline passing is no loss), another owner's is a takeover, and renewal stops.
 pub(crate) struct Renewal(Option<JoinHandle<()>>);
 
 impl Renewal {
@@ -156,14 +157,12 @@ impl Renew {
     /// Ends renewal after the store refused it, with what the record read back says.
     fn refused(&self, record: Option<&crate::store::Record>) -> Renewed {
         let key = self.key.as_str();
-        let now = self.clock.now();
-        match lease::after_refusal(record, &self.owner, &self.fingerprint, &self.state, now) {
+        match self.state.learn(record, &self.owner, &self.fingerprint) {
             None => {
                 tracing::debug!(target: TARGET, key, "renewal ends: the record is this call's, completed or released")
             }
-            Some(loss) => {
+            Some(_) => {
                 tracing::error!(target: TARGET, key, "lease lost while running: another caller took the key over, or may have once the lease passed");
-                self.state.lose(loss);
             }
         }
         Renewed::Stop

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::lease::{self, Lease, Loss};
+use crate::lease::{Lease, Loss};
 use crate::{
     clock::Clock,
     error::StoreError,
@@ -57,7 +57,7 @@ impl FencedWrite<'_> {
     /// its answer lost, or the caller completed the record in its own transaction. The record
     /// is read back, and `landed` says whether it shows the write. When it does not, the
     /// refusal is real, and the [`Lease`] learns what the record says of it
-    /// ([`lease::after_refusal`]), which wakes the body's
+    /// ([`Lease::learn`]), which wakes the body's
     /// [`lease_lost`](crate::CallContext::lease_lost) when another owner holds the key.
     pub(crate) async fn run<Fut>(
         self,
@@ -125,16 +125,12 @@ impl FencedWrite<'_> {
             tracing::debug!(target: TARGET, key, "storing {what} was refused, but the record already holds it");
             return Ok(());
         }
-        let now = self.clock.now();
-        if let Some(loss) = lease::after_refusal(
-            record.as_ref(),
-            self.owner,
-            self.fingerprint,
-            self.lease,
-            now,
-        ) {
+        if self
+            .lease
+            .learn(record.as_ref(), self.owner, self.fingerprint)
+            .is_some()
+        {
             tracing::error!(target: TARGET, key, "storing {what} was refused: the lease is lost");
-            self.lease.lose(loss);
         }
         Err(StoreError::LeaseLost)
     }
