@@ -22,6 +22,9 @@ pub(crate) struct Probe {
     unreachable: bool,
     /// How many completions still lose their answer: applied, then reported as failed.
     lost_completions: AtomicUsize,
+    /// Moves this clock on by the given time when a completion's answer is lost: an answer
+    /// that came back too late, after the lease passed.
+    lost_answer_wait: Option<(ManualClock, Duration)>,
     /// Holds the first reserve after it is applied, or the first complete or renewal before it
     /// is sent.
     hold: Option<Hold>,
@@ -91,6 +94,7 @@ impl Probe {
             parked: Arc::new(Semaphore::new(0)),
             unreachable: false,
             lost_completions: AtomicUsize::new(0),
+            lost_answer_wait: None,
             hold: None,
             outage: None,
             outage_left: AtomicUsize::new(usize::MAX),
@@ -124,6 +128,20 @@ impl Probe {
     pub(crate) fn losing_completions(inner: Arc<dyn Store>, count: usize) -> Arc<dyn Store> {
         Arc::new(Intercepted(Probe {
             lost_completions: AtomicUsize::new(count),
+            ..Probe::over(inner)
+        }))
+    }
+
+    /// Applies the first completion, then moves `clock` on by `wait` and answers it with a
+    /// backend error: a write that landed while its answer timed out, past the lease.
+    pub(crate) fn losing_a_completion_answer_for(
+        inner: Arc<dyn Store>,
+        clock: ManualClock,
+        wait: Duration,
+    ) -> Arc<Intercepted<Probe>> {
+        Arc::new(Intercepted(Probe {
+            lost_completions: AtomicUsize::new(1),
+            lost_answer_wait: Some((clock, wait)),
             ..Probe::over(inner)
         }))
     }
@@ -274,6 +292,10 @@ impl Interceptor for Probe {
         self.inner.complete(key, owner, record).await?;
         let lose = take_one(&self.lost_completions);
         if lose {
+            if let Some((clock, wait)) = &self.lost_answer_wait {
+                clock.advance(*wait);
+                return Err(StoreError::backend("timed out"));
+            }
             return Err(StoreError::backend("connection reset"));
         }
         Ok(())

@@ -23,6 +23,7 @@ pub(super) const CHECKS: &[crate::Check] = &[
     check!(completion_rides_out_an_outage_shorter_than_the_lease),
     check!(completion_retries_end_even_when_the_clock_stands_still),
     check!(a_lost_completion_is_not_mistaken_for_another_owners),
+    check!(a_completion_whose_answer_came_too_late_is_read_back),
     check!(on_abort_release_after_a_wait_frees_the_key),
     check!(renewal_failures_are_retried_while_the_lease_holds),
     check!(lease_lost_fires_when_renewals_fail_until_the_lease_passes),
@@ -113,6 +114,28 @@ async fn completion_rides_out_an_outage_shorter_than_the_lease(ctx: Context) {
     let done = charge(&idem, call.clone(), 1, &side_effect).await.unwrap();
     assert!(!done.replayed);
     assert_eq!(outage.completions.load(Ordering::SeqCst), 5);
+    let retry = charge(&ctx.handle(), call, 1, &side_effect).await.unwrap();
+    assert!(retry.replayed);
+    assert_eq!(side_effect.runs(), 1);
+}
+
+/// Semantic 13: a completion that landed but whose answer timed out after the lease passed
+/// leaves no time for a retry; the record is read back, and the caller gets its outcome, not
+/// "not recorded" for an outcome every retry will be replayed.
+async fn a_completion_whose_answer_came_too_late_is_read_back(ctx: Context) {
+    let clock = ManualClock::new();
+    let lease = Duration::from_secs(60);
+    let late = Probe::losing_a_completion_answer_for(ctx.store().clone(), clock.clone(), lease);
+    let store: Arc<dyn idem_core::store::Store> = late.clone();
+    let idem = ctx.handle_with(clock, store);
+    let side_effect = Charge::instant();
+    let call = call(&ctx, "o-fault-10", 1).with_lease(lease);
+    let done = charge(&idem, call.clone(), 1, &side_effect).await;
+    assert!(
+        matches!(&done, Ok(answered) if !answered.replayed),
+        "the outcome is in the store, got {done:?}"
+    );
+    assert_eq!(late.completions.load(Ordering::SeqCst), 1);
     let retry = charge(&ctx.handle(), call, 1, &side_effect).await.unwrap();
     assert!(retry.replayed);
     assert_eq!(side_effect.runs(), 1);

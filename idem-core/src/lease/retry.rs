@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::lease::{Lease, Loss};
 use crate::{
     clock::Clock,
-    error::StoreError,
+    error::{BoxError, StoreError},
     fingerprint::Fingerprint,
     key::Key,
     store::{OwnerToken, Record, Store},
@@ -58,7 +58,8 @@ impl FencedWrite<'_> {
     /// is read back, and `landed` says whether it shows the write. When it does not, the
     /// refusal is real, and the [`Lease`] learns what the record says of it
     /// ([`Lease::learn`]), which wakes the body's
-    /// [`lease_lost`](crate::CallContext::lease_lost) when another owner holds the key.
+    /// [`lease_lost`](crate::CallContext::lease_lost) when another owner holds the key. A
+    /// write given up after failures is read back the same way before it is reported lost.
     pub(crate) async fn run<Fut>(
         self,
         mut write: impl FnMut() -> Fut,
@@ -91,20 +92,42 @@ impl FencedWrite<'_> {
             }
             if let Patience::Attempts(most) = self.patience {
                 if attempt >= most {
-                    tracing::error!(target: TARGET, key, %error, attempt, "storing {what} failed");
-                    return Err(StoreError::Backend(error));
+                    return self.gave_up(error, attempt, "", landed).await;
                 }
             }
             let lease_ends = self.clock.now() + backoff >= deadline.min(self.lease.until());
             if lease_ends || started.elapsed() + backoff >= span {
-                tracing::error!(target: TARGET, key, %error, attempt, "storing {what} failed and the lease passes before a retry");
-                return Err(StoreError::Backend(error));
+                let why = " and the lease passes before a retry";
+                return self.gave_up(error, attempt, why, landed).await;
             }
             tracing::warn!(target: TARGET, key, %error, attempt, "storing {what} failed; retrying");
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 4).min(MAX_BACKOFF);
         }
         unreachable!("the loop returns")
+    }
+
+    /// Gives up on a write whose last attempt failed, after reading the record back once: a
+    /// failure may be an answer lost after the write landed (a timeout, a connection reset),
+    /// and a write in place is not to be reported as lost.
+    async fn gave_up(
+        &self,
+        error: BoxError,
+        attempt: u32,
+        why: &str,
+        landed: impl FnOnce(&Record) -> bool,
+    ) -> Result<(), StoreError> {
+        let (key, what) = (self.key.as_str(), self.what);
+        match self.store.get(self.key).await {
+            Ok(Some(record)) if landed(&record) => {
+                tracing::warn!(target: TARGET, key, %error, attempt, "storing {what} failed{why}, but the record read back holds it");
+                Ok(())
+            }
+            _ => {
+                tracing::error!(target: TARGET, key, %error, attempt, "storing {what} failed{why}");
+                Err(StoreError::Backend(error))
+            }
+        }
     }
 
     /// Reads the record back after the store refused the write; see [`run`](FencedWrite::run).
