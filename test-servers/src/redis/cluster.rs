@@ -143,13 +143,41 @@ impl TestRedisCluster {
     /// The nodes that replicate node `primary`.
     pub fn replicas_of(&self, primary: usize) -> io::Result<Vec<usize>> {
         let id = self.node_id(primary)?;
-        let nodes = self.cli_on(primary, &["CLUSTER", "NODES"])?;
+        self.listed(primary, |fields| fields.get(3) == Some(&id.as_str()))
+    }
+
+    /// Kills node `node` (SIGKILL), as a crashed server.
+    pub fn kill(&mut self, node: usize) {
+        self.nodes[node].kill();
+    }
+
+    /// Starts node `node` again on its port and cluster configuration, after a
+    /// [`kill`](Self::kill): it rejoins the cluster it knew, as a replica if its shard was
+    /// failed over meanwhile, and syncs its data from its primary.
+    pub fn restart(&mut self, node: usize) -> io::Result<()> {
+        self.nodes[node].restart()
+    }
+
+    /// The nodes that serve slots as primaries, as node `asked` sees the cluster.
+    pub fn primaries(&self, asked: usize) -> io::Result<Vec<usize>> {
+        self.listed(asked, |fields| {
+            let flags: Vec<&str> = fields.get(2).map_or(Vec::new(), |f| f.split(',').collect());
+            flags.contains(&"master") && !flags.contains(&"fail") && fields.len() > 8
+        })
+    }
+
+    /// The nodes whose line of `CLUSTER NODES`, as node `asked` answers it, split into its
+    /// fields, is `wanted`.
+    fn listed(&self, asked: usize, wanted: impl Fn(&[&str]) -> bool) -> io::Result<Vec<usize>> {
+        let nodes = self.cli_on(asked, &["CLUSTER", "NODES"])?;
         let ports: Vec<String> = nodes
             .lines()
-            .filter(|line| line.split_whitespace().nth(3) == Some(id.as_str()))
-            .filter_map(|line| line.split_whitespace().nth(1))
-            .filter_map(|addr| addr.split(['@', ',']).next()?.rsplit(':').next())
-            .map(str::to_owned)
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .filter(|fields| wanted(fields))
+            .filter_map(|fields| {
+                let addr = fields.get(1)?.split(['@', ',']).next()?;
+                addr.rsplit(':').next().map(str::to_owned)
+            })
             .collect();
         Ok(self
             .ports()
@@ -160,9 +188,32 @@ impl TestRedisCluster {
             .collect())
     }
 
-    /// Kills node `node` (SIGKILL), as a crashed server.
-    pub fn kill(&mut self, node: usize) {
-        self.nodes[node].kill();
+    /// Asks node `node` `args` until its answer is `ready`, for at most `within`; fails with
+    /// its last answer, saying it never `became` so.
+    pub fn await_node(
+        &self,
+        node: usize,
+        args: &[&str],
+        became: &str,
+        within: Duration,
+        ready: impl Fn(&str) -> bool,
+    ) -> io::Result<()> {
+        let deadline = Instant::now() + within;
+        loop {
+            let answer = self.cli_on(node, args);
+            if let Ok(answer) = &answer {
+                if ready(answer) {
+                    return Ok(());
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("node {node} never {became}: {answer:?}"),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The URLs of every node.
