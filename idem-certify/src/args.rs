@@ -89,6 +89,14 @@ pub(crate) enum FaultKind {
     /// A Redis Cluster's slots moved from one node to another while workers call
     /// (`redis-cli --cluster reshard`).
     Reshard,
+    /// A Redis Cluster's primary killed (SIGKILL) while workers call: its replica takes its
+    /// shard over, and it is started again to follow it. The cluster then runs with a replica
+    /// per primary, and every write waits for the replica (`wait_for_replicas`).
+    Failover,
+    /// A Redis Cluster's replica killed for two to three leases, then started again: its
+    /// shard's writes reach the primary but are not confirmed meanwhile. The cluster then runs
+    /// with a replica per primary, and every write waits for the replica.
+    ReplicaLoss,
     /// Each worker's clock off by up to a quarter of the lease.
     Clock,
     /// Each worker's clock off by one to two leases: beyond what leases assume, so anomalies

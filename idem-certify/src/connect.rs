@@ -12,6 +12,10 @@ use idem_test_servers::dynamodb::{client, ClientOptions};
 
 use crate::plan::StoreSpec;
 
+/// How long a write on a replicated cluster waits for its replica: long enough for a live
+/// replica on a loaded machine, short of the default lease.
+const REPLICA_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Connects to the store `spec` names.
 pub(crate) async fn connect(spec: &StoreSpec) -> Result<Arc<dyn Store>, String> {
     Ok(match spec {
@@ -20,10 +24,15 @@ pub(crate) async fn connect(spec: &StoreSpec) -> Result<Arc<dyn Store>, String> 
                 .await
                 .map_err(|error| format!("connecting to {url}: {error}"))?,
         ),
-        StoreSpec::RedisCluster { nodes } => {
+        StoreSpec::RedisCluster { nodes, replicas } => {
             let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
+            let mut builder = RedisStore::cluster_builder(&nodes);
+            if *replicas > 0 {
+                builder = builder.wait_for_replicas(*replicas, REPLICA_WAIT);
+            }
             Arc::new(
-                RedisStore::connect_cluster(&nodes)
+                builder
+                    .connect()
                     .await
                     .map_err(|error| format!("connecting to the cluster {nodes:?}: {error}"))?,
             )

@@ -3,8 +3,8 @@
 //! killed (`SIGKILL`) and stopped past their lease (`SIGSTOP`), latency, stalls, reset and
 //! refused connections and dropped answers between each worker and the store (through a TCP
 //! proxy of its own that never loses bytes from a connection it leaves open), the store's
-//! server restarted, and the workers' clocks
-//! skewed. Every call, body, side effect and answer goes into a history; a checker reads it,
+//! server restarted, a Redis Cluster resharded, failed over or robbed of a replica, and the
+//! workers' clocks skewed. Every call, body, side effect and answer goes into a history; a checker reads it,
 //! with the store's final records, and counts anomalies by class.
 //!
 //! ```console
@@ -18,8 +18,8 @@
 //! - `workload`: what a worker calls: hot keys, retries, mismatches, slow and stalled bodies,
 //!   bodies with two steps and without steps, completions racing a takeover, failures before
 //!   and after a recorded step, a step tried again, abandoned calls, stored errors and waiters.
-//! - `run`, `nemesis`, `processes`, `proxies`, `servers`: the store started through the test
-//!   harness, worker processes started from this binary, and the faults.
+//! - `run`, `nemesis`, `processes`, `proxies`, `servers`, `cluster_faults`: the store started
+//!   through the test harness, worker processes started from this binary, and the faults.
 //! - `check`: the anomaly classes, from the history and the final records.
 //! - `report`: `report.json`, `report.md`, `calls.svg`, `latency.svg`.
 //!
@@ -30,6 +30,7 @@
 mod args;
 pub mod check;
 mod clock;
+mod cluster_faults;
 mod connect;
 pub mod history;
 mod nemesis;

@@ -8,6 +8,7 @@ use tokio::runtime::Handle;
 
 use crate::args::FaultKind;
 use crate::check::model::FaultRecord;
+use crate::cluster_faults;
 use crate::history::now_micros;
 use crate::plan::{StoreSpec, WorkerPlan};
 use crate::processes::WorkerProcess;
@@ -118,11 +119,13 @@ pub(crate) fn run(
                     | FaultKind::Net
                     | FaultKind::Restart
                     | FaultKind::Reshard
+                    | FaultKind::Failover
+                    | FaultKind::ReplicaLoss
             )
         })
         .collect();
     let mut log = Vec::new();
-    let mut reshards = 0;
+    let (mut reshards, mut failovers, mut replicas_lost) = (0, 0, 0);
     while !injected.is_empty() {
         let pause = Duration::from_millis(rng.u64(1_000..2_500));
         if now_micros() + (pause + lease * 3).as_micros() as u64 > workers.until {
@@ -165,12 +168,25 @@ pub(crate) fn run(
             FaultKind::Reshard => {
                 // Slots move under the workers' feet; no process is excused by it: the store
                 // keeps its promises through a reshard.
-                // Each node gives to the next in turn, so that none runs out of slots.
-                let nodes = target.cluster_nodes();
-                let from = reshards % nodes;
+                cluster_faults::reshard(target.cluster()?, reshards, rng.u32(200..1_500))?;
                 reshards += 1;
-                target.reshard(from, (from + 1) % nodes, rng.u32(200..1_500))?;
                 log.push(record("reshard", "cluster", now_micros()));
+            }
+            FaultKind::Failover => {
+                // A shard is down until its replica takes over; no process is excused by it
+                // either: an owner that cannot renew is told by its own clock, and a write
+                // confirmed by the replica survives the promotion.
+                cluster_faults::failover(target.cluster()?, failovers)?;
+                failovers += 1;
+                log.push(record("failover", "cluster", now_micros()));
+            }
+            FaultKind::ReplicaLoss => {
+                // The shard's writes go on reaching its primary, and fail for want of the
+                // replica's confirmation: what they applied must not count as lost.
+                let down = lease * 2 + Duration::from_millis(rng.u64(..lease_ms));
+                cluster_faults::lose_replica(target.cluster()?, replicas_lost, down)?;
+                replicas_lost += 1;
+                log.push(record("replica-loss", "cluster", now_micros()));
             }
             FaultKind::None | FaultKind::Clock | FaultKind::ClockBeyond => {}
         }

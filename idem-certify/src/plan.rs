@@ -19,6 +19,9 @@ pub(crate) enum StoreSpec {
     RedisCluster {
         /// One URL per node.
         nodes: Vec<String>,
+        /// How many replicas confirm every write (`wait_for_replicas`); 0 for none.
+        #[serde(default)]
+        replicas: u32,
     },
     /// A PostgreSQL database whose table is created.
     Postgres {

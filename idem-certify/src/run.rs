@@ -50,6 +50,7 @@ pub(crate) async fn run(args: &RunArgs) -> Result<Outcome, String> {
         kind,
         args.url.as_deref(),
         faults.contains(&FaultKind::Restart),
+        faults.contains(&FaultKind::Failover) || faults.contains(&FaultKind::ReplicaLoss),
     )
     .await?;
     if faults.contains(&FaultKind::Net) && !crate::nemesis::proxiable(target.spec.as_ref()) {
@@ -187,10 +188,16 @@ fn faults_of(args: &RunArgs, kind: StoreKind, restartable: bool) -> Result<Vec<F
                 .to_owned(),
         );
     }
-    if faults.contains(&FaultKind::Reshard)
-        && (kind != StoreKind::RedisCluster || args.url.is_some())
-    {
-        return Err("reshard needs a Redis Cluster this run starts (not --url)".to_owned());
+    for (fault, name) in [
+        (FaultKind::Reshard, "reshard"),
+        (FaultKind::Failover, "failover"),
+        (FaultKind::ReplicaLoss, "replica-loss"),
+    ] {
+        if faults.contains(&fault) && (kind != StoreKind::RedisCluster || args.url.is_some()) {
+            return Err(format!(
+                "{name} needs a Redis Cluster this run starts (not --url)"
+            ));
+        }
     }
     if faults.contains(&FaultKind::Restart) && !restartable {
         return Err(

@@ -38,11 +38,14 @@ enum Servers {
 
 impl Target {
     /// Starts `kind`'s server on loopback, or takes `url`, and prepares its table. A Redis
-    /// server that will be `restartable` keeps an append-only file, synced on every write.
+    /// server that will be `restartable` keeps an append-only file, synced on every write; a
+    /// cluster that will be `failed_over` has a replica per primary, and its workers have
+    /// every write confirmed by it.
     pub(crate) async fn start(
         kind: StoreKind,
         url: Option<&str>,
         restartable: bool,
+        failed_over: bool,
     ) -> Result<Target, String> {
         let missing = |program: &str| {
             format!(
@@ -72,14 +75,19 @@ impl Target {
                 Some(url) => (
                     StoreSpec::RedisCluster {
                         nodes: url.split(',').map(str::to_owned).collect(),
+                        replicas: 0,
                     },
                     Servers::None,
                 ),
                 None => {
-                    let cluster =
-                        TestRedisCluster::start(3).ok_or_else(|| missing("redis-server"))?;
+                    let replicas = u32::from(failed_over);
+                    let cluster = TestRedisCluster::start_with_replicas(3, replicas as usize)
+                        .ok_or_else(|| missing("redis-server"))?;
                     let nodes = cluster.urls();
-                    (StoreSpec::RedisCluster { nodes }, Servers::Cluster(cluster))
+                    (
+                        StoreSpec::RedisCluster { nodes, replicas },
+                        Servers::Cluster(cluster),
+                    )
                 }
             },
             StoreKind::Postgres => match url {
@@ -148,42 +156,11 @@ impl Target {
         Ok(())
     }
 
-    /// Moves `slots` slots of the cluster from node `from` to node `to` (indexes into its
-    /// nodes), as an operator's `redis-cli --cluster reshard` does: each slot marked
-    /// migrating, its keys moved one by one, then handed over, while calls go on.
-    pub(crate) fn reshard(&mut self, from: usize, to: usize, slots: u32) -> Result<(), String> {
-        let Servers::Cluster(cluster) = &self.servers else {
-            return Err("only a Redis Cluster this run started reshards".into());
-        };
-        let id = |node: usize| {
-            cluster
-                .node_id(node)
-                .map_err(|error| format!("node {node}'s id: {error}"))
-        };
-        let (from_id, to_id) = (id(from)?, id(to)?);
-        let entry = format!("127.0.0.1:{}", cluster.ports()[from]);
-        let slots = slots.to_string();
-        idem_test_servers::redis::cluster::cli(&[
-            "--cluster",
-            "reshard",
-            &entry,
-            "--cluster-from",
-            &from_id,
-            "--cluster-to",
-            &to_id,
-            "--cluster-slots",
-            &slots,
-            "--cluster-yes",
-        ])
-        .map(drop)
-        .map_err(|error| format!("resharding: {error}"))
-    }
-
-    /// How many nodes the cluster has; 0 for any other store.
-    pub(crate) fn cluster_nodes(&self) -> usize {
-        match &self.servers {
-            Servers::Cluster(cluster) => cluster.ports().len(),
-            _ => 0,
+    /// The Redis Cluster this run started, for the faults that act on it.
+    pub(crate) fn cluster(&mut self) -> Result<&mut TestRedisCluster, String> {
+        match &mut self.servers {
+            Servers::Cluster(cluster) => Ok(cluster),
+            _ => Err("only a Redis Cluster this run started has cluster faults".into()),
         }
     }
 
@@ -236,7 +213,13 @@ async fn prepare(spec: &StoreSpec) -> Result<(), String> {
 fn describe(spec: &StoreSpec) -> String {
     match spec {
         StoreSpec::Redis { url } => format!("redis at {url}"),
-        StoreSpec::RedisCluster { nodes } => format!("redis cluster of {} nodes", nodes.len()),
+        StoreSpec::RedisCluster { nodes, replicas: 0 } => {
+            format!("redis cluster of {} nodes", nodes.len())
+        }
+        StoreSpec::RedisCluster { nodes, replicas } => format!(
+            "redis cluster of {} nodes, {replicas} replica per primary confirming every write",
+            nodes.len()
+        ),
         StoreSpec::Postgres { url } => format!("postgres at {url}"),
         StoreSpec::DynamoDb { endpoint, table } => format!("dynamodb table {table} at {endpoint}"),
     }

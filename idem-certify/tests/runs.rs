@@ -98,3 +98,37 @@ fn workers_that_cannot_reach_the_store_fail_the_run_instead_of_passing_it() {
         "no verdict without calls"
     );
 }
+
+/// A Redis Cluster with a replica per primary, whose primaries fail over and whose replicas
+/// are lost while workers call: both faults happen, and nothing is lost or misreported. A
+/// write its lost replica never confirmed was applied all the same: the engine finds it
+/// before saying "not recorded", or every such call would be a false alarm.
+#[test]
+fn a_cluster_rides_out_failovers_and_lost_replicas() {
+    let installed = Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !installed && !idem_test_servers::availability::backends_required() {
+        eprintln!("skipped: no redis-server (scripts/services.sh installs it)");
+        return;
+    }
+    let out = out_dir("cluster-failover");
+    let output = Command::new(env!("CARGO_BIN_EXE_idem-certify"))
+        .args(["--store", "redis-cluster", "--seconds", "25", "--seed", "8"])
+        .args(["--faults", "failover,replica-loss", "--out"])
+        .arg(&out)
+        .output()
+        .expect("idem-certify runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    for kind in ["failover", "replica-loss"] {
+        let injected = report["faults_by_kind"][kind].as_u64().unwrap_or(0);
+        assert!(injected > 0, "no {kind} in {stdout}");
+    }
+    assert_eq!(report["false_alarms"].as_u64(), Some(0), "{stdout}");
+    assert!(report["calls_by_outcome"]["ok"].as_u64().unwrap_or(0) > 0);
+}

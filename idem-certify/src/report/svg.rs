@@ -47,7 +47,7 @@ pub(crate) fn calls_over_time(report: &Report) -> String {
         if fault.end > fault.start {
             let fill = match fault.kind {
                 "stop" => "#bbb",
-                "restart" => "#f4a6a6",
+                "restart" | "failover" | "replica-loss" => "#f4a6a6",
                 _ => "#fdd9a0",
             };
             let _ = writeln!(
