@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use clap::ValueEnum;
 use idem_core::{
     store::{Record, Store},
     Idempotency,
@@ -149,7 +150,7 @@ async fn run_on(
         workers: args.workers,
         faults: faults
             .iter()
-            .map(|fault| format!("{fault:?}").to_lowercase())
+            .filter_map(|fault| Some(fault.to_possible_value()?.get_name().to_owned()))
             .collect(),
         lease_ms: args.lease_ms,
         seed,
