@@ -122,6 +122,18 @@ impl CallContext {
         self.inner.fencing_token
     }
 
+    /// Tells the engine that the body wrote this call's outcome inside its own transaction,
+    /// fenced by [`owner`](CallContext::owner) and
+    /// [`fencing_token`](CallContext::fencing_token). A store's own API calls it once that
+    /// write went through (PostgreSQL's `complete_in_transaction`); nothing else should. Once
+    /// the transaction commits, a renewal that finds the record completed with this call's
+    /// fingerprint knows it is this call's own completion, not a successor's, and the lease
+    /// can no longer be lost: [`lease_lost`](CallContext::lease_lost) no longer resolves
+    /// when its deadline passes.
+    pub fn completed_in_transaction(&self) {
+        self.inner.lease.completed_in_transaction();
+    }
+
     /// Resolves when the engine learns the lease is gone: another caller took the key over
     /// (a renewal or a [step](crate::step)'s write was refused and the record read back shows
     /// another owner), or the lease passed by the caller's clock with no renewal through (a
@@ -133,13 +145,15 @@ impl CallContext {
     /// After an outage that outlasted the lease, renewals go on; when one gets through, no one
     /// took the key over meanwhile and [`is_lease_lost`](CallContext::is_lease_lost) is `false`
     /// again. A renewal that finds the record completed by this very call (in the caller's
-    /// own transaction) is no loss.
+    /// own transaction, [`completed_in_transaction`](CallContext::completed_in_transaction))
+    /// is no loss, and the lease no longer passes.
     pub async fn lease_lost(&self) {
         self.inner.lease.lost_or_passed().await
     }
 
     /// Whether the lease is known to be lost now: taken over (for good), or passed by the
-    /// caller's clock with no renewal through since.
+    /// caller's clock with no renewal through since, unless the record holds this call's
+    /// own completion.
     pub fn is_lease_lost(&self) -> bool {
         self.inner.lease.known_lost()
     }

@@ -3,7 +3,7 @@
 pub(crate) mod renewal;
 pub(crate) mod retry;
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::Notify;
@@ -37,6 +37,8 @@ pub(crate) struct Lease {
     on_loss: Notify,
     /// The caller's clock, by which the deadline passes.
     clock: Arc<dyn Clock>,
+    /// Whether the body wrote this call's completion in its own transaction.
+    completed_in_transaction: AtomicBool,
 }
 
 impl std::fmt::Debug for Lease {
@@ -55,6 +57,7 @@ impl Lease {
             lost: AtomicU8::new(HELD),
             on_loss: Notify::new(),
             clock,
+            completed_in_transaction: AtomicBool::new(false),
         }
     }
 
@@ -86,12 +89,21 @@ impl Lease {
         self.on_loss.notify_waiters();
     }
 
-    /// Records that the key holds this call's own completion (made in the caller's own
-    /// transaction while the lease held): the lease passing by the clock is no loss then.
+    /// Records that the body wrote this call's completion in its own transaction: once it
+    /// commits, a completed record with this call's fingerprint is this call's own.
+    pub(crate) fn completed_in_transaction(&self) {
+        self.completed_in_transaction.store(true, Ordering::SeqCst);
+    }
+
+    /// Records that the key holds this call's own completion: the lease passing by the clock
+    /// is no loss then. From an expiry too: a renewal that ends one may not have yet.
     fn settle(&self) {
         let _ = self
             .lost
-            .compare_exchange(HELD, SETTLED, Ordering::SeqCst, Ordering::SeqCst);
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |state| {
+                matches!(state, HELD | EXPIRED).then_some(SETTLED)
+            });
+        self.on_loss.notify_waiters();
     }
 
     fn settled(&self) -> bool {
@@ -99,8 +111,11 @@ impl Lease {
     }
 
     /// Takes in what the record read back after the store refused this owner's fenced write
-    /// says of the lease ([`after_refusal`]): records the loss, or that the record is this
-    /// call's own completion. Returns the loss.
+    /// says of the lease ([`after_refusal`]): records the loss, or, when the body completed
+    /// the record in its own transaction, that the record is this call's own completion.
+    /// Without that, a completed record with this fingerprint may be a successor's (after an
+    /// operator released the key): no loss is recorded, and the clock still tells of one.
+    /// Returns the loss.
     pub(crate) fn learn(
         &self,
         record: Option<&Record>,
@@ -110,7 +125,11 @@ impl Lease {
         let loss = after_refusal(record, owner, fingerprint, self, self.clock.now());
         match (loss, record) {
             (Some(loss), _) => self.lose(loss),
-            (None, Some(Record::Completed(_))) => self.settle(),
+            (None, Some(Record::Completed(_)))
+                if self.completed_in_transaction.load(Ordering::SeqCst) =>
+            {
+                self.settle()
+            }
             (None, _) => {}
         }
         loss
@@ -125,9 +144,9 @@ impl Lease {
     }
 
     /// Whether the body may know the lease is gone: lost, or its deadline passed by the
-    /// caller's clock with no renewal through since. Nothing may have told the engine yet:
-    /// a call that does not renew, or a process that was paused past its lease, learns it
-    /// from the clock before any renewal is refused.
+    /// caller's clock with no renewal through since (unless settled). Nothing may have told
+    /// the engine yet: a call that does not renew, or a process that was paused past its
+    /// lease, learns it from the clock before any renewal is refused.
     pub(crate) fn known_lost(&self) -> bool {
         self.loss().is_some() || (self.passed() && !self.settled())
     }
@@ -136,11 +155,12 @@ impl Lease {
         self.clock.now() >= self.until()
     }
 
-    /// Resolves once [`known_lost`](Lease::known_lost) is true; never, once settled.
+    /// Resolves once [`known_lost`](Lease::known_lost) is true: once settled, only when a
+    /// takeover is found after all (the record forgotten or expired, and taken).
     pub(crate) async fn lost_or_passed(&self) {
         loop {
             if self.settled() {
-                return std::future::pending().await;
+                return self.lost().await;
             }
             let remaining = self.until().saturating_duration_since(self.clock.now());
             if remaining.is_zero() {
@@ -211,14 +231,76 @@ mod tests {
         let clock = ManualClock::new();
         let lease = lease_on(&clock);
         let (owner, fingerprint) = (OwnerToken::generate(), Fingerprint::of("o1").unwrap());
-        let done = Record::Completed(Completed::new(
-            fingerprint,
-            Outcome::Ok(b"\"placed\"".to_vec()),
-            clock.now() + Duration::from_secs(3600),
-        ));
+        let done = completed(&clock, fingerprint);
+        lease.completed_in_transaction();
         assert_eq!(lease.learn(Some(&done), &owner, &fingerprint), None);
         clock.advance(LEASE * 2);
         assert!(!lease.known_lost(), "settled: no one can take the key over");
+    }
+
+    #[test]
+    fn a_completion_the_body_did_not_write_may_be_a_successors() {
+        let clock = ManualClock::new();
+        let lease = lease_on(&clock);
+        let (owner, fingerprint) = (OwnerToken::generate(), Fingerprint::of("o1").unwrap());
+        let done = completed(&clock, fingerprint);
+        assert_eq!(lease.learn(Some(&done), &owner, &fingerprint), None);
+        clock.advance(LEASE);
+        assert!(lease.known_lost(), "not settled: the clock still tells");
+    }
+
+    #[tokio::test]
+    async fn a_settled_lease_still_wakes_its_waiters_on_a_takeover() {
+        let clock = ManualClock::new();
+        let lease = Arc::new(lease_on(&clock));
+        let (owner, fingerprint) = (OwnerToken::generate(), Fingerprint::of("o1").unwrap());
+        lease.completed_in_transaction();
+        lease.learn(Some(&completed(&clock, fingerprint)), &owner, &fingerprint);
+        let waiting = tokio::spawn({
+            let lease = lease.clone();
+            async move { lease.lost_or_passed().await }
+        });
+        tokio::task::yield_now().await;
+        let theirs = Record::InProgress(InProgress::new(
+            OwnerToken::generate(),
+            fingerprint,
+            lease.until(),
+        ));
+        assert_eq!(
+            lease.learn(Some(&theirs), &owner, &fingerprint),
+            Some(Loss::TakenOver)
+        );
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("the waiter hears of the takeover")
+            .unwrap();
+    }
+
+    #[test]
+    fn a_lease_whose_expiry_a_renewal_is_ending_settles_too() {
+        let clock = ManualClock::new();
+        let lease = lease_on(&clock);
+        let (owner, fingerprint) = (OwnerToken::generate(), Fingerprint::of("o1").unwrap());
+        lease.lose(Loss::Expired);
+        lease
+            .until
+            .store((clock.now() + LEASE).as_millis(), Ordering::SeqCst);
+        lease.completed_in_transaction();
+        lease.learn(Some(&completed(&clock, fingerprint)), &owner, &fingerprint);
+        assert!(
+            !lease.renewed(clock.now() + LEASE),
+            "settled, not an expiry ended"
+        );
+        clock.advance(LEASE * 2);
+        assert!(!lease.known_lost());
+    }
+
+    fn completed(clock: &ManualClock, fingerprint: Fingerprint) -> Record {
+        Record::Completed(Completed::new(
+            fingerprint,
+            Outcome::Ok(b"\"placed\"".to_vec()),
+            clock.now() + Duration::from_secs(3600),
+        ))
     }
 
     #[test]

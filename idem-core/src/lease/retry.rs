@@ -59,7 +59,8 @@ impl FencedWrite<'_> {
     /// refusal is real, and the [`Lease`] learns what the record says of it
     /// ([`Lease::learn`]), which wakes the body's
     /// [`lease_lost`](crate::CallContext::lease_lost) when another owner holds the key. A
-    /// write given up after failures is read back the same way before it is reported lost.
+    /// write given up after failures is read back too, and reported lost only when the
+    /// record does not show it.
     pub(crate) async fn run<Fut>(
         self,
         mut write: impl FnMut() -> Fut,

@@ -96,7 +96,10 @@ impl PostgresStore {
             0 => Err(Error::LeaseLost {
                 key: key.as_str().to_owned(),
             }),
-            _ => Ok(()),
+            _ => {
+                context.completed_in_transaction();
+                Ok(())
+            }
         }
     }
 }
