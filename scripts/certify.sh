@@ -50,7 +50,7 @@ if [ -n "$write" ]; then
             echo
             cat docs/certification/planted.md
         fi
-        for section in runs explained; do
+        for section in runs explained long-runs cluster-faults; do
             if [ -f "docs/certification/$section.md" ]; then
                 echo
                 cat "docs/certification/$section.md"
