@@ -104,6 +104,27 @@ pub(crate) enum FaultKind {
     ClockBeyond,
 }
 
+impl FaultKind {
+    /// The fault's name on the command line and in reports: `replica-loss`, `clock-beyond`.
+    pub(crate) fn name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(|| format!("{self:?}"), |value| value.get_name().to_owned())
+    }
+
+    /// Whether the fault acts on a Redis Cluster this run starts.
+    pub(crate) fn needs_own_cluster(self) -> bool {
+        matches!(
+            self,
+            FaultKind::Reshard | FaultKind::Failover | FaultKind::ReplicaLoss
+        )
+    }
+
+    /// Whether the fault needs a replica per primary.
+    pub(crate) fn needs_replicas(self) -> bool {
+        matches!(self, FaultKind::Failover | FaultKind::ReplicaLoss)
+    }
+}
+
 /// The worker's hidden entry point.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Mode {

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::ValueEnum;
 use idem_core::{
     store::{Record, Store},
     Idempotency,
@@ -51,7 +50,7 @@ pub(crate) async fn run(args: &RunArgs) -> Result<Outcome, String> {
         kind,
         args.url.as_deref(),
         faults.contains(&FaultKind::Restart),
-        faults.contains(&FaultKind::Failover) || faults.contains(&FaultKind::ReplicaLoss),
+        faults.iter().any(|fault| fault.needs_replicas()),
     )
     .await?;
     if faults.contains(&FaultKind::Net) && !crate::nemesis::proxiable(target.spec.as_ref()) {
@@ -148,10 +147,7 @@ async fn run_on(
         broken: args.broken.clone(),
         seconds: args.seconds,
         workers: args.workers,
-        faults: faults
-            .iter()
-            .filter_map(|fault| Some(fault.to_possible_value()?.get_name().to_owned()))
-            .collect(),
+        faults: faults.iter().map(|fault| fault.name()).collect(),
         lease_ms: args.lease_ms,
         seed,
         clock_offsets_ms: clock_offsets,
@@ -189,16 +185,15 @@ fn faults_of(args: &RunArgs, kind: StoreKind, restartable: bool) -> Result<Vec<F
                 .to_owned(),
         );
     }
-    for (fault, name) in [
-        (FaultKind::Reshard, "reshard"),
-        (FaultKind::Failover, "failover"),
-        (FaultKind::ReplicaLoss, "replica-loss"),
-    ] {
-        if faults.contains(&fault) && (kind != StoreKind::RedisCluster || args.url.is_some()) {
-            return Err(format!(
-                "{name} needs a Redis Cluster this run starts (not --url)"
-            ));
-        }
+    let own_cluster = kind == StoreKind::RedisCluster && args.url.is_none();
+    if let Some(fault) = faults
+        .iter()
+        .find(|f| f.needs_own_cluster() && !own_cluster)
+    {
+        return Err(format!(
+            "{} needs a Redis Cluster this run starts (not --url)",
+            fault.name()
+        ));
     }
     if faults.contains(&FaultKind::Restart) && !restartable {
         return Err(
