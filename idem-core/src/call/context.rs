@@ -158,8 +158,31 @@ impl CallContext {
         self.inner.lease.known_lost()
     }
 
-    /// Runs `body` with this context current.
-    pub(crate) fn scope<F: Future>(self, body: F) -> impl Future<Output = F::Output> {
+    /// Runs `body` with this call current, for work the body hands to another task: a task
+    /// spawned on another thread's runtime (actix-web's `spawn_local`), a worker that serves
+    /// the body's request. Inside it, [`context`], [`step`](crate::step) and the lease are the
+    /// call's own, as they are in the body itself; without it a spawned task runs outside the
+    /// call, and its steps record nothing.
+    ///
+    /// ```
+    /// # use idem_core::{Call, Fingerprint, Idempotency};
+    /// # use idem_conformance::ReferenceStore;
+    /// # async fn demo() -> Result<(), idem_core::Error> {
+    /// # let idem = Idempotency::new(ReferenceStore::new());
+    /// let key = idem.key("shop.checkout").part("order-42").finish()?;
+    /// let call = Call::new(key, Fingerprint::of(&"order-42")?);
+    /// idem.run(call, async {
+    ///     let call = idem_core::context().expect("inside an idempotent body");
+    ///     let worker = tokio::spawn(call.scope(async {
+    ///         idem_core::step("charge", async { Ok::<_, idem_core::Error>(1_000) }).await
+    ///     }));
+    ///     worker.await.expect("the worker ends")
+    /// })
+    /// .await?;
+    /// # Ok(()) }
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(demo()).unwrap();
+    /// ```
+    pub fn scope<F: Future>(self, body: F) -> impl Future<Output = F::Output> {
         CURRENT.scope(self, body)
     }
 }
@@ -198,7 +221,7 @@ impl std::fmt::Debug for StoredForm {
 ///
 /// Set while the engine polls the body (of `#[idempotent]` functions and of
 /// [`Idempotency::run`](crate::Idempotency::run)), including every function the body awaits;
-/// not inside tasks the body spawns.
+/// not inside tasks the body spawns, unless they run under [`CallContext::scope`].
 pub fn context() -> Option<CallContext> {
     CURRENT.try_with(CallContext::clone).ok()
 }

@@ -55,7 +55,9 @@ use crate::{call::context::context, error::Error};
 ///   concurrently) is [`Error::DuplicateStep`]: two steps under one name would get each
 ///   other's value. A recorded value that no longer decodes as `T` is [`Error::Codec`].
 /// - Outside an idempotent body, `step` just runs `future`. Inside tasks the body spawns there
-///   is no call context either, so steps belong in the body itself.
+///   is no call context either, unless the task runs under
+///   [`CallContext::scope`](crate::CallContext::scope): steps belong in the body itself, or in a
+///   task that carries its call.
 ///
 /// The error type must convert from [`Error`], like an idempotent function's own; map a
 /// foreign one first: `step("charge", async { gateway.charge(&req).await.map_err(MyError::from) })`.
