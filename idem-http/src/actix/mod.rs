@@ -30,11 +30,16 @@
 //! }
 //! ```
 //!
-//! Three things differ from the tower layer, all for what actix-web is: a scope read by
-//! [`scope`](crate::IdempotencyLayerBuilder::scope) sees the request's head without its
-//! extensions (take a principal from actix-web's request extensions with
-//! [`scope_from_extension`](crate::IdempotencyLayerBuilder::scope_from_extension), which reads
-//! them); trailers, which actix-web does not send, are neither stored nor replayed; and a
+//! The handler runs inside the engine's call, as behind the tower layer:
+//! `idem_core::context()`, `idem_core::step` and the lease are the call's, although actix-web
+//! runs the handler in a task of its own on its worker's thread (the call goes with it).
+//!
+//! Three things differ from the tower layer, all for what actix-web is: the scope is read from
+//! the actix-web request by [`actix_scope`](crate::IdempotencyLayerBuilder::actix_scope) or
+//! [`scope_from_extension`](crate::IdempotencyLayerBuilder::scope_from_extension), since a
+//! [`scope`](crate::IdempotencyLayerBuilder::scope) closure would see the request's head
+//! without its extensions (a layer set up with one alone refuses keyed requests here, saying
+//! so); trailers, which actix-web does not send, are neither stored nor replayed; and a
 //! handler that panics takes its request with it, so its 500 reaches actix-web as an error
 //! whose response it is, which middleware outside the layer that decorates only the responses
 //! it gets (`DefaultHeaders`, CORS) does not see.

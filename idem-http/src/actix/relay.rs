@@ -2,7 +2,8 @@
 //! (its client gone), but an actix-web request and its service stay on their worker's thread.
 //! The handler is therefore called from a task on that thread, and the contract talks to it
 //! through channels; what cannot leave the thread (the request, an error) waits in a place
-//! the middleware and that task share.
+//! the middleware and that task share. The engine's call goes along with the body, so that the
+//! handler runs inside it there: `idem_core::context()`, `step` and the lease are the call's.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -13,6 +14,7 @@ use actix_web::dev::{Payload, Service, ServiceRequest, ServiceResponse};
 use actix_web::HttpResponse;
 use bytes::Bytes;
 use http::{Request, Response};
+use idem_core::CallContext;
 use tokio::sync::oneshot;
 
 use crate::actix::head;
@@ -68,8 +70,15 @@ impl Held {
 /// The contract's side: sends the request's body to the handler's task and waits for its
 /// response.
 pub(crate) struct Relay {
-    body: oneshot::Sender<Bytes>,
+    body: oneshot::Sender<Called>,
     response: oneshot::Receiver<Result<Response<Body>, HandlerFailed>>,
+}
+
+/// What the contract hands the handler's task: the request's body, and the engine's call the
+/// handler runs in.
+struct Called {
+    body: Bytes,
+    call: Option<CallContext>,
 }
 
 /// The relay for `request`, whose handler is `service`, and the middleware's side of it. The
@@ -83,9 +92,9 @@ where
         pending: Some(request),
         ..Shared::default()
     }));
-    let (body_sender, body) = oneshot::channel();
+    let (body_sender, called) = oneshot::channel();
     let (response_sender, response) = oneshot::channel();
-    actix_web::rt::spawn(serve(service, shared.clone(), body, response_sender));
+    actix_web::rt::spawn(serve(service, shared.clone(), called, response_sender));
     let relay = Relay {
         body: body_sender,
         response,
@@ -97,19 +106,26 @@ where
 async fn serve<S, B>(
     service: Rc<S>,
     shared: Rc<RefCell<Shared>>,
-    body: oneshot::Receiver<Bytes>,
+    called: oneshot::Receiver<Called>,
     response: oneshot::Sender<Result<Response<Body>, HandlerFailed>>,
 ) where
     S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = actix_web::Error> + 'static,
     B: MessageBody + 'static,
 {
-    // No body: the contract answered without the handler (a replay, a conflict).
-    let Ok(body) = body.await else { return };
+    // Not called: the contract answered without the handler (a replay, a conflict).
+    let Ok(Called { body, call }) = called.await else {
+        return;
+    };
     let Some(mut request) = shared.borrow_mut().pending.take() else {
         return;
     };
     request.set_payload(Payload::from(body));
-    let answered = match service.call(request).await {
+    let served = service.call(request);
+    let served = match call {
+        Some(call) => call.scope(served).await,
+        None => served.await,
+    };
+    let answered = match served {
         Ok(answered) => {
             let (request, answered) = answered.into_parts();
             shared.borrow_mut().answered = Some(request);
@@ -132,7 +148,12 @@ impl Handler for Relay {
         request: Request<Bytes>,
     ) -> impl Future<Output = Result<Response<Body>, HandlerFailed>> + Send + 'static {
         let Relay { body, response } = self;
-        let sent = body.send(request.into_body()).is_ok();
+        // Called from the engine's body: the call is current here, and goes with the body.
+        let called = Called {
+            body: request.into_body(),
+            call: idem_core::context(),
+        };
+        let sent = body.send(called).is_ok();
         async move {
             match (sent, response.await) {
                 (true, Ok(answered)) => answered,
