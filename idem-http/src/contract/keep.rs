@@ -17,9 +17,9 @@ use crate::response::forward::{self, Ending, Tail};
 use crate::response::stored::{NotKept, StoredResponse};
 use crate::{grpc, TARGET};
 
-/// Why the handler's run ended without a response to store. Every case but `Engine` releases
-/// the key (or keeps it for the same request only, when a step was recorded); an engine error
-/// says itself what became of it.
+/// Why the handler's run ended without a response to store. `PassedOn` and `Released` release
+/// the key (or keep it for the same request only, when a step was recorded); `Inner` keeps it
+/// as handled; an engine error says itself what became of it.
 pub(crate) enum Unstored<E> {
     /// The engine refused or failed.
     Engine(idem_core::Error),
@@ -29,7 +29,8 @@ pub(crate) enum Unstored<E> {
     /// A streamed response whose status, known at its end, is not stored; the client has all
     /// but its end, which comes once the key is released.
     Released,
-    /// The handler's service failed.
+    /// The handler's service failed after the handler began: its key is kept as handled, its
+    /// answer not kept.
     Inner(E),
 }
 
@@ -50,16 +51,41 @@ pub(crate) async fn run<H: Handler>(
 ) -> Result<Answered<StoredResponse>, Unstored<H::Error>> {
     let idem = config.idem.clone();
     let mut tail = Tail::default();
+    let mut failure = None;
     // Boxed: the handler's future is most of the call's, and the engine's futures would
     // otherwise move it whole at each of their awaits, on replays too, which never poll it.
     let body = Box::pin(async {
-        let response = handler.call(request).await.map_err(Unstored::Inner)?;
+        let response = match handler.call(request).await {
+            Ok(response) => response,
+            // The service failed after the handler began (a timeout inside the layer, a
+            // middleware's error): the handler may have acted, so the key is kept as handled,
+            // its answer not kept, and no retry runs it again.
+            Err(error) => {
+                failure = Some(error);
+                tracing::warn!(target: TARGET, key = config.logged_key(&key), "the handler's service failed after the handler began; the request is kept as handled, its response not kept");
+                return Ok(service_failed(&config));
+            }
+        };
         keep(&config, &key, response, head, &mut tail).await
     });
     let outcome = idem.run_with_policy(call, &ReleaseErrors, body).await;
     let settled = matches!(outcome, Ok(_) | Err(Unstored::Released));
     tail.finish(settled, config.abandoned_stream_timeout).await;
-    outcome
+    match (outcome, failure) {
+        // The front end answers with its service's error, as it would without the layer.
+        (Ok(_), Some(error)) => Err(Unstored::Inner(error)),
+        (outcome, _) => outcome,
+    }
+}
+
+/// What is kept of a request whose service failed after its handler began.
+fn service_failed(config: &Config) -> StoredResponse {
+    StoredResponse::not_kept(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &http::HeaderMap::new(),
+        NotKept::ServiceFailed,
+        &config.replay_headers,
+    )
 }
 
 /// The response as stored. A response of known length within the limit is read whole and
