@@ -48,11 +48,16 @@ pub(crate) fn encoding_not_accepted(key: &str, encoding: &str) -> Problem {
 
 /// The layer takes its scope from a request extension this request lacks.
 pub(crate) fn scope_missing(key: &str, missing: &ScopeMissing) -> Problem {
-    let more = format!(
-        "the idempotency layer takes its scope from the request extension `{}`, which no \
-         layer set; put the layer that sets it outside the idempotency layer",
-        missing.0
-    );
+    let more = match missing {
+        ScopeMissing::Extension(extension) => format!(
+            "the idempotency layer takes its scope from the request extension `{extension}`, \
+             which no layer set; put the layer that sets it outside the idempotency layer"
+        ),
+        ScopeMissing::ActixExtensionsUnseen => "on actix-web, a `scope` closure sees the \
+             request's head without its extensions, so the layer does not guess whose key \
+             this is; read the scope with `actix_scope` (or `scope_from_extension`)"
+            .to_owned(),
+    };
     Problem::about(ProblemType::ScopeMissing, Subject::Key(key), &more)
 }
 
@@ -75,6 +80,14 @@ pub(crate) fn key_invalid(received: &str, reason: &str) -> Problem {
 pub(crate) fn body_too_large(key: &str, limit: usize) -> Problem {
     let more = format!("the limit is {limit} bytes");
     Problem::about(ProblemType::BodyTooLarge, Subject::Key(key), &more)
+}
+
+/// A keyed request under a gRPC content type whose body is not one whole gRPC message.
+pub(crate) fn grpc_not_one_message(key: &str) -> Problem {
+    let more = "a keyed gRPC call sends exactly one request message (a unary or \
+                server-streaming call); send a client-streaming call without an idempotency \
+                key, and a plain HTTP body without a gRPC content type";
+    Problem::about(ProblemType::BodyUnreadable, Subject::Key(key), more)
 }
 
 pub(crate) fn body_unreadable(key: &str) -> Problem {

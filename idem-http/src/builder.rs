@@ -139,6 +139,11 @@ impl IdempotencyLayerBuilder {
     ///
     /// Behind an authentication layer, prefer
     /// [`scope_from_extension`](Self::scope_from_extension).
+    ///
+    /// actix-web keeps a request's extensions on its worker's thread, where this closure cannot
+    /// see them: as actix-web middleware, a layer with a `scope` closure refuses keyed
+    /// requests (a 500 that says so) unless [`actix_scope`](Self::actix_scope) reads the
+    /// scope there.
     pub fn scope<F>(mut self, scope: F) -> Self
     where
         F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
@@ -185,8 +190,41 @@ impl IdempotencyLayerBuilder {
         self.config.scope = Arc::new(|parts| scope_from(parts.extensions.get::<T>()));
         #[cfg(feature = "actix-web")]
         {
-            self.config.actix_scope = Some(crate::config::actix_scope_from::<T>);
+            self.config.actix_scope = Some(Arc::new(crate::config::actix_scope_from::<T>));
         }
+        self.config.scope_is_default = false;
+        self
+    }
+
+    /// How the actix-web middleware reads whose keys these are: from the actix-web request,
+    /// its extensions included (where an authentication middleware puts its principal),
+    /// `None` for a request without one. The counterpart of [`scope`](Self::scope), which
+    /// the tower layer (axum, hyper, tonic, poem, salvo) reads; a layer used by both front
+    /// ends sets both.
+    ///
+    /// ```
+    /// # fn demo(idem: idem_core::Idempotency) {
+    /// use actix_web::HttpMessage;
+    ///
+    /// /// Set by the authentication middleware on every request it lets through.
+    /// #[derive(Clone)]
+    /// struct Tenant(String);
+    ///
+    /// let layer = idem_http::IdempotencyLayer::builder(idem)
+    ///     .actix_scope(|request| {
+    ///         let tenant = request.extensions().get::<Tenant>().map(|t| t.0.clone());
+    ///         tenant.or_else(|| Some(format!("ip:{}", request.peer_addr()?.ip())))
+    ///     })
+    ///     .build();
+    /// # let _ = layer; }
+    /// ```
+    #[cfg(feature = "actix-web")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "actix-web")))]
+    pub fn actix_scope<F>(mut self, scope: F) -> Self
+    where
+        F: Fn(&actix_web::HttpRequest) -> Option<String> + Send + Sync + 'static,
+    {
+        self.config.actix_scope = Some(Arc::new(move |request| Ok(scope(request))));
         self.config.scope_is_default = false;
         self
     }

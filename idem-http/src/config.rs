@@ -29,13 +29,34 @@ pub const DEFAULT_NAME: &str = "http";
 /// Reads the scope of a request, or says which request extension it lacks.
 type ScopeFn = dyn Fn(&Parts) -> Result<Option<String>, ScopeMissing> + Send + Sync;
 
-/// The request extension a scope is taken from is missing: its type name.
-pub(crate) struct ScopeMissing(pub(crate) &'static str);
+/// Why a request's scope cannot be read: the layer is set up to read it from what the request
+/// lacks.
+pub(crate) enum ScopeMissing {
+    /// The request extension the scope is taken from, by its type name, is missing.
+    Extension(&'static str),
+    /// On actix-web, the scope is read by a [`scope`](crate::IdempotencyLayerBuilder::scope)
+    /// closure, which would see the request's head without its extensions.
+    ActixExtensionsUnseen,
+}
 
-/// Reads the scope from actix-web's request extensions, which a request's head lacks.
+impl ScopeMissing {
+    /// What is missing, for a log.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            ScopeMissing::Extension(extension) => {
+                format!("the request lacks the extension `{extension}`")
+            }
+            ScopeMissing::ActixExtensionsUnseen => {
+                "a `scope` closure cannot see an actix-web request's extensions".to_owned()
+            }
+        }
+    }
+}
+
+/// Reads the scope of an actix-web request, whose extensions its head lacks.
 #[cfg(feature = "actix-web")]
 pub(crate) type ActixScopeFn =
-    fn(&actix_web::dev::Extensions) -> Result<Option<String>, ScopeMissing>;
+    dyn Fn(&actix_web::HttpRequest) -> Result<Option<String>, ScopeMissing> + Send + Sync;
 
 /// The scope from the request extension of type `T`, by its `Display` form.
 pub(crate) fn scope_from<T: fmt::Display + 'static>(
@@ -43,16 +64,17 @@ pub(crate) fn scope_from<T: fmt::Display + 'static>(
 ) -> Result<Option<String>, ScopeMissing> {
     match principal {
         Some(principal) => Ok(Some(principal.to_string())),
-        None => Err(ScopeMissing(std::any::type_name::<T>())),
+        None => Err(ScopeMissing::Extension(std::any::type_name::<T>())),
     }
 }
 
-/// [`scope_from`] actix-web's request extensions.
+/// [`scope_from`] an actix-web request's extensions.
 #[cfg(feature = "actix-web")]
 pub(crate) fn actix_scope_from<T: fmt::Display + 'static>(
-    extensions: &actix_web::dev::Extensions,
+    request: &actix_web::HttpRequest,
 ) -> Result<Option<String>, ScopeMissing> {
-    scope_from(extensions.get::<T>())
+    use actix_web::HttpMessage;
+    scope_from(request.extensions().get::<T>())
 }
 type StoreWhenFn = dyn Fn(StatusCode) -> bool + Send + Sync;
 
@@ -91,7 +113,7 @@ pub(crate) struct Config {
     /// What the actix-web middleware reads instead of `scope`, when the scope is taken from a
     /// request extension.
     #[cfg(feature = "actix-web")]
-    pub(crate) actix_scope: Option<ActixScopeFn>,
+    pub(crate) actix_scope: Option<Arc<ActixScopeFn>>,
     /// Whether `scope` is still the default digest of `Authorization`.
     pub(crate) scope_is_default: bool,
     pub(crate) scope_secret: Option<ScopeSecret>,

@@ -103,10 +103,6 @@ where
     let bytes = match contract::read_body(&config, &keyed, &parts.headers, Box::pin(body)).await {
         BodyRead::Whole(bytes) => bytes,
         BodyRead::Refused(outcome, answer) => return (outcome, Ok(answer)),
-        BodyRead::PassThrough(bytes) => {
-            let request = Request::from_parts(parts, body::full(bytes));
-            return (PassedThrough, pass_through(inner, request).await);
-        }
     };
     contract::execute(config, keyed, parts, bytes, TowerHandler(inner)).await
 }

@@ -11,7 +11,7 @@ pub const HTTP_REQUESTS_TOTAL: &str = "idem_http_requests_total";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RequestOutcome {
     /// Not the layer's: a method it does not cover, no key (and none required), no scope
-    /// (with unscoped requests passed through), or a client-streaming gRPC call.
+    /// (with unscoped requests passed through).
     PassedThrough,
     /// 400: the key header is missing (and required) or invalid.
     KeyRefused,

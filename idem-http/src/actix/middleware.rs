@@ -6,13 +6,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{Payload, Service, ServiceRequest, ServiceResponse, Transform};
-use actix_web::HttpMessage;
+use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 
 use crate::actix::head;
 use crate::actix::payload::PayloadBody;
 use crate::actix::relay::{self, HandlerFailed};
-use crate::config::Config;
+use crate::config::{Config, ScopeMissing};
 use crate::contract::{self, Admission, BodyRead};
 use crate::layer::IdempotencyLayer;
 use crate::telemetry::{Counted, RequestOutcome};
@@ -82,9 +81,11 @@ where
     let Some(parts) = head::parts_of(request.head()) else {
         return (PassedThrough, pass_through(&service, request).await);
     };
-    let admission = contract::admit(&config, &parts, |parts| match config.actix_scope {
-        Some(read) => read(&request.extensions()),
-        None => (config.scope)(parts),
+    let admission = contract::admit(&config, &parts, |parts| match &config.actix_scope {
+        Some(read) => read(request.request()),
+        None if config.scope_is_default => (config.scope)(parts),
+        // The closure would find no extension and take the request for an anonymous one.
+        None => Err(ScopeMissing::ActixExtensionsUnseen),
     });
     let keyed = match admission {
         Admission::Keyed(keyed) => keyed,
@@ -98,10 +99,6 @@ where
         BodyRead::Whole(bytes) => bytes,
         BodyRead::Refused(outcome, answer) => {
             return (outcome, Ok(request.into_response(head::to_actix(answer))))
-        }
-        BodyRead::PassThrough(bytes) => {
-            request.set_payload(Payload::from(bytes));
-            return (PassedThrough, pass_through(&service, request).await);
         }
     };
     let (relay, held) = relay::relay(service, request);

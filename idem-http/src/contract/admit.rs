@@ -65,7 +65,7 @@ pub(crate) fn admit(
             (Some(_), None) => scope,
         },
         Err(missing) => {
-            tracing::error!(target: TARGET, key = config.logged_key(&key), extension = missing.0, "the request lacks the extension the scope is taken from");
+            tracing::error!(target: TARGET, key = config.logged_key(&key), "the request's scope cannot be read as the layer is set up: {}", missing.describe());
             let answer = asked.render(answer::scope_missing(&key, &missing));
             return Admission::Refused(ScopeRefused, answer);
         }

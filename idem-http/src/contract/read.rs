@@ -17,9 +17,6 @@ pub(crate) enum BodyRead {
     Whole(Bytes),
     /// Refused by the layer with this answer; nothing ran.
     Refused(RequestOutcome, Response<Body>),
-    /// A client-streaming gRPC call, not one request: there is nothing to replay it with, and
-    /// the handler gets it, with these bytes as its body.
-    PassThrough(Bytes),
 }
 
 /// Reads the body of the keyed request whose headers are `headers`.
@@ -51,9 +48,13 @@ where
             return BodyRead::Refused(RequestOutcome::Unreadable, answer);
         }
     };
+    // Whatever the route, a keyed request runs under the engine or is refused: one that says
+    // it is gRPC but is not one request message (a client-streaming call, or a plain body
+    // under a gRPC content type) has nothing the layer could replay it for.
     if asked.grpc && grpc::message_count(&bytes) != Some(1) {
-        tracing::debug!(target: TARGET, key = config.logged_key(key), "gRPC call with other than one request message passed through");
-        return BodyRead::PassThrough(bytes);
+        tracing::debug!(target: TARGET, key = config.logged_key(key), "keyed gRPC call with other than one request message refused");
+        let answer = asked.render(answer::grpc_not_one_message(key));
+        return BodyRead::Refused(RequestOutcome::Unreadable, answer);
     }
     BodyRead::Whole(bytes)
 }

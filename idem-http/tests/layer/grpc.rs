@@ -307,15 +307,19 @@ async fn a_duplicate_in_flight_is_told_to_retry_later() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_streaming_call_passes_through() {
+async fn a_keyed_client_streaming_call_is_refused_and_runs_nothing() {
     let payments = Payments::default();
     let channel = serve(layer(), payments.clone()).await;
 
     let orders = ["order-7", "order-8"];
-    let first = charge_batch(&channel, "batch-1", &orders).await.unwrap();
-    let second = charge_batch(&channel, "batch-1", &orders).await.unwrap();
-    assert_eq!(first.get_ref().order, "order-7,order-8");
-    assert!(!replayed(&second), "nothing was recorded for it");
-    assert_eq!(second.get_ref().charge, 2);
-    assert_eq!(payments.runs(), 2);
+    let refused = charge_batch(&channel, "batch-1", &orders)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(
+        refused.message().contains("exactly one request message"),
+        "{}",
+        refused.message()
+    );
+    assert_eq!(payments.runs(), 0, "neither run nor passed through");
 }
