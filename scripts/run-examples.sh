@@ -39,9 +39,9 @@ echo "examples: axum_payments (memory store, real HTTP on loopback)"
 cargo run -q -p idem-examples --all-features --example axum_payments
 echo "examples: actix_payments (the layer as actix-web middleware, real HTTP on loopback)"
 cargo run -q -p idem-examples --all-features --example actix_payments
-echo "examples: poem_payments (the layer through poem's tower-compat, real HTTP on loopback)"
+echo "examples: poem_payments (the layer as poem middleware, real HTTP on loopback)"
 cargo run -q -p idem-examples --all-features --example poem_payments
-echo "examples: salvo_payments (the layer through salvo's tower-compat, real HTTP on loopback)"
+echo "examples: salvo_payments (the layer as a salvo hoop, real HTTP on loopback)"
 cargo run -q -p idem-examples --all-features --example salvo_payments
 echo "examples: axum_metrics (memory store, Prometheus text on /metrics)"
 cargo run -q -p idem-examples --all-features --example axum_metrics

@@ -1,9 +1,10 @@
 //! Idempotency keys for HTTP APIs: a tower [`Layer`](tower_layer::Layer) for the
 //! `Idempotency-Key` header, on the [idem](idem_core) engine. It works with axum, hyper and
-//! any tower service of `http` requests (tonic servers included), with poem and salvo through
-//! their tower adapters, and, with the `actix-web` feature, as actix-web middleware: the same
-//! layer, `App::wrap`ped (see the `actix` module). Both front ends keep one contract, decided
-//! by the same code.
+//! any tower service of `http` requests (tonic servers included), and, with a feature each,
+//! as actix-web middleware (`App::wrap`, the `actix` module), poem middleware
+//! (`Route::with`, the `poem` module) and a salvo hoop (`Router::hoop`, the `salvo` module):
+//! the same layer on every front end, one contract decided by the same code, and the handler
+//! inside the engine's call on each.
 //!
 //! ```no_run
 //! use axum::{routing::post, Router};
@@ -231,8 +232,14 @@ mod layer;
 #[cfg(feature = "openapi")]
 #[cfg_attr(docsrs, doc(cfg(feature = "openapi")))]
 pub mod openapi;
+#[cfg(feature = "poem")]
+#[cfg_attr(docsrs, doc(cfg(feature = "poem")))]
+pub mod poem;
 mod request;
 mod response;
+#[cfg(feature = "salvo")]
+#[cfg_attr(docsrs, doc(cfg(feature = "salvo")))]
+pub mod salvo;
 mod service;
 mod telemetry;
 

@@ -1,0 +1,137 @@
+//! The poem `Endpoint` the layer makes around an endpoint: the front end of the contract for
+//! poem's request and response types.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::combinators::BoxBody;
+use http_body_util::BodyExt;
+use poem::{Endpoint, IntoResponse, Middleware, RequestParts};
+
+use crate::body::Body;
+use crate::config::Config;
+use crate::contract::{self, Admission, BodyRead, Handler};
+use crate::layer::IdempotencyLayer;
+use crate::telemetry::{Counted, RequestOutcome};
+
+/// The endpoint [`IdempotencyLayer`] makes around a poem endpoint `E`, as its tower layer makes
+/// [`IdempotencyService`](crate::IdempotencyService): `Route::new().at(..).with(layer)`.
+pub struct IdempotencyEndpoint<E> {
+    inner: Arc<E>,
+    config: Arc<Config>,
+}
+
+impl<E: Endpoint + 'static> Middleware<E> for IdempotencyLayer {
+    type Output = IdempotencyEndpoint<E>;
+
+    fn transform(&self, inner: E) -> IdempotencyEndpoint<E> {
+        IdempotencyEndpoint {
+            inner: Arc::new(inner),
+            config: self.config.clone(),
+        }
+    }
+}
+
+impl<E: Endpoint + 'static> Endpoint for IdempotencyEndpoint<E> {
+    type Output = poem::Response;
+
+    async fn call(&self, request: poem::Request) -> poem::Result<poem::Response> {
+        // Counted when dropped: a request whose client went away before its answer counts too.
+        let mut counted = Counted::new();
+        let (outcome, answer) = answer(self.config.clone(), self.inner.clone(), request).await;
+        counted.set(outcome);
+        answer
+    }
+}
+
+/// Answers one request: passed through, refused by the layer, or run under the engine.
+async fn answer<E: Endpoint + 'static>(
+    config: Arc<Config>,
+    inner: Arc<E>,
+    request: poem::Request,
+) -> (RequestOutcome, poem::Result<poem::Response>) {
+    use RequestOutcome::PassedThrough;
+    let (mut own, body) = request.into_parts();
+    let parts = head_of(&mut own);
+    let keyed = match contract::admit(&config, &parts, |parts| (config.scope)(parts)) {
+        Admission::Keyed(keyed) => keyed,
+        Admission::Refused(outcome, answer) => return (outcome, Ok(to_poem(answer))),
+        Admission::PassThrough => {
+            let request = rebuild(own, parts, body);
+            return (PassedThrough, pass_through(&inner, request).await);
+        }
+    };
+    let body = BoxBody::from(body);
+    let bytes = match contract::read_body(&config, &keyed, &parts.headers, body).await {
+        BodyRead::Whole(bytes) => bytes,
+        BodyRead::Refused(outcome, answer) => return (outcome, Ok(to_poem(answer))),
+    };
+    let handler = PoemHandler { inner, own };
+    let (outcome, answered) = contract::execute(config, keyed, parts, bytes, handler).await;
+    let answer = match answered {
+        Ok(response) => Ok(to_poem(response)),
+        Err(never) => match never {},
+    };
+    (outcome, answer)
+}
+
+/// The head of `own` as the contract reads it, extensions included; `own` keeps what poem
+/// alone knows of the request (its addresses, scheme and path parameters).
+fn head_of(own: &mut RequestParts) -> http::request::Parts {
+    let (mut parts, ()) = Request::new(()).into_parts();
+    parts.method = std::mem::take(&mut own.method);
+    parts.uri = std::mem::take(&mut own.uri);
+    parts.version = own.version;
+    parts.headers = std::mem::take(&mut own.headers);
+    parts.extensions = std::mem::take(&mut own.extensions);
+    parts
+}
+
+/// The poem request with the head `parts` (as the contract hands it on) and what `own` kept.
+fn rebuild(mut own: RequestParts, parts: http::request::Parts, body: poem::Body) -> poem::Request {
+    own.method = parts.method;
+    own.uri = parts.uri;
+    own.version = parts.version;
+    own.headers = parts.headers;
+    own.extensions = parts.extensions;
+    poem::Request::from_parts(own, body)
+}
+
+/// The layer's response as poem sends it.
+fn to_poem(response: Response<Body>) -> poem::Response {
+    poem::Response::from(response.map(|body| body.map_err(std::io::Error::other)))
+}
+
+async fn pass_through<E: Endpoint>(
+    inner: &E,
+    request: poem::Request,
+) -> poem::Result<poem::Response> {
+    inner.call(request).await.map(IntoResponse::into_response)
+}
+
+/// A poem endpoint as the contract's handler: its errors are answered as poem renders them,
+/// so that the contract judges their status as any other response's.
+struct PoemHandler<E> {
+    inner: Arc<E>,
+    own: RequestParts,
+}
+
+impl<E: Endpoint + 'static> Handler for PoemHandler<E> {
+    type Body = BoxBody<Bytes, std::io::Error>;
+    type Error = std::convert::Infallible;
+
+    fn call(
+        self,
+        request: Request<Bytes>,
+    ) -> impl std::future::Future<Output = Result<Response<Self::Body>, Self::Error>> + Send + 'static
+    {
+        let PoemHandler { inner, own } = self;
+        let (parts, bytes) = request.into_parts();
+        let request = rebuild(own, parts, poem::Body::from(bytes));
+        async move {
+            let response = inner.get_response(request).await;
+            Ok(Response::from(response))
+        }
+    }
+}
