@@ -11,4 +11,5 @@ mod answers;
 mod bodies;
 mod lifecycles;
 mod requests;
+mod scopes;
 mod views;
