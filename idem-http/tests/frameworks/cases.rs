@@ -256,3 +256,105 @@ pub async fn a_handler_that_panics_keeps_its_key_held(front: Front) -> Vec<Seen>
     assert_eq!(shop.shop.runs(), 2);
     vec![panicked, retry, next]
 }
+
+pub async fn principals_read_by_the_applications_closure_keep_their_keys_apart(
+    front: Front,
+) -> Vec<Seen> {
+    let setup = Setup {
+        principal_from_closure: true,
+        ..Setup::default()
+    };
+    let shop = start(front, setup).await;
+    let as_user = |user: &str| shop.post("/payments", "pay-1", "{}").header("x-user", user);
+    let u1 = send(as_user("u1")).await;
+    let u2 = send(as_user("u2")).await;
+    assert_eq!((u1.status, u1.replayed), (201, false));
+    assert_eq!(
+        (u2.status, u2.replayed),
+        (201, false),
+        "another principal's key: never the first one's answer"
+    );
+    assert_eq!(shop.shop.runs(), 2);
+    vec![u1, u2]
+}
+
+pub async fn two_clients_with_one_key_get_a_run_each(front: Front) -> Vec<Seen> {
+    let shop = start(front, Setup::default()).await;
+    let as_client = |token: &str| {
+        shop.post("/payments", "pay-1", "{}")
+            .header("authorization", format!("Bearer {token}"))
+    };
+    let ann = send(as_client("ann")).await;
+    let bob = send(as_client("bob")).await;
+    assert_eq!((ann.status, ann.replayed), (201, false));
+    assert_eq!((bob.status, bob.replayed), (201, false));
+    assert_eq!(shop.shop.runs(), 2);
+    vec![ann, bob]
+}
+
+pub async fn the_handler_runs_inside_the_engines_call(front: Front) -> Vec<Seen> {
+    let shop = start(front, Setup::default()).await;
+    let first = send(shop.post("/context", "ctx-1", "{}")).await;
+    assert_eq!(
+        (first.status, first.said.as_str()),
+        (201, "attempt 1 of a call")
+    );
+    vec![first]
+}
+
+pub async fn a_step_before_a_502_runs_once_and_binds_the_key_to_its_request(
+    front: Front,
+) -> Vec<Seen> {
+    let shop = start(front, Setup::default()).await;
+    let failed = send(shop.post("/steps", "order-1", r#"{"amount":10}"#)).await;
+    assert_eq!(failed.status, 502);
+    // The charge was recorded: the key is the first request's, and a corrected body is not a
+    // second order.
+    let corrected = send(shop.post("/steps", "order-1", r#"{"amount":12}"#)).await;
+    assert_eq!(corrected.status, 422);
+    assert_eq!(corrected.said, problem::KEY_REUSED);
+    let retry = send(shop.post("/steps", "order-1", r#"{"amount":10}"#)).await;
+    assert_eq!(
+        (retry.status, retry.said.as_str()),
+        (201, r#"charge 1: {"amount":10}"#)
+    );
+    assert_eq!(
+        shop.shop.charges(),
+        1,
+        "the retry resumed after the recorded charge"
+    );
+    assert_eq!(shop.shop.runs(), 2);
+    vec![failed, corrected, retry]
+}
+
+pub async fn a_keyed_grpc_request_that_is_not_one_message_is_refused(front: Front) -> Vec<Seen> {
+    let shop = start(front, Setup::default()).await;
+    let grpc = || {
+        shop.post("/payments", "pay-1", r#"{"amount":10}"#)
+            .header("content-type", "application/grpc")
+    };
+    let response = grpc().send().await.unwrap();
+    let status = response.headers().get("grpc-status").cloned();
+    let refused = seen(response).await;
+    assert_eq!(status.as_ref().map(|s| s.to_str().unwrap()), Some("3"));
+    let again = send(grpc()).await;
+    assert_eq!(shop.shop.runs(), 0, "neither run nor passed through");
+    vec![refused, again]
+}
+
+pub async fn a_service_error_after_the_handler_began_keeps_its_key_handled(
+    front: Front,
+) -> Vec<Seen> {
+    let shop = start(front, Setup::default()).await;
+    let failed = send(shop.post("/fails", "pay-1", "{}")).await;
+    assert_eq!(
+        failed.status, 504,
+        "the front end answers with its service's error"
+    );
+    // The handler may have charged: the retry is told so, and nothing runs again.
+    let retry = send(shop.post("/fails", "pay-1", "{}")).await;
+    assert_eq!((retry.status, retry.replayed), (410, true));
+    assert_eq!(retry.said, problem::RESPONSE_NOT_KEPT);
+    assert_eq!(shop.shop.runs(), 1);
+    vec![failed, retry]
+}

@@ -1,7 +1,7 @@
-//! One table of cases, run against the tower layer (in an axum app) and the actix-web
-//! middleware, each on a real server on loopback with a real client: each case asserts the
-//! contract on both, and what the two answered must be the same, so that a difference between
-//! the front ends fails a test.
+//! One table of cases, run against every front end (the tower layer in an axum app, the
+//! actix-web middleware...), each on a real server on loopback with a real client: each case
+//! asserts the contract on every front end, and what they answered must be the same, so that a
+//! difference between front ends fails a test.
 
 #[path = "../actix_server/mod.rs"]
 #[macro_use]
@@ -10,26 +10,31 @@ mod cases;
 mod fronts;
 mod shop;
 
-use fronts::Front;
+use fronts::FRONTS;
 
-/// Runs `case` on both front ends and compares what they answered.
-macro_rules! on_both {
+/// Runs `case` on every front end and compares what each answered with the first's.
+macro_rules! on_every_front {
     ($($case:ident),* $(,)?) => {$(
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $case() {
-            let tower = cases::$case(Front::Tower).await;
-            let actix = cases::$case(Front::Actix).await;
-            assert_eq!(tower, actix, "the tower layer (left) and actix-web (right) differ");
+            let (first, others) = FRONTS.split_first().unwrap();
+            let expected = cases::$case(*first).await;
+            for front in others {
+                let seen = cases::$case(*front).await;
+                assert_eq!(expected, seen, "{first:?} (left) and {front:?} (right) differ");
+            }
         }
     )*};
 }
 
-on_both!(
+on_every_front!(
     a_duplicate_is_replayed,
     a_duplicate_in_flight_gets_409_with_retry_after,
     a_changed_body_gets_422,
     a_keyed_request_without_a_principal_gets_400,
     principals_from_request_extensions_keep_their_keys_apart,
+    principals_read_by_the_applications_closure_keep_their_keys_apart,
+    two_clients_with_one_key_get_a_run_each,
     a_client_over_its_quota_gets_429,
     a_stream_reaches_its_client_while_the_handler_produces,
     a_client_that_disconnects_leaves_its_key_handled_once,
@@ -37,4 +42,8 @@ on_both!(
     a_status_not_stored_releases_the_key,
     a_body_over_the_limit_gets_413_before_anything_runs,
     a_handler_that_panics_keeps_its_key_held,
+    the_handler_runs_inside_the_engines_call,
+    a_step_before_a_502_runs_once_and_binds_the_key_to_its_request,
+    a_keyed_grpc_request_that_is_not_one_message_is_refused,
+    a_service_error_after_the_handler_began_keeps_its_key_handled,
 );

@@ -1,0 +1,99 @@
+//! The layer as poem middleware, in a poem app.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use idem_http::IdempotencyLayer;
+use poem::endpoint::make;
+use poem::http::StatusCode;
+use poem::listener::TcpAcceptor;
+use poem::middleware::TowerLayerCompatExt;
+use poem::{Endpoint, EndpointExt, IntoResponse, Request, Response, Server};
+use tower_http::compression::CompressionLayer;
+
+use crate::fronts::Setup;
+use crate::shop::{Answer, Chunks, Shop, UserId, SERVICE_FAILS};
+
+fn respond(answer: Answer) -> Response {
+    match answer {
+        Answer::Whole(status, content_type, body) => body
+            .with_status(StatusCode::from_u16(status).unwrap())
+            .with_content_type(content_type)
+            .into_response(),
+        Answer::Streamed(chunks) => Response::builder()
+            .content_type("text/event-stream")
+            .body(poem::Body::from_bytes_stream(IoChunks(chunks))),
+        Answer::Failing => Response::builder()
+            .status(StatusCode::CREATED)
+            .header(SERVICE_FAILS, "1")
+            .body("charged"),
+    }
+}
+
+/// The chunks of a streamed answer, as poem takes a stream.
+struct IoChunks(Chunks);
+
+impl futures_core::Stream for IoChunks {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let chunk = Pin::new(&mut self.0).poll_next(cx);
+        chunk.map(|chunk| chunk.map(|Ok(bytes)| Ok(bytes)))
+    }
+}
+
+/// Serves the shop; its URL, and what keeps it running.
+pub async fn serve(
+    shop: Arc<Shop>,
+    layer: IdempotencyLayer,
+    setup: Setup,
+) -> (String, Box<dyn Send>) {
+    let handlers = make(move |request: Request| {
+        let shop = shop.clone();
+        async move {
+            let path = request.uri().path().to_owned();
+            let body = request.into_body().into_bytes().await.unwrap();
+            respond(shop.serve(&path, body).await)
+        }
+    });
+    let app = handlers
+        // Inside the layer: the answers the shop marks fail once the handler has run.
+        .around(|inner, request| async move {
+            let response = inner.call(request).await?.into_response();
+            if response.headers().contains_key(SERVICE_FAILS) {
+                let timed_out = "timed out";
+                return Err(poem::Error::from_string(timed_out, StatusCode::GATEWAY_TIMEOUT));
+            }
+            Ok(response)
+        })
+        .with(layer)
+        .around(|inner, mut request| async move {
+            let user = request
+                .headers()
+                .get("x-user")
+                .and_then(|user| user.to_str().ok());
+            if let Some(user) = user.map(str::to_owned) {
+                request.extensions_mut().insert(UserId(user));
+            }
+            inner.call(request).await
+        })
+        .with_if(setup.compressed, CompressionLayer::new().compat());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let acceptor = TcpAcceptor::from_tokio(listener).unwrap();
+    let server = tokio::spawn(async move {
+        Server::new_with_acceptor(acceptor).run(app).await.unwrap();
+    });
+    (url, Box::new(AbortOnDrop(server)))
+}
+
+/// Stops the server with the test.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
