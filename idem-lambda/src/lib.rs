@@ -61,6 +61,9 @@ mod error;
 mod expression;
 mod handler;
 mod hook;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 mod invocation;
 mod powertools;
 mod selection;

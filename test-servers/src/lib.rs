@@ -10,6 +10,7 @@
 //!   server.
 //! - [`redis`], [`dynamodb`], [`postgres`]: each backend's server, and with the feature of the
 //!   same name its stores, clients and faults.
+//! - [`lambda`]: cargo-lambda's emulator of the Lambda Runtime API, for function processes.
 //! - [`availability`]: a server that cannot be had makes the test ignored, with the reason, or
 //!   fails it when `IDEM_REQUIRE_BACKENDS=1`.
 
@@ -17,5 +18,6 @@ pub mod availability;
 pub mod process;
 
 pub mod dynamodb;
+pub mod lambda;
 pub mod postgres;
 pub mod redis;
