@@ -40,7 +40,12 @@ fn post_order(request_id: &str, body: Value) -> LambdaEvent<Value> {
         "headers": {"content-type": "application/json"},
         "body": body.to_string(),
         "isBase64Encoded": false,
-        "requestContext": {"requestId": request_id, "requestTimeEpoch": now},
+        // The customer the API's authorizer let in: keys are scoped by this principal.
+        "requestContext": {
+            "requestId": request_id,
+            "requestTimeEpoch": now,
+            "authorizer": {"principalId": "customer-7"},
+        },
     });
     let mut context = Context::default();
     context.request_id = format!("invocation-{request_id}");

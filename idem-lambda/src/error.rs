@@ -24,6 +24,16 @@ pub enum Error<E> {
         /// The key expression.
         expression: String,
     },
+    /// An HTTP event (API Gateway, a function URL, an ALB) came with a key but no principal:
+    /// its route has no authorizer, or the principal function found none. Nothing ran. Its
+    /// key would be shared with every caller without one, who could read its answer by
+    /// sending it. Put an authorizer in front of the function, name the principal with
+    /// [`principal`](crate::IdempotentHandlerBuilder::principal), or share one key space with
+    /// [`unscoped(Unscoped::Shared)`](crate::IdempotentHandlerBuilder::unscoped).
+    Unscoped {
+        /// The key expression.
+        expression: String,
+    },
     /// A key or validation expression failed over the event (a `powertools_json` over text
     /// that is not JSON, say). Nothing ran.
     Expression(ExpressionError),
@@ -44,6 +54,7 @@ impl<E> Error<E> {
         Some(match self {
             Error::Handler(_) => return None,
             Error::KeyMissing { .. } => ProblemType::KeyMissing,
+            Error::Unscoped { .. } => ProblemType::Unscoped,
             Error::Expression(_) => ProblemType::KeyInvalid,
             Error::Unnamed => ProblemType::Misconfigured,
             Error::Idempotency(error) => error.problem_type(),
@@ -60,6 +71,7 @@ impl<E> Error<E> {
     /// | in progress | `IdempotencyAlreadyInProgressError` |
     /// | same key, another payload | `IdempotencyValidationError` |
     /// | no key, a failed expression, an invalid key | `IdempotencyKeyError` |
+    /// | a keyed HTTP event without a principal | `IdempotencyKeyError` |
     /// | no name, no handle installed | `IdempotencyConfigError` |
     /// | ran, but its outcome was not recorded | `IdempotencyNotRecordedError` |
     /// | over the scope's quota | `IdempotencyQuotaExceededError` |
@@ -128,6 +140,14 @@ fn describe<E>(error: &Error<E>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f,
             "the event has no idempotency key: `{expression}` selected nothing; send the key, \
              or allow events without one with raise_on_no_idempotency_key(false)"
+        ),
+        Error::Unscoped { expression } => write!(
+            f,
+            "the idempotency key that `{expression}` selected {}; the event names no principal \
+             (its route has no authorizer): put an authorizer in front of the function, name \
+             the principal with .principal(...), or share one key space among all callers \
+             with .unscoped(Unscoped::Shared)",
+            ProblemType::Unscoped.message()
         ),
         Error::Expression(error) => write!(f, "{error}; nothing ran"),
         Error::Unnamed => {

@@ -8,7 +8,7 @@ use jmespath::{Expression, Runtime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::powertools;
+use crate::{headers, powertools};
 
 /// Compiles every expression: JMESPath's built-in functions, and `powertools_json`,
 /// `powertools_base64` and `powertools_base64_gzip` as Powertools defines them.
@@ -27,8 +27,17 @@ static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
 /// let event = serde_json::json!({"body": "{\"order_id\": \"o-42\", \"amount\": 3}"});
 /// assert_eq!(path.select(&event).unwrap(), serde_json::json!("o-42"));
 /// ```
+///
+/// On an HTTP event (one with a `requestContext`: API Gateway, a function URL, an ALB), the
+/// header names it reads under `headers` and `multiValueHeaders` match whatever their case,
+/// as HTTP has them: `headers."Idempotency-Key"` finds the `idempotency-key` of a typed
+/// `ApiGatewayProxyRequest`, which writes every name in lower case.
 #[derive(Clone)]
-pub struct EventPath(Arc<Expression<'static>>);
+pub struct EventPath {
+    compiled: Arc<Expression<'static>>,
+    /// The header names the expression reads, matched whatever their case.
+    headers: Arc<[String]>,
+}
 
 impl EventPath {
     /// Compiles `expression`, or says where it is not valid JMESPath.
@@ -48,19 +57,23 @@ impl EventPath {
                  powertools_base64, powertools_base64_gzip are known)"
             )));
         }
-        Ok(EventPath(Arc::new(compiled)))
+        let headers = headers::names_read(compiled.as_ast()).into();
+        Ok(EventPath {
+            compiled: Arc::new(compiled),
+            headers,
+        })
     }
 
     /// The expression as it was written.
     pub fn as_str(&self) -> &str {
-        self.0.as_str()
+        self.compiled.as_str()
     }
 
     /// Whether the expression selects a multi-select list or hash (`[customer, order_id]`,
     /// `{c: customer, o: order_id}`), possibly after a path (`powertools_json(body).[a, b]`):
     /// a key of several parts, each of which the event must hold.
     pub(crate) fn is_multi_select(&self) -> bool {
-        let mut node = self.0.as_ast();
+        let mut node = self.compiled.as_ast();
         loop {
             match node {
                 Ast::MultiList { .. } | Ast::MultiHash { .. } => return true,
@@ -72,14 +85,16 @@ impl EventPath {
 
     /// Evaluates the expression over `event`: JSON `null` when it selects nothing.
     pub fn select<T: Serialize + ?Sized>(&self, event: &T) -> Result<Value, ExpressionError> {
-        let data = EventData::of(event).map_err(|message| self.failed(message))?;
+        let mut data = EventData::of(event).map_err(|message| self.failed(message))?;
+        data.match_headers(self)?;
         self.select_in(&data)
     }
 
     /// Evaluates the expression over an event already read, so that several expressions over
-    /// one event read it once.
+    /// one event read it once. The event's headers must have been
+    /// [matched](EventData::match_headers) to this expression's.
     pub(crate) fn select_in(&self, data: &EventData) -> Result<Value, ExpressionError> {
-        let found = self.0.search(&data.0).map_err(|error| {
+        let found = self.compiled.search(&data.0).map_err(|error| {
             self.failed(match error.reason {
                 // Only Powertools' functions fail so once an expression has compiled: the
                 // event, not the expression, is at fault, and JMESPath's caret under the
@@ -93,7 +108,12 @@ impl EventPath {
         serde_json::to_value(&*found).map_err(|error| self.failed(error.to_string()))
     }
 
-    fn failed(&self, message: String) -> ExpressionError {
+    /// The header names the expression reads under `headers` and `multiValueHeaders`.
+    pub(crate) fn header_names(&self) -> &[String] {
+        &self.headers
+    }
+
+    pub(crate) fn failed(&self, message: String) -> ExpressionError {
         ExpressionError {
             expression: self.as_str().to_owned(),
             message,
@@ -112,6 +132,42 @@ impl EventData {
         let text = serde_json::to_string(event).map_err(|error| error.to_string())?;
         let data = jmespath::Variable::from_json(&text)?;
         Ok(EventData(Arc::new(data)))
+    }
+
+    /// Whether the event is an HTTP event: one with a `requestContext` object (API Gateway's
+    /// REST, HTTP and WebSocket APIs, a function URL, an ALB).
+    pub(crate) fn is_http(&self) -> bool {
+        self.field("requestContext")
+            .is_some_and(|context| context.is_object())
+    }
+
+    /// An HTTP event's `requestContext`, as JSON.
+    pub(crate) fn request_context(&self) -> Option<Value> {
+        let context = self.field("requestContext")?;
+        if !context.is_object() {
+            return None;
+        }
+        serde_json::to_value(&**context).ok()
+    }
+
+    /// The whole event, as JSON.
+    pub(crate) fn to_value(&self) -> Value {
+        serde_json::to_value(&*self.0).unwrap_or(Value::Null)
+    }
+
+    /// Gives an HTTP event's headers the names `path` reads them by, whatever case the event
+    /// has them in; a header the event holds under two spellings with different values
+    /// matches neither, and is refused.
+    pub(crate) fn match_headers(&mut self, path: &EventPath) -> Result<(), ExpressionError> {
+        if path.header_names().is_empty() || !self.is_http() {
+            return Ok(());
+        }
+        headers::match_names(&mut self.0, path.header_names())
+            .map_err(|message| path.failed(message))
+    }
+
+    fn field(&self, name: &str) -> Option<&jmespath::Rcvar> {
+        self.0.as_object()?.get(name)
     }
 }
 

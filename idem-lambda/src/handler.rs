@@ -13,8 +13,9 @@ use tower_service::Service;
 
 use crate::hook::{Replay, ResponseHook};
 use crate::invocation::{self, CallOptions};
+use crate::scoping::Scoping;
 use crate::selection::{Selector, Unselected};
-use crate::{Error, EventPath, ExpressionError};
+use crate::{Error, EventPath, ExpressionError, Unscoped};
 
 /// A Lambda handler that runs once per idempotency key: a retry of an event (another delivery,
 /// another request id, the same key) gets the first invocation's response without running the
@@ -45,6 +46,15 @@ use crate::{Error, EventPath, ExpressionError};
 ///
 /// - The key is what the [`event_key`](IdempotentHandlerBuilder::event_key) expression selects
 ///   from the event, under the handler's name.
+/// - The key of an HTTP event (one with a `requestContext`: API Gateway's REST, HTTP and
+///   WebSocket APIs, a function URL, an ALB) is its principal's alone: scoped by the
+///   principal the authorizer named ([the rule](crate::principal#the-rule)), or the one
+///   [`principal`](IdempotentHandlerBuilder::principal) gives, so that a caller who sends
+///   another's key runs its own call, and a quota counts per principal. A keyed HTTP event
+///   without a principal is refused ([`Error::Unscoped`]) unless
+///   [`unscoped(Unscoped::Shared)`](IdempotentHandlerBuilder::unscoped) says otherwise.
+/// - Other events (SQS, EventBridge, direct invokes) have unscoped keys: their producer is
+///   trusted, and whoever can invoke the function can send any key.
 /// - A retry with the same key and the same key data (and
 ///   [`payload_validation`](IdempotentHandlerBuilder::payload_validation) data) gets the stored
 ///   response; with other data, [`Error::Idempotency`] with a mismatch
@@ -66,6 +76,7 @@ struct Shared {
     name: Option<String>,
     selector: Selector,
     raise_on_no_key: bool,
+    scoping: Scoping,
     options: CallOptions,
     response_hook: Option<Box<ResponseHook>>,
 }
@@ -90,6 +101,7 @@ impl IdempotentHandler<()> {
             validation: None,
             raise_on_no_key: true,
             partial_keys: false,
+            scoping: Scoping::default(),
             options: CallOptions::default(),
             response_hook: None,
         }
@@ -104,6 +116,7 @@ pub struct IdempotentHandlerBuilder {
     validation: Option<Result<EventPath, ExpressionError>>,
     raise_on_no_key: bool,
     partial_keys: bool,
+    scoping: Scoping,
     options: CallOptions,
     response_hook: Option<Box<ResponseHook>>,
 }
@@ -120,8 +133,83 @@ impl IdempotentHandlerBuilder {
     /// The JMESPath expression that selects the idempotency key from the event, as Powertools
     /// writes it (`powertools_json(body).order_id`, `[customer, order_id]`,
     /// `headers."Idempotency-Key"`).
+    ///
+    /// On an HTTP event, header names match whatever their case, as in HTTP:
+    /// `headers."Idempotency-Key"` finds the `idempotency-key` that HTTP APIs, function URLs
+    /// and `aws_lambda_events`' typed requests write in lower case. The key of an HTTP event
+    /// is scoped by its principal (see [`principal`](Self::principal)).
     pub fn event_key(mut self, expression: &str) -> Self {
         self.key = Some(EventPath::parse(expression));
+        self
+    }
+
+    /// Names the principal an event belongs to, in place of the one its request context
+    /// names ([`principal_of_event`](crate::principal::principal_of_event), by default): a
+    /// tenant an authorizer puts in its context under another name, say. The key is stored
+    /// under that principal's scope, so that two principals never share a key, and a
+    /// [`ScopeQuota`](idem_core::ScopeQuota) counts each one's records apart.
+    ///
+    /// It is asked for every event. For an HTTP event, `None` (or a blank name) refuses a
+    /// keyed event as [`Error::Unscoped`], unless [`unscoped`](Self::unscoped) shares one
+    /// key space; for any other event (SQS, a direct invoke), `None` leaves its key unscoped.
+    ///
+    /// ```
+    /// # fn demo(idem: idem_core::Idempotency) {
+    /// use serde_json::Value;
+    ///
+    /// let builder = idem_lambda::IdempotentHandler::builder(idem)
+    ///     .event_key("headers.\"Idempotency-Key\"")
+    ///     .principal(|event: &Value, _: &lambda_runtime::Context| {
+    ///         let tenant = event.pointer("/requestContext/authorizer/lambda/tenantId")?;
+    ///         Some(format!("tenant:{}", tenant.as_str()?))
+    ///     });
+    /// # let _ = builder; }
+    /// ```
+    pub fn principal<F>(mut self, principal: F) -> Self
+    where
+        F: Fn(&serde_json::Value, &lambda_runtime::Context) -> Option<String>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.scoping.principal = Some(Box::new(principal));
+        self
+    }
+
+    /// What happens to a keyed HTTP event without a principal: [`Unscoped::Refused`] by
+    /// default ([`Error::Unscoped`], `IdempotencyKeyError`, and nothing runs), or
+    /// [`Unscoped::Shared`]: one key space for every such event, as before principals were
+    /// read, for a function whose callers are all one party.
+    ///
+    /// ```
+    /// # fn demo(idem: idem_core::Idempotency) {
+    /// use idem_lambda::Unscoped;
+    ///
+    /// // A route only the team's own services call, behind no authorizer.
+    /// let builder = idem_lambda::IdempotentHandler::builder(idem)
+    ///     .event_key("headers.\"Idempotency-Key\"")
+    ///     .unscoped(Unscoped::Shared);
+    /// # let _ = builder; }
+    /// ```
+    pub fn unscoped(mut self, unscoped: Unscoped) -> Self {
+        self.scoping.unscoped = unscoped;
+        self
+    }
+
+    /// Keys every principal with `secret`, a secret of the function, before it reaches the
+    /// store: the stored scope is the HMAC-SHA256 of the principal under it
+    /// ([`idem_protocol::scope::keyed_scope`], as idem-http's `scope_secret`), so that no
+    /// one who reads the store learns whose records they are. Every function sharing records
+    /// needs the same secret, and changing it changes every scope, so that records stored
+    /// before are not found.
+    ///
+    /// # Panics
+    ///
+    /// On a secret shorter than
+    /// [`MIN_SCOPE_SECRET_BYTES`](idem_protocol::scope::MIN_SCOPE_SECRET_BYTES) (32) bytes,
+    /// at cold start: an unset variable read as empty never passes for one.
+    pub fn scope_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.scoping.secret = Some(idem_protocol::scope::ScopeKey::new(secret.as_ref()));
         self
     }
 
@@ -219,6 +307,7 @@ impl IdempotentHandlerBuilder {
                     partial_keys: self.partial_keys,
                 },
                 raise_on_no_key: self.raise_on_no_key,
+                scoping: self.scoping,
                 options: self.options,
                 response_hook: self.response_hook,
             }),
@@ -253,7 +342,11 @@ where
             let Some(name) = invocation::name(shared.name.as_deref(), &event.context) else {
                 return Err(Error::Unnamed);
             };
-            let selected = match shared.selector.select(&shared.idem, name, &event.payload) {
+            let scope = |data: &_| shared.scoping.scope_of(data, &event.context);
+            let selected = match shared
+                .selector
+                .select(&shared.idem, name, &event.payload, scope)
+            {
                 Ok(selected) => selected,
                 Err(Unselected::Missing) if !shared.raise_on_no_key => {
                     tracing::warn!(

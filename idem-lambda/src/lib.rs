@@ -7,6 +7,11 @@
 //! - [`sqs::BatchProcessor`] runs each message of an SQS batch once per key and reports the
 //!   failed ones as `batchItemFailures`, so that SQS redelivers only them.
 //!
+//! The key of an HTTP event (API Gateway, a function URL, an ALB) is scoped by the principal
+//! its authorizer named ([`principal`]), and a keyed HTTP event without one is refused unless
+//! the handler [shares one key space](IdempotentHandlerBuilder::unscoped); the keys of SQS
+//! messages and direct invokes are unscoped, since their producer is trusted.
+//!
 //! Every guarantee of idem holds: the key is reserved before the handler runs, a duplicate
 //! arriving mid-flight is told the invocation is in progress, the same key with another
 //! payload is refused, a failed handler releases its key, and the record lives in the store
@@ -60,12 +65,15 @@
 mod error;
 mod expression;
 mod handler;
+mod headers;
 mod hook;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 mod invocation;
 mod powertools;
+pub mod principal;
+mod scoping;
 mod selection;
 pub mod sqs;
 
@@ -74,6 +82,7 @@ pub use expression::{EventPath, ExpressionError};
 pub use handler::{IdempotentHandler, IdempotentHandlerBuilder};
 pub use hook::Replay;
 pub use powertools::MAX_GZIP_INFLATED_BYTES;
+pub use scoping::Unscoped;
 
 /// The `tracing` target of this crate's events: `idem::lambda`, under `idem` with every other
 /// crate's.

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::expression::EventData;
+use crate::scoping::Scope;
 use crate::{Error, EventPath, ExpressionError};
 
 /// Strings up to this many bytes are key parts as they are; longer ones by their digest.
@@ -36,6 +37,8 @@ pub(crate) enum Unselected {
     Expression(ExpressionError),
     /// The key or the fingerprint could not be built.
     Idem(idem_core::Error),
+    /// A keyed HTTP event without a principal, and the handler refuses those.
+    Unscoped,
 }
 
 impl Unselected {
@@ -47,6 +50,9 @@ impl Unselected {
             },
             Unselected::Expression(error) => Error::Expression(error),
             Unselected::Idem(error) => Error::Idempotency(error),
+            Unselected::Unscoped => Error::Unscoped {
+                expression: selector.key.as_str().to_owned(),
+            },
         }
     }
 }
@@ -56,18 +62,26 @@ impl Selector {
     /// validation expression's result when there is one, so that the same data in another
     /// envelope (another request id, another timestamp) is the same call. Numbers count by
     /// [`idem_core::json`]'s rule, in the key as in the fingerprint: `100` and `100.0` are one.
+    /// The key is stored under the scope `scope` finds for the event, once it has a key.
     pub(crate) fn select<T: Serialize + ?Sized>(
         &self,
         idem: &Idempotency,
         name: &str,
         event: &T,
+        scope: impl FnOnce(&EventData) -> Scope,
     ) -> Result<Selected, Unselected> {
-        let event = EventData::of(event).map_err(|message| {
+        let mut event = EventData::of(event).map_err(|message| {
             Unselected::Expression(ExpressionError {
                 expression: self.key.as_str().to_owned(),
                 message,
             })
         })?;
+        event
+            .match_headers(&self.key)
+            .map_err(Unselected::Expression)?;
+        if let Some(path) = &self.validation {
+            event.match_headers(path).map_err(Unselected::Expression)?;
+        }
         let data = self.key.select_in(&event).map_err(Unselected::Expression)?;
         let partial = self.key.is_multi_select() && has_missing_part(&data);
         if is_missing(&data) || (!self.partial_keys && partial) {
@@ -82,7 +96,10 @@ impl Selector {
             }
             None => None,
         };
-        let key = key_parts(idem.key(name), &data)
+        let Scope::Of(scope) = scope(&event) else {
+            return Err(Unselected::Unscoped);
+        };
+        let key = key_parts(idem.key(name).scope(scope.as_deref()), &data)
             .and_then(KeyBuilder::finish)
             .map_err(Unselected::Idem)?;
         let fingerprint = Fingerprint::of(&(&data, &validated)).map_err(Unselected::Idem)?;

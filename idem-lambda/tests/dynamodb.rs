@@ -35,6 +35,10 @@ on_dynamodb!(
     handler::a_failed_invocation_runs_again,
     handler::keys_keep_their_type_and_their_exact_value,
     handler::numbers_count_by_value_in_keys_and_validation,
+    principal::another_principal_with_the_same_key_runs_its_own_call,
+    principal::a_keyed_http_event_without_a_principal_is_refused,
+    principal::a_quota_counts_per_principal,
+    principal::the_documented_header_key_reads_typed_requests,
     sqs::a_duplicate_in_the_batch_runs_once,
     sqs::only_failures_are_reported_and_redelivery_runs_only_them,
     sqs::a_fifo_batch_stops_at_the_first_failure,
@@ -42,4 +46,5 @@ on_dynamodb!(
     sqs::messages_without_keys_or_with_changed_payloads_fail,
     sqs::a_message_held_by_another_invocation_is_reported,
     sqs::a_panicking_message_fails_alone,
+    sqs::a_named_tenant_scopes_a_message_key,
 );

@@ -138,3 +138,50 @@ fn a_batch_processor_panics_at_cold_start_on_an_invalid_expression() {
     let idem = Idempotency::new(MemoryStore::new());
     let _ = idem_lambda::sqs::BatchProcessor::new(idem).event_key("[[");
 }
+
+/// On an HTTP event (one with a `requestContext`), header names match whatever their case, in
+/// `headers` and `multiValueHeaders`; a header spelt two ways with different values is
+/// refused; another event's fields are matched exactly, as JMESPath does.
+#[test]
+fn header_names_match_whatever_their_case_on_http_events() {
+    let http = |headers: Value| {
+        json!({
+            "headers": headers,
+            "multiValueHeaders": {"x-request-tag": ["t-1", "t-2"]},
+            "requestContext": {"requestId": "r"},
+        })
+    };
+    let key = "headers.\"Idempotency-Key\"";
+    assert_eq!(
+        select(key, http(json!({"idempotency-key": "k-1"}))).unwrap(),
+        json!("k-1")
+    );
+    assert_eq!(
+        select(
+            key,
+            http(json!({"IDEMPOTENCY-KEY": "k-1", "Idempotency-Key": "k-2"}))
+        )
+        .unwrap(),
+        json!("k-2"),
+        "the name as written wins"
+    );
+    assert_eq!(
+        select(
+            "[headers.idempotency_key, multiValueHeaders.\"X-Request-Tag\"[1]]",
+            http(json!({"Idempotency_Key": "k-3"}))
+        )
+        .unwrap(),
+        json!(["k-3", "t-2"])
+    );
+    let error = select(
+        key,
+        http(json!({"idempotency-key": "k-1", "IDEMPOTENCY-KEY": "k-2"})),
+    )
+    .unwrap_err();
+    assert!(error.message.contains("with different values"), "{error}");
+    assert_eq!(
+        select(key, json!({"headers": {"idempotency-key": "k-1"}})).unwrap(),
+        Value::Null,
+        "not an HTTP event"
+    );
+}

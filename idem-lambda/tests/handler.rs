@@ -6,16 +6,27 @@ use idem_stores::memory::MemoryStore;
 use scenarios::Subject;
 
 macro_rules! on_memory {
-    ($($scenario:ident),* $(,)?) => {$(
+    ($module:ident: $($scenario:ident),* $(,)?) => {$(
         #[tokio::test]
         async fn $scenario() {
             let store = std::sync::Arc::new(MemoryStore::new());
-            scenarios::handler::$scenario(Subject::new(store)).await;
+            scenarios::$module::$scenario(Subject::new(store)).await;
         }
     )*};
 }
 
 on_memory!(
+    principal:
+    another_principal_with_the_same_key_runs_its_own_call,
+    a_keyed_http_event_without_a_principal_is_refused,
+    the_shared_space_runs_and_replays_as_before,
+    a_quota_counts_per_principal,
+    a_principal_function_and_a_secret_scope_keys,
+    the_documented_header_key_reads_typed_requests,
+);
+
+on_memory!(
+    handler:
     a_retry_in_a_new_envelope_replays,
     a_changed_payload_under_the_same_key_is_refused,
     a_duplicate_in_flight_is_told_in_progress,

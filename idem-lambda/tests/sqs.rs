@@ -23,4 +23,5 @@ on_memory!(
     messages_without_keys_or_with_changed_payloads_fail,
     a_message_held_by_another_invocation_is_reported,
     a_panicking_message_fails_alone,
+    a_named_tenant_scopes_a_message_key,
 );

@@ -17,6 +17,9 @@ use crate::EventPath;
 
 pub use outcome::MessageOutcome;
 
+/// A function that names the principal a message belongs to.
+type MessagePrincipal = dyn Fn(&SqsMessage) -> Option<String> + Send + Sync;
+
 /// Processes the messages of an SQS batch, each once per idempotency key.
 ///
 /// ```no_run
@@ -59,10 +62,21 @@ pub use outcome::MessageOutcome;
 /// - Every message reported in `batchItemFailures` is logged once (a warning under the target
 ///   `idem::lambda`) with its `message_id`, its `error_type` and the reason, so that a message
 ///   that ends in the dead-letter queue says why; so is a message processed without a key.
+///
+/// # Whose key it is
+///
+/// A message's key is **not scoped by a principal** unless [`principal`](Self::principal)
+/// names one: SQS carries no caller's identity, and the producer that writes to the queue is
+/// trusted to choose keys, as any code that may send to the queue can. Two producers that
+/// write one key to one queue share its record: the second message is taken as a redelivery
+/// of the first. Where the queue carries several tenants' messages, name the tenant with
+/// [`principal`](Self::principal), so that their keys and their
+/// [`ScopeQuota`](idem_core::ScopeQuota) allowances are kept apart.
 pub struct BatchProcessor {
     idem: Idempotency,
     name: Option<String>,
     selector: Selector,
+    principal: Option<Box<MessagePrincipal>>,
     raise_on_no_key: bool,
     concurrency: usize,
     options: CallOptions,
@@ -79,6 +93,7 @@ impl BatchProcessor {
                 validation: None,
                 partial_keys: false,
             },
+            principal: None,
             raise_on_no_key: true,
             concurrency: 1,
             options: CallOptions::default(),
@@ -119,6 +134,37 @@ impl BatchProcessor {
     pub fn payload_validation(mut self, expression: &str) -> Self {
         self.selector.validation = Some(parse_or_panic(expression));
         self
+    }
+
+    /// Names the principal (tenant) a message belongs to, from what its producer wrote: its
+    /// key is stored under that principal's scope, so that two tenants' messages with one key
+    /// are two calls, and a quota counts each tenant apart. A message for which it returns
+    /// `None` (or a blank name) is keyed unscoped, as every message is without it.
+    ///
+    /// ```
+    /// # fn demo(idem: idem_core::Idempotency) {
+    /// use aws_lambda_events::event::sqs::SqsMessage;
+    ///
+    /// let processor = idem_lambda::sqs::BatchProcessor::new(idem)
+    ///     .event_key("powertools_json(body).order_id")
+    ///     .principal(|message: &SqsMessage| {
+    ///         let tenant = message.message_attributes.get("tenant")?;
+    ///         tenant.string_value.clone()
+    ///     });
+    /// # let _ = processor; }
+    /// ```
+    pub fn principal<F>(mut self, principal: F) -> Self
+    where
+        F: Fn(&SqsMessage) -> Option<String> + Send + Sync + 'static,
+    {
+        self.principal = Some(Box::new(principal));
+        self
+    }
+
+    /// The scope of `message`'s key: the principal the function names, if any.
+    fn principal_of(&self, message: &SqsMessage) -> Option<String> {
+        let principal = self.principal.as_ref()?(message);
+        idem_protocol::scope::effective(principal.as_deref()).map(str::to_owned)
     }
 
     /// Whether a message without a key fails (`true`, the default) or is processed without

@@ -14,6 +14,7 @@ use lambda_runtime::{Context, LambdaEvent};
 
 use super::{BatchProcessor, MessageOutcome};
 use crate::invocation;
+use crate::scoping::Scope;
 use crate::selection::{Selected, Unselected};
 use crate::Error;
 
@@ -75,7 +76,9 @@ impl BatchProcessor {
     fn prepare(&self, position: usize, message: SqsMessage, context: &Context) -> Prepared {
         let key = match invocation::name(self.name.as_deref(), context) {
             None => MessageKey::Refused(Error::Unnamed),
-            Some(name) => match self.selector.select(&self.idem, name, &message) {
+            Some(name) => match self.selector.select(&self.idem, name, &message, |_| {
+                Scope::Of(self.principal_of(&message))
+            }) {
                 Ok(selected) => MessageKey::Keyed(selected),
                 Err(Unselected::Missing) if !self.raise_on_no_key => MessageKey::Unkeyed,
                 Err(unselected) => MessageKey::Refused(unselected.into_error(&self.selector)),

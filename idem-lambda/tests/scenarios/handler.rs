@@ -15,12 +15,17 @@ use super::Subject;
 type HandlerError = lambda_runtime::Error;
 type Answer = Result<Value, Error<HandlerError>>;
 
-/// An API Gateway event whose JSON body holds `order_id` and `amount`.
+/// An API Gateway event whose JSON body holds `order_id` and `amount`, sent by the principal
+/// `user-1` (a REST API's Lambda authorizer named it).
 pub fn api_event(order_id: Value, amount: u64, request_id: &str) -> Value {
     let body = json!({"order_id": order_id, "amount": amount}).to_string();
     json!({
         "body": body,
-        "requestContext": {"requestId": request_id, "requestTimeEpoch": 1_700_000_000_000u64},
+        "requestContext": {
+            "requestId": request_id,
+            "requestTimeEpoch": 1_700_000_000_000u64,
+            "authorizer": {"principalId": "user-1"},
+        },
     })
 }
 

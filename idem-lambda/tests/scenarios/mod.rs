@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod handler;
+pub mod principal;
 pub mod sqs;
 
 use std::sync::Arc;

@@ -324,3 +324,47 @@ pub async fn a_panicking_message_fails_alone(subject: Subject) {
         "only the panicked message ran again"
     );
 }
+
+/// A message's key is unscoped: two producers' messages with one order id are one call,
+/// since the producer is trusted. A principal function names the tenant a message belongs to,
+/// and then two tenants' messages with one key are two calls, while a tenant's duplicate still
+/// replays.
+pub async fn a_named_tenant_scopes_a_message_key(subject: Subject) {
+    let from = |id: &str, tenant: &str| {
+        let mut message = message(QUEUE, id, "o-1");
+        let mut attribute = aws_lambda_events::event::sqs::SqsMessageAttribute::default();
+        attribute.string_value = Some(tenant.to_owned());
+        attribute.data_type = Some("String".to_owned());
+        message.message_attributes = [("tenant".to_owned(), attribute)].into();
+        message
+    };
+    let batch_of = || vec![from("m1", "t-1"), from("m2", "t-2"), from("m3", "t-1")];
+
+    let handler = Handler::default();
+    let unscoped = by_order(&subject).name("unscoped");
+    let outcomes = unscoped
+        .process_messages(batch(&subject, batch_of()), |m| handler.handle(m))
+        .await;
+    assert_eq!(handler.runs(), ["m1"], "{outcomes:?}");
+
+    let by_tenant = by_order(&subject)
+        .name("by-tenant")
+        .principal(|message: &SqsMessage| {
+            let tenant = message.message_attributes.get("tenant")?;
+            Some(format!("tenant:{}", tenant.string_value.as_deref()?))
+        });
+    let outcomes = by_tenant
+        .process_messages(batch(&subject, batch_of()), |m| handler.handle(m))
+        .await;
+    let outcomes: Vec<(&str, &MessageOutcome)> =
+        outcomes.iter().map(|(id, o)| (id.as_str(), o)).collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("m1", &MessageOutcome::Processed),
+            ("m2", &MessageOutcome::Processed),
+            ("m3", &MessageOutcome::Replayed),
+        ]
+    );
+    assert_eq!(handler.runs(), ["m1", "m2"]);
+}
