@@ -303,7 +303,10 @@ impl IdempotencyLayerBuilder {
 
     /// Response headers replayed besides the default ones ([`DEFAULT_REPLAY_HEADERS`]:
     /// `content-type`, `content-encoding`, `vary`, `location`, `content-location`, `etag`,
-    /// `last-modified`, `link` and the `grpc-*` status and encoding).
+    /// `last-modified`, `link` and the `grpc-*` status and encoding). `Set-Cookie`, `Date` and
+    /// the headers that frame a message (`content-length`, `transfer-encoding`, `connection`...)
+    /// are never stored nor replayed, even when named here: a cookie set for the first caller
+    /// belongs to that caller alone.
     ///
     /// [`DEFAULT_REPLAY_HEADERS`]: crate::DEFAULT_REPLAY_HEADERS
     pub fn replay_headers(mut self, names: impl IntoIterator<Item = HeaderName>) -> Self {

@@ -17,6 +17,11 @@ const FRAMING: [&str; 9] = [
     "proxy-authenticate",
 ];
 
+/// Headers that belong to one client or one moment: never stored, never replayed, whatever the
+/// allow-list says. A cookie set for the first caller is not the retry's (under a shared scope
+/// it would be another client's session), and a replay's `Date` is the server's own.
+const PERSONAL: [&str; 3] = ["set-cookie", "set-cookie2", "date"];
+
 /// The limits of a replay: the headers it may carry and the size of its body.
 pub(crate) struct ReplayLimits<'a> {
     /// The response headers the layer replays.
@@ -26,10 +31,10 @@ pub(crate) struct ReplayLimits<'a> {
 }
 
 impl ReplayLimits<'_> {
-    /// Whether a stored header named `name` is replayed: it is on the allow-list, and it does
-    /// not frame the message.
+    /// Whether a stored header named `name` is replayed: it is on the allow-list, and it is
+    /// not one that is never replayed.
     fn header_replayed(&self, name: &str) -> bool {
-        !is_framing(name) && self.headers.iter().any(|allowed| allowed == name)
+        !never_replayed(name) && self.headers.iter().any(|allowed| allowed == name)
     }
 
     /// The stored `(name, value)` pairs that are replayed, in order.
@@ -86,11 +91,13 @@ pub(crate) fn has_no_content(status: StatusCode) -> bool {
     status.is_informational() || matches!(status.as_u16(), 204 | 205 | 304)
 }
 
-/// Whether `name` frames a message or belongs to one connection.
-pub(crate) fn is_framing(name: &str) -> bool {
+/// Whether `name` is never stored nor replayed: it frames a message, belongs to one connection,
+/// or belongs to one client or moment (`Set-Cookie`, `Date`).
+pub(crate) fn never_replayed(name: &str) -> bool {
     FRAMING
         .iter()
-        .any(|framing| name.eq_ignore_ascii_case(framing))
+        .chain(PERSONAL.iter())
+        .any(|never| name.eq_ignore_ascii_case(never))
 }
 
 #[cfg(test)]
@@ -118,6 +125,19 @@ mod tests {
         );
         assert!(!limits.header_replayed("set-cookie"));
         assert!(!limits.header_replayed("access-control-allow-origin"));
+    }
+
+    #[test]
+    fn cookies_and_dates_are_never_replayed_even_when_allowed() {
+        let allowed = [
+            HeaderName::from_static("set-cookie"),
+            HeaderName::from_static("date"),
+            HeaderName::from_static("set-cookie2"),
+        ];
+        let limits = limits(&allowed);
+        for name in ["set-cookie", "Set-Cookie", "date", "set-cookie2"] {
+            assert!(!limits.header_replayed(name), "{name}");
+        }
     }
 
     #[test]

@@ -9,14 +9,15 @@ use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use crate::body::{self, Body};
-use crate::response::replay_limits::{has_no_content, is_framing, ReplayLimits};
+use crate::response::replay_limits::{has_no_content, never_replayed, ReplayLimits};
 
 pub use idem_protocol::header::IDEMPOTENT_REPLAYED;
 
 /// The response headers replayed unless the layer is told more: those that describe the
 /// resource or the representation, what a client needs to decode the body
 /// (`content-encoding`, `grpc-encoding`), and the status of a trailers-only gRPC answer.
-/// `Set-Cookie` and `Date` are never among them.
+/// `Set-Cookie` and `Date` are never among them, and never replayed even when added
+/// ([`IdempotencyLayerBuilder::replay_headers`](crate::IdempotencyLayerBuilder::replay_headers)).
 pub const DEFAULT_REPLAY_HEADERS: [&str; 12] = [
     "content-type",
     "content-encoding",
@@ -271,12 +272,12 @@ fn costly_to_escape(text: &str) -> bool {
     escaped > text.len().div_ceil(3) * 4
 }
 
-/// The headers among `names`, framing ones aside. Values that are not visible ASCII are left
+/// The headers among `names`, those never replayed aside. Values that are not visible ASCII are left
 /// out rather than mangled.
 fn allowed(headers: &HeaderMap, names: &[HeaderName]) -> Vec<(String, String)> {
     names
         .iter()
-        .filter(|name| !is_framing(name.as_str()))
+        .filter(|name| !never_replayed(name.as_str()))
         .flat_map(|name| {
             headers.get_all(name).iter().filter_map(move |value| {
                 Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
@@ -288,7 +289,7 @@ fn allowed(headers: &HeaderMap, names: &[HeaderName]) -> Vec<(String, String)> {
 fn every_header(headers: &HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
-        .filter(|(name, _)| !is_framing(name.as_str()))
+        .filter(|(name, _)| !never_replayed(name.as_str()))
         .filter_map(|(name, value)| {
             Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
         })
