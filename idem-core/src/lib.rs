@@ -62,8 +62,9 @@
 //!   process dies, another caller with the same arguments takes the key over once the lease has
 //!   passed. Complete, release and renew are fenced by the owner token, so a stale owner gets
 //!   [`Error::NotRecorded`] and never overwrites the new owner's record.
-//! - Inside the function, [`context`] gives the key (to pass on to a downstream provider), the
-//!   attempt, a fencing token that grows with every reservation, and a lease-lost signal.
+//! - Inside the function, [`context`] gives the key, the attempt, a fencing token that grows
+//!   with every reservation, and a lease-lost signal; [`downstream_key`] gives the key to send
+//!   to a downstream provider for an operation, the same in every attempt of the call.
 //! - A function whose side effects come one after another can record each as a [`step`]: a
 //!   retry that takes over after a crash replays the finished steps from the record and runs
 //!   only the rest.
@@ -138,6 +139,9 @@ pub mod __private01;
 
 pub use call::abort::OnAbort;
 pub use call::context::{context, CallContext};
+pub use call::downstream::{
+    downstream_key, next_downstream_key, step_downstream_key, DownstreamKey, DOWNSTREAM_KEY_PREFIX,
+};
 pub use call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 pub use call::replay::Replay;
 pub use call::step::step;

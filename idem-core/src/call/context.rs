@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::call::downstream::Ordinals;
 use crate::lease::Lease;
 use crate::steps::journal::Journal;
 use crate::{
@@ -25,8 +26,8 @@ tokio::task_local! {
 /// let call = Call::new(key, Fingerprint::of(&("order-42", 1_000))?);
 /// idem.run(call, async {
 ///     let ctx = idem_core::context().expect("inside an idempotent body");
-///     // The provider deduplicates on our key, even after a takeover by a retry.
-///     gateway_charge(ctx.key().as_str(), 1_000).await
+///     // The provider deduplicates on a key derived from this call, even after a takeover.
+///     gateway_charge(ctx.downstream_key("charge").as_str(), 1_000).await
 /// })
 /// .await?;
 /// # Ok(()) }
@@ -48,6 +49,8 @@ struct Inner {
     fencing_token: u64,
     lease: Arc<Lease>,
     journal: Arc<Journal>,
+    /// How many downstream keys each operation took in this attempt, outside steps.
+    downstream: Ordinals,
 }
 
 impl CallContext {
@@ -70,8 +73,19 @@ impl CallContext {
                 fencing_token,
                 lease,
                 journal,
+                downstream: Ordinals::default(),
             }),
         }
+    }
+
+    /// What the store keeps of this call, for its downstream keys.
+    pub(crate) fn stored_form(&self) -> &StoredForm {
+        &self.inner.stored
+    }
+
+    /// The uses of each downstream operation outside steps, in this attempt.
+    pub(crate) fn downstream_ordinals(&self) -> &Ordinals {
+        &self.inner.downstream
     }
 
     /// The call's steps, for [`step`](crate::step).
@@ -79,9 +93,11 @@ impl CallContext {
         &self.inner.journal
     }
 
-    /// The full stored key. Pass it on as the idempotency key of a downstream call (a card
-    /// gateway, another service), so that the provider deduplicates too, even when a retry
-    /// took this call over after a crash and runs the body a second time.
+    /// The call's key: in clear, or its digest under
+    /// [`name_keys_by_digest`](crate::Idempotency::name_keys_by_digest). To a downstream
+    /// service (a card gateway, another team's API), send
+    /// [`downstream_key`](CallContext::downstream_key) instead: the same in every attempt too,
+    /// different per operation, and revealing nothing of this key.
     pub fn key(&self) -> &Key {
         &self.inner.key
     }

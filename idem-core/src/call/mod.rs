@@ -2,6 +2,7 @@
 
 pub(crate) mod abort;
 pub(crate) mod context;
+pub(crate) mod downstream;
 pub(crate) mod policy;
 pub(crate) mod replay;
 pub(crate) mod step;

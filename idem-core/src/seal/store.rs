@@ -47,6 +47,14 @@ impl KeyDigest {
         Fingerprint::from_bytes(mac.finalize().into_bytes().into())
     }
 
+    /// HMAC-SHA256 of `input` under the secret: downstream keys, which no one without the
+    /// secret can compute.
+    pub(crate) fn mac_of(&self, input: &[u8]) -> [u8; 32] {
+        let mut mac = self.0.clone();
+        mac.update(input);
+        mac.finalize().into_bytes().into()
+    }
+
     /// The stored form of `key`: its namespace, which tells services apart and reveals
     /// nothing of a call, then the HMAC of the whole key.
     pub(crate) fn digest(&self, key: &Key) -> Key {
