@@ -128,8 +128,9 @@ pub(crate) enum Command {
         key: String,
 
         /// Write the outcome's bytes exactly as stored (opened, if sealed) to stdout, nothing
-        /// else: `idem get --raw KEY > outcome.json`. A record without an outcome (in
-        /// progress, aborted) exits 4.
+        /// else: `idem get --raw KEY > outcome.json`. On a terminal, what it would obey
+        /// (escape sequences, control characters) is written escaped instead, with a note on
+        /// stderr. A record without an outcome (in progress, aborted) exits 4.
         #[arg(long)]
         raw: bool,
 

@@ -172,6 +172,11 @@ fn a_protected_operation_documents_the_key_header_and_the_problem_answers() {
     assert_eq!(schema.max_length, Some(MAX_HEADER_KEY_LEN as u64));
     assert_eq!(schema.min_length, Some(1));
     assert_eq!(
+        schema.pattern.as_deref(),
+        Some(idem_protocol::key::bare_pattern().as_str()),
+        "`order 42` or `café-1` must not validate and then get a 400"
+    );
+    assert_eq!(
         schema.schema_type,
         Some(oas3::spec::SchemaTypeSet::Single(
             oas3::spec::SchemaType::String

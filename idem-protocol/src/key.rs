@@ -53,6 +53,17 @@ pub fn parse(raw: &[u8]) -> Result<String, InvalidKey> {
     String::from_utf8(key).map_err(|_| InvalidKey("the key must be visible ASCII characters only"))
 }
 
+/// The bare form of a key as an ECMA-262 regular expression, for an OpenAPI schema's
+/// `pattern`: 1 to [`MAX_LEN`] visible ASCII characters, the first not a `"` (which opens the
+/// sf-string form). A value matches it exactly when [`parse`] reads it as itself.
+///
+/// ```
+/// assert_eq!(idem_protocol::key::bare_pattern(), "^[!#-~][!-~]{0,254}$");
+/// ```
+pub fn bare_pattern() -> String {
+    format!("^[!#-~][!-~]{{0,{}}}$", MAX_LEN - 1)
+}
+
 /// `key` as an sf-string, the form the IETF draft sends: quoted, with `"` and `\` escaped.
 ///
 /// ```
@@ -241,5 +252,38 @@ mod tests {
         }
         assert!(key(&"k".repeat(256)).is_err());
         assert_eq!(key(&"k".repeat(255)).unwrap(), "k".repeat(255));
+    }
+
+    #[test]
+    fn the_bare_pattern_matches_exactly_the_values_read_as_themselves() {
+        let pattern = regex_lite::Regex::new(&bare_pattern()).unwrap();
+        let long = "k".repeat(255);
+        let too_long = "k".repeat(256);
+        let table = [
+            "order-42",
+            "8e03978e-40d5-43e8-bc93-6894a57f9324",
+            "a\"b",
+            "!",
+            "~",
+            "#hash",
+            "a;b=c",
+            long.as_str(),
+            too_long.as_str(),
+            "",
+            "order 42",
+            "caf\u{e9}-1",
+            "\"quoted\"",
+            "\"",
+            " padded",
+            "padded\t",
+            "tab\tkey",
+            "line\nfeed",
+            "del\u{7f}",
+            "nul\u{0}",
+        ];
+        for raw in table {
+            let read_as_itself = parse(raw.as_bytes()).is_ok_and(|key| key == raw);
+            assert_eq!(pattern.is_match(raw), read_as_itself, "{raw:?}");
+        }
     }
 }

@@ -3,13 +3,14 @@
 
 pub(crate) mod json;
 mod outcome;
+mod raw;
 mod table;
 pub(crate) mod time;
 mod visible;
 
 pub(crate) use visible::{hostile, visible, visible_bytes, visible_message};
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 
 use idem_core::store::Record;
 use idem_core::{store::Timestamp, Clock, Inspection, SystemClock};
@@ -65,10 +66,16 @@ impl Output {
         self.text(&text)
     }
 
-    /// `bytes` as they are, on stdout: `get --raw`.
+    /// `bytes` as they are, on stdout: `get --raw`. On a terminal, what it would obey is
+    /// written escaped instead, with a note on stderr ([`raw::raw_output`]).
     pub(crate) fn bytes(&self, bytes: &[u8]) -> io::Result<()> {
         let mut stdout = io::stdout().lock();
-        stdout.write_all(bytes)?;
+        let terminal = stdout.is_terminal();
+        let written = raw::raw_output(bytes, terminal);
+        if let Some(text) = raw::escaped_note(bytes, &written, terminal) {
+            note(text);
+        }
+        stdout.write_all(&written)?;
         stdout.flush()
     }
 

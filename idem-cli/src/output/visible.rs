@@ -62,7 +62,10 @@ fn escaped(text: &str, backslash: bool) -> Cow<'_, str> {
 /// Whether a terminal acts on `c` rather than showing it.
 pub(crate) fn hostile(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(
+            c,
+            '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
 }
 
 #[cfg(test)]
@@ -78,6 +81,24 @@ mod tests {
         );
         assert_eq!(visible("a\u{202e}b\u{9b}c\x7f"), "a\\u{202e}b\\x9bc\\x7f");
         assert_eq!(visible("one\nreleased two"), "one\\x0areleased two");
+    }
+
+    #[test]
+    fn every_bidirectional_control_is_escaped() {
+        // The Arabic letter mark, the marks, the embeddings and overrides, the isolates.
+        for c in [
+            '\u{61c}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202e}', '\u{2066}', '\u{2069}',
+        ] {
+            assert!(hostile(c), "{:04x}", u32::from(c));
+            assert_eq!(
+                visible(&format!("a{c}b")),
+                format!("a\\u{{{:x}}}b", u32::from(c))
+            );
+        }
+        assert!(
+            !hostile('\u{61b}') && !hostile('\u{627}'),
+            "Arabic text itself is shown"
+        );
     }
 
     #[test]

@@ -44,6 +44,13 @@
 //! whose response it is, which middleware outside the layer that decorates only the responses
 //! it gets (`DefaultHeaders`, CORS) does not see.
 //!
+//! A request with `Expect: 100-continue` whose `Content-Length` is over
+//! [`max_request_body`](crate::IdempotencyLayerBuilder::max_request_body) is refused with a
+//! 413 before its body is read, as behind the tower layer; but actix-web's HTTP/1 server
+//! answers `100 Continue` itself before any middleware sees the request, so the client may
+//! start sending the body it then does not need. Bound uploads in front of actix-web (a proxy)
+//! if that matters.
+//!
 //! Put the middleware that sets the principal outside this one (`wrap` it after), and a
 //! compression middleware outside too, so that each replay is encoded as the client asks.
 

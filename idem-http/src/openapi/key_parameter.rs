@@ -21,7 +21,8 @@ pub(crate) fn key_parameter(required: bool) -> Parameter {
     let schema = ObjectBuilder::new()
         .schema_type(Type::String)
         .min_length(Some(1))
-        .max_length(Some(MAX_HEADER_KEY_LEN));
+        .max_length(Some(MAX_HEADER_KEY_LEN))
+        .pattern(Some(idem_protocol::key::bare_pattern()));
     let when_absent = if required {
         "A request without one is refused with a 400."
     } else {
