@@ -5,6 +5,7 @@ use std::future::Future;
 
 use serde::{de::DeserializeOwned, Serialize};
 
+use crate::call::downstream;
 use crate::steps::journal::Begun;
 use crate::{call::context::context, error::Error};
 
@@ -48,6 +49,14 @@ use crate::{call::context::context, error::Error};
 ///   call (same arguments) may use it again, and it resumes; another gets
 ///   [`Error::Mismatch`] until the TTL after the latest step passes. With no step recorded, an
 ///   `Err` releases the key as always.
+/// - A step whose call's lease is known lost when it starts (another caller may have taken the
+///   key over, or the process was paused past the lease: see
+///   [`CallContext::is_lease_lost`](crate::CallContext::is_lease_lost)) does not run: its
+///   future is never polled, and the step is [`Error::NotRecorded`] caused by
+///   [`Error::LeaseLost`]. A recorded step still replays: that performs nothing.
+/// - Inside the step's future, [`step_downstream_key`](crate::step_downstream_key) gives the
+///   key of the step's next downstream request (the step's name and its number in the step),
+///   the same in every attempt: idem-client sends it by itself.
 /// - A step that ran but could not be recorded (the store failed past its retries, or the
 ///   value does not serialise) is [`Error::NotRecorded`], and the key is held until its
 ///   lease passes instead of being released.
@@ -87,10 +96,20 @@ where
         }
         Begun::Run(running) => running,
     };
-    // An `Err` drops `running`, which frees the name for another try.
-    let value = future.await?;
-    running.ran();
     let key = context.key().as_str();
+    if context.is_lease_lost() {
+        // Another caller may hold the key: this step's effect would be a second one. Refused
+        // before its future is polled, so nothing of it happens.
+        tracing::error!(target: crate::TARGET, key, step = name, "the lease is known lost: the step does not run");
+        return Err(Error::LeaseLost {
+            key: key.to_owned(),
+        }
+        .after_run(key)
+        .into());
+    }
+    // An `Err` drops `running`, which frees the name for another try.
+    let value = downstream::in_step(name, future).await?;
+    running.ran();
     let encoded = match serde_json::to_vec(&value) {
         Ok(encoded) => encoded,
         Err(error) => {
