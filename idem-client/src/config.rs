@@ -60,6 +60,7 @@ pub(crate) struct Config {
     pub(crate) max_retry_after: Duration,
     pub(crate) not_recorded_types: Vec<String>,
     pub(crate) hide_keys_in_logs: bool,
+    pub(crate) downstream_keys: bool,
 }
 
 impl Default for Config {
@@ -75,6 +76,7 @@ impl Default for Config {
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
             not_recorded_types: Vec::new(),
             hide_keys_in_logs: false,
+            downstream_keys: true,
         }
     }
 }
@@ -158,6 +160,17 @@ impl IdempotentRetryBuilder {
     /// [`key_of`](crate::key_of) and [`SendError`](crate::SendError) for the caller.
     pub fn hide_keys_in_logs(mut self) -> Self {
         self.config.hide_keys_in_logs = true;
+        self
+    }
+
+    /// Whether a request sent from inside an idempotent call (an `#[idempotent]` body, a
+    /// handler behind idem-http's layer or idem-lambda) carries the call's downstream key of
+    /// its operation (`true`, the default: see the [crate docs](crate#inside-an-idempotent-call))
+    /// or a random one, as outside a call. With random keys, a call that a retry takes over
+    /// after a crash sends its requests again under new keys, and their effects happen twice:
+    /// turn it off only for a downstream service that must see every attempt as new.
+    pub fn downstream_keys(mut self, derived: bool) -> Self {
+        self.config.downstream_keys = derived;
         self
     }
 

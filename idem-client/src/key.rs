@@ -20,6 +20,27 @@ impl IdempotencyKey {
         IdempotencyKey(uuid::Uuid::new_v4().to_string().into())
     }
 
+    /// The key of the current idempotent call for `request`'s operation, when the request
+    /// is sent from inside one: named by its [`Operation`](crate::Operation), else the step's,
+    /// else its method and URL path. `None` outside a call.
+    pub(crate) fn of_call(
+        request: &reqwest::Request,
+        operation: Option<&crate::Operation>,
+    ) -> Option<Self> {
+        let call = idem_core::context()?;
+        let key = match operation {
+            Some(operation) => call.downstream_key(operation.name()),
+            None => match idem_core::step_downstream_key() {
+                Some(key) => key,
+                None => {
+                    let path = request.url().path();
+                    call.next_downstream_key(&format!("{} {path}", request.method()))
+                }
+            },
+        };
+        Some(IdempotencyKey(String::from(key).into()))
+    }
+
     /// The key the caller set, as the server reads it ([`idem_protocol::key::parse`]): an
     /// sf-string's content, or a bare token; a value the grammar refuses as it is (lossy,
     /// trimmed), so that the caller can still quote it.

@@ -29,7 +29,9 @@
 //!
 //! - **Keys.** A POST or PATCH without an `Idempotency-Key` header gets a fresh one (a random
 //!   UUID, version 4: it tells the server nothing of when or where it was made), set before the
-//!   first attempt and kept for every retry of that `send()`. A key the caller set is used as it
+//!   first attempt and kept for every retry of that `send()`; sent from inside an idempotent
+//!   call, the call's downstream key of its operation instead (see
+//!   [below](#inside-an-idempotent-call)). A key the caller set is used as it
 //!   is, whatever the method. Every other request is left alone: no key, one attempt. Two
 //!   `send()`s are two operations, with two keys: to repeat an operation later (after a crash,
 //!   from a queue), set its key yourself.
@@ -78,6 +80,58 @@
 //! one keys again with the key it minted for the `send()` after an error, but with a new key
 //! after a response (a 5xx this one gave up on, say): a second operation. The same goes for the retry
 //! policies of reqwest's own `ClientBuilder`: they run inside every middleware.
+//!
+//! # Inside an idempotent call
+//!
+//! A request sent from inside an idempotent call (an `#[idempotent]` body, a handler behind
+//! idem-http's layer, an idem-lambda handler: wherever `idem_core::context()` is `Some`) is an
+//! effect of that call, and a retry that takes the call over after a crash sends it again. So
+//! it carries no random key but the call's **downstream key** of its operation
+//! ([`idem_core::downstream_key`]): the same in every attempt of the call, in every process,
+//! so that the service called recognises the operation and answers as it did the first time,
+//! and different for every operation, call and principal, revealing nothing of the call's key.
+//! Nothing to write: a handler that calls a provider inside a [step](idem_core::step) is
+//! covered as it stands.
+//!
+//! ```no_run
+//! type BoxError = Box<dyn std::error::Error + Send + Sync>;
+//!
+//! # async fn run(client: reqwest_middleware::ClientWithMiddleware) -> Result<(), BoxError> {
+//! // In the body of an idempotent call: the charge is sent with the same key in every attempt.
+//! let status = idem_core::step("charge", async {
+//!     let response = client
+//!         .post("https://payments.example.com/v1/charges")
+//!         .body(r#"{"amount":1250}"#)
+//!         .send()
+//!         .await?;
+//!     Ok::<_, BoxError>(response.status().as_u16())
+//! })
+//! .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The operation a request performs is named, first match wins:
+//!
+//! 1. by the caller: [`operation("charge")`](operation), set with reqwest-middleware's
+//!    `RequestBuilder::with_extension`. One name, one key: the request sent again under the
+//!    same name (a retry loop of the body's own) is the same operation.
+//! 2. inside a [step](idem_core::step): by the step, and the request's number in it
+//!    ([`idem_core::step_downstream_key`]). One provider call per step needs nothing more.
+//! 3. elsewhere in the call: by its method and URL path (`POST /v1/charges/ord_42`), and how
+//!    many times the call sent that before ([`idem_core::next_downstream_key`]). The host is
+//!    left out, since it may differ between the processes a takeover moves the call across;
+//!    ids in the path are fine, since the same call sends the same path.
+//!
+//! Two identical requests in one body (a deliberate second charge) are told apart by their
+//! names, or by their numbers in the step or call. The numbers are stable because every
+//! attempt runs a step's future, or the body, afresh and counts from 1, and a deterministic
+//! body sends the same requests in the same order; a body whose requests race (`select!`)
+//! should name them.
+//!
+//! A key the caller set still wins. [`downstream_keys(false)`](IdempotentRetryBuilder::downstream_keys)
+//! sends random keys inside calls too. A request sent from a call whose lease is known lost
+//! (another caller may run the call now, or the process was paused past the lease) is not
+//! sent: the error holds an `idem_core::Error::NotRecorded` caused by `LeaseLost`.
 //!
 //! # The contract, both sides
 //!
@@ -133,6 +187,7 @@ mod config;
 mod error;
 mod key;
 mod middleware;
+mod operation;
 mod problem;
 mod verdict;
 mod wait;
@@ -150,3 +205,4 @@ pub use config::{
 };
 pub use error::{SendError, Unscoped};
 pub use key::{key_of, was_replayed, IdempotencyKey, IDEMPOTENT_REPLAYED};
+pub use operation::{operation, Operation};

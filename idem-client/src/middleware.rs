@@ -10,6 +10,7 @@ use reqwest_middleware::{Middleware, Next};
 use crate::config::{Config, IdempotentRetry};
 use crate::error::{SendError, Unscoped};
 use crate::key::IdempotencyKey;
+use crate::operation::Operation;
 use crate::problem::{self, Problem};
 use crate::verdict::{self, Verdict};
 use crate::wait;
@@ -28,6 +29,11 @@ impl Middleware for IdempotentRetry {
         let Some(key) = key_for(&mut request, extensions, config) else {
             return next.run(request, extensions).await;
         };
+        if let Some(lost) = lease_lost() {
+            tracing::error!(target: TARGET, key = config.logged_key(key.as_str()),
+                "the idempotent call sending this request is known to have lost its lease: not sent");
+            return Err(reqwest_middleware::Error::middleware(lost));
+        }
         let started = Instant::now();
         let mut attempt = 1;
         let mut reached = false;
@@ -83,13 +89,14 @@ fn key_for(
     if !config.keyed_methods.contains(request.method()) {
         return None;
     }
-    let key = Minted::reuse_or_mint(request, extensions);
+    let key = Minted::reuse_or_mint(request, extensions, config);
     let value = if config.sf_string_keys {
         idem_protocol::key::to_sf_string(key.as_str())
     } else {
         key.to_string()
     };
-    let value = http::HeaderValue::from_str(&value).expect("a UUID is a valid header");
+    let value =
+        http::HeaderValue::from_str(&value).expect("a UUID or a downstream key is a valid header");
     request.headers_mut().insert(config.header.clone(), value);
     Some(key)
 }
@@ -105,14 +112,22 @@ struct Minted {
 }
 
 impl Minted {
-    fn reuse_or_mint(request: &Request, extensions: &mut Extensions) -> IdempotencyKey {
+    fn reuse_or_mint(
+        request: &Request,
+        extensions: &mut Extensions,
+        config: &Config,
+    ) -> IdempotencyKey {
         let digest = Self::digest(request);
         if let Some(minted) = extensions.get::<Minted>() {
             if minted.request == digest {
                 return minted.key.clone();
             }
         }
-        let key = IdempotencyKey::mint();
+        let of_call = config
+            .downstream_keys
+            .then(|| IdempotencyKey::of_call(request, extensions.get::<Operation>()))
+            .flatten();
+        let key = of_call.unwrap_or_else(IdempotencyKey::mint);
         extensions.insert(Minted {
             key: key.clone(),
             request: digest,
@@ -133,6 +148,21 @@ impl Minted {
             .hash(&mut hasher);
         hasher.finish()
     }
+}
+
+/// When the request is sent from inside an idempotent call whose lease is known lost (another
+/// caller may run it now, or the process was paused past it), the error it fails with instead
+/// of being sent: its effect would be a second one.
+fn lease_lost() -> Option<idem_core::Error> {
+    let call = idem_core::context()?;
+    if !call.is_lease_lost() {
+        return None;
+    }
+    let key = call.key().as_str().to_owned();
+    Some(idem_core::Error::NotRecorded {
+        key: key.clone(),
+        cause: Box::new(idem_core::Error::LeaseLost { key }),
+    })
 }
 
 type Outcome = reqwest_middleware::Result<Response>;
