@@ -69,11 +69,7 @@ async fn answer<E: Endpoint + 'static>(
     };
     let handler = PoemHandler { inner, own };
     let (outcome, answered) = contract::execute(config, keyed, parts, bytes, handler).await;
-    let answer = match answered {
-        Ok(response) => Ok(to_poem(response)),
-        Err(never) => match never {},
-    };
-    (outcome, answer)
+    (outcome, answered.map(to_poem))
 }
 
 /// The head of `own` as the contract reads it, extensions included; `own` keeps what poem
@@ -110,8 +106,10 @@ async fn pass_through<E: Endpoint>(
     inner.call(request).await.map(IntoResponse::into_response)
 }
 
-/// A poem endpoint as the contract's handler: its errors are answered as poem renders them,
-/// so that the contract judges their status as any other response's.
+/// A poem endpoint as the contract's handler. An error with a server-error status (a
+/// middleware's timeout, a failure after the endpoint began) is the service's error, and keeps
+/// the key as handled; any other is judged as the response poem renders for it (an extractor's
+/// 400, a 404), as a tower handler's answer is.
 struct PoemHandler<E> {
     inner: Arc<E>,
     own: RequestParts,
@@ -119,7 +117,7 @@ struct PoemHandler<E> {
 
 impl<E: Endpoint + 'static> Handler for PoemHandler<E> {
     type Body = BoxBody<Bytes, std::io::Error>;
-    type Error = std::convert::Infallible;
+    type Error = poem::Error;
 
     fn call(
         self,
@@ -130,7 +128,11 @@ impl<E: Endpoint + 'static> Handler for PoemHandler<E> {
         let (parts, bytes) = request.into_parts();
         let request = rebuild(own, parts, poem::Body::from(bytes));
         async move {
-            let response = inner.get_response(request).await;
+            let response = match inner.call(request).await {
+                Ok(output) => output.into_response(),
+                Err(error) if error.status().is_server_error() => return Err(error),
+                Err(error) => error.into_response(),
+            };
             Ok(Response::from(response))
         }
     }

@@ -35,9 +35,18 @@
 //! addresses (`RemoteAddr`, `LocalAddr`), scheme, path parameters and extensions, so a
 //! principal an authentication middleware put in the extensions is what
 //! [`scope_from_extension`](crate::IdempotencyLayerBuilder::scope_from_extension) and
-//! [`scope`](crate::IdempotencyLayerBuilder::scope) read. An error the endpoint returns is
-//! answered as poem renders it, and that response is what the layer judges and stores, so
-//! middleware outside the layer sees a response, not the `poem::Error`.
+//! [`scope`](crate::IdempotencyLayerBuilder::scope) read.
+//!
+//! **Errors.** A `poem::Error` with a client-error status (an extractor's 400, a
+//! `NotFoundError`) is judged as the response poem renders for it, like any answer: a 400 or
+//! 422 releases the key, a 404 is stored. A `poem::Error` with a server-error status is a
+//! failure after the endpoint began (a timeout middleware inside the layer, a handler that
+//! gave up halfway): the endpoint may have acted, so its key is kept as handled, its answer
+//! not kept, and the error goes on to poem as it came; every retry gets the 410
+//! ([`problem::RESPONSE_NOT_KEPT`](crate::problem::RESPONSE_NOT_KEPT)), never a second run.
+//! To answer "nothing happened, try again" (a 503 before any effect), return it as a
+//! response (`Ok(StatusCode::SERVICE_UNAVAILABLE.into_response())`): a 5xx response releases
+//! the key, as under tower.
 //!
 //! Put the middleware that sets the principal outside this one (`with` it after), and a
 //! compression middleware outside too, so that each replay is encoded as the client asks.

@@ -85,10 +85,6 @@ async fn answer(config: Arc<Config>, chain: Chain<'_>) -> RequestOutcome {
     })));
     let rest = Rest(moved.clone());
     let (outcome, answered) = contract::execute(config, keyed, parts, bytes, rest).await;
-    let answer = match answered {
-        Ok(answer) => answer,
-        Err(never) => match never {},
-    };
     let left = moved.lock().unwrap_or_else(PoisonError::into_inner).take();
     // Nothing left: the chain panicked with it, and the answer goes on a response of its own.
     if let Some(left) = left {
@@ -97,7 +93,11 @@ async fn answer(config: Arc<Config>, chain: Chain<'_>) -> RequestOutcome {
         *chain.response = left.response;
         *chain.ctrl = left.ctrl;
     }
-    answer_with(chain.response, answer);
+    // On `Err(ChainFailed)` the response holds the chain's error as the chain left it, for
+    // salvo's catcher.
+    if let Ok(answer) = answered {
+        answer_with(chain.response, answer);
+    }
     // A replay or a conflict: the handlers behind the hoop must not run.
     chain.ctrl.skip_rest();
     outcome
@@ -159,9 +159,13 @@ struct Moved {
 /// The rest of the chain as the contract's handler.
 struct Rest(Arc<Mutex<Option<Moved>>>);
 
+/// The chain failed after it began: it left salvo's error with a server-error status (a
+/// `StatusError` rendered, by a timeout hoop say) on the response.
+struct ChainFailed;
+
 impl Handler for Rest {
     type Body = ResBody;
-    type Error = std::convert::Infallible;
+    type Error = ChainFailed;
 
     fn call(
         self,
@@ -183,9 +187,11 @@ impl Handler for Rest {
                 ctrl,
             } = &mut moved;
             ctrl.call_next(request, depot, response).await;
-            let answered = response.strip_to_hyper();
+            let failed =
+                matches!(&response.body, ResBody::Error(error) if error.code.is_server_error());
+            let answered = (!failed).then(|| response.strip_to_hyper());
             *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(moved);
-            Ok(answered)
+            answered.ok_or(ChainFailed)
         }
     }
 }

@@ -8,9 +8,9 @@
 //! use idem_core::Idempotency;
 //! use idem_http::IdempotencyLayer;
 //! use idem_stores::memory::MemoryStore;
-//! use salvo_core::conn::TcpListener;
-//! use salvo_core::http::StatusCode;
-//! use salvo_core::prelude::*;
+//! use salvo::conn::TcpListener;
+//! use salvo::http::StatusCode;
+//! use salvo::prelude::*;
 //!
 //! #[handler]
 //! async fn create_payment(request: &mut Request, response: &mut Response) {
@@ -39,6 +39,18 @@
 //! stored, and the retry gets the replay), and puts them back when it ends: what the
 //! handlers left in the depot is there for the hoops before this one. A replay or a
 //! conflict runs none of the handlers behind the hoop.
+//!
+//! **Errors.** A handler answers with a response; salvo's error, a `StatusError` rendered on
+//! it (by `res.render(StatusError::..)`, a handler's `Err`, or a timeout hoop that cut the
+//! handler off), is judged by its status. With a client-error status (an extractor's 400, a
+//! 404) it is an answer like any other: a 400 or 422 releases the key, a 404 is stored. With
+//! a server-error status it is a failure after the chain began: the handler may have acted,
+//! so its key is kept as handled, its answer not kept, and the error goes on to salvo's
+//! catcher as it came; every retry gets the 410
+//! ([`problem::RESPONSE_NOT_KEPT`](crate::problem::RESPONSE_NOT_KEPT)), never a second run.
+//! To answer "nothing happened, try again" (a 503 before any effect), write the status and a
+//! body of your own (`res.status_code(StatusCode::SERVICE_UNAVAILABLE).render("try again")`):
+//! a 5xx response releases the key, as under tower.
 //!
 //! A principal an authentication hoop put in the request's extensions is what
 //! [`scope_from_extension`](crate::IdempotencyLayerBuilder::scope_from_extension) and

@@ -1,17 +1,18 @@
 //! The layer as poem middleware, in a poem app.
 
+use std::io::Write;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use flate2::write::GzEncoder;
+use flate2::Compression;
 use idem_http::IdempotencyLayer;
-use poem::endpoint::make;
+use poem::endpoint::{make, BoxEndpoint};
 use poem::http::StatusCode;
 use poem::listener::TcpAcceptor;
-use poem::middleware::TowerLayerCompatExt;
 use poem::{Endpoint, EndpointExt, IntoResponse, Request, Response, Server};
-use tower_http::compression::CompressionLayer;
 
 use crate::fronts::Setup;
 use crate::shop::{Answer, Chunks, Shop, UserId, SERVICE_FAILS};
@@ -39,9 +40,39 @@ impl futures_core::Stream for IoChunks {
     type Item = Result<Bytes, std::io::Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let chunk = Pin::new(&mut self.0).poll_next(cx);
-        chunk.map(|chunk| chunk.map(|Ok(bytes)| Ok(bytes)))
+        let polled = Pin::new(&mut self.0).poll_next(cx);
+        polled.map(|chunk| chunk.map(|Ok(bytes)| bytes).map(Ok))
     }
+}
+
+/// Outside the layer: the answer gzipped when the client accepts it, as a compression
+/// middleware does (poem's own needs codecs this workspace does not build).
+async fn gzip(
+    inner: Arc<BoxEndpoint<'static, Response>>,
+    request: Request,
+) -> poem::Result<Response> {
+    let accepted = request
+        .headers()
+        .get("accept-encoding")
+        .and_then(|accepted| accepted.to_str().ok())
+        .is_some_and(|accepted| accepted.contains("gzip"));
+    let response = inner.call(request).await?;
+    if !accepted || response.headers().contains_key("content-encoding") {
+        return Ok(response);
+    }
+    let (mut parts, body) = response.into_parts();
+    let plain = body.into_bytes().await?;
+    let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+    encoder.write_all(&plain).unwrap();
+    parts
+        .headers
+        .insert("content-encoding", "gzip".parse().unwrap());
+    parts
+        .headers
+        .insert("vary", "accept-encoding".parse().unwrap());
+    parts.headers.remove("content-length");
+    let gzipped = poem::Body::from(encoder.finish().unwrap());
+    Ok(Response::from_parts(parts, gzipped))
 }
 
 /// Serves the shop; its URL, and what keeps it running.
@@ -64,7 +95,10 @@ pub async fn serve(
             let response = inner.call(request).await?.into_response();
             if response.headers().contains_key(SERVICE_FAILS) {
                 let timed_out = "timed out";
-                return Err(poem::Error::from_string(timed_out, StatusCode::GATEWAY_TIMEOUT));
+                return Err(poem::Error::from_string(
+                    timed_out,
+                    StatusCode::GATEWAY_TIMEOUT,
+                ));
             }
             Ok(response)
         })
@@ -79,7 +113,12 @@ pub async fn serve(
             }
             inner.call(request).await
         })
-        .with_if(setup.compressed, CompressionLayer::new().compat());
+        .boxed();
+    let app = if setup.compressed {
+        app.around(gzip).boxed()
+    } else {
+        app
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let acceptor = TcpAcceptor::from_tokio(listener).unwrap();
