@@ -5,6 +5,8 @@
 //! handler has answered, as a timeout inside the layer would.
 
 pub mod actix;
+pub mod poem;
+pub mod salvo;
 pub mod tower;
 
 use std::sync::Arc;
@@ -21,10 +23,12 @@ use crate::shop::{Shop, UserId};
 pub enum Front {
     Tower,
     Actix,
+    Poem,
+    Salvo,
 }
 
 /// Every front end, the first the one the others are compared with.
-pub const FRONTS: &[Front] = &[Front::Tower, Front::Actix];
+pub const FRONTS: &[Front] = &[Front::Tower, Front::Actix, Front::Poem, Front::Salvo];
 
 /// How the layer and the app around it are set up.
 #[derive(Clone, Copy, Default)]
@@ -103,6 +107,8 @@ pub async fn start(front: Front, setup: Setup) -> Running {
     let (url, server): (String, Box<dyn Send>) = match front {
         Front::Tower => tower::serve(shop.clone(), layer, setup).await,
         Front::Actix => actix::serve(shop.clone(), layer, setup),
+        Front::Poem => poem::serve(shop.clone(), layer, setup).await,
+        Front::Salvo => salvo::serve(shop.clone(), layer, setup).await,
     };
     let client = reqwest::Client::builder().timeout(HANG).build().unwrap();
     Running {
