@@ -136,3 +136,37 @@ impl Drop for AbortOnDrop {
         self.0.abort();
     }
 }
+
+/// What only poem has: the request as poem made it reaches the endpoint behind the layer,
+/// its client's address included (the tower adapter handed it on without one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_endpoint_behind_the_layer_sees_the_clients_address() {
+    let idem = idem_core::Idempotency::new(idem_stores::memory::MemoryStore::new());
+    let app = make(|request: Request| async move {
+        let remote = request.remote_addr().as_socket_addr().copied();
+        let in_call = idem_core::context().is_some();
+        format!("{remote:?} in call: {in_call}").with_status(StatusCode::CREATED)
+    })
+    .with(IdempotencyLayer::new(idem));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/payments", listener.local_addr().unwrap());
+    let acceptor = TcpAcceptor::from_tokio(listener).unwrap();
+    let _server = AbortOnDrop(tokio::spawn(async move {
+        Server::new_with_acceptor(acceptor).run(app).await.unwrap();
+    }));
+    let client = reqwest::Client::new();
+    let answered = client
+        .post(&url)
+        .header("idempotency-key", "pay-1")
+        .header("authorization", "Bearer shop-client")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 201);
+    let said = answered.text().await.unwrap();
+    assert!(
+        said.starts_with("Some(127.0.0.1:") && said.ends_with("in call: true"),
+        "the endpoint saw {said:?}"
+    );
+}

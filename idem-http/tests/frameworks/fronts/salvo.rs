@@ -131,3 +131,65 @@ impl Drop for AbortOnDrop {
         self.0.abort();
     }
 }
+
+/// Writes down that the handler ran, for the hoop outside the layer.
+#[handler]
+async fn leaves_a_note(request: &mut Request, depot: &mut Depot, response: &mut Response) {
+    depot.insert(
+        "note",
+        format!("seen {}", request.param::<String>("id").unwrap()),
+    );
+    let remote = request.remote_addr().clone().into_std();
+    response.status_code(StatusCode::CREATED);
+    response.render(format!("{remote:?}"));
+}
+
+/// Outside the layer: puts what the handler left in the depot on the response.
+#[handler]
+async fn reads_the_note(
+    request: &mut Request,
+    depot: &mut Depot,
+    response: &mut Response,
+    ctrl: &mut FlowCtrl,
+) {
+    ctrl.call_next(request, depot, response).await;
+    let note = depot.get::<String>("note").cloned().unwrap_or_default();
+    response.add_header("x-note", note, true).unwrap();
+}
+
+/// What only salvo has: the request, depot and response move into the call and come back,
+/// so the handler sees the request as salvo made it, and the hoops outside the layer see
+/// what it left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_depot_and_request_cross_the_call_and_come_back() {
+    let idem = idem_core::Idempotency::new(idem_stores::memory::MemoryStore::new());
+    let router = Router::new()
+        .hoop(reads_the_note)
+        .hoop(IdempotencyLayer::new(idem))
+        .push(Router::with_path("payments/{id}").post(leaves_a_note));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/payments/p-7", listener.local_addr().unwrap());
+    let acceptor = TcpAcceptor::try_from(listener).unwrap();
+    let _server = AbortOnDrop(tokio::spawn(Server::new(acceptor).serve(router)));
+    let client = reqwest::Client::new();
+    let send = || {
+        client
+            .post(&url)
+            .header("idempotency-key", "pay-1")
+            .header("authorization", "Bearer shop-client")
+            .body("{}")
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 201);
+    assert_eq!(first.headers()["x-note"], "seen p-7");
+    let said = first.text().await.unwrap();
+    assert!(
+        said.starts_with("Some(127.0.0.1:"),
+        "the handler saw {said:?}"
+    );
+    let replay = send().await.unwrap();
+    assert_eq!(replay.headers()["idempotent-replayed"], "true");
+    assert_eq!(replay.headers()["x-note"], "", "a replay runs no handler");
+    assert_eq!(replay.text().await.unwrap(), said);
+}
