@@ -98,6 +98,20 @@ impl TestRuntimeApi {
     }
 }
 
+/// Whether `cargo-lambda` is installed, for a test that can leave out what needs it. When it
+/// is not, says why as [`TestRuntimeApi::start`] would: to the harness (the test is then
+/// reported as ignored), or with a panic when backends are required.
+pub fn installed() -> bool {
+    let program = program();
+    if program.is_file() {
+        return true;
+    }
+    unavailable::<()>(&format!(
+        "cannot start {PROGRAM} (install it with scripts/services.sh): not found"
+    ));
+    false
+}
+
 /// A Cargo project of one empty binary, for the emulator to read.
 fn scratch_project() -> io::Result<PathBuf> {
     let project = scratch_dir("cargo-lambda")?;

@@ -19,7 +19,7 @@ macro_rules! on_every_front {
         async fn $case() {
             let (first, others) = FRONTS.split_first().unwrap();
             let expected = cases::$case(*first).await;
-            for front in others {
+            for front in others.iter().filter(|front| front.available()) {
                 let seen = cases::$case(*front).await;
                 assert_eq!(expected, seen, "{first:?} (left) and {front:?} (right) differ");
             }

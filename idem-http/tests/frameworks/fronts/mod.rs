@@ -5,6 +5,7 @@
 //! handler has answered, as a timeout inside the layer would.
 
 pub mod actix;
+pub mod lambda;
 pub mod poem;
 pub mod salvo;
 pub mod tower;
@@ -25,10 +26,28 @@ pub enum Front {
     Actix,
     Poem,
     Salvo,
+    Lambda,
 }
 
 /// Every front end, the first the one the others are compared with.
-pub const FRONTS: &[Front] = &[Front::Tower, Front::Actix, Front::Poem, Front::Salvo];
+pub const FRONTS: &[Front] = &[
+    Front::Tower,
+    Front::Actix,
+    Front::Poem,
+    Front::Salvo,
+    Front::Lambda,
+];
+
+impl Front {
+    /// Whether this front end can be served here: the Lambda one needs cargo-lambda's Runtime
+    /// API, and says why it is left out without it (with `IDEM_REQUIRE_BACKENDS=1`, fails).
+    pub fn available(self) -> bool {
+        match self {
+            Front::Lambda => idem_test_servers::lambda::installed(),
+            _ => true,
+        }
+    }
+}
 
 /// How the layer and the app around it are set up.
 #[derive(Clone, Copy, Default)]
@@ -109,6 +128,7 @@ pub async fn start(front: Front, setup: Setup) -> Running {
         Front::Actix => actix::serve(shop.clone(), layer, setup),
         Front::Poem => poem::serve(shop.clone(), layer, setup).await,
         Front::Salvo => salvo::serve(shop.clone(), layer, setup).await,
+        Front::Lambda => lambda::serve(shop.clone(), layer, setup).await,
     };
     let client = reqwest::Client::builder().timeout(HANG).build().unwrap();
     Running {
