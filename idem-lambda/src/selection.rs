@@ -62,7 +62,8 @@ impl Selector {
     /// validation expression's result when there is one, so that the same data in another
     /// envelope (another request id, another timestamp) is the same call. Numbers count by
     /// [`idem_core::json`]'s rule, in the key as in the fingerprint: `100` and `100.0` are one.
-    /// The key is stored under the scope `scope` finds for the event, once it has a key.
+    /// The key is stored under the scope `scope` finds for the event; an event refused a
+    /// scope is refused once it has a key.
     pub(crate) fn select<T: Serialize + ?Sized>(
         &self,
         idem: &Idempotency,
@@ -76,6 +77,8 @@ impl Selector {
                 message,
             })
         })?;
+        // The principal is read from the event as it came, before its headers are matched.
+        let scope = scope(&event);
         event
             .match_headers(&self.key)
             .map_err(Unselected::Expression)?;
@@ -96,7 +99,7 @@ impl Selector {
             }
             None => None,
         };
-        let Scope::Of(scope) = scope(&event) else {
+        let Scope::Of(scope) = scope else {
             return Err(Unselected::Unscoped);
         };
         let key = key_parts(idem.key(name).scope(scope.as_deref()), &data)
