@@ -11,7 +11,7 @@ use std::time::Duration;
 use idem_test_servers::lambda::TestRuntimeApi;
 use serde_json::Value;
 
-use crate::function::{Unprincipled, FUNCTION_VAR};
+use crate::function::{Setup, FUNCTION_VAR};
 
 /// How long an invocation may take before the test fails: the function's first one waits
 /// for it to start.
@@ -55,10 +55,9 @@ pub struct Deployed {
 }
 
 impl Deployed {
-    /// The emulator and the function, whose layer treats requests without a principal as
-    /// `unprincipled` says. `None` when the emulator cannot be had (the test is then
-    /// ignored).
-    pub fn start(unprincipled: Unprincipled) -> Option<Deployed> {
+    /// The emulator and the function, its layer set up as `setup` says. `None` when the
+    /// emulator cannot be had (the test is then ignored).
+    pub fn start(setup: Setup) -> Option<Deployed> {
         let api = TestRuntimeApi::start()?;
         let log = std::env::temp_dir().join(format!(
             "idem-lambda-http-function-{}-{}.log",
@@ -67,7 +66,7 @@ impl Deployed {
         ));
         let output = File::create(&log).expect("the function's log file");
         let function = Command::new(std::env::current_exe().expect("the test binary's path"))
-            .env(FUNCTION_VAR, unprincipled.env_value())
+            .env(FUNCTION_VAR, setup.env_value())
             .envs(api.function_env())
             .stdin(Stdio::null())
             .stdout(output.try_clone().expect("the log file, twice"))

@@ -10,7 +10,8 @@
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use idem_core::Idempotency;
+use idem_core::{Idempotency, ScopeQuota};
+use idem_lambda::http::LambdaHttpLayer;
 use idem_stores::memory::MemoryStore;
 use lambda_http::tower::ServiceBuilder;
 use lambda_http::{service_fn, Body, Error, Request, RequestExt, Response};
@@ -19,21 +20,53 @@ use serde_json::{json, Value};
 /// Set in the function process's environment: what the test binary runs instead of its tests.
 pub const FUNCTION_VAR: &str = "IDEM_TEST_LAMBDA_HTTP_FUNCTION";
 
-/// How the function's layer treats a keyed request without a principal.
-#[derive(Clone, Copy, Debug)]
-pub enum Unprincipled {
-    /// Refused: the default of `idem_lambda::http::layer`.
-    Refused,
-    /// One key space shared by every such request (`Unscoped::Shared`).
-    Shared,
+/// How the function's layer is set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setup {
+    /// `idem_lambda::http::layer(idem)`: a keyed request without a principal is refused.
+    Default,
+    /// One key space shared by every request without a principal (`Unscoped::Shared`).
+    SharedUnscoped,
+    /// At most one record per principal (`quota`).
+    OneRecordPerPrincipal,
 }
 
-impl Unprincipled {
+impl Setup {
+    const ALL: [Setup; 3] = [
+        Setup::Default,
+        Setup::SharedUnscoped,
+        Setup::OneRecordPerPrincipal,
+    ];
+
+    /// How the function process is told its setup.
     pub fn env_value(self) -> &'static str {
         match self {
-            Unprincipled::Refused => "refused",
-            Unprincipled::Shared => "shared",
+            Setup::Default => "default",
+            Setup::SharedUnscoped => "shared-unscoped",
+            Setup::OneRecordPerPrincipal => "one-record-per-principal",
         }
+    }
+
+    fn from_env() -> Setup {
+        let value = std::env::var(FUNCTION_VAR).unwrap_or_default();
+        Setup::ALL
+            .into_iter()
+            .find(|setup| setup.env_value() == value)
+            .unwrap_or_else(|| panic!("{FUNCTION_VAR}={value} names no setup"))
+    }
+
+    fn layer(self, idem: Idempotency) -> LambdaHttpLayer {
+        let builder = match self {
+            // The line the module's docs give.
+            Setup::Default => return idem_lambda::http::layer(idem),
+            Setup::SharedUnscoped => {
+                idem_lambda::http::builder(idem).unscoped(idem_http::Unscoped::Shared)
+            }
+            Setup::OneRecordPerPrincipal => {
+                idem_lambda::http::builder(idem).quota(ScopeQuota::new().max_records(1))
+            }
+        };
+        LambdaHttpLayer::new(builder.build())
     }
 }
 
@@ -44,24 +77,14 @@ pub fn is_function_process() -> bool {
 
 /// Runs the function until the Runtime API goes away.
 pub fn run() -> ExitCode {
-    let shared = std::env::var(FUNCTION_VAR).as_deref() == Ok(Unprincipled::Shared.env_value());
+    let setup = Setup::from_env();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a Tokio runtime");
     let ran = runtime.block_on(async move {
-        let idem = Idempotency::new(MemoryStore::new());
-        let layer = if shared {
-            idem_lambda::http::LambdaHttpLayer::new(
-                idem_lambda::http::builder(idem)
-                    .unscoped(idem_http::Unscoped::Shared)
-                    .build(),
-            )
-        } else {
-            // The line the module's docs give.
-            idem_lambda::http::layer(idem)
-        };
+        let layer = setup.layer(Idempotency::new(MemoryStore::new()));
         lambda_http::run(
             ServiceBuilder::new()
                 .layer(layer)

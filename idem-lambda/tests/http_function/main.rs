@@ -14,38 +14,35 @@ mod function;
 use std::process::ExitCode;
 
 use deployed::Deployed;
-use function::Unprincipled;
+use function::Setup;
 use idem_tests::harness::{self, Test};
 use serde_json::json;
+
+/// The harness's tests, each an `async fn` of this file run on a runtime of its own.
+macro_rules! asynchronous_tests {
+    ($($test:ident),* $(,)?) => {
+        vec![$(Test::asynchronous(stringify!($test), || Box::pin($test()))),*]
+    };
+}
 
 fn main() -> ExitCode {
     if function::is_function_process() {
         return function::run();
     }
-    harness::main(vec![
-        Test::asynchronous("a_retry_through_the_function_url_is_replayed", || {
-            Box::pin(a_retry_through_the_function_url_is_replayed())
-        }),
-        Test::asynchronous("a_keyed_request_without_a_principal_is_refused", || {
-            Box::pin(a_keyed_request_without_a_principal_is_refused())
-        }),
-        Test::asynchronous("a_rest_api_event_is_replayed_for_its_principal", || {
-            Box::pin(a_rest_api_event_is_replayed_for_its_principal())
-        }),
-        Test::asynchronous("two_principals_with_one_key_get_two_runs", || {
-            Box::pin(two_principals_with_one_key_get_two_runs())
-        }),
-        Test::asynchronous(
-            "the_handler_runs_in_the_call_and_a_step_survives_a_502",
-            || Box::pin(the_handler_runs_in_the_call_and_a_step_survives_a_502()),
-        ),
-    ])
+    harness::main(asynchronous_tests!(
+        a_retry_through_the_function_url_is_replayed,
+        a_keyed_request_without_a_principal_is_refused,
+        a_rest_api_event_is_replayed_for_its_principal,
+        two_principals_with_one_key_get_two_runs,
+        the_handler_runs_in_the_call_and_a_step_survives_a_502,
+        a_quota_counts_each_principals_records,
+    ))
 }
 
 /// A function URL carries no authorizer: with one key space shared by every request
 /// (`Unscoped::Shared`), a retry is replayed and another body under its key is refused.
 async fn a_retry_through_the_function_url_is_replayed() {
-    let Some(function) = Deployed::start(Unprincipled::Shared) else {
+    let Some(function) = Deployed::start(Setup::SharedUnscoped) else {
         return;
     };
     let order = r#"{"order": "o-1", "amount": 5}"#;
@@ -95,7 +92,7 @@ async fn a_retry_through_the_function_url_is_replayed() {
 /// The layer's default: a keyed request with no principal (a function URL without IAM auth,
 /// an HTTP API route without an authorizer) is refused, and the handler does not run.
 async fn a_keyed_request_without_a_principal_is_refused() {
-    let Some(function) = Deployed::start(Unprincipled::Refused) else {
+    let Some(function) = Deployed::start(Setup::Default) else {
         return;
     };
     let order = json!({"order": "o-1"});
@@ -124,7 +121,7 @@ async fn a_keyed_request_without_a_principal_is_refused() {
 /// A REST API event whose Lambda authorizer named a principal: its redelivery is replayed
 /// (one run), another body under its key is refused.
 async fn a_rest_api_event_is_replayed_for_its_principal() {
-    let Some(function) = Deployed::start(Unprincipled::Refused) else {
+    let Some(function) = Deployed::start(Setup::Default) else {
         return;
     };
     let order = json!({"order": "o-1", "amount": 5});
@@ -161,7 +158,7 @@ async fn a_rest_api_event_is_replayed_for_its_principal() {
 /// One key sent by two principals is two keys: a REST API's authorizer `principalId`s, and
 /// an HTTP API's JWT subjects. Each gets its own run, and its own replay.
 async fn two_principals_with_one_key_get_two_runs() {
-    let Some(function) = Deployed::start(Unprincipled::Refused) else {
+    let Some(function) = Deployed::start(Setup::Default) else {
         return;
     };
     let order = json!({"order": "o-1"});
@@ -212,7 +209,7 @@ async fn two_principals_with_one_key_get_two_runs() {
 /// downstream fails (502), the retry resumes after it (no second charge), and another body
 /// under the key is refused.
 async fn the_handler_runs_in_the_call_and_a_step_survives_a_502() {
-    let Some(function) = Deployed::start(Unprincipled::Refused) else {
+    let Some(function) = Deployed::start(Setup::Default) else {
         return;
     };
     let order = json!({"order": "o-1", "fail_once_after_charge": true});
@@ -240,4 +237,33 @@ async fn the_handler_runs_in_the_call_and_a_step_survives_a_502() {
         ))
         .await;
     assert_eq!(other.status, 422, "{other:?}");
+}
+
+/// A quota counts each principal's records apart: one principal over it gets 429 for a new
+/// key, nothing runs, and its key already used is still replayed; another principal is
+/// within its own.
+async fn a_quota_counts_each_principals_records() {
+    let Some(function) = Deployed::start(Setup::OneRecordPerPrincipal) else {
+        return;
+    };
+    let order = json!({"order": "o-1"});
+    let first = function
+        .invoke(&events::http_api("quota-1", &order, Some("sub-alice")))
+        .await;
+    assert_eq!(first.status, 201, "{first:?}");
+    let over = function
+        .invoke(&events::http_api("quota-2", &order, Some("sub-alice")))
+        .await;
+    assert_eq!(over.status, 429, "{over:?}");
+    assert_eq!(over.json()["type"], idem_http::problem::QUOTA_EXCEEDED);
+    assert!(over.header("retry-after").is_some(), "{over:?}");
+    let replay = function
+        .invoke(&events::http_api("quota-1", &order, Some("sub-alice")))
+        .await;
+    assert!(replay.replayed(), "{replay:?}");
+    let bob = function
+        .invoke(&events::http_api("quota-2", &order, Some("sub-bob")))
+        .await;
+    assert_eq!(bob.status, 201, "another principal's allowance: {bob:?}");
+    assert_eq!(bob.json()["run"], 2, "alice's refused request ran nothing");
 }
