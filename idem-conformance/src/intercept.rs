@@ -118,6 +118,11 @@ pub trait Interceptor: Send + Sync + 'static {
         self.inner().get(key).await
     }
 
+    /// [`Store::contains`].
+    async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
+        self.inner().contains(key).await
+    }
+
     /// [`Store::delete`].
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         self.inner().delete(key).await
@@ -191,6 +196,12 @@ impl<I: Interceptor> Store for Intercepted<I> {
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
         self.0.before(Operation::Get, key).await?;
         self.0.get(key).await
+    }
+
+    /// Intercepted as an [`Operation::Get`]: a read of the key.
+    async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
+        self.0.before(Operation::Get, key).await?;
+        self.0.contains(key).await
     }
 
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {

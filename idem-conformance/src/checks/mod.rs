@@ -10,6 +10,7 @@ mod faults;
 mod inventory;
 mod leases;
 mod mismatches;
+mod presence;
 mod purge;
 mod replays;
 mod step_failures;
@@ -31,6 +32,7 @@ pub(super) fn all() -> Vec<crate::Check> {
         step_failures::CHECKS,
         inventory::CHECKS,
         purge::CHECKS,
+        presence::CHECKS,
     ]
     .concat()
 }

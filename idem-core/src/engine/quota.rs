@@ -35,15 +35,18 @@ impl Engine {
             Ok(permit) => return Ok(Admission::Counted(permit)),
             Err(exceeded) => exceeded,
         };
+        // A key-only read: the reservation that follows reads the record, within the call's
+        // longest outcome, once.
         let key = call.key.as_str();
-        let record = self
+        let stored = self
             .store
-            .get(&call.key)
+            .contains(&call.key)
             .await
             .map_err(|e| e.into_error(key))?;
-        match record {
-            Some(_) => Ok(Admission::OverQuota),
-            None => Err(refused(call, &exceeded)),
+        if stored {
+            Ok(Admission::OverQuota)
+        } else {
+            Err(refused(call, &exceeded))
         }
     }
 

@@ -378,6 +378,11 @@ impl Store for SealedStore {
         }
     }
 
+    /// Asks the store under the stored key; nothing is read, so nothing is opened.
+    async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
+        self.inner.contains(&self.key(key)).await
+    }
+
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         self.inner.delete(&self.key(key)).await
     }

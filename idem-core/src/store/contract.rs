@@ -94,6 +94,16 @@ pub trait Store: Send + Sync + 'static {
     /// Reads the record under `key`, live or not. `None` if there is none.
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError>;
 
+    /// Whether a record is stored under `key`, live or not, without reading it: what the
+    /// engine asks for a call over its quota, to refuse a new key and let a used one go on.
+    /// A refused flood then costs one small read per request, however large the records.
+    ///
+    /// The default reads the record ([`get`](Store::get)); a store overrides it with a
+    /// key-only read (`EXISTS`, `SELECT 1`, a projection).
+    async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
+        Ok(self.get(key).await?.is_some())
+    }
+
     /// Deletes the record under `key` whatever its state. An administrative escape hatch (see
     /// [`Idempotency::forget`](crate::Idempotency::forget)), never used by the protocol.
     async fn delete(&self, key: &Key) -> Result<(), StoreError>;
@@ -162,6 +172,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
         (**self).get(key).await
+    }
+    async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
+        (**self).contains(key).await
     }
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         (**self).delete(key).await

@@ -151,6 +151,11 @@ impl Store for MeteredStore {
         self.timed(Operation::Get, self.inner.get(key)).await
     }
 
+    /// Timed as a `get`: a read of the key.
+    async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
+        self.timed(Operation::Get, self.inner.contains(key)).await
+    }
+
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         self.timed(Operation::Delete, self.inner.delete(key)).await
     }

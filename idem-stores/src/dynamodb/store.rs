@@ -328,6 +328,25 @@ impl Store for DynamoDbStore {
             .transpose()
     }
 
+    /// A consistent `GetItem` of the item's key attributes alone, never the record's values.
+    async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
+        let primary_key = self.primary_key(key)?;
+        let mut request = self.client.get_item().table_name(&*self.table);
+        let mut projection = Vec::with_capacity(primary_key.len());
+        for (at, name) in primary_key.keys().enumerate() {
+            projection.push(format!("#k{at}"));
+            request = request.expression_attribute_names(format!("#k{at}"), name);
+        }
+        let output = request
+            .set_key(Some(primary_key))
+            .consistent_read(true)
+            .projection_expression(projection.join(", "))
+            .send()
+            .await
+            .map_err(|error| self.failed("GetItem", error))?;
+        Ok(output.item.is_some())
+    }
+
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         self.client
             .delete_item()

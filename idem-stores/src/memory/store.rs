@@ -243,6 +243,10 @@ impl Store for MemoryStore {
             .map(|slot| slot.record.clone()))
     }
 
+    async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
+        Ok(self.shard(key).lock().get(key).is_some())
+    }
+
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         Shard::remove(&mut self.shard(key).lock(), key, &self.inner.room);
         Ok(())

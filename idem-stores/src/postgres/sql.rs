@@ -54,6 +54,8 @@ pub(crate) struct Statements {
     pub(crate) record_step: String,
     pub(crate) renew: String,
     pub(crate) get: String,
+    /// Whether a row is stored under `$1`, reading none of its values.
+    pub(crate) contains: String,
     pub(crate) delete: String,
     /// The purge: `$1` now, `$2` the abandonment threshold, `$3` how many rows, `$4` the
     /// store's stored prefix (only its rows are deleted).
@@ -119,6 +121,7 @@ impl Statements {
                 has_steps("")
             ),
             get: format!("SELECT {RECORD_COLUMNS} FROM {t} WHERE key = $1"),
+            contains: format!("SELECT 1 FROM {t} WHERE key = $1"),
             delete: format!("DELETE FROM {t} WHERE key = $1"),
             purge: format!(
                 "DELETE FROM {t} WHERE key IN (SELECT key FROM {t} \

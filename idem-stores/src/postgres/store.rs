@@ -404,6 +404,12 @@ impl Store for PostgresStore {
             .transpose()
     }
 
+    /// `SELECT 1`: the key alone, never the row's values.
+    async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
+        let query = sqlx::query(&self.statements.contains).bind(self.row_key(key));
+        Ok(self.fetch_optional("contains", query).await?.is_some())
+    }
+
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         let query = sqlx::query(&self.statements.delete).bind(self.row_key(key));
         self.execute("delete", query).await.map(drop)

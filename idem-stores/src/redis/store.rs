@@ -415,6 +415,19 @@ impl Store for RedisStore {
             .transpose()
     }
 
+    /// `EXISTS`: the key alone, never the record.
+    async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
+        let reply = self
+            .query(redis::cmd("EXISTS").arg(self.redis_key(key)), "EXISTS")
+            .await?;
+        match reply {
+            redis::Value::Int(count) => Ok(count > 0),
+            other => Err(StoreError::backend(format!(
+                "unexpected reply to EXISTS: {other:?}"
+            ))),
+        }
+    }
+
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         self.query(redis::cmd("DEL").arg(self.redis_key(key)), "DEL")
             .await
