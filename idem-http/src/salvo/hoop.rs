@@ -3,17 +3,20 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{Request, Response};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use salvo_core::http::{ReqBody, ResBody};
 use salvo_core::{Depot, FlowCtrl};
 
+use crate::answer;
 use crate::body::Body;
 use crate::config::Config;
 use crate::contract::{self, Admission, BodyRead, Handler};
 use crate::layer::IdempotencyLayer;
 use crate::telemetry::{Counted, RequestOutcome};
+use crate::TARGET;
 
 #[salvo_core::async_trait]
 impl salvo_core::Handler for IdempotencyLayer {
@@ -66,7 +69,15 @@ async fn answer(config: Arc<Config>, chain: Chain<'_>) -> RequestOutcome {
             return PassedThrough;
         }
     };
-    let body = body_of(chain.request).await;
+    let Some(body) = body_of(chain.request).await else {
+        tracing::error!(target: TARGET, key = config.logged_key(&keyed.key), "a hoop before the idempotency layer read the request body without keeping it (as `form_data` does); hoop the layer before it");
+        answer_with(
+            chain.response,
+            keyed.asked.render(answer::failed(&keyed.key)),
+        );
+        chain.ctrl.skip_rest();
+        return RequestOutcome::Failed;
+    };
     let bytes = match contract::read_body(&config, &keyed, &parts.headers, body).await {
         BodyRead::Whole(bytes) => bytes,
         BodyRead::Refused(outcome, answer) => {
@@ -116,13 +127,22 @@ fn head_of(request: &mut salvo_core::Request) -> http::request::Parts {
 }
 
 /// The request's body; one a hoop before this one read already is the payload salvo kept.
-async fn body_of(request: &mut salvo_core::Request) -> ReqBody {
-    if request.body().is_none() {
-        if let Ok(payload) = request.payload().await {
-            return ReqBody::Once(payload.clone());
-        }
+/// `None` when a hoop read a body it did not keep as the payload (a form it parsed): the
+/// layer would take it for an empty one, and the handler would get none.
+async fn body_of(request: &mut salvo_core::Request) -> Option<ReqBody> {
+    if !request.body().is_none() {
+        return Some(request.take_body());
     }
-    request.take_body()
+    let headers = request.headers();
+    let declared = headers.contains_key(TRANSFER_ENCODING)
+        || headers
+            .get(CONTENT_LENGTH)
+            .is_some_and(|length| length != "0");
+    match request.payload().await {
+        Ok(payload) if payload.is_empty() && declared => None,
+        Ok(payload) => Some(ReqBody::Once(payload.clone())),
+        Err(_) => None,
+    }
 }
 
 /// Writes the layer's answer on salvo's response: its status, its headers (over those of the

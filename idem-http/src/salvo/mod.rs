@@ -56,9 +56,14 @@
 //! [`scope_from_extension`](crate::IdempotencyLayerBuilder::scope_from_extension) and
 //! [`scope`](crate::IdempotencyLayerBuilder::scope) read (salvo's depot is not read: put the
 //! principal in `req.extensions_mut()`); hoop that hoop before this one. A response with an
-//! error status and no body (`StatusError` rendered, say) is stored without one, and salvo's
+//! error status and no body (a 4xx `StatusError`, say) is stored without one, and salvo's
 //! catcher writes its page to the first answer and to each replay alike, from the status
-//! alone. A hoop that already read the body (`req.payload()`) before this one is fine: the
-//! layer reads the payload salvo kept; one that parsed it as a form (`req.form_data()`) leaves
-//! the layer an empty body, so hoop this layer before such a hoop.
+//! alone.
+//!
+//! A hoop before this one that read the body (`req.payload()`) is fine: the layer reads the
+//! payload salvo kept. One that parsed it as a form (`req.form_data()`) keeps no payload: a
+//! keyed request whose body went that way is refused with a 500
+//! ([`problem::FAILED`](crate::problem::FAILED)) and an error logged, rather than taken for
+//! an empty body; hoop this layer before such a hoop.
+
 mod hoop;

@@ -193,3 +193,44 @@ async fn the_depot_and_request_cross_the_call_and_come_back() {
     assert_eq!(replay.headers()["x-note"], "", "a replay runs no handler");
     assert_eq!(replay.text().await.unwrap(), said);
 }
+
+/// Outside the layer: parses the body as a form, which salvo does not keep as the payload.
+#[handler]
+async fn parses_the_form(request: &mut Request) {
+    request.form_data().await.unwrap();
+}
+
+#[handler]
+async fn charges_the_form(request: &mut Request, response: &mut Response) {
+    let amount = request.form::<String>("amount").await;
+    response.status_code(StatusCode::CREATED);
+    response.render(format!("charged {amount:?}"));
+}
+
+/// A body a hoop before the layer read without keeping it would be taken for an empty one:
+/// the layer refuses the request instead, and nothing runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_read_away_before_the_layer_is_refused() {
+    let idem = idem_core::Idempotency::new(idem_stores::memory::MemoryStore::new());
+    let router = Router::new()
+        .hoop(parses_the_form)
+        .hoop(IdempotencyLayer::new(idem))
+        .push(Router::with_path("payments").post(charges_the_form));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/payments", listener.local_addr().unwrap());
+    let acceptor = TcpAcceptor::try_from(listener).unwrap();
+    let _server = AbortOnDrop(tokio::spawn(Server::new(acceptor).serve(router)));
+    let refused = reqwest::Client::new()
+        .post(&url)
+        .header("idempotency-key", "pay-1")
+        .header("authorization", "Bearer shop-client")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("amount=10")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 500);
+    let document: serde_json::Value =
+        serde_json::from_slice(&refused.bytes().await.unwrap()).unwrap();
+    assert_eq!(document["type"], idem_http::problem::FAILED);
+}
