@@ -46,6 +46,10 @@ pub(crate) struct Probe {
     failing_steps: AtomicUsize,
     /// How many completions were asked for.
     pub(crate) completions: AtomicUsize,
+    /// How many reads fail once a completion's answer is lost: the store is still down.
+    reads_lost_with_an_answer: usize,
+    /// How many reads still fail with a backend error.
+    failing_reads: AtomicUsize,
 }
 
 /// Which request a [`Hold`] holds.
@@ -104,6 +108,8 @@ impl Probe {
             renewed: Semaphore::new(0),
             failing_steps: AtomicUsize::new(0),
             completions: AtomicUsize::new(0),
+            reads_lost_with_an_answer: 0,
+            failing_reads: AtomicUsize::new(0),
         }
     }
 
@@ -144,6 +150,27 @@ impl Probe {
             lost_answer_wait: Some((clock, wait)),
             ..Probe::over(inner)
         }))
+    }
+
+    /// Like [`losing_a_completion_answer_for`](Probe::losing_a_completion_answer_for), and the
+    /// next `reads` reads after the lost answer fail too: the store is down a while longer.
+    pub(crate) fn losing_a_completion_answer_and_reads(
+        inner: Arc<dyn Store>,
+        clock: ManualClock,
+        wait: Duration,
+        reads: usize,
+    ) -> Arc<Intercepted<Probe>> {
+        Arc::new(Intercepted(Probe {
+            lost_completions: AtomicUsize::new(1),
+            lost_answer_wait: Some((clock, wait)),
+            reads_lost_with_an_answer: reads,
+            ..Probe::over(inner)
+        }))
+    }
+
+    /// How many reads are still to fail.
+    pub(crate) fn reads_left_to_fail(&self) -> usize {
+        self.failing_reads.load(Ordering::SeqCst)
     }
 
     /// Holds the first request of kind `what`; returns the store and the hold to steer it.
@@ -292,6 +319,8 @@ impl Interceptor for Probe {
         self.inner.complete(key, owner, record).await?;
         let lose = take_one(&self.lost_completions);
         if lose {
+            self.failing_reads
+                .store(self.reads_lost_with_an_answer, Ordering::SeqCst);
             if let Some((clock, wait)) = &self.lost_answer_wait {
                 clock.advance(*wait);
                 return Err(StoreError::backend("timed out"));
@@ -332,6 +361,13 @@ impl Interceptor for Probe {
         self.inner.renew(key, owner, lease_until).await?;
         self.renewed.add_permits(1);
         Ok(())
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<idem_core::store::Record>, StoreError> {
+        if take_one(&self.failing_reads) {
+            return Err(StoreError::backend("connection refused"));
+        }
+        self.inner.get(key).await
     }
 
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {

@@ -12,6 +12,7 @@ mod leases;
 mod mismatches;
 mod presence;
 mod purge;
+mod read_back;
 mod replays;
 mod step_failures;
 mod steps;
@@ -28,6 +29,7 @@ pub(super) fn all() -> Vec<crate::Check> {
         call_context::CHECKS,
         edges::CHECKS,
         faults::CHECKS,
+        read_back::CHECKS,
         steps::CHECKS,
         step_failures::CHECKS,
         inventory::CHECKS,

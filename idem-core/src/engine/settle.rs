@@ -254,11 +254,20 @@ impl Engine {
             patience: Patience::Lease,
         };
         // Exactly this record, expiry included: an earlier attempt landed with its answer
-        // lost. A successor's completion with an equal outcome is not this call's. (A record
-        // this owner completed in its own transaction is accepted by the store's completion
-        // itself.)
-        let landed =
-            |stored: &Record| matches!(stored, Record::Completed(stored) if stored == completed);
+        // lost. A successor's completion with an equal outcome is not this call's. A record
+        // the body completed in its own transaction (which the store's completion itself
+        // accepts, when it answers) expires by the transaction's clock: it is this call's
+        // when its fingerprint and outcome are: a successor takes over in-progress records
+        // only, so no one else completed it meanwhile.
+        let landed = |stored: &Record| match stored {
+            Record::Completed(stored) => {
+                stored == completed
+                    || (lease.wrote_completion_in_transaction()
+                        && stored.fingerprint() == completed.fingerprint()
+                        && stored.outcome() == completed.outcome())
+            }
+            _ => false,
+        };
         write
             .run(|| store.complete(&call.key, owner, completed), landed)
             .await

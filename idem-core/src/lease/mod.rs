@@ -95,6 +95,12 @@ impl Lease {
         self.completed_in_transaction.store(true, Ordering::SeqCst);
     }
 
+    /// Whether the body wrote this call's completion in its own transaction
+    /// ([`completed_in_transaction`](Lease::completed_in_transaction)).
+    pub(crate) fn wrote_completion_in_transaction(&self) -> bool {
+        self.completed_in_transaction.load(Ordering::SeqCst)
+    }
+
     /// Records that the key holds this call's own completion: the lease passing by the clock
     /// is no loss then. From an expiry too: a renewal that ends one may not have yet.
     fn settle(&self) {

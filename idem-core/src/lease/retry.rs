@@ -59,12 +59,12 @@ impl FencedWrite<'_> {
     /// refusal is real, and the [`Lease`] learns what the record says of it
     /// ([`Lease::learn`]), which wakes the body's
     /// [`lease_lost`](crate::CallContext::lease_lost) when another owner holds the key. A
-    /// write given up after failures is read back too, and reported lost only when the
-    /// record does not show it.
+    /// write given up after failures is read back too, for up to one more lease while the
+    /// store cannot be read, and reported lost only when the record does not show it.
     pub(crate) async fn run<Fut>(
         self,
         mut write: impl FnMut() -> Fut,
-        landed: impl FnOnce(&Record) -> bool,
+        landed: impl Fn(&Record) -> bool,
     ) -> Result<(), StoreError>
     where
         Fut: Future<Output = Result<(), StoreError>>,
@@ -93,13 +93,13 @@ impl FencedWrite<'_> {
             }
             if let Patience::Attempts(most) = self.patience {
                 if attempt >= most {
-                    return self.gave_up(error, attempt, "", landed).await;
+                    return self.gave_up(error, attempt, "", span, landed).await;
                 }
             }
             let lease_ends = self.clock.now() + backoff >= deadline.min(self.lease.until());
             if lease_ends || started.elapsed() + backoff >= span {
                 let why = " and the lease passes before a retry";
-                return self.gave_up(error, attempt, why, landed).await;
+                return self.gave_up(error, attempt, why, span, landed).await;
             }
             tracing::warn!(target: TARGET, key, %error, attempt, "storing {what} failed; retrying");
             tokio::time::sleep(backoff).await;
@@ -108,31 +108,46 @@ impl FencedWrite<'_> {
         unreachable!("the loop returns")
     }
 
-    /// Gives up on a write whose last attempt failed, after reading the record back once: a
-    /// failure may be an answer lost after the write landed (a timeout, a connection reset),
-    /// and a write in place is not to be reported as lost.
+    /// Gives up on a write whose last attempt failed, after reading the record back: a failure
+    /// may be an answer lost after the write landed (a timeout, a connection reset), and a
+    /// write in place is not to be reported as lost. A store that cannot be read is asked
+    /// again, with backoff, for up to `span` (the lease as it stood when the write began):
+    /// the caller waits anyway, and a completed record can no longer be taken over.
     async fn gave_up(
         &self,
         error: BoxError,
         attempt: u32,
         why: &str,
-        landed: impl FnOnce(&Record) -> bool,
+        span: Duration,
+        landed: impl Fn(&Record) -> bool,
     ) -> Result<(), StoreError> {
         let (key, what) = (self.key.as_str(), self.what);
-        match self.store.get(self.key).await {
-            Ok(Some(record)) if landed(&record) => {
-                tracing::warn!(target: TARGET, key, %error, attempt, "storing {what} failed{why}, but the record read back holds it");
-                Ok(())
-            }
-            _ => {
-                tracing::error!(target: TARGET, key, %error, attempt, "storing {what} failed{why}");
-                Err(StoreError::Backend(error))
+        let started = tokio::time::Instant::now();
+        let mut backoff = BACKOFF;
+        loop {
+            match self.store.get(self.key).await {
+                Ok(Some(record)) if landed(&record) => {
+                    tracing::warn!(target: TARGET, key, %error, attempt, "storing {what} failed{why}, but the record read back holds it");
+                    return Ok(());
+                }
+                Ok(_) => break,
+                Err(read) if started.elapsed() + backoff < span => {
+                    tracing::warn!(target: TARGET, key, %error, %read, attempt, "storing {what} failed{why}, and reading the record back failed; reading again");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 4).min(MAX_BACKOFF);
+                }
+                Err(read) => {
+                    tracing::error!(target: TARGET, key, %read, "the record could not be read back");
+                    break;
+                }
             }
         }
+        tracing::error!(target: TARGET, key, %error, attempt, "storing {what} failed{why}");
+        Err(StoreError::Backend(error))
     }
 
     /// Reads the record back after the store refused the write; see [`run`](FencedWrite::run).
-    async fn refused(&self, landed: impl FnOnce(&Record) -> bool) -> Result<(), StoreError> {
+    async fn refused(&self, landed: impl Fn(&Record) -> bool) -> Result<(), StoreError> {
         let (key, what) = (self.key.as_str(), self.what);
         let record = match self.store.get(self.key).await {
             Ok(record) => record,
