@@ -28,7 +28,7 @@ static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
 /// assert_eq!(path.select(&event).unwrap(), serde_json::json!("o-42"));
 /// ```
 ///
-/// On an HTTP event (one with a `requestContext`: API Gateway, a function URL, an ALB), the
+/// On an [HTTP event](crate::principal#http-events) (API Gateway, a function URL, an ALB), the
 /// header names it reads under `headers` and `multiValueHeaders` match whatever their case,
 /// as HTTP has them: `headers."Idempotency-Key"` finds the `idempotency-key` of a typed
 /// `ApiGatewayProxyRequest`, which writes every name in lower case.
@@ -134,11 +134,11 @@ impl EventData {
         Ok(EventData(Arc::new(data)))
     }
 
-    /// Whether the event is an HTTP event: one with a `requestContext` object (API Gateway's
-    /// REST, HTTP and WebSocket APIs, a function URL, an ALB).
+    /// Whether the event is an [HTTP event](crate::principal#http-events): one whose
+    /// `requestContext` shows an HTTP front end (API Gateway's REST, HTTP and WebSocket APIs,
+    /// a function URL, an ALB, VPC Lattice).
     pub(crate) fn is_http(&self) -> bool {
-        self.field("requestContext")
-            .is_some_and(|context| context.is_object())
+        self.request_context().is_some()
     }
 
     /// An HTTP event's `requestContext`, as JSON.
@@ -147,7 +147,9 @@ impl EventData {
         if !context.is_object() {
             return None;
         }
-        serde_json::to_value(&**context).ok()
+        serde_json::to_value(&**context)
+            .ok()
+            .filter(crate::principal::is_http_request_context)
     }
 
     /// The whole event, as JSON.

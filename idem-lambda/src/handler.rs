@@ -46,15 +46,17 @@ use crate::{Error, EventPath, ExpressionError, Unscoped};
 ///
 /// - The key is what the [`event_key`](IdempotentHandlerBuilder::event_key) expression selects
 ///   from the event, under the handler's name.
-/// - The key of an HTTP event (one with a `requestContext`: API Gateway's REST, HTTP and
-///   WebSocket APIs, a function URL, an ALB) is its principal's alone: scoped by the
-///   principal the authorizer named ([the rule](crate::principal#the-rule)), or the one
+/// - The key of an [HTTP event](crate::principal#http-events) (one whose `requestContext`
+///   shows API Gateway's REST, HTTP or WebSocket API, a function URL, an ALB or VPC Lattice)
+///   is its principal's alone: scoped by the principal the authorizer named ([the
+///   rule](crate::principal#the-rule)), or the one
 ///   [`principal`](IdempotentHandlerBuilder::principal) gives, so that a caller who sends
 ///   another's key runs its own call, and a quota counts per principal. A keyed HTTP event
 ///   without a principal is refused ([`Error::Unscoped`]) unless
 ///   [`unscoped(Unscoped::Shared)`](IdempotentHandlerBuilder::unscoped) says otherwise.
-/// - Other events (SQS, EventBridge, direct invokes) have unscoped keys: their producer is
-///   trusted, and whoever can invoke the function can send any key.
+/// - Other events (SQS, EventBridge, direct invokes, a Lambda destination's record) have
+///   unscoped keys: their producer is trusted, and whoever can invoke the function can send
+///   any key.
 /// - A retry with the same key and the same key data (and
 ///   [`payload_validation`](IdempotentHandlerBuilder::payload_validation) data) gets the stored
 ///   response; with other data, [`Error::Idempotency`] with a mismatch

@@ -37,8 +37,40 @@
 //! `ApiGatewayProxyRequest` writes its authorizer's fields flat (`authorizer.principalId`,
 //! `authorizer.claims`), an `ApiGatewayV2httpRequest` and a `LambdaFunctionUrlRequest` under
 //! `jwt`, `lambda` and `iam`.
+//!
+//! # HTTP events
+//!
+//! An event is an HTTP event when its `requestContext` shows the HTTP front end that sent it,
+//! by holding (not `null`) at least one of these fields:
+//!
+//! | front end | fields of `requestContext` |
+//! |---|---|
+//! | API Gateway REST API | `httpMethod`, `resourcePath`, `apiId`, `domainName` |
+//! | API Gateway HTTP API, a Lambda function URL | `http` (an object), `apiId`, `domainName` |
+//! | API Gateway WebSocket API | `connectionId`, `apiId` (beside its `routeKey`) |
+//! | an Application Load Balancer | `elb` (an object) |
+//! | a VPC Lattice service (its payload version 2) | `serviceArn`, `targetGroupArn` |
+//!
+//! Other events carry a `requestContext` too, without any of these: a Lambda destination's
+//! record (`requestId`, `functionArn`, `condition`, `approximateInvokeCount`), for one. They
+//! are not HTTP events: their keys are not scoped by a principal, and they are not refused
+//! for naming none.
 
 use serde_json::Value;
+
+/// The fields of a `requestContext` that show an HTTP front end: see [HTTP
+/// events](self#http-events).
+const HTTP_FRONT_FIELDS: &[&str] = &[
+    "httpMethod",
+    "resourcePath",
+    "http",
+    "apiId",
+    "domainName",
+    "connectionId",
+    "elb",
+    "serviceArn",
+    "targetGroupArn",
+];
 
 /// Where a principal is read, in order, and the prefix it is written with.
 const RULE: &[(&[&str], &str)] = &[
@@ -82,25 +114,55 @@ pub fn principal_of_request_context(context: &Value) -> Option<String> {
     })
 }
 
-/// The `requestContext` of `event` when it is an HTTP event (API Gateway, a function URL, an
-/// ALB): an event holding a `requestContext` object. Other events (SQS, direct invokes) have
-/// none.
+/// Whether `context`, an event's `requestContext`, shows an HTTP front end (API Gateway, a
+/// function URL, an ALB, VPC Lattice): [HTTP events](self#http-events).
+///
+/// ```
+/// use idem_lambda::principal::is_http_request_context;
+/// use serde_json::json;
+///
+/// assert!(is_http_request_context(&json!({"httpMethod": "POST", "requestId": "r"})));
+/// assert!(is_http_request_context(&json!({"http": {"method": "POST"}, "apiId": "a1"})));
+/// assert!(is_http_request_context(&json!({"elb": {"targetGroupArn": "arn:..."}})));
+/// // A Lambda destination's record.
+/// let destination = json!({
+///     "requestId": "r",
+///     "functionArn": "arn:aws:lambda:eu-west-1:1:function:orders:$LATEST",
+///     "condition": "RetriesExhausted",
+///     "approximateInvokeCount": 3,
+/// });
+/// assert!(!is_http_request_context(&destination));
+/// ```
+pub fn is_http_request_context(context: &Value) -> bool {
+    context.as_object().is_some_and(|fields| {
+        HTTP_FRONT_FIELDS
+            .iter()
+            .any(|field| fields.get(*field).is_some_and(|value| !value.is_null()))
+    })
+}
+
+/// The `requestContext` of `event` when it is an [HTTP event](self#http-events) (API
+/// Gateway, a function URL, an ALB, VPC Lattice). Other events (SQS, direct invokes, a Lambda
+/// destination's record) have none.
 pub fn request_context_of(event: &Value) -> Option<&Value> {
     event
         .get("requestContext")
-        .filter(|context| context.is_object())
+        .filter(|context| is_http_request_context(context))
 }
 
-/// The principal of `event`, an HTTP event's as
-/// [`principal_of_request_context`] reads its `requestContext`; `None` for an event without
-/// one, or whose request context names none.
+/// The principal of `event`, an [HTTP event](self#http-events)'s as
+/// [`principal_of_request_context`] reads its `requestContext`; `None` for any other event,
+/// or one whose request context names none.
 ///
 /// ```
 /// use serde_json::json;
 ///
 /// let event = json!({
 ///     "headers": {"idempotency-key": "k-1"},
-///     "requestContext": {"identity": {"userArn": "arn:aws:iam::1:user/ci"}},
+///     "requestContext": {
+///         "httpMethod": "POST",
+///         "identity": {"userArn": "arn:aws:iam::1:user/ci"},
+///     },
 /// });
 /// let principal = idem_lambda::principal::principal_of_event(&event);
 /// assert_eq!(principal.as_deref(), Some("iam:arn:aws:iam::1:user/ci"));

@@ -12,8 +12,9 @@ use crate::expression::EventData;
 /// A function that names the principal of an event.
 pub(crate) type PrincipalFn = dyn Fn(&Value, &Context) -> Option<String> + Send + Sync;
 
-/// What an [`IdempotentHandler`](crate::IdempotentHandler) does with a keyed HTTP event (one
-/// with a `requestContext`: API Gateway, a function URL, an ALB) that has no principal. Set
+/// What an [`IdempotentHandler`](crate::IdempotentHandler) does with a keyed [HTTP
+/// event](crate::principal#http-events) (API Gateway, a function URL, an ALB, VPC Lattice)
+/// that has no principal. Set
 /// with [`unscoped`](crate::IdempotentHandlerBuilder::unscoped).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]

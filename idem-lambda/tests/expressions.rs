@@ -139,16 +139,17 @@ fn a_batch_processor_panics_at_cold_start_on_an_invalid_expression() {
     let _ = idem_lambda::sqs::BatchProcessor::new(idem).event_key("[[");
 }
 
-/// On an HTTP event (one with a `requestContext`), header names match whatever their case, in
-/// `headers` and `multiValueHeaders`; a header spelt two ways with different values is
-/// refused; another event's fields are matched exactly, as JMESPath does.
+/// On an HTTP event (one whose `requestContext` shows its front end), header names match
+/// whatever their case, in `headers` and `multiValueHeaders`; a header spelt two ways with
+/// different values is refused; another event's fields are matched exactly, as JMESPath does,
+/// a Lambda destination's record's too, although it has a `requestContext`.
 #[test]
 fn header_names_match_whatever_their_case_on_http_events() {
     let http = |headers: Value| {
         json!({
             "headers": headers,
             "multiValueHeaders": {"x-request-tag": ["t-1", "t-2"]},
-            "requestContext": {"requestId": "r"},
+            "requestContext": {"requestId": "r", "http": {"method": "POST"}},
         })
     };
     let key = "headers.\"Idempotency-Key\"";
@@ -183,5 +184,19 @@ fn header_names_match_whatever_their_case_on_http_events() {
         select(key, json!({"headers": {"idempotency-key": "k-1"}})).unwrap(),
         Value::Null,
         "not an HTTP event"
+    );
+    let destination = json!({
+        "headers": {"idempotency-key": "k-1"},
+        "requestContext": {
+            "requestId": "r",
+            "functionArn": "arn:aws:lambda:eu-west-1:1:function:orders:$LATEST",
+            "condition": "RetriesExhausted",
+            "approximateInvokeCount": 3,
+        },
+    });
+    assert_eq!(
+        select(key, destination).unwrap(),
+        Value::Null,
+        "a destination's record is not an HTTP event"
     );
 }

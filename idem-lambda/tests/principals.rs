@@ -5,7 +5,9 @@
 use aws_lambda_events::alb::AlbTargetGroupRequest;
 use aws_lambda_events::apigw::{ApiGatewayProxyRequest, ApiGatewayV2httpRequest};
 use aws_lambda_events::lambda_function_urls::LambdaFunctionUrlRequest;
-use idem_lambda::principal::{principal_of_event, principal_of_request_context};
+use idem_lambda::principal::{
+    principal_of_event, principal_of_request_context, request_context_of,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -154,6 +156,38 @@ fn an_alb_request_has_no_principal() {
     }));
     assert!(event["requestContext"].is_object());
     assert_eq!(principal_of_event(&event), None);
+}
+
+/// An event is an HTTP event when its request context shows its front end; a Lambda
+/// destination's record has a `requestContext` too, and is none.
+#[test]
+fn an_http_event_is_one_whose_request_context_shows_its_front_end() {
+    let rest = rest(json!({"requestId": "r"}));
+    let http_api = http_api(Value::Null);
+    let alb = typed::<AlbTargetGroupRequest>(json!({
+        "httpMethod": "POST",
+        "requestContext": {"elb": {"targetGroupArn": "arn:aws:elasticloadbalancing:tg"}},
+        "isBase64Encoded": false,
+    }));
+    let websocket = json!({"requestContext": {"connectionId": "c-1", "routeKey": "$default"}});
+    for event in [&rest, &http_api, &alb, &websocket] {
+        assert!(request_context_of(event).is_some(), "{event}");
+    }
+    let destination = json!({
+        "version": "1.0",
+        "requestContext": {
+            "requestId": "e6f3a1b2",
+            "functionArn": "arn:aws:lambda:eu-west-1:1:function:orders:$LATEST",
+            "condition": "RetriesExhausted",
+            "approximateInvokeCount": 3,
+            "authorizer": {"principalId": "user-7"},
+        },
+        "requestPayload": {"order_id": "o-1"},
+    });
+    assert_eq!(request_context_of(&destination), None);
+    assert_eq!(principal_of_event(&destination), None, "not an HTTP event");
+    let unmarked = json!({"requestContext": {"httpMethod": null, "apiId": null}});
+    assert_eq!(request_context_of(&unmarked), None, "null shows nothing");
 }
 
 #[test]

@@ -23,6 +23,8 @@ pub fn api_event(order_id: Value, amount: u64, request_id: &str) -> Value {
         "body": body,
         "requestContext": {
             "requestId": request_id,
+            "httpMethod": "POST",
+            "resourcePath": "/orders",
             "requestTimeEpoch": 1_700_000_000_000u64,
             "authorizer": {"principalId": "user-1"},
         },

@@ -98,9 +98,11 @@ pub async fn another_principal_with_the_same_key_runs_its_own_call(subject: Subj
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
-/// A keyed HTTP event without a principal (no authorizer, an ALB) is refused, says what to
-/// do, and runs nothing; an HTTP event without a key is as before (refused as keyless, or run
-/// unprotected when allowed), and a non-HTTP event's key is unscoped.
+/// A keyed HTTP event without a principal (no authorizer, an ALB, a WebSocket or VPC Lattice
+/// route) is refused, says what to do, and runs nothing; an HTTP event without a key is as
+/// before (refused as keyless, or run unprotected when allowed), and a non-HTTP event's key is
+/// unscoped: a direct invoke's, and a Lambda destination's record's, although it has a
+/// `requestContext`.
 pub async fn a_keyed_http_event_without_a_principal_is_refused(subject: Subject) {
     let runs = Arc::new(AtomicUsize::new(0));
     let mut handler = by_header(IdempotentHandler::builder(subject.idem.clone()), &runs);
@@ -108,7 +110,33 @@ pub async fn a_keyed_http_event_without_a_principal_is_refused(subject: Subject)
         "headers": {"idempotency-key": "k-1"},
         "requestContext": {"elb": {"targetGroupArn": "arn:aws:elasticloadbalancing:tg"}},
     });
-    for event in [rest_event("k-1", None), rest_event("k-1", Some(" ")), alb] {
+    let websocket = json!({
+        "headers": {"Idempotency-Key": "k-1"},
+        "requestContext": {
+            "routeKey": "$default",
+            "eventType": "MESSAGE",
+            "connectionId": "L0SM9cOFvHcCIhw=",
+            "apiId": "a1",
+        },
+    });
+    let lattice = json!({
+        "version": "2.0",
+        "method": "POST",
+        "headers": {"idempotency-key": "k-1"},
+        "requestContext": {
+            "serviceArn": "arn:aws:vpc-lattice:eu-west-1:1:service/svc-1",
+            "targetGroupArn": "arn:aws:vpc-lattice:eu-west-1:1:targetgroup/tg-1",
+            "identity": {"type": "AWS_IAM"},
+        },
+    });
+    let refused = [
+        rest_event("k-1", None),
+        rest_event("k-1", Some(" ")),
+        alb,
+        websocket,
+        lattice,
+    ];
+    for event in refused {
         let answer = invoke(&mut handler, &subject, event.clone(), "r1").await;
         let Err(error @ Error::Unscoped { .. }) = answer else {
             panic!("refused without a principal: {answer:?} for {event}")
@@ -152,6 +180,29 @@ pub async fn a_keyed_http_event_without_a_principal_is_refused(subject: Subject)
         );
     }
     assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    let destination = || {
+        json!({
+            "version": "1.0",
+            "timestamp": "2026-12-07T05:00:00.000Z",
+            "requestContext": {
+                "requestId": "e6f3a1b2",
+                "functionArn": "arn:aws:lambda:eu-west-1:1:function:orders:$LATEST",
+                "condition": "RetriesExhausted",
+                "approximateInvokeCount": 3,
+            },
+            "requestPayload": {"order_id": "o-1"},
+            "headers": {"Idempotency-Key": "k-10"},
+        })
+    };
+    for request in ["r5", "r6"] {
+        let done = invoke(&mut handler, &subject, destination(), request).await;
+        let done = done.unwrap_or_else(|error| {
+            panic!("a destination's record is not an HTTP event, and runs: {error}")
+        });
+        assert_eq!(done["body"], "r5", "its key is unscoped, and replays");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
 
 /// With the shared key space chosen, HTTP events without a principal run and replay as
