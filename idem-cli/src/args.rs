@@ -195,13 +195,20 @@ pub(crate) enum Command {
         batch: u32,
     },
 
-    /// Print the scope an `Authorization` value puts its keys in, read from standard input.
+    /// Print the scope an `Authorization` value (or, with --principal, a principal) puts its
+    /// keys in, read from standard input.
     ///
     /// The scope as idem-http's default computes it (idem_protocol::scope): the SHA-256 of
     /// the value with its auth scheme lower-cased, in hex. Reads the value from standard input,
     /// never the command line, which other users of the machine can see:
     /// `printf '%s' "$AUTHORIZATION" | idem scope`. Each line is one value. Needs no store.
     Scope {
+        /// Read a principal instead, as the service's scope function gives it
+        /// (`scope_from_extension`, `scope`): the scope is the principal itself, or with
+        /// --secret-env its keyed digest, as `scope_secret` stores it:
+        /// `printf '%s' "$PRINCIPAL" | idem scope --principal --secret-env SCOPE_SECRET`.
+        #[arg(long)]
+        principal: bool,
         /// Key the scope with the secret in this environment variable, as the service's
         /// `scope_secret(..)` does.
         #[arg(long, value_name = "VAR")]

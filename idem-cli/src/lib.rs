@@ -18,6 +18,7 @@
 //! | `idem release KEY --yes` | frees a key held by an in-progress call, fenced on the owner it read; without `--yes`, shows the record and refuses |
 //! | `idem purge-expired [--batch N]` | deletes expired completed records and abandoned reservations under `--prefix`, `N` (default 1000) per request, each batch going on where the previous one stopped (on DynamoDB, one `Scan` of `N` items a batch, so the table is read once), until none is left; says what it is about to delete on stderr, then prints how many. No `--yes`: what it deletes no longer counts, and cron runs it |
 //! | `printf '%s' "$AUTHORIZATION" \| idem scope [--secret-env VAR]` | prints the scope a request with that `Authorization` stores its keys under, as idem-http computes it ([`idem_protocol::scope`]), keyed with the secret in the environment variable `VAR` as `scope_secret` keys it; reads the credential from standard input, never the command line; needs no store |
+//! | `printf '%s' "$PRINCIPAL" \| idem scope --principal [--secret-env VAR]` | prints the scope a principal's keys are stored under when the service scopes by principal (`scope_from_extension`, `scope`): the principal itself, or its HMAC under the secret in `VAR` as `scope_secret` keys it; needs no store |
 //! | `idem stats [--function F]` | counts records by function and state, over the whole listing |
 //! | `idem functions` | prints the names of the functions that have records, one a line, as `--function` takes them (`--json`: `[{"function": F, "records": N}]`) |
 //!

@@ -1,10 +1,25 @@
-//! `idem scope`: from a credential to the scope its keys are stored under, as idem-http
-//! computes it. Guards the seam between the command and the layer: both call
+//! `idem scope`: from a credential, or a principal, to the scope its keys are stored under, as
+//! idem-http computes it. Guards the seam between the command and the layer: both call
 //! `idem_protocol::scope`, so what the command prints is what a request with that
-//! `Authorization` is stored under.
+//! `Authorization`, or from that principal, is stored under.
 
+mod support;
+
+use std::convert::Infallible;
+use std::future::{poll_fn, Ready};
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use idem_core::Idempotency;
+use idem_http::IdempotencyLayer;
+use idem_test_servers::redis::target::RedisTarget;
+use tower_layer::Layer;
+use tower_service::Service;
 
 /// `idem scope ARGS` with `input` on standard input and `env` set.
 fn scope(args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
@@ -72,4 +87,105 @@ fn nothing_to_digest_or_a_short_secret_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&short.stderr).contains("at least 32"));
     let unset = scope(&["--secret-env", "IDEM_UNSET_VARIABLE"], "Bearer abc", &[]);
     assert_eq!(unset.status.code(), Some(2));
+}
+
+/// The principal an authentication middleware puts in a request's extensions.
+#[derive(Clone, Debug)]
+struct Principal(&'static str);
+
+impl std::fmt::Display for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// A handler that answers 201 to every request.
+#[derive(Clone)]
+struct Created;
+
+impl Service<Request<idem_http::Body>> for Created {
+    type Response = Response<Full<Bytes>>;
+    type Error = Infallible;
+    type Future = Ready<Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<idem_http::Body>) -> Self::Future {
+        let mut response = Response::new(Full::new(Bytes::from_static(b"created")));
+        *response.status_mut() = StatusCode::CREATED;
+        std::future::ready(Ok(response))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_principal_scoped_by_extension_and_secret_is_found_with_what_scope_prints() {
+    let Some(target) = RedisTarget::start().await else {
+        return;
+    };
+    let secret = "the service's scope secret, 32 bytes or more";
+    let idem = Idempotency::from_arc(Arc::new(target.redis_store().clone()));
+    let layer = IdempotencyLayer::builder(idem)
+        .scope_from_extension::<Principal>()
+        .scope_secret(secret)
+        .build();
+    let mut service = layer.layer(Created);
+    for (principal, key) in [("user:alice", "order-7"), ("user:bob", "order-8")] {
+        poll_fn(|cx| Service::<Request<Full<Bytes>>>::poll_ready(&mut service, cx))
+            .await
+            .unwrap();
+        let mut request = Request::post("/orders")
+            .header("idempotency-key", key)
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap();
+        request.extensions_mut().insert(Principal(principal));
+        let response = service.call(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::CREATED);
+        response.into_body().collect().await.unwrap();
+    }
+
+    let printed = printed(&scope(
+        &["--principal", "--secret-env", "SCOPE_SECRET"],
+        "user:alice\n",
+        &[("SCOPE_SECRET", secret)],
+    ));
+    let alice = printed.trim_end();
+    assert_eq!(
+        alice.len(),
+        64,
+        "a keyed scope is a hex HMAC-SHA256: {alice}"
+    );
+    let cli = support::Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let listed = cli
+        .run(&["list", "--scope", alice, "--json"])
+        .exits(0)
+        .json();
+    let keys: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|record| record["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 1, "alice's record alone: {listed:#}");
+    assert!(keys[0].contains(&format!("|={alice}|")), "{keys:?}");
+    assert!(keys[0].ends_with("order-7"), "{keys:?}");
+}
+
+#[test]
+fn a_principal_without_a_secret_is_its_own_scope_and_a_blank_one_is_none() {
+    assert_eq!(
+        printed(&scope(&["--principal"], "tenant-7\n", &[])),
+        "tenant-7\n"
+    );
+    let json: serde_json::Value = serde_json::from_str(&printed(&scope(
+        &["--principal", "--json"],
+        "tenant-7",
+        &[],
+    )))
+    .unwrap();
+    assert_eq!(json["scope"], "tenant-7");
+    let blank = scope(&["--principal"], " \n", &[]);
+    assert_eq!(blank.status.code(), Some(2), "{blank:?}");
+    assert!(String::from_utf8_lossy(&blank.stderr).contains("no principal"));
 }

@@ -24,7 +24,16 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Get { key, .. } | Command::Forget { key, .. } | Command::Release { key, .. } => {
             Some(parse_key(key)?)
         }
-        Command::Scope { secret_env } => return scope::scope(secret_env.as_deref(), &out),
+        Command::Scope {
+            principal,
+            secret_env,
+        } => {
+            let scoped = match principal {
+                true => scope::Scoped::Principal,
+                false => scope::Scoped::Authorization,
+            };
+            return scope::scope(scoped, secret_env.as_deref(), &out);
+        }
         _ => None,
     };
     // The keyring too: a keyring that can't be read is a usage error, before any store.

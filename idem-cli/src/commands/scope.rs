@@ -1,27 +1,33 @@
-//! `scope`: the scope an `Authorization` value puts its keys in, as idem-http computes it.
+//! `scope`: the scope an `Authorization` value, or a principal, puts its keys in, as idem-http
+//! computes it.
 
 use std::io::Read;
 
-use idem_protocol::scope::{authorization_scope, ScopeKey, MIN_SCOPE_SECRET_BYTES};
+use idem_protocol::scope::{authorization_scope, effective, ScopeKey, MIN_SCOPE_SECRET_BYTES};
 
 use super::printed;
 use crate::failure::Failure;
 use crate::output::Output;
 
-/// Reads `Authorization` values from standard input, one a line, and prints their scope,
-/// keyed with the secret in the environment variable `secret_env` when there is one.
-pub(crate) fn scope(secret_env: Option<&str>, out: &Output) -> Result<(), Failure> {
+/// What standard input holds: what the service scopes a request by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scoped {
+    /// `Authorization` values, one a line: idem-http's default scope.
+    Authorization,
+    /// One principal, as a scope function (`scope_from_extension`, `scope`) gives it.
+    Principal,
+}
+
+/// Reads what `scoped` names from standard input and prints its scope, keyed with the secret
+/// in the environment variable `secret_env` when there is one.
+pub(crate) fn scope(scoped: Scoped, secret_env: Option<&str>, out: &Output) -> Result<(), Failure> {
     let mut input = Vec::new();
     std::io::stdin()
         .read_to_end(&mut input)
         .map_err(|error| Failure::failed(format!("could not read standard input: {error}")))?;
-    let values = input
-        .split(|&byte| byte == b'\n')
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line));
-    let Some(scope) = authorization_scope(values) else {
-        return Err(Failure::usage(
-            "no Authorization value on standard input: `printf '%s' \"$AUTHORIZATION\" | idem scope`",
-        ));
+    let scope = match scoped {
+        Scoped::Authorization => digested(&input)?,
+        Scoped::Principal => principal(&input)?,
     };
     let scope = match secret_env {
         None => scope,
@@ -31,6 +37,34 @@ pub(crate) fn scope(secret_env: Option<&str>, out: &Output) -> Result<(), Failur
         return printed(out.document(&serde_json::json!({ "scope": scope })));
     }
     printed(out.text(&format!("{scope}\n")))
+}
+
+/// The digest of the `Authorization` values in `input`, one a line.
+fn digested(input: &[u8]) -> Result<String, Failure> {
+    let values = input
+        .split(|&byte| byte == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line));
+    authorization_scope(values).ok_or_else(|| {
+        Failure::usage(
+            "no Authorization value on standard input: `printf '%s' \"$AUTHORIZATION\" | idem scope`",
+        )
+    })
+}
+
+/// The principal in `input`, without the line end `echo` leaves, as the layer takes it: a
+/// blank one is no scope at all ([`effective`]).
+fn principal(input: &[u8]) -> Result<String, Failure> {
+    let input = input.strip_suffix(b"\n").unwrap_or(input);
+    let input = input.strip_suffix(b"\r").unwrap_or(input);
+    let text = std::str::from_utf8(input).map_err(|_| {
+        Failure::usage("the principal on standard input is not UTF-8, which a scope is")
+    })?;
+    effective(Some(text)).map(str::to_owned).ok_or_else(|| {
+        Failure::usage(
+            "no principal on standard input (a blank one is no scope: the service keeps such a \
+             request's key unscoped): `printf '%s' \"$PRINCIPAL\" | idem scope --principal`",
+        )
+    })
 }
 
 /// The key of the secret in the environment variable `variable`.
