@@ -8,7 +8,7 @@ use std::sync::Arc;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 
-use crate::actix::head;
+use crate::actix::{discard, head};
 use crate::actix::payload::PayloadBody;
 use crate::actix::relay::{self, HandlerFailed};
 use crate::config::{Config, ScopeMissing};
@@ -90,15 +90,18 @@ where
     let keyed = match admission {
         Admission::Keyed(keyed) => keyed,
         Admission::Refused(outcome, answer) => {
-            return (outcome, Ok(request.into_response(head::to_actix(answer))))
+            let mut payload = PayloadBody(request.parts_mut().1.take());
+            discard::discard_small(&mut payload, &parts.headers).await;
+            return (outcome, Ok(request.into_response(head::to_actix(answer))));
         }
         Admission::PassThrough => return (PassedThrough, pass_through(&service, request).await),
     };
-    let payload = PayloadBody(request.parts_mut().1.take());
-    let bytes = match contract::read_body(&config, &keyed, &parts.headers, payload).await {
+    let mut payload = PayloadBody(request.parts_mut().1.take());
+    let bytes = match contract::read_body(&config, &keyed, &parts.headers, &mut payload).await {
         BodyRead::Whole(bytes) => bytes,
         BodyRead::Refused(outcome, answer) => {
-            return (outcome, Ok(request.into_response(head::to_actix(answer))))
+            discard::discard_small(&mut payload, &parts.headers).await;
+            return (outcome, Ok(request.into_response(head::to_actix(answer))));
         }
     };
     let (relay, held) = relay::relay(service, request);

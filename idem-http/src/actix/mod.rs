@@ -55,6 +55,7 @@
 //! compression middleware outside too, so that each replay is encoded as the client asks.
 
 mod body;
+mod discard;
 mod head;
 mod middleware;
 mod payload;

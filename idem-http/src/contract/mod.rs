@@ -13,4 +13,4 @@ mod read;
 pub(crate) use admit::{admit, Admission, Keyed};
 pub(crate) use execute::execute;
 pub(crate) use handler::Handler;
-pub(crate) use read::{read_body, BodyRead};
+pub(crate) use read::{content_length, read_body, BodyRead};

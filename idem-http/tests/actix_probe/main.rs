@@ -9,6 +9,7 @@ mod support;
 
 mod answers;
 mod bodies;
+mod kept_connections;
 mod lifecycles;
 mod requests;
 mod scopes;
