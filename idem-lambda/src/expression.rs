@@ -8,7 +8,7 @@ use jmespath::{Expression, Runtime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{headers, powertools};
+use crate::{headers, powertools, tracked};
 
 /// Compiles every expression: JMESPath's built-in functions, and `powertools_json`,
 /// `powertools_base64` and `powertools_base64_gzip` as Powertools defines them.
@@ -69,20 +69,6 @@ impl EventPath {
         self.compiled.as_str()
     }
 
-    /// Whether the expression selects a multi-select list or hash (`[customer, order_id]`,
-    /// `{c: customer, o: order_id}`), possibly after a path (`powertools_json(body).[a, b]`):
-    /// a key of several parts, each of which the event must hold.
-    pub(crate) fn is_multi_select(&self) -> bool {
-        let mut node = self.compiled.as_ast();
-        loop {
-            match node {
-                Ast::MultiList { .. } | Ast::MultiHash { .. } => return true,
-                Ast::Subexpr { rhs, .. } => node = rhs,
-                _ => return false,
-            }
-        }
-    }
-
     /// Evaluates the expression over `event`: JSON `null` when it selects nothing.
     pub fn select<T: Serialize + ?Sized>(&self, event: &T) -> Result<Value, ExpressionError> {
         let mut data = EventData::of(event).map_err(|message| self.failed(message))?;
@@ -94,7 +80,20 @@ impl EventPath {
     /// one event read it once. The event's headers must have been
     /// [matched](EventData::match_headers) to this expression's.
     pub(crate) fn select_in(&self, data: &EventData) -> Result<Value, ExpressionError> {
-        let found = self.compiled.search(&data.0).map_err(|error| {
+        self.select_parts_in(data).map(|(found, _)| found)
+    }
+
+    /// Evaluates the expression over an event already read, as
+    /// [`select_in`](Self::select_in), and says whether the value it selects lost a part of
+    /// the event on the way ([`tracked`](crate::tracked)): `[customer, order_id]` without
+    /// `order_id`, however it is then flattened, filtered or turned into text.
+    pub(crate) fn select_parts_in(
+        &self,
+        data: &EventData,
+    ) -> Result<(Value, bool), ExpressionError> {
+        let mut ctx = jmespath::Context::new(self.as_str(), &RUNTIME);
+        let searched = tracked::search(&data.0, self.compiled.as_ast(), &mut ctx);
+        let (found, lost) = searched.map_err(|error| {
             self.failed(match error.reason {
                 // Only Powertools' functions fail so once an expression has compiled: the
                 // event, not the expression, is at fault, and JMESPath's caret under the
@@ -105,7 +104,9 @@ impl EventPath {
                 _ => error.to_string(),
             })
         })?;
-        serde_json::to_value(&*found).map_err(|error| self.failed(error.to_string()))
+        let found =
+            serde_json::to_value(&*found).map_err(|error| self.failed(error.to_string()))?;
+        Ok((found, lost))
     }
 
     /// The header names the expression reads under `headers` and `multiValueHeaders`.

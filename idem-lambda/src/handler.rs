@@ -263,6 +263,13 @@ impl IdempotentHandlerBuilder {
     /// [`raise_on_no_idempotency_key`](Self::raise_on_no_idempotency_key)): without its
     /// `order_id`, that key would be one for every order of the customer, and the second order
     /// would get the first one's response.
+    ///
+    /// The value selected is judged, not the expression's shape: a part missing from a
+    /// multi-select at any depth (`[customer, [order_id, sku]]`), or then flattened away
+    /// (`[customer, order_id][]`) or filtered away (`[customer, order_id] | [?@ != null]`),
+    /// a projection that drops an element the path after it finds nothing in
+    /// (`lines[*].sku`, where a filter's choice is no loss), and `to_string(order_id)` or
+    /// `type(order_id)` of a missing `order_id` (the text `"null"`) are each a missing part.
     pub fn allow_partial_keys(mut self) -> Self {
         self.partial_keys = true;
         self

@@ -76,6 +76,7 @@ pub mod principal;
 mod scoping;
 mod selection;
 pub mod sqs;
+mod tracked;
 
 pub use error::Error;
 pub use expression::{EventPath, ExpressionError};

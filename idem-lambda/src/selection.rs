@@ -17,8 +17,9 @@ const MAX_CLEAR_PART: usize = 256;
 pub(crate) struct Selector {
     pub(crate) key: EventPath,
     pub(crate) validation: Option<EventPath>,
-    /// Whether a key of several parts is taken with some of them `null` (Powertools' way), or
-    /// counts as missing.
+    /// Whether a key that lost a part of the event on the way ([`tracked`](crate::tracked):
+    /// a multi-select with a part `null`, however it is then flattened, filtered or turned
+    /// into text) is taken (Powertools' way), or counts as missing.
     pub(crate) partial_keys: bool,
 }
 
@@ -85,9 +86,11 @@ impl Selector {
         if let Some(path) = &self.validation {
             event.match_headers(path).map_err(Unselected::Expression)?;
         }
-        let data = self.key.select_in(&event).map_err(Unselected::Expression)?;
-        let partial = self.key.is_multi_select() && has_missing_part(&data);
-        if is_missing(&data) || (!self.partial_keys && partial) {
+        let (data, lost_a_part) = self
+            .key
+            .select_parts_in(&event)
+            .map_err(Unselected::Expression)?;
+        if is_missing(&data) || (!self.partial_keys && lost_a_part) {
             return Err(Unselected::Missing);
         }
         inexact_number(&self.key, &data)?;
@@ -145,17 +148,6 @@ fn is_missing(data: &Value) -> bool {
         Value::String(text) => text.is_empty(),
         Value::Array(items) => items.iter().all(Value::is_null),
         Value::Object(fields) => fields.values().all(Value::is_null),
-        _ => false,
-    }
-}
-
-/// Whether the parts of a multi-select key lack one: `[customer, order_id]` without
-/// `order_id` would be one key for every order of the customer. (A list or object the event
-/// holds as it is, a body selected whole, may hold nulls of its own.)
-fn has_missing_part(data: &Value) -> bool {
-    match data {
-        Value::Array(items) => items.iter().any(is_missing),
-        Value::Object(fields) => fields.values().any(is_missing),
         _ => false,
     }
 }

@@ -36,6 +36,7 @@ on_memory!(
     a_typed_event_is_keyed_as_serde_json_writes_it,
     an_event_without_a_key_is_refused_unless_allowed,
     a_key_with_a_missing_part_is_no_key_unless_allowed,
+    a_key_that_lost_a_part_on_the_way_is_no_key_unless_allowed,
     a_response_hook_reshapes_replays_only,
     a_body_that_is_not_json_is_refused,
     a_failed_invocation_runs_again,
