@@ -177,3 +177,13 @@ impl Tracker {
         }
     }
 }
+
+type SearchResult = Result<Rcvar, JmespathError>;
+
+fn null() -> Rcvar {
+    Rcvar::new(Variable::Null)
+}
+
+fn array(elements: Vec<Rcvar>) -> Rcvar {
+    Rcvar::new(Variable::Array(elements))
+}
