@@ -1,5 +1,6 @@
 //! Exactly once across two services. An upstream order service (the `downstream_upstream`
-//! worker: axum behind the HTTP layer on a real Redis) charges each order, in a step, at a
+//! worker on a real Redis: axum behind the HTTP layer for even orders, an `#[idempotent]`
+//! function for odd ones) charges each order, in a step, at a
 //! downstream payment service (axum behind its own layer, on a memory store, in this process)
 //! through idem-client. Worker processes are killed (`SIGKILL`) and stopped past their lease
 //! (`SIGSTOP`, then `SIGCONT`) at random, and idem-certify's proxy drops the downstream's
@@ -38,7 +39,8 @@ use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 use idem_test_servers::redis::target::RedisTarget;
 
-/// The upstream's lease: short, so that takeovers come quickly.
+/// The upstream's lease: short, so that takeovers come quickly. The worker's attribute says
+/// `lease = "1s"` too.
 const LEASE: Duration = Duration::from_millis(1000);
 /// Upstream worker processes serving at once.
 const WORKERS: usize = 3;
@@ -241,7 +243,13 @@ async fn place(http: &reqwest::Client, pool: &Pool, order: usize) -> Result<(), 
     let started = Instant::now();
     let mut last = String::new();
     while started.elapsed() < ORDER_DEADLINE {
-        let url = format!("{}/orders/o-{order}", pick(pool));
+        // Even orders go through the layer, odd ones through the attribute.
+        let route = if order % 2 == 0 {
+            "orders"
+        } else {
+            "checkouts"
+        };
+        let url = format!("{}/{route}/o-{order}", pick(pool));
         match http
             .post(url)
             .bearer_auth("shop-client")

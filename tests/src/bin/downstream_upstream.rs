@@ -1,6 +1,8 @@
-//! A worker of the two-service test (`system_downstream`): an upstream order service behind the
-//! HTTP layer on Redis, whose handler charges each order, in a step, at a downstream service
-//! through idem-client. Prints `listening ADDRESS` once it serves, then serves until killed.
+//! A worker of the two-service test (`system_downstream`): an upstream order service on Redis
+//! that charges each order, in a step, at a downstream service through idem-client: behind the
+//! HTTP layer (`POST /orders/{order}`), and as an `#[idempotent]` function
+//! (`POST /checkouts/{order}`). Prints `listening ADDRESS` once it serves, then serves until
+//! killed. LEASE_MS is the layer's lease; the attribute's is 1 s.
 //!
 //! `downstream_upstream REDIS_URL PREFIX DOWNSTREAM_URL KEYS LEASE_MS`, where KEYS is `derived`
 //! (the client's downstream keys, the default) or `random` (keys minted at random inside calls
@@ -26,22 +28,23 @@ struct Upstream {
     charges_url: String,
 }
 
-/// Why a charge failed, as the step's error.
-struct ChargeFailed(String);
+/// Why a charge failed: idem's error, or the downstream's.
+#[derive(Debug)]
+enum ChargeFailed {
+    Idem(idem_core::Error),
+    Downstream(String),
+}
 
 impl From<idem_core::Error> for ChargeFailed {
     fn from(error: idem_core::Error) -> Self {
-        ChargeFailed(error.to_string())
+        ChargeFailed::Idem(error)
     }
 }
 
 /// Charges `order` at the downstream service, in the step `charge`: the client sends the step's
 /// downstream key (or a random one, with `random` keys).
-async fn place_order(
-    State(upstream): State<Arc<Upstream>>,
-    Path(order): Path<String>,
-) -> (StatusCode, String) {
-    let charged = idem_core::step("charge", async {
+async fn charge(upstream: &Upstream, order: &str) -> Result<String, ChargeFailed> {
+    idem_core::step("charge", async {
         let response = upstream
             .client
             .post(&upstream.charges_url)
@@ -50,25 +53,55 @@ async fn place_order(
             .body(format!(r#"{{"order":"{order}","amount":1250}}"#))
             .send()
             .await
-            .map_err(|error| ChargeFailed(format!("{error:?}")))?;
+            .map_err(|error| ChargeFailed::Downstream(format!("{error:?}")))?;
         let status = response.status();
         let body = response
             .text()
             .await
-            .map_err(|error| ChargeFailed(error.to_string()))?;
+            .map_err(|error| ChargeFailed::Downstream(error.to_string()))?;
         if !status.is_success() {
-            return Err(ChargeFailed(format!(
-                "the downstream answered {status}: {body}"
-            )));
+            let why = format!("the downstream answered {status}: {body}");
+            return Err(ChargeFailed::Downstream(why));
         }
-        Ok::<_, ChargeFailed>(body)
+        Ok(body)
     })
-    .await;
+    .await
+}
+
+/// The order as an `#[idempotent]` function, on the installed handle (Redis): its lease is the
+/// test's, 1 s.
+#[idem_core::idempotent(key = "order", lease = "1s", skip = "upstream")]
+async fn checkout(upstream: &Upstream, order: &str) -> Result<String, ChargeFailed> {
+    charge(upstream, order).await
+}
+
+/// The answer to a charge: 201 with the charge, 409 while another call holds the order, 503
+/// otherwise (which frees the key behind the layer unless the step was recorded).
+fn answer(charged: Result<String, ChargeFailed>) -> (StatusCode, String) {
     match charged {
         Ok(charge) => (StatusCode::CREATED, charge),
-        // A 5xx frees the key (unless the step was recorded): the order is retried.
-        Err(ChargeFailed(why)) => (StatusCode::SERVICE_UNAVAILABLE, why),
+        Err(ChargeFailed::Idem(error @ idem_core::Error::InProgress { .. })) => {
+            (StatusCode::CONFLICT, error.to_string())
+        }
+        Err(ChargeFailed::Idem(error)) => (StatusCode::SERVICE_UNAVAILABLE, error.to_string()),
+        Err(ChargeFailed::Downstream(why)) => (StatusCode::SERVICE_UNAVAILABLE, why),
     }
+}
+
+/// `POST /orders/{order}`, behind the layer: the handler runs inside the layer's call.
+async fn place_order(
+    State(upstream): State<Arc<Upstream>>,
+    Path(order): Path<String>,
+) -> (StatusCode, String) {
+    answer(charge(&upstream, &order).await)
+}
+
+/// `POST /checkouts/{order}`, without the layer: the attribute makes the call.
+async fn check_out(
+    State(upstream): State<Arc<Upstream>>,
+    Path(order): Path<String>,
+) -> (StatusCode, String) {
+    answer(checkout(&upstream, &order).await)
 }
 
 fn main() -> ExitCode {
@@ -127,13 +160,19 @@ async fn serve(
         client: ClientBuilder::new(http).with(retry).build(),
         charges_url: format!("{downstream}/charges"),
     });
-    let layer = IdempotencyLayer::builder(Idempotency::new(store))
+    let idem = Idempotency::new(store);
+    idem_core::install(idem.clone());
+    let layer = IdempotencyLayer::builder(idem)
         .lease(Duration::from_millis(lease_ms))
         .build();
-    let app = Router::new()
+    let behind_the_layer = Router::new()
         .route("/orders/{order}", post(place_order))
-        .with_state(upstream)
+        .with_state(upstream.clone())
         .layer(layer);
+    let app = Router::new()
+        .route("/checkouts/{order}", post(check_out))
+        .with_state(upstream)
+        .merge(behind_the_layer);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;
