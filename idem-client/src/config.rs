@@ -8,11 +8,18 @@ use idem_protocol::problem::ProblemType;
 
 pub use idem_protocol::header::IDEMPOTENCY_KEY;
 
-/// Attempts per `send()`, the first one included.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+/// Attempts per `send()`, the first one included: no count by default, so that the time
+/// budget, [`DEFAULT_MAX_ELAPSED`], decides when to give up.
+///
+/// With the default backoff, at least 8 attempts fit in it when each fails at once (a lost
+/// answer, a refused connection): the waits before them add up to 16.2 s at most (200 ms,
+/// 400 ms, 0.8 s, 1.6 s, 3.2 s, then 5 s), and 10 or so on average. A send is lost only if
+/// every attempt is: at a loss rate `p`, `p^8` at most, that is 1 in 256 at 50% lost answers,
+/// 1 in 15,000 at 30%, 1 in 10^8 at 10%. A count of 5 lost 1 send in 32 at 50%.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = u32::MAX;
 /// No attempt starts later than this after the first one: less than the lease of a server on
 /// idem (30 s by default), past which a request that ran but whose answer was not recorded may
-/// be run again.
+/// be run again. The default policy's only bound: see [`DEFAULT_MAX_ATTEMPTS`].
 pub const DEFAULT_MAX_ELAPSED: Duration = Duration::from_secs(20);
 /// The backoff before the first retry, doubled for each one after it.
 pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(200);
@@ -125,8 +132,10 @@ impl IdempotentRetryBuilder {
         self
     }
 
-    /// Attempts per `send()`, the first one included ([`DEFAULT_MAX_ATTEMPTS`]); 1 turns
-    /// retries off and keeps the keys. Zero counts as one.
+    /// Attempts per `send()`, the first one included: a count on top of
+    /// [`max_elapsed`](Self::max_elapsed), which alone bounds them by default
+    /// ([`DEFAULT_MAX_ATTEMPTS`] is no count). 1 turns retries off and keeps the keys. Zero
+    /// counts as one.
     pub fn max_attempts(mut self, attempts: u32) -> Self {
         self.config.max_attempts = attempts.max(1);
         self

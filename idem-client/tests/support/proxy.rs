@@ -1,6 +1,6 @@
 //! A TCP proxy that loses answers on purpose, one connection at a time.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,6 +25,8 @@ pub enum Fault {
 pub struct Proxy {
     pub url: String,
     plan: Mutex<VecDeque<Fault>>,
+    /// How many answers to lose yet of the requests with each `Idempotency-Key`.
+    losses: Mutex<HashMap<String, usize>>,
 }
 
 impl Proxy {
@@ -35,6 +37,7 @@ impl Proxy {
         let proxy = Arc::new(Proxy {
             url: format!("http://{}", listener.local_addr().unwrap()),
             plan: Mutex::new(VecDeque::new()),
+            losses: Mutex::new(HashMap::new()),
         });
         let serving = proxy.clone();
         let shop = shop.clone();
@@ -42,7 +45,7 @@ impl Proxy {
             loop {
                 let (client, _) = listener.accept().await.unwrap();
                 let fault = serving.plan.lock().unwrap().pop_front();
-                tokio::spawn(relay(client, shop.clone(), fault));
+                tokio::spawn(relay(client, shop.clone(), serving.clone(), fault));
             }
         });
         proxy
@@ -52,19 +55,52 @@ impl Proxy {
     pub fn plan(&self, faults: impl IntoIterator<Item = Fault>) {
         self.plan.lock().unwrap().extend(faults);
     }
+
+    /// Loses the first answers to the requests with each key, as many as `losses` says for
+    /// it, and passes the ones after: what a proxy that loses each answer at random does to
+    /// each key's attempts, drawn beforehand. Applies to the connections [`plan`](Proxy::plan)
+    /// leaves alone.
+    pub fn lose_answers_by_key(&self, losses: impl IntoIterator<Item = (String, usize)>) {
+        self.losses.lock().unwrap().extend(losses);
+    }
+
+    /// Whether some key has answers to lose.
+    fn loses_by_key(&self) -> bool {
+        !self.losses.lock().unwrap().is_empty()
+    }
+
+    /// [`Fault::LoseAnswer`] if `request`'s key has answers to lose yet, counting this one.
+    fn fault_for(&self, request: &[u8]) -> Option<Fault> {
+        let end = find(request, b"\r\n\r\n")?;
+        let head = String::from_utf8_lossy(&request[..end]).into_owned();
+        let key = head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("idempotency-key")
+                .then(|| value.trim().to_owned())
+        })?;
+        let mut losses = self.losses.lock().unwrap();
+        let left = losses.get_mut(&key).filter(|left| **left > 0)?;
+        *left -= 1;
+        Some(Fault::LoseAnswer)
+    }
 }
 
-async fn relay(mut client: TcpStream, shop: Arc<Shop>, fault: Option<Fault>) {
+async fn relay(mut client: TcpStream, shop: Arc<Shop>, proxy: Arc<Proxy>, fault: Option<Fault>) {
     let mut server = TcpStream::connect(shop.addr).await.unwrap();
+    if fault.is_none() && !proxy.loses_by_key() {
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+        return;
+    }
+    let Some(request) = read_request(&mut client).await else {
+        return;
+    };
+    let fault = fault.or_else(|| proxy.fault_for(&request));
+    let runs = shop.runs();
+    server.write_all(&request).await.unwrap();
     let Some(fault) = fault else {
         let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
         return;
     };
-    let Some(request) = read_request(&mut client).await else {
-        return;
-    };
-    let runs = shop.runs();
-    server.write_all(&request).await.unwrap();
     let mut answer = [0; 1024];
     match fault {
         Fault::LoseAnswer => {
