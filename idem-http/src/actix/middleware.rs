@@ -8,9 +8,9 @@ use std::sync::Arc;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 
-use crate::actix::{discard, head};
 use crate::actix::payload::PayloadBody;
 use crate::actix::relay::{self, HandlerFailed};
+use crate::actix::{discard, head};
 use crate::config::{Config, ScopeMissing};
 use crate::contract::{self, Admission, BodyRead};
 use crate::layer::IdempotencyLayer;

@@ -57,15 +57,26 @@ async fn a_refused_request_with_a_small_body_keeps_its_connection() {
         stream.set_read_timeout(Some(HANG)).unwrap();
         let bearer = "authorization: Bearer probe\r\n";
         let refusals = [
-            ("an invalid key", request("bad key", bearer, "{\"order\":1}"), 400),
+            (
+                "an invalid key",
+                request("bad key", bearer, "{\"order\":1}"),
+                400,
+            ),
             ("no scope", request("k-1", "", "{\"order\":1}"), 400),
-            ("a body past the limit", request("k-2", bearer, &"x".repeat(100)), 413),
+            (
+                "a body past the limit",
+                request("k-2", bearer, &"x".repeat(100)),
+                413,
+            ),
         ];
         for (what, refused, status) in refusals {
             stream.write_all(&refused).unwrap();
             let (seen, close, body) = answer(&mut stream);
             assert_eq!(seen, status, "{what}: {body}");
-            assert!(!close, "{what}: the server closes the connection after its {status}");
+            assert!(
+                !close,
+                "{what}: the server closes the connection after its {status}"
+            );
             // The next request goes on the same connection and is answered.
             stream.write_all(&request("k-3", bearer, "ok")).unwrap();
             let (seen, close, body) = answer(&mut stream);
