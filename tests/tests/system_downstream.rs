@@ -244,7 +244,7 @@ async fn place(http: &reqwest::Client, pool: &Pool, order: usize) -> Result<(), 
     let mut last = String::new();
     while started.elapsed() < ORDER_DEADLINE {
         // Even orders go through the layer, odd ones through the attribute.
-        let route = if order % 2 == 0 {
+        let route = if order.is_multiple_of(2) {
             "orders"
         } else {
             "checkouts"
