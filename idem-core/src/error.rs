@@ -22,9 +22,9 @@ pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 /// is `true`, the status is 500 and [`is_retryable`](Error::is_retryable) is `false`. A client
 /// must not retry such a call blindly: the key answers [`Error::InProgress`] until the lease
 /// passes, and a retry after that runs the function again. Check the effect first (look the
-/// payment up with the provider, by the key you passed it from
-/// [`CallContext::key`](crate::CallContext::key)), or remove the record with
-/// [`Idempotency::forget`](crate::Idempotency::forget) once you know.
+/// payment up with the provider, by the key you sent it from
+/// [`CallContext::downstream_key`](crate::CallContext::downstream_key)), or remove the record
+/// with [`Idempotency::forget`](crate::Idempotency::forget) once you know.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

@@ -173,8 +173,8 @@
 //! replicates between regions afterwards, last writer winning. With a Global Table, two callers
 //! in two regions can therefore both reserve one key and both run the function. Keep idem's
 //! table in one region (callers elsewhere pay the latency), or route every call for a key to one
-//! region, and pass [`CallContext::key`](idem_core::CallContext::key) to the downstream provider
-//! as its idempotency key so that it deduplicates what slips through.
+//! region, and pass the call's [downstream key](idem_core::downstream_key) to the downstream
+//! provider as its idempotency key so that it deduplicates what slips through.
 
 mod builder;
 mod codec;

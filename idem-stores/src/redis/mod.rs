@@ -179,8 +179,8 @@
 //! don't; that narrows the window but does not close it, since a failover may still promote a
 //! replica that missed the write. On a cluster the `WAIT` goes to the primary that holds the
 //! key, one round trip: a shard that lost its replica fails its own calls closed, and the
-//! others go on. For at-most-once across failovers, pass
-//! [`CallContext::key`](idem_core::CallContext::key) to the downstream provider as its own
+//! others go on. For at-most-once across failovers, pass the call's
+//! [downstream key](idem_core::downstream_key) to the downstream provider as its own
 //! idempotency key.
 
 mod builder;
