@@ -128,6 +128,11 @@ pub trait Interceptor: Send + Sync + 'static {
         self.inner().delete(key).await
     }
 
+    /// [`Store::delete_if`].
+    async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
+        self.inner().delete_if(key, expected).await
+    }
+
     /// [`Store::changed`].
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         self.inner().changed(key, timeout).await
@@ -207,6 +212,12 @@ impl<I: Interceptor> Store for Intercepted<I> {
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         self.0.before(Operation::Delete, key).await?;
         self.0.delete(key).await
+    }
+
+    /// Intercepted as a [`Operation::Delete`].
+    async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
+        self.0.before(Operation::Delete, key).await?;
+        self.0.delete_if(key, expected).await
     }
 
     /// The inner store's name: a wrapped store is still that store in metrics.

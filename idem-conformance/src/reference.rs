@@ -125,4 +125,15 @@ impl Store for ReferenceStore {
         self.records().remove(key);
         Ok(())
     }
+
+    async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
+        let mut records = self.records();
+        let unchanged = records
+            .get(key)
+            .is_some_and(|stored| idem_core::store::is_same_record(stored, expected));
+        if unchanged {
+            records.remove(key);
+        }
+        Ok(unchanged)
+    }
 }

@@ -231,6 +231,17 @@ impl Idempotency {
         self.engine.forget(key).await
     }
 
+    /// Deletes the record under `key` only if it is still the one `read` shows (read by
+    /// [`inspect`](Self::inspect)): `Ok(true)` when it was deleted, `Ok(false)` when the key
+    /// changed meanwhile (a call reserved it, took it over or completed it) and was left as it
+    /// is. The operator's delete: unlike [`forget`](Self::forget), it never takes a record
+    /// written after the read. Needs a store that implements
+    /// [`Store::delete_if`](crate::store::Store::delete_if) (every store of idem-stores does);
+    /// others refuse, saying so ([`Error::Rejected`]).
+    pub async fn forget_unchanged(&self, key: &Key, read: &Inspection) -> Result<bool, Error> {
+        self.engine.forget_unchanged(key, read).await
+    }
+
     /// Runs `body` at most once for `call`'s key, releasing the key when it returns `Err`.
     ///
     /// - The key is free: it is reserved, `body` runs, its `Ok` value is stored and returned

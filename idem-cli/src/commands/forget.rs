@@ -20,7 +20,8 @@ pub(crate) struct Consent {
 
 /// Deletes the record under `key` with the operator's consent, and prints what it was. Shows
 /// the record and refuses without `--yes` (a usage failure), and for a key held by a call
-/// without `--running` (refused). A corrupt record is deleted too (it can't be shown).
+/// without `--running` (refused). Deletes only the record it read: one that changed meanwhile
+/// is left, and the command refused. A corrupt record is deleted too (it can't be shown).
 pub(crate) async fn forget(
     connected: &Connected,
     key: &Key,
@@ -69,9 +70,21 @@ pub(crate) async fn forget(
             shell_quoted(key.as_str()),
         )));
     }
-    idem.forget(key)
-        .await
-        .map_err(|error| Failure::from_error(error, &connected.store))?;
+    // The record read, and no other: a key reserved, taken over or completed since is left
+    // as it is. A corrupt record, which can't be read, is deleted whatever it is.
+    let forgotten = match &before {
+        Some(read) => idem.forget_unchanged(key, read).await,
+        None => idem.forget(key).await.map(|()| true),
+    }
+    .map_err(|error| Failure::from_error(error, &connected.store))?;
+    if !forgotten {
+        return Err(Failure::refused(format!(
+            "not forgotten: the record under {key} changed after it was read (a call \
+             reserved, took over or completed the key), so nothing was deleted. See it with \
+             `idem get {}`, and forget it again if you still mean to",
+            shell_quoted(key.as_str()),
+        )));
+    }
     if let Some(held) = held {
         note(&format!(
             "{key} was {} ({}): if that call is still running, its outcome will not be \

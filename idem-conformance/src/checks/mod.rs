@@ -10,6 +10,7 @@ mod faults;
 mod inventory;
 mod leases;
 mod mismatches;
+mod oversized;
 mod presence;
 mod purge;
 mod read_back;
@@ -35,6 +36,7 @@ pub(super) fn all() -> Vec<crate::Check> {
         inventory::CHECKS,
         purge::CHECKS,
         presence::CHECKS,
+        oversized::CHECKS,
     ]
     .concat()
 }

@@ -45,6 +45,25 @@ impl Engine {
         deleted
     }
 
+    /// See [`Idempotency::forget_unchanged`](crate::Idempotency::forget_unchanged).
+    pub(crate) async fn forget_unchanged(
+        &self,
+        key: &Key,
+        read: &Inspection,
+    ) -> Result<bool, Error> {
+        let deleted = self
+            .store
+            .delete_if(key, read.record())
+            .await
+            .map_err(|e| e.into_error(key.as_str()))?;
+        if deleted {
+            if let Some(cache) = &self.replay_cache {
+                cache.remove(&self.cache_key(key));
+            }
+        }
+        Ok(deleted)
+    }
+
     /// See [`Idempotency::inspect`](crate::Idempotency::inspect).
     pub(crate) async fn inspect(&self, key: &Key) -> Result<Option<Inspection>, Error> {
         let record = self

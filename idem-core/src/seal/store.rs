@@ -387,6 +387,12 @@ impl Store for SealedStore {
         self.inner.delete(&self.key(key)).await
     }
 
+    /// Under the stored key; a record is told apart by fields sealing leaves as they are
+    /// (owner, fencing token, fingerprint, expiry), so the opened record read is the condition.
+    async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
+        self.inner.delete_if(&self.key(key), expected).await
+    }
+
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         self.inner.changed(&self.key(key), timeout).await
     }

@@ -108,6 +108,24 @@ pub trait Store: Send + Sync + 'static {
     /// [`Idempotency::forget`](crate::Idempotency::forget)), never used by the protocol.
     async fn delete(&self, key: &Key) -> Result<(), StoreError>;
 
+    /// Deletes the record under `key` only if it is still the record `expected` was read as
+    /// ([`is_same_record`](crate::store::is_same_record): the same state, owner and fencing
+    /// token in progress, the same fingerprint and expiry completed), in one atomic step:
+    /// `Ok(true)` when it was deleted, `Ok(false)` when the key holds another record or none,
+    /// left as it is. What an operator's delete uses
+    /// ([`Idempotency::forget_unchanged`](crate::Idempotency::forget_unchanged)), so that a key
+    /// reserved between the read and the delete keeps its record.
+    ///
+    /// The default refuses ([`StoreError::Rejected`]) rather than delete without the
+    /// condition; every store of idem-stores implements it.
+    async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
+        let _ = (key, expected);
+        Err(StoreError::rejected(format!(
+            "the {} store cannot delete a record on condition that it is unchanged",
+            self.name()
+        )))
+    }
+
     /// Returns once the record under `key` may have changed, or after `timeout`. Spurious
     /// returns are allowed: the caller reads again. Used by callers that wait for an in-flight
     /// duplicate.
@@ -178,6 +196,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         (**self).delete(key).await
+    }
+    async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
+        (**self).delete_if(key, expected).await
     }
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         (**self).changed(key, timeout).await

@@ -17,6 +17,7 @@ mod record;
 mod size;
 mod steps;
 pub(crate) mod time;
+mod unchanged;
 
 pub use contract::Store;
 pub use fencing::propose as propose_fencing_token;
@@ -27,10 +28,12 @@ pub use record::{
     LEASE_GRACE_MS,
 };
 pub use size::{
-    check_found, check_outcome_len, check_record_len, max_record_len, RECORD_HEAD_ROOM,
+    check_found, check_outcome_len, check_record_len, judge_found, judge_oversized, max_record_len,
+    RECORD_HEAD_ROOM,
 };
 pub use steps::Steps;
 pub use time::Timestamp;
+pub use unchanged::is_same_record;
 
 /// What a sealed value starts with (see `seal`): no JSON value, which is what idem stores
 /// unsealed, starts with a zero byte. The last byte is the format's version.

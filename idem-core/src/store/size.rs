@@ -88,6 +88,68 @@ pub fn check_found(found: &Record, claim: &Claim) -> Result<(), StoreError> {
     }
 }
 
+/// What a reservation answers for a completed record it found over the claim's limit, whose
+/// `fingerprint` and expiry (`expires_at`) it read but not its outcome, which it refused as
+/// `refusal` ([`check_outcome_len`], [`check_record_len`]):
+///
+/// - `Ok(None)`: the record expired at the claim's time: the key is free, and the store takes
+///   it as it takes any expired record, without reading it;
+/// - `Ok(Some(record))`: a live record of other arguments: answered as it stands, its outcome
+///   left out ([`Outcome::Aborted`](crate::store::Outcome::Aborted)), so that the caller is
+///   told of the mismatch, which the fingerprint alone decides;
+/// - `Err(refusal)`: a live record of the claim's arguments, whose outcome would be replayed.
+///
+/// ```
+/// use std::time::Duration;
+/// use idem_core::store::{judge_oversized, Claim, InProgress, OwnerToken, Record, Timestamp};
+/// use idem_core::{Fingerprint, StoreError};
+///
+/// let now = Timestamp::from_millis(10_000);
+/// let mine = Fingerprint::of("order-1").unwrap();
+/// let claim = Claim::new(InProgress::new(OwnerToken::generate(), mine, now + Duration::from_secs(30)), now);
+/// let refused = || StoreError::Corrupt("too long".into());
+/// let other = Fingerprint::of("order-2").unwrap();
+/// assert!(judge_oversized(&mine, now, refused(), &claim).unwrap().is_none(), "expired");
+/// let answered = judge_oversized(&other, now + Duration::from_secs(1), refused(), &claim).unwrap();
+/// assert!(matches!(answered, Some(Record::Completed(c)) if c.fingerprint() == &other));
+/// assert!(judge_oversized(&mine, now + Duration::from_secs(1), refused(), &claim).is_err());
+/// ```
+pub fn judge_oversized(
+    fingerprint: &crate::Fingerprint,
+    expires_at: crate::store::Timestamp,
+    refusal: StoreError,
+    claim: &Claim,
+) -> Result<Option<Record>, StoreError> {
+    if claim.now() >= expires_at {
+        return Ok(None);
+    }
+    if fingerprint != claim.record().fingerprint() {
+        return Ok(Some(Record::Completed(crate::store::Completed::new(
+            *fingerprint,
+            crate::store::Outcome::Aborted,
+            expires_at,
+        ))));
+    }
+    Err(refusal)
+}
+
+/// [`check_found`] with [`judge_oversized`]'s answers, for a store that holds its records as
+/// values: `Ok(None)` to go on with `found` as it is (within the limit, or expired),
+/// `Ok(Some(record))` to answer a record of other arguments with its outcome left out, or the
+/// refusal of a live record of the claim's arguments over the limit.
+pub fn judge_found(found: &Record, claim: &Claim) -> Result<Option<Record>, StoreError> {
+    match (found, check_found(found, claim)) {
+        (_, Ok(())) => Ok(None),
+        (Record::Completed(completed), Err(refusal)) => judge_oversized(
+            completed.fingerprint(),
+            completed.expires_at(),
+            refusal,
+            claim,
+        ),
+        (_, Err(refusal)) => Err(refusal),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -160,6 +160,11 @@ impl Store for MeteredStore {
         self.timed(Operation::Delete, self.inner.delete(key)).await
     }
 
+    async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
+        self.timed(Operation::Delete, self.inner.delete_if(key, expected))
+            .await
+    }
+
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         self.inner.changed(key, timeout).await
     }

@@ -3,7 +3,7 @@
 
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
-use idem_core::store::{check_found, judge_reserve, ReserveJudgement, Store};
+use idem_core::store::{judge_found, judge_reserve, ReserveJudgement, Store};
 use idem_core::{
     store::{Claim, InProgress, Record, Reservation, LEASE_GRACE},
     Key, StoreError,
@@ -63,7 +63,9 @@ impl DynamoDbStore {
             // DynamoDB caps an item at 400 KB, so the item is in hand already, and small; the
             // size rule still answers as every store does.
             if let Some(found) = &record {
-                check_found(found, claim)?;
+                if let Some(unread) = judge_found(found, claim)? {
+                    return Ok(Reservation::Existing(unread));
+                }
             }
             // What to do about it is idem-core's judgement; the conditional writes are ours.
             let judgement = judge_reserve(record, claim);

@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
@@ -326,6 +327,56 @@ impl Store for DynamoDbStore {
             .await?
             .map(|item| self.decode(&item))
             .transpose()
+    }
+
+    /// A `DeleteItem` whose condition is what tells the item read from a later one (the
+    /// DynamoDB copy of idem-core's `is_same_record`).
+    async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
+        let names = &self.names;
+        let (state, (first_name, first), (second_name, second)) = match expected {
+            Record::InProgress(held) => (
+                IN_PROGRESS,
+                (
+                    &names.owner,
+                    AttributeValue::S(held.owner().as_str().to_owned()),
+                ),
+                (&names.fencing_token, codec::number(held.fencing_token())),
+            ),
+            Record::Completed(completed) => (
+                codec::COMPLETED,
+                (
+                    &names.fingerprint,
+                    AttributeValue::S(completed.fingerprint().to_hex()),
+                ),
+                (&names.live_until, codec::time(completed.expires_at())),
+            ),
+            other => {
+                return Err(StoreError::rejected(format!(
+                    "the DynamoDB store cannot tell whether {other:?} is unchanged"
+                )))
+            }
+        };
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&*self.table)
+            .set_key(Some(self.primary_key(key)?))
+            .condition_expression("#st = :st AND #a = :a AND #b = :b")
+            .expression_attribute_names("#st", &names.state)
+            .expression_attribute_names("#a", first_name)
+            .expression_attribute_names("#b", second_name)
+            .expression_attribute_values(":st", AttributeValue::S(state.to_owned()))
+            .expression_attribute_values(":a", first)
+            .expression_attribute_values(":b", second)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(error) => match error.as_service_error() {
+                Some(DeleteItemError::ConditionalCheckFailedException(_)) => Ok(false),
+                _ => Err(self.failed("DeleteItem", error)),
+            },
+        }
     }
 
     /// A consistent `GetItem` of the item's key attributes alone, never the record's values.

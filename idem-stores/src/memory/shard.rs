@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use idem_core::store::{check_found, judge_reserve};
+use idem_core::store::{judge_found, judge_reserve};
 use idem_core::{
     store::{OwnerToken, Record, Reservation, Timestamp},
     Key, StoreError,
@@ -60,7 +60,7 @@ impl Shard {
     /// Reserves `key` for `claim`. A new key takes a record's room from `room`; `None` when
     /// there is none left. What to do is idem-core's [`judge_reserve`]; this shard only writes
     /// it under its lock. A completed record over the claim's longest outcome is refused before
-    /// it is copied ([`check_found`]).
+    /// it is copied ([`judge_found`]).
     pub(crate) fn reserve(
         &self,
         key: &Key,
@@ -69,10 +69,11 @@ impl Shard {
     ) -> Result<Option<Reservation>, StoreError> {
         let mut slots = self.lock();
         let found = match slots.get(key) {
-            Some(slot) => {
-                check_found(&slot.record, claim)?;
-                Some(slot.record.clone())
-            }
+            Some(slot) => match judge_found(&slot.record, claim)? {
+                // Another call's record over the limit: answered without its outcome.
+                Some(unread) => return Ok(Some(Reservation::Existing(unread))),
+                None => Some(slot.record.clone()),
+            },
             None => None,
         };
         let new_key = found.is_none();

@@ -243,6 +243,17 @@ impl Store for MemoryStore {
             .map(|slot| slot.record.clone()))
     }
 
+    async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
+        let mut slots = self.shard(key).lock();
+        let unchanged = slots
+            .get(key)
+            .is_some_and(|slot| idem_core::store::is_same_record(&slot.record, expected));
+        if unchanged {
+            Shard::remove(&mut slots, key, &self.inner.room);
+        }
+        Ok(unchanged)
+    }
+
     async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
         Ok(self.shard(key).lock().get(key).is_some())
     }

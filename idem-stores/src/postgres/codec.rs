@@ -65,6 +65,17 @@ pub(crate) struct Decoded {
     pub(crate) taken_over_from: Option<OwnerToken>,
 }
 
+/// The fingerprint and the expiry (`live_until_ms`) of a row, read alone.
+pub(crate) fn head(row: &PgRow) -> Result<(Fingerprint, Timestamp), StoreError> {
+    let fingerprint = required::<String>(row, "fingerprint")?
+        .parse()
+        .map_err(|_| corrupt("fingerprint", "is not 64 hex digits"))?;
+    Ok((
+        fingerprint,
+        Timestamp::from_millis(whole(row, "live_until_ms")?),
+    ))
+}
+
 /// Reads a record from a row of the table's record columns. Anything missing, ill-typed or out
 /// of range is reported with the column's name, never panicked on.
 pub(crate) fn decode(row: &PgRow) -> Result<Decoded, StoreError> {

@@ -57,6 +57,10 @@ pub(crate) struct Statements {
     /// Whether a row is stored under `$1`, reading none of its values.
     pub(crate) contains: String,
     pub(crate) delete: String,
+    /// The delete of the in-progress row under `$1` held by owner `$2` with fencing token `$3`.
+    pub(crate) delete_held: String,
+    /// The delete of the completed row under `$1` of fingerprint `$2` expiring at `$3`.
+    pub(crate) delete_completed: String,
     /// The purge: `$1` now, `$2` the abandonment threshold, `$3` how many rows, `$4` the
     /// store's stored prefix (only its rows are deleted).
     pub(crate) purge: String,
@@ -123,6 +127,15 @@ impl Statements {
             get: format!("SELECT {RECORD_COLUMNS} FROM {t} WHERE key = $1"),
             contains: format!("SELECT 1 FROM {t} WHERE key = $1"),
             delete: format!("DELETE FROM {t} WHERE key = $1"),
+            // The PostgreSQL copy of idem-core's `is_same_record`.
+            delete_held: format!(
+                "DELETE FROM {t} WHERE key = $1 AND state = 'in_progress' AND owner = $2 \
+                 AND fencing_token = $3"
+            ),
+            delete_completed: format!(
+                "DELETE FROM {t} WHERE key = $1 AND state = 'completed' AND fingerprint = $2 \
+                 AND live_until_ms = $3"
+            ),
             purge: format!(
                 "DELETE FROM {t} WHERE key IN (SELECT key FROM {t} \
                  WHERE starts_with(key, $4) \

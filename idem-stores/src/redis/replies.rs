@@ -1,9 +1,9 @@
 //! The scripts' replies as values, and what they stand for.
 
-use idem_core::store::check_record_len;
+use idem_core::store::{check_record_len, judge_oversized, Timestamp};
 use idem_core::{
     store::{Claim, InProgress, Outcome, OwnerToken, Record, Reservation},
-    StoreError,
+    Fingerprint, StoreError,
 };
 use redis::Value;
 
@@ -37,8 +37,12 @@ pub(crate) enum Reply {
     Held(Vec<u8>),
     /// `{'existing', record}`
     Existing(Vec<u8>),
-    /// `{'too_long', length}`: a completed record over the call's limit, not read.
-    TooLong(u64),
+    /// `{'too_long', length, fingerprint, expires_at}`: a completed record over the call's
+    /// limit, not read but for its head (absent when the head is not a record's).
+    TooLong {
+        length: u64,
+        head: Option<(String, String)>,
+    },
 }
 
 /// Decodes a script's reply; `{'corrupt', reason}` and anything unexpected are errors.
@@ -66,10 +70,22 @@ fn reply_of(mut items: Vec<Value>) -> Result<Reply, StoreError> {
         }
         (b"held", 2) => Ok(Reply::Held(bytes(items.pop().unwrap_or(Value::Nil))?)),
         (b"existing", 2) => Ok(Reply::Existing(bytes(items.pop().unwrap_or(Value::Nil))?)),
-        (b"too_long", 2) => match items.pop() {
-            Some(Value::Int(length)) => Ok(Reply::TooLong(length.max(0) as u64)),
-            other => Err(unexpected(&other.unwrap_or(Value::Nil))),
-        },
+        (b"too_long", 2 | 4) => {
+            let head = match items.len() {
+                4 => {
+                    let expires_at = text(items.pop(), "expiry")?;
+                    Some((text(items.pop(), "fingerprint")?, expires_at))
+                }
+                _ => None,
+            };
+            match items.pop() {
+                Some(Value::Int(length)) => Ok(Reply::TooLong {
+                    length: length.max(0) as u64,
+                    head,
+                }),
+                other => Err(unexpected(&other.unwrap_or(Value::Nil))),
+            }
+        }
         (b"corrupt", 2) => Err(StoreError::Corrupt(text(items.pop(), "reason")?)),
         _ => Err(unexpected(&Value::Array(items))),
     }
@@ -86,25 +102,62 @@ pub(crate) fn too_long(length: u64, claim: &Claim) -> StoreError {
     }
 }
 
-/// What the `reserve_within` script answered: the value `SET ... NX GET` would have (`None`
-/// when the claim was written), or its refusal of a completed record over `claim`'s limit.
-pub(crate) fn found_within(reply: Value, claim: &Claim) -> Result<Option<Vec<u8>>, StoreError> {
+/// What `reserve_within` or `read_within` found.
+pub(crate) enum Found {
+    /// The value `SET ... NX GET` (or `GET`) would have answered: `None` when there was none.
+    Value(Option<Vec<u8>>),
+    /// A completed record over the call's limit, not read: `None` when it expired (the key is
+    /// free), or another call's record, its outcome left out (idem-core's `judge_oversized`).
+    Oversized(Option<Record>),
+}
+
+/// What the `reserve_within` or `read_within` script answered, for `claim`: the value found,
+/// or a completed record over `claim`'s limit judged from its head; one of the claim's own
+/// arguments, live, is refused.
+pub(crate) fn found_within(reply: Value, claim: &Claim) -> Result<Found, StoreError> {
     match reply {
         Value::Array(items) => match reply_of(items)? {
-            Reply::TooLong(length) => Err(too_long(length, claim)),
+            Reply::TooLong { length, head } => oversized(length, head, claim).map(Found::Oversized),
             other => Err(StoreError::backend(format!(
                 "unexpected reply to reserve_within: {other:?}"
             ))),
         },
-        other => value(other),
+        other => value(other).map(Found::Value),
     }
+}
+
+/// A completed record `length` bytes long over `claim`'s limit, judged from its `head` (its
+/// fingerprint and expiry) by idem-core's [`judge_oversized`]; without a head, refused.
+fn oversized(
+    length: u64,
+    head: Option<(String, String)>,
+    claim: &Claim,
+) -> Result<Option<Record>, StoreError> {
+    let refusal = too_long(length, claim);
+    let Some((fingerprint, expires_at)) = head else {
+        return Err(refusal);
+    };
+    let fingerprint: Fingerprint = fingerprint
+        .parse()
+        .map_err(|_| StoreError::Corrupt("the record's fingerprint is not 64 hex digits".into()))?;
+    let expires_at = expires_at
+        .parse()
+        .map(Timestamp::from_millis)
+        .map_err(|_| StoreError::Corrupt("the record's expiry is not a timestamp".into()))?;
+    judge_oversized(&fingerprint, expires_at, refusal, claim)
 }
 
 /// The reservation a reply of the reserve script to reserving `claim` stands for.
 pub(crate) fn reservation(reply: Reply, claim: &Claim) -> Result<Reservation, StoreError> {
     let claimed = claim.record();
     match reply {
-        Reply::TooLong(length) => Err(too_long(length, claim)),
+        // The script refuses only a live record: one of another call is answered unread.
+        Reply::TooLong { length, head } => match oversized(length, head, claim)? {
+            Some(unread) => Ok(Reservation::Existing(unread)),
+            None => Err(StoreError::backend(
+                "the reserve script refused an expired record it should have taken over",
+            )),
+        },
         Reply::Reserved => Ok(Reservation::Reserved(claimed.clone())),
         Reply::TookOver { previous, record } => Ok(Reservation::TookOver {
             previous: OwnerToken::from(previous),

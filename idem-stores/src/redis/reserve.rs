@@ -13,7 +13,7 @@ use redis::{RedisError, Value};
 use super::codec;
 use super::connection::Connection;
 use super::error::{is_connection_error, refuses_writes, set_refused, store_error};
-use super::replies;
+use super::replies::{self, Found};
 use super::scripts::SCRIPTS;
 use super::store::{decimal, fenced, time, RedisStore, MAX_EXPIRY_MS};
 
@@ -69,7 +69,12 @@ impl RedisStore {
             }
         };
         let found = match result {
-            Ok(found) => replies::found_within(found, claim)?,
+            Ok(found) => match replies::found_within(found, claim)? {
+                Found::Value(found) => found,
+                Found::Oversized(Some(unread)) => return Ok(Reservation::Existing(unread)),
+                // Expired: the reserve script takes it over, reading it only in the server.
+                Found::Oversized(None) => return self.reserve_by_script(key, claim, expiry).await,
+            },
             Err(refused) if refuses_writes(&refused) => {
                 return self.reserve_without_writes(key, claim, refused).await
             }
@@ -159,9 +164,12 @@ impl RedisStore {
                     .eval(&mut conn, &SCRIPTS.read_within, &self.redis_key(key), &args)
                     .await
                     .map_err(|error| store_error(error, "read_within"))?;
-                replies::found_within(read, claim)?
-                    .map(|value| codec::decode(&value))
-                    .transpose()?
+                match replies::found_within(read, claim)? {
+                    Found::Value(found) => found.map(|value| codec::decode(&value)).transpose()?,
+                    Found::Oversized(Some(unread)) => return Ok(Reservation::Existing(unread)),
+                    // Expired: taking it needs a write, which the server refuses.
+                    Found::Oversized(None) => None,
+                }
             }
         };
         match found.and_then(|found| judged(found, claim)) {

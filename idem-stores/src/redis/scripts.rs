@@ -53,6 +53,8 @@ pub(crate) struct Scripts {
     pub(crate) record_step: Script,
     /// Not part of the protocol: the operators' purge of an expired record.
     pub(crate) purge: Script,
+    /// Not part of the protocol: the operators' delete of the record they read.
+    pub(crate) delete_if: Script,
 }
 
 /// Built once per process.
@@ -65,6 +67,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     renew: Script::new("renew", include_str!("lua/renew.lua")),
     record_step: Script::new("record_step", include_str!("lua/record_step.lua")),
     purge: Script::new("purge", include_str!("lua/purge.lua")),
+    delete_if: Script::new("delete_if", include_str!("lua/delete_if.lua")),
 });
 
 /// Sends commands and counts them: every command sent is one round trip.

@@ -415,6 +415,49 @@ impl Store for RedisStore {
             .transpose()
     }
 
+    /// The `delete_if` script: the record's state and what tells it from a later one are
+    /// compared in the server, with the delete.
+    async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
+        let reply = match expected {
+            Record::InProgress(held) => {
+                self.eval(
+                    &SCRIPTS.delete_if,
+                    key,
+                    &[
+                        b"in_progress",
+                        held.owner().as_str().as_bytes(),
+                        &decimal(held.fencing_token()),
+                    ],
+                )
+                .await?
+            }
+            Record::Completed(completed) => {
+                self.eval(
+                    &SCRIPTS.delete_if,
+                    key,
+                    &[
+                        b"completed",
+                        completed.fingerprint().to_hex().as_bytes(),
+                        &time(completed.expires_at()),
+                    ],
+                )
+                .await?
+            }
+            other => {
+                return Err(StoreError::rejected(format!(
+                    "the Redis store cannot tell whether {other:?} is unchanged"
+                )))
+            }
+        };
+        match reply {
+            Reply::Ok => Ok(true),
+            Reply::Lost => Ok(false),
+            other => Err(StoreError::backend(format!(
+                "unexpected reply to delete_if: {other:?}"
+            ))),
+        }
+    }
+
     /// `EXISTS`: the key alone, never the record.
     async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
         let reply = self

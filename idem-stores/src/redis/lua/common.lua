@@ -124,6 +124,44 @@ local function field(s)
   return #s .. ':' .. s
 end
 
+-- The fingerprint and expiry of the completed record under `key`, read from its first
+-- 1024 bytes alone (idem-core's `RECORD_HEAD_ROOM`): they come before its outcome, which is
+-- not read. nil when they are not there.
+local function completed_head(key)
+  local head = redis.call('GETRANGE', key, 0, 1023)
+  if string.sub(head, 1, 5) ~= MAGIC .. 'C' then
+    return nil
+  end
+  local items, at = {}, 6
+  while #items < 4 do
+    local _, colon, digits = string.find(head, '^(%d+):', at)
+    if not colon or #digits > 9 then
+      return nil
+    end
+    local stop = colon + tonumber(digits)
+    if stop > #head then
+      return nil
+    end
+    items[#items + 1] = string.sub(head, colon + 1, stop)
+    at = stop + 1
+  end
+  if not is_millis(items[4]) then
+    return nil
+  end
+  return items[1], items[4]
+end
+
+-- The reply for a completed record `length` bytes long over the call's limit: its length, and
+-- its fingerprint and expiry when its head holds them, so that the caller tells an expired
+-- record (taken over) and another call's (a mismatch) from one it would replay.
+local function too_long(key, length)
+  local fingerprint, expires_at = completed_head(key)
+  if fingerprint then
+    return {'too_long', length, fingerprint, expires_at}
+  end
+  return {'too_long', length}
+end
+
 local function encode(r)
   if r.state == 'completed' then
     return MAGIC .. 'C' .. field(r.fingerprint) .. field(r.owner) .. field(r.outcome) ..

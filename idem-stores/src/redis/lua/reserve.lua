@@ -7,7 +7,8 @@
 -- Replies {'reserved'}
 --       | {'took_over', previous owner, the record written}
 --       | {'held', record} (this owner's own record: a retried request)
---       | {'existing', record} | {'too_long', length} | {'corrupt', reason}
+--       | {'existing', record} | {'too_long', length, fingerprint, expires_at}
+--       | {'corrupt', reason}
 -- Sent only when a plain `SET NX GET` found a record that is neither live nor another call's
 -- in-progress record that is not abandoned: it judges again from what it reads, so a record
 -- completed or taken meanwhile is answered as it stands.
@@ -39,7 +40,7 @@ if r.state == 'completed' then
   if before(now, r.expires_at) then
     -- Redis's copy of the size rule (idem-core's `check_record_len`), as in reserve_within.
     if max_length and #value > max_length then
-      return {'too_long', #value}
+      return {'too_long', #value, r.fingerprint, r.expires_at}
     end
     return {'existing', value}
   end

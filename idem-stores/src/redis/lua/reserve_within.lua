@@ -2,8 +2,8 @@
 -- ARGV = the claim's record, its expiry in ms, the longest record read (idem-core's
 --        `max_record_len` of the call's longest outcome)
 -- Replies as `SET key claim NX GET PX expiry` does (nil when it wrote the claim, else the record
--- found), or {'too_long', length} for a completed record longer than ARGV[3], which it neither
--- writes over nor reads.
+-- found), or {'too_long', length, fingerprint, expires_at} for a completed record longer than
+-- ARGV[3], which it neither writes over nor reads (its head alone, for the caller to judge).
 -- Sent instead of the plain `SET` when the call replays outcomes of a bounded length, in the
 -- same one round trip. This is Redis's copy of the size rule (idem-core's `check_record_len` is
 -- the rule): the length is measured before the value is read, so that an oversized record
@@ -15,6 +15,6 @@ if type(length) == 'table' then
   return length
 end
 if length > max and redis.call('GETRANGE', key, 0, 4) == MAGIC .. 'C' then
-  return {'too_long', length}
+  return too_long(key, length)
 end
 return redis.pcall('SET', key, claim, 'NX', 'GET', 'PX', px)
