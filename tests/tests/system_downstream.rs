@@ -188,6 +188,7 @@ async fn nemesis(
 ) -> Faults {
     let mut faults = Faults::default();
     let mut rng = fastrand::Rng::new();
+    let mut actions = 0usize;
     while !done.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(rng.u64(300..900))).await;
         let now = Instant::now();
@@ -197,8 +198,11 @@ async fn nemesis(
                 worker.resume_at = None;
             }
         }
-        match rng.u8(0..100) {
-            0..45 => {
+        // Kill, stop, kill, drop answers, over and over: every fault in every run, at random
+        // moments and on random workers.
+        actions += 1;
+        match actions % 4 {
+            1 | 3 => {
                 let victim = {
                     let mut workers = pool.lock().unwrap();
                     let at = rng.usize(..workers.len());
@@ -209,10 +213,12 @@ async fn nemesis(
                 let replacement = Worker::start(args.clone()).await;
                 pool.lock().unwrap().push(replacement);
             }
-            45..75 => {
+            2 => {
                 let mut workers = pool.lock().unwrap();
-                let at = rng.usize(..workers.len());
-                if workers[at].resume_at.is_none() {
+                let running: Vec<usize> = (0..workers.len())
+                    .filter(|&at| workers[at].resume_at.is_none())
+                    .collect();
+                if let Some(&at) = running.get(rng.usize(..running.len().max(1))) {
                     workers[at].signal("-STOP");
                     // Past the lease: a retry takes the order over meanwhile.
                     let paused = LEASE.mul_f64(1.5 + rng.f64() * 1.5);
