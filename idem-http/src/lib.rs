@@ -229,8 +229,11 @@ mod contract;
 mod detached;
 mod grpc;
 mod layer;
-#[cfg(feature = "openapi")]
-#[cfg_attr(docsrs, doc(cfg(feature = "openapi")))]
+#[cfg(any(feature = "openapi", feature = "openapi-utoipa6"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "openapi", feature = "openapi-utoipa6")))
+)]
 pub mod openapi;
 #[cfg(feature = "poem")]
 #[cfg_attr(docsrs, doc(cfg(feature = "poem")))]
@@ -242,6 +245,16 @@ mod response;
 pub mod salvo;
 mod service;
 mod telemetry;
+
+/// utoipa 5, whose documents [`openapi`] takes with the feature `openapi`: name its types
+/// through this path to be sure they are the ones idem-http was built with.
+#[cfg(feature = "openapi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openapi")))]
+pub use utoipa;
+/// utoipa 6, whose documents [`openapi`] takes with the feature `openapi-utoipa6`.
+#[cfg(feature = "openapi-utoipa6")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openapi-utoipa6")))]
+pub use utoipa6;
 
 pub use body::{Body, BodyError, BoxError};
 pub use builder::IdempotencyLayerBuilder;
