@@ -29,8 +29,11 @@ impl IdempotencyLayer {
 
     /// This layer's contract, read from its settings, to put into the OpenAPI document of the
     /// routes behind it: see [`openapi`](crate::openapi).
-    #[cfg(feature = "openapi")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "openapi")))]
+    #[cfg(any(feature = "openapi", feature = "openapi-utoipa6"))]
+    #[cfg_attr(
+        docsrs,
+        doc(cfg(any(feature = "openapi", feature = "openapi-utoipa6")))
+    )]
     pub fn openapi(&self) -> crate::openapi::IdempotencyContract {
         crate::openapi::IdempotencyContract::of(self.config.clone())
     }

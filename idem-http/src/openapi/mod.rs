@@ -1,6 +1,13 @@
 //! The layer's HTTP contract in the OpenAPI document of the API behind it, made with
-//! [utoipa](https://docs.rs/utoipa/5): the `Idempotency-Key` header, the
-//! `Idempotent-Replayed` header of replays, and the layer's problem answers.
+//! [utoipa](https://docs.rs/utoipa) 6 (feature `openapi-utoipa6`) or 5 (feature `openapi`):
+//! the `Idempotency-Key` header, the `Idempotent-Replayed` header of replays, and the layer's
+//! problem answers.
+//!
+//! Enable the feature of the utoipa your crate depends on (`cargo tree -i utoipa`): a document
+//! of another utoipa is another type, which [`IdempotencyContract::apply`] refuses with a
+//! message naming the feature. Both can be on at once. The crates are re-exported as
+//! [`idem_http::utoipa`](crate::utoipa) (5) and [`idem_http::utoipa6`](crate::utoipa6) (6),
+//! to name the version idem-http was built with.
 //!
 //! [`IdempotencyLayer::openapi`](crate::IdempotencyLayer::openapi) reads the contract from the
 //! layer itself, so that the document says what the layer does:
@@ -10,11 +17,12 @@
 //! adds it to one operation.
 //!
 //! ```
+//! # #[cfg(feature = "openapi-utoipa6")] {
 //! use idem_core::Idempotency;
 //! use idem_http::IdempotencyLayer;
 //! use idem_stores::memory::MemoryStore;
-//! use utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItem};
-//! use utoipa::openapi::{InfoBuilder, OpenApiBuilder, PathsBuilder, ResponseBuilder};
+//! use idem_http::utoipa6::openapi::path::{HttpMethod, OperationBuilder, PathItem};
+//! use idem_http::utoipa6::openapi::{InfoBuilder, OpenApiBuilder, PathsBuilder, ResponseBuilder};
 //!
 //! let layer = IdempotencyLayer::builder(Idempotency::new(MemoryStore::new()))
 //!     .require_key(true)
@@ -38,6 +46,7 @@
 //! assert!(operation["responses"]["201"]["headers"]["Idempotent-Replayed"].is_object());
 //! assert!(operation["responses"]["409"]["headers"]["Retry-After"].is_object());
 //! assert!(json["components"]["schemas"]["IdempotencyProblem"].is_object());
+//! # }
 //! ```
 //!
 //! # What it adds
@@ -76,10 +85,33 @@
 mod answers;
 mod contract;
 mod header_case;
-mod key_parameter;
-mod problem_schema;
-mod replayed_header;
-mod responses;
+mod seam;
+#[cfg(feature = "openapi")]
+mod utoipa5;
+#[cfg(feature = "openapi-utoipa6")]
+mod utoipa6;
 
 pub use contract::IdempotencyContract;
-pub use problem_schema::{problem_schema, PROBLEM_SCHEMA};
+pub use seam::{OpenApiDocument, OpenApiOperation, OpenApiSchema};
+
+/// The name the layer's problem document schema is registered under in the document's
+/// components (`#/components/schemas/IdempotencyProblem`).
+pub const PROBLEM_SCHEMA: &str = "IdempotencyProblem";
+
+/// The schema of the layer's answers, as a `utoipa::openapi::schema::Schema` of utoipa 5 or 6
+/// (whichever the caller asks for): an RFC 9457 problem document, served as
+/// `application/problem+json`. Its `type` is one of the URIs of [`problem`](crate::problem),
+/// which never change; `detail` names the key.
+///
+/// [`IdempotencyContract::apply`] registers it under [`PROBLEM_SCHEMA`]; register it yourself
+/// when you only use [`apply_to_operation`](IdempotencyContract::apply_to_operation):
+///
+/// ```
+/// # #[cfg(feature = "openapi-utoipa6")] {
+/// use idem_http::utoipa6::openapi::schema::Schema;
+/// let schema: Schema = idem_http::openapi::problem_schema();
+/// # let _ = schema; }
+/// ```
+pub fn problem_schema<S: OpenApiSchema>() -> S {
+    S::idempotency_problem()
+}

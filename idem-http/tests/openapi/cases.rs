@@ -1,13 +1,13 @@
-//! The layer's contract in an OpenAPI document: generated from real layers with utoipa, read
-//! back by an independent OpenAPI 3.1 parser (oas3), and checked against what the layer
-//! really answers.
-
-mod support;
+//! The cases of the layer's contract in an OpenAPI document, on whichever utoipa the test
+//! binary names `utoipa`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{app, memory, send, serve, soon, Answer, Payments};
+use crate::utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItem};
+use crate::utoipa::openapi::{InfoBuilder, OpenApi, OpenApiBuilder, PathsBuilder, ResponseBuilder};
 use http::Method;
 use idem_core::ScopeQuota;
 use idem_http::openapi::PROBLEM_SCHEMA;
@@ -19,9 +19,6 @@ use oas3::spec::{
     MediaTypeExamples, ObjectOrReference, ObjectSchema, Operation, Parameter, ParameterIn,
     Response, Schema, Spec,
 };
-use support::{app, memory, send, serve, soon, Answer, Payments};
-use utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItem};
-use utoipa::openapi::{InfoBuilder, OpenApi, OpenApiBuilder, PathsBuilder, ResponseBuilder};
 
 const PROBLEM_JSON: &str = "application/problem+json";
 

@@ -1,10 +1,10 @@
 //! The `Idempotency-Key` request header, as an operation's parameter.
 
-use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
-use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::Required;
+use super::utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use super::utoipa::openapi::schema::{ObjectBuilder, Type};
+use super::utoipa::openapi::Required;
 
-use super::header_case::title_case;
+use crate::openapi::header_case::title_case;
 use crate::request::key_header::{IDEMPOTENCY_KEY, MAX_HEADER_KEY_LEN};
 
 /// Whether `parameter` is the `Idempotency-Key` header (whatever its case).

@@ -1,21 +1,13 @@
 //! The component schema of the layer's problem documents.
 
-use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaFormat, Type};
+use super::utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaFormat, Type};
 
+use crate::openapi::PROBLEM_SCHEMA;
 use crate::response::problem::ProblemType;
 
-/// The name the layer's problem document schema is registered under in the document's
-/// components (`#/components/schemas/IdempotencyProblem`).
-pub const PROBLEM_SCHEMA: &str = "IdempotencyProblem";
-
 /// The schema of the layer's answers: an RFC 9457 problem document, served as
-/// `application/problem+json`. Its `type` is one of the URIs of
-/// [`problem`](crate::problem), which never change; `detail` names the key.
-///
-/// [`IdempotencyContract::apply`](super::IdempotencyContract::apply) registers it under
-/// [`PROBLEM_SCHEMA`]; register it yourself when you only use
-/// [`apply_to_operation`](super::IdempotencyContract::apply_to_operation).
-pub fn problem_schema() -> Schema {
+/// `application/problem+json` (see [`crate::openapi::problem_schema`]).
+pub(crate) fn problem_schema() -> Schema {
     let text = |description: &str| {
         ObjectBuilder::new()
             .schema_type(Type::String)

@@ -1,12 +1,13 @@
 //! The `Idempotent-Replayed` response header, on the responses a retry can get again.
 
+use super::utoipa::openapi::header::{Header, HeaderBuilder};
+use super::utoipa::openapi::schema::{ObjectBuilder, Type};
+use super::utoipa::openapi::{RefOr, Responses};
 use http::StatusCode;
-use utoipa::openapi::header::{Header, HeaderBuilder};
-use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::{RefOr, Responses};
 
-use super::header_case::title_case;
+use super::compat;
 use super::responses::is_problem_response;
+use crate::openapi::header_case::title_case;
 use crate::request::key_header::IDEMPOTENCY_KEY;
 use crate::response::stored::IDEMPOTENT_REPLAYED;
 
@@ -25,7 +26,9 @@ pub(crate) fn mark_replayable(responses: &mut Responses, stored: &dyn Fn(StatusC
             .keys()
             .any(|header| header.eq_ignore_ascii_case(&name));
         if !named && !is_problem_response(response) && replayable(code, stored) {
-            response.headers.insert(name.clone(), replayed_header());
+            response
+                .headers
+                .insert(name.clone(), compat::header_entry(replayed_header()));
         }
     }
 }
@@ -48,12 +51,10 @@ fn replayable(code: &str, stored: &dyn Fn(StatusCode) -> bool) -> bool {
 
 /// The `Idempotent-Replayed` header.
 pub(crate) fn replayed_header() -> Header {
-    HeaderBuilder::new()
-        .schema(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .enum_values(Some([idem_protocol::header::REPLAYED])),
-        )
+    let schema = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some([idem_protocol::header::REPLAYED]));
+    compat::header_schema(HeaderBuilder::new(), schema)
         .description(Some(format!(
             "`true` when this response is a replay: the stored response of an earlier request \
              with the same `{}`, which did not run again. Absent on the response of the \

@@ -1,17 +1,18 @@
 //! The layer's problem answers as documented responses, one per status.
 
+use super::utoipa::openapi::content::{Content, ContentBuilder};
+use super::utoipa::openapi::example::ExampleBuilder;
+use super::utoipa::openapi::header::{Header, HeaderBuilder};
+use super::utoipa::openapi::schema::{ObjectBuilder, Ref, Type};
+use super::utoipa::openapi::{RefOr, Response, ResponseBuilder};
 use http::header::RETRY_AFTER;
 use http::StatusCode;
-use utoipa::openapi::content::{Content, ContentBuilder};
-use utoipa::openapi::example::ExampleBuilder;
-use utoipa::openapi::header::{Header, HeaderBuilder};
-use utoipa::openapi::schema::{ObjectBuilder, Ref, Type};
-use utoipa::openapi::{RefOr, Response, ResponseBuilder};
 
-use super::answers::{Answer, RetryAfter};
-use super::header_case::title_case;
-use super::problem_schema::PROBLEM_SCHEMA;
+use super::compat;
 use super::replayed_header::replayed_header;
+use crate::openapi::answers::{Answer, RetryAfter};
+use crate::openapi::header_case::title_case;
+use crate::openapi::PROBLEM_SCHEMA;
 use crate::response::problem::{Problem, ProblemType, Subject};
 use crate::response::stored::IDEMPOTENT_REPLAYED;
 
@@ -34,6 +35,7 @@ pub(crate) fn is_problem_response(response: &Response) -> bool {
     response
         .content
         .get(idem_protocol::header::PROBLEM_JSON)
+        .and_then(compat::content)
         .is_some_and(|content| content.schema.as_ref() == Some(&ours))
 }
 
@@ -129,8 +131,7 @@ fn retry_after_header(answers: &[Answer]) -> Option<Header> {
         .minimum(Some(1))
         .maximum(at_most);
     Some(
-        HeaderBuilder::new()
-            .schema(schema)
+        compat::header_schema(HeaderBuilder::new(), schema)
             .description(Some(format!(
                 "Whole seconds to wait before retrying: {}.",
                 cases.join("; ")
