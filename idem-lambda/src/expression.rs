@@ -92,7 +92,9 @@ impl EventPath {
         data: &EventData,
     ) -> Result<(Value, bool), ExpressionError> {
         let mut ctx = jmespath::Context::new(self.as_str(), &RUNTIME);
-        let searched = tracked::search(&data.0, self.compiled.as_ast(), &mut ctx);
+        let searched = powertools::within_budget(|| {
+            tracked::search(&data.0, self.compiled.as_ast(), &mut ctx)
+        });
         let (found, lost) = searched.map_err(|error| {
             self.failed(match error.reason {
                 // Only Powertools' functions fail so once an expression has compiled: the

@@ -140,6 +140,14 @@ impl IdempotentHandlerBuilder {
     /// `headers."Idempotency-Key"` finds the `idempotency-key` that HTTP APIs, function URLs
     /// and `aws_lambda_events`' typed requests write in lower case. The key of an HTTP event
     /// is scoped by its principal (see [`principal`](Self::principal)).
+    ///
+    /// What Powertools' functions decode is bounded: `powertools_base64_gzip` inflates at
+    /// most [`MAX_GZIP_INFLATED_BYTES`](crate::MAX_GZIP_INFLATED_BYTES) (8 MiB), and the
+    /// three together take at most [`MAX_DECODED_BYTES`](crate::MAX_DECODED_BYTES) (32 MiB)
+    /// of memory per evaluation; an event past a bound is refused and nothing runs.
+    /// `powertools_json(body).order_id` builds only the body's `order_id`: a 1 MiB JSON body
+    /// read so raises the memory an event takes by 4 MiB, read whole
+    /// (`powertools_json(body)`) by 21 MiB.
     pub fn event_key(mut self, expression: &str) -> Self {
         self.key = Some(EventPath::parse(expression));
         self

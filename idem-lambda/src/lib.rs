@@ -62,6 +62,7 @@
 //! See the README's "Lambda" section for what each error looks like to API Gateway, SQS and
 //! direct invokers, and which Powertools options exist here.
 
+mod build;
 mod error;
 mod expression;
 mod handler;
@@ -82,7 +83,7 @@ pub use error::Error;
 pub use expression::{EventPath, ExpressionError};
 pub use handler::{IdempotentHandler, IdempotentHandlerBuilder};
 pub use hook::Replay;
-pub use powertools::MAX_GZIP_INFLATED_BYTES;
+pub use powertools::{MAX_DECODED_BYTES, MAX_GZIP_INFLATED_BYTES};
 pub use scoping::Unscoped;
 
 /// The `tracing` target of this crate's events: `idem::lambda`, under `idem` with every other

@@ -16,7 +16,7 @@
 //! nothing. Multi-selects inside an expression reference (`sort_by(lines, &[a, b])`) are
 //! evaluated by the function that takes them, and are not judged.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jmespath::ast::Ast;
 use jmespath::{interpret, Context, ErrorReason, JmespathError, Rcvar, RuntimeError, Variable};
@@ -58,7 +58,13 @@ impl Tracker {
     fn evaluate(&mut self, data: &Rcvar, node: &Ast, ctx: &mut Context<'_>) -> SearchResult {
         match node {
             Ast::Subexpr { lhs, rhs, .. } => {
-                let left = self.evaluate(data, lhs, ctx)?;
+                let left = match &**lhs {
+                    // `powertools_json(body).order_id` builds the body's `order_id` alone.
+                    Ast::Function { name, args, offset } if name == "powertools_json" => {
+                        self.json_read_by(data, args, *offset, rhs, ctx)?
+                    }
+                    lhs => self.evaluate(data, lhs, ctx)?,
+                };
                 self.evaluate(&left, rhs, ctx)
             }
             Ast::Or { lhs, rhs, .. } => {
@@ -175,6 +181,80 @@ impl Tracker {
             }
             _ => interpret(data, node, ctx),
         }
+    }
+
+    /// `powertools_json(args)` over `data`, building only what `reader` reads of it.
+    fn json_read_by(
+        &mut self,
+        data: &Rcvar,
+        args: &[Ast],
+        offset: usize,
+        reader: &Ast,
+        ctx: &mut Context<'_>,
+    ) -> SearchResult {
+        let call = Ast::Function {
+            name: "powertools_json".to_owned(),
+            args: args.to_vec(),
+            offset,
+        };
+        let [arg] = args else {
+            return self.evaluate(data, &call, ctx);
+        };
+        let text = self.evaluate(data, arg, ctx)?;
+        match &*text {
+            Variable::String(text) => {
+                ctx.offset = offset;
+                crate::powertools::json_reading(text, fields_read(reader).as_ref(), ctx)
+            }
+            // `null`, and the type error of anything else, as the function answers them.
+            _ => {
+                ctx.offset = offset;
+                match ctx.runtime.get_function("powertools_json") {
+                    Some(function) => function.evaluate(&[text], ctx),
+                    None => self.evaluate(data, &call, ctx),
+                }
+            }
+        }
+    }
+}
+
+/// The fields of the value it is evaluated over that `node` reads, `None` when it may read
+/// more than fields (the value whole, an index, a slice): what of a value must be built for
+/// `node` to find in it all it would find in the whole.
+pub(crate) fn fields_read(node: &Ast) -> Option<BTreeSet<String>> {
+    let mut fields = BTreeSet::new();
+    collect_fields(node, &mut fields).then_some(fields)
+}
+
+/// Adds the fields `node` reads to `fields`; `false` when it reads more than fields.
+fn collect_fields(node: &Ast, fields: &mut BTreeSet<String>) -> bool {
+    match node {
+        Ast::Field { name, .. } => {
+            fields.insert(name.clone());
+            true
+        }
+        // What follows applies to what the left side found, not to this value.
+        Ast::Subexpr { lhs, .. } | Ast::Projection { lhs, .. } => collect_fields(lhs, fields),
+        Ast::Flatten { node, .. } | Ast::ObjectValues { node, .. } | Ast::Not { node, .. } => {
+            collect_fields(node, fields)
+        }
+        Ast::Comparison { lhs, rhs, .. } | Ast::And { lhs, rhs, .. } | Ast::Or { lhs, rhs, .. } => {
+            collect_fields(lhs, fields) && collect_fields(rhs, fields)
+        }
+        Ast::Condition {
+            predicate, then, ..
+        } => collect_fields(predicate, fields) && collect_fields(then, fields),
+        Ast::MultiList { elements, .. } => elements.iter().all(|node| collect_fields(node, fields)),
+        Ast::MultiHash { elements, .. } => elements
+            .iter()
+            .all(|pair| collect_fields(&pair.value, fields)),
+        // An expression reference is applied to what a function gives it, not to this value.
+        Ast::Function { args, .. } => args
+            .iter()
+            .filter(|arg| !matches!(arg, Ast::Expref { .. }))
+            .all(|arg| collect_fields(arg, fields)),
+        Ast::Literal { .. } | Ast::Expref { .. } => true,
+        Ast::Identity { .. } | Ast::Index { .. } | Ast::Slice { .. } => false,
     }
 }
 

@@ -79,6 +79,82 @@ fn powertools_base64_and_base64_gzip_decode_text() {
     assert!(error.message.contains("expects type"), "{error}");
 }
 
+/// `powertools_json` builds only the fields the expression after it reads, and finds in them
+/// all that the whole document would give: the same answer, or an error for both.
+#[test]
+fn powertools_json_read_for_some_fields_finds_what_the_whole_document_gives() {
+    let documents = [
+        json!({
+            "customer": "c-1",
+            "order_id": "o-1",
+            "lines": [{"sku": "s-1"}, {"kind": "gift"}],
+            "n": 3,
+            "nested": {"order_id": "inner"},
+        }),
+        json!([{"order_id": "o-2"}, 1, [2]]),
+        json!("text"),
+        json!(7),
+        json!(null),
+        json!({}),
+        json!([]),
+    ];
+    let readers = [
+        "order_id",
+        "nested.order_id",
+        "[customer, order_id]",
+        "{c: customer, o: order_id}",
+        "lines[0]",
+        "lines[*].sku",
+        "lines[?sku].sku",
+        "lines[].sku",
+        "customer || order_id",
+        "customer && n",
+        "!order_id",
+        "n > `2`",
+        "length(lines)",
+        "to_string(n)",
+        "not_null(order_id, customer)",
+        "*",
+        "[0]",
+        "[*].order_id",
+        "@",
+        "keys(@)",
+        "length(@)",
+        "sort_by(lines, &sku)",
+        "order_id | [customer]",
+        "`1`",
+    ];
+    let select = |expression: &str, event: Value| {
+        EventPath::parse(expression).and_then(|path| path.select(&event))
+    };
+    for document in &documents {
+        let event = json!({"body": document.to_string(), "doc": document});
+        for reader in readers {
+            let parsed = select(&format!("powertools_json(body) | {reader}"), event.clone());
+            let held = select(&format!("doc | {reader}"), event.clone());
+            match (parsed, held) {
+                (Ok(parsed), Ok(held)) => assert_eq!(parsed, held, "`{reader}` over {document}"),
+                (Err(_), Err(_)) => {}
+                other => panic!("`{reader}` over {document}: {other:?}"),
+            }
+            let dotted = select(&format!("powertools_json(body).{reader}"), event.clone());
+            let held = select(&format!("doc.{reader}"), event.clone());
+            match (dotted, held) {
+                (Ok(dotted), Ok(held)) => assert_eq!(dotted, held, "`.{reader}` over {document}"),
+                (Err(_), Err(_)) => {}
+                other => panic!("`.{reader}` over {document}: {other:?}"),
+            }
+        }
+    }
+    // Skipped, the rest of a body is still read as JSON: text that is not is refused.
+    let error = select(
+        "powertools_json(body).order_id",
+        json!({"body": "{\"order_id\": 1, \"rest\": [1,}"}),
+    )
+    .unwrap_err();
+    assert!(error.message.contains("not JSON"), "{error}");
+}
+
 /// A small event that inflates without bound (a gzip bomb) is refused at the bound, not
 /// decoded into memory.
 #[test]
