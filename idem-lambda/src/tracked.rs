@@ -60,8 +60,10 @@ impl Tracker {
             Ast::Subexpr { lhs, rhs, .. } => {
                 let left = match &**lhs {
                     // `powertools_json(body).order_id` builds the body's `order_id` alone.
-                    Ast::Function { name, args, offset } if name == "powertools_json" => {
-                        self.json_read_by(data, args, *offset, rhs, ctx)?
+                    Ast::Function { name, args, offset }
+                        if name == "powertools_json" && args.len() == 1 =>
+                    {
+                        self.json_read_by(data, &args[0], *offset, rhs, ctx)?
                     }
                     lhs => self.evaluate(data, lhs, ctx)?,
                 };
@@ -170,50 +172,40 @@ impl Tracker {
                     self.lost = true;
                 }
                 ctx.offset = *offset;
-                match ctx.runtime.get_function(name) {
-                    Some(function) => function.evaluate(&values, ctx),
-                    None => {
-                        let reason =
-                            ErrorReason::Runtime(RuntimeError::UnknownFunction(name.to_owned()));
-                        Err(JmespathError::from_ctx(ctx, reason))
-                    }
-                }
+                call(ctx, name, &values)
             }
             _ => interpret(data, node, ctx),
         }
     }
 
-    /// `powertools_json(args)` over `data`, building only what `reader` reads of it.
+    /// `powertools_json(arg)` over `data`, building only what `reader` reads of it.
     fn json_read_by(
         &mut self,
         data: &Rcvar,
-        args: &[Ast],
+        arg: &Ast,
         offset: usize,
         reader: &Ast,
         ctx: &mut Context<'_>,
     ) -> SearchResult {
-        let call = Ast::Function {
-            name: "powertools_json".to_owned(),
-            args: args.to_vec(),
-            offset,
-        };
-        let [arg] = args else {
-            return self.evaluate(data, &call, ctx);
-        };
         let text = self.evaluate(data, arg, ctx)?;
+        ctx.offset = offset;
         match &*text {
             Variable::String(text) => {
-                ctx.offset = offset;
                 crate::powertools::json_reading(text, fields_read(reader).as_ref(), ctx)
             }
             // `null`, and the type error of anything else, as the function answers them.
-            _ => {
-                ctx.offset = offset;
-                match ctx.runtime.get_function("powertools_json") {
-                    Some(function) => function.evaluate(&[text], ctx),
-                    None => self.evaluate(data, &call, ctx),
-                }
-            }
+            _ => call(ctx, "powertools_json", &[text]),
+        }
+    }
+}
+
+/// Calls the function `name` of the runtime with `args`, as JMESPath calls it.
+fn call(ctx: &mut Context<'_>, name: &str, args: &[Rcvar]) -> SearchResult {
+    match ctx.runtime.get_function(name) {
+        Some(function) => function.evaluate(args, ctx),
+        None => {
+            let reason = ErrorReason::Runtime(RuntimeError::UnknownFunction(name.to_owned()));
+            Err(JmespathError::from_ctx(ctx, reason))
         }
     }
 }

@@ -174,6 +174,24 @@ fn powertools_base64_gzip_stops_at_its_bound() {
     );
 }
 
+/// The budget is one for the whole evaluation: every record's data counts, however many
+/// calls decode it.
+#[test]
+fn what_the_functions_decode_counts_against_one_budget_per_evaluation() {
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gzip.write_all(&vec![b' '; 4 * 1024 * 1024]).unwrap();
+    let record = json!({"data": base64(&gzip.finish().unwrap())});
+    let path = "Records[*].powertools_base64_gzip(data)";
+    let one = select(path, json!({"Records": [record.clone()]})).unwrap();
+    assert_eq!(one[0].as_str().unwrap().len(), 4 * 1024 * 1024);
+    let records = vec![record.clone(); idem_lambda::MAX_DECODED_BYTES / (4 * 1024 * 1024)];
+    let error = select(path, json!({"Records": records})).unwrap_err();
+    assert!(error.message.contains("MAX_DECODED_BYTES"), "{error}");
+    // Each evaluation has a budget of its own.
+    let again = select(path, json!({"Records": [record.clone(), record]})).unwrap();
+    assert_eq!(again.as_array().unwrap().len(), 2);
+}
+
 #[test]
 fn an_invalid_expression_is_refused_with_where_it_breaks() {
     let error = EventPath::parse("powertools_json(body).[").unwrap_err();
