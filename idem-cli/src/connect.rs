@@ -32,6 +32,12 @@ impl Connected {
         crate::attributes::diagnose(store).await.map(Failure::usage)
     }
 
+    /// What to say when the DynamoDB partition the command reads (`--partition-value`) holds
+    /// no item at all: most likely a value the service does not use.
+    pub(crate) async fn empty_partition(&self) -> Option<String> {
+        crate::partition::empty_partition(self.dynamodb.as_ref()?).await
+    }
+
     /// The `--attribute` or `--sort-key` option the command lacks to read the DynamoDB table's
     /// key, from the table's key schema alone, as a usage failure: checked before a listing,
     /// which would otherwise read another partition's items, or none, without a word.

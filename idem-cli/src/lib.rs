@@ -231,6 +231,7 @@ mod keyring;
 mod listing;
 mod outcome;
 mod output;
+mod partition;
 #[cfg(test)]
 mod readme_commands;
 mod secrets;

@@ -280,6 +280,59 @@ async fn a_sort_key_table_is_read_with_sort_key() {
     named.run(&["get", done.as_str()]).exits(3);
 }
 
+/// A `--partition-value` the service does not use lists nothing, and says that its partition
+/// holds no items and which partition values the table's items have; the right one lists the
+/// records with no such word.
+async fn an_empty_partition_is_said_to_be_empty() {
+    let Some(dynamo) = TestDynamo::start().await else {
+        return;
+    };
+    let table = format!("{}-ep", dynamo.table());
+    let store = DynamoDbStore::builder(dynamo.client.clone(), table.as_str())
+        .sort_key(SortKey::holding_key("sk", "idempotency#payments"))
+        .build();
+    store.create_table().await.expect("the table is created");
+    let done = support::records::completed(
+        &idem_core::Idempotency::from_arc(Arc::new(store)),
+        "charge",
+        "order-1",
+    )
+    .await;
+    let url = format!("dynamodb://{table}");
+    let cli = |partition: &str| {
+        Cli::new([
+            "--store",
+            url.as_str(),
+            "--region",
+            "us-east-1",
+            "--endpoint",
+            dynamo.moto.endpoint(),
+            "--sort-key",
+            "sk",
+            "--partition-value",
+            partition,
+        ])
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+    };
+
+    let wrong = cli("idempotency#payment").run(&["list"]);
+    wrong
+        .exits(0)
+        .says("no records match")
+        .says("the partition pk = `idempotency#payment` of DynamoDB table")
+        .says("holds no items")
+        .says("--partition-value")
+        .says("its items have pk `idempotency#payments`");
+    let json = cli("idempotency#payment").run(&["list", "--json"]);
+    assert_eq!(json.exits(0).json(), serde_json::json!([]));
+    json.says("holds no items");
+
+    let right = cli("idempotency#payments").run(&["list"]);
+    right.exits(0).prints(done.as_str());
+    assert!(!right.stderr.contains("holds no items"), "{right:#?}");
+}
+
 /// Credentials and region from a named profile of the SDK's files (`AWS_PROFILE`,
 /// `AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`), as the default chain reads them; with
 /// none at all, a usage error that names the ways to give some.
@@ -350,6 +403,7 @@ support::scenarios::store_tests!(
     credentials_come_from_a_profile,
     other_attribute_names_are_named_with_attribute,
     a_sort_key_table_is_read_with_sort_key,
+    an_empty_partition_is_said_to_be_empty,
     corrupt_record_is_reported_and_forgotten,
     purge_stays_inside_its_prefix,
     keys_that_are_no_keys_are_listed_and_counted,

@@ -28,7 +28,8 @@ struct Envelope<'a> {
 /// every one, with `--all`). With `--state`, unreadable records are left out (their state is
 /// unknown); without it, they are listed as `corrupt`. With `--scope`, only keys in that scope
 /// (as `idem scope` prints it) are listed. When none is listed, or none could be
-/// read, a DynamoDB table whose attributes are named otherwise is said to be so instead.
+/// read, a DynamoDB table whose attributes are named otherwise is said to be so instead; when
+/// none is listed from a DynamoDB partition that holds no item at all, that is said too.
 pub(crate) async fn list(
     connected: &Connected,
     namespace: &str,
@@ -90,6 +91,11 @@ pub(crate) async fn list(
     // Also with --json: a script reading the bare array gets the warning on stderr.
     if more || !out.is_json() {
         note(&summary(entries.len(), more));
+    }
+    if entries.is_empty() {
+        if let Some(empty) = connected.empty_partition().await {
+            note(&empty);
+        }
     }
     Ok(())
 }
