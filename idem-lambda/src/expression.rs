@@ -137,6 +137,12 @@ impl EventData {
         Ok(EventData(Arc::new(data)))
     }
 
+    /// Reads an event held as JSON, without writing it out and parsing it again.
+    pub(crate) fn of_json(event: &Value) -> Result<EventData, String> {
+        let data = jmespath::Variable::try_from(event).map_err(|error| error.to_string())?;
+        Ok(EventData(Arc::new(data)))
+    }
+
     /// Whether the event is an [HTTP event](crate::principal#http-events): one whose
     /// `requestContext` shows an HTTP front end (API Gateway's REST, HTTP and WebSocket APIs,
     /// a function URL, an ALB, VPC Lattice).

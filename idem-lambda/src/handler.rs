@@ -146,7 +146,7 @@ impl IdempotentHandlerBuilder {
     /// three together take at most [`MAX_DECODED_BYTES`](crate::MAX_DECODED_BYTES) (32 MiB)
     /// of memory per evaluation; an event past a bound is refused and nothing runs.
     /// `powertools_json(body).order_id` builds only the body's `order_id`: a 1 MiB JSON body
-    /// read so raises the memory an event takes by 4 MiB, read whole
+    /// read so raises the memory an event takes by 1 MiB, read whole
     /// (`powertools_json(body)`) by 21 MiB.
     pub fn event_key(mut self, expression: &str) -> Self {
         self.key = Some(EventPath::parse(expression));

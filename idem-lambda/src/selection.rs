@@ -1,5 +1,7 @@
 //! The key and fingerprint an event's data gives a call.
 
+use std::any::Any;
+
 use idem_core::json::Number;
 use idem_core::{Fingerprint, Idempotency, Key, KeyBuilder};
 use serde::Serialize;
@@ -65,14 +67,19 @@ impl Selector {
     /// [`idem_core::json`]'s rule, in the key as in the fingerprint: `100` and `100.0` are one.
     /// The key is stored under the scope `scope` finds for the event; an event refused a
     /// scope is refused once it has a key.
-    pub(crate) fn select<T: Serialize + ?Sized>(
+    pub(crate) fn select<T: Serialize + Any>(
         &self,
         idem: &Idempotency,
         name: &str,
         event: &T,
         scope: impl FnOnce(&EventData) -> Scope,
     ) -> Result<Selected, Unselected> {
-        let mut event = EventData::of(event).map_err(|message| {
+        // An event Lambda gave as JSON is read as it is, not written out and parsed again.
+        let event = match (event as &dyn Any).downcast_ref::<Value>() {
+            Some(json) => EventData::of_json(json),
+            None => EventData::of(event),
+        };
+        let mut event = event.map_err(|message| {
             Unselected::Expression(ExpressionError {
                 expression: self.key.as_str().to_owned(),
                 message,
