@@ -94,9 +94,19 @@ fn rebuild(mut own: RequestParts, parts: http::request::Parts, body: poem::Body)
     poem::Request::from_parts(own, body)
 }
 
-/// The layer's response as poem sends it.
+/// The layer's response as poem sends it, its body boxed as poem boxes its own: poem's
+/// `From<http::Response<_>>` maps each frame, which drops the body's size hint, and a body of
+/// known length would go out chunked instead of with its `Content-Length`.
 fn to_poem(response: Response<Body>) -> poem::Response {
-    poem::Response::from(response.map(|body| body.map_err(std::io::Error::other)))
+    let (parts, body) = response.into_parts();
+    let body = BoxBody::new(body.map_err(std::io::Error::other));
+    let parts = poem::ResponseParts {
+        status: parts.status,
+        version: parts.version,
+        headers: parts.headers,
+        extensions: parts.extensions,
+    };
+    poem::Response::from_parts(parts, poem::Body::from(body))
 }
 
 async fn pass_through<E: Endpoint>(

@@ -387,3 +387,33 @@ pub async fn a_service_error_after_the_handler_began_keeps_its_key_handled(
     // What the service's error looks like is the front end's own.
     vec![retry]
 }
+
+pub async fn a_replay_and_a_first_answer_of_known_length_carry_content_length(
+    front: Front,
+) -> Vec<Seen> {
+    let shop = start(front, Setup::default()).await;
+    let mut answers = Vec::new();
+    for (what, replayed) in [("the first answer", false), ("the replay", true)] {
+        let response = shop
+            .post("/payments", "pay-1", r#"{"amount":10}"#)
+            .send()
+            .await
+            .unwrap();
+        let header = |name: &str| {
+            let value = response.headers().get(name)?;
+            Some(value.to_str().unwrap().to_owned())
+        };
+        let (length, chunked) = (header("content-length"), header("transfer-encoding"));
+        let seen = seen(response).await;
+        assert_eq!((seen.status, seen.replayed), (201, replayed), "{what}");
+        assert_eq!(
+            (length, chunked),
+            (Some(seen.said.len().to_string()), None),
+            "{what} on {front:?}: a body of known length is sent with its Content-Length, \
+             not chunked"
+        );
+        answers.push(seen);
+    }
+    assert_eq!(shop.shop.runs(), 1);
+    answers
+}

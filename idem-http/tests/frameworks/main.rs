@@ -46,4 +46,5 @@ on_every_front!(
     a_step_before_a_502_runs_once_and_binds_the_key_to_its_request,
     a_keyed_grpc_request_that_is_not_one_message_is_refused,
     a_service_error_after_the_handler_began_keeps_its_key_handled,
+    a_replay_and_a_first_answer_of_known_length_carry_content_length,
 );
