@@ -48,7 +48,7 @@ pub(crate) enum Decoded {
 }
 
 /// The outcome of `inspection`'s record, opened with `keyring` if it is sealed.
-pub(crate) fn shown(inspection: &Inspection, keyring: Option<&Keyring>) -> Shown {
+pub(crate) fn shown(inspection: &Inspection, keyring: Option<&Keyring>, scope: &str) -> Shown {
     let Record::Completed(completed) = inspection.record() else {
         return Shown::Nothing;
     };
@@ -61,9 +61,10 @@ pub(crate) fn shown(inspection: &Inspection, keyring: Option<&Keyring>) -> Shown
     let bytes = match (sealed, keyring) {
         (false, _) => stored.clone(),
         (true, None) => return Shown::Sealed { key_id: key_id() },
-        // Opened as the sealed store opens it: bound to the key as stored (the one given,
-        // a digest under key digests), the outcome's kind and the stored fingerprint.
-        (true, Some(keyring)) => match keyring.open_outcome(inspection.key(), completed) {
+        // Opened as the sealed store opens it: bound to the store's sealing scope (its prefix
+        // or table), the key as stored (the one given, a digest under key digests), the
+        // outcome's kind and the stored fingerprint.
+        (true, Some(keyring)) => match keyring.open_outcome(scope, inspection.key(), completed) {
             Ok(opened) => opened.body().to_vec(),
             Err(unopened) => {
                 return Shown::Unopened {

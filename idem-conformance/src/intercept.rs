@@ -137,6 +137,11 @@ pub trait Interceptor: Send + Sync + 'static {
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         self.inner().changed(key, timeout).await
     }
+
+    /// [`Store::sealing_scope`].
+    fn sealing_scope(&self) -> String {
+        self.inner().sealing_scope()
+    }
 }
 
 /// An [`Interceptor`] as a [`Store`]; it dereferences to the interceptor, so a test reads what
@@ -233,5 +238,9 @@ impl<I: Interceptor> Store for Intercepted<I> {
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         self.0.before(Operation::Changed, key).await?;
         self.0.changed(key, timeout).await
+    }
+
+    fn sealing_scope(&self) -> String {
+        self.0.sealing_scope()
     }
 }

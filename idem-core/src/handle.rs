@@ -176,6 +176,7 @@ impl Idempotency {
     #[cfg(feature = "seal")]
     fn resealed(mut self, change: impl FnOnce(&mut crate::seal::Sealing)) -> Self {
         change(&mut self.engine.sealing);
+        self.engine.sealing.scope = self.engine.given.sealing_scope();
         self.engine.store = self.engine.sealing.wrap(self.engine.unsealed.clone());
         self.engine.view = self.engine.sealing.wrap(self.engine.given.clone());
         self

@@ -24,7 +24,8 @@ pub(crate) async fn get(
         Ok(None) => return Err(Failure::no_record(key)),
         Err(error) => return Err(connected.failure(error).await),
     };
-    let shown = outcome::shown(&inspection, keyring);
+    let scope = connected.idem.store().sealing_scope();
+    let shown = outcome::shown(&inspection, keyring, &scope);
     if let Shown::Value { unsealed: true, .. } = shown {
         note(
             "note: this outcome is stored unsealed: a service with sealing on refuses it as \

@@ -10,7 +10,7 @@ use sha2::Sha256;
 /// The length of a sealing key, in bytes.
 pub const SEAL_KEY_BYTES: usize = 32;
 
-use crate::store::SEALED_PREFIX as MAGIC;
+use crate::store::{SEALED_MAGIC, SEALED_PREFIX as MAGIC};
 const NONCE_BYTES: usize = 12;
 /// The longest key id a ring holds.
 pub(crate) const MAX_KEY_ID_BYTES: usize = 64;
@@ -100,6 +100,9 @@ pub enum Unopened {
     Unsealed,
     /// Starts like a sealed value but is too short or malformed to be one.
     Malformed,
+    /// Sealed in another format than this version's (the version byte): version 1, bound to
+    /// the stored key alone and not to the store's prefix or table, is no longer opened.
+    OtherFormat(u8),
 }
 
 impl fmt::Display for Unopened {
@@ -117,6 +120,14 @@ impl fmt::Display for Unopened {
                 "not sealed: values stored before sealing are read only under `accept_unsealed`",
             ),
             Unopened::Malformed => f.write_str("a malformed sealed value"),
+            Unopened::OtherFormat(version) => write!(
+                f,
+                "sealed by another format (version {version}; this version opens {}): records \
+                 sealed by an older one are not opened, since they are not bound to the \
+                 store's prefix or table; let them expire, or delete them (`idem forget`) so \
+                 that the next call seals again",
+                MAGIC[3]
+            ),
         }
     }
 }
@@ -188,10 +199,10 @@ impl Keyring {
     /// stored unsealed and the ring still reads those.
     pub(crate) fn open(&self, stored: &[u8], context: &[u8]) -> Result<Vec<u8>, Unopened> {
         let Some(rest) = stored.strip_prefix(&MAGIC) else {
-            return if self.accept_unsealed {
-                Ok(stored.to_vec())
-            } else {
-                Err(Unopened::Unsealed)
+            return match stored.strip_prefix(&SEALED_MAGIC) {
+                Some([version, ..]) => Err(Unopened::OtherFormat(*version)),
+                _ if self.accept_unsealed => Ok(stored.to_vec()),
+                _ => Err(Unopened::Unsealed),
             };
         };
         let (id, nonce, sealed) = sealed_parts(rest)?;
@@ -250,7 +261,8 @@ pub fn is_sealed(value: &[u8]) -> bool {
 /// assert_eq!(sealed_key_id(br#"{"id":42}"#), None);
 /// ```
 pub fn sealed_key_id(value: &[u8]) -> Option<&str> {
-    let rest = value.strip_prefix(&MAGIC)?;
+    // Every version so far lays out its key id the same way after the version byte.
+    let (_version, rest) = value.strip_prefix(&SEALED_MAGIC)?.split_first()?;
     sealed_parts(rest).ok().map(|(id, _, _)| id)
 }
 

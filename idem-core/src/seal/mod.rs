@@ -21,10 +21,15 @@
 //!
 //! - **Sealing.** Every stored outcome and step value is sealed with AES-256-GCM (RustCrypto's
 //!   `aes-gcm`) under a key derived from the ring's current key, with that key's id stored
-//!   beside it. The associated data is the record's stored key and what the value is: an
-//!   outcome of its kind (`ok` or `err`) for the call's fingerprint, or a step of its name. An
-//!   outcome copied to another key or to a call with other arguments, a step value copied to
-//!   another key or step, or an `ok` turned into `err`, does not open.
+//!   beside it. The associated data is the record's whole stored identity (the store's
+//!   [`sealing_scope`](crate::store::Store::sealing_scope): its key prefix or table, then the
+//!   stored key) and what the value is: an outcome of its kind (`ok` or `err`) for the call's
+//!   fingerprint, or a step of its name. An outcome copied to another prefix, table or key or
+//!   to a call with other arguments, a step value copied to another key or step, or an `ok`
+//!   turned into `err`, does not open.
+//! - **Format.** A sealed value starts with its format's version: 2 since the scope is bound.
+//!   A value of version 1 (bound to the stored key alone) is refused as a corrupt record whose
+//!   reason says so ([`Unopened::OtherFormat`]): let such records expire, or delete them.
 //! - **Nonces.** Each nonce is synthetic: an HMAC of the value and its context under a second
 //!   derived key, as SIV modes make them. Sealing one value again for one record gives the
 //!   same bytes, so that a store still recognises a repeated completion (PostgreSQL's

@@ -79,6 +79,8 @@ pub(crate) struct Sealing {
     pub(crate) digest: Option<KeyDigest>,
     /// Calls name their key by its digest, in errors, logs and their context.
     pub(crate) name_keys_by_digest: bool,
+    /// The store's [`sealing_scope`](Store::sealing_scope), bound into every sealed value.
+    pub(crate) scope: String,
 }
 
 impl Sealing {
@@ -102,7 +104,7 @@ impl Sealing {
             return outcome;
         };
         map_body(&outcome, |kind, body| {
-            let context = context(stored_key, Purpose::Outcome(kind, fingerprint));
+            let context = context(&self.scope, stored_key, Purpose::Outcome(kind, fingerprint));
             Ok::<_, std::convert::Infallible>(keyring.seal(body, &context))
         })
         .unwrap_or_else(|never| match never {})
@@ -121,8 +123,9 @@ impl Sealing {
 }
 
 impl Keyring {
-    /// The outcome of `record`, a completed record read as stored under `stored_key`, opened
-    /// as a handle with this ring opens it: the same associated data (the stored key, the
+    /// The outcome of `record`, a completed record read as stored under `stored_key` in a store
+    /// whose [`sealing_scope`](Store::sealing_scope) is `scope`, opened as a handle with this
+    /// ring opens it: the same associated data (the store's scope, the stored key, the
     /// outcome's kind, the stored fingerprint), so that what a service replays and what an
     /// operator reads are one thing. For tools that read the store without a handle
     /// (the `idem` command); an aborted outcome has no value and comes back as it is.
@@ -135,7 +138,7 @@ impl Keyring {
     /// let ring = Keyring::from_env("IDEM_KEYRING")?;
     /// let key = Key::parse("idem|shop::payments::charge|-|order-42")?;
     /// if let Some(idem_core::store::Record::Completed(record)) = store.get(&key).await? {
-    ///     match ring.open_outcome(&key, &record) {
+    ///     match ring.open_outcome(&store.sealing_scope(), &key, &record) {
     ///         Ok(Outcome::Ok(value)) => println!("{}", String::from_utf8_lossy(&value)),
     ///         Ok(_) => println!("a stored error, or aborted"),
     ///         Err(Unopened::UnknownKey(id)) => println!("sealed with `{id}`, not in the ring"),
@@ -144,12 +147,17 @@ impl Keyring {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn open_outcome(&self, stored_key: &Key, record: &Completed) -> Result<Outcome, Unopened> {
+    pub fn open_outcome(
+        &self,
+        scope: &str,
+        stored_key: &Key,
+        record: &Completed,
+    ) -> Result<Outcome, Unopened> {
         let fingerprint = record.fingerprint();
         map_body(record.outcome(), |kind, body| {
             self.open(
                 body,
-                &context(stored_key, Purpose::Outcome(kind, fingerprint)),
+                &context(scope, stored_key, Purpose::Outcome(kind, fingerprint)),
             )
         })
     }
@@ -169,14 +177,16 @@ enum Purpose<'a> {
     Step(&'a str),
 }
 
-/// The associated data of a value: the stored key and what the value is, each part preceded
-/// by its length, so that a sealed value moved to another key, slot or call does not open.
-fn context(stored_key: &Key, purpose: Purpose<'_>) -> Vec<u8> {
-    let mut context = b"idem-seal-v1".to_vec();
+/// The associated data of a value: the store's sealing scope (its prefix or table), the
+/// stored key and what the value is, each part preceded by its length, so that a sealed value
+/// moved to another store, key, slot or call does not open.
+fn context(scope: &str, stored_key: &Key, purpose: Purpose<'_>) -> Vec<u8> {
+    let mut context = b"idem-seal-v2".to_vec();
     let mut part = |bytes: &[u8]| {
         context.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
         context.extend_from_slice(bytes);
     };
+    part(scope.as_bytes());
     part(stored_key.as_str().as_bytes());
     match purpose {
         Purpose::Outcome(kind, fingerprint) => {
@@ -211,7 +221,9 @@ impl SealedStore {
 
     fn seal(&self, value: &[u8], stored_key: &Key, purpose: Purpose<'_>) -> Vec<u8> {
         match &self.sealing.keyring {
-            Some(keyring) => keyring.seal(value, &context(stored_key, purpose)),
+            Some(keyring) => {
+                keyring.seal(value, &context(&self.sealing.scope, stored_key, purpose))
+            }
             None => value.to_vec(),
         }
     }
@@ -224,7 +236,7 @@ impl SealedStore {
     ) -> Result<Vec<u8>, StoreError> {
         match &self.sealing.keyring {
             Some(keyring) => keyring
-                .open(value, &context(stored_key, purpose))
+                .open(value, &context(&self.sealing.scope, stored_key, purpose))
                 .map_err(|unopened| StoreError::Corrupt(unopened.to_string())),
             None => Ok(value.to_vec()),
         }
@@ -287,7 +299,7 @@ impl SealedStore {
                 )?;
                 let outcome = match &self.sealing.keyring {
                     Some(keyring) => keyring
-                        .open_outcome(stored_key, &completed)
+                        .open_outcome(&self.sealing.scope, stored_key, &completed)
                         .map_err(|unopened| StoreError::Corrupt(unopened.to_string()))?,
                     None => completed.outcome().clone(),
                 };
@@ -405,5 +417,9 @@ impl Store for SealedStore {
     /// sealed, as an operator without the keyring sees them.
     fn inventory(&self) -> Option<&dyn crate::store::Inventory> {
         self.inner.inventory()
+    }
+
+    fn sealing_scope(&self) -> String {
+        self.inner.sealing_scope()
     }
 }

@@ -150,6 +150,17 @@ pub trait Store: Send + Sync + 'static {
     fn inventory(&self) -> Option<&dyn Inventory> {
         None
     }
+
+    /// What tells this store's records from another store's on the same backend (its key
+    /// prefix, its table), bound into every sealed value with the stored key, so that a sealed
+    /// record copied to another prefix or table does not open there. The same for every
+    /// handle on the same records: the `idem` command opens what services sealed with it.
+    ///
+    /// The default is empty: a store of your own returns its prefix or table, as the stores of
+    /// idem-stores do. Changing it leaves every sealed record unopenable (refused as corrupt).
+    fn sealing_scope(&self) -> String {
+        String::new()
+    }
 }
 
 #[async_trait]
@@ -199,6 +210,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn delete_if(&self, key: &Key, expected: &Record) -> Result<bool, StoreError> {
         (**self).delete_if(key, expected).await
+    }
+    fn sealing_scope(&self) -> String {
+        (**self).sealing_scope()
     }
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         (**self).changed(key, timeout).await

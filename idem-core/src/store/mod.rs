@@ -35,11 +35,17 @@ pub use steps::Steps;
 pub use time::Timestamp;
 pub use unchanged::is_same_record;
 
-/// What a sealed value starts with (see `seal`): no JSON value, which is what idem stores
-/// unsealed, starts with a zero byte. The last byte is the format's version.
-pub(crate) const SEALED_PREFIX: [u8; 4] = [0, b'i', b'S', 1];
+/// What a sealed value starts with (see `seal`), before the format's version: no JSON value,
+/// which is what idem stores unsealed, starts with a zero byte.
+pub(crate) const SEALED_MAGIC: [u8; 3] = [0, b'i', b'S'];
 
-/// Whether `value` is a sealed value, which only a handle with a keyring opens.
+/// What a value sealed today starts with: [`SEALED_MAGIC`] and the format's version, 2 (bound
+/// to the store's [`sealing_scope`](Store::sealing_scope) too). Version 1 values, bound to the
+/// stored key alone, are still recognised as sealed, and refused.
+pub(crate) const SEALED_PREFIX: [u8; 4] = [0, b'i', b'S', 2];
+
+/// Whether `value` is a sealed value (of any format version), which only a handle with a
+/// keyring opens.
 pub(crate) fn is_sealed(value: &[u8]) -> bool {
-    value.starts_with(&SEALED_PREFIX)
+    value.len() > SEALED_MAGIC.len() && value.starts_with(&SEALED_MAGIC)
 }

@@ -176,4 +176,8 @@ impl Store for MeteredStore {
     fn inventory(&self) -> Option<&dyn Inventory> {
         self.inner.inventory()
     }
+
+    fn sealing_scope(&self) -> String {
+        self.inner.sealing_scope()
+    }
 }

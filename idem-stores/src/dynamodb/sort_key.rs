@@ -94,6 +94,11 @@ impl TableKey {
         TableKey { partition, sort }
     }
 
+    /// The partition key's attribute.
+    pub(crate) fn partition(&self) -> &str {
+        &self.partition
+    }
+
     /// The sort key, if the table has one.
     pub(crate) fn sort(&self) -> Option<&SortKey> {
         self.sort.as_ref()

@@ -379,6 +379,27 @@ impl Store for DynamoDbStore {
         }
     }
 
+    /// `dynamodb|`, the table, its key design (the partition key's attribute, and a sort
+    /// key's attribute, value and role), then the key prefix: an item copied to another table,
+    /// design or prefix does not open.
+    fn sealing_scope(&self) -> String {
+        let sort = match self.table_key.sort() {
+            Some(sort) => format!(
+                "{}={}{}",
+                sort.attribute(),
+                sort.value(),
+                if sort.holds_key() { "+key" } else { "" }
+            ),
+            None => String::new(),
+        };
+        format!(
+            "dynamodb|{}|{}|{sort}|{}",
+            self.table,
+            self.table_key.partition(),
+            self.prefix
+        )
+    }
+
     /// A consistent `GetItem` of the item's key attributes alone, never the record's values.
     async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
         let primary_key = self.primary_key(key)?;

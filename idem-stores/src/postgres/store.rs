@@ -433,6 +433,12 @@ impl Store for PostgresStore {
         Ok(self.execute("delete_if", query).await?.rows_affected() == 1)
     }
 
+    /// `postgres|`, the quoted schema and table, then the key prefix: a row copied to another
+    /// table or prefix does not open.
+    fn sealing_scope(&self) -> String {
+        format!("postgres|{}|{}", self.table, self.prefix)
+    }
+
     /// `SELECT 1`: the key alone, never the row's values.
     async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
         let query = sqlx::query(&self.statements.contains).bind(self.row_key(key));

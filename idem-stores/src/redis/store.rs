@@ -458,6 +458,11 @@ impl Store for RedisStore {
         }
     }
 
+    /// `redis|` and the key prefix: a record copied under another prefix does not open.
+    fn sealing_scope(&self) -> String {
+        format!("redis|{}", self.prefix)
+    }
+
     /// `EXISTS`: the key alone, never the record.
     async fn contains(&self, key: &Key) -> Result<bool, StoreError> {
         let reply = self
