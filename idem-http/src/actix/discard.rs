@@ -22,7 +22,7 @@ pub(crate) const DISCARDED_AT_MOST: u64 = 64 * 1024;
 /// is at most [`DISCARDED_AT_MOST`] bytes; else leaves it for actix-web to close the
 /// connection on.
 pub(crate) async fn discard_small(payload: &mut PayloadBody, headers: &HeaderMap) {
-    if !content_length(headers).is_some_and(|declared| declared <= DISCARDED_AT_MOST) {
+    if content_length(headers).is_none_or(|declared| declared > DISCARDED_AT_MOST) {
         return;
     }
     let mut left = DISCARDED_AT_MOST;

@@ -86,9 +86,12 @@ mod answers;
 mod contract;
 mod header_case;
 mod seam;
+// Each loads the files of `document/` on its utoipa's types: one code, compiled once per version.
 #[cfg(feature = "openapi")]
+#[allow(clippy::duplicate_mod)]
 mod utoipa5;
 #[cfg(feature = "openapi-utoipa6")]
+#[allow(clippy::duplicate_mod)]
 mod utoipa6;
 
 pub use contract::IdempotencyContract;
