@@ -53,7 +53,7 @@ const IDEM_HTTP: Layering = Layering {
         &["contract", "openapi"],
         &["service"],
         &["builder", "layer"],
-        &["actix"],
+        &["actix", "poem", "salvo"],
     ],
     root_items: &["TARGET"],
     mutual: &[("builder", "layer")],
