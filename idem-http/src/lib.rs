@@ -163,8 +163,9 @@
 //! `ALREADY_EXISTS`; store unavailable, `UNAVAILABLE`; a bad key, `INVALID_ARGUMENT`; a
 //! body too large or a quota exceeded, `RESOURCE_EXHAUSTED`; not recorded, `UNKNOWN`. The
 //! request is read whole (up to the request limit) before the call
-//! runs: a call whose request holds other than one message (client streaming) passes
-//! through, unreserved; a
+//! runs: a keyed call whose request holds other than one message (client streaming, or a
+//! plain body sent as `application/grpc`) is refused with `INVALID_ARGUMENT` and runs
+//! nothing, since a keyed request either runs under the engine or is refused; a
 //! server-streaming call is kept like any stream, and replayed whole when it ended within
 //! the limit. A bidirectional call must not carry a key, or the layer would wait for the end
 //! of a request its client never ends. gRPC-Web carries its status in the body and is not
