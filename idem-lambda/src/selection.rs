@@ -159,14 +159,124 @@ fn is_missing(data: &Value) -> bool {
     }
 }
 
+/// The part that starts the key of a list written out element by element, where a string is
+/// one part and a number, a boolean or a digest two (`#number`, `#bool`, `#sha256` and the
+/// value): a key holds the parts of exactly one of these shapes, so no two collide.
+const LIST: &str = "#list";
+
 /// A string is its own key part, readable by `idem get`; any other value takes two parts, its
 /// type and its text or digest, so that `"42"` and `42` are different keys. A number's text is
-/// its canonical one, so that `42` and `42.0` are one key.
+/// its canonical one, so that `42` and `42.0` are one key. A list of scalars short enough
+/// ([`list_parts`]) is [`LIST`] and a part for each element, readable by `idem list`; a longer
+/// or nested list, and an object, take their digest: the SHA-256 of idem-core's canonical
+/// encoding of the value ([`Fingerprint::of`]), in hex.
 fn key_parts(key: KeyBuilder, data: &Value) -> Result<KeyBuilder, idem_core::Error> {
     Ok(match data {
         Value::String(text) if text.len() <= MAX_CLEAR_PART => key.part(text.as_str()),
         Value::Number(number) => key.part("#number").part(&Number::from(number).to_string()),
         Value::Bool(flag) => key.part("#bool").part(&flag.to_string()),
+        Value::Array(items) => match list_parts(items) {
+            Some(parts) => parts
+                .iter()
+                .fold(key.part(LIST), |key, part| key.part(part.as_str())),
+            None => key.part("#sha256").part(&Fingerprint::of(data)?.to_hex()),
+        },
         other => key.part("#sha256").part(&Fingerprint::of(other)?.to_hex()),
     })
+}
+
+/// One key part per element of `items`, when each is a scalar and their texts come to at
+/// most [`MAX_CLEAR_PART`] bytes in all; `None` otherwise.
+fn list_parts(items: &[Value]) -> Option<Vec<String>> {
+    let mut total = 0;
+    items
+        .iter()
+        .map(|item| {
+            let part = element_part(item)?;
+            total += part.len();
+            (total <= MAX_CLEAR_PART).then_some(part)
+        })
+        .collect()
+}
+
+/// The key part of one element of a list, or `None` for a list or an object. A string is its
+/// text, with one more `#` in front when it starts with `#`; any other scalar starts with a
+/// single `#` and its type: `#number:42`, `#bool:true`, `#null` (a missing part of a
+/// [partial key](crate::IdempotentHandlerBuilder::allow_partial_keys)). So `"#null"` (written
+/// `##null`) and `null` never share a part, nor `"42"` and `42`.
+fn element_part(item: &Value) -> Option<String> {
+    Some(match item {
+        Value::String(text) if text.starts_with('#') => format!("#{text}"),
+        Value::String(text) => text.clone(),
+        Value::Number(number) => format!("#number:{}", Number::from(number)),
+        Value::Bool(flag) => format!("#bool:{flag}"),
+        Value::Null => "#null".to_owned(),
+        Value::Array(_) | Value::Object(_) => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(data: Value) -> String {
+        key_parts(KeyBuilder::new("idem", "orders"), &data)
+            .and_then(KeyBuilder::finish)
+            .unwrap()
+            .as_str()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_short_list_of_scalars_is_its_parts_as_text() {
+        assert_eq!(
+            key(json!(["user-7", "o-42"])),
+            "idem|orders|-|#list|user-7|o-42"
+        );
+        assert_eq!(
+            key(json!(["a|b", 42, 42.0, true, null, "#x"])),
+            "idem|orders|-|#list|a%7Cb|#number:42|#number:42|#bool:true|#null|##x"
+        );
+    }
+
+    #[test]
+    fn no_two_shapes_share_a_key() {
+        let shapes = [
+            json!(["ab", "c"]),
+            json!(["a", "bc"]),
+            json!(["a|b"]),
+            json!(["a", "b"]),
+            json!("#list"),
+            json!(["#list"]),
+            json!([42]),
+            json!(["42"]),
+            json!(["#number:42"]),
+            json!([null]),
+            json!(["#null"]),
+            json!([true]),
+            json!(["#bool:true"]),
+            json!(42),
+            json!("42"),
+            json!(["#number", "42"]),
+            json!(true),
+            json!([["a"]]),
+            json!({"a": "b"}),
+        ];
+        let keys: std::collections::BTreeSet<String> =
+            shapes.iter().map(|shape| key(shape.clone())).collect();
+        assert_eq!(keys.len(), shapes.len(), "{keys:#?}");
+    }
+
+    #[test]
+    fn a_long_or_nested_list_and_an_object_are_digested() {
+        let long = json!(["a".repeat(200), "b".repeat(57)]);
+        assert!(key(long.clone()).starts_with("idem|orders|-|#sha256|"));
+        let fits = json!(["a".repeat(200), "b".repeat(56)]);
+        assert!(key(fits).starts_with("idem|orders|-|#list|aaa"));
+        let digest = Fingerprint::of(&long).unwrap().to_hex();
+        assert_eq!(key(long), format!("idem|orders|-|#sha256|{digest}"));
+        assert!(key(json!([["a"], "b"])).contains("|#sha256|"));
+        assert!(key(json!({"customer": "c-1"})).contains("|#sha256|"));
+    }
 }
