@@ -306,12 +306,7 @@ impl IdempotentHandlerBuilder {
 
     /// The handler around `inner`, or why the configuration is not valid.
     pub fn try_build<S>(self, inner: S) -> Result<IdempotentHandler<S>, ExpressionError> {
-        let key = self.key.unwrap_or_else(|| {
-            Err(ExpressionError {
-                expression: String::new(),
-                message: "no event_key: set the expression that selects the key".into(),
-            })
-        })?;
+        let key = self.key.unwrap_or_else(|| Err(no_event_key()))?;
         let validation = self.validation.transpose()?;
         Ok(IdempotentHandler {
             inner,
@@ -329,6 +324,62 @@ impl IdempotentHandlerBuilder {
                 response_hook: self.response_hook,
             }),
         })
+    }
+}
+
+impl IdempotentHandlerBuilder {
+    /// The key the handler this builder builds stores `event` under, invoked with `context`:
+    /// its name (or the context's function name), the scope of the event's principal (keyed
+    /// with the [`scope_secret`](Self::scope_secret)), and the parts of what the
+    /// [`event_key`](Self::event_key) expression selects, by the one rule the handler keys
+    /// by. What `idem key lambda` prints, so that an operator can go from an event to its
+    /// record. An event the handler would refuse or run without a key is the error it would
+    /// give ([`Error::KeyMissing`], [`Error::Unscoped`], [`Error::Expression`]...).
+    ///
+    /// ```
+    /// use idem_core::Idempotency;
+    /// use idem_stores::memory::MemoryStore;
+    /// use serde_json::json;
+    ///
+    /// let builder = idem_lambda::IdempotentHandler::builder(Idempotency::new(MemoryStore::new()))
+    ///     .name("orders")
+    ///     .event_key("[customer, powertools_json(body).order_id]");
+    /// let event = json!({"customer": "c-7", "body": "{\"order_id\": \"o-42\"}"});
+    /// let key = builder.stored_key(&event, &lambda_runtime::Context::default()).unwrap();
+    /// assert_eq!(key.as_str(), "idem|orders|-|#list|c-7|o-42");
+    /// ```
+    pub fn stored_key<T: Serialize + std::any::Any>(
+        &self,
+        event: &T,
+        context: &lambda_runtime::Context,
+    ) -> Result<idem_core::Key, Error<std::convert::Infallible>> {
+        let key = match &self.key {
+            Some(key) => key.clone().map_err(Error::Expression)?,
+            None => return Err(Error::Expression(no_event_key())),
+        };
+        let selector = Selector {
+            key,
+            validation: self
+                .validation
+                .clone()
+                .transpose()
+                .map_err(Error::Expression)?,
+            partial_keys: self.partial_keys,
+        };
+        let name = invocation::name(self.name.as_deref(), context).ok_or(Error::Unnamed)?;
+        let scope = |data: &_| self.scoping.scope_of(data, context);
+        match selector.select(&self.idem, name, event, scope) {
+            Ok(selected) => Ok(selected.key),
+            Err(unselected) => Err(unselected.into_error(&selector)),
+        }
+    }
+}
+
+/// The error of a builder given no key expression.
+fn no_event_key() -> ExpressionError {
+    ExpressionError {
+        expression: String::new(),
+        message: "no event_key: set the expression that selects the key".into(),
     }
 }
 
