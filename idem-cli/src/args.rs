@@ -215,6 +215,17 @@ pub(crate) enum Command {
         secret_env: Option<String>,
     },
 
+    /// Print the key a service stores a record under, from what it keys by (an event):
+    /// `idem key lambda --name orders --expression EXPR < event.json`.
+    ///
+    /// Computed by the service's own code, so that `idem get "$(idem key ...)"` finds the
+    /// record of an order id. Needs no store.
+    Key {
+        /// Which service's keys.
+        #[command(subcommand)]
+        of: crate::commands::key_args::KeyOf,
+    },
+
     /// Print the names of the functions that have records, one a line.
     ///
     /// As keys spell them and --function takes them: an `#[idempotent]` function's default

@@ -3,6 +3,8 @@
 mod forget;
 mod functions;
 mod get;
+mod key;
+pub(crate) mod key_args;
 mod list;
 mod purge;
 mod release;
@@ -34,6 +36,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             };
             return scope::scope(scoped, secret_env.as_deref(), &out);
         }
+        Command::Key { of } => return key::key(of, &cli.store.namespace, &out),
         _ => None,
     };
     // The keyring too: a keyring that can't be read is a usage error, before any store.
@@ -68,8 +71,8 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             let prefix = cli.store.prefix.as_deref();
             purge::purge(&connected, prefix, batch, &out).await
         }
-        (Command::Scope { .. }, _) => {
-            unreachable!("the scope needs no store, and is printed above")
+        (Command::Scope { .. } | Command::Key { .. }, _) => {
+            unreachable!("a scope or a key needs no store, and is printed above")
         }
         (Command::Get { .. } | Command::Forget { .. } | Command::Release { .. }, None) => {
             unreachable!("the key of a keyed command is parsed above")

@@ -69,6 +69,12 @@ fn principal(input: &[u8]) -> Result<String, Failure> {
 
 /// The key of the secret in the environment variable `variable`.
 fn keyed(variable: &str) -> Result<ScopeKey, Failure> {
+    Ok(ScopeKey::new(&secret(variable)?))
+}
+
+/// The scope secret in the environment variable `variable`, refused when it is unset or
+/// shorter than a scope secret may be.
+pub(super) fn secret(variable: &str) -> Result<Vec<u8>, Failure> {
     let secret = std::env::var_os(variable)
         .ok_or_else(|| Failure::usage(format!("the environment variable {variable} is not set")))?;
     let secret = secret.as_encoded_bytes();
@@ -79,5 +85,5 @@ fn keyed(variable: &str) -> Result<ScopeKey, Failure> {
             secret.len()
         )));
     }
-    Ok(ScopeKey::new(secret))
+    Ok(secret.to_vec())
 }
