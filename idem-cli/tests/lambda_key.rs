@@ -125,6 +125,42 @@ async fn a_two_part_key_is_listed_readable_and_found_from_its_event() {
     cli.run(&["get", &other]).exits(3).says("no record");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sqs_message_record_is_the_event_of_a_batch_processor_key() {
+    let Some(target) = RedisTarget::start().await else {
+        return;
+    };
+    let idem = Idempotency::from_arc(Arc::new(target.redis_store().clone()));
+    let expression = "[messageAttributes.tenant.stringValue, powertools_json(body).order_id]";
+    let processor = idem_lambda::sqs::BatchProcessor::new(idem)
+        .name("fulfil")
+        .event_key(expression);
+    let record = json!({
+        "messageId": "m-1",
+        "body": "{\"order_id\": \"o-42\"}",
+        "messageAttributes": {"tenant": {"stringValue": "t-9", "dataType": "String"}},
+        "eventSourceARN": "arn:aws:sqs:us-east-1:1:orders",
+    });
+    let batch: aws_lambda_events::event::sqs::SqsEvent =
+        serde_json::from_value(json!({"Records": [record.clone()]})).unwrap();
+    let response = processor
+        .process(LambdaEvent::new(batch, Context::default()), |_| async {
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+
+    let cli = support::Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let listed = cli.run(&["list", "--json"]).exits(0).json();
+    let stored = listed[0]["key"].as_str().unwrap();
+    assert_eq!(stored, "idem|fulfil|-|#list|t-9|o-42", "{listed:#}");
+    let computed = printed_key(&key_lambda(
+        &["--name", "fulfil", "--expression", expression],
+        &record,
+    ));
+    assert_eq!(computed, stored);
+}
+
 #[test]
 fn an_event_the_handler_would_not_key_is_refused_with_why() {
     let args = ["--name", "orders", "--expression", EXPRESSION];

@@ -32,7 +32,9 @@ pub(crate) enum KeyOf {
     /// expression's selection as the key's parts, under --name and --namespace, scoped by the
     /// principal of an HTTP event's request context (keyed with the secret in --secret-env
     /// when the function sets `scope_secret`). `idem get "$(idem key lambda ... < event.json)"`
-    /// shows the event's record.
+    /// shows the event's record. For an SQS `BatchProcessor`, the event is one message record
+    /// (an element of the batch's `Records`), with --principal when its `principal(..)` names
+    /// one.
     #[command(after_help = KEY_AFTER_HELP)]
     Lambda(LambdaKeyArgs),
 }
