@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use idem_core::store::{check_found, judge_reserve};
+use idem_core::store::{judge_found, judge_reserve};
 use idem_core::{
     store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
     Key, StoreError,
@@ -54,9 +54,12 @@ impl Store for ReferenceStore {
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         // What to do is idem-core's judgement; writing it under the lock is this store's part.
         let mut records = self.records();
-        // Measured before the record is copied out (idem-core's size rule).
+        // Measured before the record is copied out (idem-core's size rule): another call's
+        // record over the limit is answered without its outcome.
         if let Some(found) = records.get(key) {
-            check_found(found, claim)?;
+            if let Some(unread) = judge_found(found, claim)? {
+                return Ok(Reservation::Existing(unread));
+            }
         }
         let judgement = judge_reserve(records.get(key).cloned(), claim);
         if let Some(written) = judgement.record_to_write(claim) {

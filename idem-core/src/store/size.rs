@@ -115,7 +115,7 @@ pub fn check_found(found: &Record, claim: &Claim) -> Result<(), StoreError> {
 /// assert!(judge_oversized(&mine, now + Duration::from_secs(1), refused(), &claim).is_err());
 /// ```
 pub fn judge_oversized(
-    fingerprint: &crate::Fingerprint,
+    fingerprint: &crate::fingerprint::Fingerprint,
     expires_at: crate::store::Timestamp,
     refusal: StoreError,
     claim: &Claim,

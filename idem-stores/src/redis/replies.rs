@@ -279,3 +279,14 @@ mod tests {
         assert!(value(Value::Int(1)).is_err());
     }
 }
+
+/// What a fenced write's reply says: done, or refused because the lease is lost.
+pub(super) fn fenced(reply: Reply, what: &str) -> Result<(), StoreError> {
+    match reply {
+        Reply::Ok => Ok(()),
+        Reply::Lost => Err(StoreError::LeaseLost),
+        other => Err(StoreError::backend(format!(
+            "unexpected reply to {what}: {other:?}"
+        ))),
+    }
+}

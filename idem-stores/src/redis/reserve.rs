@@ -15,7 +15,8 @@ use super::connection::Connection;
 use super::error::{is_connection_error, refuses_writes, set_refused, store_error};
 use super::replies::{self, Found};
 use super::scripts::SCRIPTS;
-use super::store::{decimal, fenced, time, RedisStore, MAX_EXPIRY_MS};
+use super::replies::fenced;
+use super::store::{decimal, time, RedisStore, MAX_EXPIRY_MS};
 
 impl RedisStore {
     /// One `SET key claim NX GET PX expiry`: it reserves a free key, and returns the record of

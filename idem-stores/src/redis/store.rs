@@ -351,7 +351,7 @@ impl Store for RedisStore {
                 ],
             )
             .await?;
-        fenced(reply, "complete")?;
+        replies::fenced(reply, "complete")?;
         self.replicate(&mut conn, key, "complete").await
     }
 
@@ -359,7 +359,7 @@ impl Store for RedisStore {
         let reply = self
             .eval(&SCRIPTS.release, key, &[owner.as_str().as_bytes()])
             .await?;
-        fenced(reply, "release")
+        replies::fenced(reply, "release")
     }
 
     async fn record_step(
@@ -382,7 +382,7 @@ impl Store for RedisStore {
                 ],
             )
             .await?;
-        fenced(reply, "record_step")?;
+        replies::fenced(reply, "record_step")?;
         self.replicate(&mut conn, key, "record_step").await
     }
 
@@ -403,7 +403,7 @@ impl Store for RedisStore {
                 ],
             )
             .await?;
-        fenced(reply, "renew")
+        replies::fenced(reply, "renew")
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
@@ -489,15 +489,5 @@ impl Store for RedisStore {
     async fn changed(&self, key: &Key, timeout: Duration) -> Result<(), StoreError> {
         self.wait_for_change(&self.redis_key(key), timeout).await;
         Ok(())
-    }
-}
-
-pub(super) fn fenced(reply: Reply, what: &str) -> Result<(), StoreError> {
-    match reply {
-        Reply::Ok => Ok(()),
-        Reply::Lost => Err(StoreError::LeaseLost),
-        other => Err(StoreError::backend(format!(
-            "unexpected reply to {what}: {other:?}"
-        ))),
     }
 }
