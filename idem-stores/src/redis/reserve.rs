@@ -13,9 +13,8 @@ use redis::{RedisError, Value};
 use super::codec;
 use super::connection::Connection;
 use super::error::{is_connection_error, refuses_writes, set_refused, store_error};
-use super::replies::{self, Found};
+use super::replies::{self, fenced, Found};
 use super::scripts::SCRIPTS;
-use super::replies::fenced;
 use super::store::{decimal, time, RedisStore, MAX_EXPIRY_MS};
 
 impl RedisStore {
