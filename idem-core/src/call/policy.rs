@@ -14,6 +14,15 @@ pub trait ErrorPolicy<E> {
     fn encode(&self, error: &E) -> Option<Result<Vec<u8>, Error>>;
     /// Rebuilds a stored error.
     fn decode(&self, body: &[u8]) -> Result<E, Error>;
+
+    /// `true` to hold the key until its lease passes, as after a panic, for an error that is
+    /// not stored: one that may come after a side effect whose fate the body does not know (a
+    /// timeout that cut the body off halfway). A retry is told the call is in progress until
+    /// then, and takes the key over after, as after a crash. `false` (the default) releases.
+    fn holds(&self, error: &E) -> bool {
+        let _ = error;
+        false
+    }
 }
 
 /// Releases the key on every `Err`.

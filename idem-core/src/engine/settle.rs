@@ -41,6 +41,9 @@ enum Verdict {
     /// Keep the key until its lease passes: a step ran whose result was not recorded, so a
     /// retry after a release would run it again.
     HoldForUnrecordedStep,
+    /// Keep the key until its lease passes: the policy says the error may come after a side
+    /// effect, as a panic may.
+    HoldForPolicy,
     /// Complete the key as having left no outcome: the outcome cannot be encoded, and a retry
     /// would run the side effect again only to fail the same way.
     HoldUnstorable(Error),
@@ -63,6 +66,7 @@ where
         Some(Ok(outcome)) => Verdict::Store(outcome),
         Some(Err(codec)) => Verdict::HoldUnstorable(codec),
         None if journal.has_unrecorded() => Verdict::HoldForUnrecordedStep,
+        None if result.as_ref().is_err_and(|error| policy.holds(error)) => Verdict::HoldForPolicy,
         None => Verdict::Release,
     }
 }
@@ -142,6 +146,13 @@ impl Engine {
             }
             Verdict::HoldForUnrecordedStep => {
                 tracing::error!(target: TARGET, key, "the call failed after a step that was not recorded; the key stays reserved until its lease passes");
+                guard.disarm();
+                telemetry.ended(CallOutcome::NotRecorded);
+                fresh(result)
+            }
+            Verdict::HoldForPolicy => {
+                tracing::error!(target: TARGET, key, "the function failed in a way that may come after its side effect; the key is held until its lease passes");
+                drop(renewal);
                 guard.disarm();
                 telemetry.ended(CallOutcome::NotRecorded);
                 fresh(result)

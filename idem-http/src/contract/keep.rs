@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body::Body as _;
-use idem_core::{Answered, Call, ReleaseErrors};
+use idem_core::{Answered, Call, ErrorPolicy, ReleaseErrors};
 use tokio::sync::oneshot;
 
 use crate::body::{self, Body, BoxError, PanicsAsErrors, Read};
@@ -18,8 +18,8 @@ use crate::response::stored::{NotKept, StoredResponse};
 use crate::{grpc, TARGET};
 
 /// Why the handler's run ended without a response to store. `PassedOn` and `Released` release
-/// the key (or keep it for the same request only, when a step was recorded); `Inner` keeps it
-/// as handled; an engine error says itself what became of it.
+/// the key (or keep it for the same request only, when a step was recorded); `Inner` holds it
+/// until its lease passes, as a panic does; an engine error says itself what became of it.
 pub(crate) enum Unstored<E> {
     /// The engine refused or failed.
     Engine(idem_core::Error),
@@ -29,9 +29,28 @@ pub(crate) enum Unstored<E> {
     /// A streamed response whose status, known at its end, is not stored; the client has all
     /// but its end, which comes once the key is released.
     Released,
-    /// The handler's service failed after the handler began: its key is kept as handled, its
-    /// answer not kept.
+    /// The handler's service failed after the handler began (a timeout inside the layer, a
+    /// middleware's error): the handler may have acted, so its key is held until its lease
+    /// passes, as after a panic, and the front end answers with the error.
     Inner(E),
+}
+
+/// The layer's error policy: nothing is stored of an `Err`, which releases the key, except a
+/// service's failure after the handler began, which holds it.
+struct HoldServiceErrors;
+
+impl<E> ErrorPolicy<Unstored<E>> for HoldServiceErrors {
+    fn encode(&self, _: &Unstored<E>) -> Option<Result<Vec<u8>, idem_core::Error>> {
+        None
+    }
+
+    fn decode(&self, body: &[u8]) -> Result<Unstored<E>, idem_core::Error> {
+        ReleaseErrors.decode(body)
+    }
+
+    fn holds(&self, error: &Unstored<E>) -> bool {
+        matches!(error, Unstored::Inner(_))
+    }
 }
 
 impl<E> From<idem_core::Error> for Unstored<E> {
@@ -51,41 +70,19 @@ pub(crate) async fn run<H: Handler>(
 ) -> Result<Answered<StoredResponse>, Unstored<H::Error>> {
     let idem = config.idem.clone();
     let mut tail = Tail::default();
-    let mut failure = None;
     // Boxed: the handler's future is most of the call's, and the engine's futures would
     // otherwise move it whole at each of their awaits, on replays too, which never poll it.
     let body = Box::pin(async {
-        let response = match handler.call(request).await {
-            Ok(response) => response,
-            // The service failed after the handler began (a timeout inside the layer, a
-            // middleware's error): the handler may have acted, so the key is kept as handled,
-            // its answer not kept, and no retry runs it again.
-            Err(error) => {
-                failure = Some(error);
-                tracing::warn!(target: TARGET, key = config.logged_key(&key), "the handler's service failed after the handler began; the request is kept as handled, its response not kept");
-                return Ok(service_failed(&config));
-            }
-        };
+        let response = handler.call(request).await.map_err(|error| {
+            tracing::error!(target: TARGET, key = config.logged_key(&key), "the handler's service failed after the handler began; the key is held until its lease passes");
+            Unstored::Inner(error)
+        })?;
         keep(&config, &key, response, head, &mut tail).await
     });
-    let outcome = idem.run_with_policy(call, &ReleaseErrors, body).await;
+    let outcome = idem.run_with_policy(call, &HoldServiceErrors, body).await;
     let settled = matches!(outcome, Ok(_) | Err(Unstored::Released));
     tail.finish(settled, config.abandoned_stream_timeout).await;
-    match (outcome, failure) {
-        // The front end answers with its service's error, as it would without the layer.
-        (Ok(_), Some(error)) => Err(Unstored::Inner(error)),
-        (outcome, _) => outcome,
-    }
-}
-
-/// What is kept of a request whose service failed after its handler began.
-fn service_failed(config: &Config) -> StoredResponse {
-    StoredResponse::not_kept(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        &http::HeaderMap::new(),
-        NotKept::ServiceFailed,
-        &config.replay_headers,
-    )
+    outcome
 }
 
 /// The response as stored. A response of known length within the limit is read whole and

@@ -41,9 +41,9 @@
 //! `NotFoundError`) is judged as the response poem renders for it, like any answer: a 400 or
 //! 422 releases the key, a 404 is stored. A `poem::Error` with a server-error status is a
 //! failure after the endpoint began (a timeout middleware inside the layer, a handler that
-//! gave up halfway): the endpoint may have acted, so its key is kept as handled, its answer
-//! not kept, and the error goes on to poem as it came; every retry gets the 410
-//! ([`problem::RESPONSE_NOT_KEPT`](crate::problem::RESPONSE_NOT_KEPT)), never a second run.
+//! gave up halfway): the endpoint may have acted, so its key is held until its lease passes,
+//! as after a panic, and the error goes on to poem as it came; a retry meanwhile is told the
+//! request is in progress (409), and one after takes the key over, as after a crash.
 //! To answer "nothing happened, try again" (a 503 before any effect), return it as a
 //! response (`Ok(StatusCode::SERVICE_UNAVAILABLE.into_response())`): a 5xx response releases
 //! the key, as under tower.

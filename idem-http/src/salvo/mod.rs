@@ -45,9 +45,9 @@
 //! handler off), is judged by its status. With a client-error status (an extractor's 400, a
 //! 404) it is an answer like any other: a 400 or 422 releases the key, a 404 is stored. With
 //! a server-error status it is a failure after the chain began: the handler may have acted,
-//! so its key is kept as handled, its answer not kept, and the error goes on to salvo's
-//! catcher as it came; every retry gets the 410
-//! ([`problem::RESPONSE_NOT_KEPT`](crate::problem::RESPONSE_NOT_KEPT)), never a second run.
+//! so its key is held until its lease passes, as after a panic, and the error goes on to
+//! salvo's catcher as it came; a retry meanwhile is told the request is in progress (409),
+//! and one after takes the key over, as after a crash.
 //! To answer "nothing happened, try again" (a 503 before any effect), write the status and a
 //! body of your own (`res.status_code(StatusCode::SERVICE_UNAVAILABLE).render("try again")`):
 //! a 5xx response releases the key, as under tower.

@@ -361,9 +361,7 @@ pub async fn a_keyed_grpc_request_that_is_not_one_message_is_refused(front: Fron
     vec![refused, again]
 }
 
-pub async fn a_service_error_after_the_handler_began_keeps_its_key_handled(
-    front: Front,
-) -> Vec<Seen> {
+pub async fn a_service_error_after_the_handler_began_holds_its_key(front: Front) -> Vec<Seen> {
     let shop = start(front, Setup::default()).await;
     let failed = send(shop.post("/fails", "pay-1", "{}")).await;
     if let Front::Lambda = front {
@@ -379,10 +377,14 @@ pub async fn a_service_error_after_the_handler_began_keeps_its_key_handled(
             "the front end answers with its service's error"
         );
     }
-    // The handler may have charged: the retry is told so, and nothing runs again.
+    // The handler may have charged: as after a panic, the key is held until its lease
+    // passes, and the retry is told to wait.
     let retry = send(shop.post("/fails", "pay-1", "{}")).await;
-    assert_eq!((retry.status, retry.replayed), (410, true));
-    assert_eq!(retry.said, problem::RESPONSE_NOT_KEPT);
+    assert_eq!(
+        (retry.status, retry.said.as_str()),
+        (409, problem::IN_PROGRESS)
+    );
+    assert!(retry.retry_after, "a 409 says when to retry");
     assert_eq!(shop.shop.runs(), 1);
     // What the service's error looks like is the front end's own.
     vec![retry]

@@ -45,6 +45,6 @@ on_every_front!(
     the_handler_runs_inside_the_engines_call,
     a_step_before_a_502_runs_once_and_binds_the_key_to_its_request,
     a_keyed_grpc_request_that_is_not_one_message_is_refused,
-    a_service_error_after_the_handler_began_keeps_its_key_handled,
+    a_service_error_after_the_handler_began_holds_its_key,
     a_replay_and_a_first_answer_of_known_length_carry_content_length,
 );

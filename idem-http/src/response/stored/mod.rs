@@ -82,9 +82,6 @@ pub(crate) enum NotKept {
     Failed,
     /// The client went away and the stream did not end in time to be kept.
     Abandoned,
-    /// The handler's service failed after the handler began (a timeout inside the layer): it
-    /// may have acted, and left no answer.
-    ServiceFailed,
 }
 
 impl NotKept {
@@ -94,9 +91,6 @@ impl NotKept {
             NotKept::TooLarge => "its response body was over the size the layer keeps",
             NotKept::Failed => "its response body failed while it was sent",
             NotKept::Abandoned => "its client went away before its response stream ended",
-            NotKept::ServiceFailed => {
-                "its handler's service failed after the handler began, so it may have acted"
-            }
         }
     }
 }
