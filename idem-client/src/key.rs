@@ -21,22 +21,23 @@ impl IdempotencyKey {
     }
 
     /// The key of the current idempotent call for `request`'s operation, when the request
-    /// is sent from inside one: named by its [`Operation`](crate::Operation), else the step's,
-    /// else its method and URL path. `None` outside a call.
+    /// is sent from inside one: named by its [`Operation`](crate::Operation), else by its method
+    /// and URL path, numbered within the step (or the call) that sends it. `None` outside a
+    /// call.
     pub(crate) fn of_call(
         request: &reqwest::Request,
         operation: Option<&crate::Operation>,
     ) -> Option<Self> {
         let call = idem_core::context()?;
+        // Numbered per method and path, not per step: a step whose requests change order
+        // between attempts (one retried by the body, another not) must not hand one
+        // request's key to another.
         let key = match operation {
             Some(operation) => call.downstream_key(operation.name()),
-            None => match idem_core::step_downstream_key() {
-                Some(key) => key,
-                None => {
-                    let path = request.url().path();
-                    call.next_downstream_key(&format!("{} {path}", request.method()))
-                }
-            },
+            None => {
+                let path = request.url().path();
+                call.next_downstream_key(&format!("{} {path}", request.method()))
+            }
         };
         Some(IdempotencyKey(String::from(key).into()))
     }

@@ -117,12 +117,13 @@
 //! 1. by the caller: [`operation("charge")`](operation), set with reqwest-middleware's
 //!    `RequestBuilder::with_extension`. One name, one key: the request sent again under the
 //!    same name (a retry loop of the body's own) is the same operation.
-//! 2. inside a [step](idem_core::step): by the step, and the request's number in it
-//!    ([`idem_core::step_downstream_key`]). One provider call per step needs nothing more.
-//! 3. elsewhere in the call: by its method and URL path (`POST /v1/charges/ord_42`), and how
-//!    many times the call sent that before ([`idem_core::next_downstream_key`]). The host is
-//!    left out, since it may differ between the processes a takeover moves the call across;
-//!    ids in the path are fine, since the same call sends the same path.
+//! 2. otherwise: by its method and URL path (`POST /v1/charges/ord_42`), the
+//!    [step](idem_core::step) that sends it, if one does, and how many times the step (or the
+//!    call) sent that before ([`idem_core::next_downstream_key`]). One provider call per step
+//!    needs nothing more. The host is left out, since it may differ between the processes a
+//!    takeover moves the call across; ids in the path are fine, since the same call sends the
+//!    same path. Requests are numbered per method and path, so two different requests never
+//!    trade keys when their order changes between attempts.
 //!
 //! Two identical requests in one body (a deliberate second charge) are told apart by their
 //! names, or by their numbers in the step or call. The numbers are stable because every

@@ -10,11 +10,10 @@ use std::sync::Arc;
 /// ([`CallContext::downstream_key`](idem_core::CallContext::downstream_key)), the same in every
 /// attempt of the call.
 ///
-/// Without one, a request sent from inside a [step](idem_core::step) takes the step's next key
-/// ([`step_downstream_key`](idem_core::step_downstream_key): the step's name and the
-/// request's number in the step), and one sent elsewhere in the call the next key of its
-/// method and URL path ([`next_downstream_key`](idem_core::next_downstream_key), say
-/// `POST /v1/charges/ord_42`, numbered when the call sends it again). See the
+/// Without one, a request sent from inside the call takes the next key of its method and URL
+/// path ([`next_downstream_key`](idem_core::next_downstream_key), say
+/// `POST /v1/charges/ord_42`, numbered when the call sends it again), under the name of the
+/// [step](idem_core::step) that sends it, when one does. See the
 /// [crate docs](crate#inside-an-idempotent-call).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Operation(Arc<str>);
