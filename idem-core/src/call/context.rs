@@ -102,6 +102,11 @@ impl CallContext {
         &self.inner.key
     }
 
+    /// The call's fingerprint, as stored: what the call was made with.
+    pub(crate) fn fingerprint(&self) -> &Fingerprint {
+        &self.inner.fingerprint
+    }
+
     /// The key as the store keeps it: [`key`](CallContext::key), or its digest when the
     /// handle has [`with_key_digest`](crate::Idempotency::with_key_digest). What a store's own
     /// API (PostgreSQL's `complete_in_transaction`) writes under.

@@ -67,8 +67,9 @@ impl From<DownstreamKey> for String {
 ///
 /// - **the same in every attempt** of the call: after a takeover, in another process, from a
 ///   handle built anew on the same store. It is derived from the call's stored key (namespace,
-///   function name, principal scope and key parts: what makes the call this call) and
-///   `operation`, never from an owner token, an attempt or a clock;
+///   function name, principal scope and key parts), its fingerprint (the arguments: after a
+///   release, the same key with other arguments is another call) and `operation`, never from
+///   an owner token, an attempt or a clock;
 /// - **different for every operation** of the call, for every call, and for every principal
 ///   (scope) a key is built under;
 /// - **unlinkable**: a digest, which tells the provider nothing of the call's key or
@@ -193,11 +194,15 @@ impl CallContext {
 }
 
 /// The key of `parts` in `call`: each part after its length, so that no two lists of parts
-/// spell the same input, after the call's stored key.
+/// spell the same input, after the call's stored key and fingerprint. The fingerprint is in it
+/// because a key released (after an `Err`, a 5xx) may be used again with other arguments:
+/// that is another call, whose effects the provider must not take for the first one's.
 fn derive(call: &CallContext, parts: &[&[u8]]) -> DownstreamKey {
     let stored_key = call.stored_key();
+    let fingerprint = call.fingerprint().to_string();
     let mut input = DOMAIN.to_vec();
-    for part in std::iter::once(stored_key.as_str().as_bytes()).chain(parts.iter().copied()) {
+    let call_parts = [stored_key.as_str().as_bytes(), fingerprint.as_bytes()];
+    for part in call_parts.into_iter().chain(parts.iter().copied()) {
         input.extend_from_slice(&(part.len() as u64).to_be_bytes());
         input.extend_from_slice(part);
     }
