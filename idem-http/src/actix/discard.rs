@@ -7,6 +7,7 @@
 
 use std::future::poll_fn;
 use std::pin::Pin;
+use std::time::Duration;
 
 use futures_core::Stream;
 use http::HeaderMap;
@@ -18,13 +19,22 @@ use crate::contract::content_length;
 /// costs less than reading what the layer refused.
 pub(crate) const DISCARDED_AT_MOST: u64 = 64 * 1024;
 
+/// How long a refusal waits for the body it discards: a client that declared a body and
+/// stalls gets its answer then, and its connection closed, rather than holding the refusal.
+pub(crate) const DISCARD_WAIT: Duration = Duration::from_secs(1);
+
 /// Reads what is left of `payload` and drops it, when the request's `Content-Length` says it
-/// is at most [`DISCARDED_AT_MOST`] bytes; else leaves it for actix-web to close the
-/// connection on.
+/// is at most [`DISCARDED_AT_MOST`] bytes and it comes within [`DISCARD_WAIT`]; else leaves it
+/// for actix-web to close the connection on.
 pub(crate) async fn discard_small(payload: &mut PayloadBody, headers: &HeaderMap) {
     if content_length(headers).is_none_or(|declared| declared > DISCARDED_AT_MOST) {
         return;
     }
+    let _ = tokio::time::timeout(DISCARD_WAIT, read_to_end(payload)).await;
+}
+
+/// Reads `payload` to its end, or past [`DISCARDED_AT_MOST`] bytes.
+async fn read_to_end(payload: &mut PayloadBody) {
     let mut left = DISCARDED_AT_MOST;
     while let Some(Ok(chunk)) = poll_fn(|cx| Pin::new(&mut payload.0).poll_next(cx)).await {
         match left.checked_sub(chunk.len() as u64) {

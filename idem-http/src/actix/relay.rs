@@ -120,7 +120,9 @@ async fn serve<S, B>(
         return;
     };
     request.set_payload(Payload::from(body));
-    let served = service.call(request);
+    // The service is called inside the call too: middleware inside the layer may act (or
+    // send a keyed request) in its `call` before its future is polled.
+    let served = async move { service.call(request).await };
     let served = match call {
         Some(call) => call.scope(served).await,
         None => served.await,

@@ -97,7 +97,7 @@ async fn answer(config: Arc<Config>, chain: Chain<'_>) -> RequestOutcome {
     let rest = Rest(moved.clone());
     let (outcome, answered) = contract::execute(config, keyed, parts, bytes, rest).await;
     let left = moved.lock().unwrap_or_else(PoisonError::into_inner).take();
-    // Nothing left: the chain panicked with it, and the answer goes on a response of its own.
+    // Put back when the chain ended (or panicked), or never taken (a replay, a conflict).
     if let Some(left) = left {
         *chain.request = left.request;
         *chain.depot = left.depot;
@@ -179,6 +179,21 @@ struct Moved {
 /// The rest of the chain as the contract's handler.
 struct Rest(Arc<Mutex<Option<Moved>>>);
 
+/// What the chain works on, put back in its slot when dropped: when the chain ends, and when
+/// it panics.
+struct PutBack {
+    slot: Arc<Mutex<Option<Moved>>>,
+    moved: Option<Moved>,
+}
+
+impl Drop for PutBack {
+    fn drop(&mut self) {
+        if let Some(moved) = self.moved.take() {
+            *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(moved);
+        }
+    }
+}
+
 /// The chain failed after it began: it left salvo's error with a server-error status (a
 /// `StatusError` rendered, by a timeout hoop say) on the response.
 struct ChainFailed;
@@ -196,21 +211,30 @@ impl Handler for Rest {
         let bytes = request.into_body();
         async move {
             let moved = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
-            let Some(mut moved) = moved else {
+            let Some(moved) = moved else {
                 unreachable!("the rest of a salvo chain is run once")
             };
-            moved.request.replace_body(ReqBody::Once(bytes));
-            let Moved {
+            // Put back however the chain ends, a panic included, for the hoops before this
+            // one to find the request, depot and response they handed on.
+            let mut guard = PutBack {
+                slot,
+                moved: Some(moved),
+            };
+            let Some(Moved {
                 request,
                 depot,
                 response,
                 ctrl,
-            } = &mut moved;
+            }) = guard.moved.as_mut()
+            else {
+                unreachable!("the guard holds what it puts back")
+            };
+            request.replace_body(ReqBody::Once(bytes));
             ctrl.call_next(request, depot, response).await;
             let failed =
                 matches!(&response.body, ResBody::Error(error) if error.code.is_server_error());
             let answered = (!failed).then(|| response.strip_to_hyper());
-            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(moved);
+            drop(guard);
             answered.ok_or(ChainFailed)
         }
     }
