@@ -233,6 +233,17 @@ fn unexpected(value: &Value) -> StoreError {
     StoreError::backend(format!("unexpected reply from Redis: {value:?}"))
 }
 
+/// What a fenced write's reply says: done, or refused because the lease is lost.
+pub(super) fn fenced(reply: Reply, what: &str) -> Result<(), StoreError> {
+    match reply {
+        Reply::Ok => Ok(()),
+        Reply::Lost => Err(StoreError::LeaseLost),
+        other => Err(StoreError::backend(format!(
+            "unexpected reply to {what}: {other:?}"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,16 +288,5 @@ mod tests {
         assert_eq!(value(Value::Nil).unwrap(), None);
         assert_eq!(value(bulk(b"x")).unwrap(), Some(b"x".to_vec()));
         assert!(value(Value::Int(1)).is_err());
-    }
-}
-
-/// What a fenced write's reply says: done, or refused because the lease is lost.
-pub(super) fn fenced(reply: Reply, what: &str) -> Result<(), StoreError> {
-    match reply {
-        Reply::Ok => Ok(()),
-        Reply::Lost => Err(StoreError::LeaseLost),
-        other => Err(StoreError::backend(format!(
-            "unexpected reply to {what}: {other:?}"
-        ))),
     }
 }
