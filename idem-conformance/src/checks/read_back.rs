@@ -1,6 +1,7 @@
 //! What the engine reads back before it reports an outcome lost (semantic 13): a completion
-//! that landed while the store went down, and a completion the body wrote in its own
-//! transaction while the engine's own completions failed.
+//! that landed while the store went down (given up after failures, or refused when tried
+//! again), and a completion the body wrote in its own transaction while the engine's own
+//! completions failed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use idem_core::{
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
 pub(super) const CHECKS: &[crate::Check] = &[
     check!(a_landed_completion_is_read_back_while_the_store_is_down),
+    check!(a_refused_completion_is_read_back_while_the_store_is_down),
     check!(a_completion_written_in_the_body_s_transaction_counts_as_landed),
 ];
 
@@ -31,6 +33,38 @@ async fn a_landed_completion_is_read_back_while_the_store_is_down(ctx: Context) 
     let idem = ctx.handle_with(clock, store);
     let side_effect = Charge::instant();
     let call = call(&ctx, "o-read-back-1", 1).with_lease(lease);
+    let done = charge(&idem, call.clone(), 1, &side_effect).await;
+    assert!(
+        matches!(&done, Ok(answered) if !answered.replayed),
+        "the outcome is in the store: it must be read back once the store answers, got {done:?}"
+    );
+    assert_eq!(
+        probe.reads_left_to_fail(),
+        0,
+        "every failed read was retried"
+    );
+    let retry = charge(&ctx.handle(), call, 1, &side_effect).await.unwrap();
+    assert!(retry.replayed);
+    assert_eq!(side_effect.runs(), 1);
+}
+
+/// Semantic 13: a completion that landed with its answer lost, while the lease still holds, is
+/// tried again and refused (the record is no longer in progress); the store then stays down for
+/// a few reads. The record is read back until the store answers, not reported lost on the
+/// first read that fails.
+async fn a_refused_completion_is_read_back_while_the_store_is_down(ctx: Context) {
+    let clock = ManualClock::new();
+    let lease = Duration::from_secs(60);
+    let probe = Probe::losing_a_completion_answer_and_reads(
+        ctx.store().clone(),
+        clock.clone(),
+        Duration::from_secs(1),
+        3,
+    );
+    let store: Arc<dyn Store> = probe.clone();
+    let idem = ctx.handle_with(clock, store);
+    let side_effect = Charge::instant();
+    let call = call(&ctx, "o-read-back-3", 1).with_lease(lease);
     let done = charge(&idem, call.clone(), 1, &side_effect).await;
     assert!(
         matches!(&done, Ok(answered) if !answered.replayed),

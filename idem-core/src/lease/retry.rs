@@ -85,7 +85,7 @@ impl FencedWrite<'_> {
             let error = match write().await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::Backend(error)) => error,
-                Err(StoreError::LeaseLost) => return self.refused(landed).await,
+                Err(StoreError::LeaseLost) => return self.refused(landed, span).await,
                 Err(error) => return Err(error),
             };
             if self.lease.loss() == Some(Loss::TakenOver) {
@@ -122,34 +122,48 @@ impl FencedWrite<'_> {
         landed: impl Fn(&Record) -> bool,
     ) -> Result<(), StoreError> {
         let (key, what) = (self.key.as_str(), self.what);
-        let started = tokio::time::Instant::now();
-        let mut backoff = BACKOFF;
-        loop {
-            match self.store.get(self.key).await {
-                Ok(Some(record)) if landed(&record) => {
-                    tracing::warn!(target: TARGET, key, %error, attempt, "storing {what} failed{why}, but the record read back holds it");
-                    return Ok(());
-                }
-                Ok(_) => break,
-                Err(read) if started.elapsed() + backoff < span => {
-                    tracing::warn!(target: TARGET, key, %error, %read, attempt, "storing {what} failed{why}, and reading the record back failed; reading again");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 4).min(MAX_BACKOFF);
-                }
-                Err(read) => {
-                    tracing::error!(target: TARGET, key, %read, "the record could not be read back");
-                    break;
-                }
+        match self.read_back(span).await {
+            Ok(Some(record)) if landed(&record) => {
+                tracing::warn!(target: TARGET, key, %error, attempt, "storing {what} failed{why}, but the record read back holds it");
+                return Ok(());
+            }
+            Ok(_) => {}
+            Err(read) => {
+                tracing::error!(target: TARGET, key, %read, "the record could not be read back");
             }
         }
         tracing::error!(target: TARGET, key, %error, attempt, "storing {what} failed{why}");
         Err(StoreError::Backend(error))
     }
 
-    /// Reads the record back after the store refused the write; see [`run`](FencedWrite::run).
-    async fn refused(&self, landed: impl Fn(&Record) -> bool) -> Result<(), StoreError> {
+    /// Reads the record back, asking again with backoff while the store cannot be read, for
+    /// up to `span`; the last read's error when it never answered.
+    async fn read_back(&self, span: Duration) -> Result<Option<Record>, StoreError> {
         let (key, what) = (self.key.as_str(), self.what);
-        let record = match self.store.get(self.key).await {
+        let started = tokio::time::Instant::now();
+        let mut backoff = BACKOFF;
+        loop {
+            match self.store.get(self.key).await {
+                Ok(record) => return Ok(record),
+                Err(read) if started.elapsed() + backoff < span => {
+                    tracing::warn!(target: TARGET, key, %read, "reading back the record after storing {what} failed; reading again");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 4).min(MAX_BACKOFF);
+                }
+                Err(read) => return Err(read),
+            }
+        }
+    }
+
+    /// Reads the record back after the store refused the write, for up to `span` while the
+    /// store cannot be read; see [`run`](FencedWrite::run).
+    async fn refused(
+        &self,
+        landed: impl Fn(&Record) -> bool,
+        span: Duration,
+    ) -> Result<(), StoreError> {
+        let (key, what) = (self.key.as_str(), self.what);
+        let record = match self.read_back(span).await {
             Ok(record) => record,
             Err(error) => {
                 // Unknown, not lost: the record may hold this call's own completion.
