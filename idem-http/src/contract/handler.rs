@@ -13,7 +13,8 @@ use crate::body::BoxError;
 pub(crate) trait Handler: Send + 'static {
     /// The body of the handler's response.
     type Body: http_body::Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static;
-    /// How the handler fails; the key is released, and the error is the front end's answer.
+    /// How the handler's service fails after the handler began: the key is held until its
+    /// lease passes, as after a panic, and the error is the front end's answer.
     type Error: Send + 'static;
 
     /// Runs the handler on `request`.
