@@ -55,7 +55,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use check::{BoxFuture, Check};
-pub use suite::{main, run_suite, Arguments, Conclusion};
+pub use suite::{main, main_of, named_trials, run_suite, Arguments, Conclusion, Trial};
 
 use idem_core::{store::Store, Clock, Idempotency, Key, ReplayCache, SystemClock};
 
@@ -190,11 +190,29 @@ pub(crate) async fn waiting_for<F: Future>(what: &str, within: Duration, future:
 /// Expands to the `main` of a test target with `harness = false` that runs every conformance
 /// check, each as a test of its own, against the target built by `$factory`, an
 /// `async fn() -> Option<impl Target>`. See the [module docs](crate).
+///
+/// More targets may follow, each as `name => factory`: their checks are named `name::check`,
+/// so that one binary tests a store in several configurations.
 #[macro_export]
 macro_rules! conformance_tests {
     ($factory:path) => {
         fn main() -> ::std::process::ExitCode {
             $crate::main($factory)
+        }
+    };
+    ($factory:path, $($name:ident => $more:path),+ $(,)?) => {
+        fn main() -> ::std::process::ExitCode {
+            $crate::main_of(|args| {
+                let mut trials = $crate::named_trials("", args, $factory);
+                $(
+                    trials.extend($crate::named_trials(
+                        concat!(stringify!($name), "::"),
+                        args,
+                        $more,
+                    ));
+                )+
+                trials
+            })
         }
     };
 }

@@ -1,5 +1,6 @@
 //! The conformance suite as a test binary's harness: one libtest-mimic trial per check, all on
-//! one target and one runtime.
+//! one target and one runtime; a binary that tests several targets runs one such suite per
+//! target, its trials named after it.
 //!
 //! The target is built on the first trial that runs, so listing or filtering the checks out
 //! starts no server. When the factory returns `None`, every trial is reported as ignored, with
@@ -11,8 +12,8 @@ use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, OnceLock};
 
-pub use libtest_mimic::{Arguments, Conclusion};
-use libtest_mimic::{Completion, Failed, Trial};
+pub use libtest_mimic::{Arguments, Conclusion, Trial};
+use libtest_mimic::{Completion, Failed};
 
 use super::{
     all_checks, backends_required, run_check, Check, IntendedPanic, Target, CHECK_TIMEOUT,
@@ -27,8 +28,17 @@ where
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = Option<T>> + 'static,
 {
+    main_of(|args| named_trials("", args, factory))
+}
+
+/// Runs the trials `trials` builds for the command line's options (the checks against one
+/// target or several, from [`named_trials`]) as the tests of this binary. What
+/// [`conformance_tests!`](crate::conformance_tests) expands to when given several targets.
+pub fn main_of(trials: impl FnOnce(&Arguments) -> Vec<Trial>) -> ExitCode {
     quiet_intended_panics();
-    run_suite(&Arguments::from_args(), factory).exit_code()
+    let args = Arguments::from_args();
+    let trials = trials(&args);
+    libtest_mimic::run(&args, trials).exit_code()
 }
 
 /// Leaves out of the output the panics the checks raise on purpose (a body that panics, to
@@ -50,27 +60,37 @@ where
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = Option<T>> + 'static,
 {
+    libtest_mimic::run(args, named_trials("", args, factory))
+}
+
+/// Every check as a trial named `{prefix}{check}`, against the target `factory` builds, once, on
+/// the first of these trials that runs; for a binary that runs the suite against several
+/// targets, each under a prefix of its own (`"sealed::"`), with [`main_of`].
+pub fn named_trials<T, F, Fut>(prefix: &str, args: &Arguments, factory: F) -> Vec<Trial>
+where
+    T: Target,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = Option<T>> + 'static,
+{
     let suite = Arc::new(Suite::new(args, factory));
-    let trials = all_checks()
+    all_checks()
         .into_iter()
         .map(|check| {
             let suite = suite.clone();
-            Trial::ignorable_test(check.name, move || suite.run(check))
+            Trial::ignorable_test(format!("{prefix}{}", check.name), move || {
+                suite.run(check)
+            })
         })
-        .collect();
-    let conclusion = libtest_mimic::run(args, trials);
-    if let Ok(suite) = Arc::try_unwrap(suite) {
-        suite.shut_down();
-    }
-    conclusion
+        .collect()
 }
 
 /// Why the checks did not run when the factory returned `None`.
 const NO_STORE: &str = "no store to test: the factory returned `None`";
 
-/// What every trial shares: the runtime, and the target once built.
+/// What every trial of one target shares: the runtime, and the target once built. Dropped with
+/// the last trial, once the run is over.
 struct Suite {
-    runtime: tokio::runtime::Runtime,
+    runtime: Option<tokio::runtime::Runtime>,
     factory: Mutex<Option<Factory>>,
     target: OnceLock<Built>,
 }
@@ -103,11 +123,13 @@ impl Suite {
             // Four workers per check running at once: some checks hold a worker on purpose (a
             // blocking body) or race hundreds of callers, and the others' leases must still be
             // renewed meanwhile.
-            runtime: tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(4 * parallel)
-                .enable_all()
-                .build()
-                .expect("a Tokio runtime"),
+            runtime: Some(
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(4 * parallel)
+                    .enable_all()
+                    .build()
+                    .expect("a Tokio runtime"),
+            ),
             factory: Mutex::new(Some(factory)),
             target: OnceLock::new(),
         }
@@ -116,7 +138,7 @@ impl Suite {
     fn run(&self, check: Check) -> Result<Completion, Failed> {
         match self.target() {
             Built::Target(target) => {
-                self.runtime
+                self.runtime()
                     .block_on(run_check(check, target.clone(), CHECK_TIMEOUT));
                 Ok(Completion::Completed)
             }
@@ -139,7 +161,7 @@ impl Suite {
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .take()
                 .expect("the target is built once");
-            let built = panic::catch_unwind(AssertUnwindSafe(|| self.runtime.block_on(factory())));
+            let built = panic::catch_unwind(AssertUnwindSafe(|| self.runtime().block_on(factory())));
             match built {
                 Ok(Some(target)) => Built::Target(target),
                 Ok(None) => Built::Nothing,
@@ -148,11 +170,19 @@ impl Suite {
         })
     }
 
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().expect("the runtime lives as long as the suite")
+    }
+}
+
+impl Drop for Suite {
     /// Drops the target (stopping any server it owns), then the runtime without waiting for
     /// tasks a failed check left behind.
-    fn shut_down(self) {
-        drop(self.target);
-        self.runtime.shutdown_background();
+    fn drop(&mut self) {
+        drop(self.target.take());
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
