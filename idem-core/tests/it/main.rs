@@ -1,0 +1,24 @@
+//! idem-core's integration tests, one module per topic, linked into one binary so that the
+//! crate and its dependencies link once. The telemetry modules install their metrics recorder
+//! and tracing subscriber for their own thread only (each test runs on a current-thread
+//! runtime), so they share this process with the others.
+
+mod abort_order;
+mod call_context;
+mod downstream_keys;
+mod late_reservation;
+mod lease_passed;
+mod outcome_limit;
+mod quota;
+mod refused_write;
+mod renewal_deadline;
+mod replay_cache;
+mod seal;
+mod sealed_outcome_limit;
+mod sealed_step;
+mod step_after_lease;
+mod step_names;
+mod steps_value;
+mod telemetry_metrics;
+mod telemetry_spans;
+mod unrecorded_step;
