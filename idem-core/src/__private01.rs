@@ -20,6 +20,7 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use crate::{
     call::abort::OnAbort,
+    call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen},
     call::replay::Replay,
     call::{Answered, Call},
     error::Error,
@@ -380,14 +381,7 @@ where
     R::Err: IdemError,
     F: Future<Output = R>,
 {
-    let (handle, call) = match prepare.finish() {
-        Ok(ready) => ready,
-        Err(error) => return R::from_result(Err(error.into())),
-    };
-    let result = handle
-        .run(call, async move { body.await.into_result() })
-        .await;
-    R::from_result(result.map(|executed| executed.value))
+    run_prepared(prepare, ReleaseErrors, None::<NoHook<R::Ok>>, body).await
 }
 
 /// Runs `body` as the prepared call, storing the errors for which `store_err` returns `true`.
@@ -399,14 +393,7 @@ where
     P: Fn(&R::Err) -> bool,
     F: Future<Output = R>,
 {
-    let (handle, call) = match prepare.finish() {
-        Ok(ready) => ready,
-        Err(error) => return R::from_result(Err(error.into())),
-    };
-    let result = handle
-        .run_storing_errors(call, store_err, async move { body.await.into_result() })
-        .await;
-    R::from_result(result.map(|executed| executed.value))
+    run_prepared(prepare, StoreErrorsWhen(store_err), None::<NoHook<R::Ok>>, body).await
 }
 
 /// Runs `body` as the prepared call; a replayed value goes through `hook` first.
@@ -418,15 +405,7 @@ where
     H: FnOnce(R::Ok, &Replay<'_>) -> R::Ok,
     F: Future<Output = R>,
 {
-    let (handle, call) = match prepare.finish() {
-        Ok(ready) => ready,
-        Err(error) => return R::from_result(Err(error.into())),
-    };
-    let key = call.key.clone();
-    let result = handle
-        .run(call, async move { body.await.into_result() })
-        .await;
-    R::from_result(result.map(|executed| hooked(executed, &key, hook)))
+    run_prepared(prepare, ReleaseErrors, Some(hook), body).await
 }
 
 /// [`run_storing`], with a replayed value through `hook` first (a replayed stored error is
@@ -440,15 +419,36 @@ where
     H: FnOnce(R::Ok, &Replay<'_>) -> R::Ok,
     F: Future<Output = R>,
 {
+    run_prepared(prepare, StoreErrorsWhen(store_err), Some(hook), body).await
+}
+
+/// The hook of a call that has none.
+type NoHook<T> = fn(T, &Replay<'_>) -> T;
+
+/// What every entry point above runs: the prepared call under `policy`, with a replayed value
+/// through `hook` when there is one. The bounds users meet (and their messages) are on the
+/// entry points.
+async fn run_prepared<R, P, H, F>(prepare: Prepare, policy: P, hook: Option<H>, body: F) -> R
+where
+    R: IdemResult,
+    R::Ok: Serialize + DeserializeOwned,
+    R::Err: From<Error>,
+    P: ErrorPolicy<R::Err>,
+    H: FnOnce(R::Ok, &Replay<'_>) -> R::Ok,
+    F: Future<Output = R>,
+{
     let (handle, call) = match prepare.finish() {
         Ok(ready) => ready,
         Err(error) => return R::from_result(Err(error.into())),
     };
-    let key = call.key.clone();
+    let hook = hook.map(|hook| (hook, call.key.clone()));
     let result = handle
-        .run_storing_errors(call, store_err, async move { body.await.into_result() })
+        .run_with_policy(call, &policy, async move { body.await.into_result() })
         .await;
-    R::from_result(result.map(|executed| hooked(executed, &key, hook)))
+    R::from_result(result.map(|executed| match hook {
+        Some((hook, key)) => hooked(executed, &key, hook),
+        None => executed.value,
+    }))
 }
 
 /// The value `executed` gives the caller: through `hook` when it was replayed.
