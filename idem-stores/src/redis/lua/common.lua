@@ -162,6 +162,22 @@ local function too_long(key, length)
   return {'too_long', length}
 end
 
+-- Redis's copy of the size rule (idem-core's `check_record_len` is the rule), for the scripts
+-- that read a record no longer than `max`: the reply to give instead of reading it, or nil to
+-- go on. The length is measured before the value is read, so that an oversized record never
+-- leaves the server: a completed record longer than `max` is answered by `too_long`, and
+-- another type under the key by the error the plain command would give (WRONGTYPE).
+local function refused_by_length(key, max)
+  local length = redis.pcall('STRLEN', key)
+  if type(length) == 'table' then
+    return length
+  end
+  if length > max and redis.call('GETRANGE', key, 0, 4) == MAGIC .. 'C' then
+    return too_long(key, length)
+  end
+  return nil
+end
+
 local function encode(r)
   if r.state == 'completed' then
     return MAGIC .. 'C' .. field(r.fingerprint) .. field(r.owner) .. field(r.outcome) ..
