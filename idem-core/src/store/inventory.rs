@@ -51,10 +51,7 @@ pub trait Inventory: Send + Sync {
     ) -> Result<PurgeProgress, StoreError> {
         let _ = cursor;
         let deleted = self.purge_expired(now, batch).await?;
-        Ok(PurgeProgress::new(
-            deleted,
-            (deleted >= u64::from(batch)).then(String::new),
-        ))
+        Ok(PurgeProgress::of_batch(deleted, batch, Some(String::new())))
     }
 }
 
@@ -72,6 +69,13 @@ impl PurgeProgress {
     /// `deleted` records deleted; the next call goes on at `cursor`, if there is one.
     pub fn new(deleted: u64, cursor: Option<String>) -> Self {
         PurgeProgress { deleted, cursor }
+    }
+
+    /// `deleted` records deleted by a call that deletes up to `batch`: after a full batch the
+    /// next call goes on at `cursor`; a short one means every record was judged (no cursor).
+    pub fn of_batch(deleted: u64, batch: u32, cursor: Option<String>) -> Self {
+        let full = deleted >= u64::from(batch);
+        PurgeProgress::new(deleted, cursor.filter(|_| full))
     }
 }
 

@@ -86,10 +86,7 @@ impl Inventory for PostgresStore {
             .map_err(|error| self.failed("purge", error))?;
         let deleted = u64::try_from(deleted).unwrap_or(0);
         // Fewer rows taken than the batch: the walk reached the end of the prefix.
-        Ok(PurgeProgress::new(
-            deleted,
-            last.filter(|_| deleted >= u64::from(batch)),
-        ))
+        Ok(PurgeProgress::of_batch(deleted, batch, last))
     }
 }
 
