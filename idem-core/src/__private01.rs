@@ -393,7 +393,13 @@ where
     P: Fn(&R::Err) -> bool,
     F: Future<Output = R>,
 {
-    run_prepared(prepare, StoreErrorsWhen(store_err), None::<NoHook<R::Ok>>, body).await
+    run_prepared(
+        prepare,
+        StoreErrorsWhen(store_err),
+        None::<NoHook<R::Ok>>,
+        body,
+    )
+    .await
 }
 
 /// Runs `body` as the prepared call; a replayed value goes through `hook` first.
