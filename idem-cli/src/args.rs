@@ -89,7 +89,7 @@ pub(crate) struct StoreArgs {
     /// state, owner, fingerprint, live_until, fencing_token, attempt, ttl, outcome, body,
     /// steps, steps_kept_until, steps_ttl.
     #[arg(long = "attribute", global = true, value_name = "FIELD=NAME",
-          value_parser = crate::attributes::parse)]
+          value_parser = crate::attribute_names::parse)]
     pub(crate) attributes: Vec<(String, String)>,
 
     /// DynamoDB: the table's sort key, for a table with a composite primary key (a
@@ -223,7 +223,7 @@ pub(crate) enum Command {
     Key {
         /// Which service's keys.
         #[command(subcommand)]
-        of: crate::commands::key_args::KeyOf,
+        of: crate::key_args::KeyOf,
     },
 
     /// Print the names of the functions that have records, one a line.

@@ -12,7 +12,8 @@ use idem_stores::redis::{RedisStore, RedisStoreBuilder};
 
 use crate::args::StoreArgs;
 use crate::failure::{chain, Failure};
-use crate::url::{redacted, StoreUrl};
+use crate::redact::redacted;
+use crate::url::StoreUrl;
 
 /// A handle on the store, and how to name the store in messages.
 pub(crate) struct Connected {
@@ -29,7 +30,7 @@ impl Connected {
     /// failure; `None` on other stores, and when the table's names fit.
     pub(crate) async fn misnamed(&self) -> Option<Failure> {
         let store = self.dynamodb.as_ref()?;
-        crate::attributes::diagnose(store).await.map(Failure::usage)
+        crate::misnamed::diagnose(store).await.map(Failure::usage)
     }
 
     /// What to say when the DynamoDB partition the command reads (`--partition-value`) holds
@@ -43,7 +44,7 @@ impl Connected {
     /// which would otherwise read another partition's items, or none, without a word.
     pub(crate) async fn mis_keyed(&self) -> Option<Failure> {
         let store = self.dynamodb.as_ref()?;
-        crate::attributes::key_mismatch(store)
+        crate::misnamed::key_mismatch(store)
             .await
             .map(Failure::usage)
     }
@@ -258,11 +259,11 @@ async fn dynamodb(table: &str, args: &StoreArgs) -> Result<DynamoDbStore, Failur
     }
     let client = aws_sdk_dynamodb::Client::from_conf(config.build());
     let mut builder = DynamoDbStore::builder(client, table)
-        .attribute_names(crate::attributes::names(&args.attributes)?);
+        .attribute_names(crate::attribute_names::names(&args.attributes)?);
     if let Some(prefix) = &args.prefix {
         builder = builder.prefix(prefix);
     }
-    if let Some(sort_key) = crate::attributes::sort_key(args)? {
+    if let Some(sort_key) = crate::dynamodb_url::sort_key(args)? {
         builder = builder.sort_key(sort_key);
     }
     Ok(builder.build())

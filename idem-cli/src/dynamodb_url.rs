@@ -1,5 +1,8 @@
 //! `dynamodb://TABLE?region=...&sort_key=...`: the DynamoDB options a store URL carries, so
-//! that one `IDEM_STORE` says everything; an option given on the command line wins.
+//! that one `IDEM_STORE` says everything; an option given on the command line wins. And the
+//! sort key those options describe.
+
+use idem_stores::dynamodb::SortKey;
 
 use crate::args::StoreArgs;
 use crate::failure::Failure;
@@ -47,10 +50,9 @@ pub(crate) fn with_url_options(args: &StoreArgs, query: &str) -> Result<StoreArg
             "sort_value" => &mut merged.sort_value,
             _ => match name.strip_prefix("attribute.") {
                 Some(field) => {
-                    let pair =
-                        crate::attributes::parse(&format!("{field}={value}")).map_err(|why| {
-                            Failure::usage(format!("`{name}` in the store URL: {why}"))
-                        })?;
+                    let pair = crate::attribute_names::parse(&format!("{field}={value}")).map_err(
+                        |why| Failure::usage(format!("`{name}` in the store URL: {why}")),
+                    )?;
                     attributes.push(pair);
                     continue;
                 }
@@ -68,6 +70,33 @@ pub(crate) fn with_url_options(args: &StoreArgs, query: &str) -> Result<StoreArg
     attributes.append(&mut merged.attributes);
     merged.attributes = attributes;
     Ok(merged)
+}
+
+/// The sort key `--sort-key` with `--partition-value` or `--sort-value` make, if any.
+pub(crate) fn sort_key(args: &StoreArgs) -> Result<Option<SortKey>, Failure> {
+    let Some(attribute) = &args.sort_key else {
+        if args.partition_value.is_some() || args.sort_value.is_some() {
+            return Err(Failure::usage(
+                "--partition-value and --sort-value go with --sort-key NAME, the table's sort \
+                 key",
+            ));
+        }
+        return Ok(None);
+    };
+    match (&args.partition_value, &args.sort_value) {
+        (Some(partition), None) => Ok(Some(SortKey::holding_key(attribute, partition))),
+        (None, Some(sort)) => Ok(Some(SortKey::fixed(attribute, sort))),
+        (Some(_), Some(_)) => Err(Failure::usage(
+            "--partition-value and --sort-value say where the records' keys go, so only one \
+             of them is given: --partition-value when the sort key holds the keys, \
+             --sort-value when the partition key does",
+        )),
+        (None, None) => Err(Failure::usage(format!(
+            "--sort-key {attribute} needs the value every record has in the other half of the \
+             key: --partition-value VALUE when the sort key holds the records' keys \
+             (Powertools' static_pk_value), or --sort-value VALUE when the partition key does"
+        ))),
+    }
 }
 
 /// `text` with its `%XX` escapes decoded (`%23` for the `#` of `idempotency#payments`), or
@@ -125,7 +154,7 @@ mod tests {
             merged.partition_value.as_deref(),
             Some("idempotency#payments")
         );
-        let names = crate::attributes::names(&merged.attributes).unwrap();
+        let names = crate::attribute_names::names(&merged.attributes).unwrap();
         assert_eq!(names.key, "id");
         assert_eq!(names.ttl, "exp", "the flag wins");
     }

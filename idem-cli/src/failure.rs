@@ -109,7 +109,7 @@ fn what_to_check(store: &str) -> String {
 impl fmt::Display for Failure {
     /// The message, with what a terminal would obey in a key or a store's words escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::output::visible_message(&self.message))
+        f.write_str(&crate::visible::visible_message(&self.message))
     }
 }
 
@@ -117,7 +117,7 @@ impl fmt::Display for Failure {
 /// inside as `'\''`), or, when it holds a character a terminal would obey, as `$'...'` with
 /// that character escaped (`\x1b`, `\u202e`), which bash, zsh and ksh read back as it.
 pub(crate) fn shell_quoted(text: &str) -> String {
-    if !text.chars().any(crate::output::hostile) {
+    if !text.chars().any(crate::visible::hostile) {
         return format!("'{}'", text.replace('\'', r"'\''"));
     }
     let mut quoted = String::from("$'");
@@ -125,10 +125,10 @@ pub(crate) fn shell_quoted(text: &str) -> String {
         match c {
             '\\' => quoted.push_str(r"\\"),
             '\'' => quoted.push_str(r"\'"),
-            c if crate::output::hostile(c) && u32::from(c) < 0x100 => {
+            c if crate::visible::hostile(c) && u32::from(c) < 0x100 => {
                 quoted.push_str(&format!("\\x{:02x}", u32::from(c)))
             }
-            c if crate::output::hostile(c) => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c if crate::visible::hostile(c) => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
             c => quoted.push(c),
         }
     }

@@ -213,30 +213,41 @@
 //!
 //! # Where things are
 //!
-//! - `args`: the command line; `url`: store URLs; `secrets`: what no message shows;
-//!   `connect`: a handle on the store;
-//! - `commands`: one file per command; `listing` walks a store's pages; `outcome` opens and
-//!   decodes what a record answers, `keyring` reads the keyring that opens it;
-//! - `output`: tables, aligned details, JSON, times; `failure` and [`exit`]: what went
-//!   wrong, and its code.
+//! The modules stand in layers, each using only those below it:
+//!
+//! - the ground: [`exit`]'s codes; `failure`, what went wrong and its code; what no message
+//!   shows: `redact` (a URL's secrets), `secrets` (hidden from every message), `visible`
+//!   (what a terminal would obey, escaped);
+//! - the command line, read into a plain description: `args`, with `key_args` and
+//!   `attribute_names`; `url`, store URLs; `dynamodb_url`, the options a DynamoDB URL carries;
+//! - a store, from that description: `connect`, with `misnamed` and `partition`, what a
+//!   DynamoDB table's names and partitions tell;
+//! - what the commands read: `listing` walks a store's pages; `outcome` opens and decodes
+//!   what a record answers, `keyring` reads the keyring that opens it;
+//! - `commands`: one file per command, each saying what it found to a `Printer`;
+//! - `output`: the `Printer` of tables, aligned details and JSON documents.
 #![warn(missing_docs)]
 
 mod args;
-mod attributes;
+mod attribute_names;
 mod commands;
 mod connect;
 mod dynamodb_url;
 pub mod exit;
 mod failure;
+mod key_args;
 mod keyring;
 mod listing;
+mod misnamed;
 mod outcome;
 mod output;
 mod partition;
 #[cfg(test)]
 mod readme_commands;
+mod redact;
 mod secrets;
 mod url;
+mod visible;
 
 use std::process::ExitCode;
 
@@ -260,7 +271,8 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::FAILED);
         }
     };
-    match runtime.block_on(commands::run(cli)) {
+    let out = output::Output::new(cli.json);
+    match runtime.block_on(commands::run(cli, &out)) {
         Ok(()) => ExitCode::from(exit::DONE),
         Err(failure) => {
             eprintln!("idem: {failure}");

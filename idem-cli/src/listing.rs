@@ -8,7 +8,7 @@ use idem_core::{Inspection, Key, StoreError};
 
 use crate::connect::Connected;
 use crate::failure::Failure;
-use crate::output::visible_bytes;
+use crate::visible::visible_bytes;
 
 /// How many records one page asks for.
 const PAGE: u32 = 500;
@@ -86,6 +86,13 @@ impl Entry {
             Entry::Unreadable { .. } | Entry::Unkeyed { .. } => None,
         }
     }
+}
+
+/// The listing prefix of `function` in `namespace`, or every key.
+pub(crate) fn prefix(namespace: &str, function: Option<&str>) -> String {
+    function
+        .map(|function| Key::function_prefix(namespace, function))
+        .unwrap_or_default()
 }
 
 /// Calls `visit` with every record whose key starts with `prefix`, page after page, until the

@@ -1,7 +1,7 @@
 //! Secrets from the command line that no message may show: the store URL's password and
 //! secret parameters, and the DynamoDB endpoint's. A driver's error may quote the URL it was
 //! given (or a part of it) in its own words, so every message on stderr is read for them, not
-//! only the URLs `idem` prints itself ([`crate::url::redacted`]).
+//! only the URLs `idem` prints itself ([`crate::redact::redacted`]).
 
 use std::borrow::Cow;
 use std::sync::Mutex;
@@ -12,12 +12,12 @@ const SHORTEST: usize = 3;
 
 static HIDDEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-/// Hides the secrets of `url` (see [`crate::url::secrets_of`]) from every later message.
+/// Hides the secrets of `url` (see [`crate::redact::secrets_of`]) from every later message.
 pub(crate) fn hide_url(url: &str) {
     let mut hidden = HIDDEN
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    for secret in crate::url::secrets_of(url) {
+    for secret in crate::redact::secrets_of(url) {
         if secret.len() >= SHORTEST && !hidden.contains(&secret) {
             hidden.push(secret);
         }

@@ -4,10 +4,9 @@
 use idem_core::store::Record;
 use idem_core::{Inspection, Key};
 
-use super::printed;
+use super::printer::{printed, Printer};
 use crate::connect::Connected;
 use crate::failure::{shell_quoted, Failure};
-use crate::output::{note, Output};
 
 /// What the operator agreed to on the command line.
 #[derive(Clone, Copy, Debug)]
@@ -26,14 +25,14 @@ pub(crate) async fn forget(
     connected: &Connected,
     key: &Key,
     consent: Consent,
-    out: &Output,
+    out: &dyn Printer,
 ) -> Result<(), Failure> {
     let idem = &connected.idem;
     let before = match idem.inspect(key).await {
         Ok(Some(inspection)) => Some(inspection),
         Ok(None) => return Err(Failure::no_record(key)),
         Err(idem_core::Error::CorruptRecord { reason, .. }) => {
-            note(&format!("the record under {key} is corrupt ({reason})"));
+            out.note(&format!("the record under {key} is corrupt ({reason})"));
             None
         }
         Err(error) => return Err(Failure::from_error(error, &connected.store)),
@@ -86,7 +85,7 @@ pub(crate) async fn forget(
         )));
     }
     if let Some(held) = held {
-        note(&format!(
+        out.note(&format!(
             "{key} was {} ({}): if that call is still running, its outcome will not be \
              recorded",
             held.state(),
@@ -96,7 +95,7 @@ pub(crate) async fn forget(
     if out.is_json() {
         return show(&before, out);
     }
-    note(&format!(
+    out.note(&format!(
         "forgot {key}: the next call with this key runs the function again"
     ));
     match &before {
@@ -106,11 +105,10 @@ pub(crate) async fn forget(
 }
 
 /// Prints the record as it was read (`null` in JSON for a corrupt one, nothing otherwise).
-fn show(before: &Option<Inspection>, out: &Output) -> Result<(), Failure> {
+fn show(before: &Option<Inspection>, out: &dyn Printer) -> Result<(), Failure> {
     match before {
         Some(before) => printed(out.record(before)),
-        None if out.is_json() => printed(out.text("null\n")),
-        None => Ok(()),
+        None => printed(out.no_record()),
     }
 }
 

@@ -3,11 +3,10 @@
 use idem_core::seal::Keyring;
 use idem_core::Key;
 
-use super::printed;
+use super::printer::{printed, Printer};
 use crate::connect::Connected;
 use crate::failure::Failure;
 use crate::outcome::{self, Shown};
-use crate::output::{note, Output};
 
 /// Prints the record under `key` and its outcome, opened with `keyring` when sealed; with
 /// `raw`, only the outcome's bytes. When it can't be read from a DynamoDB table whose
@@ -17,7 +16,7 @@ pub(crate) async fn get(
     key: &Key,
     raw: bool,
     keyring: Option<&Keyring>,
-    out: &Output,
+    out: &dyn Printer,
 ) -> Result<(), Failure> {
     let inspection = match connected.idem.inspect(key).await {
         Ok(Some(inspection)) => inspection,
@@ -27,7 +26,7 @@ pub(crate) async fn get(
     let scope = connected.idem.store().sealing_scope();
     let shown = outcome::shown(&inspection, keyring, &scope);
     if let Shown::Value { unsealed: true, .. } = shown {
-        note(
+        out.note(
             "note: this outcome is stored unsealed: a service with sealing on refuses it as \
              corrupt, unless its keyring accepts unsealed values",
         );

@@ -8,20 +8,16 @@ use idem_lambda::{IdempotentHandler, Unscoped};
 use idem_stores::memory::MemoryStore;
 use serde_json::Value;
 
-use super::key_args::{KeyOf, LambdaKeyArgs};
-use super::printed;
+use super::printer::{printed, Printer};
 use crate::failure::Failure;
-use crate::output::Output;
+use crate::key_args::{KeyOf, LambdaKeyArgs};
 
 /// Prints the key `of` describes, in `namespace`.
-pub(crate) fn key(of: &KeyOf, namespace: &str, out: &Output) -> Result<(), Failure> {
+pub(crate) fn key(of: &KeyOf, namespace: &str, out: &dyn Printer) -> Result<(), Failure> {
     let key = match of {
         KeyOf::Lambda(args) => lambda_key(args, namespace, &event()?)?,
     };
-    if out.is_json() {
-        return printed(out.document(&serde_json::json!({ "key": key.as_str() })));
-    }
-    printed(out.text(&format!("{key}\n")))
+    printed(out.key(&key))
 }
 
 /// The event on standard input, as JSON.

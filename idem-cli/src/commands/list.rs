@@ -3,26 +3,12 @@
 use std::ops::ControlFlow;
 
 use idem_core::KeyBuilder;
-use serde::Serialize;
 
-use super::{prefix, printed};
+use super::printer::{printed, Printer};
 use crate::args::ListArgs;
 use crate::connect::Connected;
 use crate::failure::Failure;
-use crate::listing::{self, Entry};
-use crate::output::json::RecordDoc;
-use crate::output::{note, Output};
-
-/// What `list --json --envelope` prints: the records, and whether more matched.
-#[derive(Debug, Serialize)]
-struct Envelope<'a> {
-    /// The records listed, as `list --json` prints them.
-    records: Vec<RecordDoc<'a>>,
-    /// Whether more records matched than were listed (the limit was reached).
-    truncated: bool,
-    /// The limit the listing stopped at; `None` (`null`) with `--all`.
-    limit: Option<u64>,
-}
+use crate::listing::{self, prefix, Entry};
 
 /// Lists the records `args` select, following the store's pages until `--limit` matched (or
 /// every one, with `--all`). With `--state`, unreadable records are left out (their state is
@@ -34,7 +20,7 @@ pub(crate) async fn list(
     connected: &Connected,
     namespace: &str,
     args: &ListArgs,
-    out: &Output,
+    out: &dyn Printer,
 ) -> Result<(), Failure> {
     if args.envelope && !out.is_json() {
         return Err(Failure::usage(
@@ -80,21 +66,17 @@ pub(crate) async fn list(
         }
     }
     if args.envelope {
-        printed(out.document(&Envelope {
-            records: entries.iter().map(RecordDoc::of).collect(),
-            truncated: more,
-            limit: (!args.all).then_some(args.limit),
-        }))?;
+        printed(out.envelope(&entries, more, (!args.all).then_some(args.limit)))?;
     } else {
         printed(out.entries(&entries))?;
     }
     // Also with --json: a script reading the bare array gets the warning on stderr.
     if more || !out.is_json() {
-        note(&summary(entries.len(), more));
+        out.note(&summary(entries.len(), more));
     }
     if entries.is_empty() {
         if let Some(empty) = connected.empty_partition().await {
-            note(&empty);
+            out.note(&empty);
         }
     }
     Ok(())

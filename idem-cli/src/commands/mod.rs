@@ -1,26 +1,27 @@
-//! The commands: each reads (or changes) the store and prints what it found.
+//! The commands: each reads (or changes) the store and says what it found to a [`Printer`],
+//! which the output layer implements.
 
 mod forget;
 mod functions;
 mod get;
 mod key;
-pub(crate) mod key_args;
 mod list;
+pub(crate) mod printer;
 mod purge;
 mod release;
 mod scope;
-pub(crate) mod stats;
+mod stats;
+pub(crate) mod tally;
 
 use idem_core::Key;
 
+use self::printer::Printer;
 use crate::args::{Cli, Command};
 use crate::connect::connect;
 use crate::failure::Failure;
-use crate::output::Output;
 
-/// Runs the command `cli` asks for.
-pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
-    let out = Output::new(cli.json);
+/// Runs the command `cli` asks for, printing with `out`.
+pub(crate) async fn run(cli: Cli, out: &dyn Printer) -> Result<(), Failure> {
     // The key first: a mistyped key is a usage error, whatever the store says.
     let key = match &cli.command {
         Command::Get { key, .. } | Command::Forget { key, .. } | Command::Release { key, .. } => {
@@ -34,9 +35,9 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                 true => scope::Scoped::Principal,
                 false => scope::Scoped::Authorization,
             };
-            return scope::scope(scoped, secret_env.as_deref(), &out);
+            return scope::scope(scoped, secret_env.as_deref(), out);
         }
-        Command::Key { of } => return key::key(of, &cli.store.namespace, &out),
+        Command::Key { of } => return key::key(of, &cli.store.namespace, out),
         _ => None,
     };
     // The keyring too: a keyring that can't be read is a usage error, before any store.
@@ -53,23 +54,23 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
     let namespace = &cli.store.namespace;
     match (cli.command, key) {
         (Command::Get { raw, .. }, Some(key)) => {
-            get::get(&connected, &key, raw, keyring.as_ref(), &out).await
+            get::get(&connected, &key, raw, keyring.as_ref(), out).await
         }
         (Command::Forget { yes, running, .. }, Some(key)) => {
             let consent = forget::Consent { yes, running };
-            forget::forget(&connected, &key, consent, &out).await
+            forget::forget(&connected, &key, consent, out).await
         }
         (Command::Release { yes, .. }, Some(key)) => {
-            release::release(&connected, &key, yes, &out).await
+            release::release(&connected, &key, yes, out).await
         }
-        (Command::List(args), _) => list::list(&connected, namespace, &args, &out).await,
-        (Command::Functions, _) => functions::functions(&connected, &out).await,
+        (Command::List(args), _) => list::list(&connected, namespace, &args, out).await,
+        (Command::Functions, _) => functions::functions(&connected, out).await,
         (Command::Stats { function }, _) => {
-            stats::stats(&connected, namespace, function.as_deref(), &out).await
+            stats::stats(&connected, namespace, function.as_deref(), out).await
         }
         (Command::PurgeExpired { batch }, _) => {
             let prefix = cli.store.prefix.as_deref();
-            purge::purge(&connected, prefix, batch, &out).await
+            purge::purge(&connected, prefix, batch, out).await
         }
         (Command::Scope { .. } | Command::Key { .. }, _) => {
             unreachable!("a scope or a key needs no store, and is printed above")
@@ -83,23 +84,4 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
 /// `text` as a key, or a usage failure that says how keys read.
 fn parse_key(text: &str) -> Result<Key, Failure> {
     Key::parse(text).map_err(|error| Failure::from_error(error, ""))
-}
-
-/// The listing prefix of `function` in `namespace`, or every key.
-fn prefix(namespace: &str, function: Option<&str>) -> String {
-    function
-        .map(|function| Key::function_prefix(namespace, function))
-        .unwrap_or_default()
-}
-
-/// The result of printing, as a command's: a failed write fails the command, but a closed pipe
-/// does not (`idem list | head`: the reader has what it wanted).
-fn printed(result: std::io::Result<()>) -> Result<(), Failure> {
-    match result {
-        Ok(()) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(error) => Err(Failure::failed(format!(
-            "could not write the output: {error}"
-        ))),
-    }
 }

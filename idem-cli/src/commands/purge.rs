@@ -1,18 +1,8 @@
 //! `purge-expired`: deletes records that stopped counting, batch after batch.
 
-use serde::Serialize;
-
-use super::printed;
+use super::printer::{printed, Printer};
 use crate::connect::Connected;
 use crate::failure::Failure;
-use crate::output::{note, Output};
-
-/// What `purge-expired --json` prints.
-#[derive(Debug, Serialize)]
-struct Purged {
-    /// How many records were deleted.
-    purged: u64,
-}
 
 /// Deletes expired completed records and abandoned reservations under the store's `prefix`,
 /// `batch` at a time, until a batch deletes fewer than `batch`; says what it is about to do
@@ -22,9 +12,9 @@ pub(crate) async fn purge(
     connected: &Connected,
     prefix: Option<&str>,
     batch: u32,
-    out: &Output,
+    out: &dyn Printer,
 ) -> Result<(), Failure> {
-    note(&format!(
+    out.note(&format!(
         "purging the expired records and abandoned reservations {} of the store at {}, {batch} \
          per request; live records are kept",
         match prefix {
@@ -56,7 +46,7 @@ pub(crate) async fn purge(
             Ok(progress) => progress,
             Err(error) => {
                 if purged > 0 {
-                    note(&format!(
+                    out.note(&format!(
                         "{purged} expired records were purged before the failure"
                     ));
                 }
@@ -69,9 +59,5 @@ pub(crate) async fn purge(
             None => break,
         }
     }
-    if out.is_json() {
-        return printed(out.document(&Purged { purged }));
-    }
-    let records = if purged == 1 { "record" } else { "records" };
-    printed(out.text(&format!("purged {purged} expired {records}\n")))
+    printed(out.purged(purged))
 }

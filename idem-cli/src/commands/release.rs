@@ -3,10 +3,9 @@
 use idem_core::store::Record;
 use idem_core::{Inspection, Key, RecordState, ReleaseReport};
 
-use super::printed;
+use super::printer::{printed, Printer};
 use crate::connect::Connected;
 use crate::failure::Failure;
-use crate::output::{note, Output};
 
 /// Releases `key` if it is in progress and `yes`; without `yes`, shows what would be released
 /// and refuses with a usage failure.
@@ -14,7 +13,7 @@ pub(crate) async fn release(
     connected: &Connected,
     key: &Key,
     yes: bool,
-    out: &Output,
+    out: &dyn Printer,
 ) -> Result<(), Failure> {
     let idem = &connected.idem;
     let store_failure = |error| Failure::from_error(error, &connected.store);
@@ -40,7 +39,7 @@ pub(crate) async fn release(
     }
     match idem.release_held(key).await.map_err(store_failure)? {
         ReleaseReport::Released(was) => {
-            note(&format!(
+            out.note(&format!(
                 "released {key} ({}): the next call with this key runs the function again{}",
                 who(&was),
                 resumes(&was)
@@ -55,8 +54,7 @@ pub(crate) async fn release(
         ReleaseReport::Changed(now) => {
             match &now {
                 Some(now) => printed(out.record(now))?,
-                None if out.is_json() => printed(out.text("null\n"))?,
-                None => {}
+                None => printed(out.no_record())?,
             }
             Err(Failure::refused(format!(
                 "not released: {key} changed hands between the read and the release, so \
@@ -111,7 +109,7 @@ fn resumes(inspection: &Inspection) -> &'static str {
 }
 
 /// A warning when the lease is live: the call may still run.
-fn still_running(inspection: &Inspection, out: &Output) -> String {
+fn still_running(inspection: &Inspection, out: &dyn Printer) -> String {
     match (inspection.state(), inspection.record()) {
         (RecordState::Running, Record::InProgress(held)) => format!(
             " Its lease is live until {}: the call may still be running, and if it is, \

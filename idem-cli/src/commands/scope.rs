@@ -5,9 +5,8 @@ use std::io::Read;
 
 use idem_protocol::scope::{authorization_scope, effective, ScopeKey, MIN_SCOPE_SECRET_BYTES};
 
-use super::printed;
+use super::printer::{printed, Printer};
 use crate::failure::Failure;
-use crate::output::Output;
 
 /// What standard input holds: what the service scopes a request by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,7 +19,11 @@ pub(crate) enum Scoped {
 
 /// Reads what `scoped` names from standard input and prints its scope, keyed with the secret
 /// in the environment variable `secret_env` when there is one.
-pub(crate) fn scope(scoped: Scoped, secret_env: Option<&str>, out: &Output) -> Result<(), Failure> {
+pub(crate) fn scope(
+    scoped: Scoped,
+    secret_env: Option<&str>,
+    out: &dyn Printer,
+) -> Result<(), Failure> {
     let mut input = Vec::new();
     std::io::stdin()
         .read_to_end(&mut input)
@@ -33,10 +36,7 @@ pub(crate) fn scope(scoped: Scoped, secret_env: Option<&str>, out: &Output) -> R
         None => scope,
         Some(variable) => keyed(variable)?.keyed(&scope),
     };
-    if out.is_json() {
-        return printed(out.document(&serde_json::json!({ "scope": scope })));
-    }
-    printed(out.text(&format!("{scope}\n")))
+    printed(out.scope(&scope))
 }
 
 /// The digest of the `Authorization` values in `input`, one a line.

@@ -91,6 +91,33 @@ impl<'a> RecordDoc<'a> {
     }
 }
 
+/// What `list --json --envelope` prints: the records, and whether more matched.
+#[derive(Debug, Serialize)]
+pub(crate) struct Envelope<'a> {
+    /// The records listed, as `list --json` prints them.
+    pub(crate) records: Vec<RecordDoc<'a>>,
+    /// Whether more records matched than were listed (the limit was reached).
+    pub(crate) truncated: bool,
+    /// The limit the listing stopped at; `None` (`null`) with `--all`.
+    pub(crate) limit: Option<u64>,
+}
+
+/// One function, as `functions --json` prints it.
+#[derive(Debug, Serialize)]
+pub(crate) struct Function<'a> {
+    /// Its name, as keys spell it and `--function` takes it.
+    pub(crate) function: &'a str,
+    /// How many records it has (corrupt ones included).
+    pub(crate) records: u64,
+}
+
+/// What `purge-expired --json` prints.
+#[derive(Debug, Serialize)]
+pub(crate) struct Purged {
+    /// How many records were deleted.
+    pub(crate) purged: u64,
+}
+
 /// `ok`, `err` or `aborted`.
 pub(crate) fn outcome_name(outcome: &Outcome) -> &'static str {
     match outcome {

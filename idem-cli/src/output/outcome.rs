@@ -9,9 +9,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::table::details;
-use super::visible_bytes;
 use crate::failure::shell_quoted;
 use crate::outcome::{Decoded, Shown};
+use crate::visible::{hostile, visible_bytes};
 
 /// How much of a body, or of a value that is no JSON, is shown: the first 4 KiB. `--raw`
 /// writes the whole.
@@ -237,7 +237,7 @@ pub(crate) fn visible_json(line: &str) -> String {
     let mut shown = String::with_capacity(line.len());
     for c in line.chars() {
         // A line feed is only ever whitespace between tokens: JSON escapes one in a string.
-        if c != '\n' && super::visible::hostile(c) {
+        if c != '\n' && hostile(c) {
             shown.push_str(&format!("\\u{:04x}", u32::from(c)));
         } else {
             shown.push(c);

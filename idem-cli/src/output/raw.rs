@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::visible_bytes;
+use crate::visible::visible_bytes;
 
 /// `bytes` as `get --raw` writes them: as they are, unless stdout is a `terminal`; then with
 /// every character a terminal acts on (and the backslash) escaped as a table shows it, bytes

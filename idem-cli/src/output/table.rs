@@ -1,6 +1,6 @@
 //! Aligned columns of text, and aligned `name  value` lines.
 
-use super::visible;
+use crate::visible::visible;
 
 /// How a column's cells line up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +38,7 @@ impl Table {
     }
 
     /// Adds a row of cells already escaped for a terminal ([`visible`],
-    /// [`visible_bytes`](super::visible_bytes)).
+    /// [`visible_bytes`](crate::visible::visible_bytes)).
     pub(crate) fn row_shown(&mut self, cells: Vec<String>) {
         debug_assert_eq!(cells.len(), self.columns.len());
         self.rows.push(cells);

@@ -1,14 +1,12 @@
 //! `rediss://`: the command reaches a redis-server that speaks only TLS (a certificate made
 //! here with `openssl`, on a loopback port), and reads its records.
 
-mod support;
-
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::run_with;
+use crate::support::run_with;
 
 /// A redis-server with TLS on a free loopback port and no plain port; stopped when dropped.
 struct TlsRedis {

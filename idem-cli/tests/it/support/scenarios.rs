@@ -7,12 +7,13 @@ use super::records::{call_again, completed, completed_in_scope, hold, key, store
 use super::Subject;
 
 /// Writes one test function per scenario, each on a fresh store from `$start` (an `async fn()
-/// -> Option<Subject>`, `None` when there is no server), and the file's `main`, which runs
-/// them and the file's own `async` tests `$extra`.
-#[allow(unused_macros)] // `cli.rs` includes the support without using it.
+/// -> Option<Subject>`, `None` when there is no server), and the module's `tests()`, which
+/// lists them and the module's own `async` tests `$extra`, each named `$module::NAME`, for the
+/// backend binary's `main` to run.
+#[allow(unused_macros)] // `it_cli` includes the support without using it.
 macro_rules! store_tests {
-    ($start:ident $(, $extra:ident)* $(,)?) => {
-        $crate::support::scenarios::store_tests!(@each $start [$($extra),*],
+    ($module:ident: $start:ident $(, $extra:ident)* $(,)?) => {
+        $crate::support::scenarios::store_tests!(@each $module $start [$($extra),*],
             get_shows_each_kind_of_record,
             unknown_and_malformed_keys,
             release_needs_yes_and_frees_the_key,
@@ -27,14 +28,27 @@ macro_rules! store_tests {
             purge_expired_keeps_live_records,
         );
     };
-    (@each $start:ident [$($extra:ident),*], $($scenario:ident),* $(,)?) => {
+    (@each $module:ident $start:ident [$($extra:ident),*], $($scenario:ident),* $(,)?) => {
         $(
             async fn $scenario() {
                 let Some(subject) = $start().await else { return };
                 $crate::support::scenarios::$scenario(&subject).await;
             }
         )*
-        idem_tests::backend_tests! { $(async $scenario,)* $(async $extra,)* }
+        /// This store's tests, each named `MODULE::NAME`.
+        pub(crate) fn tests() -> ::std::vec::Vec<idem_tests::harness::Test> {
+            ::std::vec![$(
+                idem_tests::harness::Test::asynchronous(
+                    ::core::concat!(::core::stringify!($module), "::", ::core::stringify!($scenario)),
+                    || ::std::boxed::Box::pin($scenario()),
+                ),
+            )* $(
+                idem_tests::harness::Test::asynchronous(
+                    ::core::concat!(::core::stringify!($module), "::", ::core::stringify!($extra)),
+                    || ::std::boxed::Box::pin($extra()),
+                ),
+            )*]
+        }
     };
 }
 #[allow(unused_imports)]

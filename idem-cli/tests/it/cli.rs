@@ -1,11 +1,9 @@
 //! `idem` without a store to read: its help, and the usage errors and failures it reports
 //! before any record is read.
 
-mod support;
-
 use std::net::TcpListener;
 
-use support::run_with;
+use crate::support::{self, run_with};
 
 fn run(args: &[&str]) -> support::Run {
     run_with(args, &[])

@@ -1,14 +1,13 @@
 //! `idem` on Redis: records written through a handle on a store with a key prefix, then read,
 //! listed, released, forgotten and purged by the binary; and the same on a Redis Cluster.
 
-mod support;
-
 use std::sync::Arc;
 
 use idem_conformance::Target;
 use idem_stores::redis::RedisStore;
 use idem_test_servers::redis::target::{RedisClusterTarget, RedisTarget};
-use support::{Cli, Subject};
+
+use crate::support::{self, Cli, Subject};
 
 /// A store with a prefix of its own on the test server, and `idem --store redis://... --prefix`.
 async fn start() -> Option<Subject> {
@@ -141,7 +140,7 @@ async fn cluster_list_and_stats() {
 }
 
 support::scenarios::store_tests!(
-    start,
+    redis: start,
     corrupt_record_is_reported_and_forgotten,
     purge_stays_inside_its_prefix,
     keys_that_are_no_keys_are_listed_and_counted,

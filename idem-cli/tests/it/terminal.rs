@@ -3,14 +3,13 @@
 //! pipe writes its bytes exactly; the Arabic letter mark in a key prints escaped like the
 //! other bidirectional controls.
 
-mod support;
-
 use std::process::{Command, Stdio};
 
 use idem_core::{Call, Error, Fingerprint, Idempotency};
 use idem_test_servers::redis::target::RedisTarget;
 use redis::AsyncCommands;
-use support::{records, Cli};
+
+use crate::support::{records, Cli};
 
 /// A screen clear, then a window title ended by BEL.
 const HOSTILE: &str = "\u{1b}[2J\u{1b}]0;pwned\u{7}";

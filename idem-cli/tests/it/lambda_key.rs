@@ -2,8 +2,6 @@
 //! two-part key stores a record, `idem list` shows its order id, and the key the command
 //! computes from the same event is the one `idem get` finds the record under.
 
-mod support;
-
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
@@ -14,6 +12,8 @@ use idem_protocol::scope::ScopeKey;
 use idem_test_servers::redis::target::RedisTarget;
 use lambda_runtime::{service_fn, Context, LambdaEvent, Service};
 use serde_json::{json, Value};
+
+use crate::support;
 
 /// The two-part key of the idem-lambda README: the caller, and the order in the body.
 const EXPRESSION: &str = "[requestContext.authorizer.principalId, powertools_json(body).order_id]";

@@ -3,8 +3,6 @@
 //! `idem_protocol::scope`, so what the command prints is what a request with that
 //! `Authorization`, or from that principal, is stored under.
 
-mod support;
-
 use std::convert::Infallible;
 use std::future::{poll_fn, Ready};
 use std::io::Write;
@@ -20,6 +18,8 @@ use idem_http::IdempotencyLayer;
 use idem_test_servers::redis::target::RedisTarget;
 use tower_layer::Layer;
 use tower_service::Service;
+
+use crate::support;
 
 /// `idem scope ARGS` with `input` on standard input and `env` set.
 fn scope(args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {

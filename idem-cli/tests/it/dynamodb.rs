@@ -1,14 +1,13 @@
 //! `idem` on DynamoDB (moto): records written through a handle on a store with a key prefix,
 //! then read, listed, released, forgotten and purged by the binary.
 
-mod support;
-
 use std::sync::Arc;
 
 use idem_conformance::Target;
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, SortKey};
 use idem_test_servers::dynamodb::TestDynamo;
-use support::{Cli, Subject};
+
+use crate::support::{self, Cli, Subject};
 
 /// A store with a key prefix on a fresh table, and `idem --store dynamodb://TABLE --region
 /// --endpoint --prefix` with static credentials in the environment.
@@ -399,7 +398,7 @@ async fn credentials_come_from_a_profile() {
 }
 
 support::scenarios::store_tests!(
-    start,
+    dynamodb: start,
     credentials_come_from_a_profile,
     other_attribute_names_are_named_with_attribute,
     a_sort_key_table_is_read_with_sort_key,

@@ -1,14 +1,13 @@
 //! `idem` on PostgreSQL: records written through a handle on a store with a key prefix, then
 //! read, listed, released, forgotten and purged by the binary.
 
-mod support;
-
 use std::sync::Arc;
 
 use idem_conformance::Target;
 use idem_stores::postgres::PostgresStore;
 use idem_test_servers::postgres::TestPg;
-use support::{Cli, Subject};
+
+use crate::support::{self, Cli, Subject};
 
 /// A store with a key prefix on a fresh database's migrated table, and `idem --store
 /// postgres://... --table --schema --prefix`.
@@ -99,7 +98,7 @@ async fn keys_that_are_no_keys_are_listed_and_counted() {
 }
 
 support::scenarios::store_tests!(
-    start,
+    postgres: start,
     corrupt_record_is_reported_and_forgotten,
     purge_stays_inside_its_prefix,
     keys_that_are_no_keys_are_listed_and_counted,

@@ -4,8 +4,6 @@
 //! the outcome's bytes as they are. Records are hostile input: what a terminal obeys in them
 //! is printed escaped.
 
-mod support;
-
 use std::convert::Infallible;
 use std::future::{poll_fn, Ready};
 use std::sync::Arc;
@@ -18,9 +16,10 @@ use idem_core::seal::Keyring;
 use idem_core::{store::Record, Call, Error, Fingerprint, Idempotency, Key};
 use idem_http::{IdempotencyLayer, RecordedResponse};
 use idem_test_servers::redis::target::RedisTarget;
-use support::{records, Cli, Run};
 use tower_layer::Layer;
 use tower_service::Service;
+
+use crate::support::{records, Cli, Run};
 
 /// A screen clear, then a window title ended by BEL.
 const HOSTILE: &str = "\u{1b}[2J\u{1b}]0;pwned\u{7}";

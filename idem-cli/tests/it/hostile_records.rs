@@ -3,13 +3,12 @@
 //! from user input, could leave them: `idem get`, `list` and `stats` print them escaped, and
 //! `--json` stays valid JSON.
 
-mod support;
-
 use std::sync::Arc;
 
 use idem_test_servers::redis::target::RedisTarget;
 use redis::AsyncCommands;
-use support::{records, Cli, Run, Subject};
+
+use crate::support::{records, Cli, Run, Subject};
 
 /// A screen clear, then a window title ended by BEL.
 const HOSTILE: &str = "\u{1b}[2J\u{1b}]0;pwned\u{7}";
