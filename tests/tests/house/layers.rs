@@ -10,15 +10,15 @@ use std::path::Path;
 use crate::sources::{rust_files, workspace};
 
 /// A crate's layering.
-struct Layering {
+pub(crate) struct Layering {
     /// The crate's folder in the workspace.
-    dir: &'static str,
+    pub(crate) dir: &'static str,
     /// The layers, from the ground up. A module may use the modules of the layers below its own.
-    layers: &'static [&'static [&'static str]],
+    pub(crate) layers: &'static [&'static [&'static str]],
     /// Items of the crate root itself (not re-exports), which every module may use.
-    root_items: &'static [&'static str],
+    pub(crate) root_items: &'static [&'static str],
     /// Modules of one layer that may name each other: a type and its builder.
-    mutual: &'static [(&'static str, &'static str)],
+    pub(crate) mutual: &'static [(&'static str, &'static str)],
 }
 
 const IDEM_CORE: Layering = Layering {
@@ -67,7 +67,7 @@ impl Layering {
 
 /// One `crate::` path that breaks the layering: where it is, and why.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Violation {
+pub(crate) struct Violation {
     file: String,
     line: usize,
     reason: String,
@@ -87,7 +87,7 @@ fn module_of(relative: &Path) -> String {
 
 /// `source` without comments, string literals' contents and `#[cfg(test)]` modules, with
 /// line breaks kept so that positions still tell lines.
-fn code_of(source: &str) -> String {
+pub(crate) fn code_of(source: &str) -> String {
     without_test_modules(&without_comments_and_strings(source))
 }
 
@@ -236,7 +236,12 @@ fn first_segment(path: &str) -> String {
 }
 
 /// What is wrong with `file` (in `module` of `crate_`) using the paths of `code`.
-fn violations(crate_: &Layering, file: &str, module: &str, code: &str) -> Vec<Violation> {
+pub(crate) fn violations(
+    crate_: &Layering,
+    file: &str,
+    module: &str,
+    code: &str,
+) -> Vec<Violation> {
     let Some(own_layer) = crate_.layer_of(module) else {
         return vec![Violation {
             file: file.to_owned(),
@@ -279,7 +284,7 @@ fn violations(crate_: &Layering, file: &str, module: &str, code: &str) -> Vec<Vi
 }
 
 /// Every violation of `crate_`'s layering in its sources.
-fn violations_in(crate_: &Layering) -> Vec<String> {
+pub(crate) fn violations_in(crate_: &Layering) -> Vec<String> {
     let src = workspace().join(crate_.dir).join("src");
     let files = rust_files(&src);
     let mut all = Vec::new();
