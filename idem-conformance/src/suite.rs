@@ -77,9 +77,7 @@ where
         .into_iter()
         .map(|check| {
             let suite = suite.clone();
-            Trial::ignorable_test(format!("{prefix}{}", check.name), move || {
-                suite.run(check)
-            })
+            Trial::ignorable_test(format!("{prefix}{}", check.name), move || suite.run(check))
         })
         .collect()
 }
@@ -161,7 +159,8 @@ impl Suite {
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .take()
                 .expect("the target is built once");
-            let built = panic::catch_unwind(AssertUnwindSafe(|| self.runtime().block_on(factory())));
+            let built =
+                panic::catch_unwind(AssertUnwindSafe(|| self.runtime().block_on(factory())));
             match built {
                 Ok(Some(target)) => Built::Target(target),
                 Ok(None) => Built::Nothing,
@@ -171,7 +170,9 @@ impl Suite {
     }
 
     fn runtime(&self) -> &tokio::runtime::Runtime {
-        self.runtime.as_ref().expect("the runtime lives as long as the suite")
+        self.runtime
+            .as_ref()
+            .expect("the runtime lives as long as the suite")
     }
 }
 

@@ -4,9 +4,9 @@
 mod aborts;
 mod call_context;
 mod cancellation;
+mod completion_faults;
 mod edges;
 mod errors;
-mod faults;
 mod inventory;
 mod leases;
 mod mismatches;
@@ -14,9 +14,11 @@ mod oversized;
 mod presence;
 mod purge;
 mod read_back;
+mod renewal_faults;
 mod replays;
 mod step_failures;
 mod steps;
+mod waits;
 
 /// Every check, theme by theme.
 pub(super) fn all() -> Vec<crate::Check> {
@@ -29,7 +31,9 @@ pub(super) fn all() -> Vec<crate::Check> {
         aborts::CHECKS,
         call_context::CHECKS,
         edges::CHECKS,
-        faults::CHECKS,
+        waits::CHECKS,
+        completion_faults::CHECKS,
+        renewal_faults::CHECKS,
         read_back::CHECKS,
         steps::CHECKS,
         step_failures::CHECKS,
