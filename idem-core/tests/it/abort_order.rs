@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll};
 use std::thread;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency, Key, OnAbort, StoreError};
+
+use crate::support::PATIENCE;
 
 /// Sets its flag when dropped.
 struct Owned(Arc<AtomicBool>);
@@ -70,10 +71,6 @@ impl Interceptor for Settling {
         Ok(())
     }
 }
-
-/// How long a call may take before the test fails rather than wait on: an engine that loops
-/// without ever running the body must fail it by name, not hang it.
-const PATIENCE: Duration = Duration::from_secs(30);
 
 fn settled_after_a_panic(on_abort: OnAbort) -> Vec<Settled> {
     let body_dropped = Arc::new(AtomicBool::new(false));

@@ -3,7 +3,6 @@
 //! `Idempotency-Key` values.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use idem_conformance::ReferenceStore;
 use idem_core::store::Store;
@@ -12,7 +11,7 @@ use idem_core::{
     Fingerprint, Idempotency, ManualClock,
 };
 
-const LEASE: Duration = Duration::from_secs(30);
+use crate::support::LEASE;
 
 /// The keys one attempt of a call's body takes, in order.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -12,7 +12,7 @@ use idem_core::{
     Call, Error, Fingerprint, Idempotency, Key, ManualClock, StoreError,
 };
 
-const LEASE: Duration = Duration::from_secs(30);
+use crate::support::LEASE;
 
 /// A store whose first reservation's answer is late: the clock moves on by `delay` while it
 /// travels, and with `rival`, another caller takes the key over in that time.

@@ -19,6 +19,7 @@ mod sealed_step;
 mod step_after_lease;
 mod step_names;
 mod steps_value;
+mod support;
 mod telemetry_metrics;
 mod telemetry_spans;
 mod unrecorded_step;

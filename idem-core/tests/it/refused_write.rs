@@ -10,7 +10,7 @@ use idem_core::{
     step, store::Store, Call, Error, Fingerprint, Idempotency, Key, ManualClock, StoreError,
 };
 
-const LEASE: Duration = Duration::from_secs(30);
+use crate::support::LEASE;
 
 /// A store that refuses every step write and cannot be read.
 struct Unreadable(ReferenceStore);

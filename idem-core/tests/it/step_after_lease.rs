@@ -7,7 +7,7 @@ use std::time::Duration;
 use idem_conformance::ReferenceStore;
 use idem_core::{step, Call, Error, Fingerprint, Idempotency, ManualClock};
 
-const LEASE: Duration = Duration::from_secs(30);
+use crate::support::LEASE;
 
 #[tokio::test]
 async fn a_step_after_the_lease_passed_does_not_run() {

@@ -18,6 +18,8 @@ use metrics_util::CompositeKey;
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
+use crate::support::ok;
+
 /// A recorder for this test's thread (each test runs on a current-thread runtime).
 struct Recorded {
     snapshotter: Snapshotter,
@@ -89,12 +91,6 @@ impl Seen {
 fn call(idem: &Idempotency, function: &str, part: &str, amount: u32) -> Call {
     let key = idem.key(function).part(part).finish().unwrap();
     Call::new(key, Fingerprint::of(&amount).unwrap())
-}
-
-async fn ok(idem: &Idempotency, call: Call) -> Result<u32, Error> {
-    idem.run(call, async { Ok::<_, Error>(7) })
-        .await
-        .map(|executed| executed.value)
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::{
     store::{Claim, InProgress, OwnerToken, Store},
-    Call, Error, Fingerprint, Idempotency, Key, ManualClock, StoreError,
+    Call, Fingerprint, Idempotency, Key, ManualClock, StoreError,
 };
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -17,6 +17,8 @@ use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
+
+use crate::support::ok;
 
 #[derive(Clone, Debug, Default)]
 struct SpanSeen {
@@ -121,12 +123,6 @@ impl Capture {
 fn call(idem: &Idempotency, part: &str) -> Call {
     let key = idem.key("orders.create").part(part).finish().unwrap();
     Call::new(key, Fingerprint::of(&part).unwrap())
-}
-
-async fn ok(idem: &Idempotency, call: Call) -> Result<u32, Error> {
-    idem.run(call, async { Ok::<_, Error>(7) })
-        .await
-        .map(|executed| executed.value)
 }
 
 #[tokio::test]

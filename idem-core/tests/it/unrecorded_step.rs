@@ -5,7 +5,6 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
@@ -13,6 +12,8 @@ use idem_core::{
     step, store::Store, Answered, Call, Error, Fingerprint, Idempotency, Key, OnAbort, StoreError,
 };
 use tokio::sync::{oneshot, Notify};
+
+use crate::support::PATIENCE;
 
 /// What a step's write does.
 #[derive(Clone, Copy)]
@@ -70,8 +71,6 @@ fn order(idem: &Idempotency) -> Call {
     let key = idem.key("orders.checkout").part("o-1").finish().unwrap();
     Call::new(key, Fingerprint::of("o-1").unwrap()).with_on_abort(OnAbort::Release)
 }
-
-const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Returns once no task spawned on this runtime is left: a release spawned when the call was
 /// dropped, or its lease renewal, has then run its course.
