@@ -1,6 +1,6 @@
 //! The retry table, row by row, against a real HTTP server that answers what the test scripts.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Failures below HTTP: a timeout, a server that is not there, and a retry middleware stacked
 //! outside this one.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! time budget holds enough attempts that a send is lost only when more answers in a row are
 //! lost than 200 sends at that rate can expect, and each order is charged once.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

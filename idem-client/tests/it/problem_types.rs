@@ -3,7 +3,7 @@
 //! idem-protocol, the one place both take them from, so a new type the client has no rule
 //! for, or a type it no longer recognises, fails here.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
