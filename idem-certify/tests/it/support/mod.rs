@@ -1,6 +1,8 @@
 //! Hand-written histories for the checker's tests.
 #![allow(dead_code)]
 
+pub mod takeover;
+
 use idem_certify::check::model::{FinalRecord, Run};
 use idem_certify::check::{check, Class};
 use idem_certify::history::{Ending, Event, Op};
