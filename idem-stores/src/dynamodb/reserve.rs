@@ -1,6 +1,8 @@
 //! Reserving: one conditional put on a free key, and the takeover of an in-progress record
 //! whose lease passed, in one conditional request on the exact record that was read.
 
+use std::collections::HashMap;
+
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use idem_core::store::{judge_found, judge_reserve, ReserveJudgement, Store};
@@ -34,6 +36,43 @@ const SAME_CALL_CONDITION: &str = "#st = :in_progress AND #own = :previous \
 /// the read makes the record live again).
 const OTHER_CALL_CONDITION: &str = "#st = :in_progress AND #own = :previous \
      AND #lu = :previous_lease AND (attribute_not_exists(#kept) OR #kept <= :now)";
+
+/// The operands of what both takeover conditions start with, that the item is still exactly
+/// the in-progress record that was read: `#st = :in_progress AND #own = :previous AND #lu =
+/// :previous_lease`. A request adds its own after them.
+struct StillAsRead {
+    names: HashMap<String, String>,
+    values: Item,
+}
+
+impl StillAsRead {
+    fn of(store: &DynamoDbStore, previous: &InProgress) -> Self {
+        let names = store.names();
+        let names = [
+            ("#st", &names.state),
+            ("#own", &names.owner),
+            ("#lu", &names.live_until),
+        ];
+        let values = [
+            (":in_progress", AttributeValue::S(IN_PROGRESS.into())),
+            (
+                ":previous",
+                AttributeValue::S(previous.owner().as_str().to_owned()),
+            ),
+            (":previous_lease", codec::time(previous.lease_until())),
+        ];
+        StillAsRead {
+            names: names
+                .into_iter()
+                .map(|(placeholder, name)| (placeholder.to_owned(), name.clone()))
+                .collect(),
+            values: values
+                .into_iter()
+                .map(|(placeholder, value)| (placeholder.to_owned(), value))
+                .collect(),
+        }
+    }
+}
 
 /// The outcome of one takeover request: the reservation, or the item that failed the
 /// condition (if the endpoint returned it).
@@ -146,6 +185,7 @@ impl DynamoDbStore {
         previous: &InProgress,
     ) -> Result<Attempt, StoreError> {
         let names = self.names();
+        let still_as_read = StillAsRead::of(self, previous);
         let record = claim.record().taking_over(previous);
         let lease_ttl = codec::ttl_seconds(record.lease_until() + LEASE_GRACE);
         let steps = previous.steps();
@@ -164,20 +204,13 @@ impl DynamoDbStore {
                  #att = :attempt, #ttl = :ttl, #steps = if_not_exists(#steps, :no_steps)",
             )
             .condition_expression(SAME_CALL_CONDITION)
-            .expression_attribute_names("#st", &names.state)
-            .expression_attribute_names("#own", &names.owner)
-            .expression_attribute_names("#lu", &names.live_until)
+            .set_expression_attribute_names(Some(still_as_read.names))
+            .set_expression_attribute_values(Some(still_as_read.values))
             .expression_attribute_names("#ft", &names.fencing_token)
             .expression_attribute_names("#att", &names.attempt)
             .expression_attribute_names("#ttl", &names.ttl)
             .expression_attribute_names("#steps", &names.steps)
             .expression_attribute_names("#sttl", &names.steps_ttl)
-            .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
-            .expression_attribute_values(
-                ":previous",
-                AttributeValue::S(previous.owner().as_str().to_owned()),
-            )
-            .expression_attribute_values(":previous_lease", codec::time(previous.lease_until()))
             .expression_attribute_values(
                 ":owner",
                 AttributeValue::S(record.owner().as_str().to_owned()),
@@ -229,6 +262,7 @@ impl DynamoDbStore {
         previous: &InProgress,
     ) -> Result<Attempt, StoreError> {
         let names = self.names();
+        let still_as_read = StillAsRead::of(self, previous);
         let record = claim.record().taking_over(previous);
         let result = self
             .client()
@@ -240,16 +274,9 @@ impl DynamoDbStore {
                 &record,
             )))
             .condition_expression(OTHER_CALL_CONDITION)
-            .expression_attribute_names("#st", &names.state)
-            .expression_attribute_names("#own", &names.owner)
-            .expression_attribute_names("#lu", &names.live_until)
+            .set_expression_attribute_names(Some(still_as_read.names))
+            .set_expression_attribute_values(Some(still_as_read.values))
             .expression_attribute_names("#kept", &names.steps_kept_until)
-            .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.into()))
-            .expression_attribute_values(
-                ":previous",
-                AttributeValue::S(previous.owner().as_str().to_owned()),
-            )
-            .expression_attribute_values(":previous_lease", codec::time(previous.lease_until()))
             .expression_attribute_values(":now", codec::time(claim.now()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
