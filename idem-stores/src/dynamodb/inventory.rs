@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::store::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
 use idem_core::{
@@ -203,13 +202,7 @@ impl DynamoDbStore {
             .set_expression_attribute_values(Some(expired_values(now)))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(error) => match error.as_service_error() {
-                Some(DeleteItemError::ConditionalCheckFailedException(_)) => Ok(false),
-                _ => Err(self.failed("DeleteItem", error)),
-            },
-        }
+        self.deleted_or_failed(result)
     }
 
     /// The attribute names of [`EXPIRED`], as builders take them (extended by the page's

@@ -210,6 +210,21 @@ impl DynamoDbStore {
         }
     }
 
+    /// The answer to a conditional `DeleteItem`: `true` when it deleted the item, `false` when
+    /// the item failed the condition (it changed, or is gone).
+    pub(crate) fn deleted_or_failed<O>(
+        &self,
+        result: Result<O, SdkError<DeleteItemError, HttpResponse>>,
+    ) -> Result<bool, StoreError> {
+        match result {
+            Ok(_) => Ok(true),
+            Err(error) => match error.as_service_error() {
+                Some(DeleteItemError::ConditionalCheckFailedException(_)) => Ok(false),
+                _ => Err(self.failed("DeleteItem", error)),
+            },
+        }
+    }
+
     /// Whether `item` is `record`, completed by `owner`: a completion retried by the client after
     /// its answer was lost finds its own write.
     fn completed_by(&self, item: &Item, owner: &OwnerToken, record: &Completed) -> bool {
@@ -370,13 +385,7 @@ impl Store for DynamoDbStore {
             .expression_attribute_values(":b", second)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(error) => match error.as_service_error() {
-                Some(DeleteItemError::ConditionalCheckFailedException(_)) => Ok(false),
-                _ => Err(self.failed("DeleteItem", error)),
-            },
-        }
+        self.deleted_or_failed(result)
     }
 
     /// `dynamodb|`, the table, its key design (the partition key's attribute, and a sort
