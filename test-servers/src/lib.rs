@@ -11,11 +11,13 @@
 //! - [`redis`], [`dynamodb`], [`postgres`]: each backend's server, and with the feature of the
 //!   same name its stores, clients and faults.
 //! - [`lambda`]: cargo-lambda's emulator of the Lambda Runtime API, for function processes.
+//! - [`unique`]: names no other test uses, for tables and databases on a shared server.
 //! - [`availability`]: a server that cannot be had makes the test ignored, with the reason, or
 //!   fails it when `IDEM_REQUIRE_BACKENDS=1`.
 
 pub mod availability;
 pub mod process;
+pub mod unique;
 
 pub mod dynamodb;
 pub mod lambda;

@@ -1,7 +1,6 @@
 //! A DynamoDB store on a fresh table, for behaviour and conformance tests.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,6 +12,7 @@ use idem_stores::dynamodb::{DynamoDbStore, DynamoDbStoreBuilder, SortKey};
 
 use super::{client, ClientOptions, FaultInjector, RequestLog};
 use crate::dynamodb::server::TestMoto;
+use crate::unique::unique_name;
 
 /// A DynamoDB store on a table of its own, with the client's requests logged and faults
 /// injectable. Owns its server when it started one: dropping it stops the server.
@@ -140,14 +140,5 @@ impl Target for TestDynamo {
 
 /// A table name no other test uses, even on a shared endpoint.
 pub fn unique_table_name() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "idem-test-{}-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed),
-        idem_core::store::OwnerToken::generate()
-            .as_str()
-            .get(..8)
-            .unwrap_or("0")
-    )
+    unique_name('-')
 }

@@ -1,6 +1,5 @@
 //! A PostgreSQL store on a fresh database, for behaviour and conformance tests.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +11,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgConnection, PgPool};
 
 use crate::postgres::server::TestPostgres;
+use crate::unique::unique_name;
 
 /// A PostgreSQL store on a database of its own, its table migrated. Owns its server when it
 /// started one: dropping it stops the server.
@@ -127,14 +127,5 @@ impl Target for TestPg {
 
 /// A database name no other test uses, even on a shared server.
 pub fn unique_database_name() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "idem_test_{}_{}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed),
-        idem_core::store::OwnerToken::generate()
-            .as_str()
-            .get(..8)
-            .unwrap_or("0")
-    )
+    unique_name('_')
 }
