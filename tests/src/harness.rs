@@ -1,9 +1,10 @@
-//! The harness of the backend test files: each test runs as a libtest-mimic trial, so that a
-//! test whose server cannot be had is reported as ignored, with the reason, instead of passing.
+//! The harness of the backend tests: each test runs as a libtest-mimic trial, so that a test
+//! whose server cannot be had is reported as ignored, with the reason, instead of passing.
 //!
-//! A file lists its test functions, plain or `async`, in
+//! A test binary of one file lists its test functions, plain or `async`, in
 //! [`backend_tests!`](crate::backend_tests), which writes the file's `main`; its `[[test]]` in
-//! `Cargo.toml` has `harness = false`:
+//! `Cargo.toml` has `harness = false`. A module of a binary of many lists them in
+//! [`module_tests!`](crate::module_tests) instead (see [`binary`](crate::binary)).
 //!
 //! ```ignore
 //! fn owned_server_restarts() {
@@ -30,16 +31,22 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::process::ExitCode;
+use std::sync::{PoisonError, RwLock};
 
 use idem_test_servers::availability;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
-/// One test of a backend file: its name, its function, and why it is ignored, if it is.
+/// One test of a backend file: its name, its function, why it is ignored, if it is, and
+/// whether it must run alone.
 pub struct Test {
     name: &'static str,
     body: Body,
     ignored: Option<&'static str>,
+    alone: bool,
 }
+
+/// Held for reading by every test while it runs, for writing by a test that runs alone.
+static TURN: RwLock<()> = RwLock::new(());
 
 enum Body {
     Plain(fn()),
@@ -56,6 +63,7 @@ impl Test {
             name,
             body: Body::Plain(body),
             ignored: None,
+            alone: false,
         }
     }
 
@@ -65,6 +73,7 @@ impl Test {
             name,
             body: Body::Async(body),
             ignored: None,
+            alone: false,
         }
     }
 
@@ -75,7 +84,33 @@ impl Test {
         self
     }
 
+    /// The same test, run while no other test of the binary runs (one that measures the
+    /// process's allocations, say); the others wait for it.
+    pub fn alone(mut self) -> Self {
+        self.alone = true;
+        self
+    }
+
+    /// This test as a libtest-mimic trial named `{prefix}{name}`.
+    pub fn into_trial(self, prefix: &str) -> Trial {
+        let ignored = self.ignored.is_some();
+        Trial::ignorable_test(format!("{prefix}{}", self.name), move || self.run())
+            .with_ignored_flag(ignored)
+    }
+
     fn run(self) -> Result<Completion, Failed> {
+        // A test that panics poisons the lock, which guards nothing but the turn.
+        let _turn = if self.alone {
+            (
+                None,
+                Some(TURN.write().unwrap_or_else(PoisonError::into_inner)),
+            )
+        } else {
+            (
+                Some(TURN.read().unwrap_or_else(PoisonError::into_inner)),
+                None,
+            )
+        };
         let unavailable = availability::run_test(|| match self.body {
             Body::Plain(body) => body(),
             Body::Async(body) => tokio::runtime::Builder::new_multi_thread()
@@ -95,13 +130,7 @@ impl Test {
 /// Runs `tests` with the command line's options (`--exact NAME`, a filter...). What
 /// [`backend_tests!`](crate::backend_tests) expands to.
 pub fn main(tests: Vec<Test>) -> ExitCode {
-    let trials = tests
-        .into_iter()
-        .map(|test| {
-            let ignored = test.ignored.is_some();
-            Trial::ignorable_test(test.name, move || test.run()).with_ignored_flag(ignored)
-        })
-        .collect();
+    let trials = tests.into_iter().map(|test| test.into_trial("")).collect();
     libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
 }
 

@@ -1,9 +1,0 @@
-//! The store conformance suite, unchanged, against Redis.
-
-use idem_test_servers::redis::target::RedisTarget;
-
-async fn target() -> Option<RedisTarget> {
-    RedisTarget::start().await
-}
-
-idem_conformance::conformance_tests!(target);
