@@ -1,7 +1,7 @@
 //! `idem_http_requests_total{outcome}` counts the same outcomes for the same requests under
 //! the actix-web middleware as under the tower layer.
 
-#[path = "actix_server/mod.rs"]
+#[path = "it/support/actix_server.rs"]
 #[macro_use]
 mod actix_server;
 

@@ -1,6 +1,7 @@
 //! Duplicates waiting for the first request hold one copy of its body between them, not one
 //! each. Measured with a counting allocator around the whole test process.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::alloc::System;

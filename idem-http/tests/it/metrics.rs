@@ -1,20 +1,20 @@
 //! `idem_http_requests_total{outcome}` counts what the layer did with each request, next to the
 //! engine's own `idem_calls_total` for the layer's calls.
 
-mod support;
-
 use std::sync::Arc;
 
 use idem_http::IdempotencyLayer;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use support::{app, memory, send, serve, soon, Payments};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+use crate::support::{app, memory, send, serve, soon, Payments};
+
+// One thread runs the test, its servers and its clients, so that the recorder can be this
+// thread's: the other tests of the binary, on threads of their own, count nothing into it.
+#[tokio::test(flavor = "current_thread")]
 async fn every_request_is_counted_by_what_the_layer_did_with_it() {
-    // The only test of this binary: the recorder is the process's.
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    metrics::set_global_recorder(recorder).unwrap();
+    let _local = metrics::set_default_local_recorder(&recorder);
 
     let (payments, mut started) = Payments::held();
     let layer = IdempotencyLayer::builder(memory())

@@ -11,8 +11,8 @@ use salvo::prelude::*;
 use tower::ServiceBuilder;
 use tower_http::compression::{CompressionBody, CompressionLayer};
 
-use crate::fronts::Setup;
-use crate::shop::{Answer, Shop, UserId, SERVICE_FAILS};
+use crate::frameworks::fronts::Setup;
+use crate::frameworks::shop::{Answer, Shop, UserId, SERVICE_FAILS};
 
 fn respond(answer: Answer, response: &mut Response) {
     match answer {

@@ -1,6 +1,6 @@
 //! What a handler reads of its request, wherever the layer is wrapped.
 
-use crate::support::*;
+use super::support::*;
 
 /// What a handler behind the layer reads of its request.
 async fn views(

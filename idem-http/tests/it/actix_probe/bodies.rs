@@ -1,6 +1,6 @@
 //! Response bodies that break halfway, and a handler that panics.
 
-use crate::support::*;
+use super::support::*;
 
 /// A streamed body that panics halfway is a failed body under the tower layer: the first
 /// client's body breaks off, and the retry is told the answer was not kept. Under actix-web

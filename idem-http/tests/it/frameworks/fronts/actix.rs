@@ -8,8 +8,8 @@ use actix_web::web::{self, Bytes, Data};
 use actix_web::{App, HttpMessage, HttpRequest, HttpResponse};
 use idem_http::{IdempotencyLayer, IdempotencyLayerBuilder};
 
-use crate::fronts::Setup;
-use crate::shop::{Answer, Shop, UserId, SERVICE_FAILS};
+use crate::frameworks::fronts::Setup;
+use crate::frameworks::shop::{Answer, Shop, UserId, SERVICE_FAILS};
 
 fn respond(answer: Answer) -> HttpResponse {
     match answer {

@@ -14,8 +14,8 @@ use lambda_http::tower::ServiceBuilder;
 use lambda_http::{service_fn, Body, Error, Request, Response};
 use tower_http::compression::CompressionLayer;
 
-use crate::fronts::Setup;
-use crate::shop::{Answer, Chunks, Shop, UserId, SERVICE_FAILS};
+use crate::frameworks::fronts::Setup;
+use crate::frameworks::shop::{Answer, Chunks, Shop, UserId, SERVICE_FAILS};
 
 /// How many invocations the function runs at once: a duplicate in flight is served while the
 /// first still runs, as by a second instance of the function.

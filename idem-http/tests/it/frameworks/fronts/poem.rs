@@ -14,8 +14,8 @@ use poem::http::StatusCode;
 use poem::listener::TcpAcceptor;
 use poem::{Endpoint, EndpointExt, IntoResponse, Request, Response, Server};
 
-use crate::fronts::Setup;
-use crate::shop::{Answer, Chunks, Shop, UserId, SERVICE_FAILS};
+use crate::frameworks::fronts::Setup;
+use crate::frameworks::shop::{Answer, Chunks, Shop, UserId, SERVICE_FAILS};
 
 fn respond(answer: Answer) -> Response {
     match answer {

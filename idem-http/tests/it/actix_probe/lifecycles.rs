@@ -1,6 +1,6 @@
 //! A server stopped while a keyed handler runs.
 
-use crate::support::*;
+use super::support::*;
 
 /// Counts runs and holds each one at a gate the test opens.
 struct Gated {

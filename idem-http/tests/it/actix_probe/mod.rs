@@ -2,9 +2,6 @@
 //! that actix-web treats its own way, each on a real server on loopback with a real client,
 //! and compared with the tower layer in axum where the two must answer alike.
 
-#[path = "../actix_server/mod.rs"]
-#[macro_use]
-mod actix_server;
 mod support;
 
 mod answers;

@@ -1,6 +1,7 @@
 //! An actix-web server on a free loopback port, on a thread of its own, for the tests that
 //! hold the actix-web middleware against the tower layer.
 
+#[allow(unused_macros)] // not every binary that shares the support code serves actix-web
 /// Starts an actix-web server of `$workers` workers whose apps the factory `$app` makes; its
 /// URL (`http://127.0.0.1:PORT`) and its handle, which stops it.
 macro_rules! actix_serve {

@@ -2,9 +2,6 @@
 //! read back by an independent OpenAPI 3.1 parser (oas3), and checked against what the layer
 //! really answers. `openapi_utoipa6` runs the same cases on utoipa 6.
 
-#[path = "../support/mod.rs"]
-mod support;
-
 use idem_http::utoipa;
 
 mod cases;

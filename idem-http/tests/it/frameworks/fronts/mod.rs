@@ -1,5 +1,5 @@
 //! The shop behind each front end, on a real server on a free loopback port, set up alike:
-//! every front end routes each `POST` to [`Shop::serve`](crate::shop::Shop::serve), with an
+//! every front end routes each `POST` to [`Shop::serve`](crate::frameworks::shop::Shop::serve), with an
 //! authentication middleware outside the layer (the `x-user` header as a [`UserId`]), and a
 //! middleware inside it that fails `/fails` with the framework's own service error once its
 //! handler has answered, as a timeout inside the layer would.
@@ -17,7 +17,7 @@ use idem_core::{Idempotency, ScopeQuota};
 use idem_http::{IdempotencyLayer, IdempotencyLayerBuilder, Unscoped};
 use idem_stores::memory::MemoryStore;
 
-use crate::shop::{Shop, UserId};
+use crate::frameworks::shop::{Shop, UserId};
 
 /// Which front end serves the shop.
 #[derive(Clone, Copy, Debug)]

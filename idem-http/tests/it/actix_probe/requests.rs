@@ -1,6 +1,6 @@
 //! Requests actix-web reads its own way, and many at once.
 
-use crate::support::*;
+use super::support::*;
 
 /// Sends `request` as raw bytes and reads the answer until the server closes.
 fn raw(url: &str, request: &[u8]) -> String {

@@ -4,7 +4,7 @@
 
 use std::net::TcpStream;
 
-use crate::support::*;
+use super::support::*;
 
 /// One HTTP/1.1 answer read off `stream`: its status, whether it said `connection: close`,
 /// and its body.

@@ -1,6 +1,6 @@
 //! What handlers answer, stored and replayed as the contract says.
 
-use crate::support::*;
+use super::support::*;
 
 /// What handlers return, as the first client and the retry see it on actix-web.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

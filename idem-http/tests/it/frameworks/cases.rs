@@ -3,7 +3,7 @@
 
 use idem_http::problem;
 
-use crate::fronts::{start, Front, Running, Setup, HANG};
+use crate::frameworks::fronts::{start, Front, Running, Setup, HANG};
 
 /// What a client saw of one answer, as the two front ends must agree on it.
 #[derive(Debug, PartialEq, Eq)]

@@ -3,9 +3,6 @@
 //! asserts the contract on every front end, and what they answered must be the same, so that a
 //! difference between front ends fails a test.
 
-#[path = "../actix_server/mod.rs"]
-#[macro_use]
-mod actix_server;
 mod cases;
 mod fronts;
 mod shop;

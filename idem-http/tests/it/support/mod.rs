@@ -3,6 +3,9 @@
 
 #![allow(dead_code)] // each test file uses part of it
 
+#[macro_use]
+mod actix_server;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

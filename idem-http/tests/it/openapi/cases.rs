@@ -1,13 +1,13 @@
-//! The cases of the layer's contract in an OpenAPI document, on whichever utoipa the test
-//! binary names `utoipa`.
+//! The cases of the layer's contract in an OpenAPI document, on whichever utoipa the module
+//! that includes them names `utoipa`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItem};
+use super::utoipa::openapi::{InfoBuilder, OpenApi, OpenApiBuilder, PathsBuilder, ResponseBuilder};
 use crate::support::{app, memory, send, serve, soon, Answer, Payments};
-use crate::utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItem};
-use crate::utoipa::openapi::{InfoBuilder, OpenApi, OpenApiBuilder, PathsBuilder, ResponseBuilder};
 use http::Method;
 use idem_core::ScopeQuota;
 use idem_http::openapi::PROBLEM_SCHEMA;

@@ -1,6 +1,6 @@
 //! Whose key a request is, as actix-web shows it to the layer.
 
-use crate::support::*;
+use super::support::*;
 
 /// A counter of runs behind a layer whose scope is `scope`d by a closure over the head, as a
 /// tower application would set it up.

@@ -1,9 +1,6 @@
 //! The layer's contract in an OpenAPI document made with utoipa 6: the cases of `openapi`
 //! (utoipa 5), on utoipa 6's types.
 
-#[path = "../support/mod.rs"]
-mod support;
-
 use idem_http::utoipa6 as utoipa;
 
 #[path = "../openapi/cases.rs"]

@@ -15,8 +15,8 @@ use idem_http::IdempotencyLayer;
 use tower::ServiceBuilder;
 use tower_http::compression::CompressionLayer;
 
-use crate::fronts::Setup;
-use crate::shop::{Answer, Shop, UserId, SERVICE_FAILS};
+use crate::frameworks::fronts::Setup;
+use crate::frameworks::shop::{Answer, Shop, UserId, SERVICE_FAILS};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
