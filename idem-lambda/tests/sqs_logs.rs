@@ -3,6 +3,7 @@
 //! stopped), and a message processed without a key says so. Its own binary: it installs a
 //! global subscriber.
 
+#[path = "it/scenarios/mod.rs"]
 mod scenarios;
 
 use std::fmt::Write;

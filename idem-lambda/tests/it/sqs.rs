@@ -1,9 +1,7 @@
 //! The SQS batch processor on the memory store.
 
-mod scenarios;
-
+use crate::scenarios::{self, Subject};
 use idem_stores::memory::MemoryStore;
-use scenarios::Subject;
 
 macro_rules! on_memory {
     ($($scenario:ident),* $(,)?) => {$(

@@ -11,7 +11,7 @@ use std::time::Duration;
 use idem_test_servers::lambda::TestRuntimeApi;
 use serde_json::Value;
 
-use crate::function::{Setup, FUNCTION_VAR};
+use super::function::{Setup, FUNCTION_VAR};
 
 /// How long an invocation may take before the test fails: the function's first one waits
 /// for it to start.

@@ -5,38 +5,38 @@
 //! authorizer named.
 //!
 //! The test binary is also the function: started with `IDEM_TEST_LAMBDA_HTTP_FUNCTION` set,
-//! it runs `lambda_http::run` instead of the tests.
+//! it runs `lambda_http::run` instead of the tests (see the binary's `main`).
 
 mod deployed;
 mod events;
-mod function;
-
-use std::process::ExitCode;
+pub mod function;
 
 use deployed::Deployed;
 use function::Setup;
-use idem_tests::harness::{self, Test};
+use idem_tests::harness::Test;
 use serde_json::json;
 
-/// The harness's tests, each an `async fn` of this file run on a runtime of its own.
+/// The harness's tests, each an `async fn` of this file run on a runtime of its own, named as
+/// a module's test is.
 macro_rules! asynchronous_tests {
     ($($test:ident),* $(,)?) => {
-        vec![$(Test::asynchronous(stringify!($test), || Box::pin($test()))),*]
+        vec![$(Test::asynchronous(
+            concat!("http_function::", stringify!($test)),
+            || Box::pin($test()),
+        )),*]
     };
 }
 
-fn main() -> ExitCode {
-    if function::is_function_process() {
-        return function::run();
-    }
-    harness::main(asynchronous_tests!(
+/// The function's tests, for the binary's harness.
+pub fn tests() -> Vec<Test> {
+    asynchronous_tests!(
         a_retry_through_the_function_url_is_replayed,
         a_keyed_request_without_a_principal_is_refused,
         a_rest_api_event_is_replayed_for_its_principal,
         two_principals_with_one_key_get_two_runs,
         the_handler_runs_in_the_call_and_a_step_survives_a_502,
         a_quota_counts_each_principals_records,
-    ))
+    )
 }
 
 /// A function URL carries no authorizer: with one key space shared by every request

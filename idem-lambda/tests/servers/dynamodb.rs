@@ -1,10 +1,10 @@
 //! The handler's and the batch processor's scenarios on the DynamoDB store, against
 //! moto_server: where Powertools keeps its records.
 
-mod scenarios;
-
 use idem_test_servers::dynamodb::TestDynamo;
-use scenarios::Subject;
+use idem_tests::harness::Test;
+
+use crate::scenarios::{self, Subject};
 
 macro_rules! on_dynamodb {
     ($($module:ident::$scenario:ident),* $(,)?) => {
@@ -16,7 +16,13 @@ macro_rules! on_dynamodb {
                 scenarios::$module::$scenario(Subject::new(dynamo.store.clone())).await;
             }
         )*
-        idem_tests::backend_tests!($(async $scenario),*);
+        /// The scenarios on DynamoDB, each named as a module's test is.
+        pub fn tests() -> Vec<Test> {
+            vec![$(Test::asynchronous(
+                concat!("dynamodb::", stringify!($scenario)),
+                || Box::pin($scenario()),
+            )),*]
+        }
     };
 }
 
