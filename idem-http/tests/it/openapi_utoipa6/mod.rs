@@ -4,4 +4,5 @@
 use idem_http::utoipa6 as utoipa;
 
 #[path = "../openapi/cases.rs"]
+#[allow(clippy::duplicate_mod)] // the same cases, on the crate this module names `utoipa`
 mod cases;
