@@ -85,7 +85,8 @@ impl Test {
     }
 
     /// The same test, run while no other test of the binary runs (one that measures the
-    /// process's allocations, say); the others wait for it.
+    /// process's allocations, say); the others wait for it. Conformance checks, which are
+    /// not [`Test`]s, do not: a binary with such a test runs none.
     pub fn alone(mut self) -> Self {
         self.alone = true;
         self
