@@ -31,22 +31,28 @@ wait_for_port() {
     return 1
 }
 
+# Built as the workspace's test command builds (every package, every feature), so that after
+# `cargo test --workspace --all-features` only the examples' own binaries are compiled here.
+cargo build -q --workspace --all-features --examples
+examples_dir="${CARGO_TARGET_DIR:-target}/debug/examples"
+example() { "$examples_dir/$1" "${@:2}"; }
+
 echo "examples: payments (memory store)"
-cargo run -q -p idem-examples --all-features --example payments
+example payments
 echo "examples: checkout_steps (memory store, a crash between two steps)"
-cargo run -q -p idem-examples --all-features --example checkout_steps
+example checkout_steps
 echo "examples: axum_payments (memory store, real HTTP on loopback)"
-cargo run -q -p idem-examples --all-features --example axum_payments
+example axum_payments
 echo "examples: actix_payments (the layer as actix-web middleware, real HTTP on loopback)"
-cargo run -q -p idem-examples --all-features --example actix_payments
+example actix_payments
 echo "examples: poem_payments (the layer as poem middleware, real HTTP on loopback)"
-cargo run -q -p idem-examples --all-features --example poem_payments
+example poem_payments
 echo "examples: salvo_payments (the layer as a salvo hoop, real HTTP on loopback)"
-cargo run -q -p idem-examples --all-features --example salvo_payments
+example salvo_payments
 echo "examples: axum_metrics (memory store, Prometheus text on /metrics)"
-cargo run -q -p idem-examples --all-features --example axum_metrics
+example axum_metrics
 echo "examples: client_retries (idem-client through a lossy proxy, memory store)"
-cargo run -q -p idem-examples --all-features --example client_retries
+example client_retries
 
 redis_port=$(free_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
@@ -55,10 +61,10 @@ pids+=($!)
 wait_for_port "$redis_port"
 echo "examples: redis_orders (redis-server on port $redis_port)"
 IDEM_REDIS_URL="redis://127.0.0.1:$redis_port" \
-    cargo run -q -p idem-examples --all-features --example redis_orders
+    example redis_orders
 echo "examples: checkout_steps (redis-server on port $redis_port)"
 IDEM_REDIS_URL="redis://127.0.0.1:$redis_port" \
-    cargo run -q -p idem-examples --all-features --example checkout_steps
+    example checkout_steps
 
 moto_port=$(free_port)
 "$services_dir/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" >"$scratch/moto.log" 2>&1 &
@@ -66,17 +72,16 @@ pids+=($!)
 wait_for_port "$moto_port"
 echo "examples: dynamodb_payments (moto_server on port $moto_port)"
 IDEM_DYNAMODB_ENDPOINT="http://127.0.0.1:$moto_port" \
-    cargo run -q -p idem-examples --all-features --example dynamodb_payments
+    example dynamodb_payments
 echo "examples: lambda_orders (an idempotent Lambda handler, moto_server on port $moto_port)"
 IDEM_DYNAMODB_ENDPOINT="http://127.0.0.1:$moto_port" \
-    cargo run -q -p idem-examples --all-features --example lambda_orders
+    example lambda_orders
 echo "examples: sqs_batch (an SQS batch with a duplicate and a failure, moto_server on port $moto_port)"
 IDEM_DYNAMODB_ENDPOINT="http://127.0.0.1:$moto_port" \
-    cargo run -q -p idem-examples --all-features --example sqs_batch
+    example sqs_batch
 
 # A whole Lambda function under cargo-lambda's emulator of the Lambda Runtime API: one event
 # invoked twice runs the handler once, and the retry gets the first response.
-cargo build -q -p idem-examples --all-features --example lambda_function
 lambda_port=$(free_port)
 "$services_dir/venv/bin/cargo-lambda" lambda watch --only-lambda-apis \
     -A 127.0.0.1 -P "$lambda_port" >"$scratch/cargo-lambda.log" 2>&1 &
@@ -86,7 +91,7 @@ echo "examples: lambda_function (cargo-lambda's Runtime API on port $lambda_port
 AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$lambda_port/.rt" AWS_LAMBDA_FUNCTION_NAME=orders \
     AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128 \
     IDEM_DYNAMODB_ENDPOINT="http://127.0.0.1:$moto_port" \
-    cargo run -q -p idem-examples --all-features --example lambda_function \
+    "$examples_dir/lambda_function" \
     >"$scratch/lambda_function.log" 2>&1 &
 pids+=($!)
 python3 - "$lambda_port" <<'PY' || { cat "$scratch/lambda_function.log" "$scratch/cargo-lambda.log" >&2; exit 1; }
@@ -112,4 +117,4 @@ PY
 postgres_start
 echo "examples: postgres_orders (postgres at $postgres_server)"
 IDEM_POSTGRES_URL="$postgres_server/postgres" \
-    cargo run -q -p idem-examples --all-features --example postgres_orders
+    example postgres_orders
