@@ -1,7 +1,7 @@
 //! Scenarios every store runs: the handler's and the batch processor's behaviour on a store
 //! given by the test file.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub mod handler;
 pub mod principal;
