@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::sources::{rust_files, workspace};
+use super::sources::{rust_files, workspace};
 
 /// A crate's layering.
 pub(crate) struct Layering {
@@ -253,10 +253,9 @@ pub(crate) fn violations(
     };
     let mut found = Vec::new();
     for (line, target) in crate_paths(code) {
-        let mutual = crate_
-            .mutual
-            .iter()
-            .any(|&(a, b)| (a, b) == (module, &target) || (b, a) == (module, &target));
+        let mutual = crate_.mutual.iter().any(|&(a, b)| {
+            (a, b) == (module, target.as_str()) || (b, a) == (module, target.as_str())
+        });
         if target == module
             || mutual
             || crate_.root_items.contains(&target.as_str())

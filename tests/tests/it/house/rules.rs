@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use crate::sources::{rust_files, workspace};
+use super::sources::{rust_files, workspace};
 
 const MAX_LINES: usize = 500;
 

@@ -5,7 +5,7 @@
 //! found to a `Printer`; and on top the output, which implements it. Each `crate::` path in
 //! idem-cli's `src/` (outside comments and unit tests) is checked against the table below.
 
-use crate::layers::{code_of, violations, violations_in, Layering};
+use super::layers::{code_of, violations, violations_in, Layering};
 
 const IDEM_CLI: Layering = Layering {
     dir: "idem-cli",

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use crate::sources::{rust_files, workspace};
+use super::sources::{rust_files, workspace};
 
 /// Every `.rs` file under each crate's `src/`, but the crates named in `except`.
 fn sources(except: &[&str]) -> Vec<PathBuf> {
