@@ -34,6 +34,8 @@
 //! one, and a filter runs some. Each check uses keys in a namespace of its own, so one target
 //! serves them all: it is built once, by the first check that runs, on a runtime they share.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod broken;
 #[macro_use]
 mod check;
@@ -42,11 +44,16 @@ mod intercept;
 mod probes;
 mod reference;
 mod reserve_table;
+#[cfg(feature = "seal")]
+mod sealed;
 mod suite;
 
 pub use intercept::{Intercepted, Interceptor, Operation};
 pub use reference::ReferenceStore;
 pub use reserve_table::{check_reserve_cases, reserve_cases, ReserveCase};
+#[cfg(feature = "seal")]
+#[cfg_attr(docsrs, doc(cfg(feature = "seal")))]
+pub use sealed::Sealed;
 
 use std::future::Future;
 use std::sync::Arc;

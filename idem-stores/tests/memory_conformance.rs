@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use idem_conformance::Target;
+use idem_conformance::{Sealed, Target};
 use idem_core::seal::Keyring;
-use idem_core::{store::Store, Idempotency, Key};
+use idem_core::{store::Store, Key};
 use idem_stores::memory::MemoryStore;
 
 struct Memory(MemoryStore);
@@ -14,22 +14,6 @@ struct Memory(MemoryStore);
 impl Target for Memory {
     fn store(&self) -> Arc<dyn Store> {
         Arc::new(self.0.clone())
-    }
-
-    /// The memory store keeps typed records: there are no bytes to corrupt.
-    async fn corrupt(&self, _: &Key) -> bool {
-        false
-    }
-}
-
-/// The memory store seen through sealing: keys digested, outcomes and steps sealed, under a
-/// keyring with an old key beside the current one.
-struct Sealed(Idempotency);
-
-#[async_trait::async_trait]
-impl Target for Sealed {
-    fn store(&self) -> Arc<dyn Store> {
-        self.0.store().clone()
     }
 
     /// The memory store keeps typed records: there are no bytes to corrupt.
@@ -47,12 +31,11 @@ async fn memory() -> Option<Memory> {
     Some(Memory(unswept()))
 }
 
-async fn sealed() -> Option<Sealed> {
+/// The memory store seen through sealing: keys digested, outcomes and steps sealed, under a
+/// keyring with an old key beside the current one.
+async fn sealed() -> Option<Sealed<Memory>> {
     let keyring = Keyring::new("test-2026-11", [7; 32]).with_old("test-2026-05", [5; 32]);
-    let view = Idempotency::new(unswept())
-        .with_sealing(keyring)
-        .with_key_digest([42; 32]);
-    Some(Sealed(view))
+    Some(Sealed::new(Memory(unswept()), keyring, [42; 32]))
 }
 
 idem_conformance::conformance_tests!(memory, sealed => sealed);
