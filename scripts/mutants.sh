@@ -51,21 +51,19 @@ mutants() {
     cargo mutants --in-place --output "$out" "${extra[@]}" "$@"
 }
 
-# The store's own unit tests (how a row and its step values are read) and the suites.
+# The store's own unit tests (how a row and its step values are read) and the suites: built
+# with the PostgreSQL features alone, the backend binary holds the PostgreSQL modules only
+# (conformance, store, steps, transactions, corrupt records, concurrency, round trips, faults,
+# crashes, inventory, the reserve table).
 postgres_features=idem-stores/postgres,idem-tests/postgres
-postgres_tests=(
-    --test postgres_conformance --test postgres_store --test postgres_steps
-    --test postgres_transaction --test postgres_corrupt --test postgres_concurrency
-    --test postgres_round_trips --test postgres_faults --test postgres_crash
-    --test postgres_inventory --test reserve_table_postgres
-)
+postgres_tests=(--test it_backend)
 
-# idem-core's tests that seal, and the conformance suite through sealing.
+# The tests that seal, picked by name out of their binaries: idem-core's `seal` and
+# `sealed_step` modules (and its unit tests under `seal::`), the sealed memory store's, and the
+# conformance suite through sealing on the memory store (idem-stores' `sealed::` run) and on a
+# Redis server the tests start (the backend binary's `redis_conformance_sealed`).
 seal_features=idem-core/seal,idem-tests/seal,idem-tests/redis
-seal_tests=(
-    --test seal --test sealed_step --test telemetry_spans
-    --test memory_conformance_sealed --test sealed_memory_store --test redis_conformance_sealed
-)
+seal_tests=(--test it_core --test it_tests --test memory_conformance --test it_backend -- seal)
 
 for group in "${groups[@]}"; do
     case "$group" in
@@ -73,9 +71,8 @@ for group in "${groups[@]}"; do
         # idem-core's tests and the memory store's; not broken_stores and conformance_suite,
         # which test the conformance suite itself (on deliberately broken stores) and take
         # two thirds of the time.
-        engine_tests=(--lib)
-        for test in idem-core/tests/*.rs; do engine_tests+=(--test "$(basename "$test" .rs)"); done
-        engine_tests+=(--test memory_conformance --test memory_store --test memory_operator)
+        engine_tests=(--lib --test it_core --test it_stores --test memory_conformance
+            -- --skip broken_stores:: --skip conformance_suite::)
         # The baseline runs here too: cargo-mutants would run it on the mutated packages
         # alone, without idem-core's tests when a narrowed run mutates only the memory store.
         cargo test -p idem-core -p idem-stores "${engine_tests[@]}"
@@ -120,7 +117,7 @@ for group in "${groups[@]}"; do
         # The tests that set a quota: idem-core's unit tests, its quota and metrics tests,
         # and idem-http's layer tests (429 and 503 answers, floods of scopes). The baseline
         # runs here: cargo-mutants would run it on idem-core alone, which has no `layer`.
-        quota_tests=(--lib --test quota --test telemetry_metrics --test layer)
+        quota_tests=(--lib --test it_core --test it_http)
         export IDEM_TEST_HANG_SECS=10
         cargo test -p idem-core -p idem-http "${quota_tests[@]}"
         mutants quota --baseline skip --timeout 90 \
@@ -132,10 +129,11 @@ for group in "${groups[@]}"; do
         # The suites through sealing: on the memory store, and on a Redis server that the
         # tests start themselves. The baseline runs here, as for quota.
         export IDEM_REQUIRE_BACKENDS=1
-        cargo test -p idem-core -p idem-tests --features "$seal_features" --lib "${seal_tests[@]}"
+        cargo test -p idem-core -p idem-stores -p idem-tests --features "$seal_features" --lib \
+            "${seal_tests[@]}"
         mutants seal --baseline skip --timeout 120 \
             -f 'idem-core/src/seal/*.rs' \
-            --test-package idem-core,idem-tests --features "$seal_features" \
+            --test-package idem-core,idem-stores,idem-tests --features "$seal_features" \
             -- --lib "${seal_tests[@]}"
         ;;
     fingerprint)

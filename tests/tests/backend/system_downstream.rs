@@ -16,7 +16,7 @@
 //! Each run lasts `IDEM_DOWNSTREAM_SECONDS` (15 s by default, the CI run); the long run is
 //!
 //! ```console
-//! IDEM_DOWNSTREAM_SECONDS=90 cargo test --workspace --all-features --test system_downstream -- --nocapture
+//! IDEM_DOWNSTREAM_SECONDS=90 cargo test --workspace --all-features --test it_backend -- system_downstream --nocapture
 //! ```
 //!
 //! which kills and stops workers some hundred times (the summary line says how many). The run
