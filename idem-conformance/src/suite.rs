@@ -88,7 +88,11 @@ const NO_STORE: &str = "no store to test: the factory returned `None`";
 /// What every trial of one target shares: the runtime, and the target once built. Dropped with
 /// the last trial, once the run is over.
 struct Suite {
-    runtime: Option<tokio::runtime::Runtime>,
+    /// Built by the first trial that runs, so a binary that lists or filters out these checks
+    /// starts no worker thread for them.
+    runtime: OnceLock<tokio::runtime::Runtime>,
+    /// Checks that run at once: the command line's `--test-threads`, or one per CPU.
+    parallel: usize,
     factory: Mutex<Option<Factory>>,
     target: OnceLock<Built>,
 }
@@ -118,16 +122,8 @@ impl Suite {
             Box::pin(async move { Some(Arc::new(building.await?) as Arc<dyn Target>) })
         });
         Suite {
-            // Four workers per check running at once: some checks hold a worker on purpose (a
-            // blocking body) or race hundreds of callers, and the others' leases must still be
-            // renewed meanwhile.
-            runtime: Some(
-                tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(4 * parallel)
-                    .enable_all()
-                    .build()
-                    .expect("a Tokio runtime"),
-            ),
+            runtime: OnceLock::new(),
+            parallel,
             factory: Mutex::new(Some(factory)),
             target: OnceLock::new(),
         }
@@ -170,9 +166,16 @@ impl Suite {
     }
 
     fn runtime(&self) -> &tokio::runtime::Runtime {
-        self.runtime
-            .as_ref()
-            .expect("the runtime lives as long as the suite")
+        self.runtime.get_or_init(|| {
+            // Four workers per check running at once: some checks hold a worker on purpose (a
+            // blocking body) or race hundreds of callers, and the others' leases must still be
+            // renewed meanwhile.
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(4 * self.parallel)
+                .enable_all()
+                .build()
+                .expect("a Tokio runtime")
+        })
     }
 }
 

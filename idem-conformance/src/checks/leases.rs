@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 
 use super::mismatches::assert_mismatch_leaves_record;
 use super::{
@@ -13,7 +14,7 @@ use crate::waiting_for;
 use idem_core::Clock as _;
 use idem_core::{
     store::{Completed, Outcome, OwnerToken, Record, Reservation, Store},
-    Answered, Error, Fingerprint, ManualClock, StoreError,
+    Answered, Error, Fingerprint, Idempotency, ManualClock, StoreError,
 };
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -65,17 +66,13 @@ async fn lease_is_renewed_while_running(ctx: Context) {
 /// made while the new owner still runs, is refused with `LeaseLost` and the new owner's record
 /// stands.
 async fn lease_takeover_fences_the_stale_owner(ctx: Context) {
-    let clock = ManualClock::new();
-    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let lease = Duration::from_secs(60);
-    let stale_effect = Charge::held();
-    let stale = spawn_charge(
-        &idem,
-        call(&ctx, "o-13", 1).with_lease(lease),
-        1,
-        &stale_effect,
-    );
-    stale_effect.wait_started().await;
+    let StaleOwner {
+        clock,
+        idem,
+        call: stale,
+        effect: stale_effect,
+    } = StaleOwner::held(&ctx, "o-13", lease).await;
     clock.advance(lease + Duration::from_secs(1));
     // The stale owner finishes while the new one still runs, and again once it finished.
     let new_effect = Charge::named("new", true);
@@ -173,17 +170,13 @@ async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
 /// is abandoned: a caller with other arguments may then take the key over, and the stale owner
 /// is fenced off.
 async fn abandoned_reservation_is_free_for_anyone(ctx: Context) {
-    let clock = ManualClock::new();
-    let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
     let lease = Duration::from_secs(60);
-    let stale_effect = Charge::held();
-    let stale = spawn_charge(
-        &idem,
-        call(&ctx, "o-23", 1).with_lease(lease),
-        1,
-        &stale_effect,
-    );
-    stale_effect.wait_started().await;
+    let StaleOwner {
+        clock,
+        idem,
+        call: stale,
+        effect: stale_effect,
+    } = StaleOwner::held(&ctx, "o-23", lease).await;
     clock.advance(lease + idem_core::store::LEASE_GRACE - Duration::from_secs(1));
     assert_mismatch_leaves_record(&ctx, &idem, call(&ctx, "o-23", 2)).await;
     clock.advance(Duration::from_secs(2));
@@ -257,4 +250,30 @@ async fn lease_is_renewed_while_the_body_blocks_its_thread(ctx: Context) {
     );
     assert_eq!(side_effect.runs(), 0);
     assert!(!blocking.await.unwrap().unwrap().replayed);
+}
+
+/// The first owner of an order's key, on a clock the check moves, held in its body until its
+/// effect is finished: what the takeover checks make stale.
+struct StaleOwner {
+    clock: ManualClock,
+    idem: Idempotency,
+    call: JoinHandle<Result<Answered<String>, Error>>,
+    effect: Arc<Charge>,
+}
+
+impl StaleOwner {
+    /// Starts charging `order` (amount 1) under `lease`, and waits until its body runs.
+    async fn held(ctx: &Context, order: &str, lease: Duration) -> Self {
+        let clock = ManualClock::new();
+        let idem = ctx.handle_with(clock.clone(), ctx.store().clone());
+        let effect = Charge::held();
+        let call = spawn_charge(&idem, call(ctx, order, 1).with_lease(lease), 1, &effect);
+        effect.wait_started().await;
+        StaleOwner {
+            clock,
+            idem,
+            call,
+            effect,
+        }
+    }
 }
