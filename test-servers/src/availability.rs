@@ -9,6 +9,7 @@
 //! `block_on` of an `async` one.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
@@ -45,6 +46,19 @@ pub fn run_test(test: impl FnOnce()) -> Option<String> {
     match SERVER.replace(Server::NoTest) {
         Server::Unavailable(reason) => Some(reason),
         Server::NoTest | Server::Unknown => None,
+    }
+}
+
+/// Builds a target that several tests share (a conformance suite's store) with `building`,
+/// polled on this thread as a test of its own: a helper that finds no server makes it `None`,
+/// which the suite reports as ignored checks, where a helper called outside any test of a
+/// harness would panic. With backends required, the helper panics as in a test.
+pub async fn build_shared_target<T>(building: impl Future<Output = Option<T>>) -> Option<T> {
+    let outer = SERVER.replace(Server::Unknown);
+    let built = building.await;
+    match SERVER.replace(outer) {
+        Server::Unavailable(_) => None,
+        Server::NoTest | Server::Unknown => built,
     }
 }
 
@@ -93,7 +107,18 @@ fn server_unavailable(reason: &str, help: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::{run_test, server_unavailable};
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    use super::{build_shared_target, run_test, server_unavailable};
+
+    /// The value of a future that is ready when first polled.
+    fn ready<T>(future: impl Future<Output = T>) -> T {
+        match std::pin::pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(value) => value,
+            Poll::Pending => panic!("the future was not ready"),
+        }
+    }
 
     #[test]
     fn a_test_whose_server_is_unavailable_returns_the_reason() {
@@ -114,6 +139,18 @@ mod tests {
             server_unavailable("no redis-cli", "install it");
         });
         assert_eq!(reason.as_deref(), Some("no redis-cli"));
+    }
+
+    #[test]
+    fn a_shared_target_without_its_server_is_none_even_in_a_harness() {
+        run_test(|| ());
+        let built = ready(build_shared_target(async {
+            server_unavailable("no redis-server", "install it");
+            Some(1)
+        }));
+        assert_eq!(built, None);
+        let built = ready(build_shared_target(async { Some(2) }));
+        assert_eq!(built, Some(2));
     }
 
     #[test]

@@ -29,6 +29,7 @@
 use std::process::ExitCode;
 
 use idem_conformance::{IntendedPanic, Target};
+use idem_test_servers::availability;
 pub use libtest_mimic::{Arguments, Trial};
 
 use crate::harness::Test;
@@ -92,7 +93,11 @@ where
     Fut: std::future::Future<Output = Option<T>> + 'static,
 {
     let prefix = format!("{}::", module_name(module_path));
-    idem_conformance::named_trials(&prefix, args, factory)
+    // Built inside a trial but for all of them: a missing server makes the checks ignored, as
+    // the module's own tests are, and not failures.
+    idem_conformance::named_trials(&prefix, args, move || {
+        availability::build_shared_target(factory())
+    })
 }
 
 /// Writes a test binary's modules and its `main`: each entry is a module's name, after the

@@ -6,12 +6,15 @@
 
 use std::fs;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::process::{free_port, scratch_dir, ServerCommand, ServerProcess};
 use crate::redis::server::{unavailable, PROGRAM};
+
+/// How many cluster bus ports a node tries before its start fails.
+const BUS_PORT_ATTEMPTS: usize = 3;
 
 /// The client program used to join the nodes.
 pub const CLI: &str = "redis-cli";
@@ -55,27 +58,39 @@ impl TestRedisCluster {
             dir,
         };
         for _ in 0..count.max(1) {
-            // The cluster bus gets a port of its own: the default (port + 10000) may not exist.
+            let node = Self::start_node(&cluster.dir)?;
+            cluster.nodes.push(node);
+        }
+        cluster.join(replicas)?;
+        Ok(cluster)
+    }
+
+    /// Starts one node in `dir`. Its cluster bus gets a port of its own (the default, its port
+    /// plus 10000, may not exist); another process may take that port before the node binds
+    /// it, and then the node starts again with another.
+    fn start_node(dir: &Path) -> io::Result<ServerProcess> {
+        let mut last_error = None;
+        for _ in 0..BUS_PORT_ATTEMPTS {
             let bus = free_port()?;
-            let config = cluster.dir.join(format!("nodes-{bus}.conf"));
+            let config = dir.join(format!("nodes-{bus}.conf"));
             let command = ServerCommand::new(PROGRAM)
                 .args(crate::redis::server::base_args())
                 .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
                 .args(["--cluster-port".to_owned(), bus.to_string()])
                 // A primary writes a snapshot to sync its replica: into the scratch directory.
-                .args([
-                    "--dir".to_owned(),
-                    cluster.dir.to_string_lossy().into_owned(),
-                ])
+                .args(["--dir".to_owned(), dir.to_string_lossy().into_owned()])
                 .args(["--dbfilename".to_owned(), format!("dump-{bus}.rdb")])
                 .args([
                     "--cluster-config-file".to_owned(),
                     config.to_string_lossy().into_owned(),
                 ]);
-            cluster.nodes.push(ServerProcess::start(command)?);
+            match ServerProcess::start(command) {
+                Ok(node) => return Ok(node),
+                Err(error) if error.kind() == io::ErrorKind::Other => last_error = Some(error),
+                Err(error) => return Err(error),
+            }
         }
-        cluster.join(replicas)?;
-        Ok(cluster)
+        Err(last_error.unwrap_or_else(|| io::Error::other("no cluster bus port could be used")))
     }
 
     fn join(&self, replicas: usize) -> io::Result<()> {
