@@ -5,7 +5,6 @@ mod support;
 
 mod call_keys;
 mod half_the_answers_lost;
-mod lost_answers;
 mod problem_types;
 mod retry_table;
 mod round_trip;

@@ -1,7 +1,7 @@
 //! idem-core's integration tests, one module per topic, linked into one binary so that the
-//! crate and its dependencies link once. The telemetry modules install their metrics recorder
-//! and tracing subscriber for their own thread only (each test runs on a current-thread
-//! runtime), so they share this process with the others.
+//! crate and its dependencies link once. The metrics module installs its recorder for its own
+//! thread only (each test runs on a current-thread runtime), so it shares this process with the
+//! others; the spans' tests have a process of their own (`telemetry_spans`, see Cargo.toml).
 
 mod abort_order;
 mod call_context;
@@ -21,5 +21,4 @@ mod step_names;
 mod steps_value;
 mod support;
 mod telemetry_metrics;
-mod telemetry_spans;
 mod unrecorded_step;

@@ -1,16 +1,13 @@
 //! The suite's tests that libtest runs, one binary: a module per topic (the `#[idempotent]`
-//! attribute, the HTTP layer's and the Lambda handler's numbers and headers, sealed records,
-//! hidden keys) and the house's rules read from the sources, each built with the features it needs.
+//! attribute, the HTTP layer's and the Lambda handler's numbers and headers, sealed records)
+//! and the house's rules read from the sources, each built with the features it needs.
 
 mod attribute_behaviour;
 mod attribute_fixtures;
 mod attribute_identity;
 mod attribute_installed;
 mod attribute_kinds;
-mod attribute_names;
 mod attribute_response_hook;
-#[cfg(all(feature = "http", feature = "seal"))]
-mod hidden_keys;
 mod house;
 mod replay_never_carries;
 #[cfg(all(

@@ -25,7 +25,7 @@ use tracing::{Event, Metadata, Subscriber};
 const MARKER: &str = "marker-5c1f9e-client-key";
 const SECRET: &[u8] = b"a key-digest secret of 32+ bytes!";
 
-/// Every event and span field of the test's thread, as text, with its target.
+/// Every event and span field of the process, as text, with its target.
 #[derive(Clone, Default)]
 struct Everything(Arc<Mutex<Vec<String>>>);
 
@@ -163,12 +163,10 @@ async fn lambda(idem: Idempotency) -> Vec<String> {
     errors
 }
 
-// On a current-thread runtime, every task of the test (the services, the clients) runs on the
-// test's thread, so a subscriber of that thread sees them all and no other test's events.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_event_names_the_clients_key_when_clear_keys_are_hidden() {
     let everything = Everything::default();
-    let _capturing = tracing::subscriber::set_default(everything.clone());
+    tracing::subscriber::set_global_default(everything.clone()).unwrap();
     tracing::callsite::rebuild_interest_cache();
 
     // Control: without the setting, the layer's, the client's and the engine's events (and

@@ -1,7 +1,8 @@
 //! Answers lost between a real idem-http server and the client, on purpose, by a proxy: the
 //! middleware's retries with the same key get the stored answer, and the handler runs once.
 
-use crate::support;
+#[path = "it/support/mod.rs"]
+mod support;
 
 use idem_client::{key_of, was_replayed, IdempotentRetry, SendError};
 use support::proxy::{Fault, Proxy};
