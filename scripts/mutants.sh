@@ -12,8 +12,8 @@
 #   quota     the quotas, and how the engine asks them (idem-core's unit, quota and metrics
 #             tests, and idem-http's layer tests, whose quota tests answer 429 and 503)
 #   seal      sealed records: the keyring, key digests, the sealed store (idem-core's tests
-#             with `seal`, and the conformance suite through sealing on the memory store and
-#             on a Redis server the tests start on a free loopback port)
+#             with `seal`, the tests crate's libtest ones, and the conformance suite through
+#             sealing on the memory store)
 #   fingerprint  the canonical encoding of arguments and the JSON number rule (idem-core's
 #             unit tests)
 #   keys      keys, scopes and what an HTTP request may name (idem-core's, idem-protocol's
@@ -23,8 +23,9 @@
 #   scripts/mutants.sh quota seal      # some of them
 #
 # On two cores, roughly: engine, steps, http and postgres four hours together; quota 45 min
-# (126 mutants, about 20 s each); seal 45 min (60 mutants, about 45 s each: each one
-# rebuilds the memory and Redis stores); fingerprint about 1 h 15 (278 mutants; its
+# (126 mutants, about 20 s each, measured when a mutant ran fewer of idem-core's and
+# idem-http's tests than their whole binaries); seal 45 min (60 mutants, about 45 s each,
+# measured when its tests included the Redis conformance run); fingerprint about 1 h 15 (278 mutants; its
 # json/ files, 172 of them, took 37 min alone); keys 1 h (172 mutants, beside builds).
 #
 # Extra arguments for cargo-mutants go in IDEM_MUTANTS_ARGS (say `--shard 1/4`, or
@@ -58,12 +59,12 @@ mutants() {
 postgres_features=idem-stores/postgres,idem-tests/postgres
 postgres_tests=(--test it_backend)
 
-# The tests that seal, picked by name out of their binaries: idem-core's `seal` and
-# `sealed_step` modules (and its unit tests under `seal::`), the sealed memory store's, and the
-# conformance suite through sealing on the memory store (idem-stores' `sealed::` run) and on a
-# Redis server the tests start (the backend binary's `redis_conformance_sealed`).
-seal_features=idem-core/seal,idem-tests/seal,idem-tests/redis
-seal_tests=(--test it_core --test it_tests --test memory_conformance --test it_backend -- seal)
+# The tests that seal: idem-core's unit tests and its integration tests (the `seal` and
+# `sealed_step` modules among them, and the spans that must not name a digested key), the
+# tests crate's (the sealed memory store's among them), and the conformance suite through
+# sealing on the memory store (idem-stores' `sealed::` run).
+seal_features=idem-core/seal,idem-tests/seal
+seal_tests=(--test it_core --test telemetry_spans --test it_tests --test memory_conformance)
 
 for group in "${groups[@]}"; do
     case "$group" in
@@ -126,8 +127,8 @@ for group in "${groups[@]}"; do
         unset IDEM_TEST_HANG_SECS
         ;;
     seal)
-        # The suites through sealing: on the memory store, and on a Redis server that the
-        # tests start themselves. The baseline runs here, as for quota.
+        # The suites through sealing, on the memory store. The baseline runs here, as for
+        # quota.
         export IDEM_REQUIRE_BACKENDS=1
         cargo test -p idem-core -p idem-stores -p idem-tests --features "$seal_features" --lib \
             "${seal_tests[@]}"
