@@ -1,5 +1,6 @@
 //! What the stores' inventory tests share: records written straight through the store, a
-//! listing followed to its end, and the operator's calls on a handle.
+//! listing followed to its end, a purge followed to its end, and the operator's calls on a
+//! handle.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,6 +78,44 @@ pub async fn entries(inventory: &dyn Inventory, prefix: &str, limit: u32) -> (Ve
         }
     }
     panic!("the listing of `{prefix}` did not end");
+}
+
+/// The inventory of `store`, which must list.
+pub fn of(store: &dyn Store) -> &dyn Inventory {
+    store.inventory().expect("the store lists")
+}
+
+/// The keys listed under `prefix`, `limit` records a page, in the order listed, each listed
+/// once and without an error.
+pub async fn listed(inventory: &dyn Inventory, prefix: &str, limit: u32) -> Vec<Key> {
+    let (entries, _) = entries(inventory, prefix, limit).await;
+    let mut keys = Vec::new();
+    for (key, record) in entries {
+        assert!(record.is_ok(), "`{key}`: {record:?}");
+        assert!(!keys.contains(&key), "`{key}` is listed twice");
+        keys.push(key);
+    }
+    keys
+}
+
+/// Purges what expired at [`NOW`] from a cursor, `batch` at a time, until the cursor is
+/// `None`; returns how many calls it took and how many records went.
+pub async fn purge_to_the_end(inventory: &dyn Inventory, batch: u32) -> (usize, u64) {
+    let mut cursor = None;
+    let mut deleted = 0;
+    for calls in 1..=10_000 {
+        let progress = inventory
+            .purge_expired_from(now(), batch, cursor.as_deref())
+            .await
+            .unwrap();
+        assert!(progress.deleted <= u64::from(batch), "{progress:?}");
+        deleted += progress.deleted;
+        match progress.cursor {
+            Some(next) => cursor = Some(next),
+            None => return (calls, deleted),
+        }
+    }
+    panic!("the purge did not end");
 }
 
 /// `keys` as a set.

@@ -9,5 +9,6 @@ pub mod crowd;
 pub mod harness;
 pub mod interrupt;
 pub mod inventory;
+pub mod inventory_cases;
 pub mod peak;
 pub mod sealed;

@@ -2,9 +2,7 @@
 //! paging, keys that parse back, corrupt and foreign items, purging (and a key reserved again
 //! between the purge's scan and its delete), and the operator's calls on a handle.
 
-use std::collections::BTreeSet;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use aws_sdk_dynamodb::config::interceptors::BeforeSerializationInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents, SharedInterceptor};
@@ -12,71 +10,30 @@ use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use idem_conformance::Target as _;
-use idem_core::store::Inventory;
 use idem_core::{
-    store::{Record, Store, LEASE_GRACE},
-    Key, KeyBuilder, StoreError,
+    store::{Record, Store},
+    Key, StoreError,
 };
 use idem_stores::dynamodb::DynamoDbStore;
 use idem_test_servers::dynamodb::{client, ClientOptions, TestDynamo};
-use idem_tests::inventory::{self, complete, entries, key, now, reserve, set, HOUR, SECOND};
+use idem_tests::inventory::{
+    self, complete, entries, key, now, purge_to_the_end, reserve, set,
+    HOUR, SECOND,
+};
+use idem_tests::inventory_cases;
 
-/// The keys listed under `prefix`, each listed once and without an error.
-async fn listed(inventory: &dyn Inventory, prefix: &str, limit: u32) -> BTreeSet<Key> {
-    let (entries, _) = entries(inventory, prefix, limit).await;
-    let mut keys = BTreeSet::new();
-    for (key, record) in entries {
-        assert!(record.is_ok(), "`{key}`: {record:?}");
-        assert!(keys.insert(key.clone()), "`{key}` is listed twice");
-    }
-    keys
-}
-
-fn inventory(store: &DynamoDbStore) -> &dyn Inventory {
-    Store::inventory(store).expect("the DynamoDB store lists")
+/// Another store on `db`'s table, under the prefix `prefix`.
+fn other(db: &TestDynamo, prefix: &str) -> DynamoDbStore {
+    DynamoDbStore::builder(db.client.clone(), db.table())
+        .prefix(prefix)
+        .build()
 }
 
 async fn listing_finds_the_records_under_a_prefix_and_nothing_outside_it() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let store = &*db.store;
-    let other = DynamoDbStore::builder(db.client.clone(), db.table())
-        .prefix("other%|_")
-        .build();
-    let mut charges: Vec<Key> = (1..=3).map(|n| key("charge", &[&n.to_string()])).collect();
-    for charge in &charges {
-        complete(store, charge, now(), now() + HOUR).await;
-    }
-    charges.push(key("charge", &["4"]));
-    reserve(store, &charges[3], now() + HOUR, now()).await;
-    complete(store, &key("chargeback", &["1"]), now(), now() + HOUR).await;
-    complete(store, &key("refund", &["1"]), now(), now() + HOUR).await;
-    complete(&other, &key("charge", &["9"]), now(), now() + HOUR).await;
-
-    let prefix = Key::function_prefix("idem", "charge");
-    let (found, _) = entries(inventory(store), &prefix, 100).await;
-    assert_eq!(found.len(), 4, "{found:?}");
-    for (key, record) in &found {
-        assert!(charges.contains(key), "`{key}` is a charge");
-        let got = store.get(key).await.unwrap();
-        assert_eq!(
-            record.as_ref().ok(),
-            got.as_ref(),
-            "`{key}` is listed as stored"
-        );
-    }
-
-    assert_eq!(listed(inventory(store), "", 100).await.len(), 6);
-    let theirs = listed(inventory(&other), "", 100).await;
-    assert_eq!(
-        theirs,
-        set(&[key("charge", &["9"])]),
-        "a store lists its own prefix"
-    );
-    assert!(listed(inventory(store), "idem|nothing|", 10)
-        .await
-        .is_empty());
+    inventory_cases::charges_under_a_prefix(&*db.store, &other(&db, "other%|_")).await;
 }
 
 async fn pages_of_two_visit_each_of_five_keys_once() {
@@ -84,24 +41,11 @@ async fn pages_of_two_visit_each_of_five_keys_once() {
         return;
     };
     let store = &*db.store;
-    let written: Vec<Key> = ["e", "a", "d", "b", "c"]
-        .into_iter()
-        .map(|part| key("page", &[part]))
-        .collect();
-    for (n, key) in written.iter().enumerate() {
-        if n % 2 == 0 {
-            complete(store, key, now(), now() + HOUR).await;
-        } else {
-            reserve(store, key, now() + HOUR, now()).await;
-        }
-    }
-    // Items the scan reads and the filter drops: pages may come back short, or empty.
-    for part in ["a", "z", "0"] {
-        complete(store, &key("pagf", &[part]), now(), now() + HOUR).await;
-    }
-
+    let written = inventory_cases::five_keys_to_page(store).await;
+    // The scan reads the `pagf` items too and the filter drops them: pages may come back
+    // short, or empty.
     let prefix = Key::function_prefix("idem", "page");
-    let (found, pages) = entries(inventory(store), &prefix, 2).await;
+    let (found, pages) = entries(inventory::of(store), &prefix, 2).await;
     let keys: Vec<Key> = found.into_iter().map(|(key, _)| key).collect();
     assert_eq!(keys.len(), written.len(), "each key once: {keys:?}");
     assert_eq!(set(&keys), set(&written));
@@ -115,58 +59,7 @@ async fn keys_round_trip_and_prefixes_are_not_patterns() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let store = &*db.store;
-    let awkward = [
-        "a|b",
-        "100%",
-        "%7C",
-        "under_score",
-        "back\\slash",
-        "ünïcødé 🔑",
-        "日本語",
-    ];
-    let mut written = Vec::new();
-    for part in awkward {
-        let key = KeyBuilder::new("idem", "odd|name%_")
-            .scope(Some("tenant|7%"))
-            .part(part)
-            .part("second")
-            .finish()
-            .unwrap();
-        complete(store, &key, now(), now() + HOUR).await;
-        written.push(key);
-    }
-    let prefix = Key::function_prefix("idem", "odd|name%_");
-    let keys = listed(inventory(store), &prefix, 3).await;
-    assert_eq!(keys, set(&written));
-    for key in &keys {
-        assert_eq!(&Key::parse(key.as_str()).unwrap(), key);
-        assert!(
-            store.get(key).await.unwrap().is_some(),
-            "`{key}` names its record"
-        );
-    }
-
-    // Each pair's first key starts with the prefix; the second would match it as a pattern.
-    let traps = [
-        ("p_q", "pxq", "p_"),
-        ("p%q", "pzq", "p%"),
-        ("p\\q", "pq", "p\\"),
-    ];
-    for (inside, outside, _) in traps {
-        for part in [inside, outside] {
-            complete(store, &key("trap", &[part]), now(), now() + HOUR).await;
-        }
-    }
-    for (inside, _, text) in traps {
-        let prefix = key("trap", &[text]).as_str().to_owned();
-        let keys = listed(inventory(store), &prefix, 10).await;
-        assert_eq!(
-            keys,
-            set(&[key("trap", &[inside])]),
-            "the prefix `{prefix}`"
-        );
-    }
+    inventory_cases::keys_round_trip_and_prefixes_are_not_patterns(&*db.store).await;
 }
 
 async fn a_corrupt_item_is_listed_as_an_error_and_a_foreign_item_is_skipped() {
@@ -190,12 +83,12 @@ async fn a_corrupt_item_is_listed_as_an_error_and_a_foreign_item_is_skipped() {
         .unwrap();
 
     for limit in [1, 100] {
-        let (found, _) = entries(inventory(store), "", limit).await;
-        let keys: BTreeSet<&Key> = found.iter().map(|(key, _)| key).collect();
+        let (found, _) = entries(inventory::of(store), "", limit).await;
+        let keys: Vec<Key> = found.iter().map(|(key, _)| key.clone()).collect();
         assert_eq!(found.len(), 3, "{found:?}");
         assert_eq!(
-            keys,
-            BTreeSet::from([&key("mixed", &["a"]), &corrupt, &key("mixed", &["c"])])
+            set(&keys),
+            set(&[key("mixed", &["a"]), corrupt.clone(), key("mixed", &["c"])])
         );
         for (key, record) in &found {
             if *key == corrupt {
@@ -211,72 +104,9 @@ async fn a_purge_deletes_what_stopped_counting_and_keeps_the_rest() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let store = &*db.store;
-    let long_ago = now() - 2 * HOUR;
-    let k = |name: &str| key("purge", &[name]);
-
-    complete(store, &k("expired"), long_ago, now() - SECOND).await;
-    reserve(store, &k("abandoned"), now() - LEASE_GRACE, long_ago).await;
-    let owner = reserve(store, &k("steps-expired"), long_ago + SECOND, long_ago).await;
-    store
-        .record_step(&k("steps-expired"), &owner, "charge", b"1", now())
-        .await
-        .unwrap();
-    let gone = ["expired", "abandoned", "steps-expired"];
-
-    complete(store, &k("live"), now(), now() + SECOND).await;
-    reserve(store, &k("running"), now() + HOUR, now()).await;
-    let in_grace = now() - LEASE_GRACE + Duration::from_millis(1);
-    reserve(store, &k("in-grace"), in_grace, long_ago).await;
-    let owner = reserve(store, &k("steps-held"), long_ago + SECOND, long_ago).await;
-    store
-        .record_step(&k("steps-held"), &owner, "charge", b"1", now() + SECOND)
-        .await
-        .unwrap();
-    let owner = reserve(store, &k("released"), now() + HOUR, now()).await;
-    store
-        .record_step(&k("released"), &owner, "charge", b"1", now() + HOUR)
-        .await
-        .unwrap();
-    store.release(&k("released"), &owner).await.unwrap();
-    // Expired, then reserved again: it counts again.
-    complete(store, &k("reserved-again"), long_ago, now() - HOUR).await;
-    reserve(store, &k("reserved-again"), now() + HOUR, now()).await;
-    // Another store's expired item in the same table: its store purges it, not this one.
-    let other = DynamoDbStore::builder(db.client.clone(), db.table())
-        .prefix("other")
-        .build();
-    complete(&other, &k("theirs"), long_ago, now() - SECOND).await;
-    let kept = [
-        "live",
-        "running",
-        "in-grace",
-        "steps-held",
-        "released",
-        "reserved-again",
-    ];
-    let mut before = Vec::new();
-    for name in kept {
-        before.push(store.get(&k(name)).await.unwrap());
-    }
-
-    assert_eq!(inventory(store).purge_expired(now(), 2).await.unwrap(), 2);
-    assert_eq!(inventory(store).purge_expired(now(), 2).await.unwrap(), 1);
-    assert_eq!(inventory(store).purge_expired(now(), 2).await.unwrap(), 0);
-    for name in gone {
-        assert_eq!(
-            store.get(&k(name)).await.unwrap(),
-            None,
-            "`{name}` is purged"
-        );
-    }
-    for (name, before) in kept.into_iter().zip(before) {
-        let after = store.get(&k(name)).await.unwrap();
-        assert!(after.is_some(), "`{name}` is kept");
-        assert_eq!(after, before, "`{name}` is unchanged");
-    }
-    assert!(other.get(&k("theirs")).await.unwrap().is_some());
-    assert_eq!(inventory(&other).purge_expired(now(), 10).await.unwrap(), 1);
+    let other = other(&db, "other");
+    inventory_cases::a_purge_deletes_what_stopped_counting_and_keeps_the_rest(&*db.store, &other)
+        .await;
 }
 
 /// A purge that goes on from its cursor reads each item once: one `Scan` of at most a batch
@@ -295,9 +125,7 @@ async fn a_purge_from_a_cursor_reads_each_item_once() {
     for n in 0..6 {
         complete(store, &k(format!("live-{n}")), now(), now() + HOUR).await;
     }
-    let other = DynamoDbStore::builder(db.client.clone(), db.table())
-        .prefix("other")
-        .build();
+    let other = other(&db, "other");
     for n in 0..3 {
         complete(&other, &k(format!("theirs-{n}")), long_ago, now() - SECOND).await;
     }
@@ -305,23 +133,8 @@ async fn a_purge_from_a_cursor_reads_each_item_once() {
     let batch = 4;
 
     let since = db.requests.count();
-    let mut purged = 0;
-    let mut cursor: Option<String> = None;
-    let mut calls = 0;
-    loop {
-        let progress = inventory(store)
-            .purge_expired_from(now(), batch, cursor.as_deref())
-            .await
-            .unwrap();
-        assert!(progress.deleted <= u64::from(batch), "{progress:?}");
-        purged += progress.deleted;
-        calls += 1;
-        assert!(calls <= items, "the purge ends");
-        match progress.cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
+    let (calls, purged) = purge_to_the_end(inventory::of(store), batch).await;
+    assert!(calls <= items, "{calls} calls for {items} items");
     assert_eq!(purged, 12);
     let scans: Vec<_> = db
         .requests
@@ -433,7 +246,7 @@ async fn a_purge_keeps_a_key_reserved_again_between_its_scan_and_its_delete() {
     );
 
     assert_eq!(
-        inventory(&purging).purge_expired(now(), 10).await.unwrap(),
+        inventory::of(&purging).purge_expired(now(), 10).await.unwrap(),
         0
     );
     let record = db.store.get(&expired).await.unwrap();

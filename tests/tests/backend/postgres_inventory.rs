@@ -4,14 +4,12 @@
 
 use idem_conformance::Target as _;
 use idem_core::store::{Inventory, ListPage, ListQuery};
-use idem_core::{
-    store::{Record, Store, LEASE_GRACE},
-    Key, KeyBuilder, StoreError,
-};
+use idem_core::{store::Record, Key, StoreError};
 use idem_stores::postgres::PostgresStore;
 use idem_test_servers::postgres::server::TestPostgres;
 use idem_test_servers::postgres::TestPg;
-use idem_tests::inventory::{self, complete, key, now, reserve, set, HOUR, SECOND};
+use idem_tests::inventory::{self, complete, key, listed, now, purge_to_the_end, set, HOUR};
+use idem_tests::inventory_cases;
 
 /// Every page of the listing of `prefix`, `limit` records a page.
 async fn pages(inventory: &dyn Inventory, prefix: &str, limit: u32) -> Vec<ListPage> {
@@ -30,73 +28,29 @@ async fn pages(inventory: &dyn Inventory, prefix: &str, limit: u32) -> Vec<ListP
     panic!("the listing of `{prefix}` did not end");
 }
 
-/// The keys listed under `prefix`, in the order listed, each listed without an error.
-async fn listed(inventory: &dyn Inventory, prefix: &str, limit: u32) -> Vec<Key> {
-    let mut keys = Vec::new();
-    for page in pages(inventory, prefix, limit).await {
-        for (key, record) in page.records {
-            assert!(record.is_ok(), "`{key}`: {record:?}");
-            keys.push(key);
-        }
-    }
-    keys
-}
-
-fn inventory(store: &PostgresStore) -> &dyn Inventory {
-    Store::inventory(store).expect("the PostgreSQL store lists")
+/// Another store on `db`'s table, under the prefix `prefix`.
+fn other(db: &TestPg, prefix: &str) -> PostgresStore {
+    PostgresStore::builder(db.pool.clone()).prefix(prefix).build()
 }
 
 async fn listing_finds_the_records_under_a_prefix_and_nothing_outside_it() {
     let Some(db) = TestPg::start().await else {
         return;
     };
-    let store = &*db.store;
-    let other = PostgresStore::builder(db.pool.clone())
-        .prefix("other%|_")
-        .build();
-    let charges: Vec<Key> = (1..=3).map(|n| key("charge", &[&n.to_string()])).collect();
-    for charge in &charges {
-        complete(store, charge, now(), now() + HOUR).await;
-    }
-    let running = key("charge", &["4"]);
-    reserve(store, &running, now() + HOUR, now()).await;
-    complete(store, &key("chargeback", &["1"]), now(), now() + HOUR).await;
-    complete(store, &key("refund", &["1"]), now(), now() + HOUR).await;
-    complete(&other, &key("charge", &["9"]), now(), now() + HOUR).await;
-
-    let prefix = Key::function_prefix("idem", "charge");
-    let page = inventory(store)
-        .list(&ListQuery::new(&prefix, 100))
+    let (charges, found) =
+        inventory_cases::charges_under_a_prefix(&*db.store, &other(&db, "other%|_")).await;
+    let keys: Vec<&Key> = found.iter().map(|(key, _)| key).collect();
+    assert_eq!(
+        keys,
+        charges.iter().collect::<Vec<_>>(),
+        "the charges, in key order"
+    );
+    assert!(matches!(found[3].1, Ok(Record::InProgress(_))));
+    let page = inventory::of(&*db.store)
+        .list(&ListQuery::new(Key::function_prefix("idem", "charge"), 100))
         .await
         .unwrap();
     assert_eq!(page.cursor, None, "one page holds them all");
-    let mut expected = charges.clone();
-    expected.push(running.clone());
-    let keys: Vec<Key> = page.records.iter().map(|(key, _)| key.clone()).collect();
-    assert_eq!(
-        keys, expected,
-        "the charges, in key order, and no chargeback"
-    );
-    for (key, record) in &page.records {
-        let got = store.get(key).await.unwrap();
-        assert_eq!(
-            record.as_ref().ok(),
-            got.as_ref(),
-            "`{key}` is listed as stored"
-        );
-    }
-    assert!(matches!(page.records[3].1, Ok(Record::InProgress(_))));
-
-    assert_eq!(listed(inventory(store), "", 100).await.len(), 6);
-    let theirs = listed(inventory(&other), "", 100).await;
-    assert_eq!(
-        theirs,
-        [key("charge", &["9"])],
-        "a store lists its own prefix"
-    );
-    assert!(listed(inventory(store), "idem|nothing|", 10)
-        .await
-        .is_empty());
 }
 
 async fn pages_of_two_visit_each_of_five_keys_once_in_key_order() {
@@ -104,22 +58,9 @@ async fn pages_of_two_visit_each_of_five_keys_once_in_key_order() {
         return;
     };
     let store = &*db.store;
-    let written: Vec<Key> = ["e", "a", "d", "b", "c"]
-        .into_iter()
-        .map(|part| key("page", &[part]))
-        .collect();
-    for (n, key) in written.iter().enumerate() {
-        if n % 2 == 0 {
-            complete(store, key, now(), now() + HOUR).await;
-        } else {
-            reserve(store, key, now() + HOUR, now()).await;
-        }
-    }
-    for part in ["a", "z"] {
-        complete(store, &key("pagf", &[part]), now(), now() + HOUR).await;
-    }
+    let written = inventory_cases::five_keys_to_page(store).await;
 
-    let pages = pages(inventory(store), &Key::function_prefix("idem", "page"), 2).await;
+    let pages = pages(inventory::of(store), &Key::function_prefix("idem", "page"), 2).await;
     let sizes: Vec<usize> = pages.iter().map(|page| page.records.len()).collect();
     assert_eq!(
         sizes,
@@ -139,60 +80,7 @@ async fn keys_round_trip_and_prefixes_are_not_patterns() {
     let Some(db) = TestPg::start().await else {
         return;
     };
-    let store = &*db.store;
-    let awkward = [
-        "a|b",
-        "100%",
-        "%7C",
-        "under_score",
-        "back\\slash",
-        "ünïcødé 🔑",
-        "日本語",
-    ];
-    let mut written = Vec::new();
-    for part in awkward {
-        let key = KeyBuilder::new("idem", "odd|name%_")
-            .scope(Some("tenant|7%"))
-            .part(part)
-            .part("second")
-            .finish()
-            .unwrap();
-        complete(store, &key, now(), now() + HOUR).await;
-        written.push(key);
-    }
-    let keys = listed(
-        inventory(store),
-        &Key::function_prefix("idem", "odd|name%_"),
-        3,
-    )
-    .await;
-    assert_eq!(set(&keys), set(&written));
-    for key in &keys {
-        assert_eq!(&Key::parse(key.as_str()).unwrap(), key);
-        assert!(
-            store.get(key).await.unwrap().is_some(),
-            "`{key}` names its record"
-        );
-    }
-
-    // Each pair's first key starts with the prefix; the second would match it as a LIKE
-    // pattern (`_` any character, `%` anything, `\` an escape).
-    let traps = [
-        ("p_q", "pxq", "p_"),
-        ("p%q", "pzq", "p%"),
-        ("p\\q", "pq", "p\\"),
-    ];
-    for (inside, outside, _) in traps {
-        for part in [inside, outside] {
-            complete(store, &key("trap", &[part]), now(), now() + HOUR).await;
-        }
-    }
-    for (inside, _, text) in traps {
-        let encoded = KeyBuilder::new("idem", "trap").part(text).finish().unwrap();
-        let prefix = encoded.as_str().to_owned();
-        let keys = listed(inventory(store), &prefix, 10).await;
-        assert_eq!(keys, [key("trap", &[inside])], "the prefix `{prefix}`");
-    }
+    inventory_cases::keys_round_trip_and_prefixes_are_not_patterns(&*db.store).await;
 }
 
 async fn a_corrupt_row_is_listed_as_an_error_and_a_foreign_row_as_unkeyed() {
@@ -222,7 +110,7 @@ async fn a_corrupt_row_is_listed_as_an_error_and_a_foreign_row_as_unkeyed() {
     for limit in [1, 100] {
         let mut entries = Vec::new();
         let mut unkeyed = Vec::new();
-        for page in pages(inventory(store), "", limit).await {
+        for page in pages(inventory::of(store), "", limit).await {
             entries.extend(page.records);
             unkeyed.extend(page.unkeyed);
         }
@@ -267,11 +155,11 @@ async fn a_collation_that_does_not_sort_bytes_still_lists_every_key() {
     for key in &written {
         complete(&store, key, now(), now() + HOUR).await;
     }
-    let all = listed(inventory(&store), &Key::function_prefix("idem", "icu"), 2).await;
+    let all = listed(inventory::of(&store), &Key::function_prefix("idem", "icu"), 2).await;
     assert_eq!(all.len(), written.len(), "each key once: {all:?}");
     assert_eq!(set(&all), set(&written));
     let zeds = listed(
-        inventory(&store),
+        inventory::of(&store),
         &format!("{}-|Z", Key::function_prefix("idem", "icu")),
         1,
     )
@@ -290,70 +178,9 @@ async fn a_purge_deletes_what_stopped_counting_and_keeps_the_rest() {
     let Some(db) = TestPg::start().await else {
         return;
     };
-    let store = &*db.store;
-    let long_ago = now() - 2 * HOUR;
-    let k = |name: &str| key("purge", &[name]);
-
-    complete(store, &k("expired"), long_ago, now() - SECOND).await;
-    reserve(
-        store,
-        &k("abandoned"),
-        now() - LEASE_GRACE - SECOND,
-        long_ago,
-    )
-    .await;
-    let owner = reserve(store, &k("steps-expired"), long_ago + SECOND, long_ago).await;
-    store
-        .record_step(&k("steps-expired"), &owner, "charge", b"1", now() - SECOND)
-        .await
-        .unwrap();
-    let gone = ["expired", "abandoned", "steps-expired"];
-
-    complete(store, &k("live"), now(), now() + SECOND).await;
-    reserve(store, &k("running"), now() + HOUR, now()).await;
-    reserve(store, &k("in-grace"), now() - SECOND, long_ago).await;
-    let owner = reserve(store, &k("steps-held"), long_ago + SECOND, long_ago).await;
-    store
-        .record_step(&k("steps-held"), &owner, "charge", b"1", now() + HOUR)
-        .await
-        .unwrap();
-    let owner = reserve(store, &k("released"), now() + HOUR, now()).await;
-    store
-        .record_step(&k("released"), &owner, "charge", b"1", now() + HOUR)
-        .await
-        .unwrap();
-    store.release(&k("released"), &owner).await.unwrap();
-    // Expired, then reserved again: it counts again.
-    complete(store, &k("reserved-again"), long_ago, now() - HOUR).await;
-    reserve(store, &k("reserved-again"), now() + HOUR, now()).await;
-    let kept = [
-        "live",
-        "running",
-        "in-grace",
-        "steps-held",
-        "released",
-        "reserved-again",
-    ];
-    let mut before = Vec::new();
-    for name in kept {
-        before.push(store.get(&k(name)).await.unwrap());
-    }
-
-    assert_eq!(inventory(store).purge_expired(now(), 2).await.unwrap(), 2);
-    assert_eq!(inventory(store).purge_expired(now(), 2).await.unwrap(), 1);
-    assert_eq!(inventory(store).purge_expired(now(), 2).await.unwrap(), 0);
-    for name in gone {
-        assert_eq!(
-            store.get(&k(name)).await.unwrap(),
-            None,
-            "`{name}` is purged"
-        );
-    }
-    for (name, before) in kept.into_iter().zip(before) {
-        let after = store.get(&k(name)).await.unwrap();
-        assert!(after.is_some(), "`{name}` is kept");
-        assert_eq!(after, before, "`{name}` is unchanged");
-    }
+    let other = other(&db, "other");
+    inventory_cases::a_purge_deletes_what_stopped_counting_and_keeps_the_rest(&*db.store, &other)
+        .await;
 }
 
 /// The rows of the table that scans read so far (`seq_tup_read` and `idx_tup_fetch`), once
@@ -409,23 +236,7 @@ async fn a_purge_of_many_batches_reads_each_row_once() {
     db.execute_raw("ANALYZE idem_records").await;
     let before = rows_read(&db).await;
 
-    let mut cursor = None;
-    let mut calls = 0;
-    let mut deleted = 0;
-    loop {
-        calls += 1;
-        assert!(calls <= 1000, "the purge did not end");
-        let progress = inventory(store)
-            .purge_expired_from(now(), BATCH, cursor.as_deref())
-            .await
-            .unwrap();
-        assert!(progress.deleted <= u64::from(BATCH), "{progress:?}");
-        deleted += progress.deleted;
-        match progress.cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
+    let (calls, deleted) = purge_to_the_end(inventory::of(store), BATCH).await;
     let read = rows_read(&db).await - before;
 
     assert_eq!(deleted, EXPIRED as u64);

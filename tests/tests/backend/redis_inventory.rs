@@ -2,24 +2,19 @@
 //! many batches scans the keyspace once, not once per batch, and a key carried in the cursor
 //! that was reserved again before it was judged is kept.
 
-use idem_core::store::{Inventory, PurgeProgress};
 use idem_core::{
     store::{Record, Store},
     Key,
 };
 use idem_stores::redis::RedisStore;
 use idem_test_servers::redis::target::{parse_commandstats, RedisClusterTarget, RedisTarget};
-use idem_tests::inventory::{complete, key, now, reserve, HOUR, SECOND};
+use idem_tests::inventory::{self, complete, key, now, purge_to_the_end, reserve, HOUR, SECOND};
 
 /// Expired records, and live ones, each purge test writes.
 const EXPIRED: usize = 300;
 const LIVE: usize = 30;
 /// The purge's batch: many batches for [`EXPIRED`] records.
 const BATCH: u32 = 10;
-
-fn inventory(store: &RedisStore) -> &dyn Inventory {
-    Store::inventory(store).expect("the Redis store lists")
-}
 
 /// Writes [`EXPIRED`] records expired at [`now`] and [`LIVE`] that count an hour more;
 /// returns both sets of keys.
@@ -37,26 +32,6 @@ async fn expired_and_live(store: &RedisStore) -> (Vec<Key>, Vec<Key>) {
         complete(store, key, now(), now() + HOUR).await;
     }
     (expired, live)
-}
-
-/// Purges from a cursor, [`BATCH`] at a time, until the cursor is `None`; returns how many
-/// calls it took and how many records went.
-async fn purge_to_the_end(store: &RedisStore) -> (usize, u64) {
-    let mut cursor = None;
-    let mut deleted = 0;
-    for calls in 1..=10_000 {
-        let progress: PurgeProgress = inventory(store)
-            .purge_expired_from(now(), BATCH, cursor.as_deref())
-            .await
-            .unwrap();
-        assert!(progress.deleted <= u64::from(BATCH), "{progress:?}");
-        deleted += progress.deleted;
-        match progress.cursor {
-            Some(next) => cursor = Some(next),
-            None => return (calls, deleted),
-        }
-    }
-    panic!("the purge did not end");
 }
 
 /// Every expired key is gone, every live one is there.
@@ -95,7 +70,7 @@ async fn a_purge_of_many_batches_scans_the_keyspace_once() {
     let (expired, live) = expired_and_live(store).await;
     target.reset_command_stats().await;
 
-    let (calls, deleted) = purge_to_the_end(store).await;
+    let (calls, deleted) = purge_to_the_end(inventory::of(store), BATCH).await;
     let scans = scans_on(&target).await;
 
     assert_eq!(deleted, EXPIRED as u64);
@@ -128,7 +103,7 @@ async fn a_purge_of_many_batches_scans_each_primary_once() {
     };
     let before: Vec<u64> = (0..nodes).map(|node| scans(&info(node))).collect();
 
-    let (calls, deleted) = purge_to_the_end(store).await;
+    let (calls, deleted) = purge_to_the_end(inventory::of(store), BATCH).await;
 
     assert_eq!(deleted, EXPIRED as u64);
     only_the_live_are_left(store, &expired, &live).await;
@@ -153,7 +128,7 @@ async fn a_key_carried_in_the_cursor_and_reserved_again_is_kept() {
     }
 
     // The first call scans every key and judges one: the rest ride in its cursor.
-    let first = inventory(store)
+    let first = inventory::of(store)
         .purge_expired_from(now(), 1, None)
         .await
         .unwrap();
@@ -171,7 +146,7 @@ async fn a_key_carried_in_the_cursor_and_reserved_again_is_kept() {
 
     let mut deleted = first.deleted;
     loop {
-        let progress = inventory(store)
+        let progress = inventory::of(store)
             .purge_expired_from(now(), 1, Some(&cursor))
             .await
             .unwrap();
