@@ -5,7 +5,7 @@
 mod support;
 
 use idem_client::{key_of, was_replayed, IdempotentRetry, SendError};
-use support::proxy::{Fault, Proxy};
+use idem_test_servers::proxy::{Fault, Proxy};
 use support::server::Shop;
 use support::{client, quick, HANG};
 
@@ -32,7 +32,7 @@ fn payment(body: &str) -> String {
 #[tokio::test]
 async fn a_lost_answer_is_replayed_and_the_handler_runs_once() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     proxy.plan([Fault::LoseAnswer]);
 
     let response = pay(&client(quick().build()), &proxy, ORDER).await.unwrap();
@@ -48,7 +48,7 @@ async fn a_lost_answer_is_replayed_and_the_handler_runs_once() {
 #[tokio::test]
 async fn a_connection_cut_after_the_request_ends_in_the_replay() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     proxy.plan([Fault::CutOnceRunning]);
 
     let response = pay(&client(quick().build()), &proxy, ORDER).await.unwrap();
@@ -68,7 +68,7 @@ async fn a_connection_cut_after_the_request_ends_in_the_replay() {
 #[tokio::test]
 async fn a_request_in_progress_is_waited_out_to_the_replay() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     shop.hold();
     proxy.plan([Fault::CutOnceRunning]);
 
@@ -117,7 +117,7 @@ async fn a_request_in_progress_is_waited_out_to_the_replay() {
 #[tokio::test]
 async fn a_key_reused_with_another_body_gets_422_after_one_request() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     let client = client(quick().build());
     let send = |body: &'static str| {
         client
@@ -140,7 +140,7 @@ async fn a_key_reused_with_another_body_gets_422_after_one_request() {
 #[tokio::test]
 async fn the_callers_own_key_is_sent_as_it_is_on_every_attempt() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     proxy.plan([Fault::LoseAnswer]);
 
     let response = client(quick().build())
@@ -160,7 +160,7 @@ async fn the_callers_own_key_is_sent_as_it_is_on_every_attempt() {
 #[tokio::test]
 async fn two_sends_of_one_body_are_two_operations_with_two_keys() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     let client = client(quick().build());
 
     let first = pay(&client, &proxy, ORDER).await.unwrap();
@@ -177,7 +177,7 @@ async fn two_sends_of_one_body_are_two_operations_with_two_keys() {
 #[tokio::test]
 async fn a_get_carries_no_key_and_is_sent_once() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     let client = client(quick().build());
 
     let listed = client
@@ -202,7 +202,7 @@ async fn a_get_carries_no_key_and_is_sent_once() {
 #[tokio::test]
 async fn answers_lost_every_time_end_in_an_error_that_names_the_key() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     proxy.plan([Fault::LoseAnswer; 3]);
 
     let error = pay(&client(quick().max_attempts(3).build()), &proxy, ORDER)
@@ -240,7 +240,7 @@ async fn answers_lost_every_time_end_in_an_error_that_names_the_key() {
 #[tokio::test]
 async fn a_streamed_body_is_sent_once_with_its_key() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     proxy.plan([Fault::LoseAnswer]);
     let chunks: Vec<Result<&'static str, std::io::Error>> =
         vec![Ok(r#"{"order":"#), Ok(r#""o_42"}"#)];
@@ -263,7 +263,7 @@ async fn a_streamed_body_is_sent_once_with_its_key() {
 #[tokio::test]
 async fn a_response_not_recorded_is_returned_with_its_key_and_not_retried() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     shop.faults()
         .completion_fails
         .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -281,7 +281,7 @@ async fn a_response_not_recorded_is_returned_with_its_key_and_not_retried() {
 #[tokio::test]
 async fn a_store_outage_is_retried_to_the_first_run() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     shop.faults()
         .reservations_refused
         .store(2, std::sync::atomic::Ordering::SeqCst);
@@ -306,7 +306,7 @@ fn the_not_recorded_type_is_idem_https() {
 #[tokio::test]
 async fn each_retry_is_told_with_its_key_attempt_reason_and_wait() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     proxy.plan([Fault::LoseAnswer]);
     let events = support::events::Events::default();
     let _default = tracing::subscriber::set_default(events.clone());

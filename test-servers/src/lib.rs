@@ -3,7 +3,7 @@
 //! existing server named by an environment variable), with stores on them as conformance
 //! targets, and the clients and fault wrappers that reach them. Not published: a workspace
 //! crate for the backend suite (`idem-tests`), the certification (`idem-certify`), the tests of
-//! `idem-cli` and `idem-lambda`, and the HTTP comparison bench.
+//! `idem-cli`, `idem-client` and `idem-lambda`, and the HTTP comparison bench.
 //!
 //! - [`process`]: one server program on a loopback port, killed when dropped, which fault
 //!   tests may kill and restart; [`TestServer`](process::TestServer), a started or an external
@@ -12,14 +12,19 @@
 //!   same name its stores, clients and faults.
 //! - [`lambda`]: cargo-lambda's emulator of the Lambda Runtime API, for function processes.
 //! - [`unique`]: names no other test uses, for tables and databases on a shared server.
+//! - [`command`]: the `idem` command run as a process, in an environment cleaned of the
+//!   machine's store and AWS settings.
+//! - [`proxy`]: a TCP proxy in front of an HTTP server that loses answers on purpose.
 //! - [`availability`]: a server that cannot be had makes the test ignored, with the reason, or
 //!   fails it when `IDEM_REQUIRE_BACKENDS=1`.
 
 pub mod availability;
+pub mod command;
 pub mod process;
 pub mod unique;
 
 pub mod dynamodb;
 pub mod lambda;
 pub mod postgres;
+pub mod proxy;
 pub mod redis;

@@ -10,8 +10,8 @@ use idem_client::{
     was_replayed, IdempotentRetry, SendError, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_BACKOFF, DEFAULT_MAX_ELAPSED,
 };
+use idem_test_servers::proxy::Proxy;
 use support::client;
-use support::proxy::Proxy;
 use support::server::Shop;
 
 const SENDS: usize = 200;
@@ -81,7 +81,7 @@ async fn the_default_policy_outlasts_half_the_answers_lost_for_200_sends() {
     assert!(beyond_the_budget <= 1, "{lost_in_a_row:?}");
 
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     let key = |i: usize| format!("order-{i}");
     proxy.lose_answers_by_key(lost_in_a_row.iter().enumerate().map(|(i, &n)| (key(i), n)));
     let client = client(IdempotentRetry::default());

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use http::Extensions;
 use idem_client::{key_of, was_replayed, SendError};
+use idem_test_servers::proxy::{Fault, Proxy};
 use reqwest_middleware::{ClientBuilder, Middleware, Next};
-use support::proxy::{Fault, Proxy};
 use support::server::Shop;
 use support::{quick, HANG};
 
@@ -77,7 +77,7 @@ impl Middleware for RetryOnceOutside {
 #[tokio::test]
 async fn a_retry_middleware_outside_resends_with_the_same_key() {
     let shop = Shop::open().await;
-    let proxy = Proxy::start(&shop).await;
+    let proxy = Proxy::watching(shop.addr, shop.clone()).await;
     proxy.plan([Fault::LoseAnswer]);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(0)

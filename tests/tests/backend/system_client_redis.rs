@@ -13,6 +13,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::system::command::Idem;
+use crate::system::within;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
@@ -20,12 +22,10 @@ use axum::Router;
 use idem_client::{key_of, was_replayed};
 use idem_core::Idempotency;
 use idem_http::{IdempotencyLayer, IdempotencyLayerBuilder};
+use idem_test_servers::proxy::{Fault, Proxy};
 use idem_test_servers::redis::target::RedisTarget;
 use reqwest_middleware::ClientWithMiddleware;
 use serde_json::{json, Value};
-use crate::system::command::Idem;
-use crate::system::proxy::Proxy;
-use crate::system::within;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Mutex, Semaphore};
 
@@ -156,9 +156,9 @@ async fn lost_answers_are_replayed_once_per_operation_and_idem_forgets_one() {
     let proxy = Proxy::start(shop.addr).await;
     let client = system::client();
 
-    proxy.lose_answers(1);
+    proxy.plan([Fault::LoseAnswer]);
     let first = pay(&client, &proxy.url, None, "o-1").await;
-    proxy.lose_answers(1);
+    proxy.plan([Fault::LoseAnswer]);
     let second = pay(&client, &proxy.url, None, "o-2").await;
 
     assert_eq!(proxy.lost(), 2, "each operation lost its first answer");
@@ -189,7 +189,8 @@ async fn lost_answers_are_replayed_once_per_operation_and_idem_forgets_one() {
     );
 
     // A completed record is not the operator's to release: refused, nothing changed.
-    let refused = shop.idem.run(&["release", &stored, "--yes"]).await.exits(4);
+    let refused = shop.idem.run(&["release", &stored, "--yes"]).await;
+    refused.exits(4);
     assert!(refused.stderr.contains("not in progress"), "{refused:#?}");
     let retry = pay(&client, &shop_url(&shop), Some(&first.key), "o-1").await;
     assert_eq!((retry.replayed, &retry.body), (true, &first.body));
@@ -259,7 +260,7 @@ async fn an_answer_too_large_to_keep_and_lost_is_told_gone_and_charged_once() {
         return;
     };
     let proxy = Proxy::start(shop.addr).await;
-    proxy.lose_answers(1);
+    proxy.plan([Fault::LoseAnswer]);
 
     let gone = pay(&system::client(), &proxy.url, None, "o-9").await;
 

@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::system::command::Idem;
+use crate::system::within;
 use idem_core::Idempotency;
 use idem_lambda::IdempotentHandler;
 use idem_test_servers::dynamodb::TestDynamo;
 use lambda_runtime::{service_fn, Context, LambdaEvent, Service};
 use serde_json::{json, Value};
-use crate::system::command::Idem;
-use crate::system::within;
 use tokio::sync::{mpsc, Semaphore};
 
 /// An API Gateway delivery of an order, as request `request_id`, with a minute left to run.
@@ -210,7 +210,8 @@ async fn keys_from_event_data_are_printed_harmlessly_and_found_again() {
         (vec!["stats"], 0),
         (vec!["get", missing.as_str()], 3),
     ] {
-        let run = idem.run(&args).await.exits(code);
+        let run = idem.run(&args).await;
+        run.exits(code);
         if obeyed(&run.printed()) {
             obeying.push(format!(
                 "`idem {}` prints {:?}",

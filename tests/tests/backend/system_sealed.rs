@@ -14,6 +14,7 @@ use crate::system;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::system::command::Idem;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
@@ -25,7 +26,6 @@ use idem_test_servers::redis::target::RedisTarget;
 use idem_tests::sealed::{keyring, KEY_DIGEST_SECRET};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use crate::system::command::Idem;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -97,7 +97,8 @@ async fn idem_reads_a_sealed_record_by_its_digest_without_clear_text() {
     assert!(digested.as_str().starts_with("idem|#"), "{digested:?}");
 
     let idem = Idem::redis(target.url(), target.prefix());
-    let listed = idem.run(&["list", "--all", "--json"]).await.exits(0);
+    let listed = idem.run(&["list", "--all", "--json"]).await;
+    listed.exits(0);
     assert_no_secret("`idem list --json`", &listed.printed());
     let records = listed.json();
     let records = records.as_array().unwrap();
@@ -114,19 +115,19 @@ async fn idem_reads_a_sealed_record_by_its_digest_without_clear_text() {
         (&json!("completed"), &json!("ok")),
         "{record:#}"
     );
-    let table = idem.run(&["list", "--all"]).await.exits(0);
+    let table = idem.run(&["list", "--all"]).await;
+    table.exits(0);
     assert!(table.stdout.contains(digested.as_str()), "{table:#?}");
     assert_no_secret("`idem list`", &table.printed());
 
-    let got = idem
-        .run(&["get", digested.as_str(), "--json"])
-        .await
-        .exits(0);
+    let got = idem.run(&["get", digested.as_str(), "--json"]).await;
+    got.exits(0);
     assert_no_secret("`idem get`", &got.printed());
     let got = got.json();
     assert_eq!(got["state"], "completed", "{got:#}");
     assert!(got["stored_bytes"].as_u64().unwrap() > 0, "{got:#}");
-    let shown = idem.run(&["get", digested.as_str()]).await.exits(0);
+    let shown = idem.run(&["get", digested.as_str()]).await;
+    shown.exits(0);
     assert_no_secret("`idem get`", &shown.printed());
 
     let stats = idem.json(&["stats"]).await;
@@ -134,7 +135,8 @@ async fn idem_reads_a_sealed_record_by_its_digest_without_clear_text() {
     assert_eq!(stats["functions"][0]["function"], Value::Null, "{stats:#}");
 
     // Without the digest secret, the clear key names nothing the command can find.
-    let by_clear_key = idem.run(&["get", clear.as_str()]).await.exits(3);
+    let by_clear_key = idem.run(&["get", clear.as_str()]).await;
+    by_clear_key.exits(3);
     assert!(
         by_clear_key.stderr.contains("no record"),
         "{by_clear_key:#?}"
@@ -195,7 +197,8 @@ async fn the_layer_on_a_sealed_handle_replays_and_idem_sees_no_clear_text() {
 
     let idem = Idem::redis(target.url(), target.prefix());
     for args in [&["list", "--all", "--json"][..], &["list", "--all"]] {
-        let listed = idem.run(args).await.exits(0);
+        let listed = idem.run(args).await;
+        listed.exits(0);
         assert_no_secret(&format!("`idem {}`", args.join(" ")), &listed.printed());
     }
     let records = idem.list().await;
@@ -203,7 +206,8 @@ async fn the_layer_on_a_sealed_handle_replays_and_idem_sees_no_clear_text() {
     let key = records[0]["key"].as_str().unwrap();
     assert!(key.starts_with("idem|#"), "{records:#?}");
     assert_eq!(records[0]["function"], Value::Null, "{records:#?}");
-    let got = idem.run(&["get", key, "--json"]).await.exits(0);
+    let got = idem.run(&["get", key, "--json"]).await;
+    got.exits(0);
     assert_no_secret("`idem get`", &got.printed());
     assert_eq!(got.json()["state"], "completed", "{got:#?}");
 }
@@ -258,8 +262,8 @@ async fn a_sealed_call_released_by_idem_after_a_step_resumes_after_it() {
     let idem = Idem::redis(target.url(), target.prefix());
     let running = idem
         .run(&["list", "--state", "in-progress", "--json"])
-        .await
-        .exits(0);
+        .await;
+    running.exits(0);
     assert_no_secret("`idem list --state in-progress`", &running.printed());
     let records = running.json();
     let record = &records.as_array().unwrap()[0];
@@ -270,7 +274,8 @@ async fn a_sealed_call_released_by_idem_after_a_step_resumes_after_it() {
     assert!(!running.printed().contains(&guessable), "{records:#}");
     let key = record["key"].as_str().unwrap().to_owned();
 
-    let released = idem.run(&["release", &key, "--yes"]).await.exits(0);
+    let released = idem.run(&["release", &key, "--yes"]).await;
+    released.exits(0);
     assert_no_secret("`idem release`", &released.printed());
 
     // The next call takes the key over and resumes after the step, opening its sealed value.

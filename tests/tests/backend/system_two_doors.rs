@@ -22,11 +22,11 @@ use axum::Router;
 use idem_client::{key_of, was_replayed};
 use idem_core::{idempotent, Idempotency};
 use idem_http::IdempotencyLayer;
+use idem_test_servers::proxy::{Fault, Proxy};
 use idem_test_servers::redis::target::RedisTarget;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use crate::system::command::Idem;
-use crate::system::proxy::Proxy;
 use crate::system::within;
 use tokio::net::TcpListener;
 
@@ -116,7 +116,7 @@ async fn one_charge_through_the_layer_and_the_attribute_with_both_records_listed
     };
 
     // The answer is lost; the client's retry is replayed by the layer.
-    proxy.lose_answers(1);
+    proxy.plan([Fault::LoseAnswer]);
     let first = send(None).await.unwrap();
     assert_eq!((first.status().as_u16(), was_replayed(&first)), (201, true));
     let first_key = key_of(&first).unwrap().to_owned();

@@ -1,10 +1,9 @@
-//! A real idem-http server on loopback, a proxy in front of it that loses answers on purpose,
-//! and clients with the middleware.
+//! A real idem-http server on loopback (the proxy in front of it that loses answers on purpose
+//! is idem-test-servers'), and clients with the middleware.
 
 #![allow(dead_code)] // each test file uses part of it
 
 pub mod events;
-pub mod proxy;
 pub mod server;
 
 use std::time::Duration;

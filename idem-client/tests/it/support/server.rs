@@ -2,7 +2,9 @@
 //! test switches on, and a route that answers what the test scripts, for the retry table.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -203,6 +205,18 @@ impl Shop {
 
     pub fn runs(&self) -> usize {
         self.runs.load(Ordering::SeqCst)
+    }
+}
+
+/// What the proxy's [`CutOnceRunning`](idem_test_servers::proxy::Fault::CutOnceRunning) waits
+/// for: the payments handler starting.
+impl idem_test_servers::proxy::Handler for Shop {
+    fn runs(&self) -> usize {
+        Shop::runs(self)
+    }
+
+    fn ran(&self, runs: usize) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(Shop::ran(self, runs))
     }
 }
 

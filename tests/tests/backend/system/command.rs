@@ -1,77 +1,34 @@
-//! The `idem` command, run as a process on the store a test wrote to.
+//! The `idem` command, run as a process on the store a test wrote to: idem-test-servers'
+//! runner on this package's `system-idem` binary, run off the runtime's workers.
 
-use std::process::Command;
+use idem_test_servers::command::Run;
 
-/// `idem` with the options that name one store, and the environment it runs in.
+/// `system-idem` with the options that name one store, and the environment it runs in.
 #[derive(Clone, Debug)]
-pub struct Idem {
-    store_args: Vec<String>,
-    env: Vec<(String, String)>,
-}
+pub struct Idem(idem_test_servers::command::Idem);
 
 impl Idem {
-    /// `idem` with `store_args` (`--store URL --prefix P`...) before every command.
-    pub fn new<S: Into<String>>(store_args: impl IntoIterator<Item = S>) -> Self {
-        Idem {
-            store_args: store_args.into_iter().map(Into::into).collect(),
-            env: Vec::new(),
-        }
-    }
-
     /// `idem --store REDIS_URL --prefix PREFIX`.
     pub fn redis(url: &str, prefix: &str) -> Self {
-        Idem::new(["--store", url, "--prefix", prefix])
+        Idem(program().redis(url, prefix))
     }
 
     /// `idem --store dynamodb://TABLE --region us-east-1 --endpoint ENDPOINT`, with the test
     /// endpoint's static credentials in the environment.
     pub fn dynamodb(table: &str, endpoint: &str) -> Self {
-        let url = format!("dynamodb://{table}");
-        let mut idem = Idem::new([
-            "--store",
-            url.as_str(),
-            "--region",
-            "us-east-1",
-            "--endpoint",
-            endpoint,
-        ]);
-        idem.env.push(("AWS_ACCESS_KEY_ID".into(), "test".into()));
-        idem.env
-            .push(("AWS_SECRET_ACCESS_KEY".into(), "test".into()));
-        idem
+        Idem(program().dynamodb(table, endpoint))
     }
 
     /// Runs `idem <store args> <args>` as a process, off the runtime's workers, and waits for
-    /// it. The environment has no `IDEM_STORE` or AWS settings but the ones given.
+    /// it.
     pub async fn run(&self, args: &[&str]) -> Run {
-        let mut all = self.store_args.clone();
-        all.extend(args.iter().map(|arg| (*arg).to_owned()));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_system-idem"));
-        command.args(&all);
-        for name in [
-            "IDEM_STORE",
-            "AWS_REGION",
-            "AWS_DEFAULT_REGION",
-            "AWS_PROFILE",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_SESSION_TOKEN",
-        ] {
-            command.env_remove(name);
-        }
-        for (name, value) in &self.env {
-            command.env(name, value);
-        }
-        let output = tokio::task::spawn_blocking(move || command.output())
-            .await
-            .unwrap()
-            .expect("the idem binary runs");
-        Run {
-            args: all,
-            code: output.status.code().expect("idem exits with a code"),
-            stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
-            stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
-        }
+        let idem = self.0.clone();
+        let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
+        tokio::task::spawn_blocking(move || {
+            idem.run(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+        .await
+        .unwrap()
     }
 
     /// `idem <args> --json`, which must exit 0, parsed.
@@ -90,41 +47,7 @@ impl Idem {
     }
 }
 
-/// What one run of `idem` did.
-#[derive(Debug)]
-pub struct Run {
-    /// The arguments it ran with.
-    pub args: Vec<String>,
-    /// Its exit code.
-    pub code: i32,
-    /// What it printed on stdout.
-    pub stdout: String,
-    /// What it printed on stderr.
-    pub stderr: String,
-}
-
-impl Run {
-    /// Asserts the exit code, showing the whole run otherwise.
-    #[track_caller]
-    pub fn exits(self, code: i32) -> Self {
-        assert_eq!(
-            self.code,
-            code,
-            "exit code of `idem {}`: {self:#?}",
-            self.args.join(" ")
-        );
-        self
-    }
-
-    /// stdout, parsed as one JSON document.
-    #[track_caller]
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|error| panic!("stdout is not JSON ({error}): {self:#?}"))
-    }
-
-    /// Everything it printed, stdout then stderr.
-    pub fn printed(&self) -> String {
-        format!("{}{}", self.stdout, self.stderr)
-    }
+/// This package's build of `idem`.
+fn program() -> idem_test_servers::command::Idem {
+    idem_test_servers::command::Idem::new(env!("CARGO_BIN_EXE_system-idem"))
 }

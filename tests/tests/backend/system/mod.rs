@@ -1,5 +1,6 @@
-//! What the system tests share: the `idem` command run as a process, a proxy that loses answers
-//! on purpose, and clients with idem-client's middleware.
+//! What the system tests share: the `idem` command run as a process, and clients with
+//! idem-client's middleware. The proxy that loses answers on purpose is idem-test-servers'
+//! (`idem_test_servers::proxy`).
 //!
 //! # How the tests get the `idem` binary
 //!
@@ -15,7 +16,6 @@
 #![allow(dead_code)]
 
 pub mod command;
-pub mod proxy;
 
 use std::time::Duration;
 
