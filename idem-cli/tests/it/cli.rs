@@ -3,10 +3,10 @@
 
 use std::net::TcpListener;
 
-use crate::support::{self, run_with};
+use crate::support;
 
 fn run(args: &[&str]) -> support::Run {
-    run_with(args, &[])
+    support::idem().run(args)
 }
 
 /// A loopback port nothing listens on.
@@ -47,8 +47,9 @@ fn no_store_is_a_usage_error_that_says_how_to_give_one() {
 
 #[test]
 fn the_store_comes_from_idem_store_too() {
-    let env = [("IDEM_STORE".to_owned(), "mysql://127.0.0.1/x".to_owned())];
-    run_with(&["get", "idem|charge|-|order-1"], &env)
+    support::idem()
+        .env("IDEM_STORE", "mysql://127.0.0.1/x")
+        .run(&["get", "idem|charge|-|order-1"])
         .exits(2)
         .says("unknown store scheme `mysql://`")
         .says("`dynamodb://TABLE`");
@@ -211,12 +212,10 @@ fn no_secret_of_a_store_url_is_ever_printed() {
     });
     // A DynamoDB endpoint's secrets, too.
     let endpoint = format!("http://u:Qpw14secret@127.0.0.1:{port}/?sig=Qpw15secret");
-    let env = [
-        ("AWS_ACCESS_KEY_ID".to_owned(), "test".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY".to_owned(), "test".to_owned()),
-    ];
-    let failed = run_with(
-        &[
+    let failed = support::idem()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .run(&[
             "--store",
             "dynamodb://records",
             "--region",
@@ -225,9 +224,7 @@ fn no_secret_of_a_store_url_is_ever_printed() {
             &endpoint,
             "get",
             "idem|charge|-|o-1",
-        ],
-        &env,
-    );
+        ]);
     assert_ne!(failed.code, 0, "{failed:#?}");
     for secret in ["Qpw14secret", "Qpw15secret"] {
         let printed = format!("{}{}", failed.stdout, failed.stderr);

@@ -4,10 +4,49 @@
 use std::sync::Arc;
 
 use idem_conformance::Target;
+use idem_core::Key;
 use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, SortKey};
 use idem_test_servers::dynamodb::TestDynamo;
 
-use crate::support::{self, Cli, Subject};
+use crate::support::{self, Idem, Subject};
+
+/// `idem --store dynamodb://TABLE --region us-east-1 --endpoint ENDPOINT` on `dynamo`'s
+/// server, with its static credentials in the environment.
+fn on_table(dynamo: &TestDynamo, table: &str) -> Idem {
+    support::idem().dynamodb(table, dynamo.moto.endpoint())
+}
+
+/// Creates `store`'s table and completes one call on it; returns the call's key.
+async fn one_record(store: DynamoDbStore) -> Key {
+    store.create_table().await.expect("the table is created");
+    let idem = idem_core::Idempotency::from_arc(Arc::new(store));
+    support::records::completed(&idem, "charge", "order-1").await
+}
+
+/// `list`, `stats` and `get KEY` with `cli` each exit 2, saying every one of `said`.
+#[track_caller]
+fn each_read_refused(cli: &Idem, key: &Key, said: &[&str]) {
+    for args in [&["list"][..], &["stats"], &["get", key.as_str()]] {
+        let run = cli.run(args);
+        run.exits(2);
+        for text in said {
+            run.says(text);
+        }
+    }
+}
+
+/// `cli` reads `done`, the one completed record, in `list`, `get` and `stats`; returns what
+/// `list --json` printed.
+#[track_caller]
+fn reads_the_one_record(cli: &Idem, done: &Key) -> serde_json::Value {
+    let listed = cli.run(&["list", "--json"]).exits(0).json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["key"], done.as_str());
+    let doc = cli.run(&["get", done.as_str(), "--json"]).exits(0).json();
+    assert_eq!(doc["outcome"], "ok", "{doc}");
+    assert_eq!(cli.run(&["stats", "--json"]).exits(0).json()["total"], 1);
+    listed
+}
 
 /// A store with a key prefix on a fresh table, and `idem --store dynamodb://TABLE --region
 /// --endpoint --prefix` with static credentials in the environment.
@@ -16,19 +55,7 @@ async fn start() -> Option<Subject> {
     let store = DynamoDbStore::builder(dynamo.client.clone(), dynamo.table())
         .prefix("billing")
         .build();
-    let url = format!("dynamodb://{}", dynamo.table());
-    let cli = Cli::new([
-        "--store",
-        url.as_str(),
-        "--region",
-        "us-east-1",
-        "--endpoint",
-        dynamo.moto.endpoint(),
-        "--prefix",
-        "billing",
-    ])
-    .env("AWS_ACCESS_KEY_ID", "test")
-    .env("AWS_SECRET_ACCESS_KEY", "test");
+    let cli = on_table(&dynamo, dynamo.table()).store(["--prefix", "billing"]);
     Some(Subject::new(Arc::new(store), cli, dynamo))
 }
 
@@ -37,17 +64,7 @@ async fn corrupt_record_is_reported_and_forgotten() {
     let Some(dynamo) = TestDynamo::start().await else {
         return;
     };
-    let url = format!("dynamodb://{}", dynamo.table());
-    let cli = Cli::new([
-        "--store",
-        url.as_str(),
-        "--region",
-        "us-east-1",
-        "--endpoint",
-        dynamo.moto.endpoint(),
-    ])
-    .env("AWS_ACCESS_KEY_ID", "test")
-    .env("AWS_SECRET_ACCESS_KEY", "test");
+    let cli = on_table(&dynamo, dynamo.table());
     let subject = Subject::new(dynamo.store(), cli, ());
     let key = support::records::key(&subject.idem, "charge", "order-9");
     assert!(dynamo.corrupt(&key).await);
@@ -59,23 +76,11 @@ async fn purge_stays_inside_its_prefix() {
     let Some(dynamo) = TestDynamo::start().await else {
         return;
     };
-    let url = format!("dynamodb://{}", dynamo.table());
     let subject = |prefix: &str| {
         let store = DynamoDbStore::builder(dynamo.client.clone(), dynamo.table())
             .prefix(prefix)
             .build();
-        let cli = Cli::new([
-            "--store",
-            url.as_str(),
-            "--region",
-            "us-east-1",
-            "--endpoint",
-            dynamo.moto.endpoint(),
-            "--prefix",
-            prefix,
-        ])
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test");
+        let cli = on_table(&dynamo, dynamo.table()).store(["--prefix", prefix]);
         Subject::new(Arc::new(store), cli, ())
     };
     let (a, b) = (subject("svc_a"), subject("svc_b"));
@@ -106,19 +111,7 @@ async fn keys_that_are_no_keys_are_listed_and_counted() {
         .send()
         .await
         .expect("a raw put succeeds");
-    let url = format!("dynamodb://{}", dynamo.table());
-    let cli = Cli::new([
-        "--store",
-        url.as_str(),
-        "--region",
-        "us-east-1",
-        "--endpoint",
-        dynamo.moto.endpoint(),
-        "--prefix",
-        "billing",
-    ])
-    .env("AWS_ACCESS_KEY_ID", "test")
-    .env("AWS_SECRET_ACCESS_KEY", "test");
+    let cli = on_table(&dynamo, dynamo.table()).store(["--prefix", "billing"]);
     let subject = Subject::new(Arc::new(store), cli, ());
     support::scenarios::unkeyed_entries_are_listed_and_counted(
         &subject,
@@ -150,32 +143,14 @@ async fn other_attribute_names_are_named_with_attribute() {
     let store = DynamoDbStore::builder(dynamo.client.clone(), table.as_str())
         .attribute_names(powertools_names())
         .build();
-    store.create_table().await.expect("the table is created");
-    let url = format!("dynamodb://{table}");
-    let base = [
-        "--store",
-        url.as_str(),
-        "--region",
-        "us-east-1",
-        "--endpoint",
-        dynamo.moto.endpoint(),
-    ];
-    let cli = |extra: &[&str]| {
-        Cli::new(base.iter().copied().chain(extra.iter().copied()))
-            .env("AWS_ACCESS_KEY_ID", "test")
-            .env("AWS_SECRET_ACCESS_KEY", "test")
-    };
-    let subject = Subject::new(Arc::new(store), cli(&[]), ());
-    let done = support::records::completed(&subject.idem, "charge", "order-1").await;
+    let done = one_record(store).await;
+    let cli = |extra: &[&str]| on_table(&dynamo, &table).store(extra.iter().copied());
 
-    let plain = cli(&[]);
-    for args in [&["list"][..], &["stats"], &["get", done.as_str()]] {
-        plain
-            .run(args)
-            .exits(2)
-            .says("partition key `id`")
-            .says("--attribute key=id");
-    }
+    each_read_refused(
+        &cli(&[]),
+        &done,
+        &["partition key `id`", "--attribute key=id"],
+    );
     let key_only = cli(&["--attribute", "key=id"]);
     for args in [&["list", "--json"][..], &["stats"], &["get", done.as_str()]] {
         key_only
@@ -200,13 +175,8 @@ async fn other_attribute_names_are_named_with_attribute() {
         "--attribute",
         "live_until=in_progress_expiration",
     ]);
-    let listed = named.run(&["list", "--json"]).exits(0).json();
-    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
-    assert_eq!(listed[0]["key"], done.as_str());
+    let listed = reads_the_one_record(&named, &done);
     assert_eq!(listed[0]["state"], "completed");
-    let doc = named.run(&["get", done.as_str(), "--json"]).exits(0).json();
-    assert_eq!(doc["outcome"], "ok", "{doc}");
-    assert_eq!(named.run(&["stats", "--json"]).exits(0).json()["total"], 1);
     named
         .run(&["--attribute", "partition=id", "list"])
         .exits(2)
@@ -223,32 +193,14 @@ async fn a_sort_key_table_is_read_with_sort_key() {
     let store = DynamoDbStore::builder(dynamo.client.clone(), table.as_str())
         .sort_key(SortKey::holding_key("sk", "idempotency#payments"))
         .build();
-    store.create_table().await.expect("the table is created");
-    let url = format!("dynamodb://{table}");
-    let base = [
-        "--store",
-        url.as_str(),
-        "--region",
-        "us-east-1",
-        "--endpoint",
-        dynamo.moto.endpoint(),
-    ];
-    let cli = |extra: &[&str]| {
-        Cli::new(base.iter().copied().chain(extra.iter().copied()))
-            .env("AWS_ACCESS_KEY_ID", "test")
-            .env("AWS_SECRET_ACCESS_KEY", "test")
-    };
-    let subject = Subject::new(Arc::new(store), cli(&[]), ());
-    let done = support::records::completed(&subject.idem, "charge", "order-1").await;
+    let done = one_record(store).await;
+    let cli = |extra: &[&str]| on_table(&dynamo, &table).store(extra.iter().copied());
 
-    let plain = cli(&[]);
-    for args in [&["list"][..], &["stats"], &["get", done.as_str()]] {
-        plain
-            .run(args)
-            .exits(2)
-            .says("sort key `sk`")
-            .says("--sort-key sk with --partition-value");
-    }
+    each_read_refused(
+        &cli(&[]),
+        &done,
+        &["sort key `sk`", "--sort-key sk with --partition-value"],
+    );
     cli(&["--sort-key", "sk"])
         .run(&["list"])
         .exits(2)
@@ -269,12 +221,7 @@ async fn a_sort_key_table_is_read_with_sort_key() {
         "--partition-value",
         "idempotency#payments",
     ]);
-    let listed = named.run(&["list", "--json"]).exits(0).json();
-    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
-    assert_eq!(listed[0]["key"], done.as_str());
-    let doc = named.run(&["get", done.as_str(), "--json"]).exits(0).json();
-    assert_eq!(doc["outcome"], "ok", "{doc}");
-    assert_eq!(named.run(&["stats", "--json"]).exits(0).json()["total"], 1);
+    reads_the_one_record(&named, &done);
     named.run(&["forget", done.as_str(), "--yes"]).exits(0);
     named.run(&["get", done.as_str()]).exits(3);
 }
@@ -290,29 +237,9 @@ async fn an_empty_partition_is_said_to_be_empty() {
     let store = DynamoDbStore::builder(dynamo.client.clone(), table.as_str())
         .sort_key(SortKey::holding_key("sk", "idempotency#payments"))
         .build();
-    store.create_table().await.expect("the table is created");
-    let done = support::records::completed(
-        &idem_core::Idempotency::from_arc(Arc::new(store)),
-        "charge",
-        "order-1",
-    )
-    .await;
-    let url = format!("dynamodb://{table}");
+    let done = one_record(store).await;
     let cli = |partition: &str| {
-        Cli::new([
-            "--store",
-            url.as_str(),
-            "--region",
-            "us-east-1",
-            "--endpoint",
-            dynamo.moto.endpoint(),
-            "--sort-key",
-            "sk",
-            "--partition-value",
-            partition,
-        ])
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
+        on_table(&dynamo, &table).store(["--sort-key", "sk", "--partition-value", partition])
     };
 
     let wrong = cli("idempotency#payment").run(&["list"]);
@@ -360,17 +287,18 @@ async fn credentials_come_from_a_profile() {
     )
     .expect("the credentials file");
     let url = format!("dynamodb://{}", dynamo.table());
-    let cli = Cli::new([
-        "--store",
-        url.as_str(),
-        "--endpoint",
-        dynamo.moto.endpoint(),
-    ])
-    .env("AWS_CONFIG_FILE", config.to_str().expect("a UTF-8 path"))
-    .env(
-        "AWS_SHARED_CREDENTIALS_FILE",
-        credentials.to_str().expect("a UTF-8 path"),
-    );
+    let cli = support::idem()
+        .store([
+            "--store",
+            url.as_str(),
+            "--endpoint",
+            dynamo.moto.endpoint(),
+        ])
+        .env("AWS_CONFIG_FILE", config.to_str().expect("a UTF-8 path"))
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            credentials.to_str().expect("a UTF-8 path"),
+        );
     let listed = cli
         .clone()
         .env("AWS_PROFILE", "ops")
@@ -382,7 +310,7 @@ async fn credentials_come_from_a_profile() {
         .run(&["get", done.as_str()])
         .exits(0)
         .prints("completed");
-    let bare = Cli::new([
+    let bare = support::idem().store([
         "--store",
         url.as_str(),
         "--endpoint",

@@ -19,7 +19,7 @@ use idem_test_servers::redis::target::RedisTarget;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::support::{records, Cli, Run};
+use crate::support::{self, records, Idem, Run};
 
 /// A screen clear, then a window title ended by BEL.
 const HOSTILE: &str = "\u{1b}[2J\u{1b}]0;pwned\u{7}";
@@ -70,7 +70,7 @@ impl Service<Request<idem_http::Body>> for Answer {
 
 /// Sends a POST with `Idempotency-Key: key` through a layer on `idem` to `answer`, reads
 /// the answer whole, and returns the key of the record it stored (found with `idem list`).
-async fn through_layer(idem: &Idempotency, cli: &Cli, answer: Answer, key: &str) -> String {
+async fn through_layer(idem: &Idempotency, cli: &Idem, answer: Answer, key: &str) -> String {
     let mut service = IdempotencyLayer::new(idem.clone()).layer(answer);
     poll_fn(|cx| Service::<Request<Full<Bytes>>>::poll_ready(&mut service, cx))
         .await
@@ -106,10 +106,10 @@ async fn stored_outcome(idem: &Idempotency, key: &str) -> Vec<u8> {
     }
 }
 
-async fn start() -> Option<(RedisTarget, Idempotency, Cli)> {
+async fn start() -> Option<(RedisTarget, Idempotency, Idem)> {
     let target = RedisTarget::start().await?;
     let idem = Idempotency::from_arc(Arc::new(target.redis_store().clone()));
-    let cli = Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let cli = support::idem().store(["--store", target.url(), "--prefix", target.prefix()]);
     Some((target, idem, cli))
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use idem_test_servers::redis::target::RedisTarget;
 use redis::AsyncCommands;
 
-use crate::support::{records, Cli, Run, Subject};
+use crate::support::{self, records, Run, Subject};
 
 /// A screen clear, then a window title ended by BEL.
 const HOSTILE: &str = "\u{1b}[2J\u{1b}]0;pwned\u{7}";
@@ -44,7 +44,7 @@ async fn a_hostile_key_owner_and_step_name_are_printed_escaped() {
         return;
     };
     let store = Arc::new(target.redis_store().clone());
-    let cli = Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let cli = support::idem().store(["--store", target.url(), "--prefix", target.prefix()]);
     let subject = Subject::new(store.clone(), cli, ());
     let held = records::hold(&subject.idem, "charge", &format!("order-{HOSTILE}")).await;
 

@@ -80,7 +80,7 @@ async fn a_two_part_key_is_listed_readable_and_found_from_its_event() {
         .await
         .unwrap();
 
-    let cli = support::Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let cli = support::idem().store(["--store", target.url(), "--prefix", target.prefix()]);
     let listed = cli.run(&["list", "--json"]).exits(0).json();
     let listed = listed.as_array().unwrap();
     assert_eq!(listed.len(), 1, "{listed:#?}");
@@ -150,7 +150,7 @@ async fn an_sqs_message_record_is_the_event_of_a_batch_processor_key() {
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
 
-    let cli = support::Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let cli = support::idem().store(["--store", target.url(), "--prefix", target.prefix()]);
     let listed = cli.run(&["list", "--json"]).exits(0).json();
     let stored = listed[0]["key"].as_str().unwrap();
     assert_eq!(stored, "idem|fulfil|-|#list|t-9|o-42", "{listed:#}");

@@ -7,7 +7,7 @@ use idem_conformance::Target;
 use idem_stores::postgres::PostgresStore;
 use idem_test_servers::postgres::TestPg;
 
-use crate::support::{self, Cli, Subject};
+use crate::support::{self, Subject};
 
 /// A store with a key prefix on a fresh database's migrated table, and `idem --store
 /// postgres://... --table --schema --prefix`.
@@ -16,7 +16,7 @@ async fn start() -> Option<Subject> {
     let store = PostgresStore::builder(pg.pool.clone())
         .prefix("billing")
         .build();
-    let cli = Cli::new([
+    let cli = support::idem().store([
         "--store",
         pg.url.as_str(),
         "--table",
@@ -34,7 +34,11 @@ async fn corrupt_record_is_reported_and_forgotten() {
     let Some(pg) = TestPg::start().await else {
         return;
     };
-    let subject = Subject::new(pg.store(), Cli::new(["--store", pg.url.as_str()]), ());
+    let subject = Subject::new(
+        pg.store(),
+        support::idem().store(["--store", pg.url.as_str()]),
+        (),
+    );
     let key = support::records::key(&subject.idem, "charge", "order-9");
     assert!(pg.corrupt(&key).await);
     support::scenarios::corrupt_record_is_reported_and_forgotten(&subject, &key).await;
@@ -49,7 +53,7 @@ async fn purge_stays_inside_its_prefix() {
         let store = PostgresStore::builder(pg.pool.clone())
             .prefix(prefix)
             .build();
-        let cli = Cli::new(["--store", pg.url.as_str(), "--prefix", prefix]);
+        let cli = support::idem().store(["--store", pg.url.as_str(), "--prefix", prefix]);
         Subject::new(Arc::new(store), cli, ())
     };
     let (a, b) = (subject("svc_a"), subject("svc_b"));
@@ -88,7 +92,7 @@ async fn keys_that_are_no_keys_are_listed_and_counted() {
         not_utf8.is_err(),
         "UTF-8 databases refuse such keys: {not_utf8:?}"
     );
-    let cli = Cli::new(["--store", pg.url.as_str(), "--prefix", "billing"]);
+    let cli = support::idem().store(["--store", pg.url.as_str(), "--prefix", "billing"]);
     let subject = Subject::new(Arc::new(store), cli, ());
     support::scenarios::unkeyed_entries_are_listed_and_counted(
         &subject,

@@ -7,12 +7,12 @@ use idem_conformance::Target;
 use idem_stores::redis::RedisStore;
 use idem_test_servers::redis::target::{RedisClusterTarget, RedisTarget};
 
-use crate::support::{self, Cli, Subject};
+use crate::support::{self, Subject};
 
 /// A store with a prefix of its own on the test server, and `idem --store redis://... --prefix`.
 async fn start() -> Option<Subject> {
     let target = RedisTarget::start().await?;
-    let cli = Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let cli = support::idem().store(["--store", target.url(), "--prefix", target.prefix()]);
     let store = Arc::new(target.redis_store().clone());
     Some(Subject::new(store, cli, target))
 }
@@ -22,7 +22,7 @@ async fn corrupt_record_is_reported_and_forgotten() {
     let Some(target) = RedisTarget::start().await else {
         return;
     };
-    let cli = Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let cli = support::idem().store(["--store", target.url(), "--prefix", target.prefix()]);
     let subject = Subject::new(target.store(), cli, ());
     let key = support::records::key(&subject.idem, "charge", "order-9");
     assert!(target.corrupt(&key).await);
@@ -45,12 +45,12 @@ async fn purge_stays_inside_its_prefix() {
     .expect("the test server accepts connections");
     let a = Subject::new(
         Arc::new(target.redis_store().clone()),
-        Cli::new(["--store", target.url(), "--prefix", target.prefix()]),
+        support::idem().store(["--store", target.url(), "--prefix", target.prefix()]),
         (),
     );
     let b = Subject::new(
         Arc::new(other),
-        Cli::new(["--store", target.url(), "--prefix", longer.as_str()]),
+        support::idem().store(["--store", target.url(), "--prefix", longer.as_str()]),
         (),
     );
     support::scenarios::purge_stays_inside_its_prefix(&a, &b).await;
@@ -62,7 +62,7 @@ async fn keys_that_are_no_keys_are_listed_and_counted() {
     let Some(target) = RedisTarget::start().await else {
         return;
     };
-    let cli = Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let cli = support::idem().store(["--store", target.url(), "--prefix", target.prefix()]);
     let subject = Subject::new(Arc::new(target.redis_store().clone()), cli, ());
     let mut prefix = target
         .redis_store()
@@ -114,7 +114,7 @@ async fn on_cluster(count: usize) -> Option<Vec<Subject>> {
             .connect()
             .await
             .expect("the test cluster accepts connections");
-        let cli = Cli::new(["--store", url.as_str(), "--prefix", prefix.as_str()]);
+        let cli = support::idem().store(["--store", url.as_str(), "--prefix", prefix.as_str()]);
         subjects.push(Subject::new(Arc::new(store), cli, target.clone()));
     }
     Some(subjects)

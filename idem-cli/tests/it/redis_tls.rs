@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::run_with;
+use crate::support;
 
 /// A redis-server with TLS on a free loopback port and no plain port; stopped when dropped.
 struct TlsRedis {
@@ -102,11 +102,14 @@ fn rediss_urls_reach_a_server_over_tls() {
 
     // `#insecure`: the certificate is this test's own, trusted by no root.
     let url = format!("rediss://127.0.0.1:{}/#insecure", server.port);
-    run_with(&["--store", &url, "get", "idem|charge|-|order-1"], &[])
+    support::idem()
+        .run(&["--store", &url, "get", "idem|charge|-|order-1"])
         .exits(3)
         .says("no record");
     let plain = format!("redis://127.0.0.1:{}", server.port);
-    run_with(&["--store", &plain, "get", "idem|charge|-|order-1"], &[]).exits(1);
+    support::idem()
+        .run(&["--store", &plain, "get", "idem|charge|-|order-1"])
+        .exits(1);
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -156,7 +156,7 @@ async fn a_principal_scoped_by_extension_and_secret_is_found_with_what_scope_pri
         64,
         "a keyed scope is a hex HMAC-SHA256: {alice}"
     );
-    let cli = support::Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let cli = support::idem().store(["--store", target.url(), "--prefix", target.prefix()]);
     let listed = cli
         .run(&["list", "--scope", alice, "--json"])
         .exits(0)

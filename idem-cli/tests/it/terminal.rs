@@ -9,7 +9,7 @@ use idem_core::{Call, Error, Fingerprint, Idempotency};
 use idem_test_servers::redis::target::RedisTarget;
 use redis::AsyncCommands;
 
-use crate::support::{records, Cli};
+use crate::support::{self, records};
 
 /// A screen clear, then a window title ended by BEL.
 const HOSTILE: &str = "\u{1b}[2J\u{1b}]0;pwned\u{7}";
@@ -55,7 +55,7 @@ async fn raw_output_to_a_terminal_is_escaped_and_to_a_pipe_is_exact() {
         return;
     };
     let idem = Idempotency::from_arc(std::sync::Arc::new(target.redis_store().clone()));
-    let cli = Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let cli = support::idem().store(["--store", target.url(), "--prefix", target.prefix()]);
     let key = records::key(&idem, "shop::payments::charge", "order-9");
     // JSON escapes an ESC itself: the record is planted with the raw bytes afterwards, in
     // place, as a writer of the store could.
@@ -99,7 +99,7 @@ async fn the_arabic_letter_mark_in_a_key_prints_escaped() {
         return;
     };
     let idem = Idempotency::from_arc(std::sync::Arc::new(target.redis_store().clone()));
-    let cli = Cli::new(["--store", target.url(), "--prefix", target.prefix()]);
+    let cli = support::idem().store(["--store", target.url(), "--prefix", target.prefix()]);
     let key = records::completed(&idem, "charge", "order-\u{61c}71").await;
 
     for args in [&["get", key.as_str()][..], &["list"]] {
