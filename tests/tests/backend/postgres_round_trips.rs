@@ -11,7 +11,7 @@ use idem_core::{
 };
 use idem_test_servers::postgres::server::TestPostgres;
 use idem_test_servers::postgres::TestPg;
-use tokio::sync::oneshot;
+use idem_tests::interrupt::held_in_body;
 
 /// A store on a cluster of this test's own that tracks statements, through one connection, so
 /// that every statement is prepared once in the warm-up and costs one round trip after it.
@@ -139,20 +139,7 @@ async fn each_call_takes_the_documented_round_trips() {
     assert_eq!(sent, 2, "error: reserve + release");
 
     // A duplicate while the first call is held inside its body.
-    let (started_tx, started) = oneshot::channel();
-    let (finish, finish_rx) = oneshot::channel::<()>();
-    let first = tokio::spawn({
-        let idem = idem.clone();
-        async move {
-            idem.run(call(&idem, "o-3", 1), async move {
-                started_tx.send(()).unwrap();
-                finish_rx.await.unwrap();
-                Ok::<_, Error>("created o-3".to_owned())
-            })
-            .await
-        }
-    });
-    started.await.unwrap();
+    let (finish, first) = held_in_body(&idem, call(&idem, "o-3", 1), "created o-3".to_owned()).await;
     let sent = count(&target, async {
         let err = create(&idem, "o-3", 1).await.unwrap_err();
         assert!(matches!(err, Error::InProgress { .. }), "{err:?}");

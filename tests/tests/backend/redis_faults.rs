@@ -3,32 +3,12 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use idem_core::{Call, Error, Fingerprint, Idempotency, ManualClock};
+use idem_core::{Error, Idempotency, ManualClock};
 use idem_stores::redis::RequestFailed;
 use idem_test_servers::redis::server::TestRedis;
 use idem_test_servers::redis::target::RedisTarget;
-use idem_tests::interrupt::interrupted_mid_body;
-
-// Short: a completion against a dead server is retried for as long as the lease, in real
-// time too.
-const LEASE: Duration = Duration::from_secs(3);
-
-fn call(idem: &Idempotency, order: &str) -> Call {
-    let key = idem.key("orders.create").part(order).finish().unwrap();
-    Call::new(key, Fingerprint::of(&order).unwrap()).with_lease(LEASE)
-}
-
-/// Runs the call with a body that counts its runs.
-async fn create(idem: &Idempotency, order: &str, runs: &AtomicUsize) -> Result<bool, Error> {
-    idem.run(call(idem, order), async {
-        runs.fetch_add(1, Ordering::SeqCst);
-        Ok::<_, Error>(format!("created {order}"))
-    })
-    .await
-    .map(|done| done.replayed)
-}
+use idem_tests::interrupt::{back_up_with_the_reservation, create, killed_mid_body};
 
 async fn server_killed_between_reserve_and_complete() {
     // Every write reaches the disk before its reply, so the reservation survives the kill.
@@ -40,19 +20,7 @@ async fn server_killed_between_reserve_and_complete() {
     let idem = Idempotency::new(target.redis_store().clone()).with_clock(clock.clone());
     let runs = Arc::new(AtomicUsize::new(0));
 
-    // The first call reserves the key, and the server dies while its body runs.
-    let err = interrupted_mid_body(&idem, call(&idem, "o-1"), &runs, || target.server().kill())
-        .await
-        .unwrap_err();
-
-    // Its outcome cannot be stored: the caller is told so, and not invited to retry.
-    assert!(
-        matches!(&err, Error::NotRecorded { cause, .. } if matches!(**cause, Error::Store { .. })),
-        "{err:?}"
-    );
-    assert!(err.ran_without_record() && !err.is_retryable(), "{err:?}");
-    assert_eq!(err.http_status(), 500);
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    killed_mid_body(&idem, &runs, || target.server().kill()).await;
 
     // While the server is down, calls fail closed without running the body.
     let err = create(&idem, "o-1", &runs).await.unwrap_err();
@@ -75,23 +43,8 @@ async fn server_killed_between_reserve_and_complete() {
     assert!(matches!(err, Error::Store { .. }), "{err:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 
-    // Back up, with the reservation: the lease still holds, so the body does not run again.
     target.server().restart();
-    let err = create(&idem, "o-1", &runs).await.unwrap_err();
-    assert!(matches!(err, Error::InProgress { .. }), "{err:?}");
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-
-    // Once the lease has passed the key works again: the first outcome was never stored, so a
-    // retry takes the reservation over and runs the body; later retries replay it.
-    clock.advance(LEASE + Duration::from_millis(1));
-    assert!(!create(&idem, "o-1", &runs).await.unwrap());
-    assert_eq!(runs.load(Ordering::SeqCst), 2);
-    assert!(create(&idem, "o-1", &runs).await.unwrap());
-    assert_eq!(runs.load(Ordering::SeqCst), 2);
-
-    // Keys untouched by the outage were never consumed.
-    assert!(!create(&idem, "o-2", &runs).await.unwrap());
-    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    back_up_with_the_reservation(&idem, &clock, &runs).await;
 }
 
 async fn store_reconnects_after_a_restart() {

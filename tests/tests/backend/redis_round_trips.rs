@@ -14,7 +14,8 @@ use std::time::Duration;
 use idem_core::{step, Call, Error, Fingerprint, Idempotency, ManualClock};
 use idem_test_servers::redis::server::TestRedis;
 use idem_test_servers::redis::target::RedisTarget;
-use tokio::sync::{oneshot, Semaphore};
+use idem_tests::interrupt::held_in_body;
+use tokio::sync::Semaphore;
 
 /// A target on a server of this test's own, so that no other test's commands are counted.
 async fn target() -> Option<(RedisTarget, Idempotency)> {
@@ -167,20 +168,7 @@ async fn each_call_takes_the_documented_round_trips() {
     assert_eq!(sent, ["SET", "EVALSHA"], "error: reserve (SET) + release");
 
     // A duplicate while the first call is held inside its body.
-    let (started_tx, started) = oneshot::channel();
-    let (finish, finish_rx) = oneshot::channel::<()>();
-    let first = tokio::spawn({
-        let idem = idem.clone();
-        async move {
-            idem.run(call(&idem, "o-3"), async move {
-                started_tx.send(()).unwrap();
-                finish_rx.await.unwrap();
-                Ok::<_, Error>("created o-3".to_owned())
-            })
-            .await
-        }
-    });
-    started.await.unwrap();
+    let (finish, first) = held_in_body(&idem, call(&idem, "o-3"), "created o-3".to_owned()).await;
     let sent = count(&target, async {
         let err = create(&idem, "o-3").await.unwrap_err();
         assert!(matches!(err, Error::InProgress { .. }), "{err:?}");
