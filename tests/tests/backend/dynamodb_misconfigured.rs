@@ -54,7 +54,8 @@ async fn typed_table(
     name
 }
 
-fn misconfiguration(error: StoreError) -> Misconfigured {
+/// Why `error` refused a misconfigured store; it must be that.
+pub(super) fn misconfiguration(error: StoreError) -> Misconfigured {
     match error {
         StoreError::Rejected(source) => match source.downcast::<Misconfigured>() {
             Ok(misconfigured) => *misconfigured,

@@ -5,7 +5,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use idem_core::{step, store::Store, Answered, Call, Error, Fingerprint, Idempotency, ManualClock};
+use idem_core::store::{Claim, InProgress, OwnerToken, Reservation, Store, Timestamp};
+use idem_core::{step, Answered, Call, Clock, Error, Fingerprint, Idempotency, ManualClock};
+use idem_core::SystemClock;
+use idem_tests::inventory::SECOND;
 use idem_test_servers::dynamodb::TestDynamo;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -43,6 +46,21 @@ async fn start_and_hold(
     });
     started_rx.await.unwrap();
     (finish_tx, first)
+}
+
+/// Reserves `call`'s key straight through `store`, leased for thirty seconds from now;
+/// returns the owner and that now.
+async fn reserved(store: &dyn Store, call: &Call) -> (OwnerToken, Timestamp) {
+    let now = Clock::now(&SystemClock);
+    let owner = OwnerToken::generate();
+    let record = InProgress::new(owner.clone(), *call.fingerprint(), now + 30 * SECOND)
+        .with_fencing_token(now.as_millis() * 1000);
+    let claim = Claim::new(record, now);
+    assert_eq!(
+        store.reserve(call.key(), &claim).await.unwrap(),
+        Reservation::Reserved(claim.record().clone())
+    );
+    (owner, now)
 }
 
 async fn fresh_call_costs_two_and_replay_one() {
@@ -188,22 +206,10 @@ async fn renewal_costs_one_update() {
     let store: Arc<dyn Store> = db.store.clone();
     let idem = Idempotency::from_arc(store.clone());
     let call = call(&idem, "o-5", 10);
-    let now = idem_core::Clock::now(&idem_core::SystemClock);
-    let owner = idem_core::store::OwnerToken::generate();
-    let record = idem_core::store::InProgress::new(
-        owner.clone(),
-        *call.fingerprint(),
-        now + std::time::Duration::from_secs(30),
-    )
-    .with_fencing_token(now.as_millis() * 1000);
-    let claim = idem_core::store::Claim::new(record, now);
-    assert_eq!(
-        store.reserve(call.key(), &claim).await.unwrap(),
-        idem_core::store::Reservation::Reserved(claim.record().clone())
-    );
+    let (owner, now) = reserved(&*store, &call).await;
     let before = db.requests.count();
     store
-        .renew(call.key(), &owner, now + std::time::Duration::from_secs(60))
+        .renew(call.key(), &owner, now + 60 * SECOND)
         .await
         .unwrap();
     assert_eq!(db.requests.operations_since(before), ops(&["UpdateItem"]));
@@ -383,29 +389,20 @@ async fn a_renewal_with_steps_costs_one_update() {
     let store: Arc<dyn Store> = db.store.clone();
     let idem = Idempotency::from_arc(store.clone());
     let call = call(&idem, "o-10", 10);
-    let now = idem_core::Clock::now(&idem_core::SystemClock);
-    let owner = idem_core::store::OwnerToken::generate();
-    let record = idem_core::store::InProgress::new(
-        owner.clone(),
-        *call.fingerprint(),
-        now + std::time::Duration::from_secs(30),
-    )
-    .with_fencing_token(now.as_millis() * 1000);
-    let claim = idem_core::store::Claim::new(record, now);
-    store.reserve(call.key(), &claim).await.unwrap();
+    let (owner, now) = reserved(&*store, &call).await;
     store
         .record_step(
             call.key(),
             &owner,
             "charge",
             b"1",
-            now + std::time::Duration::from_secs(3600),
+            now + 3600 * SECOND,
         )
         .await
         .unwrap();
     let before = db.requests.count();
     store
-        .renew(call.key(), &owner, now + std::time::Duration::from_secs(60))
+        .renew(call.key(), &owner, now + 60 * SECOND)
         .await
         .unwrap();
     assert_eq!(db.requests.operations_since(before), ops(&["UpdateItem"]));

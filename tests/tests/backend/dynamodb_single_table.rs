@@ -13,6 +13,8 @@ use idem_stores::dynamodb::{DynamoDbStore, KeyTooLong, Misconfigured, SortKey};
 use idem_test_servers::dynamodb::TestDynamo;
 use idem_tests::inventory::{complete, entries, key, now, HOUR, SECOND};
 
+use super::dynamodb_misconfigured::misconfiguration;
+
 /// Powertools' layout: one partition, the key in the sort key.
 fn one_partition() -> SortKey {
     SortKey::holding_key("sk", "idempotency#payments")
@@ -198,16 +200,6 @@ async fn purging_with_the_key_in_the_sort_key_queries_one_partition() {
 
 async fn purging_with_the_key_in_the_partition_key_scans() {
     purging(fixed_sort_value()).await;
-}
-
-fn misconfiguration(error: StoreError) -> Misconfigured {
-    match error {
-        StoreError::Rejected(source) => match source.downcast::<Misconfigured>() {
-            Ok(misconfigured) => *misconfigured,
-            Err(other) => panic!("rejected for another reason: {other}"),
-        },
-        other => panic!("not a misconfiguration: {other:?}"),
-    }
 }
 
 /// `verify()` names a sort key the table lacks, another one, and one the store lacks.

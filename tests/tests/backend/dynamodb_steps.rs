@@ -47,10 +47,27 @@ fn claim(text: &str, lease_until: u64, now: u64) -> Claim {
 /// Reserves `name`'s key for a call on `"a"`, leased 30 s from `NOW`; returns the key and the
 /// owner.
 async fn reserved(db: &TestDynamo, name: &str) -> (Key, OwnerToken) {
+    reserved_until(db, name, NOW + 30_000).await
+}
+
+/// Reserves `name`'s key for a call on `"a"` at `NOW`, leased until `lease_until`; returns the
+/// key and the owner.
+async fn reserved_until(db: &TestDynamo, name: &str, lease_until: u64) -> (Key, OwnerToken) {
     let key = key(db, name);
-    let claim = claim("a", NOW + 30_000, NOW);
+    let claim = claim("a", lease_until, NOW);
     db.store.reserve(&key, &claim).await.unwrap();
     (key, claim.record().owner().clone())
+}
+
+/// The same call on `"a"` takes `key` over at `NOW` + 1 s, once a lease of a second has passed,
+/// for 30 s more; returns the record it took over with.
+async fn taken_over_by_the_same_call(db: &TestDynamo, key: &Key) -> InProgress {
+    let second = claim("a", NOW + 31_000, NOW + 1_000);
+    let Reservation::TookOver { record, .. } = db.store.reserve(key, &second).await.unwrap()
+    else {
+        panic!("the same call takes a passed lease over")
+    };
+    record
 }
 
 fn n(number: u64) -> AttributeValue {
@@ -203,13 +220,11 @@ async fn takeovers_keep_the_same_calls_steps_and_drop_another_calls() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let key = key(&db, "takeover");
-    let first = claim("a", NOW + 1_000, NOW);
-    db.store.reserve(&key, &first).await.unwrap();
+    let (key, owner) = reserved_until(&db, "takeover", NOW + 1_000).await;
     db.store
         .record_step(
             &key,
-            first.record().owner(),
+            &owner,
             "charge",
             b"1",
             at(NOW + 10_000),
@@ -217,11 +232,7 @@ async fn takeovers_keep_the_same_calls_steps_and_drop_another_calls() {
         .await
         .unwrap();
 
-    let second = claim("a", NOW + 31_000, NOW + 1_000);
-    let Reservation::TookOver { record, .. } = db.store.reserve(&key, &second).await.unwrap()
-    else {
-        panic!("the same call takes a passed lease over")
-    };
+    let record = taken_over_by_the_same_call(&db, &key).await;
     assert_eq!(record.steps().get("charge"), Some(&b"1"[..]));
     assert_eq!(record.steps().kept_until(), at(NOW + 10_000));
     assert_eq!(
@@ -254,26 +265,20 @@ async fn a_record_from_before_steps_takes_them_after_a_takeover() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let key = key(&db, "before-steps");
-    let first = claim("a", NOW + 1_000, NOW);
-    db.store.reserve(&key, &first).await.unwrap();
+    let (key, owner) = reserved_until(&db, "before-steps", NOW + 1_000).await;
     let mut item = db.get_raw(&key).await.unwrap();
     item.remove("steps");
     db.put_raw(&key, item).await;
     let refused = db
         .store
-        .record_step(&key, first.record().owner(), "charge", b"1", at(NOW + HOUR))
+        .record_step(&key, &owner, "charge", b"1", at(NOW + HOUR))
         .await;
     assert!(
         matches!(refused, Err(StoreError::Corrupt(_))),
         "{refused:?}"
     );
 
-    let second = claim("a", NOW + 31_000, NOW + 1_000);
-    let Reservation::TookOver { record, .. } = db.store.reserve(&key, &second).await.unwrap()
-    else {
-        panic!("the same call takes a passed lease over")
-    };
+    let record = taken_over_by_the_same_call(&db, &key).await;
     db.store
         .record_step(&key, record.owner(), "charge", b"1", at(NOW + HOUR))
         .await

@@ -1,10 +1,11 @@
 //! The DynamoDB store's own behaviour: the item it writes, takeover and expiry on the server's
-//! side of the condition, malformed items, the item size limit, and configuration.
+//! side of the condition, and malformed items; the helpers that write its items by hand,
+//! which `dynamodb_store_limits` shares.
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::primitives::Blob;
-use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
+use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::{
     store::{
         Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Store, Timestamp,
@@ -12,75 +13,33 @@ use idem_core::{
     },
     Call, Error, Fingerprint, Idempotency, Key, StoreError,
 };
-use idem_stores::dynamodb::{AttributeNames, DynamoDbStore, ItemTooLarge, MAX_ITEM_SIZE};
-use idem_test_servers::dynamodb::{unique_table_name, TestDynamo};
+use idem_test_servers::dynamodb::TestDynamo;
+use idem_tests::inventory;
 
-const NOW: u64 = 1_800_000_000_000;
+/// The time the tests write at.
+pub(super) const NOW: u64 = 1_800_000_000_000;
 
-fn key(name: &str) -> Key {
-    Idempotency::new(idem_stores_memory_free::Nothing)
-        .key("store")
-        .part(name)
-        .finish()
-        .unwrap()
+/// The key of the function `store` with the one part `name`, in the default namespace.
+pub(super) fn key(name: &str) -> Key {
+    inventory::key("store", &[name])
 }
 
-/// A handle's key builder needs a store; this one is never called.
-mod idem_stores_memory_free {
-    use idem_core::store::*;
-    use idem_core::{Key, StoreError};
-
-    pub struct Nothing;
-
-    #[async_trait::async_trait]
-    impl Store for Nothing {
-        async fn reserve(&self, _: &Key, _: &Claim) -> Result<Reservation, StoreError> {
-            unreachable!()
-        }
-        async fn complete(&self, _: &Key, _: &OwnerToken, _: &Completed) -> Result<(), StoreError> {
-            unreachable!()
-        }
-        async fn release(&self, _: &Key, _: &OwnerToken) -> Result<(), StoreError> {
-            unreachable!()
-        }
-        async fn renew(&self, _: &Key, _: &OwnerToken, _: Timestamp) -> Result<(), StoreError> {
-            unreachable!()
-        }
-        async fn record_step(
-            &self,
-            _: &Key,
-            _: &OwnerToken,
-            _: &str,
-            _: &[u8],
-            _: Timestamp,
-        ) -> Result<(), StoreError> {
-            unreachable!()
-        }
-        async fn get(&self, _: &Key) -> Result<Option<Record>, StoreError> {
-            unreachable!()
-        }
-        async fn delete(&self, _: &Key) -> Result<(), StoreError> {
-            unreachable!()
-        }
-    }
-}
-
-fn fingerprint(text: &str) -> Fingerprint {
+pub(super) fn fingerprint(text: &str) -> Fingerprint {
     Fingerprint::of(text).unwrap()
 }
 
 /// `millis` after the epoch.
-fn at(millis: u64) -> Timestamp {
+pub(super) fn at(millis: u64) -> Timestamp {
     Timestamp::from_millis(millis)
 }
 
-fn claim(text: &str, lease_until: u64, now: u64) -> Claim {
+pub(super) fn claim(text: &str, lease_until: u64, now: u64) -> Claim {
     let record = InProgress::new(OwnerToken::generate(), fingerprint(text), at(lease_until))
         .with_fencing_token(now * 1000);
     Claim::new(record, at(now))
 }
 
-fn completed(text: &str, body: &[u8], expires_at: u64) -> Completed {
+pub(super) fn completed(text: &str, body: &[u8], expires_at: u64) -> Completed {
     Completed::new(
         fingerprint(text),
         Outcome::Ok(body.to_vec()),
@@ -88,7 +47,7 @@ fn completed(text: &str, body: &[u8], expires_at: u64) -> Completed {
     )
 }
 
-fn s(text: &str) -> AttributeValue {
+pub(super) fn s(text: &str) -> AttributeValue {
     AttributeValue::S(text.into())
 }
 
@@ -298,206 +257,8 @@ async fn malformed_items_are_corrupt_not_panics() {
     }
 }
 
-async fn oversized_results_are_refused_before_any_request() {
-    let Some(db) = TestDynamo::start().await else {
-        return;
-    };
-    let idem = Idempotency::from_arc(db.store.clone());
-
-    // Just under the limit: stored and replayed.
-    let big = "x".repeat(MAX_ITEM_SIZE - 2_000);
-    let call = Call::new(
-        idem.key("big").part("fits").finish().unwrap(),
-        fingerprint("fits"),
-    );
-    let stored = idem
-        .run(call.clone(), async { Ok::<_, Error>(big.clone()) })
-        .await
-        .unwrap();
-    assert!(!stored.replayed);
-    let replayed = idem
-        .run(call, async { Ok::<_, Error>(String::new()) })
-        .await
-        .unwrap();
-    assert!(replayed.replayed);
-    assert_eq!(replayed.value.len(), big.len());
-
-    // Over the limit: the reserve goes out, the completion does not.
-    let huge = "x".repeat(MAX_ITEM_SIZE);
-    let call = Call::new(
-        idem.key("big").part("huge").finish().unwrap(),
-        fingerprint("huge"),
-    );
-    let before = db.requests.count();
-    let err = idem
-        .run(call, async { Ok::<_, Error>(huge) })
-        .await
-        .unwrap_err();
-    assert_eq!(
-        db.requests.operations_since(before),
-        vec!["PutItem".to_owned(), "PutItem".to_owned()],
-        "the reservation, then the record that the call left no outcome"
-    );
-    let Error::NotRecorded { cause, .. } = &err else {
-        panic!("expected Error::NotRecorded, got {err:?}")
-    };
-    let Error::Rejected { source, .. } = &**cause else {
-        panic!("expected a Rejected cause, got {cause:?}")
-    };
-    assert!(err.ran_without_record() && !err.is_retryable(), "{err}");
-    assert_eq!(err.http_status(), 500);
-    let too_large = source
-        .downcast_ref::<ItemTooLarge>()
-        .expect("an ItemTooLarge");
-    assert!(too_large.size > MAX_ITEM_SIZE);
-    assert!(source.to_string().contains("item limit"), "{source}");
-
-    // A retry is told the call left no outcome to replay, never "in progress", and nothing
-    // runs again.
-    let retry = Call::new(
-        idem.key("big").part("huge").finish().unwrap(),
-        fingerprint("huge"),
-    );
-    let told = idem
-        .run(retry, async { Ok::<_, Error>(String::from("ran again")) })
-        .await
-        .unwrap_err();
-    assert!(matches!(told, Error::Aborted { .. }), "{told:?}");
-    assert_eq!(
-        told.problem_type(),
-        idem_protocol::problem::ProblemType::NotRecorded
-    );
-
-    // At the store: nothing is sent.
-    let key = key("huge-direct");
-    let claim = claim("h", NOW + 30_000, NOW);
-    db.store.reserve(&key, &claim).await.unwrap();
-    let before = db.requests.count();
-    let refused = db
-        .store
-        .complete(
-            &key,
-            claim.record().owner(),
-            &completed("h", &vec![b'x'; MAX_ITEM_SIZE], NOW + 60_000),
-        )
-        .await;
-    assert!(
-        matches!(refused, Err(StoreError::Rejected(_))),
-        "{refused:?}"
-    );
-    assert_eq!(
-        db.requests.count(),
-        before,
-        "no request for an oversized item"
-    );
-}
-
-async fn attribute_names_and_key_prefix_are_configurable() {
-    let Some(db) = TestDynamo::start().await else {
-        return;
-    };
-    let names = AttributeNames {
-        key: "PK".into(),
-        state: "status".into(), // a reserved word in DynamoDB expressions
-        ttl: "expires".into(),
-        ..AttributeNames::default()
-    };
-    let store = DynamoDbStore::builder(db.client.clone(), unique_table_name())
-        .prefix("idem#")
-        .attribute_names(names)
-        .build();
-    assert!(store.create_table().await.unwrap());
-    assert!(
-        !store.create_table().await.unwrap(),
-        "a second create finds the table"
-    );
-    let ttl = db
-        .client
-        .describe_time_to_live()
-        .table_name(store.table())
-        .send()
-        .await
-        .unwrap();
-    let ttl = ttl.time_to_live_description().unwrap();
-    assert_eq!(ttl.attribute_name(), Some("expires"));
-    assert_eq!(ttl.time_to_live_status(), Some(&TimeToLiveStatus::Enabled));
-
-    let idem = Idempotency::new(store.clone());
-    let call = Call::new(
-        idem.key("charge").part("o-1").finish().unwrap(),
-        fingerprint("o-1"),
-    );
-    idem.run(call.clone(), async { Ok::<_, Error>(1u64) })
-        .await
-        .unwrap();
-    assert!(
-        idem.run(call.clone(), async { Ok::<_, Error>(2u64) })
-            .await
-            .unwrap()
-            .replayed
-    );
-
-    let item = db
-        .client
-        .get_item()
-        .table_name(store.table())
-        .key("PK", s(&format!("idem#|{}", call.key())))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
-        .expect("the item under the prefixed key");
-    assert_eq!(item["status"], s("completed"));
-    assert!(item.contains_key("expires"));
-    assert!(!item.contains_key("ttl"));
-}
-
-async fn a_missing_table_is_refused_not_retried() {
-    let Some(db) = TestDynamo::start().await else {
-        return;
-    };
-    let store = DynamoDbStore::new(db.client.clone(), "idem-no-such-table");
-    let idem = Idempotency::new(store);
-    let call = Call::new(
-        idem.key("charge").part("o-1").finish().unwrap(),
-        fingerprint("o-1"),
-    );
-    let err = idem
-        .run(call, async { Ok::<_, Error>(1u64) })
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::Rejected { .. }), "{err:?}");
-    assert!(!err.is_retryable());
-    let mut report = err.to_string();
-    let mut cause = std::error::Error::source(&err);
-    while let Some(inner) = cause {
-        report.push_str(&format!(": {inner}"));
-        cause = inner.source();
-    }
-    assert!(report.contains("does not exist"), "{report}");
-    assert!(report.contains("idem-no-such-table"), "{report}");
-}
-
-async fn an_overlong_prefixed_key_is_refused_before_any_request() {
-    let Some(db) = TestDynamo::start().await else {
-        return;
-    };
-    let store = DynamoDbStore::builder(db.client.clone(), db.table())
-        .prefix("p".repeat(2_100))
-        .build();
-    let before = db.requests.count();
-    let err = store.get(&key("long")).await.unwrap_err();
-    assert!(err.to_string().contains("2048"), "{err}");
-    assert_eq!(db.requests.count(), before);
-}
-
 idem_tests::module_tests! {
     async items_have_the_documented_layout,
     async reserve_tells_fresh_takeover_and_expiry_apart,
     async malformed_items_are_corrupt_not_panics,
-    async oversized_results_are_refused_before_any_request,
-    async attribute_names_and_key_prefix_are_configurable,
-    async a_missing_table_is_refused_not_retried,
-    async an_overlong_prefixed_key_is_refused_before_any_request,
 }
