@@ -14,6 +14,7 @@ mod refused_write;
 mod renewal_deadline;
 mod replay_cache;
 mod seal;
+mod seal_refusals;
 mod sealed_outcome_limit;
 mod sealed_step;
 mod step_after_lease;

@@ -1,5 +1,6 @@
-//! Sealed records on the reference store: nothing in clear at rest, replays across a
-//! rotation, and refusals of a value sealed with an unknown key or moved to another key.
+//! Sealed records on the reference store: nothing in clear at rest, keys named by their
+//! digest, and a sealed store that forwards every operation under the stored key; the keyring
+//! and the calls that `seal_refusals` shares.
 #![cfg(feature = "seal")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,17 +12,17 @@ use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::seal::Keyring;
 use idem_core::{
     step,
-    store::{Claim, InProgress, Outcome, OwnerToken, Record, Steps, Store, Timestamp},
+    store::{Claim, InProgress, OwnerToken, Record, Steps, Store, Timestamp},
     Call, Error, Fingerprint, Idempotency, Key, StoreError,
 };
 
 const SECRET: [u8; 32] = [42; 32];
 
-fn ring() -> Keyring {
+pub(crate) fn ring() -> Keyring {
     Keyring::new("2026-11", [1; 32])
 }
 
-fn call(idem: &Idempotency, email: &str) -> Call {
+pub(crate) fn call(idem: &Idempotency, email: &str) -> Call {
     let key = idem.key("accounts.close").part(email).finish().unwrap();
     Call::new(key, Fingerprint::of(&email).unwrap())
 }
@@ -130,183 +131,6 @@ fn record_step_count(record: &Record) -> usize {
         Record::InProgress(running) => running.steps().len(),
         _ => 0,
     }
-}
-
-#[tokio::test]
-async fn a_rotated_ring_replays_the_old_key_s_records_and_a_ring_without_it_refuses() {
-    let raw = Arc::new(ReferenceStore::default());
-    let before = Idempotency::from_arc(raw.clone()).with_sealing(Keyring::new("2026-05", [5; 32]));
-    before
-        .run(call(&before, "carol@example.com"), async {
-            Ok::<_, Error>(7)
-        })
-        .await
-        .unwrap();
-
-    let rotated = Idempotency::from_arc(raw.clone())
-        .with_sealing(Keyring::new("2026-11", [1; 32]).with_old("2026-05", [5; 32]));
-    let replay = rotated
-        .run(call(&rotated, "carol@example.com"), async {
-            Ok::<_, Error>(8)
-        })
-        .await
-        .unwrap();
-    assert_eq!((replay.value, replay.replayed), (7, true));
-
-    let lacking = Idempotency::from_arc(raw).with_sealing(ring());
-    let refused = lacking
-        .run(call(&lacking, "carol@example.com"), async {
-            Ok::<_, Error>(9)
-        })
-        .await
-        .unwrap_err();
-    match refused {
-        Error::CorruptRecord { reason, .. } => assert!(reason.contains("`2026-05`"), "{reason}"),
-        other => panic!("expected CorruptRecord, got {other:?}"),
-    }
-}
-
-#[tokio::test]
-async fn a_sealed_outcome_moved_to_another_key_does_not_open() {
-    let raw = Arc::new(ReferenceStore::default());
-    let idem = Idempotency::from_arc(raw.clone()).with_sealing(ring());
-    idem.run(call(&idem, "dave@example.com"), async { Ok::<_, Error>(1) })
-        .await
-        .unwrap();
-    let from = call(&idem, "dave@example.com");
-    let Some(Record::Completed(sealed)) = raw.get(from.key()).await.unwrap() else {
-        panic!("a completed record");
-    };
-
-    // Someone with write access copies dave's sealed outcome to erin's key.
-    let to = call(&idem, "erin@example.com");
-    let owner = OwnerToken::generate();
-    let now = Timestamp::from_millis(u64::MAX / 4);
-    let claim = Claim::new(
-        InProgress::new(owner.clone(), *to.fingerprint(), now),
-        Timestamp::from_millis(0),
-    );
-    raw.reserve(to.key(), &claim).await.unwrap();
-    let moved = idem_core::store::Completed::new(*to.fingerprint(), sealed.outcome().clone(), now);
-    raw.complete(to.key(), &owner, &moved).await.unwrap();
-    assert!(matches!(sealed.outcome(), Outcome::Ok(_)));
-
-    let runs = AtomicUsize::new(0);
-    let refused = idem
-        .run(to, async {
-            runs.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, Error>(2)
-        })
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, Error::CorruptRecord { .. }),
-        "{refused:?}"
-    );
-    assert_eq!(runs.load(Ordering::SeqCst), 0, "refused, never run again");
-}
-
-#[tokio::test]
-async fn values_stored_before_sealing_are_refused_unless_accepted() {
-    let raw = Arc::new(ReferenceStore::default());
-    let plain = Idempotency::from_arc(raw.clone());
-    plain
-        .run(call(&plain, "fay@example.com"), async { Ok::<_, Error>(3) })
-        .await
-        .unwrap();
-    let migrating = Idempotency::from_arc(raw.clone()).with_sealing(ring().accept_unsealed());
-    let replay = migrating
-        .run(call(&migrating, "fay@example.com"), async {
-            Ok::<_, Error>(4)
-        })
-        .await
-        .unwrap();
-    assert_eq!((replay.value, replay.replayed), (3, true));
-    let strict = Idempotency::from_arc(raw).with_sealing(ring());
-    let refused = strict
-        .run(call(&strict, "fay@example.com"), async {
-            Ok::<_, Error>(5)
-        })
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, Error::CorruptRecord { .. }),
-        "{refused:?}"
-    );
-}
-
-/// Rewrites the completed record under `key` in `raw` with `outcome` and `fingerprint`, as
-/// someone with write access to the store could.
-async fn rewrite(
-    raw: &ReferenceStore,
-    key: &idem_core::Key,
-    fingerprint: Fingerprint,
-    outcome: Outcome,
-) {
-    raw.delete(key).await.unwrap();
-    let owner = OwnerToken::generate();
-    let until = Timestamp::from_millis(u64::MAX / 4);
-    let claim = Claim::new(
-        InProgress::new(owner.clone(), fingerprint, until),
-        Timestamp::from_millis(0),
-    );
-    raw.reserve(key, &claim).await.unwrap();
-    let record = idem_core::store::Completed::new(fingerprint, outcome, until);
-    raw.complete(key, &owner, &record).await.unwrap();
-}
-
-#[tokio::test]
-async fn a_changed_byte_an_ok_made_err_or_another_fingerprint_does_not_open() {
-    let raw = Arc::new(ReferenceStore::default());
-    let idem = Idempotency::from_arc(raw.clone()).with_sealing(ring());
-    let email = "gus@example.com";
-    idem.run(call(&idem, email), async {
-        Ok::<_, Error>("ok".to_owned())
-    })
-    .await
-    .unwrap();
-    let key = call(&idem, email).key().clone();
-    let Some(Record::Completed(sealed)) = raw.get(&key).await.unwrap() else {
-        panic!("a completed record");
-    };
-    let body = sealed.outcome().body().to_vec();
-    let fingerprint = *sealed.fingerprint();
-    let mut flipped = body.clone();
-    *flipped.last_mut().unwrap() ^= 1;
-    let other = Fingerprint::of(&"someone else").unwrap();
-    for (what, fingerprint, outcome) in [
-        ("a changed byte", fingerprint, Outcome::Ok(flipped)),
-        ("an ok made err", fingerprint, Outcome::Err(body.clone())),
-        ("another fingerprint", other, Outcome::Ok(body.clone())),
-    ] {
-        rewrite(&raw, &key, fingerprint, outcome).await;
-        let read = idem.store().get(&key).await;
-        assert!(
-            matches!(read, Err(idem_core::StoreError::Corrupt(_))),
-            "{what}: {read:?}"
-        );
-    }
-}
-
-#[tokio::test]
-async fn a_sealed_value_read_without_the_keyring_is_corrupt_not_a_codec_error() {
-    let raw = Arc::new(ReferenceStore::default());
-    let sealed = Idempotency::from_arc(raw.clone()).with_sealing(ring());
-    sealed
-        .run(call(&sealed, "hal@example.com"), async {
-            Ok::<_, Error>(1)
-        })
-        .await
-        .unwrap();
-    let plain = Idempotency::from_arc(raw);
-    let refused = plain
-        .run(call(&plain, "hal@example.com"), async { Ok::<_, Error>(2) })
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, Error::CorruptRecord { .. }),
-        "{refused:?}"
-    );
 }
 
 #[tokio::test]
