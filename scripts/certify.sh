@@ -18,9 +18,11 @@ if [ "${1:-}" = "--write" ]; then
 fi
 out="${CARGO_TARGET_DIR:-target}/certify"
 rm -rf "$out"
-# Built as the workspace's test command builds (every package, every feature), so that after
-# `cargo test --workspace --all-features` only the certifier's own binary is compiled here.
-cargo build -q --workspace --all-features --bin idem-certify
+# Built as the workspace's test command builds: every package, every feature, and with the
+# examples, which turn the dev-dependencies' features on as tests do. After
+# `cargo test --workspace --all-features`, which built this binary for its own tests, nothing
+# is compiled here.
+cargo build -q --workspace --all-features --bin idem-certify --examples
 certify="${CARGO_TARGET_DIR:-target}/debug/idem-certify"
 status=0
 for store in memory redis redis-cluster postgres dynamodb; do
