@@ -57,6 +57,15 @@ pub async fn charges_under_a_prefix(
     (charges, found)
 }
 
+/// Writes two completed records of function `mixed`, `a` and `c`; returns the key between
+/// them, `b`, for the caller to write a corrupt record under.
+pub async fn two_records_around(store: &dyn Store) -> Key {
+    for part in ["a", "c"] {
+        complete(store, &key("mixed", &[part]), now(), now() + HOUR).await;
+    }
+    key("mixed", &["b"])
+}
+
 /// Writes five keys of function `page`, out of order, completed and running by turns, and
 /// records of a function `pagf` beside them that its prefix does not cover; returns the five.
 pub async fn five_keys_to_page(store: &dyn Store) -> Vec<Key> {

@@ -67,10 +67,7 @@ async fn a_corrupt_item_is_listed_as_an_error_and_a_foreign_item_is_skipped() {
         return;
     };
     let store = &*db.store;
-    for part in ["a", "c"] {
-        complete(store, &key("mixed", &[part]), now(), now() + HOUR).await;
-    }
-    let corrupt = key("mixed", &["b"]);
+    let corrupt = inventory_cases::two_records_around(store).await;
     assert!(db.corrupt(&corrupt).await);
     // An item under the store's prefix that holds no idempotency key (no `|` after it).
     db.client

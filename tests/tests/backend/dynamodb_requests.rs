@@ -2,6 +2,7 @@
 //! store's client: fresh 2, replay 1, conflict 1, mismatch 1, error with release 2, one more
 //! per recorded step and none per replayed step, and a release that keeps steps 2.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -16,6 +17,13 @@ use tokio::task::JoinHandle;
 fn call(idem: &Idempotency, order: &str, amount: u64) -> Call {
     let key = idem.key("charge").part(order).finish().unwrap();
     Call::new(key, Fingerprint::of(&(order, amount)).unwrap())
+}
+
+/// What `action` returned, and the operations `db` was sent while it ran.
+async fn sending<T>(db: &TestDynamo, action: impl Future<Output = T>) -> (T, Vec<String>) {
+    let before = db.requests.count();
+    let output = action.await;
+    (output, db.requests.operations_since(before))
 }
 
 fn ops(list: &[&str]) -> Vec<String> {
@@ -48,19 +56,27 @@ async fn start_and_hold(
     (finish_tx, first)
 }
 
-/// Reserves `call`'s key straight through `store`, leased for thirty seconds from now;
-/// returns the owner and that now.
-async fn reserved(store: &dyn Store, call: &Call) -> (OwnerToken, Timestamp) {
+/// Reserves the key of `order`'s charge straight through `db`'s store, leased for thirty
+/// seconds from now; returns the call, its owner and that now.
+async fn reserved(db: &TestDynamo, order: &str) -> (Call, OwnerToken, Timestamp) {
+    let call = call(&Idempotency::from_arc(db.store.clone()), order, 10);
     let now = Clock::now(&SystemClock);
     let owner = OwnerToken::generate();
     let record = InProgress::new(owner.clone(), *call.fingerprint(), now + 30 * SECOND)
         .with_fencing_token(now.as_millis() * 1000);
     let claim = Claim::new(record, now);
     assert_eq!(
-        store.reserve(call.key(), &claim).await.unwrap(),
+        db.store.reserve(call.key(), &claim).await.unwrap(),
         Reservation::Reserved(claim.record().clone())
     );
-    (owner, now)
+    (call, owner, now)
+}
+
+/// Renews `call`'s lease for `owner`, a minute past `now`: one update, with steps or without.
+async fn renewal_costs_one_update_on(db: &TestDynamo, call: &Call, owner: &OwnerToken, now: Timestamp) {
+    let (renewed, sent) = sending(db, db.store.renew(call.key(), owner, now + 60 * SECOND)).await;
+    renewed.unwrap();
+    assert_eq!(sent, ["UpdateItem"]);
 }
 
 async fn fresh_call_costs_two_and_replay_one() {
@@ -74,40 +90,21 @@ async fn fresh_call_costs_two_and_replay_one() {
         Ok::<_, Error>("receipt-1".to_string())
     };
 
-    let before = db.requests.count();
-    let fresh = idem.run(call(&idem, "o-1", 10), charge()).await.unwrap();
-    assert!(!fresh.replayed);
-    assert_eq!(
-        db.requests.operations_since(before),
-        ops(&["PutItem", "PutItem"]),
-        "fresh: reserve + complete"
-    );
+    let (fresh, sent) = sending(&db, idem.run(call(&idem, "o-1", 10), charge())).await;
+    assert!(!fresh.unwrap().replayed);
+    assert_eq!(sent, ["PutItem", "PutItem"], "fresh: reserve + complete");
 
-    let before = db.requests.count();
-    let replay = idem.run(call(&idem, "o-1", 10), charge()).await.unwrap();
+    let (replay, sent) = sending(&db, idem.run(call(&idem, "o-1", 10), charge())).await;
+    let replay = replay.unwrap();
     assert!(replay.replayed);
     assert_eq!(replay.value, "receipt-1");
-    assert_eq!(
-        db.requests.operations_since(before),
-        ops(&["PutItem"]),
-        "replay: the failed reserve returns the record"
-    );
+    assert_eq!(sent, ["PutItem"], "replay: the failed reserve returns the record");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 
-    let before = db.requests.count();
-    let mismatch = idem
-        .run(call(&idem, "o-1", 99), charge())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(mismatch, Error::Mismatch { .. }),
-        "got {mismatch:?}"
-    );
-    assert_eq!(
-        db.requests.operations_since(before),
-        ops(&["PutItem"]),
-        "mismatch: one request"
-    );
+    let (mismatch, sent) = sending(&db, idem.run(call(&idem, "o-1", 99), charge())).await;
+    let mismatch = mismatch.unwrap_err();
+    assert!(matches!(mismatch, Error::Mismatch { .. }), "{mismatch:?}");
+    assert_eq!(sent, ["PutItem"], "mismatch: one request");
 }
 
 async fn conflict_costs_one() {
@@ -117,20 +114,11 @@ async fn conflict_costs_one() {
     let idem = Idempotency::from_arc(db.store.clone());
     let (finish_tx, first) = start_and_hold(&idem, "o-2", 1).await;
 
-    let before = db.requests.count();
-    let duplicate = idem
-        .run(call(&idem, "o-2", 10), async { Ok::<_, Error>(2u64) })
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(duplicate, Error::InProgress { .. }),
-        "got {duplicate:?}"
-    );
-    assert_eq!(
-        db.requests.operations_since(before),
-        ops(&["PutItem"]),
-        "conflict: one request"
-    );
+    let duplicate = idem.run(call(&idem, "o-2", 10), async { Ok::<_, Error>(2u64) });
+    let (duplicate, sent) = sending(&db, duplicate).await;
+    let duplicate = duplicate.unwrap_err();
+    assert!(matches!(duplicate, Error::InProgress { .. }), "{duplicate:?}");
+    assert_eq!(sent, ["PutItem"], "conflict: one request");
 
     finish_tx.send(()).unwrap();
     assert_eq!(first.await.unwrap().unwrap().value, 1);
@@ -142,19 +130,12 @@ async fn error_with_release_costs_two() {
     };
     let idem = Idempotency::from_arc(db.store.clone());
 
-    let before = db.requests.count();
-    let declined = idem
-        .run(call(&idem, "o-3", 10), async {
-            Err::<u64, _>(Error::InvalidKey("card declined".into()))
-        })
-        .await
-        .unwrap_err();
-    assert!(matches!(declined, Error::InvalidKey(_)));
-    assert_eq!(
-        db.requests.operations_since(before),
-        ops(&["PutItem", "DeleteItem"]),
-        "error: reserve + release"
-    );
+    let declined = idem.run(call(&idem, "o-3", 10), async {
+        Err::<u64, _>(Error::InvalidKey("card declined".into()))
+    });
+    let (declined, sent) = sending(&db, declined).await;
+    assert!(matches!(declined, Err(Error::InvalidKey(_))), "{declined:?}");
+    assert_eq!(sent, ["PutItem", "DeleteItem"], "error: reserve + release");
 
     let retry = idem
         .run(call(&idem, "o-3", 10), async { Ok::<_, Error>(3u64) })
@@ -203,16 +184,8 @@ async fn renewal_costs_one_update() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let store: Arc<dyn Store> = db.store.clone();
-    let idem = Idempotency::from_arc(store.clone());
-    let call = call(&idem, "o-5", 10);
-    let (owner, now) = reserved(&*store, &call).await;
-    let before = db.requests.count();
-    store
-        .renew(call.key(), &owner, now + 60 * SECOND)
-        .await
-        .unwrap();
-    assert_eq!(db.requests.operations_since(before), ops(&["UpdateItem"]));
+    let (call, owner, now) = reserved(&db, "o-5").await;
+    renewal_costs_one_update_on(&db, &call, &owner, now).await;
 }
 
 async fn a_waiting_duplicate_polls_with_small_reads() {
@@ -386,11 +359,8 @@ async fn a_renewal_with_steps_costs_one_update() {
     let Some(db) = TestDynamo::start().await else {
         return;
     };
-    let store: Arc<dyn Store> = db.store.clone();
-    let idem = Idempotency::from_arc(store.clone());
-    let call = call(&idem, "o-10", 10);
-    let (owner, now) = reserved(&*store, &call).await;
-    store
+    let (call, owner, now) = reserved(&db, "o-10").await;
+    db.store
         .record_step(
             call.key(),
             &owner,
@@ -400,12 +370,7 @@ async fn a_renewal_with_steps_costs_one_update() {
         )
         .await
         .unwrap();
-    let before = db.requests.count();
-    store
-        .renew(call.key(), &owner, now + 60 * SECOND)
-        .await
-        .unwrap();
-    assert_eq!(db.requests.operations_since(before), ops(&["UpdateItem"]));
+    renewal_costs_one_update_on(&db, &call, &owner, now).await;
 }
 
 idem_tests::module_tests! {

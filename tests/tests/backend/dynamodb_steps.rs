@@ -287,6 +287,17 @@ async fn a_record_from_before_steps_takes_them_after_a_takeover() {
     assert_eq!(steps.get("charge"), Some(&b"1"[..]));
 }
 
+/// Why `refused` refused a step as too large, and what it says; it must be that.
+fn step_too_large(refused: &Result<(), StoreError>) -> (&StepTooLarge, String) {
+    let Err(StoreError::Rejected(source)) = refused else {
+        panic!("expected Rejected, got {refused:?}")
+    };
+    let too_large = source
+        .downcast_ref::<StepTooLarge>()
+        .expect("a StepTooLarge");
+    (too_large, source.to_string())
+}
+
 async fn oversized_steps_are_refused() {
     let Some(db) = TestDynamo::start().await else {
         return;
@@ -305,15 +316,10 @@ async fn oversized_steps_are_refused() {
             at(NOW + HOUR),
         )
         .await;
-    let Err(StoreError::Rejected(source)) = &refused else {
-        panic!("expected Rejected, got {refused:?}")
-    };
-    let too_large = source
-        .downcast_ref::<StepTooLarge>()
-        .expect("a StepTooLarge");
+    let (too_large, source) = step_too_large(&refused);
     assert_eq!(too_large.step, "huge");
     assert!(too_large.size.is_some_and(|size| size > MAX_ITEM_SIZE));
-    assert!(source.to_string().contains("item limit"), "{source}");
+    assert!(source.contains("item limit"), "{source}");
     let empty = db
         .store
         .record_step(&key, &owner, "", b"1", at(NOW + HOUR))
@@ -331,15 +337,10 @@ async fn oversized_steps_are_refused() {
         .store
         .record_step(&key, &owner, "second", &half, at(NOW + HOUR))
         .await;
-    let Err(StoreError::Rejected(source)) = &refused else {
-        panic!("expected Rejected, got {refused:?}")
-    };
-    let too_large = source
-        .downcast_ref::<StepTooLarge>()
-        .expect("a StepTooLarge");
+    let (too_large, source) = step_too_large(&refused);
     assert_eq!((too_large.step.as_str(), too_large.size), ("second", None));
     assert!(
-        source.to_string().contains("steps recorded before"),
+        source.contains("steps recorded before"),
         "{source}"
     );
 }

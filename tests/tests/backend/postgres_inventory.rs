@@ -88,10 +88,7 @@ async fn a_corrupt_row_is_listed_as_an_error_and_a_foreign_row_as_unkeyed() {
         return;
     };
     let store = &*db.store;
-    for part in ["a", "c"] {
-        complete(store, &key("mixed", &[part]), now(), now() + HOUR).await;
-    }
-    let corrupt = key("mixed", &["b"]);
+    let corrupt = inventory_cases::two_records_around(store).await;
     assert!(db.corrupt(&corrupt).await);
     // Rows under the store's prefix that hold no idempotency key (no `|` after it; too long):
     // not records, but listed all the same.

@@ -12,16 +12,17 @@ use idem_stores::redis::client::{self as redis, aio::MultiplexedConnection};
 use idem_stores::redis::RedisStore;
 use idem_test_servers::redis::target::RedisTarget;
 
-use super::redis_corrupt::{completed, in_progress, raw_value, value, with_steps, write, FAR};
+use super::redis_corrupt::{
+    completed, in_progress, raw_value, refused_as_corrupt, value, with_steps, write, FAR,
+};
 
 /// How long the hand-written in-progress records hold their key, from now.
 const HOLD: Duration = Duration::from_secs(3600);
 
-/// What the tests here write records with: a Redis server and a store on it, a handle, a
+/// What the tests here write records by hand with: a store on a Redis server, a handle, a
 /// raw connection, and what their records hold: the fingerprint of `o-1`, the owner
 /// `someone`, and a lease until [`HOLD`] from now.
-struct HandWriting {
-    target: RedisTarget,
+struct Hand {
     store: RedisStore,
     idem: Idempotency,
     conn: MultiplexedConnection,
@@ -30,21 +31,18 @@ struct HandWriting {
     until: u64,
 }
 
-impl HandWriting {
-    /// `None` if there is no Redis server to be had.
-    async fn start() -> Option<Self> {
-        let target = RedisTarget::start().await?;
+impl Hand {
+    /// A hand on `target`'s server.
+    async fn on(target: &RedisTarget) -> Self {
         let store = target.redis_store().clone();
-        let conn = target.raw().await;
-        Some(Self {
+        Self {
             idem: Idempotency::new(store.clone()),
             store,
-            conn,
-            target,
+            conn: target.raw().await,
             fingerprint: Fingerprint::of(&"o-1").unwrap(),
             owner: OwnerToken::from("someone".to_owned()),
             until: hold_until(),
-        })
+        }
     }
 }
 
@@ -84,18 +82,10 @@ async fn write_in_progress(
 /// The records this file writes by hand, unspoiled, read back as written, and their owner's
 /// writes succeed: what the other tests spoil is one part of a valid record.
 async fn hand_written_records_are_valid() {
-    let Some(HandWriting {
-        target: _target,
-        store,
-        idem,
-        mut conn,
-        fingerprint,
-        owner,
-        until,
-    }) = HandWriting::start().await
-    else {
+    let Some(target) = RedisTarget::start().await else {
         return;
     };
+    let Hand { store, idem, mut conn, fingerprint, owner, until } = Hand::on(&target).await;
 
     let key = idem.key("orders.create").part("running").finish().unwrap();
     let redis_key = store.redis_key(&key);
@@ -164,18 +154,10 @@ type StepCase<'a> = (&'a str, &'a [u8], &'a [&'a [u8]], bool);
 /// timestamp, or that steps lack, and a step without its value are corrupt for the owner's
 /// fenced writes too, which change nothing.
 async fn corrupt_steps_are_an_error_not_a_panic() {
-    let Some(HandWriting {
-        target: _target,
-        store,
-        idem,
-        mut conn,
-        fingerprint,
-        owner,
-        until,
-    }) = HandWriting::start().await
-    else {
+    let Some(target) = RedisTarget::start().await else {
         return;
     };
+    let Hand { store, idem, mut conn, fingerprint, owner, until } = Hand::on(&target).await;
     let until_text = until.to_string();
     let cases: [StepCase; 5] = [
         (
@@ -227,16 +209,7 @@ async fn corrupt_steps_are_an_error_not_a_panic() {
             matches!(err, StoreError::Corrupt(_)),
             "{what}: get gave {err:?}"
         );
-        let err = idem
-            .run(Call::new(key.clone(), fingerprint), async {
-                Ok::<_, Error>(1)
-            })
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(err, Error::CorruptRecord { .. }),
-            "{what}: {err:?}"
-        );
+        refused_as_corrupt(&idem, Call::new(key.clone(), fingerprint), what).await;
         if !owner_refused {
             continue;
         }
