@@ -224,36 +224,24 @@ async fn forget_by_the_digest_drops_the_cached_replay_too() {
         .with_key_digest(SECRET)
         .with_replay_cache(idem_core::ReplayCache::new(100, 1 << 20));
     let runs = AtomicUsize::new(0);
-    let once = || async {
-        runs.fetch_add(1, Ordering::SeqCst);
-        Ok::<_, Error>(1)
+    let replayed = || async {
+        let once = async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Error>(1)
+        };
+        let call = call(&idem, "lee@example.com");
+        idem.run(call, once).await.unwrap().replayed
     };
-    idem.run(call(&idem, "lee@example.com"), once())
-        .await
-        .unwrap();
-    assert!(
-        idem.run(call(&idem, "lee@example.com"), once())
-            .await
-            .unwrap()
-            .replayed
-    );
+    assert!(!replayed().await);
+    assert!(replayed().await);
     let key = call(&idem, "lee@example.com").key().clone();
     idem.forget(&idem.stored_key(&key)).await.unwrap();
     assert!(
-        !idem
-            .run(call(&idem, "lee@example.com"), once())
-            .await
-            .unwrap()
-            .replayed
+        !replayed().await,
+        "forgotten by the stored key, cache and all"
     );
     idem.forget(&key).await.unwrap();
-    assert!(
-        !idem
-            .run(call(&idem, "lee@example.com"), once())
-            .await
-            .unwrap()
-            .replayed
-    );
+    assert!(!replayed().await, "forgotten by the key");
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
 
