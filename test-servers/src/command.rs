@@ -2,8 +2,9 @@
 //! build of it), the options that name one store, and an environment cleaned of the machine's
 //! store, keyring and AWS settings, so that a test sees only what it sets.
 
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 /// The variables a run never inherits: the store and keyring `idem` would otherwise read, and
 /// every AWS setting the SDK's region and credential chains look at.
@@ -108,8 +109,27 @@ impl Idem {
         )
     }
 
+    /// Runs `idem <store args> <args>` with `stdin` on its standard input, and returns what it
+    /// did as it came: status, stdout and stderr as bytes.
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the idem binary runs");
+        child
+            .stdin
+            .take()
+            .expect("a stdin")
+            .write_all(stdin)
+            .expect("the input is written");
+        child.wait_with_output().expect("idem ends")
+    }
+
     /// The command `idem <store args> <args>`, in the cleaned environment with only this
-    /// runner's variables added, for a test that needs more of the process (its stdin).
+    /// runner's variables added.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(&self.program);
         command.args(&self.store_args).args(args);

@@ -23,6 +23,17 @@ async fn one_record(store: DynamoDbStore) -> Key {
     support::records::completed(&idem, "charge", "order-1").await
 }
 
+/// A table of its own (`TABLE-suffix`) in a single-table design, the sort key `sk` under the
+/// partition `idempotency#payments`, holding one completed record; returns the table's name
+/// and the record's key.
+async fn sort_key_table(dynamo: &TestDynamo, suffix: &str) -> (String, Key) {
+    let table = format!("{}-{suffix}", dynamo.table());
+    let store = DynamoDbStore::builder(dynamo.client.clone(), table.as_str())
+        .sort_key(SortKey::holding_key("sk", "idempotency#payments"))
+        .build();
+    (table, one_record(store).await)
+}
+
 /// `list`, `stats` and `get KEY` with `cli` each exit 2, saying every one of `said`.
 #[track_caller]
 fn each_read_refused(cli: &Idem, key: &Key, said: &[&str]) {
@@ -189,11 +200,7 @@ async fn a_sort_key_table_is_read_with_sort_key() {
     let Some(dynamo) = TestDynamo::start().await else {
         return;
     };
-    let table = format!("{}-st", dynamo.table());
-    let store = DynamoDbStore::builder(dynamo.client.clone(), table.as_str())
-        .sort_key(SortKey::holding_key("sk", "idempotency#payments"))
-        .build();
-    let done = one_record(store).await;
+    let (table, done) = sort_key_table(&dynamo, "st").await;
     let cli = |extra: &[&str]| on_table(&dynamo, &table).store(extra.iter().copied());
 
     each_read_refused(
@@ -233,11 +240,7 @@ async fn an_empty_partition_is_said_to_be_empty() {
     let Some(dynamo) = TestDynamo::start().await else {
         return;
     };
-    let table = format!("{}-ep", dynamo.table());
-    let store = DynamoDbStore::builder(dynamo.client.clone(), table.as_str())
-        .sort_key(SortKey::holding_key("sk", "idempotency#payments"))
-        .build();
-    let done = one_record(store).await;
+    let (table, done) = sort_key_table(&dynamo, "ep").await;
     let cli = |partition: &str| {
         on_table(&dynamo, &table).store(["--sort-key", "sk", "--partition-value", partition])
     };

@@ -2,8 +2,7 @@
 //! two-part key stores a record, `idem list` shows its order id, and the key the command
 //! computes from the same event is the one `idem get` finds the record under.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::Arc;
 
 use idem_core::Idempotency;
@@ -39,19 +38,10 @@ fn order(principal: &str, order_id: &str) -> Value {
 
 /// `idem key lambda ARGS` with `event` on standard input and the secret in `SCOPE_SECRET`.
 fn key_lambda(args: &[&str], event: &Value) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
-        .args(["key", "lambda"])
-        .args(args)
-        .env("SCOPE_SECRET", SECRET)
-        .env_remove("IDEM_STORE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let input = serde_json::to_vec(event).unwrap();
-    child.stdin.take().unwrap().write_all(&input).unwrap();
-    child.wait_with_output().unwrap()
+    support::idem()
+        .env("SCOPE_SECRET", SECRET)
+        .run_with_stdin(&[&["key", "lambda"], args].concat(), &input)
 }
 
 /// What `idem key lambda` printed, without its line feed.
@@ -182,21 +172,8 @@ fn an_event_the_handler_would_not_key_is_refused_with_why() {
     );
     assert_eq!(printed_key(&shared), "idem|orders|-|#list|#null|o-42");
     // Not JSON.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
-        .args(["key", "lambda"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"order o-42")
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output =
+        support::idem().run_with_stdin(&[&["key", "lambda"], &args[..]].concat(), b"order o-42");
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stderr).contains("not a JSON event"));
 }

@@ -5,8 +5,7 @@
 
 use std::convert::Infallible;
 use std::future::{poll_fn, Ready};
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -23,23 +22,10 @@ use crate::support;
 
 /// `idem scope ARGS` with `input` on standard input and `env` set.
 fn scope(args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
-        .arg("scope")
-        .args(args)
-        .envs(env.iter().copied())
-        .env_remove("IDEM_STORE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let idem = env
+        .iter()
+        .fold(support::idem(), |idem, (name, value)| idem.env(name, value));
+    idem.run_with_stdin(&[&["scope"], args].concat(), input.as_bytes())
 }
 
 fn printed(output: &Output) -> String {

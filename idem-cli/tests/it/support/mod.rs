@@ -16,21 +16,7 @@ pub fn idem() -> Idem {
 
 /// What `idem scope` prints for the `Authorization` value `credential`, without its line feed.
 pub fn scope_of(credential: &str) -> String {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = idem()
-        .command(&["scope"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the idem binary runs");
-    child
-        .stdin
-        .take()
-        .expect("a stdin")
-        .write_all(credential.as_bytes())
-        .expect("the credential is written");
-    let output = child.wait_with_output().expect("idem scope ends");
+    let output = idem().run_with_stdin(&["scope"], credential.as_bytes());
     assert!(output.status.success(), "{output:?}");
     String::from_utf8(output.stdout)
         .expect("UTF-8")
