@@ -4,13 +4,11 @@
 //! the outcome's bytes as they are. Records are hostile input: what a terminal obeys in them
 //! is printed escaped.
 
-use std::convert::Infallible;
-use std::future::{poll_fn, Ready};
+use std::future::poll_fn;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
+use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use idem_core::seal::Keyring;
 use idem_core::{store::Record, Call, Error, Fingerprint, Idempotency, Key};
@@ -19,6 +17,7 @@ use idem_test_servers::redis::target::RedisTarget;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::support::answer::Answer;
 use crate::support::{self, records, Idem, Run};
 
 /// A screen clear, then a window title ended by BEL.
@@ -36,35 +35,6 @@ fn harmless(run: &Run) {
             !text.contains(['\u{1b}', '\u{7}', '\u{9b}']),
             "raw control characters on {stream}: {run:#?}"
         );
-    }
-}
-
-/// A handler that answers every request with `response`'s status, headers and body.
-#[derive(Clone)]
-struct Answer {
-    status: StatusCode,
-    headers: Vec<(&'static str, &'static str)>,
-    body: Bytes,
-}
-
-impl Service<Request<idem_http::Body>> for Answer {
-    type Response = Response<Full<Bytes>>;
-    type Error = Infallible;
-    type Future = Ready<Result<Self::Response, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: Request<idem_http::Body>) -> Self::Future {
-        let mut response = Response::new(Full::new(self.body.clone()));
-        *response.status_mut() = self.status;
-        for (name, value) in &self.headers {
-            response
-                .headers_mut()
-                .insert(*name, http::HeaderValue::from_static(value));
-        }
-        std::future::ready(Ok(response))
     }
 }
 

@@ -3,14 +3,12 @@
 //! `idem_protocol::scope`, so what the command prints is what a request with that
 //! `Authorization`, or from that principal, is stored under.
 
-use std::convert::Infallible;
-use std::future::{poll_fn, Ready};
+use std::future::poll_fn;
 use std::process::Output;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
+use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use idem_core::Idempotency;
 use idem_http::IdempotencyLayer;
@@ -19,6 +17,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::support;
+use crate::support::answer::Answer;
 
 /// `idem scope ARGS` with `input` on standard input and `env` set.
 fn scope(args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
@@ -85,26 +84,6 @@ impl std::fmt::Display for Principal {
     }
 }
 
-/// A handler that answers 201 to every request.
-#[derive(Clone)]
-struct Created;
-
-impl Service<Request<idem_http::Body>> for Created {
-    type Response = Response<Full<Bytes>>;
-    type Error = Infallible;
-    type Future = Ready<Result<Self::Response, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: Request<idem_http::Body>) -> Self::Future {
-        let mut response = Response::new(Full::new(Bytes::from_static(b"created")));
-        *response.status_mut() = StatusCode::CREATED;
-        std::future::ready(Ok(response))
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_principal_scoped_by_extension_and_secret_is_found_with_what_scope_prints() {
     let Some(target) = RedisTarget::start().await else {
@@ -116,7 +95,11 @@ async fn a_principal_scoped_by_extension_and_secret_is_found_with_what_scope_pri
         .scope_from_extension::<Principal>()
         .scope_secret(secret)
         .build();
-    let mut service = layer.layer(Created);
+    let mut service = layer.layer(Answer {
+        status: StatusCode::CREATED,
+        headers: Vec::new(),
+        body: Bytes::from_static(b"created"),
+    });
     for (principal, key) in [("user:alice", "order-7"), ("user:bob", "order-8")] {
         poll_fn(|cx| Service::<Request<Full<Bytes>>>::poll_ready(&mut service, cx))
             .await

@@ -1,7 +1,8 @@
-//! Test support: the `idem` binary run as a process, records written through a handle, and
-//! the scenarios every store runs.
+//! Test support: the `idem` binary run as a process, records written through a handle, a
+//! handler for a layer under test, and the scenarios every store runs.
 #![allow(dead_code)]
 
+pub mod answer;
 pub mod records;
 pub mod scenarios;
 
