@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use idem_test_servers::redis::server::base_args;
+
 use crate::support;
 
 /// A redis-server with TLS on a free loopback port and no plain port; stopped when dropped.
@@ -55,16 +57,8 @@ fn start(dir: &Path) -> TlsRedis {
         .expect("a free port")
         .port();
     let child = Command::new("redis-server")
-        .args([
-            "--port",
-            "0",
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
+        // A throwaway server's arguments, with no plain port: TLS only.
+        .args(base_args().map(|arg| if arg == "{port}" { "0" } else { arg }))
         .args(["--tls-port", &port.to_string(), "--tls-auth-clients", "no"])
         .arg("--tls-cert-file")
         .arg(dir.join("cert.pem"))
