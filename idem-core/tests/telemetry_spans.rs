@@ -18,6 +18,13 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
+// The shared support of idem-core's tests; this binary uses its `ok` alone.
+#[allow(dead_code)]
+#[path = "it/support.rs"]
+mod support;
+
+use support::ok;
+
 #[derive(Clone, Debug, Default)]
 struct SpanSeen {
     id: u64,
@@ -279,11 +286,4 @@ async fn a_subscriber_that_takes_only_store_spans_gets_them() {
             .any(|s| s.fields.get("db.operation.name").map(String::as_str) == Some("reserve")),
         "{spans:?}"
     );
-}
-
-/// Runs `call` with a body that answers 7 at once; its value, whether run or replayed.
-async fn ok(idem: &Idempotency, call: Call) -> Result<u32, idem_core::Error> {
-    idem.run(call, async { Ok::<_, idem_core::Error>(7) })
-        .await
-        .map(|executed| executed.value)
 }

@@ -4,7 +4,7 @@
 //!
 //! A harness runs each test through [`run_test`], which returns the reason a helper gave, if
 //! one did: the harness then reports the test as ignored with that reason instead of as passed
-//! (idem-tests' `backend_tests!` does). The helpers find the running test through the thread
+//! (idem-tests' `module_tests!` does). The helpers find the running test through the thread
 //! they are called on, so they must be called from the test's own thread: its body, or the
 //! `block_on` of an `async` one.
 

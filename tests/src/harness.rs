@@ -1,10 +1,9 @@
 //! The harness of the backend tests: each test runs as a libtest-mimic trial, so that a test
 //! whose server cannot be had is reported as ignored, with the reason, instead of passing.
 //!
-//! A test binary of one file lists its test functions, plain or `async`, in
-//! [`backend_tests!`](crate::backend_tests), which writes the file's `main`; its `[[test]]` in
-//! `Cargo.toml` has `harness = false`. A module of a binary of many lists them in
-//! [`module_tests!`](crate::module_tests) instead (see [`binary`](crate::binary)).
+//! A module of a test binary lists its test functions, plain or `async`, in
+//! [`module_tests!`](crate::module_tests) (see [`binary`](crate::binary)); a binary that gathers
+//! its own list of [`Test`]s runs it with [`main`].
 //!
 //! ```ignore
 //! fn owned_server_restarts() {
@@ -14,7 +13,7 @@
 //!
 //! async fn keys_expire() { /* ... */ }
 //!
-//! idem_tests::backend_tests! {
+//! idem_tests::module_tests! {
 //!     fn owned_server_restarts,
 //!     async keys_expire,
 //! }
@@ -128,25 +127,11 @@ impl Test {
     }
 }
 
-/// Runs `tests` with the command line's options (`--exact NAME`, a filter...). What
-/// [`backend_tests!`](crate::backend_tests) expands to.
+/// Runs `tests` with the command line's options (`--exact NAME`, a filter...): the `main` of
+/// a binary that gathers its own list of [`Test`]s.
 pub fn main(tests: Vec<Test>) -> ExitCode {
     let trials = tests.into_iter().map(|test| test.into_trial("")).collect();
     libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
-}
-
-/// Writes the `main` of a backend test file: every listed function is a test, `fn NAME` for a
-/// plain one, `async NAME` for an `async` one, either followed by `= ignore("reason")` for one
-/// that runs only when asked for (`--ignored`). See the [`harness`](crate::harness) module.
-#[macro_export]
-macro_rules! backend_tests {
-    ($($kind:tt $name:ident $(= ignore($reason:literal))?),* $(,)?) => {
-        fn main() -> ::std::process::ExitCode {
-            $crate::harness::main(::std::vec![$(
-                $crate::__backend_test!($kind $name)$(.ignored($reason))?
-            ),*])
-        }
-    };
 }
 
 #[doc(hidden)]

@@ -1,5 +1,5 @@
-//! The backend suite's own support: the harness its tests run under ([`backend_tests!`] for
-//! a binary of one file, [`binary_main!`] and [`module_tests!`] for one of many modules), and the scenarios several files share (a crash between two steps, a
+//! The backend suite's own support: the harness its tests run under ([`binary_main!`] and
+//! [`module_tests!`]), and the scenarios several files share (a crash between two steps, a
 //! crowd on one key, a call interrupted mid-body, the inventory's records, sealed targets, an
 //! allocator that counts). The servers and the stores on them are idem-test-servers'.
 
