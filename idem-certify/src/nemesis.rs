@@ -234,7 +234,8 @@ pub(crate) fn proxiable(spec: Option<&StoreSpec>) -> bool {
     )
 }
 
-async fn proxy_for(spec: &StoreSpec, slot: u32) -> Result<Proxy, String> {
+/// A proxy to the store `spec` names, for slot `slot`.
+pub(crate) async fn proxy_for(spec: &StoreSpec, slot: u32) -> Result<Proxy, String> {
     let url = match spec {
         StoreSpec::Redis { url } | StoreSpec::Postgres { url } => url,
         StoreSpec::DynamoDb { endpoint, .. } => endpoint,
@@ -245,8 +246,9 @@ async fn proxy_for(spec: &StoreSpec, slot: u32) -> Result<Proxy, String> {
     Proxy::start(&format!("w{slot}"), &upstream).await
 }
 
-/// `spec` reached through the proxy listening on `listen`.
-fn proxied(spec: StoreSpec, listen: &str) -> StoreSpec {
+/// `spec` reached through the proxy listening on `listen`: a worker's store, or a front-end
+/// server's.
+pub(crate) fn proxied(spec: StoreSpec, listen: &str) -> StoreSpec {
     let via = |url: &str| through(url, listen).map_or_else(|| url.to_owned(), |(url, _)| url);
     match spec {
         StoreSpec::Redis { url } => StoreSpec::Redis { url: via(&url) },
