@@ -50,20 +50,33 @@ async fn outcome(fault: Fault, name: &str) -> Result<(), String> {
     }
 }
 
+/// Every (fault, check) pair, each run as a task of its own: a check that catches its fault
+/// by timing out then costs its own time, not everyone's.
+fn pairs() -> impl Iterator<Item = (Fault, &'static str)> {
+    Fault::ALL
+        .into_iter()
+        .flat_map(|fault| fault.caught_by().iter().map(move |name| (fault, *name)))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_suite_fails_every_broken_store_by_name() {
-    let mut escaped = Vec::new();
-    for fault in Fault::ALL {
-        for name in fault.caught_by() {
+    let mut runs = tokio::task::JoinSet::new();
+    for (fault, name) in pairs() {
+        runs.spawn(async move {
             let started = Instant::now();
-            match outcome(fault, name).await {
-                Ok(()) => escaped.push(format!("{fault:?} passed `{name}`")),
-                Err(message) => eprintln!(
-                    "{fault:?}: `{name}` failed in {:.1?}: {}",
-                    started.elapsed(),
-                    message.lines().next().unwrap_or_default()
-                ),
-            }
+            let outcome = outcome(fault, name).await;
+            (fault, name, started.elapsed(), outcome)
+        });
+    }
+    let mut escaped = Vec::new();
+    while let Some(run) = runs.join_next().await {
+        let (fault, name, took, outcome) = run.expect("a check's task is not cancelled");
+        match outcome {
+            Ok(()) => escaped.push(format!("{fault:?} passed `{name}`")),
+            Err(message) => eprintln!(
+                "{fault:?}: `{name}` failed in {took:.1?}: {}",
+                message.lines().next().unwrap_or_default()
+            ),
         }
     }
     assert!(escaped.is_empty(), "broken stores passed: {escaped:#?}");
@@ -72,17 +85,27 @@ async fn the_suite_fails_every_broken_store_by_name() {
 /// The same checks pass on the store without a fault, so they fail for the fault alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_catching_checks_pass_on_a_correct_store() {
-    for fault in Fault::ALL {
-        for name in fault.caught_by() {
-            let check = all_checks()
-                .into_iter()
-                .find(|check| check.name == *name)
-                .unwrap();
-            let memory = MemoryStore::builder().no_sweeping().build();
-            let target: Arc<dyn Target> = Arc::new(Correct(memory));
-            run_check(check, target, WITHIN).await;
+    let mut runs = tokio::task::JoinSet::new();
+    for (fault, name) in pairs() {
+        let check = all_checks()
+            .into_iter()
+            .find(|check| check.name == name)
+            .unwrap();
+        let memory = MemoryStore::builder().no_sweeping().build();
+        let target: Arc<dyn Target> = Arc::new(Correct(memory));
+        runs.spawn(async move {
+            let ran = tokio::spawn(run_check(check, target, WITHIN)).await;
+            (fault, name, ran)
+        });
+    }
+    let mut failed = Vec::new();
+    while let Some(run) = runs.join_next().await {
+        let (fault, name, ran) = run.expect("a check's task is not cancelled");
+        if let Err(panicked) = ran {
+            failed.push(format!("{fault:?}'s `{name}` on a correct store: {panicked}"));
         }
     }
+    assert!(failed.is_empty(), "checks failed on a correct store: {failed:#?}");
 }
 
 struct Correct(MemoryStore);
