@@ -54,6 +54,28 @@ pub(crate) struct RunArgs {
     /// The seed of the workload's and the faults' choices. Default: from the clock.
     #[arg(long)]
     pub(crate) seed: Option<u64>,
+    /// Certify an HTTP front end instead of the engine alone: server processes serve an
+    /// idempotent endpoint behind it on the store, and callers in this process send requests
+    /// through idem-client. `--workers` is then the number of server processes.
+    #[arg(long, value_enum)]
+    pub(crate) front: Option<FrontKind>,
+    /// With `--front`: the endpoint charges each request, in a step, at a downstream service
+    /// (behind its own layer and store) through idem-client, with the keys it derives.
+    #[arg(long, requires = "front")]
+    pub(crate) downstream: bool,
+    /// With `--front`: how many callers send requests at once.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) callers: u32,
+}
+
+/// The HTTP front ends `--front` certifies, each idem-http's layer on a framework.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum FrontKind {
+    /// `IdempotencyLayer` as a tower layer around an axum router.
+    Tower,
+    /// `IdempotencyLayer` as actix-web middleware (`App::wrap`).
+    Actix,
 }
 
 /// The stores `idem-certify` starts.
@@ -125,13 +147,21 @@ impl FaultKind {
     }
 }
 
-/// The worker's hidden entry point.
+/// The hidden entry points of the processes the coordinator starts.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Mode {
     /// Run one worker (started by the coordinator).
     #[command(hide = true)]
     Worker {
         /// The worker's plan, as JSON.
+        #[arg(long)]
+        plan: String,
+    },
+    /// Serve one front end's endpoint, or the downstream service (started by the
+    /// coordinator of a `--front` run).
+    #[command(hide = true)]
+    Serve {
+        /// The server's plan, as JSON.
         #[arg(long)]
         plan: String,
     },

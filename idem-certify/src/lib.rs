@@ -32,6 +32,7 @@ pub mod check;
 mod clock;
 mod cluster_faults;
 mod connect;
+mod front;
 pub mod history;
 mod nemesis;
 mod plan;
@@ -52,14 +53,26 @@ use args::{Cli, Mode};
 /// The command line's entry point.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Mode::Worker { plan }) = cli.mode {
-        return match worker::main(&plan) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("idem-certify worker: {error}");
-                ExitCode::from(2)
+    match cli.mode {
+        Some(Mode::Worker { plan }) => {
+            return match worker::main(&plan) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("idem-certify worker: {error}");
+                    ExitCode::from(2)
+                }
             }
-        };
+        }
+        Some(Mode::Serve { plan }) => {
+            return match front::server::main(&plan) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("idem-certify server: {error}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        None => {}
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

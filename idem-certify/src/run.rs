@@ -38,6 +38,9 @@ pub(crate) struct Outcome {
 
 /// Runs `args`.
 pub(crate) async fn run(args: &RunArgs) -> Result<Outcome, String> {
+    if let Some(front) = args.front {
+        return crate::front::run(args, front).await;
+    }
     let kind = args
         .store
         .ok_or("pass --store memory|redis|redis-cluster|postgres|dynamodb")?;

@@ -1,5 +1,6 @@
 //! The checker: anomalies by class, found in the run's history and the store's final records.
 
+pub mod front;
 pub mod model;
 mod takeovers;
 
@@ -38,11 +39,22 @@ pub enum Class {
     /// took over. The regressions the design allows (a fresh reservation after a release)
     /// are listed apart: see [`Findings::fencing_regressions`].
     FencingTokenRegressed,
+    /// A front end delivered an answer to a principal other than the one whose request the
+    /// handler ran for: keys are not scoped by principal.
+    AnswerToOtherPrincipal,
+    /// A front end ran its handler outside the engine's call: no lease held, no step recorded.
+    HandlerOutsideCall,
+    /// A front end released a key whose handler's service failed after the handler began:
+    /// another execution began before its lease could pass.
+    KeyReleasedEarly,
+    /// The downstream service performed one order's effect twice: the handler's requests to
+    /// it did not carry one key per operation across its attempts.
+    DownstreamEffectRepeated,
 }
 
 impl Class {
     /// Every class, in report order.
-    pub(crate) const ALL: [Class; 9] = [
+    pub(crate) const ALL: [Class; 13] = [
         Class::TwoAnswers,
         Class::AnswerForOtherArguments,
         Class::DuplicateEffect,
@@ -52,6 +64,10 @@ impl Class {
         Class::LostCompletion,
         Class::StaleOwnerNotTold,
         Class::FencingTokenRegressed,
+        Class::AnswerToOtherPrincipal,
+        Class::HandlerOutsideCall,
+        Class::KeyReleasedEarly,
+        Class::DownstreamEffectRepeated,
     ];
 
     /// What it means, for the report.
@@ -74,6 +90,12 @@ impl Class {
             Class::FencingTokenRegressed => {
                 "a takeover's fencing token was not above the previous owner's"
             }
+            Class::AnswerToOtherPrincipal => "a principal got an answer made for another",
+            Class::HandlerOutsideCall => "a front end ran its handler outside the engine's call",
+            Class::KeyReleasedEarly => {
+                "a key was run again within the lease of a handler whose service failed"
+            }
+            Class::DownstreamEffectRepeated => "the downstream performed one order's effect twice",
         }
     }
 }

@@ -1,0 +1,26 @@
+//! Certification of the HTTP front ends (`--front tower|actix`): idem-http's layer in server
+//! processes on a real store, called through idem-client while the servers are killed and
+//! stopped and the network between callers, servers, the store and a downstream service
+//! misbehaves.
+//!
+//! - `plan`: what a server process is told to serve.
+//! - `server`: a server process: the endpoint behind the tower layer (axum) or actix-web's
+//!   middleware, or the downstream service behind its own layer.
+//! - `endpoint`: the handler itself, the same on every front end: two steps, each a side
+//!   effect written to the server's history, the first a charge at the downstream service
+//!   with `--downstream`.
+//! - `process`: server processes started from this binary, killed, stopped and resumed.
+//! - `fleet`: the server slots, each with its proxies, and the faults injected into them.
+//! - `callers`: the callers in the coordinator, sending requests through idem-client under
+//!   several principals that reuse the same keys on purpose.
+//! - `run`: the run, from starting the store to the report.
+
+mod callers;
+mod endpoint;
+mod fleet;
+pub(crate) mod plan;
+mod process;
+mod run;
+pub(crate) mod server;
+
+pub(crate) use run::run;

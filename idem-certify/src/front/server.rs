@@ -1,0 +1,246 @@
+//! A server process of a front-end run: the certified endpoint behind the tower layer (axum)
+//! or actix-web's middleware on the run's store, or the downstream service behind its own
+//! layer on a memory store. Prints `listening ADDRESS` once it serves, then serves until
+//! killed.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::Router;
+use idem_client::reqwest_middleware::ClientBuilder;
+use idem_client::IdempotentRetry;
+use idem_core::Idempotency;
+use idem_http::IdempotencyLayer;
+use idem_stores::memory::MemoryStore;
+
+use crate::args::FrontKind;
+use crate::connect::connect;
+use crate::front::endpoint::{Downstream, Endpoint, Handled};
+use crate::front::plan::{ServerPlan, Serves, CHARGES, ORDERS};
+use crate::history::{now_micros, Event, HistoryWriter};
+use crate::plan::StoreSpec;
+
+/// Runs the server `plan` describes (as JSON) until it is killed.
+pub(crate) fn main(plan: &str) -> Result<(), String> {
+    let plan: ServerPlan =
+        serde_json::from_str(plan).map_err(|error| format!("reading the plan: {error}"))?;
+    match plan.serves.clone() {
+        Serves::Endpoint {
+            front: FrontKind::Actix,
+            store,
+            downstream,
+        } => actix_web::rt::System::new().block_on(actix(plan, store, downstream)),
+        Serves::Endpoint {
+            front: FrontKind::Tower,
+            store,
+            downstream,
+        } => tokio_runtime()?.block_on(tower(plan, store, downstream)),
+        Serves::Downstream => tokio_runtime()?.block_on(downstream_service(plan)),
+    }
+}
+
+fn tokio_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| format!("starting the runtime: {error}"))
+}
+
+/// The layer on the run's store, and the endpoint behind it.
+async fn endpoint(
+    plan: &ServerPlan,
+    store: &StoreSpec,
+    downstream: Option<String>,
+) -> Result<(IdempotencyLayer, Arc<Endpoint>), String> {
+    let lease = Duration::from_millis(plan.lease_ms);
+    let idem = Idempotency::from_arc(connect(store).await?);
+    let layer = IdempotencyLayer::builder(idem).lease(lease).build();
+    let history = HistoryWriter::create(&plan.history)
+        .map_err(|error| format!("opening {}: {error}", plan.history.display()))?;
+    let downstream = match downstream {
+        Some(base) => Some(Downstream {
+            client: downstream_client(lease)?,
+            url: format!("{base}{CHARGES}"),
+        }),
+        None => None,
+    };
+    let endpoint = Endpoint::new(plan.name.clone(), history, downstream, lease);
+    Ok((layer, Arc::new(endpoint)))
+}
+
+/// The client the endpoint charges through: idem-client's retries, within the lease's reach.
+fn downstream_client(
+    lease: Duration,
+) -> Result<idem_client::reqwest_middleware::ClientWithMiddleware, String> {
+    let http = idem_client::reqwest::Client::builder()
+        .timeout(lease)
+        .build()
+        .map_err(|error| error.to_string())?;
+    let retry = IdempotentRetry::builder()
+        .backoff(Duration::from_millis(20), Duration::from_millis(200))
+        .max_elapsed(lease * 3)
+        .build();
+    Ok(ClientBuilder::new(http).with(retry).build())
+}
+
+/// Tells the coordinator where this server listens.
+fn announce(address: SocketAddr) -> Result<(), String> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening {address}").map_err(|error| error.to_string())?;
+    stdout.flush().map_err(|error| error.to_string())
+}
+
+/// The principal (a bearer token) and the key of a request, by header.
+fn asked(header: impl Fn(&str) -> Option<String>) -> (String, String) {
+    let principal = header("authorization")
+        .map(|value| value.trim_start_matches("Bearer ").to_owned())
+        .unwrap_or_default();
+    let key = header("idempotency-key").unwrap_or_default();
+    (principal, key)
+}
+
+async fn tower(
+    plan: ServerPlan,
+    store: StoreSpec,
+    downstream: Option<String>,
+) -> Result<(), String> {
+    let (layer, endpoint) = endpoint(&plan, &store, downstream).await?;
+    let app = Router::new()
+        .route(ORDERS, post(tower_order))
+        .with_state(endpoint)
+        .layer(layer);
+    serve_axum(app).await
+}
+
+async fn serve_axum(app: Router) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|error| error.to_string())?;
+    announce(listener.local_addr().map_err(|error| error.to_string())?)?;
+    axum::serve(listener, app)
+        .await
+        .map_err(|error| error.to_string())
+}
+
+async fn tower_order(
+    State(endpoint): State<Arc<Endpoint>>,
+    headers: HeaderMap,
+    body: String,
+) -> (StatusCode, String) {
+    let (principal, key) = asked(|name| {
+        let value = headers.get(name)?.to_str().ok()?;
+        Some(value.to_owned())
+    });
+    match endpoint.handle(&principal, &key, &body).await {
+        Handled::Created(answer) => (StatusCode::CREATED, answer),
+        Handled::Unavailable(why) | Handled::ServiceError(why) => {
+            (StatusCode::SERVICE_UNAVAILABLE, why)
+        }
+    }
+}
+
+async fn actix(
+    plan: ServerPlan,
+    store: StoreSpec,
+    downstream: Option<String>,
+) -> Result<(), String> {
+    use actix_web::dev::Service as _;
+    use actix_web::{web, App, HttpServer};
+    let (layer, endpoint) = endpoint(&plan, &store, downstream).await?;
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(web::Data::from(endpoint.clone()))
+            // Inside the layer (the last `wrap` is the outermost): a handler's response marked
+            // as its service's failure becomes that failure, an `Err` after the handler began.
+            .wrap_fn(|request, service| {
+                let served = service.call(request);
+                async move {
+                    let response = served.await?;
+                    if response.headers().contains_key(SERVICE_FAILED) {
+                        let why = "the service failed after the handler began";
+                        return Err(actix_web::error::ErrorServiceUnavailable(why));
+                    }
+                    Ok(response)
+                }
+            })
+            .wrap(layer.clone())
+            .route(ORDERS, web::post().to(actix_order))
+    })
+    .workers(2)
+    .disable_signals()
+    .bind(("127.0.0.1", 0))
+    .map_err(|error| error.to_string())?;
+    announce(server.addrs()[0])?;
+    server.run().await.map_err(|error| error.to_string())
+}
+
+/// The header by which the handler asks the middleware inside the layer to fail.
+const SERVICE_FAILED: &str = "x-certify-service-failed";
+
+async fn actix_order(
+    endpoint: actix_web::web::Data<Endpoint>,
+    request: actix_web::HttpRequest,
+    body: String,
+) -> actix_web::HttpResponse {
+    use actix_web::HttpResponse;
+    let (principal, key) = asked(|name| {
+        let value = request.headers().get(name)?.to_str().ok()?;
+        Some(value.to_owned())
+    });
+    match endpoint.handle(&principal, &key, &body).await {
+        Handled::Created(answer) => HttpResponse::Created().body(answer),
+        Handled::Unavailable(why) => HttpResponse::ServiceUnavailable().body(why),
+        Handled::ServiceError(why) => HttpResponse::ServiceUnavailable()
+            .insert_header((SERVICE_FAILED, "1"))
+            .body(why),
+    }
+}
+
+/// The downstream service's charges: one effect in its history per charge its handler makes,
+/// under the order it was asked for.
+struct Charges {
+    history: HistoryWriter,
+    made: AtomicU64,
+}
+
+async fn downstream_service(plan: ServerPlan) -> Result<(), String> {
+    let history = HistoryWriter::create(&plan.history)
+        .map_err(|error| format!("opening {}: {error}", plan.history.display()))?;
+    let layer = IdempotencyLayer::builder(Idempotency::new(MemoryStore::new()))
+        .lease(Duration::from_millis(plan.lease_ms))
+        .build();
+    let charges = Arc::new(Charges {
+        history,
+        made: AtomicU64::new(0),
+    });
+    let app = Router::new()
+        .route(CHARGES, post(charge))
+        .with_state(charges)
+        .layer(layer);
+    serve_axum(app).await
+}
+
+async fn charge(State(charges): State<Arc<Charges>>, order: String) -> (StatusCode, String) {
+    let call = format!(
+        "downstream:{}",
+        charges.made.fetch_add(1, Ordering::Relaxed)
+    );
+    let fencing = idem_core::context().map_or(0, |ctx| ctx.fencing_token());
+    charges.history.write(&Event::Effect {
+        call: call.clone(),
+        key: order,
+        step: "charge".to_owned(),
+        fencing,
+        t: now_micros(),
+    });
+    // The charge takes a while, so that faults land while it runs.
+    tokio::time::sleep(Duration::from_millis(fastrand::u64(20..150))).await;
+    (StatusCode::CREATED, format!("ch-{call}"))
+}
