@@ -1,7 +1,9 @@
 //! The callers of a front-end run: tasks of the coordinator, each sending requests through
 //! idem-client (its keys, retries and timeouts) to a server picked at random, as one of a few
 //! principals, on keys that every principal and caller reuses for a few seconds: concurrent
-//! duplicates, retries, and one key under several principals, on purpose.
+//! duplicates, retries, and one key under several principals, on purpose. An operation that
+//! gets no answer (its server killed, stopped or cut off) is sent again, with its key, to
+//! another server, as a client that gave up on one server does.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -22,8 +24,11 @@ use crate::history::now_micros;
 const PRINCIPALS: [&str; 3] = ["alice", "bob", "carol"];
 /// How many keys are hot at once.
 const HOT_KEYS: u64 = 8;
-/// How long a key stays hot, in microseconds.
-const HOT_FOR: u64 = 2_000_000;
+/// How often half the hot keys are replaced by new ones, in microseconds.
+const HOT_FOR: u64 = 1_000_000;
+/// How many times an operation is sent, each time to a server picked anew, until it is
+/// answered: a caller whose server went away sends its request again elsewhere, with its key.
+const SENDS: u32 = 3;
 
 /// The callers' history: one JSON line per event, each in one write.
 pub(crate) struct ClientHistory(Mutex<File>);
@@ -65,7 +70,7 @@ pub(crate) struct Calling {
 }
 
 /// The callers' client: idem-client's retries over reqwest, each attempt bounded by two
-/// leases and the whole send by five.
+/// leases and the whole send by three.
 pub(crate) fn client(lease: Duration) -> Result<ClientWithMiddleware, String> {
     let http = idem_client::reqwest::Client::builder()
         .timeout(lease * 2)
@@ -73,7 +78,7 @@ pub(crate) fn client(lease: Duration) -> Result<ClientWithMiddleware, String> {
         .map_err(|error| error.to_string())?;
     let retry = IdempotentRetry::builder()
         .backoff(Duration::from_millis(50), Duration::from_millis(500))
-        .max_elapsed(lease * 5)
+        .max_elapsed(lease * 3)
         .build();
     Ok(ClientBuilder::new(http).with(retry).build())
 }
@@ -90,23 +95,37 @@ pub(crate) async fn call(calling: Arc<Calling>, caller: u32, seed: u64) {
         let key = format!("{}-k{number}", calling.run);
         let shape = calling.shapes[(number % calling.shapes.len() as u64) as usize];
         let payload = format!("{key}:{}", shape.name());
-        let server = {
-            let urls = calling.urls.lock().unwrap();
-            urls[rng.usize(..urls.len())].clone()
-        };
-        let call = format!("c{caller}.{sent}");
-        sent += 1;
-        calling.history.write(&ClientEvent::Send {
-            call: call.clone(),
-            principal: principal.to_owned(),
-            key: key.clone(),
-            payload: payload.clone(),
-            server: server.clone(),
-            t: now_micros(),
-        });
-        let event = send(&calling.client, &server, principal, &key, payload, call).await;
-        calling.history.write(&event);
+        for _ in 0..SENDS {
+            let server = {
+                let urls = calling.urls.lock().unwrap();
+                urls[rng.usize(..urls.len())].clone()
+            };
+            let call = format!("c{caller}.{sent}");
+            sent += 1;
+            calling.history.write(&ClientEvent::Send {
+                call: call.clone(),
+                principal: principal.to_owned(),
+                key: key.clone(),
+                payload: payload.clone(),
+                server: server.clone(),
+                t: now_micros(),
+            });
+            let event = send(&calling.client, &server, principal, &key, &payload, call).await;
+            calling.history.write(&event);
+            if answered(&event) {
+                break;
+            }
+        }
         tokio::time::sleep(Duration::from_millis(rng.u64(..50))).await;
+    }
+}
+
+/// Whether the operation got its answer: any but a failure worth sending again elsewhere (no
+/// answer, a 5xx, a 409 still in progress).
+fn answered(event: &ClientEvent) -> bool {
+    match event {
+        ClientEvent::Answer { status, .. } => *status < 500 && *status != 409,
+        _ => false,
     }
 }
 
@@ -115,14 +134,14 @@ async fn send(
     server: &str,
     principal: &str,
     key: &str,
-    payload: String,
+    payload: &str,
     call: String,
 ) -> ClientEvent {
     let sent = client
         .post(format!("{server}{ORDERS}"))
         .bearer_auth(principal)
         .header("idempotency-key", key)
-        .body(payload)
+        .body(payload.to_owned())
         .send()
         .await;
     let failed = |call: String, error: String| ClientEvent::Failed {

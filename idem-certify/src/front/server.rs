@@ -240,7 +240,8 @@ async fn charge(State(charges): State<Arc<Charges>>, order: String) -> (StatusCo
         fencing,
         t: now_micros(),
     });
-    // The charge takes a while, so that faults land while it runs.
-    tokio::time::sleep(Duration::from_millis(fastrand::u64(20..150))).await;
+    // The charge takes a while, most of an execution's time without a pause, so that the
+    // kills and stops of the servers that send it land while it runs.
+    tokio::time::sleep(Duration::from_millis(fastrand::u64(100..500))).await;
     (StatusCode::CREATED, format!("ch-{call}"))
 }
