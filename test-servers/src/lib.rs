@@ -11,6 +11,7 @@
 //! - [`redis`], [`dynamodb`], [`postgres`]: each backend's server, and with the feature of the
 //!   same name its stores, clients and faults.
 //! - [`lambda`]: cargo-lambda's emulator of the Lambda Runtime API, for function processes.
+//! - [`shared`]: servers the tests of one binary share, started once.
 //! - [`unique`]: names no other test uses, for tables and databases on a shared server.
 //! - [`command`]: the `idem` command run as a process, in an environment cleaned of the
 //!   machine's store and AWS settings.
@@ -21,6 +22,7 @@
 pub mod availability;
 pub mod command;
 pub mod process;
+pub mod shared;
 pub mod unique;
 
 pub mod dynamodb;

@@ -30,6 +30,7 @@ use std::process::ExitCode;
 
 use idem_conformance::{IntendedPanic, Target};
 use idem_test_servers::availability;
+use idem_test_servers::shared::share_servers_while;
 pub use libtest_mimic::{Arguments, Trial};
 
 use crate::harness::Test;
@@ -40,7 +41,8 @@ use crate::harness::Test;
 pub const DEFAULT_THREADS: usize = 8;
 
 /// Runs the trials `gather` makes for the command line's options, on [`DEFAULT_THREADS`]
-/// threads unless it says otherwise. What [`binary_main!`](crate::binary_main) expands to.
+/// threads unless it says otherwise, sharing the servers tests merely use
+/// ([`idem_test_servers::shared`]). What [`binary_main!`](crate::binary_main) expands to.
 pub fn main(gather: impl FnOnce(&Arguments) -> Vec<Trial>) -> ExitCode {
     quiet_intended_panics();
     let mut args = Arguments::from_args();
@@ -49,7 +51,7 @@ pub fn main(gather: impl FnOnce(&Arguments) -> Vec<Trial>) -> ExitCode {
         .or_else(threads_from_env)
         .or(Some(DEFAULT_THREADS));
     let trials = gather(&args);
-    libtest_mimic::run(&args, trials).exit_code()
+    share_servers_while(|| libtest_mimic::run(&args, trials)).exit_code()
 }
 
 fn threads_from_env() -> Option<usize> {

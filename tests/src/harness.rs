@@ -33,6 +33,7 @@ use std::process::ExitCode;
 use std::sync::{PoisonError, RwLock};
 
 use idem_test_servers::availability;
+use idem_test_servers::shared::share_servers_while;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 /// One test of a backend file: its name, its function, why it is ignored, if it is, and
@@ -127,11 +128,12 @@ impl Test {
     }
 }
 
-/// Runs `tests` with the command line's options (`--exact NAME`, a filter...): the `main` of
-/// a binary that gathers its own list of [`Test`]s.
+/// Runs `tests` with the command line's options (`--exact NAME`, a filter...), sharing the
+/// servers tests merely use ([`idem_test_servers::shared`]): the `main` of a binary that
+/// gathers its own list of [`Test`]s.
 pub fn main(tests: Vec<Test>) -> ExitCode {
     let trials = tests.into_iter().map(|test| test.into_trial("")).collect();
-    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+    share_servers_while(|| libtest_mimic::run(&Arguments::from_args(), trials)).exit_code()
 }
 
 #[doc(hidden)]

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use crate::process::{
     connectable, start_failure, ServerCommand, ServerKind, ServerProcess, TestServer,
 };
+use crate::shared::SharedServer;
 
 /// The environment variable naming an existing endpoint to use instead of starting a server.
 pub const ENDPOINT_VAR: &str = "IDEM_DYNAMODB_ENDPOINT";
@@ -48,6 +49,14 @@ impl ServerKind for Moto {
 /// A DynamoDB-compatible endpoint a test talks to.
 pub type TestMoto = TestServer<Moto>;
 
+/// The server the tests of a binary that shares servers use.
+static SHARED: SharedServer<Moto> = SharedServer::new();
+
+/// Stops the shared server, if one was started.
+pub(crate) fn stop_shared() {
+    SHARED.stop();
+}
+
 impl TestMoto {
     /// The endpoint named by `IDEM_DYNAMODB_ENDPOINT` if set, else a fresh `moto_server` on a
     /// free loopback port. `None` if neither works, unless backends are required.
@@ -59,7 +68,9 @@ impl TestMoto {
                     "{ENDPOINT_VAR}={endpoint} is not reachable: {error}"
                 )),
             },
-            _ => Self::start_owned(),
+            _ => SHARED
+                .handle(Self::start_owned)
+                .unwrap_or_else(Self::start_owned),
         }
     }
 

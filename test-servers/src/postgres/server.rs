@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::process::{
     connectable, scratch_dir, start_failure, ServerCommand, ServerKind, ServerProcess, TestServer,
 };
+use crate::shared::SharedServer;
 
 /// The environment variable naming an existing server to use instead of starting one, as a
 /// URL whose user may create databases (`postgres://postgres@127.0.0.1:5432`).
@@ -69,16 +70,27 @@ impl ServerKind for Postgres {
 /// A PostgreSQL server a test talks to.
 pub type TestPostgres = TestServer<Postgres>;
 
+/// The cluster the tests of a binary that shares servers use.
+static SHARED: SharedServer<Postgres> = SharedServer::new();
+
+/// Stops the shared cluster, if one was started.
+pub(crate) fn stop_shared() {
+    SHARED.stop();
+}
+
 impl TestPostgres {
-    /// The server named by `IDEM_POSTGRES_URL` if set, else a fresh cluster on a free loopback
-    /// port. `None` if neither works, unless backends are required.
+    /// The server named by `IDEM_POSTGRES_URL` if set, else the cluster this binary's tests
+    /// share ([`shared`](crate::shared)), else a fresh cluster on a free loopback port. `None`
+    /// if none works, unless backends are required. The test keeps to a database of its own.
     pub fn start() -> Option<TestPostgres> {
         match std::env::var(URL_VAR) {
             Ok(url) if !url.is_empty() => match reachable(&url) {
                 Ok(()) => Some(TestPostgres::external(url.trim_end_matches('/').to_owned())),
                 Err(error) => unavailable(&format!("{URL_VAR}={url} is not reachable: {error}")),
             },
-            _ => Self::start_owned(),
+            _ => SHARED
+                .handle(Self::start_owned)
+                .unwrap_or_else(Self::start_owned),
         }
     }
 
