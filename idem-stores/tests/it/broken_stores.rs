@@ -102,10 +102,15 @@ async fn the_catching_checks_pass_on_a_correct_store() {
     while let Some(run) = runs.join_next().await {
         let (fault, name, ran) = run.expect("a check's task is not cancelled");
         if let Err(panicked) = ran {
-            failed.push(format!("{fault:?}'s `{name}` on a correct store: {panicked}"));
+            failed.push(format!(
+                "{fault:?}'s `{name}` on a correct store: {panicked}"
+            ));
         }
     }
-    assert!(failed.is_empty(), "checks failed on a correct store: {failed:#?}");
+    assert!(
+        failed.is_empty(),
+        "checks failed on a correct store: {failed:#?}"
+    );
 }
 
 struct Correct(MemoryStore);
