@@ -1,5 +1,7 @@
 //! The command, run as a person would: a clean store passes, broken ones are caught by class.
 
+mod front;
+
 use std::path::Path;
 use std::process::Command;
 

@@ -5,6 +5,7 @@ mod answers;
 mod concurrent_bodies;
 mod false_alarms;
 mod fencing;
+mod front;
 mod recorded_steps;
 mod stale_owners;
 mod stale_writes;

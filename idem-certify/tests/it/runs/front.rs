@@ -1,0 +1,66 @@
+//! The front-end runs, as a person would start them: each front end, on Redis, with its
+//! servers killed and stopped and the network faulted, answers every principal's keys
+//! correctly for a few seconds.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `idem-certify --front FRONT` on Redis for a few seconds; its exit code, its output and
+/// the report it wrote. `None` when there is no redis-server and none is required.
+fn certify_front(front: &str) -> Option<(i32, String, serde_json::Value)> {
+    let found = Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !found && !idem_test_servers::availability::backends_required() {
+        eprintln!("no redis-server: the {front} run is skipped");
+        return None;
+    }
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("certify")
+        .join(format!("front-{front}"));
+    let _ = std::fs::remove_dir_all(&out);
+    let output = Command::new(env!("CARGO_BIN_EXE_idem-certify"))
+        .args(["--store", "redis", "--front", front, "--seconds", "5"])
+        .args(["--workers", "2", "--callers", "4", "--seed", "7", "--out"])
+        .arg(&out)
+        .output()
+        .expect("idem-certify runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let report = std::fs::read_to_string(out.join("report.json"))
+        .unwrap_or_else(|error| panic!("no report ({error}): {stdout}{stderr}"));
+    Some((
+        output.status.code().unwrap_or(-1),
+        stdout,
+        serde_json::from_str(&report).expect("the report is JSON"),
+    ))
+}
+
+fn a_front_end_answers_every_principal_once(front: &str) {
+    let Some((code, stdout, report)) = certify_front(front) else {
+        return;
+    };
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("anomalies: 0"), "{stdout}");
+    let outcomes = &report["calls_by_outcome"];
+    assert!(outcomes["ok"].as_u64().unwrap_or(0) > 0, "{stdout}");
+    assert!(
+        outcomes["ok replayed"].as_u64().unwrap_or(0) > 0,
+        "{stdout}"
+    );
+    let faults = report["faults_by_kind"]
+        .as_object()
+        .expect("faults by kind");
+    assert!(!faults.is_empty(), "no fault injected: {stdout}");
+}
+
+#[test]
+fn the_tower_layer_under_faults_has_no_anomaly() {
+    a_front_end_answers_every_principal_once("tower");
+}
+
+#[test]
+fn the_actix_middleware_under_faults_has_no_anomaly() {
+    a_front_end_answers_every_principal_once("actix");
+}
