@@ -7,6 +7,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use idem_core::{store::Store, Call, Error, Fingerprint, Idempotency, StoreError};
 use idem_test_servers::dynamodb::server::TestMoto;
@@ -71,7 +72,8 @@ async fn server_killed_while_the_function_runs() {
     let (proceed_tx, proceed_rx) = oneshot::channel::<()>();
     let first = {
         let idem = idem.clone();
-        let call = call(&idem, "o-1");
+        // The completion is tried again while the lease holds: a short one ends the test soon.
+        let call = call(&idem, "o-1").with_lease(Duration::from_secs(3));
         let charge = runs.charge();
         tokio::spawn(async move {
             idem.run(call, async move {
@@ -223,7 +225,7 @@ async fn server_errors_on_every_completion_answer_are_read_back() {
     // Completion is retried while the lease holds: with a 2 s lease, about five times. Every
     // write reached the server and only its answer was lost, so the engine reads the record
     // back before it gives up, and finds its outcome there.
-    let lease = std::time::Duration::from_secs(2);
+    let lease = Duration::from_secs(2);
     let before = db.requests.count();
     let ok = idem
         .run(
@@ -358,14 +360,14 @@ async fn a_silent_endpoint_fails_the_call_instead_of_hanging() {
     );
 
     let store = DynamoDbStore::builder(client_with_sdk_defaults(&endpoint), "idem")
-        .attempt_timeout(std::time::Duration::from_millis(300))
-        .operation_timeout(std::time::Duration::from_millis(900))
+        .attempt_timeout(Duration::from_millis(300))
+        .operation_timeout(Duration::from_millis(900))
         .build();
     let idem = Idempotency::new(store);
     let runs = Runs::default();
     // A generous bound, only so that a hang fails the test instead of stalling the suite.
     let outcome = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
+        Duration::from_secs(60),
         idem.run(call(&idem, "o-silent"), runs.charge()),
     )
     .await

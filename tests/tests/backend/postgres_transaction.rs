@@ -356,8 +356,10 @@ async fn a_pool_too_small_for_a_step_in_a_transaction_says_so() {
         .acquire_timeout(Duration::from_millis(300));
     let target = TestPg::on_with(server, options).await;
     let idem = Idempotency::new(target.store.clone());
+    // The step's record is tried again while the lease holds: a short one ends the test soon.
+    let call = call(&idem, "o-8").with_lease(Duration::from_secs(2));
     let err = idem
-        .run(call(&idem, "o-8"), async {
+        .run(call, async {
             let tx = target.pool.begin().await.unwrap();
             let charged = idem_core::step("charge", async { Ok::<_, Error>(1) }).await;
             tx.rollback().await.unwrap();
