@@ -33,7 +33,7 @@ use idem_test_servers::availability;
 use idem_test_servers::shared::share_servers_while;
 pub use libtest_mimic::{Arguments, Trial};
 
-use crate::harness::Test;
+use crate::harness::{long_first, Test};
 
 /// How many tests run at once when neither `--test-threads` nor `RUST_TEST_THREADS` says. On
 /// two CPUs, the backend suite takes about half as long as on two threads; on sixteen, no
@@ -50,7 +50,8 @@ pub fn main(gather: impl FnOnce(&Arguments) -> Vec<Trial>) -> ExitCode {
         .test_threads
         .or_else(threads_from_env)
         .or(Some(DEFAULT_THREADS));
-    let trials = gather(&args);
+    let mut trials = gather(&args);
+    long_first(&mut trials);
     share_servers_while(|| libtest_mimic::run(&args, trials)).exit_code()
 }
 
@@ -127,8 +128,10 @@ macro_rules! binary_main {
 
 /// Writes the `tests` of a module of a [`binary_main!`](crate::binary_main) binary: every
 /// listed function is a test, `fn NAME` for a plain one, `async NAME` for an `async` one,
-/// either followed by `= ignore("reason")` for one that runs only when asked for, or
-/// `= alone` for one that runs while no other test of the binary does.
+/// either followed by `= ignore("reason")` for one that runs only when asked for, `= alone`
+/// for one that runs while no other test of the binary does, or `= long` for one that takes
+/// many times as long as most, started before the others
+/// ([`Test::long`](crate::harness::Test::long)).
 #[macro_export]
 macro_rules! module_tests {
     ($($kind:tt $name:ident $(= $how:ident $(($reason:literal))?)?),* $(,)?) => {
@@ -155,6 +158,9 @@ macro_rules! __how {
     };
     ($test:expr, alone) => {
         $test.alone()
+    };
+    ($test:expr, long) => {
+        $test.long()
     };
 }
 

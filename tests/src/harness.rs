@@ -36,14 +36,18 @@ use idem_test_servers::availability;
 use idem_test_servers::shared::share_servers_while;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
-/// One test of a backend file: its name, its function, why it is ignored, if it is, and
-/// whether it must run alone.
+/// One test of a backend file: its name, its function, why it is ignored, if it is, whether
+/// it must run alone, and whether it is long.
 pub struct Test {
     name: &'static str,
     body: Body,
     ignored: Option<&'static str>,
     alone: bool,
+    long: bool,
 }
+
+/// The kind (`test [long] name`) of a trial started before the others.
+pub const LONG: &str = "long";
 
 /// Held for reading by every test while it runs, for writing by a test that runs alone.
 static TURN: RwLock<()> = RwLock::new(());
@@ -64,6 +68,7 @@ impl Test {
             body: Body::Plain(body),
             ignored: None,
             alone: false,
+            long: false,
         }
     }
 
@@ -74,6 +79,7 @@ impl Test {
             body: Body::Async(body),
             ignored: None,
             alone: false,
+            long: false,
         }
     }
 
@@ -92,11 +98,20 @@ impl Test {
         self
     }
 
-    /// This test as a libtest-mimic trial named `{prefix}{name}`.
+    /// The same test, started before the others (see [`long_first`]): one that takes many
+    /// times as long as most, so that it does not end the run alone.
+    pub fn long(mut self) -> Self {
+        self.long = true;
+        self
+    }
+
+    /// This test as a libtest-mimic trial named `{prefix}{name}`, of kind [`LONG`] if it is.
     pub fn into_trial(self, prefix: &str) -> Trial {
         let ignored = self.ignored.is_some();
+        let kind = if self.long { LONG } else { "" };
         Trial::ignorable_test(format!("{prefix}{}", self.name), move || self.run())
             .with_ignored_flag(ignored)
+            .with_kind(kind)
     }
 
     fn run(self) -> Result<Completion, Failed> {
@@ -132,8 +147,16 @@ impl Test {
 /// servers tests merely use ([`idem_test_servers::shared`]): the `main` of a binary that
 /// gathers its own list of [`Test`]s.
 pub fn main(tests: Vec<Test>) -> ExitCode {
-    let trials = tests.into_iter().map(|test| test.into_trial("")).collect();
+    let mut trials: Vec<Trial> = tests.into_iter().map(|test| test.into_trial("")).collect();
+    long_first(&mut trials);
     share_servers_while(|| libtest_mimic::run(&Arguments::from_args(), trials)).exit_code()
+}
+
+/// Puts the [long](Test::long) trials first, in their order, then the others in theirs:
+/// libtest-mimic starts trials in the order given, and a long test started last would run
+/// alone at the end while the other threads have nothing left to do.
+pub fn long_first(trials: &mut [Trial]) {
+    trials.sort_by_key(|trial| trial.kind() != LONG);
 }
 
 #[doc(hidden)]

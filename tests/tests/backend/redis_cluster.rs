@@ -354,7 +354,7 @@ async fn braces_in_a_key_part_never_choose_the_slot() {
 
 idem_tests::module_tests! {
     async braces_in_a_key_part_never_choose_the_slot,
-    async after_a_failover_only_the_promoted_shard_fails_closed,
+    async after_a_failover_only_the_promoted_shard_fails_closed = long,
     async a_shard_without_its_replica_fails_only_its_own_calls,
     async keys_spread_over_every_node_and_replay_in_one_round_trip,
     async a_completion_in_a_migrating_slot_keeps_its_record,

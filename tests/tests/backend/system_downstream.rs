@@ -402,6 +402,6 @@ async fn with_random_keys_a_takeover_charges_twice() {
 }
 
 idem_tests::module_tests! {
-    async with_downstream_keys_every_order_is_charged_once_under_one_key,
-    async with_random_keys_a_takeover_charges_twice,
+    async with_downstream_keys_every_order_is_charged_once_under_one_key = long,
+    async with_random_keys_a_takeover_charges_twice = long,
 }
