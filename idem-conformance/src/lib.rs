@@ -62,7 +62,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use check::{BoxFuture, Check};
-pub use suite::{main, main_of, named_trials, run_suite, Arguments, Conclusion, Trial};
+pub use suite::{
+    arguments, main, main_of, named_trials, run_suite, Arguments, Conclusion, Trial, CHECKS_AT_ONCE,
+};
 
 use idem_core::{store::Store, Clock, Idempotency, Key, ReplayCache, SystemClock};
 

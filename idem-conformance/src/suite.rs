@@ -36,9 +36,29 @@ where
 /// [`conformance_tests!`](crate::conformance_tests) expands to when given several targets.
 pub fn main_of(trials: impl FnOnce(&Arguments) -> Vec<Trial>) -> ExitCode {
     quiet_intended_panics();
-    let args = Arguments::from_args();
+    let args = arguments();
     let trials = trials(&args);
     libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// How many checks run at once unless `--test-threads` or `RUST_TEST_THREADS` says otherwise.
+/// Most checks wait (a lease to pass, a timer, a waiter to be woken) rather than compute, so
+/// this many take a third of the time one per CPU takes on two CPUs.
+pub const CHECKS_AT_ONCE: usize = 8;
+
+/// The command line's options, running [`CHECKS_AT_ONCE`] tests at once unless
+/// `--test-threads` or `RUST_TEST_THREADS` says otherwise.
+pub fn arguments() -> Arguments {
+    let mut args = Arguments::from_args();
+    args.test_threads = args
+        .test_threads
+        .or_else(threads_from_env)
+        .or(Some(CHECKS_AT_ONCE));
+    args
+}
+
+fn threads_from_env() -> Option<usize> {
+    std::env::var("RUST_TEST_THREADS").ok()?.parse().ok()
 }
 
 /// Leaves out of the output the panics the checks raise on purpose (a body that panics, to

@@ -23,8 +23,10 @@
 //! `--exact` names one test and a module's name as a filter runs the module.
 //!
 //! Most backend tests spend their time waiting (a server's start, a lease, a timer), so unless
-//! the command line (`--test-threads`) or `RUST_TEST_THREADS` says otherwise, the tests run on
-//! [`DEFAULT_THREADS`] threads, not one per CPU.
+//! the command line (`--test-threads`) or `RUST_TEST_THREADS` says otherwise, the tests run
+//! [`CHECKS_AT_ONCE`](idem_conformance::CHECKS_AT_ONCE) at once, as the conformance suite's
+//! checks do, not one per CPU: on two CPUs the backend suite takes about half as long as on
+//! two threads; on sixteen, no less than on eight, and its servers start less surely.
 
 use std::process::ExitCode;
 
@@ -35,28 +37,15 @@ pub use libtest_mimic::{Arguments, Trial};
 
 use crate::harness::{long_first, Test};
 
-/// How many tests run at once when neither `--test-threads` nor `RUST_TEST_THREADS` says. On
-/// two CPUs, the backend suite takes about half as long as on two threads; on sixteen, no
-/// less than on eight, and its servers start less surely.
-pub const DEFAULT_THREADS: usize = 8;
-
-/// Runs the trials `gather` makes for the command line's options, on [`DEFAULT_THREADS`]
-/// threads unless it says otherwise, sharing the servers tests merely use
+/// Runs the trials `gather` makes for the command line's options,
+/// [`CHECKS_AT_ONCE`](idem_conformance::CHECKS_AT_ONCE) at once unless it says otherwise, sharing the servers tests merely use
 /// ([`idem_test_servers::shared`]). What [`binary_main!`](crate::binary_main) expands to.
 pub fn main(gather: impl FnOnce(&Arguments) -> Vec<Trial>) -> ExitCode {
     quiet_intended_panics();
-    let mut args = Arguments::from_args();
-    args.test_threads = args
-        .test_threads
-        .or_else(threads_from_env)
-        .or(Some(DEFAULT_THREADS));
+    let args = idem_conformance::arguments();
     let mut trials = gather(&args);
     long_first(&mut trials);
     share_servers_while(|| libtest_mimic::run(&args, trials)).exit_code()
-}
-
-fn threads_from_env() -> Option<usize> {
-    std::env::var("RUST_TEST_THREADS").ok()?.parse().ok()
 }
 
 /// Leaves out of the output the panics the conformance checks raise on purpose; every other
