@@ -34,7 +34,7 @@ use std::sync::{PoisonError, RwLock};
 
 use idem_test_servers::availability;
 use idem_test_servers::shared::share_servers_while;
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::{Completion, Failed, Trial};
 
 /// One test of a backend file: its name, its function, why it is ignored, if it is, whether
 /// it must run alone, and whether it is long.
@@ -143,13 +143,15 @@ impl Test {
     }
 }
 
-/// Runs `tests` with the command line's options (`--exact NAME`, a filter...), sharing the
-/// servers tests merely use ([`idem_test_servers::shared`]): the `main` of a binary that
-/// gathers its own list of [`Test`]s.
+/// Runs `tests` with the command line's options (`--exact NAME`, a filter...),
+/// [`CHECKS_AT_ONCE`](idem_conformance::CHECKS_AT_ONCE) at once unless they say otherwise,
+/// sharing the servers tests merely use ([`idem_test_servers::shared`]): the `main` of a
+/// binary that gathers its own list of [`Test`]s.
 pub fn main(tests: Vec<Test>) -> ExitCode {
     let mut trials: Vec<Trial> = tests.into_iter().map(|test| test.into_trial("")).collect();
     long_first(&mut trials);
-    share_servers_while(|| libtest_mimic::run(&Arguments::from_args(), trials)).exit_code()
+    let args = idem_conformance::arguments();
+    share_servers_while(|| libtest_mimic::run(&args, trials)).exit_code()
 }
 
 /// Puts the [long](Test::long) trials first, in their order, then the others in theirs:
