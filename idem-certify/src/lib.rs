@@ -7,10 +7,23 @@
 //! workers' clocks skewed. Every call, body, side effect and answer goes into a history; a checker reads it,
 //! with the store's final records, and counts anomalies by class.
 //!
+//! With `--front tower` or `--front actix` it certifies idem-http's layer as a service runs
+//! it: server processes (this binary again) serve an endpoint of two steps behind the tower
+//! layer on axum, or behind actix-web's middleware, on the store; callers in this process send
+//! requests through idem-client (its retries and timeouts) under three principals that reuse
+//! the same keys; servers are killed (and started again) and stopped past the lease, the
+//! network between callers and servers and between servers and the store faulted, the
+//! store's server restarted. The checker reads what each principal was answered for each key
+//! and judges the handler's executions by the engine's rules. With `--downstream` the first
+//! step charges at a downstream service behind its own layer, through idem-client with the
+//! keys it derives from the call, and every order must be charged once.
+//!
 //! ```console
 //! $ cargo run --release -p idem-certify -- --store redis --seconds 60
 //! $ cargo run --release -p idem-certify -- --store postgres --seconds 60 --faults kill,stop,net
 //! $ cargo run --release -p idem-certify -- --store memory --broken OwnerIgnored --seconds 10
+//! $ cargo run --release -p idem-certify -- --store redis --front actix --seconds 60
+//! $ cargo run --release -p idem-certify -- --store postgres --front tower --downstream --seconds 60
 //! ```
 //!
 //! - `history`: the events a worker appends, one JSON line each, and the side effects the
@@ -20,7 +33,10 @@
 //!   and after a recorded step, a step tried again, abandoned calls, stored errors and waiters.
 //! - `run`, `nemesis`, `processes`, `proxies`, `servers`, `cluster_faults`: the store started
 //!   through the test harness, worker processes started from this binary, and the faults.
-//! - `check`: the anomaly classes, from the history and the final records.
+//! - `front`: the front-end runs: the servers, their endpoint and the downstream service, the
+//!   callers, and the faults injected into the servers.
+//! - `check`: the anomaly classes, from the history and the final records; `check::front`,
+//!   those of a front-end run.
 //! - `report`: `report.json`, `report.md`, `calls.svg`, `latency.svg`.
 //!
 //! The library is the binary's: [`main`] is its entry point. Not published. Only what the

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::args::{FaultKind, FrontKind, RunArgs, StoreKind};
 use crate::check::front::check_front;
-use crate::check::front::model::{ClientEvent, FrontRun};
+use crate::check::front::model::{is_request, ClientEvent, FrontRun};
 use crate::check::model::Run;
 use crate::front::callers::{self, Calling, ClientHistory};
 use crate::front::endpoint::Shape;
@@ -143,7 +143,33 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
     };
     let report = Report::new(setup, &front_run.run, &findings);
     report.write(&dir)?;
+    // The report's calls are the requests (their answers) and the executions (the errors
+    // they ended in; `unfinished` for those that answered) side by side: told apart here.
+    eprintln!("{}", counts(&front_run));
     Ok(Outcome { report, dir })
+}
+
+/// How many requests were answered, replayed and left unanswered, how many executions ran,
+/// and how many charges the downstream made.
+fn counts(front: &FrontRun) -> String {
+    let (mut answered, mut replayed, mut requests, mut executions) = (0, 0, 0, 0);
+    for call in front.run.calls.values() {
+        if !is_request(call) {
+            executions += 1;
+            continue;
+        }
+        requests += 1;
+        match call.answer() {
+            Some((_, true)) => replayed += 1,
+            Some((_, false)) => answered += 1,
+            None => {}
+        }
+    }
+    let charges: usize = front.charges.values().map(Vec::len).sum();
+    format!(
+        "requests: {requests} sent, {answered} answered by an execution, {replayed} replayed; \
+         executions: {executions}; downstream charges: {charges}"
+    )
 }
 
 /// The faults to inject: kill, stop, net and restart are the ones a front-end run knows.
