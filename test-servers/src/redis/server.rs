@@ -52,18 +52,26 @@ impl TestRedis {
     /// A fresh `redis-server` owned by this test, which it may kill and restart; keeps no data
     /// across restarts. Ignores `IDEM_REDIS_URL`.
     pub fn start_owned() -> Option<TestRedis> {
-        Self::spawn(ServerCommand::new(PROGRAM).args(base_args()), None)
+        Self::start_with(&[])
     }
 
     /// Like [`start_owned`](TestRedis::start_owned), with `extra` arguments for the server
     /// (`--maxmemory-policy allkeys-lru`, `--replicaof 127.0.0.1 6379`...).
+    ///
+    /// Its directory is a scratch one, removed with it: a replica writes the snapshot it syncs
+    /// from into its directory, and a server loads the one it finds there when it starts, so
+    /// the working directory's would leak one test's keys into another's server.
     pub fn start_with(extra: &[&str]) -> Option<TestRedis> {
-        Self::spawn(
-            ServerCommand::new(PROGRAM)
-                .args(base_args())
-                .args(extra.iter().copied()),
-            None,
-        )
+        let dir = match scratch_dir("redis") {
+            Ok(dir) => dir,
+            Err(error) => return unavailable(&format!("no scratch directory: {error}")),
+        };
+        let command = ServerCommand::new(PROGRAM)
+            .args(base_args())
+            .args(extra.iter().copied())
+            .arg("--dir")
+            .arg(dir.to_string_lossy().into_owned());
+        Self::spawn(command, dir)
     }
 
     /// The loopback port the server listens on.
@@ -89,10 +97,10 @@ impl TestRedis {
             .args(["--appendonly", "yes", "--appendfsync", "always"])
             .arg("--dir")
             .arg(dir.to_string_lossy().into_owned());
-        Self::spawn(command, Some(dir))
+        Self::spawn(command, dir)
     }
 
-    fn spawn(command: ServerCommand, data_dir: Option<PathBuf>) -> Option<TestRedis> {
+    fn spawn(command: ServerCommand, data_dir: PathBuf) -> Option<TestRedis> {
         match ServerProcess::start(command).and_then(|process| {
             wait_for_pong(process.addr())?;
             Ok(process)
@@ -100,12 +108,10 @@ impl TestRedis {
             Ok(process) => Some(TestRedis::owned(
                 format!("redis://{}/", process.addr()),
                 process,
-                data_dir,
+                Some(data_dir),
             )),
             Err(error) => {
-                if let Some(dir) = data_dir {
-                    let _ = fs::remove_dir_all(dir);
-                }
+                let _ = fs::remove_dir_all(data_dir);
                 unavailable(&start_failure(PROGRAM, &error))
             }
         }
