@@ -41,7 +41,9 @@
 //!
 //! The library is the binary's: [`main`] is its entry point. Not published. Only what the
 //! tests drive directly is public besides: the checker on hand-written histories ([`check`],
-//! [`history`]), the report of its findings ([`report`]), and the network proxy ([`proxies`]).
+//! [`history`]), the report of its findings ([`report`]), the network proxy ([`proxies`]),
+//! and the server processes that say where they listen ([`listening`]), which the tests
+//! crate's two-service test starts too.
 
 mod args;
 pub mod check;
@@ -50,6 +52,7 @@ mod cluster_faults;
 mod connect;
 mod front;
 pub mod history;
+pub mod listening;
 mod nemesis;
 mod plan;
 mod processes;

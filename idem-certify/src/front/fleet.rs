@@ -111,7 +111,7 @@ impl Fleet {
         let log = setting.dir.join(format!("{name}.log"));
         let process = tokio::task::block_in_place(|| ServerProcess::start(&plan, &log))?;
         let proxy = match setting.proxied {
-            true => Some(Proxy::start(&name, &process.address).await?),
+            true => Some(Proxy::start(&name, &process.server.address).await?),
             false => None,
         };
         Ok((process, proxy))
@@ -147,16 +147,16 @@ impl Fleet {
             };
             match faults[rng.usize(..faults.len())] {
                 FaultKind::Kill => {
-                    self.slots[index].process.kill();
+                    self.slots[index].process.server.kill();
                     self.log.push(record("kill", &name));
                     self.restart_slot(index).await?;
                 }
                 FaultKind::Stop => {
                     let slot = &self.slots[index];
-                    slot.process.stop();
+                    slot.process.server.stop()?;
                     let paused = lease * 3 / 2 + Duration::from_millis(rng.u64(..1_000));
                     tokio::time::sleep(paused).await;
-                    slot.process.resume();
+                    slot.process.server.resume()?;
                     self.log.push(record("stop", &name));
                 }
                 FaultKind::Net => {
@@ -206,7 +206,7 @@ impl Fleet {
     /// Fails when a server exited on its own: servers serve until killed.
     fn check_alive(&mut self) -> Result<(), String> {
         for slot in &mut self.slots {
-            if let Some(status) = slot.process.exited() {
+            if let Some(status) = slot.process.server.exited() {
                 return Err(format!(
                     "server {} exited ({status}): see {}",
                     slot.process.name,
@@ -221,7 +221,7 @@ impl Fleet {
     pub(crate) fn stop(&mut self) -> Result<(), String> {
         self.check_alive()?;
         for slot in &mut self.slots {
-            slot.process.kill();
+            slot.process.server.kill();
         }
         Ok(())
     }
@@ -230,7 +230,9 @@ impl Fleet {
 fn url(process: &ServerProcess, proxy: Option<&Proxy>) -> String {
     format!(
         "http://{}",
-        proxy.map_or(process.address.as_str(), |proxy| proxy.listen.as_str())
+        proxy.map_or(process.server.address.as_str(), |proxy| proxy
+            .listen
+            .as_str())
     )
 }
 

@@ -73,7 +73,7 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
     };
     let downstream_url = match (&_downstream, &downstream_proxy) {
         (_, Some(proxy)) => Some(format!("http://{}", proxy.listen)),
-        (Some(process), None) => Some(format!("http://{}", process.address)),
+        (Some(process), None) => Some(format!("http://{}", process.server.address)),
         (None, None) => None,
     };
     let setting = Setting {
@@ -220,7 +220,7 @@ async fn downstream(
     let log = dir.join("downstream.log");
     let process = tokio::task::block_in_place(|| ServerProcess::start(&plan, &log))?;
     let proxy = match net {
-        true => Some(Proxy::start("downstream", &process.address).await?),
+        true => Some(Proxy::start("downstream", &process.server.address).await?),
         false => None,
     };
     Ok((process, proxy))

@@ -3,7 +3,6 @@
 //! layer on a memory store. Prints `listening ADDRESS` once it serves, then serves until
 //! killed.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -92,9 +91,7 @@ fn downstream_client(
 
 /// Tells the coordinator where this server listens.
 fn announce(address: SocketAddr) -> Result<(), String> {
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "listening {address}").map_err(|error| error.to_string())?;
-    stdout.flush().map_err(|error| error.to_string())
+    crate::listening::announce(address).map_err(|error| error.to_string())
 }
 
 /// The principal (a bearer token) and the key of a request, by header.

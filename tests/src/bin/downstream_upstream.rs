@@ -1,14 +1,14 @@
 //! A worker of the two-service test (`system_downstream`): an upstream order service on Redis
 //! that charges each order, in a step, at a downstream service through idem-client: behind the
 //! HTTP layer (`POST /orders/{order}`), and as an `#[idempotent]` function
-//! (`POST /checkouts/{order}`). Prints `listening ADDRESS` once it serves, then serves until
-//! killed. LEASE_MS is the layer's lease; the attribute's is 1 s.
+//! (`POST /checkouts/{order}`). Prints `listening ADDRESS` once it serves (idem-certify's
+//! `listening::announce`, as its servers do), then serves until killed. LEASE_MS is the
+//! layer's lease; the attribute's is 1 s.
 //!
 //! `downstream_upstream REDIS_URL PREFIX DOWNSTREAM_URL KEYS LEASE_MS`, where KEYS is `derived`
 //! (the client's downstream keys, the default) or `random` (keys minted at random inside calls
 //! too, as before downstream keys: the run that must show double charges).
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -177,10 +177,6 @@ async fn serve(
         .await
         .map_err(|e| e.to_string())?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
-    {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "listening {address}").map_err(|e| e.to_string())?;
-        stdout.flush().map_err(|e| e.to_string())?;
-    }
+    idem_certify::listening::announce(address).map_err(|e| e.to_string())?;
     axum::serve(listener, app).await.map_err(|e| e.to_string())
 }

@@ -23,8 +23,7 @@
 //! with random keys lasts at most 15 s: it only has to show one double charge.
 
 use std::collections::HashMap;
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,6 +32,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::Router;
+use idem_certify::listening::Listening;
 use idem_certify::proxies::{NetFault, Proxy};
 use idem_core::Idempotency;
 use idem_http::IdempotencyLayer;
@@ -105,9 +105,9 @@ async fn payment_service(payments: Arc<Payments>) -> String {
     address
 }
 
-/// One upstream worker process.
+/// One upstream worker process, which says where it listens as idem-certify's servers do.
 struct Worker {
-    child: Child,
+    server: Listening,
     url: String,
     /// When a stopped worker is resumed.
     resume_at: Option<Instant>,
@@ -117,24 +117,13 @@ impl Worker {
     /// Starts a worker and waits until it serves.
     async fn start(args: Arc<Vec<String>>) -> Worker {
         tokio::task::spawn_blocking(move || {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_downstream_upstream"))
-                .args(args.iter())
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .expect("the upstream worker starts");
-            let mut line = String::new();
-            std::io::BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut line)
-                .expect("the worker says where it listens");
-            let address = line
-                .trim()
-                .strip_prefix("listening ")
-                .unwrap_or_else(|| panic!("the worker failed to start: {line:?}"));
+            let mut command = Command::new(env!("CARGO_BIN_EXE_downstream_upstream"));
+            command.args(args.iter()).stderr(Stdio::inherit());
+            let server = Listening::spawn(command)
+                .unwrap_or_else(|error| panic!("the upstream worker: {error}"));
             Worker {
-                url: format!("http://{address}"),
-                child,
+                url: format!("http://{}", server.address),
+                server,
                 resume_at: None,
             }
         })
@@ -142,24 +131,9 @@ impl Worker {
         .unwrap()
     }
 
-    fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill {signal} failed");
-    }
-
     /// SIGKILL, and waits for it to die.
-    fn kill(self) {
-        drop(self);
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn kill(mut self) {
+        self.server.kill();
     }
 }
 
@@ -194,7 +168,7 @@ async fn nemesis(
         let now = Instant::now();
         for worker in pool.lock().unwrap().iter_mut() {
             if worker.resume_at.is_some_and(|at| at <= now) {
-                worker.signal("-CONT");
+                worker.server.resume().expect("SIGCONT");
                 worker.resume_at = None;
             }
         }
@@ -219,7 +193,7 @@ async fn nemesis(
                     .filter(|&at| workers[at].resume_at.is_none())
                     .collect();
                 if let Some(&at) = running.get(rng.usize(..running.len().max(1))) {
-                    workers[at].signal("-STOP");
+                    workers[at].server.stop().expect("SIGSTOP");
                     // Past the lease: a retry takes the order over meanwhile.
                     let paused = LEASE.mul_f64(1.5 + rng.f64() * 1.5);
                     workers[at].resume_at = Some(now + paused);
@@ -238,7 +212,7 @@ async fn nemesis(
     }
     for worker in pool.lock().unwrap().iter_mut() {
         if worker.resume_at.take().is_some() {
-            worker.signal("-CONT");
+            worker.server.resume().expect("SIGCONT");
         }
     }
     faults
