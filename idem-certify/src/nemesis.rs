@@ -1,5 +1,8 @@
-//! The worker processes and the faults injected into them until the deadline: kills, stops,
-//! network faults through each worker's proxy, and restarts of the store.
+//! The worker processes and the faults injected into them until the deadline: kills, stops
+//! (every other move, aimed at a key's owner when one is found, see [`aimed`]), network
+//! faults through each worker's proxy, and restarts of the store.
+
+mod aimed;
 
 use std::path::Path;
 use std::time::Duration;
@@ -14,6 +17,7 @@ use crate::plan::{StoreSpec, WorkerPlan};
 use crate::processes::WorkerProcess;
 use crate::proxies::{through, NetFault, Proxy};
 use crate::servers::Target;
+use crate::workload::board::board_dir;
 
 /// What the nemesis needs to start a worker.
 pub(crate) struct Workers<'a> {
@@ -126,13 +130,42 @@ pub(crate) fn run(
         .collect();
     let mut log = Vec::new();
     let (mut reshards, mut failovers, mut replicas_lost) = (0, 0, 0);
+    let board = board_dir(workers.dir);
+    let mut moves = 0_u32;
     while !injected.is_empty() {
-        let pause = Duration::from_millis(rng.u64(1_000..2_500));
+        let pause = Duration::from_millis(rng.u64(300..1_000));
         if now_micros() + (pause + lease * 3).as_micros() as u64 > workers.until {
             break;
         }
         std::thread::sleep(pause);
-        let slot = &mut slots[rng.usize(..workers.count as usize)];
+        // A stop is the one fault that makes a stale owner wake up and act as if it still
+        // held its key: every other move is one, aimed when it can be.
+        moves += 1;
+        let kind = if injected.contains(&FaultKind::Stop) && moves % 2 == 1 {
+            FaultKind::Stop
+        } else {
+            injected[rng.usize(..injected.len())]
+        };
+        let mut index = rng.usize(..workers.count as usize);
+        let mut aimed_at = None;
+        if kind == FaultKind::Stop {
+            let processes: Vec<&str> = slots.iter().map(|s| s.process.name.as_str()).collect();
+            // Every other aimed stop, a slow body with most of its pause ahead: stopped until
+            // its key is taken over, it wakes with time left to renew and act. The others, a
+            // step waiting for its answer: it wakes and records the step.
+            let in_step = (moves / 2) % 2 == 1;
+            if let Some(holder) =
+                aimed::find_holder(&board, &processes, in_step, lease, lease * 3 / 2, &mut rng)
+            {
+                index = processes
+                    .iter()
+                    .position(|&process| process == holder.process)
+                    .expect("a holder is one of the slots' processes");
+                aimed::aim(&board, &holder.key, lease * 3);
+                aimed_at = Some(holder.key);
+            }
+        }
+        let slot = &mut slots[index];
         let at = now_micros();
         let record = |kind: &'static str, process: &str, end: u64| FaultRecord {
             kind,
@@ -140,7 +173,7 @@ pub(crate) fn run(
             start: at,
             end,
         };
-        match injected[rng.usize(..injected.len())] {
+        match kind {
             FaultKind::Kill => {
                 slot.process.kill();
                 log.push(record("kill", &slot.process.name, at));
@@ -149,7 +182,25 @@ pub(crate) fn run(
             }
             FaultKind::Stop => {
                 slot.process.stop();
-                std::thread::sleep(lease * 3 / 2 + Duration::from_millis(rng.u64(..1_000)));
+                match &aimed_at {
+                    Some(key) => {
+                        let took =
+                            aimed::await_takeover(&board, key, lease * 3, lease / 4, &mut rng);
+                        aimed::unaim(&board);
+                        // For whoever reads the run's log: how often the aim comes true.
+                        let name = &slot.process.name;
+                        match took {
+                            Some(took) => eprintln!(
+                                "aimed stop: {name} held {key}, taken over after {} ms",
+                                took.as_millis()
+                            ),
+                            None => eprintln!("aimed stop: {name} held {key}, not taken over"),
+                        }
+                    }
+                    None => {
+                        std::thread::sleep(lease * 3 / 2 + Duration::from_millis(rng.u64(..1_000)))
+                    }
+                }
                 slot.process.resume();
                 log.push(record("stop", &slot.process.name, now_micros()));
             }

@@ -8,6 +8,7 @@ use crate::clock::OffsetClock;
 use crate::connect::{connect, wrap};
 use crate::history::HistoryWriter;
 use crate::plan::WorkerPlan;
+use crate::workload::board::Board;
 use crate::workload::Worker;
 
 /// Runs the worker `plan` describes (as JSON) to its deadline.
@@ -40,12 +41,14 @@ pub(crate) const CONCURRENT_CALLS: u64 = 4;
 
 /// Runs `CONCURRENT_CALLS` callers of `plan` on `idem`, each a [`Worker`] of its own seed.
 pub(crate) async fn run_all(plan: WorkerPlan, idem: Idempotency, history: Arc<HistoryWriter>) {
+    let board = Arc::new(Board::beside(&plan.history, &plan.name));
     let callers: Vec<_> = (0..CONCURRENT_CALLS)
         .map(|lane| {
             let mut plan = plan.clone();
             plan.name = format!("{}.{lane}", plan.name);
             plan.seed = plan.seed.wrapping_mul(31).wrapping_add(lane);
-            tokio::spawn(Worker::new(plan, idem.clone(), history.clone()).run())
+            let worker = Worker::new(plan, idem.clone(), history.clone(), board.clone());
+            tokio::spawn(worker.run())
         })
         .collect();
     for caller in callers {

@@ -1,5 +1,9 @@
 //! What a worker does until its plan's deadline: idempotent calls on a few hot keys, whose
-//! bodies perform side effects in two steps, with every kind of call the contract covers.
+//! bodies perform side effects in two steps, with every kind of call the contract covers, and
+//! retries aimed at the keys other callers hold through a long pause.
+
+pub(crate) mod board;
+mod choices;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::{now_micros, Ending, Event, HistoryWriter, Op};
 use crate::plan::WorkerPlan;
+use board::{Board, Holder};
 
 /// The keys callers contend on at once: fresh ones every [`EPOCH`].
 const HOT_KEYS: u64 = 12;
@@ -28,6 +33,11 @@ const STEPLESS_EVERY: u64 = 3;
 
 /// Every this many hot keys, one is a slow function's: its bodies take half a lease or more.
 const SLOW_EVERY: u64 = 4;
+
+/// Every this many calls, one is a retry aimed at a key another caller holds through a long
+/// pause, listed on the [`Board`]: it takes the key over as soon as its lease passes (a stall,
+/// a process stopped mid-pause), while its owner may still wake, renew, record or complete.
+const AIM_EVERY: u32 = 4;
 
 /// The index of key `name` (`k{epoch}-{index}`) among the hot keys.
 fn key_index(name: &str) -> u64 {
@@ -114,19 +124,26 @@ pub(crate) struct Worker {
     plan: WorkerPlan,
     idem: Idempotency,
     history: Arc<HistoryWriter>,
+    board: Arc<Board>,
     rng: fastrand::Rng,
     /// How many calls this worker began: the sequence in its call ids.
     calls: u64,
 }
 
 impl Worker {
-    /// A worker following `plan` on `idem`.
-    pub(crate) fn new(plan: WorkerPlan, idem: Idempotency, history: Arc<HistoryWriter>) -> Self {
+    /// A worker following `plan` on `idem`, listing its long pauses on `board`.
+    pub(crate) fn new(
+        plan: WorkerPlan,
+        idem: Idempotency,
+        history: Arc<HistoryWriter>,
+        board: Arc<Board>,
+    ) -> Self {
         let rng = fastrand::Rng::with_seed(plan.seed);
         Worker {
             plan,
             idem,
             history,
+            board,
             rng,
             calls: 0,
         }
@@ -142,8 +159,13 @@ impl Worker {
     }
 
     async fn one_call(&mut self) {
-        let op = self.pick_op();
-        let key_name = self.pick_key(op);
+        let aimed = self.aim();
+        let op = if aimed.is_some() {
+            Op::Retry
+        } else {
+            self.pick_op()
+        };
+        let key_name = aimed.unwrap_or_else(|| self.pick_key(op));
         let payload = match op {
             Op::Mismatch => format!("other-args-{}", self.rng.u32(..)),
             _ => payload_of(&key_name),
@@ -157,22 +179,42 @@ impl Worker {
         match op {
             Op::Stall | Op::StallAtEnd | Op::Heedless => call = call.without_renewal(),
             Op::Wait => call = call.with_wait(lease * 3),
+            // Renewed as seldom as the engine allows: a store that takes over a lease its
+            // owner renewed is then caught before the owner's next renewal tells it, later than
+            // the clocks' offsets excuse.
+            Op::Slow => call = call.with_renew_every(lease / 2),
             _ => {}
         }
         let key_stepless = stepless(&key_name);
         let key_slow = slow_function(&key_name);
         self.history.write(&Event::Invoke {
             call: call_id.clone(),
-            key: key_name,
+            key: key_name.clone(),
             payload: payload.clone(),
             op,
             t: now_micros(),
         });
         let pause = self.pause(op, lease, key_slow);
+        // A slow function's last step waits for its downstream's answer after its effect
+        // landed: a process stopped then records the step once it wakes, maybe after a
+        // takeover, which the store must refuse.
+        let answer = if key_slow && matches!(op, Op::Contend | Op::Retry | Op::Wait | Op::StepRetry)
+        {
+            lease / 2 + Duration::from_millis(self.rng.u64(..lease.as_millis() as u64 / 2))
+        } else {
+            Duration::ZERO
+        };
         let shape = Shape {
             op,
             pause,
+            answer,
             stepless: key_stepless,
+            holder: Holder {
+                board: self.board.clone(),
+                call: call_id.clone(),
+                key: key_name,
+                op,
+            },
             // Outlasts a stop of the owner it took the key from, which then wakes and renews.
             recovery: lease + Duration::from_millis(self.rng.u64(..lease.as_millis() as u64)),
         };
@@ -195,55 +237,6 @@ impl Worker {
             ending,
             t: now_micros(),
         });
-    }
-
-    fn pick_op(&mut self) -> Op {
-        match self.rng.u32(..100) {
-            0..=21 => Op::Contend,
-            22..=33 => Op::Retry,
-            34..=37 => Op::Mismatch,
-            38..=42 => Op::Wait,
-            43..=54 => Op::Slow,
-            55..=57 => Op::Stall,
-            58..=61 => Op::Heedless,
-            62..=71 => Op::StallAtEnd,
-            72..=77 => Op::Abandon,
-            78..=81 => Op::Fail,
-            82..=85 => Op::FailAfterStep,
-            86..=91 => Op::StepRetry,
-            _ => Op::StoreErr,
-        }
-    }
-
-    fn pick_key(&mut self, op: Op) -> String {
-        let epoch = now_micros() / EPOCH.as_micros() as u64;
-        // Other arguments go to keys of a few seconds ago, most of them answered by now: on a
-        // fresh key they would claim it, and every caller after them would be refused.
-        // Half the retries come a second later, when a stalled first call's lease passes:
-        // they take its key over while it may still complete.
-        let epoch = match op {
-            Op::Retry if self.rng.bool() => epoch.saturating_sub(1),
-            Op::Retry | Op::Mismatch => epoch.saturating_sub(self.rng.u64(1..=RETRY_EPOCHS)),
-            _ => epoch,
-        };
-        format!("k{epoch}-{}", self.rng.u64(..HOT_KEYS))
-    }
-
-    /// How long the body pauses between its steps (after them for [`Op::StallAtEnd`]; before
-    /// its effect without steps). On a slow function's key, a body that takes over stays in
-    /// progress long enough for the owner it took the key from to wake and renew.
-    fn pause(&mut self, op: Op, lease: Duration, slow_function: bool) -> Duration {
-        match op {
-            // Long enough that a stop or a cut of one to two leases can end mid-pause: the
-            // renewal that follows then races the takeover made meanwhile.
-            Op::Slow => lease * 3 + Duration::from_millis(self.rng.u64(..lease.as_millis() as u64)),
-            Op::Stall | Op::Heedless => lease * 3 / 2,
-            // Wakes just past its lease, while a caller that took the key over may still run.
-            Op::StallAtEnd => lease + Duration::from_millis(self.rng.u64(..500)),
-            Op::Abandon => lease * 2,
-            _ if slow_function => lease / 2 + Duration::from_millis(self.rng.u64(..500)),
-            _ => Duration::from_millis(self.rng.u64(..100)),
-        }
     }
 }
 
@@ -277,8 +270,10 @@ async fn body(
     let Shape {
         op,
         pause,
+        answer: answer_delay,
         stepless,
         recovery,
+        holder,
     } = shape;
     let ctx = context().expect("the engine runs the body in its call's context");
     let fencing = ctx.fencing_token();
@@ -316,6 +311,7 @@ async fn body(
     // of long bodies.
     let mut lease_lost = false;
     if ctx.attempt() > 1 {
+        holder.mark_taken();
         // A body that took the key over first looks into what the earlier attempt did, as
         // `CallContext::attempt` suggests; meanwhile the owner it took the key from may wake
         // and renew, which the store must refuse.
@@ -325,7 +321,7 @@ async fn body(
         // Its pause comes before its one effect (after it for a stall at the end), so that
         // a slow or stalled body without steps is slow before it acts.
         if op != Op::StallAtEnd {
-            tokio::time::sleep(pause).await;
+            holder.pause(pause).await;
         }
         lease_lost = op != Op::Heedless && ctx.is_lease_lost();
         if !lease_lost {
@@ -334,7 +330,7 @@ async fn body(
     }
     for (index, name) in STEPS.into_iter().enumerate().filter(|_| !stepless) {
         if index > 0 && op != Op::StallAtEnd {
-            tokio::time::sleep(pause).await;
+            holder.pause(pause).await;
         }
         if op != Op::Heedless && ctx.is_lease_lost() {
             lease_lost = true;
@@ -350,6 +346,9 @@ async fn body(
         if !replayed {
             step(name, async {
                 history.write(&effect(name));
+                if index + 1 == STEPS.len() {
+                    holder.answer(answer_delay).await;
+                }
                 Ok::<_, BodyError>(name.to_owned())
             })
             .await?;
@@ -366,7 +365,7 @@ async fn body(
     if op == Op::StallAtEnd {
         // Returns without another look at its lease, as most bodies do: the store's owner
         // check is all that keeps its outcome out once a retry took the key over.
-        tokio::time::sleep(pause).await;
+        holder.pause(pause).await;
     } else if op != Op::Heedless {
         lease_lost |= ctx.is_lease_lost();
     }
@@ -394,10 +393,14 @@ struct Shape {
     op: Op,
     /// How long it pauses (see [`Worker::pause`]).
     pause: Duration,
+    /// How long its last step's downstream takes to answer after the effect.
+    answer: Duration,
     /// Whether it has no steps: one effect.
     stepless: bool,
     /// How long it looks into what an earlier attempt did, when it took the key over.
     recovery: Duration,
+    /// What it lists on the board while it pauses, and marks when it took the key over.
+    holder: Holder,
 }
 
 /// The body fails with an error that is not stored: the key is released.
