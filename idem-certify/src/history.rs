@@ -33,16 +33,18 @@ pub enum Op {
     Mismatch,
     /// A body that runs longer than its lease, renewing it.
     Slow,
-    /// A body that pauses between its steps longer than its lease without renewing it, as a
-    /// paused process would.
+    /// A body that pauses between its steps without renewing its lease, as a paused process
+    /// would: past its lease, or (half of them) into its last quarter, where a faster clock
+    /// already counts it passed.
     Stall,
     /// Like [`Op::Stall`], the pause after its last step, and it returns without looking at
     /// its lease: its completion races a takeover, on the store's path for records with
     /// steps or, on a key whose body has none, for records without.
     StallAtEnd,
-    /// A body that pauses past its lease between its steps without renewing, and never looks
-    /// at its lease, as a body that does not race its work against it: once a retry took the
-    /// key over, the store must refuse its next step's write, which stops it.
+    /// A body that pauses between its steps without renewing, past its lease or (half of
+    /// them) into its last quarter, and never looks at its lease, as a body that does not race
+    /// its work against it: once a retry took the key over, the store must refuse its next
+    /// step's write, which stops it.
     Heedless,
     /// A body that records its first step, then fails: the key is released with the step,
     /// and the next caller resumes after it. On a key whose body has no steps, a failure
