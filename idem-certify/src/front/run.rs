@@ -92,9 +92,13 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
         span: (began, until),
         urls: fleet.urls.clone(),
         history: ClientHistory::create(&dir.join("callers.jsonl"))?,
-        shapes: match front {
-            FrontKind::Tower => &[Shape::Plain, Shape::Plain, Shape::Slow],
-            FrontKind::Actix => &[Shape::Plain, Shape::Slow, Shape::ServiceError],
+        // With a downstream, no slow shape: the executions in flight when a server is killed
+        // or stopped are then mostly in their charge, which is what a takeover must not repeat.
+        shapes: match (front, args.downstream) {
+            (FrontKind::Tower, false) => &[Shape::Plain, Shape::Plain, Shape::Slow],
+            (FrontKind::Actix, false) => &[Shape::Plain, Shape::Slow, Shape::ServiceError],
+            (FrontKind::Tower, true) => &[Shape::Plain],
+            (FrontKind::Actix, true) => &[Shape::Plain, Shape::Plain, Shape::ServiceError],
         },
         client: callers::client(lease)?,
     });

@@ -79,7 +79,7 @@ fn downstream_client(
     lease: Duration,
 ) -> Result<idem_client::reqwest_middleware::ClientWithMiddleware, String> {
     let http = idem_client::reqwest::Client::builder()
-        .timeout(lease)
+        .timeout(lease * 2)
         .build()
         .map_err(|error| error.to_string())?;
     let retry = IdempotentRetry::builder()
@@ -239,6 +239,6 @@ async fn charge(State(charges): State<Arc<Charges>>, order: String) -> (StatusCo
     });
     // The charge takes a while, most of an execution's time without a pause, so that the
     // kills and stops of the servers that send it land while it runs.
-    tokio::time::sleep(Duration::from_millis(fastrand::u64(100..500))).await;
+    tokio::time::sleep(Duration::from_millis(fastrand::u64(200..800))).await;
     (StatusCode::CREATED, format!("ch-{call}"))
 }
