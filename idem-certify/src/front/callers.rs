@@ -140,7 +140,7 @@ async fn send(
     let sent = client
         .post(format!("{server}{ORDERS}"))
         .bearer_auth(principal)
-        .header("idempotency-key", key)
+        .header(idem_client::IDEMPOTENCY_KEY, key)
         .body(payload.to_owned())
         .send()
         .await;

@@ -99,7 +99,7 @@ fn asked(header: impl Fn(&str) -> Option<String>) -> (String, String) {
     let principal = header("authorization")
         .map(|value| value.trim_start_matches("Bearer ").to_owned())
         .unwrap_or_default();
-    let key = header("idempotency-key").unwrap_or_default();
+    let key = header(idem_client::IDEMPOTENCY_KEY.as_str()).unwrap_or_default();
     (principal, key)
 }
 
