@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Certifies every store with idem-certify: worker processes call idempotent functions while
-# their processes are killed and stopped, and the checker reads the history.
+# Certifies every store, and each HTTP front end, with idem-certify: worker processes call
+# idempotent functions (or serve an endpoint behind idem-http's layer, called through
+# idem-client) while their processes are killed and stopped, and the checker reads the history.
 #
-#   scripts/certify.sh                       # 15 s per store, as CI runs it
-#   scripts/certify.sh --write CERTIFICATION.md   # 60 s per store, and rewrite that file
+#   scripts/certify.sh                       # 15 s per run, as CI runs it
+#   scripts/certify.sh --write CERTIFICATION.md   # 60 s per run, and rewrite that file
 #
-# IDEM_CERTIFY_SECS sets the seconds per store. The servers are started on loopback through the
-# test harness (see scripts/services.sh). Fails when any store shows an anomaly.
+# IDEM_CERTIFY_SECS sets the seconds per run. The servers are started on loopback through the
+# test harness (see scripts/services.sh). Fails when any run shows an anomaly.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -24,10 +25,28 @@ rm -rf "$out"
 # is compiled here.
 cargo build -q --workspace --all-features --bin idem-certify --examples
 certify="${CARGO_TARGET_DIR:-target}/debug/idem-certify"
+# Each run: its name (its directory and plots), then its options. The stores' own runs, then
+# each HTTP front end (idem-http's layer under axum and under actix-web) on two stores and
+# charging a downstream service.
+runs=(
+    "memory --store memory"
+    "redis --store redis"
+    "redis-cluster --store redis-cluster"
+    "postgres --store postgres"
+    "dynamodb --store dynamodb"
+    "tower-redis --store redis --front tower"
+    "tower-postgres --store postgres --front tower"
+    "tower-downstream --store redis --front tower --downstream"
+    "actix-redis --store redis --front actix"
+    "actix-postgres --store postgres --front actix"
+    "actix-downstream --store redis --front actix --downstream"
+)
 status=0
-for store in memory redis redis-cluster postgres dynamodb; do
-    echo "== $store, ${seconds}s"
-    if ! "$certify" --store "$store" --seconds "$seconds" --out "$out/$store"; then
+for run in "${runs[@]}"; do
+    read -r name options <<<"$run"
+    echo "== $name ($options), ${seconds}s"
+    # shellcheck disable=SC2086 # the options are words
+    if ! "$certify" $options --seconds "$seconds" --out "$out/$name"; then
         status=1
     fi
 done
@@ -40,14 +59,20 @@ if [ -n "$write" ]; then
         echo
         echo "The latest runs of \`IDEM_CERTIFY_SECS=${seconds} scripts/certify.sh --write CERTIFICATION.md\`:"
         echo "each store for ${seconds} s, four worker processes of four callers each (in-process workers for"
-        echo "memory), a 1 s lease, and every fault the store allows, one every 1 to 2.5 s: workers"
-        echo "killed (SIGKILL) and stopped (SIGSTOP past the lease), network faults between a worker"
+        echo "memory), a 1 s lease, and every fault the store allows, one every 0.3 to 1 s, every other"
+        echo "one a stop aimed at a key's owner in a long pause, until a retry aimed at that key takes"
+        echo "it over: workers killed (SIGKILL) and stopped (SIGSTOP past the lease), network faults between a worker"
         echo "and the store (latency, stalls, cut connections, dropped answers; not on the cluster,"
         echo "whose nodes redirect clients to their own addresses), the server restarted (Redis with"
         echo "its append-only file, PostgreSQL), the cluster resharded under load (\`redis-cli"
         echo "--cluster reshard\`, 200 to 1,500 slots at a time), and each worker's clock off by up"
         echo "to a quarter of the lease. See CONTRIBUTING.md and idem-certify's documentation for the"
-        echo "workload and the anomaly classes."
+        echo "workload and the anomaly classes. Then each HTTP front end (idem-http's layer under axum,"
+        echo "\`tower\`, and under actix-web, \`actix\`) on Redis and on PostgreSQL, and charging a"
+        echo "downstream service behind its own layer: four server processes, eight callers sending through"
+        echo "idem-client as three principals that share keys, servers killed, stopped and restarted, and"
+        echo "network faults between callers and servers, servers and the store, servers and the"
+        echo "downstream."
         if [ -f docs/certification/planted.md ]; then
             echo
             echo "## Its power: bugs planted in the stores"
@@ -64,16 +89,18 @@ if [ -n "$write" ]; then
         echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
         echo "- commit: $(git rev-parse --short HEAD)"
         echo "- machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
-        for store in memory redis redis-cluster postgres dynamodb; do
+        for run in "${runs[@]}"; do
+            name="${run%% *}"
             echo
-            # Each store's report, its headings one level down, its plots beside the file.
-            sed -e 's/^#/##/' -e 's#](\(calls\|latency\)\.svg)#]('"$plots/$store"'-\1.svg)#' \
-                "$out/$store/report.md"
+            # Each run's report, its headings one level down, its plots beside the file.
+            sed -e 's/^#/##/' -e 's#](\(calls\|latency\)\.svg)#]('"$plots/$name"'-\1.svg)#' \
+                "$out/$name/report.md"
         done
     } >"$write"
-    for store in memory redis redis-cluster postgres dynamodb; do
+    for run in "${runs[@]}"; do
+        name="${run%% *}"
         for plot in calls latency; do
-            cp "$out/$store/$plot.svg" "$(dirname "$write")/$plots/$store-$plot.svg"
+            cp "$out/$name/$plot.svg" "$(dirname "$write")/$plots/$name-$plot.svg"
         done
     done
     echo "wrote $write"
