@@ -50,11 +50,25 @@ pub enum Class {
     /// The downstream service performed one order's effect twice: the handler's requests to
     /// it did not carry one key per operation across its attempts.
     DownstreamEffectRepeated,
+    /// The downstream charged one order under more than one `Idempotency-Key`: a takeover
+    /// sent the charge again under a key of its own.
+    DownstreamKeyChanged,
+    /// A caller got a success whose charge the downstream never made, or made for another
+    /// order.
+    ChargeMissing,
+    /// A request was refused with a 4xx other than 409 (in progress): every send of a key
+    /// carries the same body, so no such refusal is legitimate in the workload.
+    UnexpectedRefusal,
+    /// An answer not flagged `Idempotent-Replayed` came from an execution run for another
+    /// request: a replay that did not say so.
+    ReplayNotFlagged,
+    /// An execution's call context belongs to another request: another key or principal.
+    ContextOfOtherRequest,
 }
 
 impl Class {
     /// Every class, in report order.
-    pub(crate) const ALL: [Class; 13] = [
+    pub(crate) const ALL: [Class; 18] = [
         Class::TwoAnswers,
         Class::AnswerForOtherArguments,
         Class::DuplicateEffect,
@@ -68,6 +82,11 @@ impl Class {
         Class::HandlerOutsideCall,
         Class::KeyReleasedEarly,
         Class::DownstreamEffectRepeated,
+        Class::DownstreamKeyChanged,
+        Class::ChargeMissing,
+        Class::UnexpectedRefusal,
+        Class::ReplayNotFlagged,
+        Class::ContextOfOtherRequest,
     ];
 
     /// What it means, for the report.
@@ -96,6 +115,13 @@ impl Class {
                 "a key was run again within the lease of a handler whose service failed"
             }
             Class::DownstreamEffectRepeated => "the downstream performed one order's effect twice",
+            Class::DownstreamKeyChanged => "the downstream was asked one order under two keys",
+            Class::ChargeMissing => "a success had no charge of its order behind it",
+            Class::UnexpectedRefusal => {
+                "a request was refused with a 4xx the workload never provokes"
+            }
+            Class::ReplayNotFlagged => "a replay was answered without Idempotent-Replayed",
+            Class::ContextOfOtherRequest => "an execution ran in another request's call context",
         }
     }
 }

@@ -3,12 +3,9 @@
 //! principals, on keys that every principal and caller reuses for a few seconds: concurrent
 //! duplicates, retries, and one key under several principals, on purpose. An operation that
 //! gets no answer (its server killed, stopped or cut off) is sent again, with its key, to
-//! another server, as a client that gave up on one server does.
+//! another server than the one that failed it, as a client that gave up on one server does.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use idem_client::reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
@@ -17,7 +14,8 @@ use idem_client::IdempotentRetry;
 use crate::check::front::model::ClientEvent;
 use crate::front::endpoint::Shape;
 use crate::front::fleet::Urls;
-use crate::front::plan::ORDERS;
+use crate::front::lines::JsonLines;
+use crate::front::plan::{ORDERS, REQUEST};
 use crate::history::now_micros;
 
 /// The principals requests are sent as.
@@ -26,32 +24,10 @@ const PRINCIPALS: [&str; 3] = ["alice", "bob", "carol"];
 const HOT_KEYS: u64 = 8;
 /// How often half the hot keys are replaced by new ones, in microseconds.
 const HOT_FOR: u64 = 1_000_000;
-/// How many times an operation is sent, each time to a server picked anew, until it is
-/// answered: a caller whose server went away sends its request again elsewhere, with its key.
+/// How many times an operation is sent, each time to a server picked anew (never the one
+/// that just failed it), until it is answered: a caller whose server went away sends its
+/// request again elsewhere, with its key.
 const SENDS: u32 = 3;
-
-/// The callers' history: one JSON line per event, each in one write.
-pub(crate) struct ClientHistory(Mutex<File>);
-
-impl ClientHistory {
-    /// Appends to `path`, creating it.
-    pub(crate) fn create(path: &Path) -> Result<Self, String> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|error| format!("{}: {error}", path.display()))?;
-        Ok(ClientHistory(Mutex::new(file)))
-    }
-
-    fn write(&self, event: &ClientEvent) {
-        let mut line = serde_json::to_vec(event).expect("events serialise");
-        line.push(b'\n');
-        let mut file = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        file.write_all(&line)
-            .unwrap_or_else(|error| panic!("writing the callers' history: {error}"));
-    }
-}
 
 /// What every caller shares.
 pub(crate) struct Calling {
@@ -61,8 +37,8 @@ pub(crate) struct Calling {
     pub(crate) span: (u64, u64),
     /// The servers' URLs.
     pub(crate) urls: Urls,
-    /// The history.
-    pub(crate) history: ClientHistory,
+    /// The history: [`ClientEvent`]s.
+    pub(crate) history: JsonLines,
     /// The shapes requests take, by key.
     pub(crate) shapes: &'static [Shape],
     /// The client.
@@ -95,10 +71,18 @@ pub(crate) async fn call(calling: Arc<Calling>, caller: u32, seed: u64) {
         let key = format!("{}-k{number}", calling.run);
         let shape = calling.shapes[(number % calling.shapes.len() as u64) as usize];
         let payload = format!("{key}:{}", shape.name());
+        let mut failed_at: Option<String> = None;
         for _ in 0..SENDS {
             let server = {
                 let urls = calling.urls.lock().unwrap();
-                urls[rng.usize(..urls.len())].clone()
+                let others: Vec<&String> = urls
+                    .iter()
+                    .filter(|url| Some(*url) != failed_at.as_ref())
+                    .collect();
+                match others.is_empty() {
+                    true => urls[rng.usize(..urls.len())].clone(),
+                    false => others[rng.usize(..others.len())].clone(),
+                }
             };
             let call = format!("c{caller}.{sent}");
             sent += 1;
@@ -115,6 +99,7 @@ pub(crate) async fn call(calling: Arc<Calling>, caller: u32, seed: u64) {
             if answered(&event) {
                 break;
             }
+            failed_at = Some(server);
         }
         tokio::time::sleep(Duration::from_millis(rng.u64(..50))).await;
     }
@@ -141,6 +126,7 @@ async fn send(
         .post(format!("{server}{ORDERS}"))
         .bearer_auth(principal)
         .header(idem_client::IDEMPOTENCY_KEY, key)
+        .header(REQUEST, &call)
         .body(payload.to_owned())
         .send()
         .await;

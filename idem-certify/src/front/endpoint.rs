@@ -10,7 +10,9 @@ use std::time::Duration;
 use idem_client::reqwest_middleware::ClientWithMiddleware;
 use idem_core::{context, step, CallContext};
 
+use crate::check::front::model::ExecutionContext;
 use crate::check::front::SERVICE_ERROR;
+use crate::front::lines::JsonLines;
 use crate::history::{now_micros, Ending, Event, HistoryWriter, Op};
 use crate::workload::{class_of, STEPS};
 
@@ -50,7 +52,8 @@ impl Shape {
 
 /// The handler's answer, for the front end to render.
 pub(crate) enum Handled {
-    /// 201, with `EXECUTION|PRINCIPAL|BODY`.
+    /// 201, with `EXECUTION|PRINCIPAL|BODY`, and `|CHARGE` (the downstream's answer) with a
+    /// downstream.
     Created(String),
     /// 503 with the reason: not stored, so the key is released (kept for the same request
     /// once a step was recorded).
@@ -69,22 +72,39 @@ pub(crate) struct Downstream {
 }
 
 impl Downstream {
-    /// Charges `order`: the downstream's answer, or why there is none.
-    async fn charge(&self, order: &str) -> Result<String, String> {
-        let response = self
+    /// Charges `order`: the downstream's answer, or why there is none (idem-client's own
+    /// refusal, once the call's lease is lost, as the engine's error).
+    async fn charge(&self, order: &str) -> Result<String, StepFailed> {
+        let sent = self
             .client
             .post(&self.url)
             .bearer_auth("upstream")
             .body(order.to_owned())
             .send()
-            .await
-            .map_err(|error| format!("the downstream is unreachable: {error}"))?;
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(idem_client::reqwest_middleware::Error::Middleware(error))
+                if error.is::<idem_core::Error>() =>
+            {
+                let error = error.downcast::<idem_core::Error>().expect("checked");
+                return Err(StepFailed::Idem(error));
+            }
+            Err(error) => {
+                let why = format!("the downstream is unreachable: {error}");
+                return Err(StepFailed::Downstream(why));
+            }
+        };
         let status = response.status();
-        let body = response.text().await.map_err(|error| error.to_string())?;
+        let body = response
+            .text()
+            .await
+            .map_err(|error| StepFailed::Downstream(error.to_string()))?;
         if status.is_success() {
             Ok(body)
         } else {
-            Err(format!("the downstream answered {status}: {body}"))
+            let why = format!("the downstream answered {status}: {body}");
+            Err(StepFailed::Downstream(why))
         }
     }
 }
@@ -101,41 +121,58 @@ impl From<idem_core::Error> for StepFailed {
     }
 }
 
+/// Who asks what: a request's principal (its bearer token), its `Idempotency-Key`, and the
+/// caller's id for it (`x-certify-request`).
+pub(crate) struct Asked {
+    /// The principal.
+    pub(crate) principal: String,
+    /// The key.
+    pub(crate) key: String,
+    /// The caller's request id.
+    pub(crate) request: String,
+}
+
 /// The endpoint of one server process.
 pub(crate) struct Endpoint {
     name: String,
     history: Arc<HistoryWriter>,
+    contexts: JsonLines,
     executions: AtomicU64,
     downstream: Option<Downstream>,
     lease: Duration,
 }
 
 impl Endpoint {
-    /// The endpoint of server `name`, appending to `history`.
+    /// The endpoint of server `name`, appending to `history` and its call contexts to
+    /// `contexts`.
     pub(crate) fn new(
         name: String,
         history: HistoryWriter,
+        contexts: JsonLines,
         downstream: Option<Downstream>,
         lease: Duration,
     ) -> Self {
         Endpoint {
             name,
             history: Arc::new(history),
+            contexts,
             executions: AtomicU64::new(0),
             downstream,
             lease,
         }
     }
 
-    /// Handles a request of `principal` with `key` and body `payload`: one execution in the
-    /// history, whose events are those of an engine call's body, under the key `PRINCIPAL/KEY`.
-    pub(crate) async fn handle(&self, principal: &str, key: &str, payload: &str) -> Handled {
+    /// Handles `asked` with body `payload`: one execution in the history, whose events are
+    /// those of an engine call's body, under the key `PRINCIPAL/KEY`, and a line naming the
+    /// call context it ran in.
+    pub(crate) async fn handle(&self, asked: &Asked, payload: &str) -> Handled {
         let call = format!(
             "{}:{}",
             self.name,
             self.executions.fetch_add(1, Ordering::Relaxed)
         );
-        let scoped = format!("{principal}/{key}");
+        let principal = &asked.principal;
+        let scoped = format!("{principal}/{}", asked.key);
         self.history.write(&Event::Invoke {
             call: call.clone(),
             key: scoped.clone(),
@@ -153,23 +190,30 @@ impl Endpoint {
                 fencing: ctx.fencing_token(),
                 t: now_micros(),
             });
+            self.contexts.write(&ExecutionContext {
+                call: call.clone(),
+                request: asked.request.clone(),
+                key: scoped.clone(),
+                context_key: ctx.key().as_str().to_owned(),
+            });
         }
         let _watching = ctx.as_ref().map(|ctx| self.watch(ctx, &call));
         let fencing = ctx.as_ref().map_or(0, CallContext::fencing_token);
         let lost = || ctx.as_ref().is_some_and(CallContext::is_lease_lost);
         let shape = Shape::of(payload);
-        let mut lease_lost = false;
+        let mut charge = None;
+        // No look at the lease before a step: `step` refuses once the lease is lost (and
+        // idem-client refuses the charge), and that refusal, recorded as the execution's
+        // ending, is what is certified.
         for (index, name) in STEPS.into_iter().enumerate() {
             if index > 0 && shape == Shape::Slow {
                 tokio::time::sleep(self.lease * 3 / 2).await;
             }
-            if lost() {
-                lease_lost = true;
-                break;
-            }
             let done = step(name, self.effect(&call, &scoped, name, fencing)).await;
-            if let Err(failed) = done {
-                return self.failed(call, failed);
+            match done {
+                Err(failed) => return self.failed(call, failed),
+                Ok(answer) if index == 0 && self.downstream.is_some() => charge = Some(answer),
+                Ok(_) => {}
             }
             self.history.write(&Event::StepDone {
                 call: call.clone(),
@@ -177,17 +221,20 @@ impl Endpoint {
                 t: now_micros(),
             });
             let first_attempt = ctx.as_ref().is_none_or(|ctx| ctx.attempt() <= 1);
-            if index == 0 && shape == Shape::ServiceError && first_attempt {
+            // A service that fails once its lease is lost says so instead: its key is no
+            // longer its own to hold.
+            if index == 0 && shape == Shape::ServiceError && first_attempt && !lost() {
                 self.end(&call, false, Some(SERVICE_ERROR));
                 return Handled::ServiceError("the service failed after its first step".into());
             }
         }
-        lease_lost |= lost();
+        let lease_lost = lost();
         self.end(&call, lease_lost, lease_lost.then_some("LeaseLost"));
         if lease_lost {
             return Handled::Unavailable("the handler stopped: its lease was lost".into());
         }
-        Handled::Created(format!("{call}|{principal}|{payload}"))
+        let charge = charge.map_or(String::new(), |charge| format!("|{charge}"));
+        Handled::Created(format!("{call}|{principal}|{payload}{charge}"))
     }
 
     /// Step `name`'s effect: written to the history as it is performed; a charge at the
@@ -200,10 +247,7 @@ impl Endpoint {
         fencing: u64,
     ) -> Result<String, StepFailed> {
         let answer = match (&self.downstream, name == STEPS[0]) {
-            (Some(downstream), true) => downstream
-                .charge(key)
-                .await
-                .map_err(StepFailed::Downstream)?,
+            (Some(downstream), true) => downstream.charge(key).await?,
             _ => name.to_owned(),
         };
         self.history.write(&Event::Effect {

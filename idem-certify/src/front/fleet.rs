@@ -105,6 +105,7 @@ impl Fleet {
                 front: setting.front,
                 store,
                 downstream: setting.downstream.clone(),
+                contexts: setting.dir.join("contexts").join(format!("{name}.jsonl")),
             },
             lease_ms: setting.lease.as_millis() as u64,
         };

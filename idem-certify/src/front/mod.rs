@@ -9,6 +9,7 @@
 //! - `endpoint`: the handler itself, the same on every front end: two steps, each a side
 //!   effect written to the server's history, the first a charge at the downstream service
 //!   with `--downstream`.
+//! - `lines`: the run's own histories of JSON lines (requests, call contexts, charges).
 //! - `process`: server processes started from this binary, killed, stopped and resumed.
 //! - `fleet`: the server slots, each with its proxies, and the faults injected into them.
 //! - `callers`: the callers in the coordinator, sending requests through idem-client under
@@ -18,6 +19,7 @@
 mod callers;
 mod endpoint;
 mod fleet;
+mod lines;
 pub(crate) mod plan;
 mod process;
 mod run;

@@ -20,6 +20,8 @@ pub(crate) enum Serves {
         store: StoreSpec,
         /// The downstream service's base URL, when the endpoint charges there.
         downstream: Option<String>,
+        /// Where it appends the call context of each execution.
+        contexts: PathBuf,
     },
     /// The downstream service, behind its own layer on a store of its own (in memory).
     Downstream,
@@ -32,7 +34,7 @@ pub(crate) struct ServerPlan {
     pub(crate) name: String,
     /// What it serves.
     pub(crate) serves: Serves,
-    /// Where it appends its history.
+    /// Where it appends its history (the downstream: its charges).
     pub(crate) history: PathBuf,
     /// The layer's lease.
     pub(crate) lease_ms: u64,
@@ -40,5 +42,8 @@ pub(crate) struct ServerPlan {
 
 /// The path of the certified endpoint.
 pub(crate) const ORDERS: &str = "/orders";
+/// The header naming the caller's id of a request, which the handler records with the call
+/// context it runs in.
+pub(crate) const REQUEST: &str = "x-certify-request";
 /// The path of the downstream service's endpoint.
 pub(crate) const CHARGES: &str = "/charges";

@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use crate::args::{FaultKind, FrontKind, RunArgs, StoreKind};
 use crate::check::front::check_front;
-use crate::check::front::model::{is_request, ClientEvent, FrontRun};
+use crate::check::front::model::{is_request, FrontRun};
 use crate::check::model::Run;
-use crate::front::callers::{self, Calling, ClientHistory};
+use crate::front::callers::{self, Calling};
 use crate::front::endpoint::Shape;
 use crate::front::fleet::{Fleet, Setting};
+use crate::front::lines::{self, JsonLines};
 use crate::front::plan::{ServerPlan, Serves};
 use crate::front::process::ServerProcess;
 use crate::history::{self, now_micros};
@@ -60,9 +61,11 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
     let dir = args.out.clone().unwrap_or_else(|| {
         Path::new("target/certify").join(format!("{name}-{}", seed % 1_000_000))
     });
-    let histories = dir.join("histories");
-    fs::create_dir_all(&histories)
-        .map_err(|error| format!("creating {}: {error}", histories.display()))?;
+    for made in ["histories", "contexts"] {
+        let made = dir.join(made);
+        fs::create_dir_all(&made)
+            .map_err(|error| format!("creating {}: {error}", made.display()))?;
+    }
     let lease = Duration::from_millis(args.lease_ms);
     let (_downstream, mut downstream_proxy) = match args.downstream {
         true => {
@@ -91,7 +94,7 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
         run: format!("run{seed}"),
         span: (began, until),
         urls: fleet.urls.clone(),
-        history: ClientHistory::create(&dir.join("callers.jsonl"))?,
+        history: JsonLines::create(&dir.join("callers.jsonl"))?,
         // With a downstream, no slow shape: the executions in flight when a server is killed
         // or stopped are then mostly in their charge, which is what a takeover must not repeat.
         shapes: match (front, args.downstream) {
@@ -170,9 +173,10 @@ fn counts(front: &FrontRun) -> String {
         }
     }
     let charges: usize = front.charges.values().map(Vec::len).sum();
+    let contexts = front.contexts.len();
     format!(
         "requests: {requests} sent, {answered} answered by an execution, {replayed} replayed; \
-         executions: {executions}; downstream charges: {charges}"
+         executions: {executions} ({contexts} in a call context); downstream charges: {charges}"
     )
 }
 
@@ -252,10 +256,13 @@ fn read(dir: &Path, fleet: &Fleet, args: &RunArgs) -> Result<FrontRun, String> {
         let events = history::read(&path).map_err(|error| error.to_string())?;
         front.run.add_history(&process, events);
     }
-    front.add_callers(read_callers(&dir.join("callers.jsonl"))?);
-    let downstream = dir.join("downstream.jsonl");
-    if downstream.exists() {
-        front.add_downstream(history::read(&downstream).map_err(|error| error.to_string())?);
+    for entry in fs::read_dir(dir.join("contexts")).map_err(|error| error.to_string())? {
+        let path = entry.map_err(|error| error.to_string())?.path();
+        front.add_contexts(lines::read(&path)?);
+    }
+    front.add_callers(lines::read(&dir.join("callers.jsonl"))?);
+    if args.downstream {
+        front.add_charges(lines::read(&dir.join("downstream.jsonl"))?);
     }
     if !front.run.calls.values().any(|call| call.answer().is_some()) {
         return Err(format!(
@@ -264,19 +271,4 @@ fn read(dir: &Path, fleet: &Fleet, args: &RunArgs) -> Result<FrontRun, String> {
         ));
     }
     Ok(front)
-}
-
-/// The callers' events. A last line cut short is skipped.
-fn read_callers(path: &Path) -> Result<Vec<ClientEvent>, String> {
-    let text = fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?;
-    let lines: Vec<&str> = text.lines().collect();
-    let mut events = Vec::new();
-    for (index, line) in lines.iter().enumerate() {
-        match serde_json::from_str(line) {
-            Ok(event) => events.push(event),
-            Err(_) if index + 1 == lines.len() => {}
-            Err(error) => return Err(format!("{}: {error} in {line:?}", path.display())),
-        }
-    }
-    Ok(events)
 }

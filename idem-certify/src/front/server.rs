@@ -4,6 +4,7 @@
 //! killed.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,10 +20,12 @@ use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 
 use crate::args::FrontKind;
+use crate::check::front::model::Charge;
 use crate::connect::connect;
-use crate::front::endpoint::{Downstream, Endpoint, Handled};
-use crate::front::plan::{ServerPlan, Serves, CHARGES, ORDERS};
-use crate::history::{now_micros, Event, HistoryWriter};
+use crate::front::endpoint::{Asked, Downstream, Endpoint, Handled};
+use crate::front::lines::JsonLines;
+use crate::front::plan::{ServerPlan, Serves, CHARGES, ORDERS, REQUEST};
+use crate::history::{now_micros, HistoryWriter};
 use crate::plan::StoreSpec;
 
 /// Runs the server `plan` describes (as JSON) until it is killed.
@@ -32,14 +35,12 @@ pub(crate) fn main(plan: &str) -> Result<(), String> {
     match plan.serves.clone() {
         Serves::Endpoint {
             front: FrontKind::Actix,
-            store,
-            downstream,
-        } => actix_web::rt::System::new().block_on(actix(plan, store, downstream)),
+            ..
+        } => actix_web::rt::System::new().block_on(actix(plan)),
         Serves::Endpoint {
             front: FrontKind::Tower,
-            store,
-            downstream,
-        } => tokio_runtime()?.block_on(tower(plan, store, downstream)),
+            ..
+        } => tokio_runtime()?.block_on(tower(plan)),
         Serves::Downstream => tokio_runtime()?.block_on(downstream_service(plan)),
     }
 }
@@ -52,11 +53,31 @@ fn tokio_runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|error| format!("starting the runtime: {error}"))
 }
 
-/// The layer on the run's store, and the endpoint behind it.
-async fn endpoint(
+/// How long a server may take to reach its store and listen: past it, it gives up, and the
+/// coordinator, which waits for its `listening` line, reads its end instead of hanging.
+const STARTUP: Duration = Duration::from_secs(30);
+
+/// The layer on the run's store, and the endpoint behind it, within [`STARTUP`].
+async fn endpoint(plan: &ServerPlan) -> Result<(IdempotencyLayer, Arc<Endpoint>), String> {
+    let Serves::Endpoint {
+        store,
+        downstream,
+        contexts,
+        ..
+    } = plan.serves.clone()
+    else {
+        return Err("not an endpoint's plan".to_owned());
+    };
+    tokio::time::timeout(STARTUP, serve_on(plan, &store, downstream, &contexts))
+        .await
+        .map_err(|_| format!("the store was not reached within {STARTUP:?}"))?
+}
+
+async fn serve_on(
     plan: &ServerPlan,
     store: &StoreSpec,
     downstream: Option<String>,
+    contexts: &Path,
 ) -> Result<(IdempotencyLayer, Arc<Endpoint>), String> {
     let lease = Duration::from_millis(plan.lease_ms);
     let idem = Idempotency::from_arc(connect(store).await?);
@@ -70,7 +91,8 @@ async fn endpoint(
         }),
         None => None,
     };
-    let endpoint = Endpoint::new(plan.name.clone(), history, downstream, lease);
+    let contexts = JsonLines::create(contexts)?;
+    let endpoint = Endpoint::new(plan.name.clone(), history, contexts, downstream, lease);
     Ok((layer, Arc::new(endpoint)))
 }
 
@@ -94,21 +116,22 @@ fn announce(address: SocketAddr) -> Result<(), String> {
     crate::listening::announce(address).map_err(|error| error.to_string())
 }
 
-/// The principal (a bearer token) and the key of a request, by header.
-fn asked(header: impl Fn(&str) -> Option<String>) -> (String, String) {
+/// The principal (a bearer token), the key and the caller's id of a request, by header.
+fn asked(header: impl Fn(&str) -> Option<String>) -> Asked {
     let principal = header("authorization")
         .map(|value| value.trim_start_matches("Bearer ").to_owned())
         .unwrap_or_default();
     let key = header(idem_client::IDEMPOTENCY_KEY.as_str()).unwrap_or_default();
-    (principal, key)
+    let request = header(REQUEST).unwrap_or_default();
+    Asked {
+        principal,
+        key,
+        request,
+    }
 }
 
-async fn tower(
-    plan: ServerPlan,
-    store: StoreSpec,
-    downstream: Option<String>,
-) -> Result<(), String> {
-    let (layer, endpoint) = endpoint(&plan, &store, downstream).await?;
+async fn tower(plan: ServerPlan) -> Result<(), String> {
+    let (layer, endpoint) = endpoint(&plan).await?;
     let app = Router::new()
         .route(ORDERS, post(tower_order))
         .with_state(endpoint)
@@ -131,11 +154,11 @@ async fn tower_order(
     headers: HeaderMap,
     body: String,
 ) -> (StatusCode, String) {
-    let (principal, key) = asked(|name| {
+    let asked = asked(|name| {
         let value = headers.get(name)?.to_str().ok()?;
         Some(value.to_owned())
     });
-    match endpoint.handle(&principal, &key, &body).await {
+    match endpoint.handle(&asked, &body).await {
         Handled::Created(answer) => (StatusCode::CREATED, answer),
         Handled::Unavailable(why) | Handled::ServiceError(why) => {
             (StatusCode::SERVICE_UNAVAILABLE, why)
@@ -143,14 +166,10 @@ async fn tower_order(
     }
 }
 
-async fn actix(
-    plan: ServerPlan,
-    store: StoreSpec,
-    downstream: Option<String>,
-) -> Result<(), String> {
+async fn actix(plan: ServerPlan) -> Result<(), String> {
     use actix_web::dev::Service as _;
     use actix_web::{web, App, HttpServer};
-    let (layer, endpoint) = endpoint(&plan, &store, downstream).await?;
+    let (layer, endpoint) = endpoint(&plan).await?;
     let server = HttpServer::new(move || {
         App::new()
             .app_data(web::Data::from(endpoint.clone()))
@@ -187,11 +206,11 @@ async fn actix_order(
     body: String,
 ) -> actix_web::HttpResponse {
     use actix_web::HttpResponse;
-    let (principal, key) = asked(|name| {
+    let asked = asked(|name| {
         let value = request.headers().get(name)?.to_str().ok()?;
         Some(value.to_owned())
     });
-    match endpoint.handle(&principal, &key, &body).await {
+    match endpoint.handle(&asked, &body).await {
         Handled::Created(answer) => HttpResponse::Created().body(answer),
         Handled::Unavailable(why) => HttpResponse::ServiceUnavailable().body(why),
         Handled::ServiceError(why) => HttpResponse::ServiceUnavailable()
@@ -200,16 +219,15 @@ async fn actix_order(
     }
 }
 
-/// The downstream service's charges: one effect in its history per charge its handler makes,
-/// under the order it was asked for.
+/// The downstream service's charges: one line in its history per charge its handler makes,
+/// with the order it was asked for and the key it was asked under.
 struct Charges {
-    history: HistoryWriter,
+    history: JsonLines,
     made: AtomicU64,
 }
 
 async fn downstream_service(plan: ServerPlan) -> Result<(), String> {
-    let history = HistoryWriter::create(&plan.history)
-        .map_err(|error| format!("opening {}: {error}", plan.history.display()))?;
+    let history = JsonLines::create(&plan.history)?;
     let layer = IdempotencyLayer::builder(Idempotency::new(MemoryStore::new()))
         .lease(Duration::from_millis(plan.lease_ms))
         .build();
@@ -224,21 +242,29 @@ async fn downstream_service(plan: ServerPlan) -> Result<(), String> {
     serve_axum(app).await
 }
 
-async fn charge(State(charges): State<Arc<Charges>>, order: String) -> (StatusCode, String) {
+async fn charge(
+    State(charges): State<Arc<Charges>>,
+    headers: HeaderMap,
+    order: String,
+) -> (StatusCode, String) {
     let call = format!(
         "downstream:{}",
         charges.made.fetch_add(1, Ordering::Relaxed)
     );
-    let fencing = idem_core::context().map_or(0, |ctx| ctx.fencing_token());
-    charges.history.write(&Event::Effect {
+    let key = headers
+        .get(idem_client::IDEMPOTENCY_KEY)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    charges.history.write(&Charge {
         call: call.clone(),
-        key: order,
-        step: "charge".to_owned(),
-        fencing,
+        order: order.clone(),
+        key,
         t: now_micros(),
     });
     // The charge takes a while, most of an execution's time without a pause, so that the
     // kills and stops of the servers that send it land while it runs.
     tokio::time::sleep(Duration::from_millis(fastrand::u64(200..800))).await;
-    (StatusCode::CREATED, format!("ch-{call}"))
+    // The answer names the charge and its order, which the caller's answer carries on.
+    (StatusCode::CREATED, format!("{call}@{order}"))
 }

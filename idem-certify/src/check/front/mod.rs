@@ -2,17 +2,22 @@
 //! principal, the handler's executions on the servers (judged by the engine's own rules on
 //! effects, bodies, takeovers and fencing), and the downstream's charges.
 //!
-//! Beyond the engine's classes, four are the front ends' own:
-//! [`Class::AnswerToOtherPrincipal`], [`Class::HandlerOutsideCall`],
-//! [`Class::KeyReleasedEarly`] and [`Class::DownstreamEffectRepeated`].
+//! Beyond the engine's classes, some are the front ends' own: answers to another principal,
+//! handlers outside the engine's call or in another request's context, keys released early,
+//! refusals the workload never provokes, replays not flagged as such (`replies`), and the
+//! downstream's charges, exactly one per order, under one key, behind every success
+//! (`downstream`).
 
+mod downstream;
 pub mod model;
+mod replies;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::model::{CallRecord, Run};
 use super::{bodies, effects, takeovers, Anomaly, Class, Findings, Found};
-use model::{is_request, FrontRun};
+use crate::history::Ending;
+use model::{is_request, Answer, FrontRun};
 
 /// The class of an execution that ended as its service's failure, which holds the key until
 /// its lease passes.
@@ -33,8 +38,12 @@ pub fn check_front(front: &FrontRun) -> Findings {
         };
         let (requests, executions): (Vec<&CallRecord>, Vec<&CallRecord>) =
             calls.iter().partition(|call| is_request(call));
-        answers(run, key, &requests, &executions, &mut found);
-        outside_call(&executions, &mut found);
+        answers(front, key, &requests, &executions, &mut found);
+        replies::refusals(front, &requests, &mut found);
+        replies::replay_flags(front, &requests, &mut found);
+        replies::contexts(front, key, &executions, &mut found);
+        downstream::behind_answers(front, key, &requests, &mut found);
+        outside_call(run, &executions, &mut found);
         effects(run, &executions, &mut found);
         bodies(run, &executions, &mut found);
         takeovers::stale_owners(run, &executions, &mut found);
@@ -42,37 +51,41 @@ pub fn check_front(front: &FrontRun) -> Findings {
         let allowed = takeovers::fencing(run, key, &executions, &mut found);
         findings.fencing_regressions.extend(allowed);
     }
-    for (order, made) in &front.charges {
-        if made.len() > 1 {
-            findings.anomalies.push(Anomaly {
-                class: Class::DownstreamEffectRepeated,
-                key: order.clone(),
-                detail: format!("the downstream charged {order} {} times", made.len()),
-                calls: made.clone(),
-            });
-        }
-    }
+    findings.anomalies.extend(downstream::per_order(front));
+    findings.anomalies.extend(replies::shared_contexts(front));
     findings
 }
 
 /// Every answer to a principal's key is one answer, the principal's own, for its request's
 /// body, from an execution that was not taken over while it ran.
 fn answers(
-    run: &Run,
+    front: &FrontRun,
     key: &str,
     requests: &[&CallRecord],
     executions: &[&CallRecord],
     found: &mut Found<'_>,
 ) {
+    let run = &front.run;
     let principal = key.split_once('/').map_or(key, |(principal, _)| principal);
-    let mut distinct: BTreeMap<&str, &str> = BTreeMap::new();
+    // Replays are compared with the first answer by status as well as body: a stored
+    // answer replayed under another status is a second answer.
+    let mut distinct: BTreeMap<(u16, &str), &str> = BTreeMap::new();
     for request in requests {
+        if let (Some(&(status, true)), Some((Ending::Error { message, .. }, _))) =
+            (front.statuses.get(&request.id), request.ending.as_ref())
+        {
+            distinct.entry((status, message)).or_insert(&request.id);
+        }
         let Some((answer, _)) = request.answer() else {
             continue;
         };
-        distinct.entry(answer).or_insert(&request.id);
-        let mut parts = answer.splitn(3, '|');
-        let (_, whose, payload) = (parts.next(), parts.next(), parts.next());
+        let status = front
+            .statuses
+            .get(&request.id)
+            .map_or(200, |&(status, _)| status);
+        distinct.entry((status, answer)).or_insert(&request.id);
+        let parts = Answer::of(answer);
+        let (whose, payload) = (parts.principal, parts.payload);
         if whose != Some(principal) {
             found(
                 Class::AnswerToOtherPrincipal,
@@ -100,7 +113,7 @@ fn answers(
     }
     let answered: BTreeSet<&str> = distinct
         .keys()
-        .filter_map(|answer| answer.split('|').next())
+        .filter_map(|(_, answer)| answer.split('|').next())
         .collect();
     for execution in executions
         .iter()
@@ -128,9 +141,22 @@ fn answers(
 }
 
 /// Every execution runs inside the engine's call: one that never saw it (no body recorded)
-/// ran outside it, where its steps are not recorded and its lease not held.
-fn outside_call(executions: &[&CallRecord], found: &mut Found<'_>) {
-    for execution in executions.iter().filter(|call| call.body.is_none()) {
+/// ran outside it, where its steps are not recorded and its lease not held. One that did
+/// nothing after its invocation on a server that was killed is excused: the kill may have
+/// landed between the invocation's line and the body's.
+fn outside_call(run: &Run, executions: &[&CallRecord], found: &mut Found<'_>) {
+    let cut_short = |call: &CallRecord| {
+        call.effects.is_empty()
+            && call.body_end.is_none()
+            && run
+                .faults
+                .iter()
+                .any(|fault| fault.kind == "kill" && fault.process == call.process)
+    };
+    for execution in executions
+        .iter()
+        .filter(|call| call.body.is_none() && !cut_short(call))
+    {
         found(
             Class::HandlerOutsideCall,
             format!("{} ran without the engine's call", execution.id),
@@ -148,9 +174,14 @@ fn released_early(run: &Run, executions: &[&CallRecord], found: &mut Found<'_>) 
         .iter()
         .filter(|call| call.error_class() == Some(SERVICE_ERROR))
     {
-        let Some((ended, _)) = held.body_end else {
+        let (Some((ended, _)), Some((began, _, _))) = (held.body_end, held.body) else {
             continue;
         };
+        // A lease lost meanwhile (its server stopped or cut off, the engine telling it) lets
+        // the key go as the engine's rules allow.
+        if run.excused(held, began, ended) {
+            continue;
+        }
         let next = executions.iter().find(|other| {
             other.body.is_some_and(|(start, _, _)| {
                 let restarted = run.faults.iter().any(|fault| {

@@ -1,13 +1,14 @@
 //! A front-end run as the checker reads it: the servers' executions (engine calls' bodies,
 //! from the servers' histories), the callers' requests and what came back (from the callers'
-//! history), and the downstream service's charges.
+//! history), the call context each execution ran in (from the servers' context lines), and
+//! the downstream service's charges (with the key each was asked under).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::check::model::{CallRecord, Run};
-use crate::history::{Ending, Event};
+use crate::history::Ending;
 
 /// The process name of the callers' requests in a front-end run.
 pub const CALLERS: &str = "callers";
@@ -55,15 +56,48 @@ pub enum ClientEvent {
     },
 }
 
+/// The call context an execution ran in, written by its server once the handler is in the
+/// engine's call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutionContext {
+    /// The execution.
+    pub call: String,
+    /// The caller's request it ran for (the `x-certify-request` header; idem-client's retries
+    /// of one request keep it).
+    pub request: String,
+    /// The key `PRINCIPAL/KEY` its request asked with.
+    pub key: String,
+    /// The engine's key of its call context (`context().key()`).
+    pub context_key: String,
+}
+
+/// One charge the downstream service made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Charge {
+    /// The charge (`downstream:N`), which its answer names.
+    pub call: String,
+    /// The order charged (`PRINCIPAL/KEY`), the request's body.
+    pub order: String,
+    /// The `Idempotency-Key` it was asked under.
+    pub key: String,
+    /// When, in microseconds since the epoch.
+    pub t: u64,
+}
+
 /// A front-end run: the executions and requests in `run`, by the key `PRINCIPAL/KEY`, and the
 /// downstream's charges.
 #[derive(Debug, Default)]
 pub struct FrontRun {
     /// The servers' executions and the callers' requests (process [`CALLERS`]).
     pub run: Run,
-    /// The downstream service's charges by order (`PRINCIPAL/KEY`): the handler executions
-    /// that made them.
-    pub charges: BTreeMap<String, Vec<String>>,
+    /// The downstream service's charges by order (`PRINCIPAL/KEY`).
+    pub charges: BTreeMap<String, Vec<Charge>>,
+    /// Whether the endpoint charged at a downstream service: every success names its charge.
+    pub downstream: bool,
+    /// Each answered request's status and whether it said it was a replay.
+    pub statuses: BTreeMap<String, (u16, bool)>,
+    /// The call context of each execution that reached the handler, by execution.
+    pub contexts: BTreeMap<String, ExecutionContext>,
 }
 
 impl FrontRun {
@@ -92,6 +126,7 @@ impl FrontRun {
                     replayed,
                     t,
                 } => {
+                    self.statuses.insert(call.clone(), (status, replayed));
                     let ending = if (200..300).contains(&status) {
                         Ending::Ok {
                             answer: body,
@@ -116,12 +151,21 @@ impl FrontRun {
         }
     }
 
-    /// Adds the downstream service's history: one effect per charge, under its order.
-    pub fn add_downstream(&mut self, events: Vec<Event>) {
-        for event in events {
-            if let Event::Effect { call, key, .. } = event {
-                self.charges.entry(key).or_default().push(call);
-            }
+    /// Adds the downstream service's charges: every success must now name its charge.
+    pub fn add_charges(&mut self, charges: Vec<Charge>) {
+        self.downstream = true;
+        for charge in charges {
+            self.charges
+                .entry(charge.order.clone())
+                .or_default()
+                .push(charge);
+        }
+    }
+
+    /// Adds servers' context lines.
+    pub fn add_contexts(&mut self, contexts: Vec<ExecutionContext>) {
+        for context in contexts {
+            self.contexts.insert(context.call.clone(), context);
         }
     }
 
@@ -134,6 +178,33 @@ impl FrontRun {
                 process: CALLERS.to_owned(),
                 ..CallRecord::default()
             })
+    }
+}
+
+/// An answer's parts: `EXECUTION|PRINCIPAL|BODY`, and `|CHARGE` after them when the
+/// endpoint charges at a downstream (`CHARGE` is `downstream:N@ORDER`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Answer<'a> {
+    /// The execution that made it.
+    pub execution: Option<&'a str>,
+    /// The principal it was made for.
+    pub principal: Option<&'a str>,
+    /// The request's body it was made for.
+    pub payload: Option<&'a str>,
+    /// The downstream's charge it names.
+    pub charge: Option<&'a str>,
+}
+
+impl<'a> Answer<'a> {
+    /// The parts of `answer`.
+    pub fn of(answer: &'a str) -> Self {
+        let mut parts = answer.splitn(4, '|');
+        Answer {
+            execution: parts.next(),
+            principal: parts.next(),
+            payload: parts.next(),
+            charge: parts.next(),
+        }
     }
 }
 

@@ -6,18 +6,18 @@
 //! are found.
 
 use idem_certify::check::front::check_front;
-use idem_certify::check::front::model::{ClientEvent, FrontRun};
+use idem_certify::check::front::model::{Charge, ClientEvent, FrontRun};
 use idem_certify::check::model::Run;
 use idem_certify::check::Class;
 use idem_certify::history::{Ending, Event, Op};
 
-const LEASE: u64 = 1_000_000;
-const KEY: &str = "k1";
-const PAYLOAD: &str = "k1:plain";
+pub(super) const LEASE: u64 = 1_000_000;
+pub(super) const KEY: &str = "k1";
+pub(super) const PAYLOAD: &str = "k1:plain";
 
 /// The events of execution `call` of `principal`'s key on a server, from `t`, under
 /// `fencing`: both steps, and the answer it gave.
-fn execution(call: &str, principal: &str, t: u64, fencing: Option<u64>) -> Vec<Event> {
+pub(super) fn execution(call: &str, principal: &str, t: u64, fencing: Option<u64>) -> Vec<Event> {
     let key = format!("{principal}/{KEY}");
     let mut events = vec![Event::Invoke {
         call: call.into(),
@@ -58,7 +58,13 @@ fn execution(call: &str, principal: &str, t: u64, fencing: Option<u64>) -> Vec<E
 }
 
 /// A request of `principal` sent at `t`, answered with `answer` (a replay or not).
-fn request(call: &str, principal: &str, t: u64, answer: &str, replayed: bool) -> Vec<ClientEvent> {
+pub(super) fn request(
+    call: &str,
+    principal: &str,
+    t: u64,
+    answer: &str,
+    replayed: bool,
+) -> Vec<ClientEvent> {
     vec![
         ClientEvent::Send {
             call: call.into(),
@@ -79,11 +85,11 @@ fn request(call: &str, principal: &str, t: u64, answer: &str, replayed: bool) ->
 }
 
 /// The answer execution `call` gives to `principal`.
-fn answer(call: &str, principal: &str) -> String {
+pub(super) fn answer(call: &str, principal: &str) -> String {
     format!("{call}|{principal}|{PAYLOAD}")
 }
 
-fn front_run(servers: Vec<(&str, Vec<Event>)>, callers: Vec<ClientEvent>) -> FrontRun {
+pub(super) fn front_run(servers: Vec<(&str, Vec<Event>)>, callers: Vec<ClientEvent>) -> FrontRun {
     let mut front = FrontRun {
         run: Run {
             ended: 10_000_000,
@@ -99,7 +105,7 @@ fn front_run(servers: Vec<(&str, Vec<Event>)>, callers: Vec<ClientEvent>) -> Fro
     front
 }
 
-fn classes(front: &FrontRun) -> Vec<Class> {
+pub(super) fn classes(front: &FrontRun) -> Vec<Class> {
     check_front(front)
         .anomalies
         .iter()
@@ -223,16 +229,15 @@ fn a_key_run_again_within_the_lease_of_a_failed_service_is_found() {
 
 #[test]
 fn an_order_charged_twice_downstream_is_found() {
-    let charge = |call: &str| Event::Effect {
+    let charge = |call: &str| Charge {
         call: call.into(),
-        key: format!("alice/{KEY}"),
-        step: "charge".into(),
-        fencing: 1,
+        order: format!("alice/{KEY}"),
+        key: "downstream-key".into(),
         t: 5,
     };
     let mut front = front_run(Vec::new(), Vec::new());
-    front.add_downstream(vec![charge("downstream:0")]);
+    front.add_charges(vec![charge("downstream:0")]);
     assert_eq!(classes(&front), []);
-    front.add_downstream(vec![charge("downstream:1")]);
+    front.add_charges(vec![charge("downstream:1")]);
     assert_eq!(classes(&front), [Class::DownstreamEffectRepeated]);
 }

@@ -6,6 +6,7 @@ mod concurrent_bodies;
 mod false_alarms;
 mod fencing;
 mod front;
+mod front_replies;
 mod recorded_steps;
 mod stale_owners;
 mod stale_writes;

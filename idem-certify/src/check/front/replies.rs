@@ -1,0 +1,117 @@
+//! What the callers' answers say beyond their bodies, and whose call each execution ran in:
+//! no refusal the workload never provokes, a replay flagged as one, and every execution in
+//! its own request's call context.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::model::{Answer, FrontRun};
+use crate::check::model::CallRecord;
+use crate::check::{Anomaly, Class, Found};
+
+/// The 4xx the workload provokes on purpose: 409, a key still in progress, which a caller
+/// sends again. Every send of a key carries the same body under a principal the layer
+/// scopes by, so no other refusal (a 422 for another body, a 400 for a missing scope) is
+/// legitimate.
+const PROVOKED: [u16; 1] = [409];
+
+/// Requests refused with a 4xx the workload never provokes.
+pub(super) fn refusals(front: &FrontRun, requests: &[&CallRecord], found: &mut Found<'_>) {
+    for request in requests {
+        let Some(&(status, _)) = front.statuses.get(&request.id) else {
+            continue;
+        };
+        if (400..500).contains(&status) && !PROVOKED.contains(&status) {
+            found(
+                Class::UnexpectedRefusal,
+                format!("{} was refused with {status}", request.id),
+                vec![&request.id],
+            );
+        }
+    }
+}
+
+/// An answer not flagged as a replay comes from the execution that ran for that request
+/// (idem-client's retries of a request keep its id): otherwise it is a replay that did not
+/// say so. (A first execution's answer flagged as a replay cannot be told from a retry's
+/// genuine replay from the client's side alone.)
+pub(super) fn replay_flags(front: &FrontRun, requests: &[&CallRecord], found: &mut Found<'_>) {
+    for request in requests {
+        let Some((answer, false)) = request.answer() else {
+            continue;
+        };
+        let Some(execution) = Answer::of(answer).execution else {
+            continue;
+        };
+        let Some(context) = front.contexts.get(execution) else {
+            continue;
+        };
+        if context.request != request.id {
+            found(
+                Class::ReplayNotFlagged,
+                format!(
+                    "{} got {execution}'s answer unflagged, but {execution} ran for {}",
+                    request.id, context.request
+                ),
+                vec![&request.id, execution],
+            );
+        }
+    }
+}
+
+/// Every execution runs in a call context of its own request: the engine's key
+/// (`idem|NAME|SCOPE|KEY`) ends in the request's key, and the request it says it ran for was sent with its principal and key.
+pub(super) fn contexts(
+    front: &FrontRun,
+    key: &str,
+    executions: &[&CallRecord],
+    found: &mut Found<'_>,
+) {
+    let asked = key.split_once('/').map_or(key, |(_, asked)| asked);
+    for execution in executions {
+        let Some(context) = front.contexts.get(&execution.id) else {
+            continue;
+        };
+        let request_key = front
+            .run
+            .calls
+            .get(&context.request)
+            .map(|request| request.key.as_str());
+        let own = context.key == key
+            && context.context_key.ends_with(&format!("|{asked}"))
+            && request_key.is_none_or(|request_key| request_key == key);
+        if !own {
+            found(
+                Class::ContextOfOtherRequest,
+                format!(
+                    "{} ran for {key} in the context {:?} of request {} ({request_key:?})",
+                    execution.id, context.context_key, context.request
+                ),
+                vec![&execution.id],
+            );
+        }
+    }
+}
+
+/// One engine key for executions of two keys (two principals sharing one key's record).
+pub(super) fn shared_contexts(front: &FrontRun) -> Vec<Anomaly> {
+    let mut keys: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut calls: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for context in front.contexts.values() {
+        keys.entry(&context.context_key)
+            .or_default()
+            .insert(&context.key);
+        calls
+            .entry(&context.context_key)
+            .or_default()
+            .push(context.call.clone());
+    }
+    keys.into_iter()
+        .filter(|(_, keys)| keys.len() > 1)
+        .map(|(context_key, keys)| Anomaly {
+            class: Class::ContextOfOtherRequest,
+            key: context_key.to_owned(),
+            detail: format!("executions of {keys:?} ran in one call context {context_key:?}"),
+            calls: calls.remove(context_key).unwrap_or_default(),
+        })
+        .collect()
+}
