@@ -119,7 +119,9 @@ impl Fleet {
     }
 
     /// Injects `faults` until `until` (microseconds since the epoch), a fault every half to
-    /// one and a half seconds; `downstream` is the proxy in front of the downstream service.
+    /// one and a half seconds, each kind in turn from one picked at random (so that a short
+    /// run has each kind once before any twice); `downstream` is the proxy in front of the
+    /// downstream service.
     pub(crate) async fn nemesis(
         &mut self,
         target: &mut Target,
@@ -131,6 +133,8 @@ impl Fleet {
         let mut downstream = downstream;
         let lease = self.setting.lease;
         let lease_ms = lease.as_millis() as u64;
+        let first = rng.usize(..faults.len().max(1));
+        let mut turn = 0;
         while !faults.is_empty() {
             let pause = Duration::from_millis(rng.u64(500..1_500));
             if now_micros() + (pause + lease * 2).as_micros() as u64 > until {
@@ -146,7 +150,9 @@ impl Fleet {
                 start: at,
                 end: now_micros(),
             };
-            match faults[rng.usize(..faults.len())] {
+            let kind = faults[(first + turn) % faults.len()];
+            turn += 1;
+            match kind {
                 FaultKind::Kill => {
                     self.slots[index].process.server.kill();
                     self.log.push(record("kill", &name));
