@@ -14,9 +14,12 @@
 //! the same keys; servers are killed (and started again) and stopped past the lease, the
 //! network between callers and servers and between servers and the store faulted, the
 //! store's server restarted. The checker reads what each principal was answered for each key
-//! and judges the handler's executions by the engine's rules. With `--downstream` the first
-//! step charges at a downstream service behind its own layer, through idem-client with the
-//! keys it derives from the call, and every order must be charged once.
+//! (the status, the body and the `Idempotent-Replayed` flag: no refusal the workload never
+//! provokes, a replay flagged as one) and judges the handler's executions by the engine's
+//! rules, each in its own request's call context. With `--downstream` the first step charges
+//! at a downstream service behind its own layer, through idem-client with the keys it
+//! derives from the call: every order is charged once, under one key, and every success
+//! names its order's charge.
 //!
 //! ```console
 //! $ cargo run --release -p idem-certify -- --store redis --seconds 60
