@@ -2,12 +2,12 @@
 //! its principal is clean; an answer reaching another principal (`AnswerToOtherPrincipal`),
 //! two answers for one principal's key (`TwoAnswers`), a handler run outside the engine's call
 //! (`HandlerOutsideCall`), a key run again within the lease of a handler whose service failed
-//! (`KeyReleasedEarly`) and an order charged twice downstream (`DownstreamEffectRepeated`)
+//! (`KeyReleasedEarly`, unless its server was stopped past its lease) and an order charged twice downstream (`DownstreamEffectRepeated`)
 //! are found.
 
 use idem_certify::check::front::check_front;
 use idem_certify::check::front::model::{Charge, ClientEvent, FrontRun};
-use idem_certify::check::model::Run;
+use idem_certify::check::model::{FaultRecord, Run};
 use idem_certify::check::Class;
 use idem_certify::history::{Ending, Event, Op};
 
@@ -225,6 +225,18 @@ fn a_key_run_again_within_the_lease_of_a_failed_service_is_found() {
         [Class::KeyReleasedEarly]
     );
     assert_eq!(classes(&failed_then_resumed(LEASE)), []);
+}
+
+#[test]
+fn a_failed_service_whose_server_was_stopped_past_its_lease_may_lose_its_key() {
+    let mut front = failed_then_resumed(30_000);
+    front.run.faults.push(FaultRecord {
+        kind: "stop",
+        process: "s0.1".into(),
+        start: 50,
+        end: 70,
+    });
+    assert_eq!(classes(&front), []);
 }
 
 #[test]
