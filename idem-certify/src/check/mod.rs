@@ -64,11 +64,13 @@ pub enum Class {
     ReplayNotFlagged,
     /// An execution's call context belongs to another request: another key or principal.
     ContextOfOtherRequest,
+    /// The answer of the execution an attempt ran was flagged `Idempotent-Replayed`.
+    FirstAnswerFlaggedReplayed,
 }
 
 impl Class {
     /// Every class, in report order.
-    pub(crate) const ALL: [Class; 18] = [
+    pub(crate) const ALL: [Class; 19] = [
         Class::TwoAnswers,
         Class::AnswerForOtherArguments,
         Class::DuplicateEffect,
@@ -87,6 +89,7 @@ impl Class {
         Class::UnexpectedRefusal,
         Class::ReplayNotFlagged,
         Class::ContextOfOtherRequest,
+        Class::FirstAnswerFlaggedReplayed,
     ];
 
     /// What it means, for the report.
@@ -122,6 +125,7 @@ impl Class {
             }
             Class::ReplayNotFlagged => "a replay was answered without Idempotent-Replayed",
             Class::ContextOfOtherRequest => "an execution ran in another request's call context",
+            Class::FirstAnswerFlaggedReplayed => "a first execution's answer said it was a replay",
         }
     }
 }

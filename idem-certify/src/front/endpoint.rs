@@ -130,6 +130,8 @@ pub(crate) struct Asked {
     pub(crate) key: String,
     /// The caller's request id.
     pub(crate) request: String,
+    /// The attempt, as its server named it before the layer.
+    pub(crate) attempt: String,
 }
 
 /// The endpoint of one server process.
@@ -194,6 +196,7 @@ impl Endpoint {
                 call: call.clone(),
                 request: asked.request.clone(),
                 key: scoped.clone(),
+                attempt: asked.attempt.clone(),
                 context_key: ctx.key().as_str().to_owned(),
             });
         }

@@ -106,6 +106,7 @@ impl Fleet {
                 store,
                 downstream: setting.downstream.clone(),
                 contexts: setting.dir.join("contexts").join(format!("{name}.jsonl")),
+                served: setting.dir.join("served").join(format!("{name}.jsonl")),
             },
             lease_ms: setting.lease.as_millis() as u64,
         };

@@ -10,6 +10,8 @@
 //!   effect written to the server's history, the first a charge at the downstream service
 //!   with `--downstream`.
 //! - `lines`: the run's own histories of JSON lines (requests, call contexts, charges).
+//! - `served`: the middleware around the layer that names each attempt and writes what it
+//!   was answered.
 //! - `process`: server processes started from this binary, killed, stopped and resumed.
 //! - `fleet`: the server slots, each with its proxies, and the faults injected into them.
 //! - `callers`: the callers in the coordinator, sending requests through idem-client under
@@ -23,6 +25,7 @@ mod lines;
 pub(crate) mod plan;
 mod process;
 mod run;
+mod served;
 pub(crate) mod server;
 
 pub(crate) use run::run;

@@ -22,6 +22,8 @@ pub(crate) enum Serves {
         downstream: Option<String>,
         /// Where it appends the call context of each execution.
         contexts: PathBuf,
+        /// Where it appends what each attempt was answered.
+        served: PathBuf,
     },
     /// The downstream service, behind its own layer on a store of its own (in memory).
     Downstream,

@@ -61,7 +61,7 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
     let dir = args.out.clone().unwrap_or_else(|| {
         Path::new("target/certify").join(format!("{name}-{}", seed % 1_000_000))
     });
-    for made in ["histories", "contexts"] {
+    for made in ["histories", "contexts", "served"] {
         let made = dir.join(made);
         fs::create_dir_all(&made)
             .map_err(|error| format!("creating {}: {error}", made.display()))?;
@@ -259,6 +259,10 @@ fn read(dir: &Path, fleet: &Fleet, args: &RunArgs) -> Result<FrontRun, String> {
     for entry in fs::read_dir(dir.join("contexts")).map_err(|error| error.to_string())? {
         let path = entry.map_err(|error| error.to_string())?.path();
         front.add_contexts(lines::read(&path)?);
+    }
+    for entry in fs::read_dir(dir.join("served")).map_err(|error| error.to_string())? {
+        let path = entry.map_err(|error| error.to_string())?.path();
+        front.add_served(lines::read(&path)?);
     }
     front.add_callers(lines::read(&dir.join("callers.jsonl"))?);
     if args.downstream {

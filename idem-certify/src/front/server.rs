@@ -25,6 +25,7 @@ use crate::connect::connect;
 use crate::front::endpoint::{Asked, Downstream, Endpoint, Handled};
 use crate::front::lines::JsonLines;
 use crate::front::plan::{ServerPlan, Serves, CHARGES, ORDERS, REQUEST};
+use crate::front::served::{self, Served, ATTEMPT, EXECUTION};
 use crate::history::{now_micros, HistoryWriter};
 use crate::plan::StoreSpec;
 
@@ -57,20 +58,27 @@ fn tokio_runtime() -> Result<tokio::runtime::Runtime, String> {
 /// coordinator, which waits for its `listening` line, reads its end instead of hanging.
 const STARTUP: Duration = Duration::from_secs(30);
 
-/// The layer on the run's store, and the endpoint behind it, within [`STARTUP`].
-async fn endpoint(plan: &ServerPlan) -> Result<(IdempotencyLayer, Arc<Endpoint>), String> {
+/// The layer on the run's store, the endpoint behind it, and the record of the attempts
+/// around it, within [`STARTUP`].
+async fn endpoint(
+    plan: &ServerPlan,
+) -> Result<(IdempotencyLayer, Arc<Endpoint>, Arc<Served>), String> {
     let Serves::Endpoint {
         store,
         downstream,
         contexts,
+        served,
         ..
     } = plan.serves.clone()
     else {
         return Err("not an endpoint's plan".to_owned());
     };
-    tokio::time::timeout(STARTUP, serve_on(plan, &store, downstream, &contexts))
-        .await
-        .map_err(|_| format!("the store was not reached within {STARTUP:?}"))?
+    let (layer, endpoint) =
+        tokio::time::timeout(STARTUP, serve_on(plan, &store, downstream, &contexts))
+            .await
+            .map_err(|_| format!("the store was not reached within {STARTUP:?}"))??;
+    let served = Served::new(plan.name.clone(), JsonLines::create(&served)?);
+    Ok((layer, endpoint, served))
 }
 
 async fn serve_on(
@@ -123,19 +131,22 @@ fn asked(header: impl Fn(&str) -> Option<String>) -> Asked {
         .unwrap_or_default();
     let key = header(idem_client::IDEMPOTENCY_KEY.as_str()).unwrap_or_default();
     let request = header(REQUEST).unwrap_or_default();
+    let attempt = header(ATTEMPT).unwrap_or_default();
     Asked {
         principal,
         key,
         request,
+        attempt,
     }
 }
 
 async fn tower(plan: ServerPlan) -> Result<(), String> {
-    let (layer, endpoint) = endpoint(&plan).await?;
+    let (layer, endpoint, served) = endpoint(&plan).await?;
     let app = Router::new()
         .route(ORDERS, post(tower_order))
         .with_state(endpoint)
-        .layer(layer);
+        .layer(layer)
+        .layer(axum::middleware::from_fn_with_state(served, served::tower));
     serve_axum(app).await
 }
 
@@ -153,15 +164,19 @@ async fn tower_order(
     State(endpoint): State<Arc<Endpoint>>,
     headers: HeaderMap,
     body: String,
-) -> (StatusCode, String) {
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
     let asked = asked(|name| {
         let value = headers.get(name)?.to_str().ok()?;
         Some(value.to_owned())
     });
     match endpoint.handle(&asked, &body).await {
-        Handled::Created(answer) => (StatusCode::CREATED, answer),
+        Handled::Created(answer) => {
+            let execution = execution_of(&answer);
+            (StatusCode::CREATED, [(EXECUTION, execution)], answer).into_response()
+        }
         Handled::Unavailable(why) | Handled::ServiceError(why) => {
-            (StatusCode::SERVICE_UNAVAILABLE, why)
+            (StatusCode::SERVICE_UNAVAILABLE, why).into_response()
         }
     }
 }
@@ -169,8 +184,9 @@ async fn tower_order(
 async fn actix(plan: ServerPlan) -> Result<(), String> {
     use actix_web::dev::Service as _;
     use actix_web::{web, App, HttpServer};
-    let (layer, endpoint) = endpoint(&plan).await?;
+    let (layer, endpoint, served) = endpoint(&plan).await?;
     let server = HttpServer::new(move || {
+        let served = served.clone();
         App::new()
             .app_data(web::Data::from(endpoint.clone()))
             // Inside the layer (the last `wrap` is the outermost): a handler's response marked
@@ -187,6 +203,24 @@ async fn actix(plan: ServerPlan) -> Result<(), String> {
                 }
             })
             .wrap(layer.clone())
+            // Outside the layer: each attempt named, and what the layer answered it written.
+            .wrap_fn(move |mut request, service| {
+                use actix_web::http::header::{HeaderName, HeaderValue};
+                let attempt = served.next();
+                let value = HeaderValue::from_str(&attempt).expect("an attempt's id is ASCII");
+                request
+                    .headers_mut()
+                    .insert(HeaderName::from_static(ATTEMPT), value);
+                let (served, answered) = (served.clone(), service.call(request));
+                async move {
+                    let response = answered.await?;
+                    served.record(attempt, response.status().as_u16(), |name| {
+                        let value = response.headers().get(name)?.to_str().ok()?;
+                        Some(value.to_owned())
+                    });
+                    Ok(response)
+                }
+            })
             .route(ORDERS, web::post().to(actix_order))
     })
     .workers(2)
@@ -195,6 +229,11 @@ async fn actix(plan: ServerPlan) -> Result<(), String> {
     .map_err(|error| error.to_string())?;
     announce(server.addrs()[0])?;
     server.run().await.map_err(|error| error.to_string())
+}
+
+/// The execution an answer names (its first part).
+fn execution_of(answer: &str) -> String {
+    answer.split('|').next().unwrap_or_default().to_owned()
 }
 
 /// The header by which the handler asks the middleware inside the layer to fail.
@@ -211,7 +250,9 @@ async fn actix_order(
         Some(value.to_owned())
     });
     match endpoint.handle(&asked, &body).await {
-        Handled::Created(answer) => HttpResponse::Created().body(answer),
+        Handled::Created(answer) => HttpResponse::Created()
+            .insert_header((EXECUTION, execution_of(&answer)))
+            .body(answer),
         Handled::Unavailable(why) => HttpResponse::ServiceUnavailable().body(why),
         Handled::ServiceError(why) => HttpResponse::ServiceUnavailable()
             .insert_header((SERVICE_FAILED, "1"))

@@ -53,6 +53,7 @@ pub fn check_front(front: &FrontRun) -> Findings {
     }
     findings.anomalies.extend(downstream::per_order(front));
     findings.anomalies.extend(replies::shared_contexts(front));
+    findings.anomalies.extend(replies::served_flags(front));
     findings
 }
 

@@ -67,8 +67,26 @@ pub struct ExecutionContext {
     pub request: String,
     /// The key `PRINCIPAL/KEY` its request asked with.
     pub key: String,
+    /// The HTTP request (the attempt) it ran for, named by its server before the layer.
+    #[serde(default)]
+    pub attempt: String,
     /// The engine's key of its call context (`context().key()`).
     pub context_key: String,
+}
+
+/// What a server answered one attempt (one HTTP request), as seen outside the layer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServedAttempt {
+    /// The attempt.
+    pub attempt: String,
+    /// The answer's status.
+    pub status: u16,
+    /// Whether it said it was a replay.
+    pub replayed: bool,
+    /// The execution it came from, when the answer names it (a first answer does).
+    pub execution: Option<String>,
+    /// When, in microseconds since the epoch.
+    pub t: u64,
 }
 
 /// One charge the downstream service made.
@@ -98,6 +116,8 @@ pub struct FrontRun {
     pub statuses: BTreeMap<String, (u16, bool)>,
     /// The call context of each execution that reached the handler, by execution.
     pub contexts: BTreeMap<String, ExecutionContext>,
+    /// What the servers answered, attempt by attempt.
+    pub served: Vec<ServedAttempt>,
 }
 
 impl FrontRun {
@@ -160,6 +180,11 @@ impl FrontRun {
                 .or_default()
                 .push(charge);
         }
+    }
+
+    /// Adds servers' records of their attempts.
+    pub fn add_served(&mut self, served: Vec<ServedAttempt>) {
+        self.served.extend(served);
     }
 
     /// Adds servers' context lines.

@@ -115,3 +115,40 @@ pub(super) fn shared_contexts(front: &FrontRun) -> Vec<Anomaly> {
         })
         .collect()
 }
+
+/// Each answer a server gave that names its execution (a first answer does; a replay carries
+/// only the headers the layer replays) is flagged a replay exactly when the execution ran
+/// for another attempt.
+pub(super) fn served_flags(front: &FrontRun) -> Vec<Anomaly> {
+    let mut found = Vec::new();
+    for served in &front.served {
+        let Some(execution) = &served.execution else {
+            continue;
+        };
+        let Some(context) = front.contexts.get(execution) else {
+            continue;
+        };
+        let first = context.attempt == served.attempt;
+        let class = match (first, served.replayed) {
+            (true, true) => Class::FirstAnswerFlaggedReplayed,
+            (false, false) => Class::ReplayNotFlagged,
+            _ => continue,
+        };
+        found.push(Anomaly {
+            class,
+            key: context.key.clone(),
+            detail: format!(
+                "attempt {} got {execution}'s answer (which ran for attempt {}) {} as a replay",
+                served.attempt,
+                context.attempt,
+                if served.replayed {
+                    "flagged"
+                } else {
+                    "not flagged"
+                }
+            ),
+            calls: vec![execution.clone()],
+        });
+    }
+    found
+}

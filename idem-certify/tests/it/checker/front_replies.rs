@@ -1,11 +1,12 @@
 //! The front-end checker on what answers say beyond their bodies and on the downstream's
 //! charges: a refusal the workload never provokes (`UnexpectedRefusal`), a replay that does
-//! not say so or under another status, an execution in another request's call context
+//! not say so or under another status, a first answer flagged as a replay
+//! (`FirstAnswerFlaggedReplayed`), an execution in another request's call context
 //! (`ContextOfOtherRequest`), a success with no charge of its order behind it
 //! (`ChargeMissing`), an order charged under two keys (`DownstreamKeyChanged`); an
 //! execution cut short by a kill before its body is excused.
 
-use idem_certify::check::front::model::{Charge, ClientEvent, ExecutionContext};
+use idem_certify::check::front::model::{Charge, ClientEvent, ExecutionContext, ServedAttempt};
 use idem_certify::check::model::FaultRecord;
 use idem_certify::check::Class;
 use idem_certify::history::{Event, Op};
@@ -27,7 +28,19 @@ fn context(call: &str, principal: &str, request: &str, context_key: &str) -> Exe
         call: call.into(),
         request: request.into(),
         key: format!("{principal}/{KEY}"),
+        attempt: format!("{request}#1"),
         context_key: context_key.into(),
+    }
+}
+
+/// What attempt `attempt` was answered, from execution s0.1:0, flagged `replayed` or not.
+fn served(attempt: &str, replayed: bool) -> ServedAttempt {
+    ServedAttempt {
+        attempt: attempt.into(),
+        status: 201,
+        replayed,
+        execution: Some("s0.1:0".into()),
+        t: 100,
     }
 }
 
@@ -68,6 +81,25 @@ fn a_replay_must_say_so_and_keep_its_status() {
     let mut other_status = answered("c0.0", 0, 201, &body, false);
     other_status.extend(answered("c1.0", 200, 200, &body, true));
     assert_eq!(run_for_c0(other_status), [Class::TwoAnswers]);
+}
+
+#[test]
+fn a_server_flags_replays_by_the_attempt_its_execution_ran_for() {
+    let servers = vec![("s0.1", execution("s0.1:0", "alice", 10, Some(1)))];
+    let mut front = front_run(servers, Vec::new());
+    front.add_contexts(vec![context(
+        "s0.1:0",
+        "alice",
+        "c0.0",
+        "idem|http|alice|k1",
+    )]);
+    front.add_served(vec![served("c0.0#1", false), served("c1.0#1", true)]);
+    assert_eq!(classes(&front), []);
+    front.add_served(vec![served("c0.0#1", true), served("c2.0#1", false)]);
+    assert_eq!(
+        classes(&front),
+        [Class::FirstAnswerFlaggedReplayed, Class::ReplayNotFlagged]
+    );
 }
 
 #[test]
