@@ -194,6 +194,21 @@ impl HistoryWriter {
     }
 }
 
+/// The events of every worker's file in `dir`, each with its worker's name (the file's).
+pub(crate) fn read_all(dir: &Path) -> Result<Vec<(String, Vec<Event>)>, String> {
+    let mut histories = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|error| error.to_string())? {
+        let path = entry.map_err(|error| error.to_string())?.path();
+        let process = path
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        histories.push((process, read(&path).map_err(|error| error.to_string())?));
+    }
+    Ok(histories)
+}
+
 /// The events of one worker's file. A last line cut short is skipped: its event never
 /// finished happening as far as the history is concerned.
 pub(crate) fn read(path: &Path) -> io::Result<Vec<Event>> {

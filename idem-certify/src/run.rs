@@ -122,14 +122,7 @@ async fn run_on(
         lease: args.lease_ms * 1_000,
         ..Run::default()
     };
-    for entry in fs::read_dir(&histories).map_err(|error| error.to_string())? {
-        let path = entry.map_err(|error| error.to_string())?.path();
-        let process = path
-            .file_stem()
-            .and_then(|stem| stem.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        let events = history::read(&path).map_err(|error| error.to_string())?;
+    for (process, events) in history::read_all(&histories)? {
         run.add_history(&process, events);
     }
     if run.calls.is_empty() {

@@ -246,16 +246,10 @@ fn answers(calls: &[&CallRecord], found: &mut Found<'_>) {
     // An owner whose key was taken over before it answered can't have had its outcome
     // accepted: the successor's reservation came first, and fences it out.
     for call in calls {
-        let (Some((_, false)), Some((began, _, fencing)), Some(ended)) =
-            (call.answer(), call.body, call.ended_at())
-        else {
+        let (Some((_, false)), Some(ended)) = (call.answer(), call.ended_at()) else {
             continue;
         };
-        if let Some(successor) = calls.iter().find(|other| {
-            other.body.is_some_and(|(start, _, theirs)| {
-                theirs > fencing && began < start && start < ended
-            })
-        }) {
+        if let Some(successor) = call.taken_over_before(ended, calls) {
             found(
                 Class::StaleWriteAccepted,
                 format!(

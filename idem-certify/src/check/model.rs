@@ -90,6 +90,21 @@ impl CallRecord {
     pub(crate) fn ended_at(&self) -> Option<u64> {
         self.ending.as_ref().map(|(_, t)| *t)
     }
+
+    /// The first of `others` that took this call's key over before `until`: a body with a
+    /// higher fencing token, begun after this one's and before `until`.
+    pub(crate) fn taken_over_before<'a>(
+        &self,
+        until: u64,
+        others: &[&'a CallRecord],
+    ) -> Option<&'a CallRecord> {
+        let (began, _, fencing) = self.body?;
+        others.iter().copied().find(|other| {
+            other.body.is_some_and(|(start, _, theirs)| {
+                theirs > fencing && began < start && start < until
+            })
+        })
+    }
 }
 
 /// The whole run: calls by key, faults, final records.

@@ -246,14 +246,7 @@ fn read(dir: &Path, fleet: &Fleet, args: &RunArgs) -> Result<FrontRun, String> {
         },
         ..FrontRun::default()
     };
-    for entry in fs::read_dir(dir.join("histories")).map_err(|error| error.to_string())? {
-        let path = entry.map_err(|error| error.to_string())?.path();
-        let process = path
-            .file_stem()
-            .and_then(|stem| stem.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        let events = history::read(&path).map_err(|error| error.to_string())?;
+    for (process, events) in history::read_all(&dir.join("histories"))? {
         front.run.add_history(&process, events);
     }
     for entry in fs::read_dir(dir.join("contexts")).map_err(|error| error.to_string())? {

@@ -2,16 +2,10 @@
 //! the run's board, and stops aimed at a key's owner (a slow body, a step waiting for its
 //! answer) that last until its key is taken over.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn out_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("certify-aimed")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
+use crate::support::command::{out_dir, redis_installed};
 
 fn certify(args: &[&str], out: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_idem-certify"))
@@ -57,12 +51,7 @@ fn retries_aimed_at_stalled_keys_take_them_over_and_every_pause_is_unlisted_at_t
 
 #[test]
 fn stops_aimed_at_a_keys_owner_last_until_the_key_is_taken_over() {
-    let installed = Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .is_ok();
-    if !installed && !idem_test_servers::availability::backends_required() {
-        eprintln!("skipped: no redis-server (scripts/services.sh installs it)");
+    if !redis_installed("the aimed stops") {
         return;
     }
     let out = out_dir("redis-stops");

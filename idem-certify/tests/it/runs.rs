@@ -5,6 +5,8 @@ mod front;
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::command::{out_dir, redis_installed};
+
 /// Runs `idem-certify` on memory for a few seconds with `extra` arguments; its exit code, its
 /// output, and the report it wrote.
 fn certify(extra: &[&str], out: &Path) -> (i32, String, serde_json::Value) {
@@ -30,14 +32,6 @@ fn certify(extra: &[&str], out: &Path) -> (i32, String, serde_json::Value) {
         stdout,
         serde_json::from_str(&report).expect("the report is JSON"),
     )
-}
-
-fn out_dir(name: &str) -> std::path::PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("certify")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 #[test]
@@ -107,12 +101,7 @@ fn workers_that_cannot_reach_the_store_fail_the_run_instead_of_passing_it() {
 /// before saying "not recorded", or every such call would be a false alarm.
 #[test]
 fn a_cluster_rides_out_failovers_and_lost_replicas() {
-    let installed = Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .is_ok();
-    if !installed && !idem_test_servers::availability::backends_required() {
-        eprintln!("skipped: no redis-server (scripts/services.sh installs it)");
+    if !redis_installed("the cluster's run") {
         return;
     }
     let out = out_dir("cluster-failover");

@@ -120,15 +120,9 @@ fn answers(
         .iter()
         .filter(|call| answered.contains(call.id.as_str()))
     {
-        let Some((began, _, fencing)) = execution.body else {
-            continue;
-        };
-        let stopped = run.body_stopped(execution);
-        if let Some(successor) = executions.iter().find(|other| {
-            other.body.is_some_and(|(start, _, theirs)| {
-                theirs > fencing && began < start && start < stopped
-            })
-        }) {
+        if let Some(successor) =
+            execution.taken_over_before(run.body_stopped(execution), executions)
+        {
             found(
                 Class::StaleWriteAccepted,
                 format!(

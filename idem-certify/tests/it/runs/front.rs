@@ -3,24 +3,17 @@
 //! eight seconds leave room for both), answers every principal's keys correctly. The network
 //! faults and the store's restarts are left to the longer runs (`scripts/certify-planted.sh`).
 
-use std::path::Path;
 use std::process::Command;
+
+use crate::support::command::{out_dir, redis_installed};
 
 /// Runs `idem-certify --front FRONT` on Redis for eight seconds, its servers killed and stopped; its exit code, its output and
 /// the report it wrote. `None` when there is no redis-server and none is required.
 fn certify_front(front: &str) -> Option<(i32, String, serde_json::Value)> {
-    let found = Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .is_ok();
-    if !found && !idem_test_servers::availability::backends_required() {
-        eprintln!("no redis-server: the {front} run is skipped");
+    if !redis_installed(&format!("the {front} run")) {
         return None;
     }
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("certify")
-        .join(format!("front-{front}"));
-    let _ = std::fs::remove_dir_all(&out);
+    let out = out_dir(&format!("front-{front}"));
     let output = Command::new(env!("CARGO_BIN_EXE_idem-certify"))
         .args(["--store", "redis", "--front", front, "--seconds", "8"])
         .args(["--faults", "kill,stop"])

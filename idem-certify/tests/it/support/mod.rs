@@ -1,6 +1,8 @@
-//! Hand-written histories for the checker's tests.
+//! Hand-written histories for the checker's tests, and what the tests that run the command
+//! share ([`command`]).
 #![allow(dead_code)]
 
+pub mod command;
 pub mod takeover;
 
 use idem_certify::check::model::{FinalRecord, Run};
