@@ -48,14 +48,26 @@ fn a_correct_store_has_no_anomaly() {
 
 #[test]
 fn broken_stores_are_caught_by_the_class_they_break() {
-    for (broken, class) in [
+    let stores = [
         ("ReserveAlwaysGrants", "concurrent_bodies"),
         ("FingerprintIgnored", "answer_for_other_arguments"),
         ("RenewDoesNotExtend", "concurrent_bodies"),
         ("TakeoverOneSecondEarly", "concurrent_bodies"),
-    ] {
-        let out = out_dir(broken);
-        let (code, stdout, report) = certify(&["--broken", broken], &out);
+    ];
+    // Side by side: each run takes its seconds whatever else runs.
+    let runs: Vec<_> = std::thread::scope(|scope| {
+        let running: Vec<_> = stores
+            .iter()
+            .map(|&(broken, _)| {
+                scope.spawn(move || certify(&["--broken", broken], &out_dir(broken)))
+            })
+            .collect();
+        running
+            .into_iter()
+            .map(|run| run.join().expect("the run's thread"))
+            .collect()
+    });
+    for ((broken, class), (code, stdout, report)) in stores.into_iter().zip(runs) {
         assert_eq!(code, 1, "{broken}: {stdout}");
         let found = report["anomalies_by_class"][class].as_u64().unwrap_or(0);
         assert!(found > 0, "{broken}: no {class} in {stdout}");
