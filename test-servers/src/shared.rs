@@ -37,9 +37,10 @@ impl<K: ServerKind> SharedServer<K> {
     }
 
     /// `None` when servers are not shared; else a handle on the shared server (which the test
-    /// must leave running), started by `start` if there is none yet, or `Some(None)` if it
-    /// cannot be started (`start` has told the harness why). Tests asking meanwhile wait for
-    /// the first start rather than start servers of their own.
+    /// must leave running), started by `start` on the asking test's thread if there is none
+    /// yet, or `Some(None)` if it cannot be started (`start` has told the harness why, for
+    /// this test; the next test to ask tries again). Tests asking meanwhile wait for the first
+    /// start rather than start servers of their own.
     pub(crate) fn handle(
         &self,
         start: impl FnOnce() -> Option<TestServer<K>>,

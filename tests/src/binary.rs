@@ -38,8 +38,9 @@ pub use libtest_mimic::{Arguments, Trial};
 use crate::harness::{long_first, Test};
 
 /// Runs the trials `gather` makes for the command line's options,
-/// [`CHECKS_AT_ONCE`](idem_conformance::CHECKS_AT_ONCE) at once unless it says otherwise, sharing the servers tests merely use
-/// ([`idem_test_servers::shared`]). What [`binary_main!`](crate::binary_main) expands to.
+/// [`CHECKS_AT_ONCE`](idem_conformance::CHECKS_AT_ONCE) at once unless it says otherwise,
+/// sharing the servers tests merely use ([`idem_test_servers::shared`]). What
+/// [`binary_main!`](crate::binary_main) expands to.
 pub fn main(gather: impl FnOnce(&Arguments) -> Vec<Trial>) -> ExitCode {
     quiet_intended_panics();
     let args = idem_conformance::arguments();
