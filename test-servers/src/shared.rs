@@ -16,8 +16,8 @@ use crate::process::{ServerKind, TestServer};
 /// Whether the running binary shares servers: set for the span of [`share_servers_while`].
 static SHARING: AtomicBool = AtomicBool::new(false);
 
-/// Runs `tests` with the servers started through a [`SharedServer`] shared among them, then
-/// stops those servers and removes their files.
+/// Runs `tests` with one PostgreSQL cluster and one moto_server shared among those that merely
+/// use one, then stops those servers and removes their files.
 pub fn share_servers_while<T>(tests: impl FnOnce() -> T) -> T {
     SHARING.store(true, Ordering::SeqCst);
     let outcome = tests();
