@@ -68,6 +68,21 @@ pub(crate) struct RunArgs {
     pub(crate) callers: u32,
 }
 
+impl RunArgs {
+    /// The faults `--faults` names, without `none`; `None` when the option is absent, so the
+    /// run chooses its defaults.
+    pub(crate) fn named_faults(&self) -> Option<Vec<FaultKind>> {
+        let named = self.faults.as_ref()?;
+        Some(
+            named
+                .iter()
+                .copied()
+                .filter(|&fault| fault != FaultKind::None)
+                .collect(),
+        )
+    }
+}
+
 /// The HTTP front ends `--front` certifies, each idem-http's layer on a framework.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

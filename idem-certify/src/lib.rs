@@ -57,6 +57,7 @@ mod front;
 pub mod history;
 pub mod listening;
 mod nemesis;
+mod out_dir;
 mod plan;
 mod processes;
 pub mod proxies;

@@ -18,10 +18,12 @@ use crate::check::{check, Findings};
 use crate::connect::wrap;
 use crate::history::{self, now_micros, HistoryWriter};
 use crate::nemesis::{self, Workers};
+use crate::out_dir;
 use crate::plan::WorkerPlan;
 use crate::report::{Report, Setup};
 use crate::servers::Target;
 use crate::worker::run_all;
+use crate::workload::board::BOARD;
 use crate::workload::{run_key, BodyError};
 
 /// How late the news of a lost lease may be written after the takeover it allowed, beyond
@@ -73,9 +75,8 @@ async fn run_on(
     let dir = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("target/certify").join(format!("{name}-{}", seed % 1_000_000))
     });
+    out_dir::fresh(&dir, &["histories", BOARD])?;
     let histories = dir.join("histories");
-    fs::create_dir_all(&histories)
-        .map_err(|error| format!("creating {}: {error}", histories.display()))?;
     let run_id = format!("run{seed}");
     let until = now_micros() + args.seconds * 1_000_000;
     let spec = target.spec.clone();
@@ -154,12 +155,8 @@ async fn run_on(
 }
 
 fn faults_of(args: &RunArgs, kind: StoreKind, restartable: bool) -> Result<Vec<FaultKind>, String> {
-    let faults: Vec<FaultKind> = match &args.faults {
-        Some(faults) => faults
-            .iter()
-            .copied()
-            .filter(|&fault| fault != FaultKind::None)
-            .collect(),
+    let faults: Vec<FaultKind> = match args.named_faults() {
+        Some(faults) => faults,
         None if kind == StoreKind::Memory => Vec::new(),
         None => {
             let mut faults = vec![FaultKind::Kill, FaultKind::Stop, FaultKind::Clock];

@@ -18,6 +18,7 @@ use crate::front::lines::{self, JsonLines};
 use crate::front::plan::{ServerPlan, Serves};
 use crate::front::process::ServerProcess;
 use crate::history::{self, now_micros};
+use crate::out_dir;
 use crate::proxies::Proxy;
 use crate::report::{Report, Setup};
 use crate::run::Outcome;
@@ -61,11 +62,7 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
     let dir = args.out.clone().unwrap_or_else(|| {
         Path::new("target/certify").join(format!("{name}-{}", seed % 1_000_000))
     });
-    for made in ["histories", "contexts", "served"] {
-        let made = dir.join(made);
-        fs::create_dir_all(&made)
-            .map_err(|error| format!("creating {}: {error}", made.display()))?;
-    }
+    out_dir::fresh(&dir, &["histories", "contexts", "served"])?;
     let lease = Duration::from_millis(args.lease_ms);
     let (_downstream, mut downstream_proxy) = match args.downstream {
         true => {
@@ -182,12 +179,8 @@ fn counts(front: &FrontRun) -> String {
 
 /// The faults to inject: kill, stop, net and restart are the ones a front-end run knows.
 fn faults_of(args: &RunArgs, restartable: bool) -> Result<Vec<FaultKind>, String> {
-    let faults: Vec<FaultKind> = match &args.faults {
-        Some(faults) => faults
-            .iter()
-            .copied()
-            .filter(|&fault| fault != FaultKind::None)
-            .collect(),
+    let faults: Vec<FaultKind> = match args.named_faults() {
+        Some(faults) => faults,
         None => {
             let mut faults = DEFAULT_FAULTS.to_vec();
             if restartable {

@@ -173,17 +173,22 @@ pub(crate) const AIMED: &str = "nemesis.json";
 
 /// The board of the run whose directory is `run_dir`.
 pub(crate) fn board_dir(run_dir: &Path) -> PathBuf {
-    run_dir.join("board")
+    run_dir.join(BOARD)
 }
 
-/// Every pause listed on the board in `dir`, with the process that listed it.
+/// The board's directory in a run's directory.
+pub(crate) const BOARD: &str = "board";
+
+/// Every pause listed on the board in `dir`, with the process that listed it (not the key the
+/// nemesis aims retries at, which no process holds).
 pub(crate) fn read_dir(dir: &Path) -> Vec<(String, Pause)> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut found = Vec::new();
     for path in entries.flatten().map(|entry| entry.path()) {
-        if path.extension().is_none_or(|extension| extension != "json") {
+        let listed = path.extension().is_some_and(|extension| extension == "json");
+        if !listed || path.file_name().is_some_and(|name| name == AIMED) {
             continue;
         }
         let process = path
