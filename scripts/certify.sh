@@ -6,8 +6,10 @@
 #   scripts/certify.sh                       # 15 s per run, as CI runs it
 #   scripts/certify.sh --write CERTIFICATION.md   # 60 s per run, and rewrite that file
 #
-# IDEM_CERTIFY_SECS sets the seconds per run. The servers are started on loopback through the
-# test harness (see scripts/services.sh). Fails when any run shows an anomaly.
+# IDEM_CERTIFY_SECS sets the seconds per run, IDEM_CERTIFY_JOBS how many runs at once (2: a
+# run mostly waits on its servers, its leases and its faults). The servers are started on
+# loopback through the test harness (see scripts/services.sh), each run its own. Fails when any
+# run shows an anomaly.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -41,12 +43,34 @@ runs=(
     "actix-postgres --store postgres --front actix"
     "actix-downstream --store redis --front actix --downstream"
 )
+at_once="${IDEM_CERTIFY_JOBS:-2}"
+mkdir -p "$out"
+# One run, its output kept beside its report and its exit status in a file: printed in the
+# list's order once every run has ended, so that runs side by side do not interleave.
+certify_one() {
+    local name="$1" options="$2"
+    # shellcheck disable=SC2086 # the options are words
+    if "$certify" $options --seconds "$seconds" --out "$out/$name" >"$out/$name.log" 2>&1; then
+        echo 0 >"$out/$name.status"
+    else
+        echo "$?" >"$out/$name.status"
+    fi
+}
+for run in "${runs[@]}"; do
+    read -r name options <<<"$run"
+    while [ "$(jobs -rp | wc -l)" -ge "$at_once" ]; do
+        wait -n || true
+    done
+    echo "== $name ($options), ${seconds}s: started at ${SECONDS} s"
+    certify_one "$name" "$options" &
+done
+wait
 status=0
 for run in "${runs[@]}"; do
     read -r name options <<<"$run"
     echo "== $name ($options), ${seconds}s"
-    # shellcheck disable=SC2086 # the options are words
-    if ! "$certify" $options --seconds "$seconds" --out "$out/$name"; then
+    cat "$out/$name.log"
+    if [ "$(cat "$out/$name.status")" != 0 ]; then
         status=1
     fi
 done
