@@ -2,7 +2,6 @@
 //! read, the final records fetched, checked and reported.
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
