@@ -29,7 +29,7 @@ cargo build -q --workspace --all-features --bin idem-certify --examples
 certify="${CARGO_TARGET_DIR:-target}/debug/idem-certify"
 # Each run: its name (its directory and plots), then its options. The stores' own runs, then
 # each HTTP front end (idem-http's layer under axum and under actix-web) on two stores and
-# charging a downstream service.
+# charging a downstream service, and poem's middleware on Redis.
 runs=(
     "memory --store memory"
     "redis --store redis"
@@ -42,6 +42,7 @@ runs=(
     "actix-redis --store redis --front actix"
     "actix-postgres --store postgres --front actix"
     "actix-downstream --store redis --front actix --downstream"
+    "poem-redis --store redis --front poem"
 )
 at_once="${IDEM_CERTIFY_JOBS:-2}"
 mkdir -p "$out"

@@ -91,6 +91,8 @@ pub(crate) enum FrontKind {
     Tower,
     /// `IdempotencyLayer` as actix-web middleware (`App::wrap`).
     Actix,
+    /// `IdempotencyLayer` as poem middleware (`EndpointExt::with`).
+    Poem,
 }
 
 /// The stores `idem-certify` starts.

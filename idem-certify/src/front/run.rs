@@ -92,14 +92,7 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
         span: (began, until),
         urls: fleet.urls.clone(),
         history: JsonLines::create(&dir.join("callers.jsonl"))?,
-        // With a downstream, no slow shape: the executions in flight when a server is killed
-        // or stopped are then mostly in their charge, which is what a takeover must not repeat.
-        shapes: match (front, args.downstream) {
-            (FrontKind::Tower, false) => &[Shape::Plain, Shape::Plain, Shape::Slow],
-            (FrontKind::Actix, false) => &[Shape::Plain, Shape::Slow, Shape::ServiceError],
-            (FrontKind::Tower, true) => &[Shape::Plain],
-            (FrontKind::Actix, true) => &[Shape::Plain, Shape::Plain, Shape::ServiceError],
-        },
+        shapes: shapes(front, args.downstream),
         client: callers::client(lease)?,
     });
     let callers: Vec<_> = (0..args.callers)
@@ -151,6 +144,21 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
     // they ended in; `unfinished` for those that answered) side by side: told apart here.
     eprintln!("{}", counts(&front_run));
     Ok(Outcome { report, dir })
+}
+
+/// The shapes a front end's requests take, by key. A service error after the handler began
+/// is sent where the framework has one that reaches the layer as a failure, not an answer:
+/// actix-web's middleware `Err` and poem's `poem::Error`. Behind tower (axum) it could only be
+/// an answer, a 503 that releases the key: not sent there. With a downstream, no slow shape:
+/// the executions in flight when a server is killed or stopped are then mostly in their
+/// charge, which is what a takeover must not repeat.
+fn shapes(front: FrontKind, downstream: bool) -> &'static [Shape] {
+    match (front, downstream) {
+        (FrontKind::Tower, false) => &[Shape::Plain, Shape::Plain, Shape::Slow],
+        (FrontKind::Tower, true) => &[Shape::Plain],
+        (_, false) => &[Shape::Plain, Shape::Slow, Shape::ServiceError],
+        (_, true) => &[Shape::Plain, Shape::Plain, Shape::ServiceError],
+    }
 }
 
 /// How many requests were answered, replayed and left unanswered, how many executions ran,

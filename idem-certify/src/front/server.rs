@@ -1,5 +1,6 @@
 //! A server process of a front-end run: the certified endpoint behind the tower layer (axum)
-//! or actix-web's middleware on the run's store, or the downstream service behind its own
+//! or actix-web's middleware on the run's store (poem's in a module of its own, from the same
+//! pieces here), or the downstream service behind its own
 //! layer on a memory store. Prints `listening ADDRESS` once it serves, then serves until
 //! killed.
 
@@ -22,6 +23,7 @@ use idem_stores::memory::MemoryStore;
 use crate::args::FrontKind;
 use crate::check::front::model::Charge;
 use crate::connect::connect;
+use crate::front;
 use crate::front::endpoint::{Asked, Downstream, Endpoint, Handled};
 use crate::front::lines::JsonLines;
 use crate::front::plan::{ServerPlan, Serves, CHARGES, ORDERS, REQUEST};
@@ -42,6 +44,10 @@ pub(crate) fn main(plan: &str) -> Result<(), String> {
             front: FrontKind::Tower,
             ..
         } => tokio_runtime()?.block_on(tower(plan)),
+        Serves::Endpoint {
+            front: FrontKind::Poem,
+            ..
+        } => tokio_runtime()?.block_on(front::poem::serve(plan)),
         Serves::Downstream => tokio_runtime()?.block_on(downstream_service(plan)),
     }
 }
@@ -60,7 +66,7 @@ const STARTUP: Duration = Duration::from_secs(30);
 
 /// The layer on the run's store, the endpoint behind it, and the record of the attempts
 /// around it, within [`STARTUP`].
-async fn endpoint(
+pub(super) async fn endpoint(
     plan: &ServerPlan,
 ) -> Result<(IdempotencyLayer, Arc<Endpoint>, Arc<Served>), String> {
     let Serves::Endpoint {
@@ -120,12 +126,12 @@ fn downstream_client(
 }
 
 /// Tells the coordinator where this server listens.
-fn announce(address: SocketAddr) -> Result<(), String> {
+pub(super) fn announce(address: SocketAddr) -> Result<(), String> {
     crate::listening::announce(address).map_err(|error| error.to_string())
 }
 
 /// The principal (a bearer token), the key and the caller's id of a request, by header.
-fn asked(header: impl Fn(&str) -> Option<String>) -> Asked {
+pub(super) fn asked(header: impl Fn(&str) -> Option<String>) -> Asked {
     let principal = header("authorization")
         .map(|value| value.trim_start_matches("Bearer ").to_owned())
         .unwrap_or_default();
@@ -232,12 +238,12 @@ async fn actix(plan: ServerPlan) -> Result<(), String> {
 }
 
 /// The execution an answer names (its first part).
-fn execution_of(answer: &str) -> String {
+pub(super) fn execution_of(answer: &str) -> String {
     answer.split('|').next().unwrap_or_default().to_owned()
 }
 
 /// The header by which the handler asks the middleware inside the layer to fail.
-const SERVICE_FAILED: &str = "x-certify-service-failed";
+pub(super) const SERVICE_FAILED: &str = "x-certify-service-failed";
 
 async fn actix_order(
     endpoint: actix_web::web::Data<Endpoint>,
