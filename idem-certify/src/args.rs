@@ -93,6 +93,8 @@ pub(crate) enum FrontKind {
     Actix,
     /// `IdempotencyLayer` as poem middleware (`EndpointExt::with`).
     Poem,
+    /// `IdempotencyLayer` as a salvo hoop (`Router::hoop`).
+    Salvo,
 }
 
 /// The stores `idem-certify` starts.

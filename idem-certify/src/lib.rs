@@ -7,10 +7,10 @@
 //! workers' clocks skewed. Every call, body, side effect and answer goes into a history; a checker reads it,
 //! with the store's final records, and counts anomalies by class.
 //!
-//! With `--front tower|actix|poem` it certifies idem-http's layer as a service runs it: server
-//! processes (this binary again) serve an endpoint of two steps behind the tower layer on
-//! axum, or behind actix-web's or poem's middleware, on the store; callers in this process
-//! send
+//! With `--front tower|actix|poem|salvo` it certifies idem-http's layer as a service runs it:
+//! server processes (this binary again) serve an endpoint of two steps behind the tower layer
+//! on axum, actix-web's or poem's middleware, or salvo's hoop, on the store; callers in this
+//! process send
 //! requests through idem-client (its retries and timeouts) under three principals that reuse
 //! the same keys; servers are killed (and started again) and stopped past the lease, the
 //! network between callers and servers and between servers and the store faulted, the

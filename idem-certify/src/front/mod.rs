@@ -1,12 +1,12 @@
-//! Certification of the HTTP front ends (`--front tower|actix|poem`): idem-http's layer in
-//! server processes on a real store, called through idem-client while the servers are killed and
+//! Certification of the HTTP front ends (`--front tower|actix|poem|salvo`): idem-http's layer
+//! in server processes on a real store, called through idem-client while the servers are killed and
 //! stopped and the network between callers, servers, the store and a downstream service
 //! misbehaves.
 //!
 //! - `plan`: what a server process is told to serve.
 //! - `server`: a server process: the endpoint behind the tower layer (axum) or actix-web's
-//!   middleware, or the downstream service behind its own layer; `poem`: the endpoint behind
-//!   poem's middleware.
+//!   middleware, or the downstream service behind its own layer; `poem` and `salvo`: the
+//!   endpoint behind poem's middleware and salvo's hoop.
 //! - `endpoint`: the handler itself, the same on every front end: two steps, each a side
 //!   effect written to the server's history, the first a charge at the downstream service
 //!   with `--downstream`.
@@ -27,6 +27,7 @@ pub(crate) mod plan;
 mod poem;
 mod process;
 mod run;
+mod salvo;
 mod served;
 pub(crate) mod server;
 

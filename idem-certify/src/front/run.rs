@@ -148,10 +148,10 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
 
 /// The shapes a front end's requests take, by key. A service error after the handler began
 /// is sent where the framework has one that reaches the layer as a failure, not an answer:
-/// actix-web's middleware `Err` and poem's `poem::Error`. Behind tower (axum) it could only be
-/// an answer, a 503 that releases the key: not sent there. With a downstream, no slow shape:
-/// the executions in flight when a server is killed or stopped are then mostly in their
-/// charge, which is what a takeover must not repeat.
+/// actix-web's middleware `Err`, poem's `poem::Error` and salvo's 5xx `StatusError`. Behind
+/// tower (axum) it could only be an answer, a 503 that releases the key: not sent there. With
+/// a downstream, no slow shape: the executions in flight when a server is killed or stopped
+/// are then mostly in their charge, which is what a takeover must not repeat.
 fn shapes(front: FrontKind, downstream: bool) -> &'static [Shape] {
     match (front, downstream) {
         (FrontKind::Tower, false) => &[Shape::Plain, Shape::Plain, Shape::Slow],

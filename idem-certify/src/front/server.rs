@@ -1,6 +1,6 @@
 //! A server process of a front-end run: the certified endpoint behind the tower layer (axum)
-//! or actix-web's middleware on the run's store (poem's in a module of its own, from the same
-//! pieces here), or the downstream service behind its own
+//! or actix-web's middleware on the run's store (poem's and salvo's in modules of their own,
+//! from the same pieces here), or the downstream service behind its own
 //! layer on a memory store. Prints `listening ADDRESS` once it serves, then serves until
 //! killed.
 
@@ -48,6 +48,10 @@ pub(crate) fn main(plan: &str) -> Result<(), String> {
             front: FrontKind::Poem,
             ..
         } => tokio_runtime()?.block_on(front::poem::serve(plan)),
+        Serves::Endpoint {
+            front: FrontKind::Salvo,
+            ..
+        } => tokio_runtime()?.block_on(front::salvo::serve(plan)),
         Serves::Downstream => tokio_runtime()?.block_on(downstream_service(plan)),
     }
 }
