@@ -29,7 +29,8 @@ cargo build -q --workspace --all-features --bin idem-certify --examples
 certify="${CARGO_TARGET_DIR:-target}/debug/idem-certify"
 # Each run: its name (its directory and plots), then its options. The stores' own runs, then
 # each HTTP front end (idem-http's layer under axum and under actix-web) on two stores and
-# charging a downstream service, and the others (poem, salvo) on Redis.
+# charging a downstream service, and the others (poem, salvo, a `lambda_http` function) on
+# Redis.
 runs=(
     "memory --store memory"
     "redis --store redis"
@@ -44,6 +45,7 @@ runs=(
     "actix-downstream --store redis --front actix --downstream"
     "poem-redis --store redis --front poem"
     "salvo-redis --store redis --front salvo"
+    "lambda-redis --store redis --front lambda"
 )
 at_once="${IDEM_CERTIFY_JOBS:-2}"
 mkdir -p "$out"

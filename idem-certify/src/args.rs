@@ -95,6 +95,10 @@ pub(crate) enum FrontKind {
     Poem,
     /// `IdempotencyLayer` as a salvo hoop (`Router::hoop`).
     Salvo,
+    /// idem-lambda's `LambdaHttpLayer` around a `lambda_http` function, each server a function
+    /// process polling cargo-lambda's emulator of the Lambda Runtime API, reached through its
+    /// function URL.
+    Lambda,
 }
 
 /// The stores `idem-certify` starts.

@@ -7,10 +7,12 @@
 //! workers' clocks skewed. Every call, body, side effect and answer goes into a history; a checker reads it,
 //! with the store's final records, and counts anomalies by class.
 //!
-//! With `--front tower|actix|poem|salvo` it certifies idem-http's layer as a service runs it:
-//! server processes (this binary again) serve an endpoint of two steps behind the tower layer
-//! on axum, actix-web's or poem's middleware, or salvo's hoop, on the store; callers in this
-//! process send
+//! With `--front tower|actix|poem|salvo|lambda` it certifies idem-http's layer as a service
+//! runs it: server processes (this binary again) serve an endpoint of two steps behind the
+//! tower layer on axum, actix-web's or poem's middleware, salvo's hoop, or idem-lambda's layer
+//! as a `lambda_http` function polling cargo-lambda's emulator of the Lambda Runtime API
+//! (reached through its function URL, the caller's token as the authorizer's principal), on
+//! the store; callers in this process send
 //! requests through idem-client (its retries and timeouts) under three principals that reuse
 //! the same keys; servers are killed (and started again) and stopped past the lease, the
 //! network between callers and servers and between servers and the store faulted, the
@@ -28,6 +30,7 @@
 //! $ cargo run --release -p idem-certify -- --store memory --broken OwnerIgnored --seconds 10
 //! $ cargo run --release -p idem-certify -- --store redis --front actix --seconds 60
 //! $ cargo run --release -p idem-certify -- --store postgres --front tower --downstream --seconds 60
+//! $ cargo run --release -p idem-certify -- --store redis --front lambda --seconds 60
 //! ```
 //!
 //! - `history`: the events a worker appends, one JSON line each, and the side effects the

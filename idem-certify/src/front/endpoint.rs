@@ -25,9 +25,10 @@ pub(crate) enum Shape {
     Slow,
     /// The first attempt fails after its first step as the handler's service: a middleware
     /// inside the layer turns its answer into the framework's failure (actix-web's `Err`,
-    /// poem's `poem::Error`, salvo's 5xx `StatusError`), and the layer holds the key until its
-    /// lease passes; then a retry takes over and resumes after the recorded step. (The tower
-    /// front end answers it as a 503, which releases the key: not sent there.)
+    /// poem's `poem::Error`, salvo's 5xx `StatusError`, the Lambda function's error), and the
+    /// layer holds the key until its lease passes; then a retry takes over and resumes after
+    /// the recorded step. (The tower front end answers it as a 503, which releases the key:
+    /// not sent there.)
     ServiceError,
 }
 

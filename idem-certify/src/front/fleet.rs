@@ -13,6 +13,7 @@ use crate::args::{FaultKind, FrontKind};
 use crate::check::model::FaultRecord;
 use crate::front::plan::{ServerPlan, Serves};
 use crate::front::process::ServerProcess;
+use crate::front::runtime_api::Emulator;
 use crate::history::now_micros;
 use crate::nemesis::{proxied, proxy_for};
 use crate::plan::StoreSpec;
@@ -36,6 +37,8 @@ pub(crate) struct Setting {
     pub(crate) lease: Duration,
     /// Whether callers and stores are reached through proxies, for network faults.
     pub(crate) proxied: bool,
+    /// The Lambda Runtime API the servers poll, when they are Lambda functions.
+    pub(crate) lambda: Option<Emulator>,
 }
 
 struct Slot {
@@ -74,7 +77,7 @@ impl Fleet {
                 .urls
                 .lock()
                 .unwrap()
-                .push(url(&process, caller_proxy.as_ref()));
+                .push(fleet.url(&process, caller_proxy.as_ref()));
             fleet.slots.push(Slot {
                 incarnation: 1,
                 process,
@@ -98,6 +101,7 @@ impl Fleet {
             Some(proxy) => proxied(setting.store.clone(), &proxy.listen),
             None => setting.store.clone(),
         };
+        let runtime_api = setting.lambda.as_ref().map(Emulator::runtime_api);
         let plan = ServerPlan {
             history: setting.dir.join("histories").join(format!("{name}.jsonl")),
             name: name.clone(),
@@ -107,16 +111,37 @@ impl Fleet {
                 downstream: setting.downstream.clone(),
                 contexts: setting.dir.join("contexts").join(format!("{name}.jsonl")),
                 served: setting.dir.join("served").join(format!("{name}.jsonl")),
+                runtime_api,
             },
             lease_ms: setting.lease.as_millis() as u64,
         };
         let log = setting.dir.join(format!("{name}.log"));
         let process = tokio::task::block_in_place(|| ServerProcess::start(&plan, &log))?;
-        let proxy = match setting.proxied {
-            true => Some(Proxy::start(&name, &process.server.address).await?),
-            false => None,
+        // A Lambda function's callers reach it through the emulator's function URL: its slot's
+        // proxy stands in front of the emulator, the callers' way in that their network faults
+        // cut (the function process's own link to the Runtime API is never faulted: Lambda's
+        // is local, and `lambda_runtime` gives up a worker whose link fails).
+        let proxy = match (setting.proxied, &setting.lambda) {
+            (true, Some(emulator)) => Some(Proxy::start(&name, emulator.host_port()).await?),
+            (true, None) => Some(Proxy::start(&name, &process.server.address).await?),
+            (false, _) => None,
         };
         Ok((process, proxy))
+    }
+
+    /// The URL callers reach `process` at: its own address (or its proxy's), or, for a Lambda
+    /// function, the function URL (through the slot's proxy), which reaches whichever
+    /// function process polls first.
+    fn url(&self, process: &ServerProcess, proxy: Option<&Proxy>) -> String {
+        if let Some(emulator) = &self.setting.lambda {
+            return emulator.function_url(proxy.map(|proxy| proxy.listen.as_str()));
+        }
+        format!(
+            "http://{}",
+            proxy.map_or(process.server.address.as_str(), |proxy| proxy
+                .listen
+                .as_str())
+        )
     }
 
     /// Injects `faults` until `until` (microseconds since the epoch), a fault every half to
@@ -201,10 +226,10 @@ impl Fleet {
         let started = self
             .serve(index as u32, incarnation, store_proxy.as_ref())
             .await;
-        let slot = &mut self.slots[index];
-        slot.store_proxy = store_proxy;
+        self.slots[index].store_proxy = store_proxy;
         let (process, caller_proxy) = started?;
-        self.urls.lock().unwrap()[index] = url(&process, caller_proxy.as_ref());
+        self.urls.lock().unwrap()[index] = self.url(&process, caller_proxy.as_ref());
+        let slot = &mut self.slots[index];
         slot.incarnation = incarnation;
         slot.process = process;
         slot.caller_proxy = caller_proxy;
@@ -233,15 +258,6 @@ impl Fleet {
         }
         Ok(())
     }
-}
-
-fn url(process: &ServerProcess, proxy: Option<&Proxy>) -> String {
-    format!(
-        "http://{}",
-        proxy.map_or(process.server.address.as_str(), |proxy| proxy
-            .listen
-            .as_str())
-    )
 }
 
 fn log_of(dir: &Path, name: &str) -> PathBuf {

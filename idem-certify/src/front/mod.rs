@@ -1,12 +1,15 @@
-//! Certification of the HTTP front ends (`--front tower|actix|poem|salvo`): idem-http's layer
-//! in server processes on a real store, called through idem-client while the servers are killed and
+//! Certification of the HTTP front ends (`--front tower|actix|poem|salvo|lambda`): idem-http's
+//! layer in server processes on a real store, called through idem-client while the servers are killed and
 //! stopped and the network between callers, servers, the store and a downstream service
 //! misbehaves.
 //!
 //! - `plan`: what a server process is told to serve.
 //! - `server`: a server process: the endpoint behind the tower layer (axum) or actix-web's
-//!   middleware, or the downstream service behind its own layer; `poem` and `salvo`: the
-//!   endpoint behind poem's middleware and salvo's hoop.
+//!   middleware, or the downstream service behind its own layer; `poem`, `salvo` and `lambda`:
+//!   the endpoint behind poem's middleware, salvo's hoop, and idem-lambda's layer as a
+//!   `lambda_http` function.
+//! - `runtime_api`: the Lambda Runtime API the function processes poll (cargo-lambda's
+//!   emulator), and its function URL, which callers send to.
 //! - `endpoint`: the handler itself, the same on every front end: two steps, each a side
 //!   effect written to the server's history, the first a charge at the downstream service
 //!   with `--downstream`.
@@ -22,11 +25,13 @@
 mod callers;
 mod endpoint;
 mod fleet;
+mod lambda;
 mod lines;
 pub(crate) mod plan;
 mod poem;
 mod process;
 mod run;
+mod runtime_api;
 mod salvo;
 mod served;
 pub(crate) mod server;

@@ -24,6 +24,9 @@ pub(crate) enum Serves {
         contexts: PathBuf,
         /// Where it appends what each attempt was answered.
         served: PathBuf,
+        /// The Lambda Runtime API a function process polls for its invocations (`--front
+        /// lambda`): `http://HOST:PORT/.rt`, given to it as `AWS_LAMBDA_RUNTIME_API`.
+        runtime_api: Option<String>,
     },
     /// The downstream service, behind its own layer on a store of its own (in memory).
     Downstream,

@@ -1,5 +1,6 @@
-//! Server processes of a front-end run, started from this very binary in server mode: each
-//! says where it listens ([`Listening`]), within [`LISTEN_WITHIN`] or the run fails instead
+//! Server processes of a front-end run, started from this very binary in server mode (a
+//! Lambda function's with the environment `lambda_runtime` reads): each says where it listens
+//! ([`Listening`]), within [`LISTEN_WITHIN`] or the run fails instead
 //! of hanging; killed, stopped and resumed.
 
 use std::fs::File;
@@ -8,7 +9,7 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::front::plan::ServerPlan;
+use crate::front::plan::{ServerPlan, Serves};
 use crate::listening::Listening;
 
 /// How long a server may take to say where it listens: longer than a server's own limit on
@@ -31,6 +32,13 @@ impl ServerProcess {
         let plan_json = serde_json::to_string(plan).expect("plans serialise");
         let mut command = Command::new(exe);
         command.args(["serve", "--plan", &plan_json]).stderr(errors);
+        if let Serves::Endpoint {
+            runtime_api: Some(runtime_api),
+            ..
+        } = &plan.serves
+        {
+            command.envs(crate::front::lambda::environment(runtime_api));
+        }
         // Read in a thread of its own, which a server that never says it listens holds; one
         // that says so too late is killed when its `Listening` is dropped there.
         let (sender, receiver) = mpsc::channel();

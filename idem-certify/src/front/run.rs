@@ -17,6 +17,7 @@ use crate::front::fleet::{Fleet, Setting};
 use crate::front::lines::{self, JsonLines};
 use crate::front::plan::{ServerPlan, Serves};
 use crate::front::process::ServerProcess;
+use crate::front::runtime_api::Emulator;
 use crate::history::{self, now_micros};
 use crate::out_dir;
 use crate::proxies::Proxy;
@@ -76,6 +77,10 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
         (Some(process), None) => Some(format!("http://{}", process.server.address)),
         (None, None) => None,
     };
+    let lambda = match front {
+        FrontKind::Lambda => Some(tokio::task::block_in_place(Emulator::start)?),
+        _ => None,
+    };
     let setting = Setting {
         front,
         store: spec,
@@ -83,6 +88,7 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
         dir: dir.clone(),
         lease,
         proxied: net,
+        lambda,
     };
     let mut fleet = Fleet::start(setting, args.workers.max(1)).await?;
     let began = now_micros();
@@ -148,10 +154,11 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
 
 /// The shapes a front end's requests take, by key. A service error after the handler began
 /// is sent where the framework has one that reaches the layer as a failure, not an answer:
-/// actix-web's middleware `Err`, poem's `poem::Error` and salvo's 5xx `StatusError`. Behind
-/// tower (axum) it could only be an answer, a 503 that releases the key: not sent there. With
-/// a downstream, no slow shape: the executions in flight when a server is killed or stopped
-/// are then mostly in their charge, which is what a takeover must not repeat.
+/// actix-web's middleware `Err`, poem's `poem::Error`, salvo's 5xx `StatusError` and the Lambda
+/// function's error. Behind tower (axum) it could only be an answer, a 503 that releases the
+/// key: not sent there. With a downstream, no slow shape: the executions in flight when a
+/// server is killed or stopped are then mostly in their charge, which is what a takeover must
+/// not repeat.
 fn shapes(front: FrontKind, downstream: bool) -> &'static [Shape] {
     match (front, downstream) {
         (FrontKind::Tower, false) => &[Shape::Plain, Shape::Plain, Shape::Slow],

@@ -1,6 +1,6 @@
 //! A server process of a front-end run: the certified endpoint behind the tower layer (axum)
-//! or actix-web's middleware on the run's store (poem's and salvo's in modules of their own,
-//! from the same pieces here), or the downstream service behind its own
+//! or actix-web's middleware on the run's store (poem's, salvo's and the Lambda function's in
+//! modules of their own, from the same pieces here), or the downstream service behind its own
 //! layer on a memory store. Prints `listening ADDRESS` once it serves, then serves until
 //! killed.
 
@@ -52,6 +52,10 @@ pub(crate) fn main(plan: &str) -> Result<(), String> {
             front: FrontKind::Salvo,
             ..
         } => tokio_runtime()?.block_on(front::salvo::serve(plan)),
+        Serves::Endpoint {
+            front: FrontKind::Lambda,
+            ..
+        } => tokio_runtime()?.block_on(front::lambda::serve(plan)),
         Serves::Downstream => tokio_runtime()?.block_on(downstream_service(plan)),
     }
 }
@@ -74,6 +78,7 @@ pub(super) async fn endpoint(
     plan: &ServerPlan,
 ) -> Result<(IdempotencyLayer, Arc<Endpoint>, Arc<Served>), String> {
     let Serves::Endpoint {
+        front,
         store,
         downstream,
         contexts,
@@ -84,7 +89,7 @@ pub(super) async fn endpoint(
         return Err("not an endpoint's plan".to_owned());
     };
     let (layer, endpoint) =
-        tokio::time::timeout(STARTUP, serve_on(plan, &store, downstream, &contexts))
+        tokio::time::timeout(STARTUP, serve_on(plan, front, &store, downstream, &contexts))
             .await
             .map_err(|_| format!("the store was not reached within {STARTUP:?}"))??;
     let served = Served::new(plan.name.clone(), JsonLines::create(&served)?);
@@ -93,13 +98,20 @@ pub(super) async fn endpoint(
 
 async fn serve_on(
     plan: &ServerPlan,
+    front: FrontKind,
     store: &StoreSpec,
     downstream: Option<String>,
     contexts: &Path,
 ) -> Result<(IdempotencyLayer, Arc<Endpoint>), String> {
     let lease = Duration::from_millis(plan.lease_ms);
     let idem = Idempotency::from_arc(connect(store).await?);
-    let layer = IdempotencyLayer::builder(idem).lease(lease).build();
+    // A Lambda function's keys are scoped as idem-lambda scopes them: by the principal of the
+    // request context, which the authorizer in front of the function names.
+    let builder = match front {
+        FrontKind::Lambda => idem_lambda::http::builder(idem),
+        _ => IdempotencyLayer::builder(idem),
+    };
+    let layer = builder.lease(lease).build();
     let history = HistoryWriter::create(&plan.history)
         .map_err(|error| format!("opening {}: {error}", plan.history.display()))?;
     let downstream = match downstream {

@@ -1,7 +1,7 @@
-//! The front-end runs, as a person would start them: each front end (tower, actix-web, poem
-//! and salvo), on Redis, with its servers killed and stopped (each at least once: the nemesis
-//! takes the kinds in turn, and eight seconds leave room for both), answers every principal's
-//! keys correctly. The network
+//! The front-end runs, as a person would start them: each front end (tower, actix-web, poem,
+//! salvo and a `lambda_http` function), on Redis, with its servers killed and stopped (each
+//! at least once: the nemesis takes the kinds in turn, and eight seconds leave room for
+//! both), answers every principal's keys correctly. The network
 //! faults and the store's restarts are left to the longer runs (`scripts/certify-planted.sh`).
 
 use std::process::Command;
@@ -72,4 +72,14 @@ fn the_poem_middleware_under_faults_has_no_anomaly() {
 #[test]
 fn the_salvo_hoop_under_faults_has_no_anomaly() {
     a_front_end_answers_every_principal_once("salvo");
+}
+
+/// The function processes poll cargo-lambda's Runtime API, which the run starts: without it
+/// (and backends not required) the run is left out, as the framework tests leave it.
+#[test]
+fn the_lambda_function_under_faults_has_no_anomaly() {
+    if !idem_test_servers::lambda::installed() {
+        return;
+    }
+    a_front_end_answers_every_principal_once("lambda");
 }

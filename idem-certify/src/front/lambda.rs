@@ -1,0 +1,168 @@
+//! The certified endpoint as a `lambda_http` function behind idem-lambda's layer (`--front
+//! lambda`): a function process polls the run's Lambda Runtime API (cargo-lambda's emulator)
+//! for its invocations, which callers make through the emulator's function URL.
+//!
+//! Around the handler, from the outside in:
+//! - each attempt named, and what the layer answered it written (as `served::tower` does);
+//! - an authorizer's stand-in: a function URL carries no authorizer, so the caller's bearer
+//!   token is put in the request context as an HTTP API's Lambda authorizer puts its
+//!   `principalId`, which idem-lambda's layer scopes the keys by;
+//! - idem-lambda's `LambdaHttpLayer`, on idem-lambda's builder (the request context's
+//!   principal);
+//! - a response the handler marks as its service's failure made the function's error, a
+//!   failure after the handler began, for which the layer holds the key (the function URL
+//!   answers it as a 500).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use idem_lambda::http::LambdaHttpLayer;
+use lambda_http::aws_lambda_events::apigw::ApiGatewayRequestAuthorizer;
+use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::request::RequestContext;
+use lambda_http::tower::{Service, ServiceBuilder};
+use lambda_http::{service_fn, Body, Error, Request, Response};
+
+use crate::front::endpoint::{Endpoint, Handled};
+use crate::front::plan::ServerPlan;
+use crate::front::served::{Served, ATTEMPT, EXECUTION};
+use crate::front::server::{asked, endpoint, execution_of, SERVICE_FAILED};
+
+/// How many invocations a function process runs at once: several, as the servers of the
+/// other front ends serve several requests at once.
+const CONCURRENCY: &str = "8";
+
+/// The environment of a function process polling `runtime_api` (`http://HOST:PORT/.rt`): what
+/// `lambda_runtime` reads when it starts, as Lambda gives it.
+pub(crate) fn environment(runtime_api: &str) -> [(&'static str, String); 5] {
+    [
+        ("AWS_LAMBDA_RUNTIME_API", runtime_api.to_owned()),
+        (
+            "AWS_LAMBDA_FUNCTION_NAME",
+            idem_test_servers::lambda::FUNCTION_NAME.to_owned(),
+        ),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "1".to_owned()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128".to_owned()),
+        ("AWS_LAMBDA_MAX_CONCURRENCY", CONCURRENCY.to_owned()),
+    ]
+}
+
+/// Runs the function until killed, polling the Runtime API of its environment.
+pub(crate) async fn serve(plan: ServerPlan) -> Result<(), String> {
+    let (layer, endpoint, served) = endpoint(&plan).await?;
+    let handler = service_fn(move |request: Request| {
+        let endpoint = endpoint.clone();
+        async move { Ok::<_, Error>(order(&endpoint, request).await) }
+    });
+    let function = ServiceBuilder::new()
+        .map_request(authorize)
+        .layer(LambdaHttpLayer::new(layer))
+        .map_result(fail_marked)
+        .service(handler);
+    let function = RecordServed {
+        served,
+        inner: function,
+    };
+    // The store is reached and the layer built: what the coordinator waits for. The process
+    // listens on no port of its own; it names the Runtime API it polls.
+    let polled = std::env::var("AWS_LAMBDA_RUNTIME_API")
+        .map_err(|_| "no AWS_LAMBDA_RUNTIME_API to poll".to_owned())?;
+    crate::listening::announce(&polled).map_err(|error| error.to_string())?;
+    lambda_http::run_concurrent(function)
+        .await
+        .map_err(|error| format!("the function stopped: {error}"))
+}
+
+/// The handler's answer to `request`, as a `lambda_http` response.
+async fn order(endpoint: &Endpoint, request: Request) -> Response<Body> {
+    let asked = asked(|name| {
+        let value = request.headers().get(name)?.to_str().ok()?;
+        Some(value.to_owned())
+    });
+    let body = String::from_utf8_lossy(request.body().as_ref()).into_owned();
+    let response = Response::builder().header("content-type", "text/plain");
+    let response = match endpoint.handle(&asked, &body).await {
+        Handled::Created(answer) => response
+            .status(StatusCode::CREATED)
+            .header(EXECUTION, execution_of(&answer))
+            .body(Body::Text(answer)),
+        Handled::Unavailable(why) => response
+            .status(StatusCode::SERVICE_UNAVAILABLE)
+            .body(Body::Text(why)),
+        Handled::ServiceError(why) => response
+            .status(StatusCode::SERVICE_UNAVAILABLE)
+            .header(SERVICE_FAILED, "1")
+            .body(Body::Text(why)),
+    };
+    response.expect("a response of valid parts")
+}
+
+/// The authorizer's stand-in: the bearer token as the principal an HTTP API's Lambda
+/// authorizer names (`requestContext.authorizer.lambda.principalId`).
+fn authorize(mut request: Request) -> Request {
+    let token = request
+        .headers()
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    let context = request.extensions_mut().get_mut::<RequestContext>();
+    if let (Some(token), Some(RequestContext::ApiGatewayV2(context))) = (token, context) {
+        let mut authorizer = ApiGatewayRequestAuthorizer::default();
+        authorizer
+            .fields
+            .insert("principalId".to_owned(), serde_json::Value::String(token));
+        context.authorizer = Some(authorizer);
+    }
+    request
+}
+
+/// Inside the layer: a response marked as its service's failure becomes the function's error.
+fn fail_marked(answered: Result<Response<Body>, Error>) -> Result<Response<Body>, Error> {
+    let response = answered?;
+    if response.headers().contains_key(SERVICE_FAILED) {
+        return Err("the service failed after the handler began".into());
+    }
+    Ok(response)
+}
+
+/// Outside the layer: each attempt named, and what the layer answered it written (a function
+/// error, which the function URL answers as a 500, is written by no one: as under actix-web).
+#[derive(Clone)]
+struct RecordServed<S> {
+    served: Arc<Served>,
+    inner: S,
+}
+
+type Answered = Pin<Box<dyn Future<Output = Result<Response<Body>, Error>> + Send>>;
+
+impl<S> Service<Request> for RecordServed<S>
+where
+    S: Service<Request, Response = Response<Body>, Error = Error>,
+    S::Future: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Error;
+    type Future = Answered;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Answered {
+        let attempt = self.served.next();
+        let value = HeaderValue::from_str(&attempt).expect("an attempt's id is ASCII");
+        request.headers_mut().insert(ATTEMPT, value);
+        let (served, answered) = (self.served.clone(), self.inner.call(request));
+        Box::pin(async move {
+            let response = answered.await?;
+            served.record(attempt, response.status().as_u16(), |name| {
+                let value = response.headers().get(name)?.to_str().ok()?;
+                Some(value.to_owned())
+            });
+            Ok(response)
+        })
+    }
+}
