@@ -17,3 +17,17 @@ pub(crate) fn fresh(dir: &Path, subdirs: &[&str]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Removes `files` of `dir` that an earlier run in the same `--out` left: a history this run
+/// appends to must hold this run's lines only.
+pub(crate) fn without_files(dir: &Path, files: &[&str]) -> Result<(), String> {
+    for file in files {
+        let path = dir.join(file);
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(format!("removing {}: {error}", path.display())),
+        }
+    }
+    Ok(())
+}

@@ -64,6 +64,7 @@ pub(crate) async fn run(args: &RunArgs, front: FrontKind) -> Result<Outcome, Str
         Path::new("target/certify").join(format!("{name}-{}", seed % 1_000_000))
     });
     out_dir::fresh(&dir, &["histories", "contexts", "served"])?;
+    out_dir::without_files(&dir, &["callers.jsonl", "downstream.jsonl"])?;
     let lease = Duration::from_millis(args.lease_ms);
     let (_downstream, mut downstream_proxy) = match args.downstream {
         true => {
