@@ -91,7 +91,7 @@ pub fn main() -> ExitCode {
             }
         }
         Some(Mode::Serve { plan }) => {
-            return match front::server::main(&plan) {
+            return match front::serve::main(&plan) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("idem-certify server: {error}");

@@ -13,7 +13,8 @@ pub(crate) fn fresh(dir: &Path, subdirs: &[&str]) -> Result<(), String> {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => return Err(format!("emptying {}: {error}", path.display())),
         }
-        fs::create_dir_all(&path).map_err(|error| format!("creating {}: {error}", path.display()))?;
+        fs::create_dir_all(&path)
+            .map_err(|error| format!("creating {}: {error}", path.display()))?;
     }
     Ok(())
 }

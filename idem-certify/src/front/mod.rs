@@ -4,7 +4,8 @@
 //! misbehaves.
 //!
 //! - `plan`: what a server process is told to serve.
-//! - `server`: a server process: the endpoint behind the tower layer (axum) or actix-web's
+//! - `serve`: a server process, started from this binary: it serves what its plan says.
+//! - `server`: the endpoint behind the tower layer (axum) or actix-web's
 //!   middleware, or the downstream service behind its own layer; `poem`, `salvo` and `lambda`:
 //!   the endpoint behind poem's middleware, salvo's hoop, and idem-lambda's layer as a
 //!   `lambda_http` function.
@@ -33,7 +34,8 @@ mod process;
 mod run;
 mod runtime_api;
 mod salvo;
+pub(crate) mod serve;
 mod served;
-pub(crate) mod server;
+mod server;
 
 pub(crate) use run::run;

@@ -1,8 +1,8 @@
-//! A server process of a front-end run: the certified endpoint behind the tower layer (axum)
-//! or actix-web's middleware on the run's store (poem's, salvo's and the Lambda function's in
-//! modules of their own, from the same pieces here), or the downstream service behind its own
-//! layer on a memory store. Prints `listening ADDRESS` once it serves, then serves until
-//! killed.
+//! What a server process of a front-end run serves: the certified endpoint behind the tower
+//! layer (axum) or actix-web's middleware on the run's store (poem's, salvo's and the Lambda
+//! function's in modules of their own, from the same pieces here), or the downstream service
+//! behind its own layer on a memory store. Each prints `listening ADDRESS` once it serves,
+//! then serves until killed.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -23,50 +23,12 @@ use idem_stores::memory::MemoryStore;
 use crate::args::FrontKind;
 use crate::check::front::model::Charge;
 use crate::connect::connect;
-use crate::front;
 use crate::front::endpoint::{Asked, Downstream, Endpoint, Handled};
 use crate::front::lines::JsonLines;
 use crate::front::plan::{ServerPlan, Serves, CHARGES, ORDERS, REQUEST};
 use crate::front::served::{self, Served, ATTEMPT, EXECUTION};
 use crate::history::{now_micros, HistoryWriter};
 use crate::plan::StoreSpec;
-
-/// Runs the server `plan` describes (as JSON) until it is killed.
-pub(crate) fn main(plan: &str) -> Result<(), String> {
-    let plan: ServerPlan =
-        serde_json::from_str(plan).map_err(|error| format!("reading the plan: {error}"))?;
-    match plan.serves.clone() {
-        Serves::Endpoint {
-            front: FrontKind::Actix,
-            ..
-        } => actix_web::rt::System::new().block_on(actix(plan)),
-        Serves::Endpoint {
-            front: FrontKind::Tower,
-            ..
-        } => tokio_runtime()?.block_on(tower(plan)),
-        Serves::Endpoint {
-            front: FrontKind::Poem,
-            ..
-        } => tokio_runtime()?.block_on(front::poem::serve(plan)),
-        Serves::Endpoint {
-            front: FrontKind::Salvo,
-            ..
-        } => tokio_runtime()?.block_on(front::salvo::serve(plan)),
-        Serves::Endpoint {
-            front: FrontKind::Lambda,
-            ..
-        } => tokio_runtime()?.block_on(front::lambda::serve(plan)),
-        Serves::Downstream => tokio_runtime()?.block_on(downstream_service(plan)),
-    }
-}
-
-fn tokio_runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|error| format!("starting the runtime: {error}"))
-}
 
 /// How long a server may take to reach its store and listen: past it, it gives up, and the
 /// coordinator, which waits for its `listening` line, reads its end instead of hanging.
@@ -88,10 +50,12 @@ pub(super) async fn endpoint(
     else {
         return Err("not an endpoint's plan".to_owned());
     };
-    let (layer, endpoint) =
-        tokio::time::timeout(STARTUP, serve_on(plan, front, &store, downstream, &contexts))
-            .await
-            .map_err(|_| format!("the store was not reached within {STARTUP:?}"))??;
+    let (layer, endpoint) = tokio::time::timeout(
+        STARTUP,
+        serve_on(plan, front, &store, downstream, &contexts),
+    )
+    .await
+    .map_err(|_| format!("the store was not reached within {STARTUP:?}"))??;
     let served = Served::new(plan.name.clone(), JsonLines::create(&served)?);
     Ok((layer, endpoint, served))
 }
@@ -162,7 +126,7 @@ pub(super) fn asked(header: impl Fn(&str) -> Option<String>) -> Asked {
     }
 }
 
-async fn tower(plan: ServerPlan) -> Result<(), String> {
+pub(super) async fn tower(plan: ServerPlan) -> Result<(), String> {
     let (layer, endpoint, served) = endpoint(&plan).await?;
     let app = Router::new()
         .route(ORDERS, post(tower_order))
@@ -203,7 +167,7 @@ async fn tower_order(
     }
 }
 
-async fn actix(plan: ServerPlan) -> Result<(), String> {
+pub(super) async fn actix(plan: ServerPlan) -> Result<(), String> {
     use actix_web::dev::Service as _;
     use actix_web::{web, App, HttpServer};
     let (layer, endpoint, served) = endpoint(&plan).await?;
@@ -289,7 +253,7 @@ struct Charges {
     made: AtomicU64,
 }
 
-async fn downstream_service(plan: ServerPlan) -> Result<(), String> {
+pub(super) async fn downstream_service(plan: ServerPlan) -> Result<(), String> {
     let history = JsonLines::create(&plan.history)?;
     let layer = IdempotencyLayer::builder(Idempotency::new(MemoryStore::new()))
         .lease(Duration::from_millis(plan.lease_ms))

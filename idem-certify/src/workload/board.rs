@@ -187,7 +187,9 @@ pub(crate) fn read_dir(dir: &Path) -> Vec<(String, Pause)> {
     };
     let mut found = Vec::new();
     for path in entries.flatten().map(|entry| entry.path()) {
-        let listed = path.extension().is_some_and(|extension| extension == "json");
+        let listed = path
+            .extension()
+            .is_some_and(|extension| extension == "json");
         if !listed || path.file_name().is_some_and(|name| name == AIMED) {
             continue;
         }
