@@ -95,15 +95,17 @@ if [ -n "$write" ]; then
         echo "its append-only file, PostgreSQL), the cluster resharded under load (\`redis-cli"
         echo "--cluster reshard\`, 200 to 1,500 slots at a time), and each worker's clock off by up"
         echo "to a quarter of the lease. See CONTRIBUTING.md and idem-certify's documentation for the"
-        echo "workload and the anomaly classes. Then each HTTP front end (idem-http's layer under axum,"
-        echo "\`tower\`, and under actix-web, \`actix\`) on Redis and on PostgreSQL, and charging a"
-        echo "downstream service behind its own layer: four server processes, eight callers sending through"
+        echo "workload and the anomaly classes. Then each HTTP front end: idem-http's layer under axum"
+        echo "(\`tower\`) and under actix-web (\`actix\`) on Redis and on PostgreSQL, and charging a"
+        echo "downstream service behind its own layer; under poem (\`poem\`) and salvo (\`salvo\`), and"
+        echo "idem-lambda's around a \`lambda_http\` function polling cargo-lambda's Runtime API (\`lambda\`),"
+        echo "on Redis: four server processes, eight callers sending through"
         echo "idem-client as three principals that share keys, servers killed, stopped and restarted, and"
         echo "network faults between callers and servers, servers and the store, servers and the"
         echo "downstream."
         if [ -f docs/certification/planted.md ]; then
             echo
-            echo "## Its power: bugs planted in the stores"
+            echo "## Its power: bugs planted in the stores and on the front ends' paths"
             echo
             cat docs/certification/planted.md
         fi
