@@ -62,7 +62,9 @@ pub enum Class {
     /// An answer not flagged `Idempotent-Replayed` came from an execution run for another
     /// request: a replay that did not say so.
     ReplayNotFlagged,
-    /// An execution's call context belongs to another request: another key or principal.
+    /// An execution's call context belongs to another request: another key or principal, or,
+    /// where the front end scopes keys by the request context's principal (`--front lambda`),
+    /// a scope other than that principal's.
     ContextOfOtherRequest,
     /// The answer of the execution an attempt ran was flagged `Idempotent-Replayed`.
     FirstAnswerFlaggedReplayed,

@@ -236,6 +236,11 @@ impl Fleet {
         Ok(())
     }
 
+    /// Whether the servers scope keys by the request context's principal: Lambda functions.
+    pub(crate) fn scoped_by_principal(&self) -> bool {
+        self.setting.lambda.is_some()
+    }
+
     /// Fails when a server exited on its own: servers serve until killed.
     fn check_alive(&mut self) -> Result<(), String> {
         for slot in &mut self.slots {

@@ -4,9 +4,10 @@
 //!
 //! Around the handler, from the outside in:
 //! - each attempt named, and what the layer answered it written (as `served::tower` does);
-//! - an authorizer's stand-in: a function URL carries no authorizer, so the caller's bearer
-//!   token is put in the request context as an HTTP API's Lambda authorizer puts its
-//!   `principalId`, which idem-lambda's layer scopes the keys by;
+//! - an authorizer's stand-in (`authorizer`): the emulator's function URL carries none (one
+//!   with `AWS_IAM` auth carries `authorizer.iam.userArn`), so the caller's bearer token is
+//!   put in the request context as a Lambda authorizer's `principalId`, an IAM user's ARN or
+//!   a JWT's `sub`, by principal, which idem-lambda's layer scopes the keys by;
 //! - idem-lambda's `LambdaHttpLayer`, on idem-lambda's builder (the request context's
 //!   principal);
 //! - a response the handler marks as its service's failure made the function's error, a
@@ -19,12 +20,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use idem_lambda::http::LambdaHttpLayer;
-use lambda_http::aws_lambda_events::apigw::ApiGatewayRequestAuthorizer;
 use lambda_http::http::{HeaderValue, StatusCode};
-use lambda_http::request::RequestContext;
 use lambda_http::tower::{Service, ServiceBuilder};
 use lambda_http::{service_fn, Body, Error, Request, Response};
 
+use crate::front::authorizer::authorize;
 use crate::front::endpoint::{Endpoint, Handled};
 use crate::front::plan::ServerPlan;
 use crate::front::served::{Served, ATTEMPT, EXECUTION};
@@ -97,26 +97,6 @@ async fn order(endpoint: &Endpoint, request: Request) -> Response<Body> {
             .body(Body::Text(why)),
     };
     response.expect("a response of valid parts")
-}
-
-/// The authorizer's stand-in: the bearer token as the principal an HTTP API's Lambda
-/// authorizer names (`requestContext.authorizer.lambda.principalId`).
-fn authorize(mut request: Request) -> Request {
-    let token = request
-        .headers()
-        .get("authorization")
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::to_owned);
-    let context = request.extensions_mut().get_mut::<RequestContext>();
-    if let (Some(token), Some(RequestContext::ApiGatewayV2(context))) = (token, context) {
-        let mut authorizer = ApiGatewayRequestAuthorizer::default();
-        authorizer
-            .fields
-            .insert("principalId".to_owned(), serde_json::Value::String(token));
-        context.authorizer = Some(authorizer);
-    }
-    request
 }
 
 /// Inside the layer: a response marked as its service's failure becomes the function's error.

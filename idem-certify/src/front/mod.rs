@@ -9,6 +9,8 @@
 //!   middleware, or the downstream service behind its own layer; `poem`, `salvo` and `lambda`:
 //!   the endpoint behind poem's middleware, salvo's hoop, and idem-lambda's layer as a
 //!   `lambda_http` function.
+//! - `authorizer`: the Lambda function's stand-in for an authorizer, naming each principal
+//!   as a different kind of authorizer would.
 //! - `runtime_api`: the Lambda Runtime API the function processes poll (cargo-lambda's
 //!   emulator), and its function URL, which callers send to.
 //! - `endpoint`: the handler itself, the same on every front end: two steps, each a side
@@ -23,6 +25,7 @@
 //!   several principals that reuse the same keys on purpose.
 //! - `run`: the run, from starting the store to the report.
 
+pub(crate) mod authorizer;
 mod callers;
 mod endpoint;
 mod fleet;

@@ -253,6 +253,7 @@ fn read(dir: &Path, fleet: &Fleet, args: &RunArgs) -> Result<FrontRun, String> {
             lease: args.lease_ms * 1_000,
             ..Run::default()
         },
+        scoped_by_principal: fleet.scoped_by_principal(),
         ..FrontRun::default()
     };
     for (process, events) in history::read_all(&dir.join("histories"))? {

@@ -118,6 +118,10 @@ pub struct FrontRun {
     pub contexts: BTreeMap<String, ExecutionContext>,
     /// What the servers answered, attempt by attempt.
     pub served: Vec<ServedAttempt>,
+    /// Whether the keys are scoped by the principal of the request context, as idem-lambda
+    /// scopes them (`--front lambda`): each call context's scope must be the one its
+    /// principal's authorizer names, not idem-http's default (a digest of `Authorization`).
+    pub scoped_by_principal: bool,
 }
 
 impl FrontRun {

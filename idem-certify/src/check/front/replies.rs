@@ -1,12 +1,13 @@
 //! What the callers' answers say beyond their bodies, and whose call each execution ran in:
 //! no refusal the workload never provokes, a replay flagged as one, and every execution in
-//! its own request's call context.
+//! its own request's call context (scoped by its principal where the front end scopes so).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::model::{Answer, FrontRun};
 use crate::check::model::CallRecord;
 use crate::check::{Anomaly, Class, Found};
+use crate::front::authorizer::principal_scope;
 
 /// The 4xx the workload provokes on purpose: 409, a key still in progress, which a caller
 /// sends again. Every send of a key carries the same body under a principal the layer
@@ -59,14 +60,19 @@ pub(super) fn replay_flags(front: &FrontRun, requests: &[&CallRecord], found: &m
 }
 
 /// Every execution runs in a call context of its own request: the engine's key
-/// (`idem|NAME|SCOPE|KEY`) ends in the request's key, and the request it says it ran for was sent with its principal and key.
+/// (`idem|NAME|SCOPE|KEY`) ends in the request's key, its scope is the principal's where the
+/// run scopes keys by principal, and the request it says it ran for was sent with its
+/// principal and key.
 pub(super) fn contexts(
     front: &FrontRun,
     key: &str,
     executions: &[&CallRecord],
     found: &mut Found<'_>,
 ) {
-    let asked = key.split_once('/').map_or(key, |(_, asked)| asked);
+    let (principal, asked) = key.split_once('/').unwrap_or(("", key));
+    let scope = front
+        .scoped_by_principal
+        .then(|| encoded_scope(&principal_scope(principal)));
     for execution in executions {
         let Some(context) = front.contexts.get(&execution.id) else {
             continue;
@@ -78,6 +84,9 @@ pub(super) fn contexts(
             .map(|request| request.key.as_str());
         let own = context.key == key
             && context.context_key.ends_with(&format!("|{asked}"))
+            && scope
+                .as_ref()
+                .is_none_or(|scope| scope_of(&context.context_key) == Some(scope))
             && request_key.is_none_or(|request_key| request_key == key);
         if !own {
             found(
@@ -90,6 +99,16 @@ pub(super) fn contexts(
             );
         }
     }
+}
+
+/// The scope part of an engine key (`idem|NAME|SCOPE|KEY`).
+fn scope_of(context_key: &str) -> Option<&str> {
+    context_key.split('|').nth(2)
+}
+
+/// A scope as the engine's key writes it: `=`, then the scope with `%` and `|` escaped.
+fn encoded_scope(scope: &str) -> String {
+    format!("={}", scope.replace('%', "%25").replace('|', "%7C"))
 }
 
 /// One engine key for executions of two keys (two principals sharing one key's record).

@@ -2,9 +2,10 @@
 //! charges: a refusal the workload never provokes (`UnexpectedRefusal`), a replay that does
 //! not say so or under another status, a first answer flagged as a replay
 //! (`FirstAnswerFlaggedReplayed`), an execution in another request's call context
-//! (`ContextOfOtherRequest`), a success with no charge of its order behind it
-//! (`ChargeMissing`), an order charged under two keys (`DownstreamKeyChanged`); an
-//! execution cut short by a kill before its body is excused.
+//! (`ContextOfOtherRequest`, or one not scoped by its principal where the run scopes so), a
+//! success with no charge of its order behind it (`ChargeMissing`), an order charged under
+//! two keys (`DownstreamKeyChanged`); an execution cut short by a kill before its body is
+//! excused.
 
 use idem_certify::check::front::model::{Charge, ClientEvent, ExecutionContext, ServedAttempt};
 use idem_certify::check::model::FaultRecord;
@@ -118,6 +119,30 @@ fn an_execution_in_another_requests_context_is_found() {
     front.add_contexts(vec![context("s1.1:0", "bob", "c1.0", "idem|http|alice|k1")]);
     assert_eq!(classes(&front), [Class::ContextOfOtherRequest]);
     front.add_contexts(vec![context("s1.1:0", "bob", "c1.0", "idem|http|bob|k2")]);
+    assert_eq!(classes(&front), [Class::ContextOfOtherRequest]);
+}
+
+#[test]
+fn a_lambda_execution_not_scoped_by_its_principal_is_found() {
+    let servers = vec![
+        ("s0.1", execution("s0.1:0", "alice", 10, Some(1))),
+        ("s1.1", execution("s1.1:0", "carol", 10, Some(1))),
+    ];
+    let mut front = front_run(servers, Vec::new());
+    front.scoped_by_principal = true;
+    front.add_contexts(vec![
+        context("s0.1:0", "alice", "c0.0", "idem|http|=principal:alice|k1"),
+        context("s1.1:0", "carol", "c1.0", "idem|http|=sub:carol|k1"),
+    ]);
+    assert_eq!(classes(&front), []);
+    // Carol's key scoped by idem-http's default, a digest of her `Authorization`: one scope
+    // per principal still, but not the principal the request context names.
+    front.add_contexts(vec![context(
+        "s1.1:0",
+        "carol",
+        "c1.0",
+        "idem|http|=b64:9f2c|k1",
+    )]);
     assert_eq!(classes(&front), [Class::ContextOfOtherRequest]);
 }
 
