@@ -241,8 +241,12 @@ impl Fleet {
         self.setting.lambda.is_some()
     }
 
-    /// Fails when a server exited on its own: servers serve until killed.
+    /// Fails when a server, or the Lambda Runtime API the servers poll, exited on its own:
+    /// they serve until killed.
     fn check_alive(&mut self) -> Result<(), String> {
+        if let Some(why) = self.setting.lambda.as_mut().and_then(Emulator::exited) {
+            return Err(why);
+        }
         for slot in &mut self.slots {
             if let Some(status) = slot.process.server.exited() {
                 return Err(format!(

@@ -10,7 +10,11 @@
 //! processes still polling. A stopped process's polls may take invocations, which wait until
 //! it resumes, as a stopped server's accepted connections do.
 
-use idem_test_servers::lambda::TestRuntimeApi;
+use idem_test_servers::availability::run_test;
+use idem_test_servers::lambda::{TestRuntimeApi, PROGRAM};
+
+/// How many lines of the emulator's log an error quotes.
+const LOG_TAIL: usize = 20;
 
 /// The emulator, stopped when dropped.
 pub(crate) struct Emulator {
@@ -18,16 +22,35 @@ pub(crate) struct Emulator {
 }
 
 impl Emulator {
-    /// Starts the emulator on a free loopback port. Blocks until it accepts connections.
+    /// Starts the emulator on a free loopback port. Blocks until it accepts connections. An
+    /// error says why it could not start (the program missing, with where to get it, or its
+    /// log's tail).
     pub(crate) fn start() -> Result<Emulator, String> {
-        match TestRuntimeApi::start() {
-            Some(api) => Ok(Emulator { api }),
-            None => Err(format!(
-                "--front lambda needs {} (scripts/services.sh installs it): it could not be \
-                 started",
-                idem_test_servers::lambda::PROGRAM
+        // The test servers' helper tells a harness why its server cannot be had: run as one,
+        // so that the reason is this error's rather than only a line on stderr.
+        let mut started = None;
+        let unavailable = run_test(|| started = TestRuntimeApi::start());
+        match (started, unavailable) {
+            (Some(api), _) => Ok(Emulator { api }),
+            (None, reason) => Err(format!(
+                "--front lambda needs the Lambda Runtime API, which could not be started: {}",
+                reason.unwrap_or_else(|| "no reason given".to_owned())
             )),
         }
+    }
+
+    /// Why the emulator is gone, with its log's tail, once it exited on its own.
+    pub(crate) fn exited(&mut self) -> Option<String> {
+        let process = self.api.process();
+        if process.is_running() {
+            return None;
+        }
+        let log = std::fs::read_to_string(process.log_path()).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = lines[lines.len().saturating_sub(LOG_TAIL)..].join("\n");
+        Some(format!(
+            "the Lambda Runtime API ({PROGRAM}) exited; its log's tail:\n{tail}"
+        ))
     }
 
     /// Where it listens: `host:port`.
