@@ -20,15 +20,17 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use idem_lambda::http::LambdaHttpLayer;
-use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::http::StatusCode;
 use lambda_http::tower::{Service, ServiceBuilder};
 use lambda_http::{service_fn, Body, Error, Request, Response};
 
 use crate::front::authorizer::authorize;
 use crate::front::endpoint::{Endpoint, Handled};
 use crate::front::plan::ServerPlan;
-use crate::front::served::{Served, ATTEMPT, EXECUTION};
-use crate::front::server::{asked, endpoint, execution_of, SERVICE_FAILED};
+use crate::front::served::{Served, EXECUTION};
+use crate::front::server::{
+    asked_in, endpoint, execution_of, FAILED_AFTER_BEGINNING, SERVICE_FAILED,
+};
 
 /// How many invocations a function process runs at once: several, as the servers of the
 /// other front ends serve several requests at once.
@@ -77,10 +79,7 @@ pub(crate) async fn serve(plan: ServerPlan) -> Result<(), String> {
 
 /// The handler's answer to `request`, as a `lambda_http` response.
 async fn order(endpoint: &Endpoint, request: Request) -> Response<Body> {
-    let asked = asked(|name| {
-        let value = request.headers().get(name)?.to_str().ok()?;
-        Some(value.to_owned())
-    });
+    let asked = asked_in(request.headers());
     let body = String::from_utf8_lossy(request.body().as_ref()).into_owned();
     let response = Response::builder().header("content-type", "text/plain");
     let response = match endpoint.handle(&asked, &body).await {
@@ -103,7 +102,7 @@ async fn order(endpoint: &Endpoint, request: Request) -> Response<Body> {
 fn fail_marked(answered: Result<Response<Body>, Error>) -> Result<Response<Body>, Error> {
     let response = answered?;
     if response.headers().contains_key(SERVICE_FAILED) {
-        return Err("the service failed after the handler began".into());
+        return Err(FAILED_AFTER_BEGINNING.into());
     }
     Ok(response)
 }
@@ -116,6 +115,7 @@ struct RecordServed<S> {
     inner: S,
 }
 
+/// What [`RecordServed`] answers: the function's response, or its error.
 type Answered = Pin<Box<dyn Future<Output = Result<Response<Body>, Error>> + Send>>;
 
 impl<S> Service<Request> for RecordServed<S>
@@ -132,16 +132,11 @@ where
     }
 
     fn call(&mut self, mut request: Request) -> Answered {
-        let attempt = self.served.next();
-        let value = HeaderValue::from_str(&attempt).expect("an attempt's id is ASCII");
-        request.headers_mut().insert(ATTEMPT, value);
+        let attempt = self.served.name(request.headers_mut());
         let (served, answered) = (self.served.clone(), self.inner.call(request));
         Box::pin(async move {
             let response = answered.await?;
-            served.record(attempt, response.status().as_u16(), |name| {
-                let value = response.headers().get(name)?.to_str().ok()?;
-                Some(value.to_owned())
-            });
+            served.answered(attempt, response.status().as_u16(), response.headers());
             Ok(response)
         })
     }

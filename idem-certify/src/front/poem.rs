@@ -5,14 +5,16 @@
 //! that names each attempt and writes what the layer answered it.
 
 use poem::endpoint::make;
-use poem::http::{HeaderValue, StatusCode};
+use poem::http::StatusCode;
 use poem::listener::TcpAcceptor;
 use poem::{Endpoint as _, EndpointExt, IntoResponse, Request, Response, Server};
 
 use crate::front::endpoint::{Endpoint, Handled};
 use crate::front::plan::ServerPlan;
-use crate::front::served::{ATTEMPT, EXECUTION};
-use crate::front::server::{announce, asked, endpoint, execution_of, SERVICE_FAILED};
+use crate::front::served::EXECUTION;
+use crate::front::server::{
+    asked_in, endpoint, execution_of, listen, FAILED_AFTER_BEGINNING, SERVICE_FAILED,
+};
 
 /// Serves the endpoint behind poem until killed.
 pub(crate) async fn serve(plan: ServerPlan) -> Result<(), String> {
@@ -26,7 +28,7 @@ pub(crate) async fn serve(plan: ServerPlan) -> Result<(), String> {
         .around(|inner, request| async move {
             let response = inner.call(request).await?.into_response();
             if response.headers().contains_key(SERVICE_FAILED) {
-                let why = "the service failed after the handler began";
+                let why = FAILED_AFTER_BEGINNING;
                 return Err(poem::Error::from_string(
                     why,
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -39,25 +41,16 @@ pub(crate) async fn serve(plan: ServerPlan) -> Result<(), String> {
         .around(move |inner, mut request| {
             let served = served.clone();
             async move {
-                let attempt = served.next();
-                let value = HeaderValue::from_str(&attempt).expect("an attempt's id is ASCII");
-                request.headers_mut().insert(ATTEMPT, value);
+                let attempt = served.name(request.headers_mut());
                 let response = match inner.call(request).await {
                     Ok(response) => response.into_response(),
                     Err(error) => error.into_response(),
                 };
-                served.record(attempt, response.status().as_u16(), |name| {
-                    let value = response.headers().get(name)?.to_str().ok()?;
-                    Some(value.to_owned())
-                });
+                served.answered(attempt, response.status().as_u16(), response.headers());
                 Ok::<_, poem::Error>(response)
             }
         });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|error| error.to_string())?;
-    announce(listener.local_addr().map_err(|error| error.to_string())?)?;
-    let acceptor = TcpAcceptor::from_tokio(listener).map_err(|error| error.to_string())?;
+    let acceptor = TcpAcceptor::from_tokio(listen().await?).map_err(|error| error.to_string())?;
     Server::new_with_acceptor(acceptor)
         .run(app)
         .await
@@ -66,10 +59,7 @@ pub(crate) async fn serve(plan: ServerPlan) -> Result<(), String> {
 
 /// The handler's answer to `request`, as a poem response.
 async fn order(endpoint: &Endpoint, request: Request) -> Response {
-    let asked = asked(|name| {
-        let value = request.headers().get(name)?.to_str().ok()?;
-        Some(value.to_owned())
-    });
+    let asked = asked_in(request.headers());
     let body = match request.into_body().into_string().await {
         Ok(body) => body,
         Err(error) => return (StatusCode::BAD_REQUEST, error.to_string()).into_response(),

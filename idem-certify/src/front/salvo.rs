@@ -7,13 +7,15 @@
 use std::sync::Arc;
 
 use salvo::conn::tcp::TcpAcceptor;
-use salvo::http::{HeaderValue, StatusCode, StatusError};
+use salvo::http::{StatusCode, StatusError};
 use salvo::prelude::*;
 
 use crate::front::endpoint::{Endpoint, Handled};
 use crate::front::plan::{ServerPlan, ORDERS};
-use crate::front::served::{Served, ATTEMPT, EXECUTION};
-use crate::front::server::{announce, asked, endpoint, execution_of, SERVICE_FAILED};
+use crate::front::served::{Served, EXECUTION};
+use crate::front::server::{
+    asked_in, endpoint, execution_of, listen, FAILED_AFTER_BEGINNING, SERVICE_FAILED,
+};
 
 /// Serves the endpoint behind salvo until killed.
 pub(crate) async fn serve(plan: ServerPlan) -> Result<(), String> {
@@ -21,13 +23,9 @@ pub(crate) async fn serve(plan: ServerPlan) -> Result<(), String> {
     let router = Router::new()
         .hoop(RecordServed(served))
         .hoop(layer)
-        .hoop(FailMarked)
+        .hoop(fail_marked)
         .push(Router::with_path(ORDERS.trim_start_matches('/')).post(Order(endpoint)));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|error| error.to_string())?;
-    announce(listener.local_addr().map_err(|error| error.to_string())?)?;
-    let acceptor = TcpAcceptor::try_from(listener).map_err(|error| error.to_string())?;
+    let acceptor = TcpAcceptor::try_from(listen().await?).map_err(|error| error.to_string())?;
     Server::new(acceptor)
         .try_serve(Service::new(router))
         .await
@@ -46,10 +44,7 @@ impl Handler for Order {
         response: &mut Response,
         _: &mut FlowCtrl,
     ) {
-        let asked = asked(|name| {
-            let value = request.headers().get(name)?.to_str().ok()?;
-            Some(value.to_owned())
-        });
+        let asked = asked_in(request.headers());
         let body = match request.payload().await {
             Ok(body) => String::from_utf8_lossy(body).into_owned(),
             Err(error) => {
@@ -79,22 +74,16 @@ impl Handler for Order {
 
 /// Inside the layer: a response marked as its service's failure becomes salvo's error, a
 /// `StatusError` with a server-error status.
-struct FailMarked;
-
-#[salvo::async_trait]
-impl Handler for FailMarked {
-    async fn handle(
-        &self,
-        request: &mut Request,
-        depot: &mut Depot,
-        response: &mut Response,
-        ctrl: &mut FlowCtrl,
-    ) {
-        ctrl.call_next(request, depot, response).await;
-        if response.headers_mut().remove(SERVICE_FAILED).is_some() {
-            let why = "the service failed after the handler began";
-            response.render(StatusError::service_unavailable().brief(why));
-        }
+#[handler]
+async fn fail_marked(
+    request: &mut Request,
+    depot: &mut Depot,
+    response: &mut Response,
+    ctrl: &mut FlowCtrl,
+) {
+    ctrl.call_next(request, depot, response).await;
+    if response.headers_mut().remove(SERVICE_FAILED).is_some() {
+        response.render(StatusError::service_unavailable().brief(FAILED_AFTER_BEGINNING));
     }
 }
 
@@ -110,14 +99,10 @@ impl Handler for RecordServed {
         response: &mut Response,
         ctrl: &mut FlowCtrl,
     ) {
-        let attempt = self.0.next();
-        let value = HeaderValue::from_str(&attempt).expect("an attempt's id is ASCII");
-        request.headers_mut().insert(ATTEMPT, value);
+        let attempt = self.0.name(request.headers_mut());
         ctrl.call_next(request, depot, response).await;
         let status = response.status_code.unwrap_or(StatusCode::OK);
-        self.0.record(attempt, status.as_u16(), |name| {
-            let value = response.headers().get(name)?.to_str().ok()?;
-            Some(value.to_owned())
-        });
+        self.0
+            .answered(attempt, status.as_u16(), response.headers());
     }
 }

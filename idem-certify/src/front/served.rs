@@ -8,6 +8,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use axum::http::{HeaderMap, HeaderValue};
+
 use crate::check::front::model::ServedAttempt;
 use crate::front::lines::JsonLines;
 use crate::history::now_micros;
@@ -40,6 +42,19 @@ impl Served {
         format!("{}#{number}", self.name)
     }
 
+    /// Names a new attempt in the headers of its request, before the layer: its id.
+    pub(crate) fn name(&self, headers: &mut HeaderMap) -> String {
+        let attempt = self.next();
+        let value = HeaderValue::from_str(&attempt).expect("an attempt's id is ASCII");
+        headers.insert(ATTEMPT, value);
+        attempt
+    }
+
+    /// Writes what attempt `attempt` was answered: `status`, with `headers`.
+    pub(crate) fn answered(&self, attempt: String, status: u16, headers: &HeaderMap) {
+        self.record(attempt, status, |name| header_text(headers, name));
+    }
+
     /// Writes what attempt `attempt` was answered, `header` reading the answer's headers.
     pub(crate) fn record(
         &self,
@@ -59,19 +74,19 @@ impl Served {
     }
 }
 
+/// A header's value in `headers`, as text.
+pub(crate) fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    Some(headers.get(name)?.to_str().ok()?.to_owned())
+}
+
 /// The middleware around the tower layer.
 pub(crate) async fn tower(
     axum::extract::State(served): axum::extract::State<Arc<Served>>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let attempt = served.next();
-    let value = axum::http::HeaderValue::from_str(&attempt).expect("an attempt's id is ASCII");
-    request.headers_mut().insert(ATTEMPT, value);
+    let attempt = served.name(request.headers_mut());
     let response = next.run(request).await;
-    served.record(attempt, response.status().as_u16(), |name| {
-        let value = response.headers().get(name)?.to_str().ok()?;
-        Some(value.to_owned())
-    });
+    served.answered(attempt, response.status().as_u16(), response.headers());
     response
 }

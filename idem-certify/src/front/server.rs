@@ -26,7 +26,7 @@ use crate::connect::connect;
 use crate::front::endpoint::{Asked, Downstream, Endpoint, Handled};
 use crate::front::lines::JsonLines;
 use crate::front::plan::{ServerPlan, Serves, CHARGES, ORDERS, REQUEST};
-use crate::front::served::{self, Served, ATTEMPT, EXECUTION};
+use crate::front::served::{self, header_text, Served, ATTEMPT, EXECUTION};
 use crate::history::{now_micros, HistoryWriter};
 use crate::plan::StoreSpec;
 
@@ -60,6 +60,9 @@ pub(super) async fn endpoint(
     Ok((layer, endpoint, served))
 }
 
+/// The layer on `store` (scoped as idem-lambda scopes them for a Lambda function) and the
+/// endpoint behind it, writing its executions to the plan's history and its call contexts
+/// to `contexts`, charging at `downstream` if there is one.
 async fn serve_on(
     plan: &ServerPlan,
     front: FrontKind,
@@ -106,12 +109,27 @@ fn downstream_client(
 }
 
 /// Tells the coordinator where this server listens.
-pub(super) fn announce(address: SocketAddr) -> Result<(), String> {
+fn announce(address: SocketAddr) -> Result<(), String> {
     crate::listening::announce(address).map_err(|error| error.to_string())
 }
 
-/// The principal (a bearer token), the key and the caller's id of a request, by header.
-pub(super) fn asked(header: impl Fn(&str) -> Option<String>) -> Asked {
+/// A listener on a free loopback port, which the coordinator is told of.
+pub(super) async fn listen() -> Result<tokio::net::TcpListener, String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|error| error.to_string())?;
+    announce(listener.local_addr().map_err(|error| error.to_string())?)?;
+    Ok(listener)
+}
+
+/// What a request with `headers` asks, by [`asked`].
+pub(super) fn asked_in(headers: &HeaderMap) -> Asked {
+    asked(|name| header_text(headers, name))
+}
+
+/// The principal (a bearer token), the key, the caller's id and the attempt of a request,
+/// `header` reading its headers.
+fn asked(header: impl Fn(&str) -> Option<String>) -> Asked {
     let principal = header("authorization")
         .map(|value| value.trim_start_matches("Bearer ").to_owned())
         .unwrap_or_default();
@@ -126,6 +144,7 @@ pub(super) fn asked(header: impl Fn(&str) -> Option<String>) -> Asked {
     }
 }
 
+/// Serves the endpoint behind the tower layer, in an axum router, until killed.
 pub(super) async fn tower(plan: ServerPlan) -> Result<(), String> {
     let (layer, endpoint, served) = endpoint(&plan).await?;
     let app = Router::new()
@@ -137,11 +156,7 @@ pub(super) async fn tower(plan: ServerPlan) -> Result<(), String> {
 }
 
 async fn serve_axum(app: Router) -> Result<(), String> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|error| error.to_string())?;
-    announce(listener.local_addr().map_err(|error| error.to_string())?)?;
-    axum::serve(listener, app)
+    axum::serve(listen().await?, app)
         .await
         .map_err(|error| error.to_string())
 }
@@ -152,11 +167,7 @@ async fn tower_order(
     body: String,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let asked = asked(|name| {
-        let value = headers.get(name)?.to_str().ok()?;
-        Some(value.to_owned())
-    });
-    match endpoint.handle(&asked, &body).await {
+    match endpoint.handle(&asked_in(&headers), &body).await {
         Handled::Created(answer) => {
             let execution = execution_of(&answer);
             (StatusCode::CREATED, [(EXECUTION, execution)], answer).into_response()
@@ -167,6 +178,8 @@ async fn tower_order(
     }
 }
 
+/// Serves the endpoint behind actix-web's middleware until killed. Its header types are
+/// actix-web's own, not the `http` crate's the other front ends share: read by closures.
 pub(super) async fn actix(plan: ServerPlan) -> Result<(), String> {
     use actix_web::dev::Service as _;
     use actix_web::{web, App, HttpServer};
@@ -182,7 +195,7 @@ pub(super) async fn actix(plan: ServerPlan) -> Result<(), String> {
                 async move {
                     let response = served.await?;
                     if response.headers().contains_key(SERVICE_FAILED) {
-                        let why = "the service failed after the handler began";
+                        let why = FAILED_AFTER_BEGINNING;
                         return Err(actix_web::error::ErrorServiceUnavailable(why));
                     }
                     Ok(response)
@@ -224,6 +237,8 @@ pub(super) fn execution_of(answer: &str) -> String {
 
 /// The header by which the handler asks the middleware inside the layer to fail.
 pub(super) const SERVICE_FAILED: &str = "x-certify-service-failed";
+/// The failure the middleware inside the layer gives for a response marked [`SERVICE_FAILED`].
+pub(super) const FAILED_AFTER_BEGINNING: &str = "the service failed after the handler began";
 
 async fn actix_order(
     endpoint: actix_web::web::Data<Endpoint>,
