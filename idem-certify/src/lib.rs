@@ -4,25 +4,25 @@
 //! refused connections and dropped answers between each worker and the store (through a TCP
 //! proxy of its own that never loses bytes from a connection it leaves open), the store's
 //! server restarted, a Redis Cluster resharded, failed over or robbed of a replica, and the
-//! workers' clocks skewed. Every call, body, side effect and answer goes into a history; a checker reads it,
-//! with the store's final records, and counts anomalies by class.
+//! workers' clocks skewed. Every call, body, side effect and answer goes into a history; a
+//! checker reads it, with the store's final records, and counts anomalies by class.
 //!
 //! With `--front tower|actix|poem|salvo|lambda` it certifies idem-http's layer as a service
 //! runs it: server processes (this binary again) serve an endpoint of two steps behind the
 //! tower layer on axum, actix-web's or poem's middleware, salvo's hoop, or idem-lambda's layer
 //! as a `lambda_http` function polling cargo-lambda's emulator of the Lambda Runtime API
-//! (reached through its function URL, the caller's token as the authorizer's principal), on
-//! the store; callers in this process send
-//! requests through idem-client (its retries and timeouts) under three principals that reuse
-//! the same keys; servers are killed (and started again) and stopped past the lease, the
-//! network between callers and servers and between servers and the store faulted, the
-//! store's server restarted. The checker reads what each principal was answered for each key
-//! (the status, the body and the `Idempotent-Replayed` flag: no refusal the workload never
-//! provokes, a replay flagged as one) and judges the handler's executions by the engine's
-//! rules, each in its own request's call context. With `--downstream` the first step charges
-//! at a downstream service behind its own layer, through idem-client with the keys it
-//! derives from the call: every order is charged once, under one key, and every success
-//! names its order's charge.
+//! (reached through its function URL, each caller's token named in the request context as an
+//! authorizer would name its principal), on the store; callers in this process send requests
+//! through idem-client (its retries and timeouts) under three principals that reuse the same
+//! keys; servers are killed (and started again) and stopped past the lease, the network
+//! between callers and servers and between servers and the store faulted, the store's server
+//! restarted. The checker reads what each principal was answered for each key (the status,
+//! the body and the `Idempotent-Replayed` flag: no refusal the workload never provokes, a
+//! replay flagged as one) and judges the handler's executions by the engine's rules, each in
+//! its own request's call context. With `--downstream` the first step charges at a
+//! downstream service behind its own layer, through idem-client with the keys it derives
+//! from the call: every order is charged once, under one key, and every success names its
+//! order's charge.
 //!
 //! ```console
 //! $ cargo run --release -p idem-certify -- --store redis --seconds 60

@@ -1,14 +1,14 @@
 //! Certification of the HTTP front ends (`--front tower|actix|poem|salvo|lambda`): idem-http's
-//! layer in server processes on a real store, called through idem-client while the servers are killed and
-//! stopped and the network between callers, servers, the store and a downstream service
-//! misbehaves.
+//! layer in server processes on a real store, called through idem-client while the servers
+//! are killed and stopped and the network between callers, servers, the store and a
+//! downstream service misbehaves.
 //!
 //! - `plan`: what a server process is told to serve.
 //! - `serve`: a server process, started from this binary: it serves what its plan says.
-//! - `server`: the endpoint behind the tower layer (axum) or actix-web's
-//!   middleware, or the downstream service behind its own layer; `poem`, `salvo` and `lambda`:
-//!   the endpoint behind poem's middleware, salvo's hoop, and idem-lambda's layer as a
-//!   `lambda_http` function.
+//! - `server`: the endpoint behind the tower layer (axum) or actix-web's middleware, or the
+//!   downstream service behind its own layer; `poem`, `salvo` and `lambda`: the endpoint
+//!   behind poem's middleware, salvo's hoop, and idem-lambda's layer as a `lambda_http`
+//!   function.
 //! - `authorizer`: the Lambda function's stand-in for an authorizer, naming each principal
 //!   as a different kind of authorizer would.
 //! - `runtime_api`: the Lambda Runtime API the function processes poll (cargo-lambda's
