@@ -148,8 +148,13 @@ pub(crate) fn run(
         };
         let mut index = rng.usize(..workers.count as usize);
         let mut aimed_at = None;
+        // How long after the takeover the owner wakes: at once after a slow body's (see
+        // `aimed::takers`), a moment later after a step's.
+        let mut resume_within = lease / 4;
         if kind == FaultKind::Stop {
-            let processes: Vec<&str> = slots.iter().map(|s| s.process.name.as_str()).collect();
+            let processes: Vec<(&str, i64)> = (slots.iter())
+                .map(|slot| (slot.process.name.as_str(), slot.process.clock_offset_ms))
+                .collect();
             // Every other aimed stop, a slow body with most of its pause ahead: stopped until
             // its key is taken over, it wakes with time left to renew and act. The others, a
             // step waiting for its answer: it wakes and records the step.
@@ -159,9 +164,16 @@ pub(crate) fn run(
             {
                 index = processes
                     .iter()
-                    .position(|&process| process == holder.process)
+                    .position(|&(process, _)| process == holder.process)
                     .expect("a holder is one of the slots' processes");
-                aimed::aim(&board, &holder.key, lease * 3);
+                let takers = match holder.in_step {
+                    true => Vec::new(),
+                    false => {
+                        resume_within = lease / 50;
+                        aimed::takers(&processes, &holder.process, lease_ms as i64 / 8)
+                    }
+                };
+                aimed::aim(&board, &holder.key, lease * 3, takers);
                 aimed_at = Some(holder.key);
             }
         }
@@ -185,7 +197,7 @@ pub(crate) fn run(
                 match &aimed_at {
                     Some(key) => {
                         let took =
-                            aimed::await_takeover(&board, key, lease * 3, lease / 4, &mut rng);
+                            aimed::await_takeover(&board, key, lease * 3, resume_within, &mut rng);
                         aimed::unaim(&board);
                         // For whoever reads the run's log: how often the aim comes true.
                         let name = &slot.process.name;

@@ -10,6 +10,8 @@ use crate::plan::WorkerPlan;
 pub(crate) struct WorkerProcess {
     /// Its name in the history.
     pub(crate) name: String,
+    /// How far its clock is off, in milliseconds.
+    pub(crate) clock_offset_ms: i64,
     child: Child,
 }
 
@@ -31,6 +33,7 @@ impl WorkerProcess {
             .map_err(|error| format!("starting worker {}: {error}", plan.name))?;
         Ok(WorkerProcess {
             name: plan.name.clone(),
+            clock_offset_ms: plan.clock_offset_ms,
             child,
         })
     }

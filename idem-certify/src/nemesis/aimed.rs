@@ -22,16 +22,44 @@ pub(super) struct Holder {
     pub(super) process: String,
     /// The key.
     pub(super) key: String,
+    /// Whether it waits inside a step, rather than in a slow body's pause.
+    pub(super) in_step: bool,
+}
+
+/// The clock offset of `process` among `processes`, if it is one of them.
+fn clock_of(processes: &[(&str, i64)], process: &str) -> Option<i64> {
+    (processes.iter())
+        .find(|(name, _)| *name == process)
+        .map(|&(_, offset)| offset)
+}
+
+/// The processes whose callers may take over the key of a slow body in `owner`'s process:
+/// those whose clocks run at least `margin` ahead of its own, or every one when none does.
+/// A taker sees the lease pass by its own clock, up to twice the clock fault earlier than the
+/// owner does by its; the owner, resumed just after the takeover, still holds the lease by
+/// its clock, and renews: the store must refuse that renewal. Resumed later, the owner's own
+/// clock would tell it the lease had passed before it renewed, and a store that wrongly
+/// accepts renewals would go unseen.
+pub(super) fn takers(processes: &[(&str, i64)], owner: &str, margin: i64) -> Vec<String> {
+    let Some(owner_offset) = clock_of(processes, owner) else {
+        return Vec::new();
+    };
+    (processes.iter())
+        .filter(|&&(name, offset)| name != owner && offset >= owner_offset + margin)
+        .map(|&(name, _)| name.to_owned())
+        .collect()
 }
 
 /// Waits up to `patience` for a process among `processes` that holds a key on the board in
 /// `board` one of two ways: a slow body that has just begun its pause, nearly three leases of
 /// it ahead (enough to outlast a stop until the takeover, and to renew and act after it), or
 /// a step waiting for its answer after its effect, a quarter of a lease of it ahead. The way
-/// `in_step` says comes first; after half the patience, either will do. `None` when none did.
+/// `in_step` says comes first; after half the patience, either will do. Among slow bodies,
+/// one in the process whose clock is furthest behind (`processes` with their clock offsets):
+/// see [`takers`]. `None` when none did.
 pub(super) fn find_holder(
     board: &Path,
-    processes: &[&str],
+    processes: &[(&str, i64)],
     in_step: bool,
     lease: Duration,
     patience: Duration,
@@ -51,13 +79,26 @@ pub(super) fn find_holder(
                 };
                 holds
                     && (either || pause.in_step == in_step)
-                    && processes.contains(&process.as_str())
+                    && clock_of(processes, process).is_some()
             })
             .map(|(process, pause)| Holder {
                 process,
                 key: pause.key,
+                in_step: pause.in_step,
             })
             .collect();
+        let slow = || holders.iter().filter(|holder| !holder.in_step);
+        let furthest_behind = slow()
+            .filter_map(|holder| clock_of(processes, &holder.process))
+            .min();
+        let holders: Vec<Holder> = match furthest_behind {
+            Some(behind) if !in_step => (holders.into_iter())
+                .filter(|holder| {
+                    !holder.in_step && clock_of(processes, &holder.process) == Some(behind)
+                })
+                .collect(),
+            _ => holders,
+        };
         if !holders.is_empty() {
             let index = rng.usize(..holders.len());
             return holders.into_iter().nth(index);
@@ -69,9 +110,10 @@ pub(super) fn find_holder(
     }
 }
 
-/// Lists `key` as the nemesis's target on the board in `board`, for `lasting`: callers aim
-/// at it first, so that it is taken over as soon as its lease passes.
-pub(super) fn aim(board: &Path, key: &str, lasting: Duration) {
+/// Lists `key` as the nemesis's target on the board in `board`, for `lasting`: callers of
+/// `takers` (of every process when empty) aim at it first, so that it is taken over as soon
+/// as its lease passes.
+pub(super) fn aim(board: &Path, key: &str, lasting: Duration, takers: Vec<String>) {
     // A takeover of this key before the stop is not the one to wait for.
     unmark_taken(board, key);
     let target = [Pause {
@@ -79,6 +121,7 @@ pub(super) fn aim(board: &Path, key: &str, lasting: Duration) {
         op: Op::Slow,
         until: now_micros() + lasting.as_micros() as u64,
         in_step: false,
+        takers,
     }];
     let json = serde_json::to_vec(&target).expect("pauses serialise");
     let aside = board.join(AIMED).with_extension("new");

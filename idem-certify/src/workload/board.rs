@@ -26,6 +26,10 @@ pub(crate) struct Pause {
     /// Whether it is inside a step, after its effect, before the step is recorded.
     #[serde(default)]
     pub(crate) in_step: bool,
+    /// On the nemesis's aim: the processes whose callers may take the key over (any when
+    /// empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) takers: Vec<String>,
 }
 
 /// One process's list on the board, rewritten whenever it changes.
@@ -122,6 +126,7 @@ impl Holder {
                 op: self.op,
                 until: now_micros() + pause.as_micros() as u64,
                 in_step: false,
+                takers: Vec::new(),
             };
             self.board.list(&self.call, pause)
         });
@@ -139,6 +144,7 @@ impl Holder {
             op: self.op,
             until: now_micros() + delay.as_micros() as u64,
             in_step: true,
+            takers: Vec::new(),
         };
         let _listed = self.board.list(&self.call, pause);
         tokio::time::sleep(delay).await;

@@ -27,10 +27,13 @@ impl Worker {
 
     /// Now and then, a key listed on the board whose pause is running or just ended (a
     /// stopped process's pause may have ended while it could not go on). The key of an owner
-    /// the nemesis stopped comes first, every other call: it is to be taken over as soon as
-    /// its lease passes.
+    /// the nemesis stopped comes first, every other call, in the processes it names: it is to
+    /// be taken over as soon as its lease passes.
     pub(super) fn aim(&mut self) -> Option<String> {
-        let targets = self.board.aimed();
+        let name = &self.plan.name;
+        let targets: Vec<_> = (self.board.aimed().into_iter())
+            .filter(|target| target.takers.is_empty() || target.takers.contains(name))
+            .collect();
         if !targets.is_empty() && self.rng.bool() {
             return Some(targets[self.rng.usize(..targets.len())].key.clone());
         }
