@@ -134,7 +134,8 @@
 //! A key the caller set still wins. [`downstream_keys(false)`](IdempotentRetryBuilder::downstream_keys)
 //! sends random keys inside calls too. A request sent from a call whose lease is known lost
 //! (another caller may run the call now, or the process was paused past the lease) is not
-//! sent: the error holds an `idem_core::Error::NotRecorded` caused by `LeaseLost`.
+//! sent, nor sent again by a retry once the lease is lost: the error holds an
+//! `idem_core::Error::NotRecorded` caused by `LeaseLost`.
 //!
 //! # The contract, both sides
 //!

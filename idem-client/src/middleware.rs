@@ -70,6 +70,13 @@ impl Middleware for IdempotentRetry {
                 "retrying with the same key");
             drop(outcome);
             tokio::time::sleep(wait).await;
+            // The lease may have passed while the last attempt or the wait ran: a retry sent
+            // then would be the second effect the check before the first attempt prevents.
+            if let Some(lost) = lease_lost() {
+                tracing::error!(target: TARGET, key = config.logged_key(key.as_str()), attempts = attempt,
+                    "the idempotent call sending this request lost its lease while it was retried: not sent again");
+                return Err(reqwest_middleware::Error::middleware(lost));
+            }
             request = spare;
             attempt += 1;
         }

@@ -206,6 +206,54 @@ async fn a_call_whose_lease_is_known_lost_sends_nothing() {
     assert_eq!(refused, Some(true), "refused for the lease lost");
 }
 
+#[tokio::test]
+async fn a_call_whose_lease_passes_between_attempts_does_not_send_again() {
+    let clock = ManualClock::new();
+    let attempts = Arc::new(Mutex::new(0_u32));
+    // Unavailable once, and the call's lease passes while it answers: the retry that would
+    // follow is sent by an owner that has lost its key.
+    let answer = {
+        let (clock, attempts) = (clock.clone(), attempts.clone());
+        move || {
+            *attempts.lock().unwrap() += 1;
+            clock.advance(LEASE + Duration::from_secs(1));
+            (axum::http::StatusCode::SERVICE_UNAVAILABLE, "busy")
+        }
+    };
+    let app = Router::new().route("/v1/charges/ord_42", post(move || async move { answer() }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/v1/charges/ord_42",
+        listener.local_addr().unwrap()
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = client(IdempotentRetry::default());
+    let idem = Idempotency::new(ReferenceStore::new()).with_clock(clock.clone());
+    let refused = Mutex::new(None);
+    let _ = idem
+        .run(call(&idem), async {
+            let sent = client.post(&url).send().await;
+            let lease_lost = match sent {
+                Err(idem_client::reqwest_middleware::Error::Middleware(error)) => matches!(
+                    error.downcast_ref::<Error>(),
+                    Some(Error::NotRecorded { cause, .. })
+                        if matches!(**cause, Error::LeaseLost { .. })
+                ),
+                _ => false,
+            };
+            *refused.lock().unwrap() = Some(lease_lost);
+            Ok::<_, Error>(())
+        })
+        .await;
+    assert_eq!(
+        *attempts.lock().unwrap(),
+        1,
+        "no attempt after the lease passed"
+    );
+    let refused = refused.into_inner().unwrap();
+    assert_eq!(refused, Some(true), "refused for the lease lost");
+}
+
 fn uuid_like(key: &str) -> bool {
     key.len() == 36 && key.bytes().filter(|&b| b == b'-').count() == 4
 }
