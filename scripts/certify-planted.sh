@@ -41,6 +41,12 @@ done
 seconds="${IDEM_PLANTED_SECS:-15}"
 parallel="${IDEM_PLANTED_JOBS:-1}"
 started="$(date +%s)"
+# The code measured is the working tree as it stands now, committed or not: named by the commit
+# it stood on, and whether it had changes besides.
+measured="$(git rev-parse --short HEAD)"
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+    measured="$measured with uncommitted changes"
+fi
 target="${CARGO_TARGET_DIR:-$root/target}"
 mkdir -p "$target"
 target="$(cd "$target" && pwd)"
@@ -210,7 +216,7 @@ if [ -n "$write" ]; then
     {
         echo "Each planted bug of \`idem-certify/planted\` (see its README), run on its store $runs time(s)"
         echo "by \`scripts/certify-planted.sh --runs $runs\` ($(date -u '+%Y-%m-%d'), commit"
-        echo "$(git rev-parse --short HEAD), $(nproc) cores, $parallel run(s) at once; the whole measurement"
+        echo "$measured, $(nproc) cores, $parallel run(s) at once; the whole measurement"
         echo "took $((took / 60)) min): ${seconds} s with every default fault, as CI runs scripts/certify.sh,"
         echo "with the options a patch names (see its README). A run is caught when it reports an"
         echo "anomaly of a class its patch expects (its \`expect:\` line); the goal is every bug caught"
