@@ -1,6 +1,6 @@
 //! The directory a run writes its histories and its report to.
 
-use std::fs;
+use std::io;
 use std::path::Path;
 
 /// Makes `subdirs` of `dir` empty directories: a run reads back every file in them, so the
@@ -8,12 +8,8 @@ use std::path::Path;
 pub(crate) fn fresh(dir: &Path, subdirs: &[&str]) -> Result<(), String> {
     for subdir in subdirs {
         let path = dir.join(subdir);
-        match fs::remove_dir_all(&path) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(format!("emptying {}: {error}", path.display())),
-        }
-        fs::create_dir_all(&path)
+        gone(std::fs::remove_dir_all(&path), "emptying", &path)?;
+        std::fs::create_dir_all(&path)
             .map_err(|error| format!("creating {}: {error}", path.display()))?;
     }
     Ok(())
@@ -24,11 +20,17 @@ pub(crate) fn fresh(dir: &Path, subdirs: &[&str]) -> Result<(), String> {
 pub(crate) fn without_files(dir: &Path, files: &[&str]) -> Result<(), String> {
     for file in files {
         let path = dir.join(file);
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(format!("removing {}: {error}", path.display())),
-        }
+        gone(std::fs::remove_file(&path), "removing", &path)?;
     }
     Ok(())
+}
+
+/// A removal's outcome, where a path that was not there is as good as removed.
+fn gone(removed: io::Result<()>, doing: &str, path: &Path) -> Result<(), String> {
+    match removed {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => {
+            Err(format!("{doing} {}: {error}", path.display()))
+        }
+        _ => Ok(()),
+    }
 }

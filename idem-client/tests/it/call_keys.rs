@@ -186,15 +186,7 @@ async fn a_call_whose_lease_is_known_lost_sends_nothing() {
         .run(call(&idem), async {
             clock.advance(LEASE + Duration::from_secs(1));
             let sent = client.post(&url).send().await;
-            let lease_lost = match sent {
-                Err(idem_client::reqwest_middleware::Error::Middleware(error)) => matches!(
-                    error.downcast_ref::<Error>(),
-                    Some(Error::NotRecorded { cause, .. })
-                        if matches!(**cause, Error::LeaseLost { .. })
-                ),
-                _ => false,
-            };
-            *refused.lock().unwrap() = Some(lease_lost);
+            *refused.lock().unwrap() = Some(refused_for_lease_lost(sent));
             Ok::<_, Error>(())
         })
         .await;
@@ -233,15 +225,7 @@ async fn a_call_whose_lease_passes_between_attempts_does_not_send_again() {
     let _ = idem
         .run(call(&idem), async {
             let sent = client.post(&url).send().await;
-            let lease_lost = match sent {
-                Err(idem_client::reqwest_middleware::Error::Middleware(error)) => matches!(
-                    error.downcast_ref::<Error>(),
-                    Some(Error::NotRecorded { cause, .. })
-                        if matches!(**cause, Error::LeaseLost { .. })
-                ),
-                _ => false,
-            };
-            *refused.lock().unwrap() = Some(lease_lost);
+            *refused.lock().unwrap() = Some(refused_for_lease_lost(sent));
             Ok::<_, Error>(())
         })
         .await;
@@ -252,6 +236,21 @@ async fn a_call_whose_lease_passes_between_attempts_does_not_send_again() {
     );
     let refused = refused.into_inner().unwrap();
     assert_eq!(refused, Some(true), "refused for the lease lost");
+}
+
+/// Whether a send failed as one from a call whose lease is known lost: `NotRecorded`, caused
+/// by `LeaseLost`.
+fn refused_for_lease_lost(
+    sent: Result<idem_client::reqwest::Response, idem_client::reqwest_middleware::Error>,
+) -> bool {
+    match sent {
+        Err(idem_client::reqwest_middleware::Error::Middleware(error)) => matches!(
+            error.downcast_ref::<Error>(),
+            Some(Error::NotRecorded { cause, .. })
+                if matches!(**cause, Error::LeaseLost { .. })
+        ),
+        _ => false,
+    }
 }
 
 fn uuid_like(key: &str) -> bool {

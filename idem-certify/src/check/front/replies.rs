@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use idem_core::{Key, KeyBuilder};
+
 use super::model::{Answer, FrontRun};
 use crate::check::model::CallRecord;
 use crate::check::{Anomaly, Class, Found};
@@ -86,7 +88,7 @@ pub(super) fn contexts(
             && context.context_key.ends_with(&format!("|{asked}"))
             && scope
                 .as_ref()
-                .is_none_or(|scope| scope_of(&context.context_key) == Some(scope))
+                .is_none_or(|scope| scope_of(&context.context_key) == *scope)
             && request_key.is_none_or(|request_key| request_key == key);
         if !own {
             found(
@@ -101,14 +103,15 @@ pub(super) fn contexts(
     }
 }
 
-/// The scope part of an engine key (`idem|NAME|SCOPE|KEY`).
-fn scope_of(context_key: &str) -> Option<&str> {
-    context_key.split('|').nth(2)
+/// The scope of an engine key (`idem|NAME|SCOPE|KEY`), as the key encodes it.
+fn scope_of(context_key: &str) -> Option<String> {
+    Key::parse(context_key).ok()?.scope().map(str::to_owned)
 }
 
-/// A scope as the engine's key writes it: `=`, then the scope with `%` and `|` escaped.
-fn encoded_scope(scope: &str) -> String {
-    format!("={}", scope.replace('%', "%25").replace('|', "%7C"))
+/// `scope` as an engine key encodes it: idem-core's encoding, through a key built with it.
+fn encoded_scope(scope: &str) -> Option<String> {
+    let key = KeyBuilder::new("certify", "scope").scope(Some(scope));
+    key.finish().ok()?.scope().map(str::to_owned)
 }
 
 /// One engine key for executions of two keys (two principals sharing one key's record).
