@@ -37,6 +37,18 @@ impl ServerKind for CargoLambda {
     const PROGRAM: &'static str = PROGRAM;
 }
 
+/// The environment a function process needs to poll the Runtime API at `runtime_api` (what it
+/// is given as `AWS_LAMBDA_RUNTIME_API`): that, and the function's name, version and memory
+/// that `lambda_runtime` reads at start.
+pub fn function_env(runtime_api: &str) -> [(&'static str, String); 4] {
+    [
+        ("AWS_LAMBDA_RUNTIME_API", runtime_api.to_owned()),
+        ("AWS_LAMBDA_FUNCTION_NAME", FUNCTION_NAME.to_owned()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "1".to_owned()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128".to_owned()),
+    ]
+}
+
 /// The Lambda Runtime API a test's function polls, and the endpoints it is invoked through.
 pub type TestRuntimeApi = TestServer<CargoLambda>;
 
@@ -72,15 +84,10 @@ impl TestRuntimeApi {
         format!("{}/.rt", self.address())
     }
 
-    /// The environment a function process needs to poll this emulator: the Runtime API, and
-    /// the function's name, version and memory that `lambda_runtime` reads at start.
+    /// The environment a function process needs to poll this emulator: see
+    /// [`function_env`](fn@function_env).
     pub fn function_env(&self) -> [(&'static str, String); 4] {
-        [
-            ("AWS_LAMBDA_RUNTIME_API", self.runtime_api()),
-            ("AWS_LAMBDA_FUNCTION_NAME", FUNCTION_NAME.to_owned()),
-            ("AWS_LAMBDA_FUNCTION_VERSION", "1".to_owned()),
-            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128".to_owned()),
-        ]
+        function_env(&self.runtime_api())
     }
 
     /// The invoke API's URL for the function (`POST` an event, get its response).

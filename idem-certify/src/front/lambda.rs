@@ -37,18 +37,12 @@ use crate::front::server::{
 const CONCURRENCY: &str = "8";
 
 /// The environment of a function process polling `runtime_api` (`http://HOST:PORT/.rt`): what
-/// `lambda_runtime` reads when it starts, as Lambda gives it.
-pub(crate) fn environment(runtime_api: &str) -> [(&'static str, String); 5] {
-    [
-        ("AWS_LAMBDA_RUNTIME_API", runtime_api.to_owned()),
-        (
-            "AWS_LAMBDA_FUNCTION_NAME",
-            idem_test_servers::lambda::FUNCTION_NAME.to_owned(),
-        ),
-        ("AWS_LAMBDA_FUNCTION_VERSION", "1".to_owned()),
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128".to_owned()),
-        ("AWS_LAMBDA_MAX_CONCURRENCY", CONCURRENCY.to_owned()),
-    ]
+/// `lambda_runtime` reads when it starts, as Lambda gives it, and how many invocations at once.
+pub(crate) fn environment(runtime_api: &str) -> impl Iterator<Item = (&'static str, String)> {
+    let concurrency = ("AWS_LAMBDA_MAX_CONCURRENCY", CONCURRENCY.to_owned());
+    idem_test_servers::lambda::function_env(runtime_api)
+        .into_iter()
+        .chain([concurrency])
 }
 
 /// Runs the function until killed, polling the Runtime API of its environment.
