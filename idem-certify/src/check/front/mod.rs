@@ -164,12 +164,18 @@ fn outside_call(run: &Run, executions: &[&CallRecord], found: &mut Found<'_>) {
 /// other execution of the key begins within half a lease of its end (a lease from its last
 /// renewal, which came at most a third of a lease before), unless the store's server
 /// restarted meanwhile and may have lost the record.
+///
+/// A fault on the server's store link (or a stop of the server) between the reservation and
+/// the body may spend the lease before the body begins: the renewal the engine makes then
+/// lands late, and a body shorter than the renewal period runs on it alone. The key is then
+/// held only as long as the engine still guarantees: past the service's failure (the engine
+/// refuses a failure it knows its lease passed for) and a lease from the reservation.
 fn released_early(run: &Run, executions: &[&CallRecord], found: &mut Found<'_>) {
     for held in executions
         .iter()
         .filter(|call| call.error_class() == Some(SERVICE_ERROR))
     {
-        let (Some((ended, _)), Some((began, _, _))) = (held.body_end, held.body) else {
+        let (Some((ended, _)), Some((began, _, fencing))) = (held.body_end, held.body) else {
             continue;
         };
         // A lease lost meanwhile (its server stopped or cut off, the engine telling it) lets
@@ -177,12 +183,18 @@ fn released_early(run: &Run, executions: &[&CallRecord], found: &mut Found<'_>) 
         if run.excused(held, began, ended) {
             continue;
         }
+        let held_until = match lease_spent_before_body(run, held, began, fencing) {
+            Some(reserved) => ended
+                .max(reserved + run.lease)
+                .saturating_sub(run.told_within),
+            None => ended + run.lease / 2,
+        };
         let next = executions.iter().find(|other| {
             other.body.is_some_and(|(start, _, _)| {
                 let restarted = run.faults.iter().any(|fault| {
                     fault.process == "*" && fault.start <= start && fault.end + run.lease >= ended
                 });
-                ended < start && start < ended + run.lease / 2 && !restarted
+                ended < start && start < held_until && !restarted
             })
         });
         if let Some(next) = next {
@@ -199,4 +211,22 @@ fn released_early(run: &Run, executions: &[&CallRecord], found: &mut Found<'_>) 
             );
         }
     }
+}
+
+/// When `held` reserved its key, if a fault that can spend a lease (its server stopped, or
+/// its own link to the store slowed or cut; not its callers' link nor the downstream's) lay
+/// between that reservation and its body's start at `began`. A fencing token is the
+/// proposer's clock when it reserved (idem-core's `store::fencing`), so the earlier of it and
+/// the body's start bounds the reservation.
+fn lease_spent_before_body(run: &Run, held: &CallRecord, began: u64, fencing: u64) -> Option<u64> {
+    let reserved = fencing.min(began);
+    run.faults
+        .iter()
+        .any(|fault| {
+            fault.process == held.process
+                && (fault.kind == "stop" || fault.kind.starts_with("net-"))
+                && fault.start <= began
+                && fault.end.max(fault.start) >= reserved
+        })
+        .then_some(reserved)
 }

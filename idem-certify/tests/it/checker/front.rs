@@ -2,8 +2,10 @@
 //! its principal is clean; an answer reaching another principal (`AnswerToOtherPrincipal`),
 //! two answers for one principal's key (`TwoAnswers`), a handler run outside the engine's call
 //! (`HandlerOutsideCall`), a key run again within the lease of a handler whose service failed
-//! (`KeyReleasedEarly`, unless its server was stopped past its lease) and an order charged twice downstream (`DownstreamEffectRepeated`)
-//! are found.
+//! (`KeyReleasedEarly`, unless its server was stopped past its lease, or a slow link to the
+//! store spent the lease before the body began and the key was held as long as the engine
+//! still promises) and an order charged twice downstream (`DownstreamEffectRepeated`) are
+//! found.
 
 use idem_certify::check::front::check_front;
 use idem_certify::check::front::model::{Charge, ClientEvent, FrontRun};
@@ -252,4 +254,64 @@ fn an_order_charged_twice_downstream_is_found() {
     assert_eq!(classes(&front), []);
     front.add_charges(vec![charge("downstream:1")]);
     assert_eq!(classes(&front), [Class::DownstreamEffectRepeated]);
+}
+
+/// A handler that reserved its key at 1 and began at `began`, whose service failed at
+/// `ended` after its first step, and the execution that resumed its key at `next`; with
+/// `slowed`, its server's link to the store was slow from the reservation until just before
+/// the body.
+fn failed_after_slow_reservation(began: u64, ended: u64, next: u64, slowed: bool) -> FrontRun {
+    let mut failed = execution("s0.1:0", "alice", began - 10, Some(1));
+    failed.truncate(4);
+    failed.push(Event::BodyEnd {
+        call: "s0.1:0".into(),
+        lease_lost: false,
+        t: ended,
+    });
+    failed.push(Event::Complete {
+        call: "s0.1:0".into(),
+        ending: Ending::Error {
+            class: "ServiceError".into(),
+            message: String::new(),
+        },
+        t: ended,
+    });
+    // The resumed execution replays the failed one's recorded charge and ships.
+    let mut resumed = execution("s1.1:0", "alice", next - 10, Some(next));
+    resumed.drain(2..4);
+    let callers = request("c0.0", "alice", 0, &answer("s1.1:0", "alice"), false);
+    let mut front = front_run(vec![("s0.1", failed), ("s1.1", resumed)], callers);
+    if slowed {
+        front.run.faults.push(FaultRecord {
+            kind: "net-latency",
+            process: "s0.1".into(),
+            start: 0,
+            end: began - 1,
+        });
+    }
+    front
+}
+
+#[test]
+fn a_lease_spent_by_a_slow_store_link_before_the_body_is_not_a_key_released_early() {
+    // The reservation's lease ran out before the body began; the engine's renewal then came
+    // late, so the failed service held the key only a little past its end.
+    let (began, ended, next) = (1_335_000, 1_667_000, 1_723_000);
+    assert_eq!(
+        classes(&failed_after_slow_reservation(began, ended, next, false)),
+        [Class::KeyReleasedEarly]
+    );
+    assert_eq!(
+        classes(&failed_after_slow_reservation(began, ended, next, true)),
+        []
+    );
+}
+
+#[test]
+fn a_slow_store_link_does_not_excuse_a_key_released_within_the_reservations_lease() {
+    let (began, ended, next) = (300_000, 400_000, 600_000);
+    assert_eq!(
+        classes(&failed_after_slow_reservation(began, ended, next, true)),
+        [Class::KeyReleasedEarly]
+    );
 }
