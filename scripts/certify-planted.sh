@@ -7,11 +7,12 @@
 # tabled, but a false alarm must not pass for the bug. Fails when a planted bug is caught in
 # fewer than 9 runs of 10 (with one run: when it goes uncaught).
 #
-#   scripts/certify-planted.sh                          # every patch, one run of 15 s each
+#   scripts/certify-planted.sh                          # every patch, one run of 30 s each
 #   scripts/certify-planted.sh redis-renewal postgres-  # the patches whose names contain these
 #   scripts/certify-planted.sh --runs 10 --write docs/certification/planted.md
 #
-# 15 s is CI's length (scripts/certify.sh): a bug that needs longer goes uncaught there.
+# 30 s is CI's length (scripts/lib/certify-length.sh): a bug that needs longer goes uncaught
+# there.
 # IDEM_PLANTED_SECS sets the seconds per run, IDEM_PLANTED_RUNS the runs (as --runs),
 # IDEM_PLANTED_SEED the first run's seed (run i uses seed + i; default: from the clock; every
 # seed is printed and tabled), IDEM_PLANTED_JOBS how many runs at once (default 1: runs side by
@@ -38,7 +39,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "--runs needs a positive count, not $runs" >&2; exit 2; }
-seconds="${IDEM_PLANTED_SECS:-15}"
+source scripts/lib/certify-length.sh
+seconds="${IDEM_PLANTED_SECS:-$ci_certify_seconds}"
 parallel="${IDEM_PLANTED_JOBS:-1}"
 started="$(date +%s)"
 # The code measured is the working tree as it stands now, committed or not: named by the commit
@@ -79,7 +81,8 @@ done
 
 # A patch names, before its diff, the anomaly classes it must cause (`expect: StaleOwnerNotTold,
 # ConcurrentBodies`), and may name options its run needs (`certify: --front actix`) and a
-# longer run (`seconds: 60`). A store's bug needs neither: CI runs the default faults for 15 s.
+# longer run (`seconds: 60`). A store's bug needs neither: CI runs the default faults for
+# CI's length.
 extra_of() { sed -n 's/^certify: //p' "$root/idem-certify/planted/$1.patch" | head -n 1; }
 expect_of() { sed -n 's/^expect: //p' "$root/idem-certify/planted/$1.patch" | head -n 1; }
 for name in "${patches[@]}"; do

@@ -3,7 +3,7 @@
 # idempotent functions (or serve an endpoint behind idem-http's layer, called through
 # idem-client) while their processes are killed and stopped, and the checker reads the history.
 #
-#   scripts/certify.sh                       # 15 s per run, as CI runs it
+#   scripts/certify.sh                       # 30 s per run, as CI runs it
 #   scripts/certify.sh --write CERTIFICATION.md   # 60 s per run, and rewrite that file
 #
 # IDEM_CERTIFY_SECS sets the seconds per run, IDEM_CERTIFY_JOBS how many runs at once (2: a
@@ -13,8 +13,9 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+source scripts/lib/certify-length.sh
 write=""
-seconds="${IDEM_CERTIFY_SECS:-15}"
+seconds="${IDEM_CERTIFY_SECS:-$ci_certify_seconds}"
 if [ "${1:-}" = "--write" ]; then
     write="${2:?--write needs a file}"
     seconds="${IDEM_CERTIFY_SECS:-60}"
