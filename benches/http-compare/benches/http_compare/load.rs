@@ -29,6 +29,24 @@ pub enum Keys {
     Replayed,
 }
 
+/// What one phase measured.
+pub struct Measured {
+    /// Requests per second over all the phase's connections.
+    pub rate: f64,
+    /// Every request's latency, from sending it to reading its whole answer, sorted.
+    latencies: Vec<Duration>,
+}
+
+impl Measured {
+    /// The latency `fraction` of the requests took at most (0.5 for the median).
+    pub fn percentile(&self, fraction: f64) -> Duration {
+        let Some(last) = self.latencies.len().checked_sub(1) else {
+            return Duration::ZERO;
+        };
+        self.latencies[((last as f64 * fraction).round() as usize).min(last)]
+    }
+}
+
 /// One keep-alive connection to a router.
 pub struct Connection {
     sender: SendRequest<Full<Bytes>>,
@@ -48,13 +66,23 @@ impl Connection {
     /// Connects to `address`; with `session`, opens a session there first and sends its
     /// cookie with every request after.
     pub async fn open(address: SocketAddr, id: usize, session: bool) -> Connection {
-        let stream = TcpStream::connect(address)
+        Connection::try_open(address, id, session)
             .await
-            .expect("the router listens");
-        stream.set_nodelay(true).expect("a connected socket");
+            .expect("the router accepts a connection")
+    }
+
+    /// [`Connection::open`], or why the connection could not be made (out of file
+    /// descriptors, most likely).
+    pub async fn try_open(
+        address: SocketAddr,
+        id: usize,
+        session: bool,
+    ) -> std::io::Result<Connection> {
+        let stream = TcpStream::connect(address).await?;
+        stream.set_nodelay(true)?;
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
-            .expect("an HTTP/1.1 handshake");
+            .map_err(std::io::Error::other)?;
         tokio::spawn(connection);
         let mut connection = Connection {
             sender,
@@ -72,7 +100,7 @@ impl Connection {
             connection.cookie =
                 Some(HeaderValue::from_str(cookie).expect("a cookie is a header value"));
         }
-        connection
+        Ok(connection)
     }
 
     async fn send(
@@ -137,13 +165,13 @@ impl Connection {
     }
 }
 
-/// Requests per second over `connections` for `length`, each connection sending requests one
-/// after another with `keys`; the connections come back for the next phase.
+/// Requests per second and latencies over `connections` for `length`, each connection sending
+/// requests one after another with `keys`; the connections come back for the next phase.
 pub async fn phase(
     connections: Vec<Connection>,
     keys: Keys,
     length: Duration,
-) -> (f64, Vec<Connection>) {
+) -> (Measured, Vec<Connection>) {
     static NEXT_KEY: AtomicU64 = AtomicU64::new(0);
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
@@ -154,7 +182,9 @@ pub async fn phase(
             let (stop, done) = (stop.clone(), done.clone());
             tokio::spawn(async move {
                 let replayed_key = connection.replayed_key();
+                let mut latencies = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
+                    let sent = Instant::now();
                     let replayed = match keys {
                         Keys::Fresh => {
                             let n = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
@@ -162,6 +192,7 @@ pub async fn phase(
                         }
                         Keys::Replayed => connection.pay(&replayed_key).await,
                     };
+                    latencies.push(sent.elapsed());
                     assert_eq!(
                         replayed,
                         matches!(keys, Keys::Replayed),
@@ -169,16 +200,20 @@ pub async fn phase(
                     );
                     done.fetch_add(1, Ordering::Relaxed);
                 }
-                connection
+                (connection, latencies)
             })
         })
         .collect();
     tokio::time::sleep(length).await;
     stop.store(true, Ordering::Relaxed);
     let mut connections = Vec::with_capacity(tasks.len());
+    let mut latencies = Vec::new();
     for task in tasks {
-        connections.push(task.await.expect("a connection's task ends"));
+        let (connection, its_latencies) = task.await.expect("a connection's task ends");
+        connections.push(connection);
+        latencies.extend(its_latencies);
     }
     let rate = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
-    (rate, connections)
+    latencies.sort_unstable();
+    (Measured { rate, latencies }, connections)
 }

@@ -6,12 +6,19 @@
 //! cargo bench --manifest-path benches/http-compare/Cargo.toml
 //! ```
 //!
-//! The routers run on a server runtime of two worker threads; the load comes from 32 keep-alive
-//! HTTP/1.1 connections per router (hyper's own client, on one thread of its own), each sending
-//! a small JSON POST after another: with a new `Idempotency-Key` per request (the handler runs,
-//! its response is kept) or with the connection's own key answered once before (every request a
-//! replay). `IDEM_BENCH_ROUNDS` rounds (default 3) of every phase run interleaved, each phase
-//! `IDEM_BENCH_SECS` long (default 3); ratios are taken within a round, and the table shows
+//! The routers run on a server runtime of two worker threads; the load comes from keep-alive
+//! HTTP/1.1 connections to each router (hyper's own client, on one thread of its own), each
+//! sending a small JSON POST after another: with a new `Idempotency-Key` per request (the
+//! handler runs, its response is kept) or with the connection's own key answered once before
+//! (every request a replay). `IDEM_BENCH_CONNECTIONS` lists the counts of connections per
+//! router (default `32,128,512`): the main table runs with the first; a second table, of
+//! replayed keys only, compares idem-http on the memory store (with and without its replay
+//! cache) with the peer at each (requests per second, p50 and p99 latency). Each connection is
+//! two open files of this process: a count the soft limit on open files cannot hold is
+//! reported as not measured, with the limit it needs.
+//!
+//! `IDEM_BENCH_ROUNDS` rounds (default 3) of every phase run interleaved, each phase
+//! `IDEM_BENCH_SECS` long (default 3); ratios are taken within a round, and the tables show
 //! their medians, with the load average during each round. `IDEM_BENCH_ONLY=replayed` (or any
 //! text) keeps the phases whose router and keys name it, beside the plain router: for profiling.
 //!
@@ -22,6 +29,8 @@
 //! (`HEXPIRE`), so it is compared on its in-memory store only.
 
 mod actix;
+mod connections;
+mod limits;
 mod load;
 mod routers;
 
@@ -33,9 +42,8 @@ use idem_http::IdempotencyLayer;
 use idem_stores::memory::MemoryStore;
 use idem_stores::redis::{client as redis, RedisStore};
 use idem_test_servers::redis::server::TestRedis;
+use limits::too_few_files;
 use load::{Connection, Keys};
-
-const CONNECTIONS: usize = 32;
 
 /// One router under test.
 struct Router {
@@ -54,6 +62,26 @@ fn env_number(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(default)
+}
+
+/// The counts of connections per router of `IDEM_BENCH_CONNECTIONS`, the main table's first.
+fn connection_counts() -> Vec<usize> {
+    let listed = std::env::var("IDEM_BENCH_CONNECTIONS").unwrap_or_default();
+    let counts: Vec<usize> = listed
+        .split(',')
+        .filter(|count| !count.trim().is_empty())
+        .map(|count| {
+            count.trim().parse().expect(
+                "IDEM_BENCH_CONNECTIONS lists counts of connections per router, e.g. 32,128,512",
+            )
+        })
+        .filter(|&count| count > 0)
+        .collect();
+    if counts.is_empty() {
+        vec![32, 128, 512]
+    } else {
+        counts
+    }
 }
 
 fn median(values: &mut [f64]) -> f64 {
@@ -142,6 +170,7 @@ fn start(server: &tokio::runtime::Runtime) -> (Vec<Router>, Option<TestRedis>) {
 
 fn main() {
     let rounds = env_number("IDEM_BENCH_ROUNDS", 3).max(1) as usize;
+    let counts = connection_counts();
     let length = Duration::from_secs(env_number("IDEM_BENCH_SECS", 3).max(1));
     let server = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -153,15 +182,24 @@ fn main() {
         .enable_all()
         .build()
         .expect("a client runtime");
-    client.block_on(measure(&routers, rounds, length));
+    client.block_on(async {
+        match too_few_files(routers.len(), counts[0]) {
+            None => measure(&routers, counts[0], rounds, length).await,
+            Some(note) => {
+                eprintln!("http_compare: the main table is not measured: {note}");
+                println!("\nThe main table is not measured: {note}");
+            }
+        }
+        connections::measure(&routers, &counts, rounds, length).await;
+    });
 }
 
-async fn measure(routers: &[Router], rounds: usize, length: Duration) {
+async fn measure(routers: &[Router], connections: usize, rounds: usize, length: Duration) {
     let mut phases: Vec<(usize, Keys)> = Vec::new();
     let mut pools = Vec::new();
     for (index, router) in routers.iter().enumerate() {
-        let mut pool = Vec::with_capacity(CONNECTIONS);
-        for id in 0..CONNECTIONS {
+        let mut pool = Vec::with_capacity(connections);
+        for id in 0..connections {
             pool.push(Connection::open(router.address, id, router.session).await);
         }
         // Warms the connections and code paths up.
@@ -188,13 +226,13 @@ async fn measure(routers: &[Router], rounds: usize, length: Duration) {
             let pool = pools[router]
                 .take()
                 .expect("a router's connections are back");
-            let (rate, pool) = load::phase(pool, keys, length).await;
+            let (measured, pool) = load::phase(pool, keys, length).await;
             pools[router] = Some(pool);
-            rates[phase].push(rate);
+            rates[phase].push(measured.rate);
         }
         loads.push(load_average());
     }
-    report(routers, &phases, &rates, &loads, length);
+    report(routers, connections, &phases, &rates, &loads, length);
 }
 
 fn keys_name(keys: Keys) -> &'static str {
@@ -206,6 +244,7 @@ fn keys_name(keys: Keys) -> &'static str {
 
 fn report(
     routers: &[Router],
+    connections: usize,
     phases: &[(usize, Keys)],
     rates: &[Vec<f64>],
     loads: &[String],
@@ -227,7 +266,7 @@ fn report(
     };
 
     println!(
-        "\n{CONNECTIONS} keep-alive connections per router, {rounds} interleaved rounds of {} s per phase, POST /payments on loopback; load average (1 min) after each round: {}\n",
+        "\n{connections} keep-alive connections per router, {rounds} interleaved rounds of {} s per phase, POST /payments on loopback; load average (1 min) after each round: {}\n",
         length.as_secs(),
         loads.join(", ")
     );
