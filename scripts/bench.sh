@@ -9,11 +9,20 @@
 # The Redis and PostgreSQL benches start their own servers on loopback ports (see
 # scripts/services.sh); a bench whose server cannot be started prints a note instead of its
 # tables. Cargo's own output goes to $IDEM_BENCH_LOG (default target/bench.log).
-# IDEM_BENCH_SECS, IDEM_BENCH_ROUNDS, IDEM_BENCH_CALLS, IDEM_BENCH_MILLIS and IDEM_BENCH_REPLAYS shorten or
-# lengthen the phases (see each bench's docs).
+# IDEM_BENCH_SECS, IDEM_BENCH_ROUNDS, IDEM_BENCH_CALLS, IDEM_BENCH_MILLIS, IDEM_BENCH_REPLAYS and
+# IDEM_BENCH_BATCHES shorten or lengthen the phases; IDEM_BENCH_KEYS lists the live keys of the
+# memory store's scaling table and IDEM_BENCH_CONNECTIONS the connections of the HTTP
+# comparison (see each bench's docs).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# The HTTP comparison holds up to 512 connections to each of several routers in one process,
+# two open files each: past the soft limit many systems start with (1024). It reports a count
+# of connections the limit cannot hold as not measured.
+open_files="$(ulimit -Hn)"
+if ! ulimit -Sn "$open_files" 2>/dev/null; then
+    echo "bench.sh: could not raise the soft limit on open files to ${open_files}; it stays $(ulimit -Sn)" >&2
+fi
 # The HTTP comparison is a package of its own (benches/http-compare): it shares the target.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 update=""
@@ -62,6 +71,7 @@ report() {
     machine
     echo
     bench "Memory store" -p idem-stores --bench memory_report
+    bench "Memory store: replays among many live keys" -p idem-stores --bench memory_scaling
     bench "Redis: replay, fresh call and raw round trips" -p idem-tests --features redis --bench redis_replay
     bench "DynamoDB: requests and latency per call" -p idem-tests --features dynamodb --bench dynamodb_calls
     bench "HTTP: the layer's own cost, in the process" -p idem-http --bench layer_overhead
