@@ -2,7 +2,7 @@
 //! and decoded, by the formats' own code: idem-core's keyring, idem-http's stored response.
 
 use idem_core::seal::{is_sealed, sealed_key_id, Keyring};
-use idem_core::store::{Outcome, Record};
+use idem_core::store::{Bytes, Outcome, Record};
 use idem_core::Inspection;
 use idem_http::RecordedResponse;
 
@@ -26,7 +26,7 @@ pub(crate) enum Shown {
     /// The value (opened, if it was sealed), decoded.
     Value {
         /// The value's bytes, as the service stored them before sealing.
-        bytes: Vec<u8>,
+        bytes: Bytes,
         /// What they are.
         decoded: Decoded,
         /// Stored unsealed although a keyring was given: a service with sealing on refuses
@@ -65,7 +65,7 @@ pub(crate) fn shown(inspection: &Inspection, keyring: Option<&Keyring>, scope: &
         // or table), the key as stored (the one given, a digest under key digests), the
         // outcome's kind and the stored fingerprint.
         (true, Some(keyring)) => match keyring.open_outcome(scope, inspection.key(), completed) {
-            Ok(opened) => opened.body().to_vec(),
+            Ok(opened) => opened.bytes().cloned().unwrap_or_default(),
             Err(unopened) => {
                 return Shown::Unopened {
                     key_id: key_id(),

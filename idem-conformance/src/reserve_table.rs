@@ -223,7 +223,7 @@ impl Table {
 
     fn completed(&self, fingerprint: Fingerprint) -> Completed {
         let body = format!("\"{}\"", fingerprint.to_hex()).into_bytes();
-        Completed::new(fingerprint, Outcome::Ok(body), self.at + TTL)
+        Completed::new(fingerprint, Outcome::ok(body), self.at + TTL)
     }
 
     /// A claim for the table's own fingerprint at `now`, by a new owner.

@@ -56,7 +56,7 @@ pub async fn reserve(
 /// Writes a completed record under `key`, reserved at `at`, expiring at `expires`.
 pub async fn complete(store: &dyn Store, key: &Key, at: Timestamp, expires: Timestamp) {
     let owner = reserve(store, key, at + HOUR, at).await;
-    let done = Completed::new(Fingerprint::empty(), Outcome::Ok(b"1".to_vec()), expires);
+    let done = Completed::new(Fingerprint::empty(), Outcome::ok(b"1".to_vec()), expires);
     store.complete(key, &owner, &done).await.unwrap();
 }
 

@@ -97,7 +97,7 @@ async fn a_lost_completion_is_not_mistaken_for_another_owners(ctx: Context) {
     let first = call(&ctx, "o-fault-3", 1);
     let theirs = Completed::new(
         *first.fingerprint(),
-        Outcome::Ok(b"\"theirs\"".to_vec()),
+        Outcome::ok(b"\"theirs\"".to_vec()),
         idem_core::Clock::now(&idem_core::SystemClock) + Duration::from_secs(3600),
     );
     let idem = ctx.handle_with(

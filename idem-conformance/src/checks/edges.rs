@@ -38,7 +38,7 @@ fn claim(what: &str, lease_until: Timestamp, now: Timestamp) -> Claim {
 
 fn completed(what: &str, expires_at: Timestamp) -> Completed {
     let fingerprint = Fingerprint::of(what).expect("text fingerprints");
-    Completed::new(fingerprint, Outcome::Ok(b"\"done\"".to_vec()), expires_at)
+    Completed::new(fingerprint, Outcome::ok(b"\"done\"".to_vec()), expires_at)
 }
 
 /// Reserves `key` with a fresh claim for `what`, asserting it is free.

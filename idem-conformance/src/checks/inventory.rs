@@ -255,9 +255,9 @@ async fn a_listing_finds_every_record_under_its_prefix(ctx: Context) {
     let ns = ctx.handle().namespace().to_owned();
     let key = |name: &str| key_in(&ns, name);
     reserve(&ctx, &key("reserved"), "reserved", now + HOUR, now).await;
-    let ok = Outcome::Ok(b"\"receipt-1\"".to_vec());
+    let ok = Outcome::ok(b"\"receipt-1\"".to_vec());
     complete(&ctx, &key("ok"), ok, now, now + HOUR).await;
-    let err = Outcome::Err(b"{\"declined\":true}".to_vec());
+    let err = Outcome::err(b"{\"declined\":true}".to_vec());
     complete(&ctx, &key("err"), err, now, now + HOUR).await;
     complete(&ctx, &key("aborted"), Outcome::Aborted, now, now + HOUR).await;
     with_step(&ctx, &key("stepped"), (now, now + HOUR), now + HOUR).await;
@@ -301,7 +301,7 @@ async fn a_listing_pages_through_every_key_once(ctx: Context) {
             reserve(&ctx, &key, &format!("page-{i}"), now + HOUR, now).await;
         } else {
             let body = format!("\"receipt-{i}\"").into_bytes();
-            complete(&ctx, &key, Outcome::Ok(body), now, now + HOUR).await;
+            complete(&ctx, &key, Outcome::ok(body), now, now + HOUR).await;
         }
         written.push(key);
     }

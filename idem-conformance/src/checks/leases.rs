@@ -123,7 +123,7 @@ async fn only_the_owner_completes_releases_or_renews(ctx: Context) {
     let intruder = OwnerToken::generate();
     let completed = Completed::new(
         fingerprint,
-        Outcome::Ok(b"\"x\"".to_vec()),
+        Outcome::ok(b"\"x\"".to_vec()),
         now + Duration::from_secs(60),
     );
     assert!(matches!(

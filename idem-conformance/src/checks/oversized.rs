@@ -38,7 +38,7 @@ async fn stored(ctx: &Context, key: &Key, what: &str, ttl: Duration) -> Complete
     let held = claim(what, now).with_max_outcome(None);
     ctx.store().reserve(key, &held).await.unwrap();
     let body = format!("\"{}\"", "x".repeat(OUTCOME - 2)).into_bytes();
-    let done = Completed::new(*held.record().fingerprint(), Outcome::Ok(body), now + ttl);
+    let done = Completed::new(*held.record().fingerprint(), Outcome::ok(body), now + ttl);
     ctx.store()
         .complete(key, held.record().owner(), &done)
         .await

@@ -48,7 +48,7 @@ async fn contains_agrees_with_get_in_every_state(ctx: Context) {
     agree(&ctx, &key, true, "while the key is held").await;
     let done = Completed::new(
         fingerprint,
-        Outcome::Ok(b"\"done\"".to_vec()),
+        Outcome::ok(b"\"done\"".to_vec()),
         now + Duration::from_secs(600),
     );
     store
@@ -125,14 +125,14 @@ async fn a_conditional_delete_takes_only_the_record_read(ctx: Context) {
     let held = claim();
     store.reserve(&key, &held).await.unwrap();
     let expires_at = now + Duration::from_secs(600);
-    let done = Completed::new(fingerprint, Outcome::Ok(b"\"done\"".to_vec()), expires_at);
+    let done = Completed::new(fingerprint, Outcome::ok(b"\"done\"".to_vec()), expires_at);
     store
         .complete(&key, held.record().owner(), &done)
         .await
         .unwrap();
     let other_completion = Completed::new(
         fingerprint,
-        Outcome::Ok(b"\"done\"".to_vec()),
+        Outcome::ok(b"\"done\"".to_vec()),
         expires_at + Duration::from_millis(1),
     );
     assert!(

@@ -71,7 +71,7 @@ async fn a_purge_deletes_only_what_stopped_counting(ctx: Context) {
     let long_ago = now - 2 * HOUR;
     let ns = ctx.handle().namespace().to_owned();
     let key = |name: &str| key_in(&ns, name);
-    let ok = || Outcome::Ok(b"\"receipt\"".to_vec());
+    let ok = || Outcome::ok(b"\"receipt\"".to_vec());
 
     complete(&ctx, &key("expired"), ok(), long_ago, now - HOUR).await;
     complete(&ctx, &key("expiring-now"), ok(), long_ago, now).await;
@@ -163,7 +163,7 @@ async fn keeps_a_key_reserved_again(ctx: Context, from_a_cursor: bool) {
     let ns = ctx.handle().namespace().to_owned();
 
     let expired = key_in(&ns, "expired-then-reserved");
-    let ok = Outcome::Ok(b"\"old\"".to_vec());
+    let ok = Outcome::ok(b"\"old\"".to_vec());
     complete(&ctx, &expired, ok, long_ago, now - HOUR).await;
     let fresh = claim("new", now + HOUR, now);
     assert_eq!(

@@ -106,7 +106,7 @@ async fn a_completion_written_in_the_body_s_transaction_counts_as_landed(ctx: Co
             // Committed by the transaction's clock, a moment before the engine's would be.
             let mine = Completed::new(
                 *held.fingerprint(),
-                body.stored_outcome(Outcome::Ok(value)),
+                body.stored_outcome(Outcome::ok(value)),
                 clock.now() + ttl - Duration::from_secs(1),
             );
             own.complete(&stored_key, body.owner(), &mine)

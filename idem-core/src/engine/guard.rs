@@ -210,7 +210,7 @@ mod tests {
         let mut settle = settle();
         let completed = Completed::new(
             Fingerprint::from_bytes([0; 32]),
-            Outcome::Ok(b"1".to_vec()),
+            Outcome::ok(b"1".to_vec()),
             Timestamp::from_millis(1),
         );
         settle.arm_complete(completed);

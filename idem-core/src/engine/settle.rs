@@ -57,10 +57,10 @@ where
     let encoded = match result {
         Ok(value) => Some(
             serde_json::to_vec(value)
-                .map(Outcome::Ok)
+                .map(Outcome::ok)
                 .map_err(Error::codec),
         ),
-        Err(error) => policy.encode(error).map(|body| body.map(Outcome::Err)),
+        Err(error) => policy.encode(error).map(|body| body.map(Outcome::err)),
     };
     match encoded {
         Some(Ok(outcome)) => Verdict::Store(outcome),

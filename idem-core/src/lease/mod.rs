@@ -304,7 +304,7 @@ mod tests {
     fn completed(clock: &ManualClock, fingerprint: Fingerprint) -> Record {
         Record::Completed(Completed::new(
             fingerprint,
-            Outcome::Ok(b"\"placed\"".to_vec()),
+            Outcome::ok(b"\"placed\"".to_vec()),
             clock.now() + Duration::from_secs(3600),
         ))
     }

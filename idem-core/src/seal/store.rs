@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
@@ -105,7 +106,7 @@ impl Sealing {
         };
         map_body(&outcome, |kind, body| {
             let context = context(&self.scope, stored_key, Purpose::Outcome(kind, fingerprint));
-            Ok::<_, std::convert::Infallible>(keyring.seal(body, &context))
+            Ok::<_, std::convert::Infallible>(Bytes::from(keyring.seal(body, &context)))
         })
         .unwrap_or_else(|never| match never {})
     }
@@ -155,7 +156,7 @@ impl Keyring {
     ) -> Result<Outcome, Unopened> {
         let fingerprint = record.fingerprint();
         map_body(record.outcome(), |kind, body| {
-            self.open(
+            self.open_shared(
                 body,
                 &context(scope, stored_key, Purpose::Outcome(kind, fingerprint)),
             )
@@ -205,7 +206,7 @@ fn context(scope: &str, stored_key: &Key, purpose: Purpose<'_>) -> Vec<u8> {
 /// `outcome` with its body mapped by `map`, given the outcome's kind.
 fn map_body<E>(
     outcome: &Outcome,
-    map: impl FnOnce(&'static str, &[u8]) -> Result<Vec<u8>, E>,
+    map: impl FnOnce(&'static str, &Bytes) -> Result<Bytes, E>,
 ) -> Result<Outcome, E> {
     Ok(match outcome {
         Outcome::Ok(body) => Outcome::Ok(map("ok", body)?),
@@ -228,20 +229,6 @@ impl SealedStore {
         }
     }
 
-    fn open(
-        &self,
-        value: &[u8],
-        stored_key: &Key,
-        purpose: Purpose<'_>,
-    ) -> Result<Vec<u8>, StoreError> {
-        match &self.sealing.keyring {
-            Some(keyring) => keyring
-                .open(value, &context(&self.sealing.scope, stored_key, purpose))
-                .map_err(|unopened| StoreError::Corrupt(unopened.to_string())),
-            None => Ok(value.to_vec()),
-        }
-    }
-
     fn seal_steps(&self, steps: &Steps, stored_key: &Key) -> Steps {
         let mut sealed = Steps::new().with_kept_until(steps.kept_until());
         for (name, value) in steps.iter() {
@@ -250,23 +237,37 @@ impl SealedStore {
         sealed
     }
 
-    fn open_steps(&self, steps: &Steps, stored_key: &Key) -> Result<Steps, StoreError> {
+    fn open_steps(
+        &self,
+        keyring: &Keyring,
+        steps: &Steps,
+        stored_key: &Key,
+    ) -> Result<Steps, StoreError> {
         let mut opened = Steps::new().with_kept_until(steps.kept_until());
         for (name, value) in steps.iter() {
-            opened.insert(name, self.open(value, stored_key, Purpose::Step(name))?);
+            let context = context(&self.sealing.scope, stored_key, Purpose::Step(name));
+            let value = keyring
+                .open(value, &context)
+                .map_err(|unopened| StoreError::Corrupt(unopened.to_string()))?;
+            opened.insert(name, value);
         }
         Ok(opened)
     }
 
+    /// `record` with its steps opened; as it is when it has none, or when only keys are
+    /// digested (its values are stored as they are).
     fn open_in_progress(
         &self,
         record: InProgress,
         stored_key: &Key,
     ) -> Result<InProgress, StoreError> {
+        let Some(keyring) = &self.sealing.keyring else {
+            return Ok(record);
+        };
         if record.steps().is_empty() {
             return Ok(record);
         }
-        let steps = self.open_steps(record.steps(), stored_key)?;
+        let steps = self.open_steps(keyring, record.steps(), stored_key)?;
         Ok(record.with_steps(steps))
     }
 
@@ -297,12 +298,13 @@ impl SealedStore {
                     completed.outcome().body().len() as u64,
                     max_stored,
                 )?;
-                let outcome = match &self.sealing.keyring {
-                    Some(keyring) => keyring
-                        .open_outcome(&self.sealing.scope, stored_key, &completed)
-                        .map_err(|unopened| StoreError::Corrupt(unopened.to_string()))?,
-                    None => completed.outcome().clone(),
+                // Only keys digested: the outcome is stored as it is, and handed on so.
+                let Some(keyring) = &self.sealing.keyring else {
+                    return Ok(Record::Completed(completed));
                 };
+                let outcome = keyring
+                    .open_outcome(&self.sealing.scope, stored_key, &completed)
+                    .map_err(|unopened| StoreError::Corrupt(unopened.to_string()))?;
                 Record::Completed(Completed::new(
                     *completed.fingerprint(),
                     outcome,

@@ -6,6 +6,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use crate::lease::retry::{FencedWrite, Patience};
 use crate::lease::Lease;
 use crate::{
@@ -95,8 +97,8 @@ impl Journal {
                 step: name.to_owned(),
             });
         }
-        Ok(match state.recorded.get(name) {
-            Some(recorded) => Begun::Recorded(recorded.to_vec()),
+        Ok(match state.recorded.bytes(name) {
+            Some(recorded) => Begun::Recorded(recorded.clone()),
             None => Begun::Run(Running {
                 journal: self,
                 name: name.to_owned(),
@@ -160,8 +162,8 @@ impl Journal {
 
 /// What [`Journal::begin`] found.
 pub(crate) enum Begun<'a> {
-    /// The value an earlier attempt recorded.
-    Recorded(Vec<u8>),
+    /// The value an earlier attempt recorded, shared with the record read.
+    Recorded(Bytes),
     /// The step must run.
     Run(Running<'a>),
 }

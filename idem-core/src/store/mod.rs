@@ -13,19 +13,25 @@ mod contract;
 mod fencing;
 mod inventory;
 mod judge;
+mod outcome;
 mod record;
 mod size;
 mod steps;
 pub(crate) mod time;
 mod unchanged;
 
+/// Shared, reference-counted bytes (the `bytes` crate's): what a stored outcome
+/// ([`Outcome`]) and a step's value ([`Steps`]) hold, so that a replay borrows the buffer a
+/// store keeps or read rather than copying it. Re-exported for stores, which then need no
+/// dependency of their own on the crate.
+pub use bytes::Bytes;
 pub use contract::Store;
 pub use fencing::propose as propose_fencing_token;
 pub use inventory::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
 pub use judge::{judge_reserve, ReserveJudgement};
+pub use outcome::Outcome;
 pub use record::{
-    Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, LEASE_GRACE,
-    LEASE_GRACE_MS,
+    Claim, Completed, InProgress, OwnerToken, Record, Reservation, LEASE_GRACE, LEASE_GRACE_MS,
 };
 pub use size::{
     check_found, check_outcome_len, check_record_len, judge_found, judge_oversized, max_record_len,

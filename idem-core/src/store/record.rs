@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::{
     fingerprint::Fingerprint,
-    store::{Steps, Timestamp},
+    store::{Outcome, Steps, Timestamp},
 };
 
 /// How long an in-progress record whose lease passed still stands. Within the grace only a
@@ -310,35 +310,6 @@ impl Completed {
     /// The outcome, taken out of the record.
     pub fn into_outcome(self) -> Outcome {
         self.outcome
-    }
-}
-
-/// A stored return value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Outcome {
-    /// The serialised `Ok` value (JSON).
-    Ok(Vec<u8>),
-    /// The serialised `Err` value (JSON), stored by a `store_err` policy.
-    Err(Vec<u8>),
-    /// The call was aborted (panic or dropped future) after its body started, under
-    /// [`OnAbort::Fail`](crate::OnAbort::Fail): replayed as
-    /// [`Error::Aborted`](crate::Error::Aborted). Has no body.
-    Aborted,
-}
-
-impl Outcome {
-    /// The serialised value; empty for [`Outcome::Aborted`].
-    pub fn body(&self) -> &[u8] {
-        match self {
-            Outcome::Ok(body) | Outcome::Err(body) => body,
-            Outcome::Aborted => &[],
-        }
-    }
-
-    /// Whether the function returned `Ok`.
-    pub fn is_ok(&self) -> bool {
-        matches!(self, Outcome::Ok(_))
     }
 }
 

@@ -2,10 +2,13 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
+
 use super::Timestamp;
 
 /// The finished steps of a call: each one's serialised `Ok` value (JSON), by name, and until
-/// when they hold the key.
+/// when they hold the key. The values are shared bytes ([`Bytes`]): a clone of the steps, as a
+/// duplicate's or a takeover's read of the record makes, shares them.
 ///
 /// A step's side effect happened, so its record must outlive the lease: an in-progress record
 /// with steps is not abandoned before [`kept_until`](Steps::kept_until) (a TTL after its latest
@@ -22,7 +25,7 @@ use super::Timestamp;
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Steps {
-    values: BTreeMap<String, Vec<u8>>,
+    values: BTreeMap<String, Bytes>,
     kept_until: Timestamp,
 }
 
@@ -33,7 +36,8 @@ impl Steps {
     }
 
     /// These steps and `name`, whose value is `value` (replacing an earlier value of `name`).
-    pub fn with_step(mut self, name: impl Into<String>, value: Vec<u8>) -> Self {
+    /// A `Vec<u8>` or a [`Bytes`] becomes the value without a copy.
+    pub fn with_step(mut self, name: impl Into<String>, value: impl Into<Bytes>) -> Self {
         self.insert(name, value);
         self
     }
@@ -44,9 +48,10 @@ impl Steps {
         self
     }
 
-    /// Records `name` with `value`, replacing an earlier value of `name`.
-    pub fn insert(&mut self, name: impl Into<String>, value: Vec<u8>) {
-        self.values.insert(name.into(), value);
+    /// Records `name` with `value`, replacing an earlier value of `name`. A `Vec<u8>` or a
+    /// [`Bytes`] becomes the value without a copy.
+    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<Bytes>) {
+        self.values.insert(name.into(), value.into());
     }
 
     /// Keeps the steps until `until` at least.
@@ -56,14 +61,20 @@ impl Steps {
 
     /// The serialised value of step `name`, if it was recorded.
     pub fn get(&self, name: &str) -> Option<&[u8]> {
-        self.values.get(name).map(Vec::as_slice)
+        self.values.get(name).map(|value| &value[..])
+    }
+
+    /// The serialised value of step `name` as the shared bytes the steps hold, for a caller
+    /// that keeps it (a clone of them is a reference, not a copy).
+    pub fn bytes(&self, name: &str) -> Option<&Bytes> {
+        self.values.get(name)
     }
 
     /// The recorded steps, by name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &[u8])> {
         self.values
             .iter()
-            .map(|(name, value)| (name.as_str(), value.as_slice()))
+            .map(|(name, value)| (name.as_str(), &value[..]))
     }
 
     /// How many steps are recorded.

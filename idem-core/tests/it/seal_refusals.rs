@@ -121,9 +121,9 @@ async fn a_changed_byte_an_ok_made_err_or_another_fingerprint_does_not_open() {
     *flipped.last_mut().unwrap() ^= 1;
     let other = Fingerprint::of(&"someone else").unwrap();
     for (what, fingerprint, outcome) in [
-        ("a changed byte", fingerprint, Outcome::Ok(flipped)),
-        ("an ok made err", fingerprint, Outcome::Err(body.clone())),
-        ("another fingerprint", other, Outcome::Ok(body.clone())),
+        ("a changed byte", fingerprint, Outcome::ok(flipped)),
+        ("an ok made err", fingerprint, Outcome::err(body.clone())),
+        ("another fingerprint", other, Outcome::ok(body.clone())),
     ] {
         rewrite(&raw, &key, fingerprint, outcome).await;
         let read = idem.store().get(&key).await;

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use idem_core::{
-    store::{Completed, InProgress, Outcome, OwnerToken, Record, Steps, Timestamp, LEASE_GRACE},
+    store::{
+        Bytes, Completed, InProgress, Outcome, OwnerToken, Record, Steps, Timestamp, LEASE_GRACE,
+    },
     Fingerprint, StoreError,
 };
 
@@ -134,10 +136,10 @@ pub(crate) fn completed(
 
 /// The body as a string when it is UTF-8 (JSON always is), else as binary. A string is readable
 /// in the console and counts the same towards the item size on every DynamoDB-compatible server.
-fn body_value(body: &[u8]) -> AttributeValue {
+fn body_value(body: &Bytes) -> AttributeValue {
     match std::str::from_utf8(body) {
         Ok(text) => AttributeValue::S(text.to_owned()),
-        Err(_) => AttributeValue::B(Blob::new(body.to_vec())),
+        Err(_) => AttributeValue::B(Blob::from_maybe_shared(body.clone())),
     }
 }
 
@@ -157,10 +159,11 @@ pub(crate) fn owner<'a>(names: &AttributeNames, item: &'a Item) -> Option<&'a st
     }
 }
 
-/// Reads a record back from an item. Anything missing or ill-typed is reported, never panicked
-/// on.
-pub(crate) fn decode(names: &AttributeNames, item: &Item) -> Result<Record, String> {
-    let fields = Fields { names, item };
+/// Reads a record back from an item, taking its values (a completed record's body, an
+/// in-progress record's steps) out of it: the buffers the SDK read them into become the
+/// record's bytes, not copies. Anything missing or ill-typed is reported, never panicked on.
+pub(crate) fn decode(names: &AttributeNames, mut item: Item) -> Result<Record, String> {
+    let fields = Fields { names, item: &item };
     let fingerprint = fields.string(&names.fingerprint)?;
     let fingerprint: Fingerprint = fingerprint
         .parse()
@@ -175,15 +178,15 @@ pub(crate) fn decode(names: &AttributeNames, item: &Item) -> Result<Record, Stri
                 .map_err(|_| format!("attribute `{}` is too large", names.attempt))?;
             let record = InProgress::new(owner, fingerprint, live_until)
                 .with_fencing_token(fields.whole_number(&names.fencing_token)?)
-                .with_attempt(attempt)
-                .with_steps(fields.steps()?);
-            Ok(Record::InProgress(record))
+                .with_attempt(attempt);
+            let kept_until = fields.whole_number(&names.steps_kept_until);
+            let steps = take_steps(names, &mut item, kept_until)?;
+            Ok(Record::InProgress(record.with_steps(steps)))
         }
         COMPLETED => {
-            let body = || fields.bytes(&names.body).map(<[u8]>::to_vec);
             let outcome = match fields.string(&names.outcome)? {
-                OK => Outcome::Ok(body()?),
-                ERR => Outcome::Err(body()?),
+                OK => Outcome::Ok(take_body(names, &mut item)?),
+                ERR => Outcome::Err(take_body(names, &mut item)?),
                 ABORTED => Outcome::Aborted,
                 other => {
                     return Err(format!(
@@ -205,6 +208,52 @@ pub(crate) fn decode(names: &AttributeNames, item: &Item) -> Result<Record, Stri
     }
 }
 
+/// Takes a completed item's body out of it: a string's bytes or a binary's, moved.
+fn take_body(names: &AttributeNames, item: &mut Item) -> Result<Bytes, String> {
+    match item.remove(&names.body) {
+        Some(AttributeValue::S(text)) => Ok(Bytes::from(text.into_bytes())),
+        Some(AttributeValue::B(blob)) => Ok(blob.into_bytes()),
+        Some(_) => Err(format!(
+            "attribute `{}` is neither a string nor binary",
+            names.body
+        )),
+        None => Err(Fields { names, item }.missing(&names.body)),
+    }
+}
+
+/// Takes the steps of an in-progress item out of it: none when the map is absent (an item
+/// written before steps existed); their kept-until instant (`kept_until`, as read) is
+/// required once there is one.
+fn take_steps(
+    names: &AttributeNames,
+    item: &mut Item,
+    kept_until: Result<u64, String>,
+) -> Result<Steps, String> {
+    let stated = item.contains_key(&names.steps_kept_until);
+    let mut steps = Steps::new();
+    match item.remove(&names.steps) {
+        None => {}
+        Some(AttributeValue::M(map)) => {
+            for (name, value) in map {
+                match value {
+                    AttributeValue::B(blob) => steps.insert(name, blob.into_bytes()),
+                    _ => {
+                        return Err(format!(
+                            "step `{name}` in attribute `{}` is not binary",
+                            names.steps
+                        ))
+                    }
+                }
+            }
+        }
+        Some(_) => return Err(format!("attribute `{}` is not a map", names.steps)),
+    }
+    if !steps.is_empty() || stated {
+        steps.keep_until(Timestamp::from_millis(kept_until?));
+    }
+    Ok(steps)
+}
+
 /// Typed access to an item's attributes.
 struct Fields<'a> {
     names: &'a AttributeNames,
@@ -213,16 +262,18 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn get(&self, name: &str) -> Result<&AttributeValue, String> {
-        self.item.get(name).ok_or_else(|| {
-            format!(
-                "attribute `{name}` is missing (item `{}`)",
-                self.item
-                    .get(&self.names.key)
-                    .and_then(|key| key.as_s().ok())
-                    .map(String::as_str)
-                    .unwrap_or("?")
-            )
-        })
+        self.item.get(name).ok_or_else(|| self.missing(name))
+    }
+
+    fn missing(&self, name: &str) -> String {
+        format!(
+            "attribute `{name}` is missing (item `{}`)",
+            self.item
+                .get(&self.names.key)
+                .and_then(|key| key.as_s().ok())
+                .map(String::as_str)
+                .unwrap_or("?")
+        )
     }
 
     fn string(&self, name: &str) -> Result<&str, String> {
@@ -230,45 +281,6 @@ impl Fields<'_> {
             AttributeValue::S(text) => Ok(text),
             _ => Err(format!("attribute `{name}` is not a string")),
         }
-    }
-
-    fn bytes(&self, name: &str) -> Result<&[u8], String> {
-        match self.get(name)? {
-            AttributeValue::S(text) => Ok(text.as_bytes()),
-            AttributeValue::B(blob) => Ok(blob.as_ref()),
-            _ => Err(format!("attribute `{name}` is neither a string nor binary")),
-        }
-    }
-
-    /// The steps of an in-progress item: none when the map is absent (an item written before
-    /// steps existed); their kept-until instant is required once there is one.
-    fn steps(&self) -> Result<Steps, String> {
-        let names = self.names;
-        let mut steps = Steps::new();
-        match self.item.get(&names.steps) {
-            None => {}
-            Some(AttributeValue::M(map)) => {
-                for (name, value) in map {
-                    match value {
-                        AttributeValue::B(blob) => {
-                            steps.insert(name.as_str(), blob.as_ref().to_vec())
-                        }
-                        _ => {
-                            return Err(format!(
-                                "step `{name}` in attribute `{}` is not binary",
-                                names.steps
-                            ))
-                        }
-                    }
-                }
-            }
-            Some(_) => return Err(format!("attribute `{}` is not a map", names.steps)),
-        }
-        if !steps.is_empty() || self.item.contains_key(&names.steps_kept_until) {
-            let kept_until = self.whole_number(&names.steps_kept_until)?;
-            steps.keep_until(Timestamp::from_millis(kept_until));
-        }
-        Ok(steps)
     }
 
     fn whole_number(&self, name: &str) -> Result<u64, String> {
@@ -313,166 +325,4 @@ fn value_size(value: &AttributeValue) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn names() -> AttributeNames {
-        AttributeNames::default()
-    }
-
-    /// The primary key of the item for stored key `k`, as a table without a sort key has it.
-    fn key(k: &str) -> Item {
-        Item::from([("pk".to_owned(), AttributeValue::S(k.to_owned()))])
-    }
-
-    fn fingerprint() -> Fingerprint {
-        Fingerprint::of(&("order-42", 1_000)).unwrap()
-    }
-
-    #[test]
-    fn in_progress_round_trips() {
-        let lease_until = Timestamp::from_millis(1_700_000_000_123);
-        let record = InProgress::new(OwnerToken::generate(), fingerprint(), lease_until)
-            .with_fencing_token(1_700_000_000_000_000)
-            .with_attempt(2);
-        let item = in_progress(&names(), key("k"), &record);
-        // The sweeper may delete an in-progress item only once it is abandoned.
-        assert_eq!(item["ttl"], number(1_700_000_061));
-        assert_eq!(decode(&names(), &item), Ok(Record::InProgress(record)));
-    }
-
-    #[test]
-    fn steps_round_trip_byte_for_byte() {
-        let lease_until = Timestamp::from_millis(1_700_000_000_123);
-        let kept_until = Timestamp::from_millis(1_700_003_600_001);
-        let steps = Steps::new()
-            .with_step("charge", br#""ch_1""#.to_vec())
-            .with_step("raw", vec![0xff, 0x00, 0xfe])
-            .with_kept_until(kept_until);
-        let record =
-            InProgress::new(OwnerToken::generate(), fingerprint(), lease_until).with_steps(steps);
-        let item = in_progress(&names(), key("k"), &record);
-        assert_eq!(item["steps_kept_until_ms"], number(1_700_003_600_001));
-        assert_eq!(item["steps_ttl"], number(1_700_003_601));
-        assert_eq!(
-            item["ttl"],
-            number(1_700_003_601),
-            "the sweeper keeps the item while its steps are kept"
-        );
-        assert_eq!(decode(&names(), &item), Ok(Record::InProgress(record)));
-    }
-
-    #[test]
-    fn a_reservation_holds_an_empty_steps_map() {
-        let record = InProgress::new(OwnerToken::generate(), fingerprint(), Timestamp::EPOCH);
-        let mut item = in_progress(&names(), key("k"), &record);
-        assert_eq!(item["steps"], AttributeValue::M(HashMap::new()));
-        assert!(!item.contains_key("steps_kept_until_ms"));
-        item.remove("steps");
-        assert_eq!(
-            decode(&names(), &item),
-            Ok(Record::InProgress(record)),
-            "an item written before steps existed has none"
-        );
-    }
-
-    #[test]
-    fn malformed_steps_are_reported() {
-        let steps = Steps::new()
-            .with_step("charge", b"1".to_vec())
-            .with_kept_until(Timestamp::from_millis(9));
-        let record = InProgress::new(OwnerToken::generate(), fingerprint(), Timestamp::EPOCH)
-            .with_steps(steps);
-        let good = in_progress(&names(), key("k"), &record);
-        let text_step = AttributeValue::M(HashMap::from([(
-            "charge".to_owned(),
-            AttributeValue::S("1".into()),
-        )]));
-        let cases: Vec<(&str, Option<AttributeValue>)> = vec![
-            ("steps", Some(AttributeValue::S("charge".into()))),
-            ("steps", Some(text_step)),
-            ("steps_kept_until_ms", None),
-            ("steps_kept_until_ms", Some(AttributeValue::S("9".into()))),
-        ];
-        for (name, value) in cases {
-            let mut item = good.clone();
-            match value {
-                Some(value) => item.insert(name.into(), value),
-                None => item.remove(name),
-            };
-            let error = decode(&names(), &item).unwrap_err();
-            assert!(error.contains(name), "{name}: {error}");
-        }
-    }
-
-    #[test]
-    fn completed_round_trips_both_outcomes() {
-        for outcome in [
-            Outcome::Ok(b"{\"id\":1}".to_vec()),
-            Outcome::Err(b"\"declined\"".to_vec()),
-            Outcome::Aborted,
-        ] {
-            let expires_at = Timestamp::from_millis(1_700_000_000_000);
-            let record = Completed::new(fingerprint(), outcome, expires_at);
-            let owner = OwnerToken::generate();
-            let item = completed(&names(), key("k"), &owner, &record).unwrap();
-            assert_eq!(super::owner(&names(), &item), Some(owner.as_str()));
-            assert_eq!(item["ttl"], number(1_700_000_000));
-            assert_eq!(decode(&names(), &item), Ok(Record::Completed(record)));
-        }
-    }
-
-    #[test]
-    fn ttl_rounds_up() {
-        assert_eq!(ttl_seconds(Timestamp::from_millis(0)), 0);
-        assert_eq!(ttl_seconds(Timestamp::from_millis(1)), 1);
-        assert_eq!(ttl_seconds(Timestamp::from_millis(1000)), 1);
-        assert_eq!(ttl_seconds(Timestamp::from_millis(1001)), 2);
-    }
-
-    #[test]
-    fn malformed_items_are_reported() {
-        let five = Timestamp::from_millis(5);
-        let record = Completed::new(fingerprint(), Outcome::Ok(b"1".to_vec()), five);
-        let good = completed(&names(), key("k"), &OwnerToken::generate(), &record).unwrap();
-        let cases: Vec<(&str, Option<AttributeValue>)> = vec![
-            ("state", None),
-            ("state", Some(AttributeValue::S("done".into()))),
-            ("fingerprint", Some(AttributeValue::S("xyz".into()))),
-            ("fingerprint", Some(AttributeValue::N("1".into()))),
-            ("live_until_ms", Some(AttributeValue::N("-1".into()))),
-            ("live_until_ms", Some(AttributeValue::N("1.5".into()))),
-            ("live_until_ms", Some(AttributeValue::S("1".into()))),
-            ("body", None),
-            ("body", Some(AttributeValue::N("1".into()))),
-            ("outcome", Some(AttributeValue::S("maybe".into()))),
-        ];
-        for (name, value) in cases {
-            let mut item = good.clone();
-            match value {
-                Some(value) => item.insert(name.into(), value),
-                None => item.remove(name),
-            };
-            let error = decode(&names(), &item).unwrap_err();
-            assert!(error.contains(name), "{error}");
-        }
-        let mut item = in_progress(
-            &names(),
-            key("k"),
-            &InProgress::new(OwnerToken::generate(), fingerprint(), five).with_fencing_token(5_000),
-        );
-        item.remove("owner");
-        assert!(decode(&names(), &item).unwrap_err().contains("owner"));
-        assert!(decode(&names(), &Item::new()).is_err());
-    }
-
-    #[test]
-    fn size_counts_names_and_values() {
-        let item = HashMap::from([
-            ("ab".to_owned(), AttributeValue::S("héllo".into())),
-            ("n".to_owned(), number(7)),
-            ("b".to_owned(), AttributeValue::B(Blob::new(vec![0; 10]))),
-        ]);
-        assert_eq!(item_size(&item), (2 + 6) + (1 + 21) + (1 + 10));
-    }
-}
+mod tests;

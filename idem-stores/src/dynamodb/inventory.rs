@@ -55,7 +55,7 @@ impl Inventory for DynamoDbStore {
             .await?;
         let mut records = Vec::new();
         let mut unkeyed = Vec::new();
-        for item in &page.items {
+        for item in page.items {
             match self.listed(&store_prefix, item) {
                 Some(Ok(listed)) => records.push(listed),
                 Some(Err(entry)) => unkeyed.push(entry),
@@ -148,8 +148,8 @@ impl DynamoDbStore {
     /// The key and record of `item`; an [`UnkeyedEntry`] for an item that holds no idempotency
     /// key after the store's prefix (written by something else than idem, or too long), listed
     /// all the same; `None` for an item outside the prefix, which the scan's filter drops.
-    fn listed(&self, store_prefix: &str, item: &Item) -> Option<Listed> {
-        let stored = self.stored_key(Some(item))?;
+    fn listed(&self, store_prefix: &str, item: Item) -> Option<Listed> {
+        let stored = self.stored_key(Some(&item))?;
         let text = stored.strip_prefix(store_prefix)?;
         Some(match UnkeyedEntry::unless_key(text.as_bytes()) {
             Ok(key) => Ok((key, self.decode(item))),

@@ -1,7 +1,6 @@
 //! `renew` and `release`: the owner's writes to its lease, which must leave a record with steps,
 //! and the sweeper's `ttl` of it, standing until the steps expire.
 
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use idem_core::{
@@ -10,6 +9,7 @@ use idem_core::{
 };
 
 use super::codec::{self, Item};
+use super::failed::failed_item;
 use super::DynamoDbStore;
 
 /// How many updates `renew` makes at most: the first, then one more each time the steps'
@@ -75,11 +75,9 @@ impl DynamoDbStore {
                 .await;
             let old = match result {
                 Ok(_) => return Ok(()),
-                Err(error) => match error.as_service_error() {
-                    Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
-                        failed.item().cloned()
-                    }
-                    _ => return Err(self.failed("UpdateItem", error)),
+                Err(error) => match failed_item(error) {
+                    Ok(item) => item,
+                    Err(error) => return Err(self.failed("UpdateItem", error)),
                 },
             };
             let old = self.owned_item(key, owner, old).await?;
@@ -129,15 +127,13 @@ impl DynamoDbStore {
             .await;
         let old = match result {
             Ok(_) => return Ok(()),
-            Err(error) => match error.as_service_error() {
-                Some(DeleteItemError::ConditionalCheckFailedException(failed)) => {
-                    failed.item().cloned()
-                }
-                _ => return Err(self.failed("DeleteItem", error)),
+            Err(error) => match failed_item(error) {
+                Ok(item) => item,
+                Err(error) => return Err(self.failed("DeleteItem", error)),
             },
         };
         let old = self.owned_item(key, owner, old).await?;
-        match self.decode(&old)? {
+        match self.decode(old)? {
             Record::InProgress(held) if !held.steps().is_empty() => {}
             _ => return Err(StoreError::LeaseLost),
         }
@@ -178,8 +174,9 @@ impl DynamoDbStore {
         };
         match item {
             Some(item)
+                // A copy, on the path of a write that failed: the caller reads the item on.
                 if codec::owner(self.names(), &item) == Some(owner.as_str())
-                    && matches!(self.decode(&item)?, Record::InProgress(_)) =>
+                    && matches!(self.decode(item.clone())?, Record::InProgress(_)) =>
             {
                 Ok(item)
             }

@@ -179,6 +179,7 @@
 mod builder;
 mod codec;
 mod error;
+mod failed;
 mod inventory;
 mod lease;
 mod names;

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use idem_core::store::{judge_found, judge_reserve, ReserveJudgement, Store};
 use idem_core::{
@@ -12,6 +11,7 @@ use idem_core::{
 };
 
 use super::codec::{self, Item, COMPLETED, IN_PROGRESS};
+use super::failed::failed_item;
 use super::DynamoDbStore;
 
 /// How many times `reserve` writes again after its first conditional write failed: once each
@@ -95,7 +95,7 @@ impl DynamoDbStore {
             };
             // The item that failed the condition: one request for a replay or a conflict.
             let record = match old {
-                Some(old) => Some(self.decode(&old)?),
+                Some(old) => Some(self.decode(old)?),
                 // An endpoint that does not return it: read it, which costs a request more.
                 None => self.get(key).await?,
             };
@@ -227,17 +227,15 @@ impl DynamoDbStore {
         let written = match result {
             Ok(output) => output.attributes,
             Err(error) => {
-                return match error.as_service_error() {
-                    Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
-                        Ok(Err(failed.item().cloned()))
-                    }
-                    _ => Err(self.failed("UpdateItem", error)),
+                return match failed_item(error) {
+                    Ok(item) => Ok(Err(item)),
+                    Err(error) => Err(self.failed("UpdateItem", error)),
                 }
             }
         };
         // An endpoint that does not return the new item: the steps are those read.
         let record = match written {
-            Some(written) => match self.decode(&written)? {
+            Some(written) => match self.decode(written)? {
                 Record::InProgress(record) => record,
                 other => {
                     return Err(StoreError::Corrupt(format!(

@@ -10,6 +10,7 @@ use idem_core::{
 
 use super::codec::{self, Item, MAX_ITEM_SIZE};
 use super::error::StepTooLarge;
+use super::failed::failed_item;
 use super::{AttributeNames, DynamoDbStore};
 
 /// How many updates `record_step` makes at most: the first, then one more each time the item
@@ -175,14 +176,12 @@ impl DynamoDbStore {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        let error = match result {
+        let error = match result.map_err(failed_item) {
             Ok(_) => return Ok(Ok(())),
-            Err(error) => error,
+            Err(Ok(failed)) => return Ok(Err(failed)),
+            Err(Err(error)) => error,
         };
         match error.as_service_error() {
-            Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
-                Ok(Err(failed.item().cloned()))
-            }
             Some(service) if is_item_too_large(service) => {
                 Err(StoreError::rejected(StepTooLarge {
                     step: name.to_owned(),

@@ -19,6 +19,7 @@ use idem_core::{
 
 use super::codec::{self, Item, IN_PROGRESS, MAX_ITEM_SIZE};
 use super::error::{misconfiguration, ItemTooLarge, KeyTooLong, RequestFailed};
+use super::failed::failed_item;
 use super::sort_key::TableKey;
 use super::{AttributeNames, DynamoDbStoreBuilder, SortKey};
 
@@ -174,7 +175,8 @@ impl DynamoDbStore {
         }
     }
 
-    pub(crate) fn decode(&self, item: &Item) -> Result<Record, StoreError> {
+    /// The record `item` holds, its values taken out of it.
+    pub(crate) fn decode(&self, item: Item) -> Result<Record, StoreError> {
         codec::decode(&self.names, item).map_err(StoreError::Corrupt)
     }
 
@@ -201,11 +203,9 @@ impl DynamoDbStore {
     ) -> Result<Result<Reservation, Option<Item>>, StoreError> {
         match result {
             Ok(_) => Ok(Ok(reservation())),
-            Err(error) => match error.as_service_error() {
-                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
-                    Ok(Err(failed.item().cloned()))
-                }
-                _ => Err(self.failed("PutItem", error)),
+            Err(error) => match failed_item(error) {
+                Ok(item) => Ok(Err(item)),
+                Err(error) => Err(self.failed("PutItem", error)),
             },
         }
     }
@@ -227,8 +227,8 @@ impl DynamoDbStore {
 
     /// Whether `item` is `record`, completed by `owner`: a completion retried by the client after
     /// its answer was lost finds its own write.
-    fn completed_by(&self, item: &Item, owner: &OwnerToken, record: &Completed) -> bool {
-        codec::owner(&self.names, item) == Some(owner.as_str())
+    fn completed_by(&self, item: Item, owner: &OwnerToken, record: &Completed) -> bool {
+        codec::owner(&self.names, &item) == Some(owner.as_str())
             && matches!(self.decode(item), Ok(Record::Completed(found)) if found == *record)
     }
 
@@ -301,14 +301,15 @@ impl Store for DynamoDbStore {
             .await;
         match result {
             Ok(_) => Ok(()),
-            Err(error) => match error.as_service_error() {
-                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
-                    match failed.item() {
-                        Some(found) if self.completed_by(found, owner, record) => Ok(()),
-                        _ => Err(StoreError::LeaseLost),
+            Err(error) => match failed_item(error) {
+                Ok(found) => {
+                    if found.is_some_and(|found| self.completed_by(found, owner, record)) {
+                        Ok(())
+                    } else {
+                        Err(StoreError::LeaseLost)
                     }
                 }
-                _ => Err(self.failed("PutItem", error)),
+                Err(error) => Err(self.failed("PutItem", error)),
             },
         }
     }
@@ -340,7 +341,7 @@ impl Store for DynamoDbStore {
     async fn get(&self, key: &Key) -> Result<Option<Record>, StoreError> {
         self.item(key)
             .await?
-            .map(|item| self.decode(&item))
+            .map(|item| self.decode(item))
             .transpose()
     }
 

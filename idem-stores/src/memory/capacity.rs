@@ -132,7 +132,7 @@ mod tests {
         let expiring = |millis| {
             Record::Completed(Completed::new(
                 Fingerprint::empty(),
-                Outcome::Ok(Vec::new()),
+                Outcome::ok(Vec::new()),
                 at(millis),
             ))
         };

@@ -294,7 +294,7 @@ mod tests {
         let (owner, _waiters) = slot.in_progress_waiters().expect("waiters");
         assert_eq!(&owner, held.record().owner());
 
-        let done = Completed::new(Fingerprint::empty(), Outcome::Ok(Vec::new()), now);
+        let done = Completed::new(Fingerprint::empty(), Outcome::ok(Vec::new()), now);
         Shard::replace(&mut slots, &key("o-1"), Record::Completed(done), &room);
         let slot = slots.get_mut(&key("o-1")).unwrap();
         assert!(slot.in_progress_waiters().is_none());

@@ -97,10 +97,11 @@ pub(crate) fn decode(row: &PgRow) -> Result<Decoded, StoreError> {
             )
         }
         COMPLETED => {
+            // sqlx copies the body out of the row; that copy becomes the outcome's bytes.
             let body = || required::<Vec<u8>>(row, "body");
             let outcome = match required::<String>(row, "outcome")?.as_str() {
-                OK => Outcome::Ok(body()?),
-                ERR => Outcome::Err(body()?),
+                OK => Outcome::ok(body()?),
+                ERR => Outcome::err(body()?),
                 ABORTED => Outcome::Aborted,
                 other => {
                     return Err(corrupt(

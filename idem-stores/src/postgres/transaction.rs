@@ -79,13 +79,13 @@ impl PostgresStore {
         }
         let body = serde_json::to_vec(value).map_err(|error| Error::Codec(error.into()))?;
         // Under the key and sealed as the call's handle stores them, when it seals records.
-        let body = context.stored_outcome(Outcome::Ok(body)).body().to_vec();
+        let stored = context.stored_outcome(Outcome::ok(body));
         let expires_at = Timestamp::from_system_time(SystemTime::now()) + ttl;
         let query = sqlx::query(&self.statements.complete_in_transaction)
             .bind(self.row_key(&context.stored_key()))
             .bind(codec::count(context.fencing_token()))
             .bind(codec::millis(expires_at))
-            .bind(body)
+            .bind(stored.body())
             .bind(context.owner().as_str());
         self.count_round_trip();
         let done = query.execute(conn).await.map_err(|error| Error::Store {

@@ -3,7 +3,7 @@
 
 use idem_core::StoreError;
 use idem_core::{
-    store::{Completed, InProgress, Outcome, OwnerToken, Record, Steps, Timestamp},
+    store::{Bytes, Completed, InProgress, Outcome, OwnerToken, Record, Steps, Timestamp},
     Fingerprint,
 };
 
@@ -64,9 +64,11 @@ fn number(value: &mut Vec<u8>, n: u64) {
     field(value, n.to_string().as_bytes());
 }
 
-/// Decodes a record's value. Anything that is not a record of this layout is
-/// [`StoreError::Corrupt`], never a panic.
-pub(crate) fn decode(value: &[u8]) -> Result<Record, StoreError> {
+/// Decodes a record's value, as read from the server. The values the record holds (a
+/// completed record's outcome, its steps' values) are slices of `value`, sharing its buffer,
+/// not copies. Anything that is not a record of this layout is [`StoreError::Corrupt`], never
+/// a panic.
+pub(crate) fn decode(value: &Bytes) -> Result<Record, StoreError> {
     let rest = value
         .strip_prefix(MAGIC)
         .ok_or_else(|| corrupt("not a record of this layout"))?;
@@ -75,8 +77,8 @@ pub(crate) fn decode(value: &[u8]) -> Result<Record, StoreError> {
         .ok_or_else(|| corrupt("the record ends after its magic"))?;
     let fields = fields(rest)?;
     match state {
-        IN_PROGRESS => in_progress_record(&fields).map(Record::InProgress),
-        COMPLETED => completed_record(&fields).map(Record::Completed),
+        IN_PROGRESS => in_progress_record(value, &fields).map(Record::InProgress),
+        COMPLETED => completed_record(value, &fields).map(Record::Completed),
         other => Err(corrupt(&format!(
             "unknown state `{}`",
             char::from(other).escape_default()
@@ -112,7 +114,8 @@ fn fields(mut rest: &[u8]) -> Result<Vec<&[u8]>, StoreError> {
     Ok(fields)
 }
 
-fn in_progress_record(fields: &[&[u8]]) -> Result<InProgress, StoreError> {
+/// The in-progress record of `fields`, the fields of `value`.
+fn in_progress_record(value: &Bytes, fields: &[&[u8]]) -> Result<InProgress, StoreError> {
     if fields.len() < IN_PROGRESS_FIELDS || fields.len().is_multiple_of(2) {
         return Err(corrupt(&format!(
             "an in-progress record has {} fields",
@@ -136,7 +139,7 @@ fn in_progress_record(fields: &[&[u8]]) -> Result<InProgress, StoreError> {
                 if steps.get(name).is_some() {
                     return Err(corrupt(&format!("the step `{name}` is recorded twice")));
                 }
-                steps.insert(name, pair[1].to_vec());
+                steps.insert(name, value.slice_ref(pair[1]));
             }
             steps
         }
@@ -151,17 +154,19 @@ fn in_progress_record(fields: &[&[u8]]) -> Result<InProgress, StoreError> {
     .with_steps(steps))
 }
 
-fn completed_record(fields: &[&[u8]]) -> Result<Completed, StoreError> {
+/// The completed record of `fields`, the fields of `value`.
+fn completed_record(value: &Bytes, fields: &[&[u8]]) -> Result<Completed, StoreError> {
     let &[fingerprint_hex, owner_token, outcome, expires_at, body] = fields else {
         return Err(corrupt(&format!(
             "a completed record has {} fields, not 5",
             fields.len()
         )));
     };
-    owner(owner_token)?;
+    // Checked, not kept: a completed record's owner is only for its scripts.
+    owner_text(owner_token)?;
     let outcome = match outcome {
-        b"ok" => Outcome::Ok(body.to_vec()),
-        b"err" => Outcome::Err(body.to_vec()),
+        b"ok" => Outcome::Ok(value.slice_ref(body)),
+        b"err" => Outcome::Err(value.slice_ref(body)),
         b"aborted" => Outcome::Aborted,
         other => {
             return Err(corrupt(&format!(
@@ -197,9 +202,11 @@ fn fingerprint(hex: &[u8]) -> Result<Fingerprint, StoreError> {
 }
 
 fn owner(token: &[u8]) -> Result<OwnerToken, StoreError> {
-    std::str::from_utf8(token)
-        .map(|token| OwnerToken::from(token.to_owned()))
-        .map_err(|_| corrupt("`owner` is not UTF-8"))
+    owner_text(token).map(|token| OwnerToken::from(token.to_owned()))
+}
+
+fn owner_text(token: &[u8]) -> Result<&str, StoreError> {
+    std::str::from_utf8(token).map_err(|_| corrupt("`owner` is not UTF-8"))
 }
 
 fn corrupt(reason: &str) -> StoreError {
@@ -209,6 +216,11 @@ fn corrupt(reason: &str) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `value` decoded as read into a buffer of its own.
+    fn decoded(value: &[u8]) -> Result<Record, StoreError> {
+        decode(&Bytes::copy_from_slice(value))
+    }
 
     fn claim() -> InProgress {
         InProgress::new(
@@ -224,7 +236,7 @@ mod tests {
     fn an_in_progress_record_decodes_as_written() {
         let anchor = Timestamp::from_millis(1_700_000_090_000);
         assert_eq!(
-            decode(&in_progress(&claim(), anchor)).unwrap(),
+            decoded(&in_progress(&claim(), anchor)).unwrap(),
             Record::InProgress(claim())
         );
         let steps = Steps::new()
@@ -235,7 +247,7 @@ mod tests {
             .with_kept_until(Timestamp::from_millis(1_800_000_000_000));
         let with_steps = claim().with_steps(steps).released();
         assert_eq!(
-            decode(&in_progress(&with_steps, anchor)).unwrap(),
+            decoded(&in_progress(&with_steps, anchor)).unwrap(),
             Record::InProgress(with_steps)
         );
         let long_owner = InProgress::new(
@@ -244,7 +256,7 @@ mod tests {
             Timestamp::EPOCH,
         );
         assert_eq!(
-            decode(&in_progress(&long_owner, anchor)).unwrap(),
+            decoded(&in_progress(&long_owner, anchor)).unwrap(),
             Record::InProgress(long_owner)
         );
     }
@@ -253,13 +265,13 @@ mod tests {
     fn a_completed_record_decodes_as_written() {
         let owner = OwnerToken::from("owner-1".to_owned());
         for (outcome, tag) in [
-            (Outcome::Ok(b"{\"id\":1}".to_vec()), "ok"),
-            (Outcome::Err(b"\0sealed\xff".to_vec()), "err"),
+            (Outcome::ok(b"{\"id\":1}".to_vec()), "ok"),
+            (Outcome::err(b"\0sealed\xff".to_vec()), "err"),
             (Outcome::Aborted, "aborted"),
         ] {
             let record = Completed::new(Fingerprint::empty(), outcome, Timestamp::from_millis(99));
             assert_eq!(
-                decode(&completed(&record, &owner, tag)).unwrap(),
+                decoded(&completed(&record, &owner, tag)).unwrap(),
                 Record::Completed(record)
             );
         }
@@ -293,7 +305,7 @@ mod tests {
             format!("idm1C64:{fp}1:o2:ok1:10:0:").into_bytes(),
         ];
         for case in cases {
-            let err = decode(&case).unwrap_err();
+            let err = decoded(&case).unwrap_err();
             assert!(
                 matches!(err, StoreError::Corrupt(_)),
                 "{}: {err}",
@@ -302,7 +314,65 @@ mod tests {
         }
         let mut not_utf8 = format!("idm1P64:{fp}1:o1:11:11:11:11:12:").into_bytes();
         not_utf8.extend_from_slice(b"\xff\xfe1:v");
-        assert!(matches!(decode(&not_utf8), Err(StoreError::Corrupt(_))));
+        assert!(matches!(decoded(&not_utf8), Err(StoreError::Corrupt(_))));
+    }
+
+    /// A completed record of `body` read into a buffer that holds `before` and `after` around
+    /// it, as a reply may: its outcome is the body, sliced out of that buffer.
+    fn read_amid(body: &[u8], before: &[u8], after: &[u8]) {
+        let record = Completed::new(
+            Fingerprint::empty(),
+            Outcome::ok(body.to_vec()),
+            Timestamp::EPOCH,
+        );
+        let value = completed(&record, &OwnerToken::from("o".to_owned()), "ok");
+        let buffer = Bytes::from([before, &value, after].concat());
+        let read = buffer.slice(before.len()..before.len() + value.len());
+        let Ok(Record::Completed(decoded)) = decode(&read) else {
+            panic!("{body:?}: a completed record");
+        };
+        assert_eq!(decoded.outcome().body(), body);
+        let shared = decoded.outcome().bytes().expect("an ok outcome");
+        if !body.is_empty() {
+            let at = buffer.as_ptr() as usize + before.len() + value.len() - body.len();
+            assert_eq!(
+                shared.as_ptr() as usize,
+                at,
+                "{body:?}: sliced out of the buffer read"
+            );
+        }
+    }
+
+    #[test]
+    fn a_completed_record_s_outcome_is_a_slice_of_the_value_read() {
+        for body in [&b""[..], b"\"ch_1\"", b"\0iS\x02\xff\0", &[0xff; 1 << 10]] {
+            read_amid(body, b"", b"");
+            read_amid(body, b"*3\r\n$8\r\nexisting", b"\r\n");
+        }
+    }
+
+    #[test]
+    fn step_values_are_slices_of_the_value_read() {
+        let steps = Steps::new()
+            .with_step("first", b"\xff\0mid".to_vec())
+            .with_step("last", b"end".to_vec())
+            .with_step("none", Vec::new())
+            .with_kept_until(Timestamp::from_millis(5));
+        let written = claim().with_steps(steps);
+        let value = Bytes::from(in_progress(&written, Timestamp::EPOCH));
+        let Ok(Record::InProgress(read)) = decode(&value) else {
+            panic!("an in-progress record");
+        };
+        assert_eq!(read, written);
+        let within = value.as_ptr_range();
+        for name in ["first", "last"] {
+            let step = read.steps().get(name).expect("recorded");
+            assert!(
+                within.contains(&step.as_ptr()),
+                "step `{name}` is a slice of the value"
+            );
+        }
+        assert_eq!(read.steps().get("none"), Some(&b""[..]));
     }
 
     #[test]
@@ -317,13 +387,13 @@ mod tests {
         );
         // Every prefix, and every single-byte change to a few interesting bytes.
         for end in 0..good.len() {
-            let _ = decode(&good[..end]);
+            let _ = decoded(&good[..end]);
         }
         for at in 0..good.len() {
             for byte in [b'0', b'9', b':', 0, 0xff, b'P', b'C'] {
                 let mut spoiled = good.clone();
                 spoiled[at] = byte;
-                let _ = decode(&spoiled);
+                let _ = decoded(&spoiled);
             }
         }
     }

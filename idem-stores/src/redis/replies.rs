@@ -2,7 +2,7 @@
 
 use idem_core::store::{check_record_len, judge_oversized, Timestamp};
 use idem_core::{
-    store::{Claim, InProgress, Outcome, OwnerToken, Record, Reservation},
+    store::{Bytes, Claim, InProgress, Outcome, OwnerToken, Record, Reservation},
     Fingerprint, StoreError,
 };
 use redis::Value;
@@ -21,7 +21,8 @@ pub(crate) fn outcome_tag(outcome: &Outcome) -> Result<&'static str, StoreError>
     }
 }
 
-/// What a script answered. Records come as their stored value.
+/// What a script answered. Records come as their stored value, in the buffer they were read
+/// into.
 #[derive(Debug)]
 pub(crate) enum Reply {
     /// `{'ok'}`
@@ -31,12 +32,12 @@ pub(crate) enum Reply {
     /// `{'reserved'}`
     Reserved,
     /// `{'took_over', previous, record}`: the record written over `previous`'s.
-    TookOver { previous: String, record: Vec<u8> },
+    TookOver { previous: String, record: Bytes },
     /// `{'held', record}`: the caller's own record, written by an earlier attempt of the
     /// request.
-    Held(Vec<u8>),
+    Held(Bytes),
     /// `{'existing', record}`
-    Existing(Vec<u8>),
+    Existing(Bytes),
     /// `{'too_long', length, fingerprint, expires_at}`: a completed record over the call's
     /// limit, not read but for its head (absent when the head is not a record's).
     TooLong {
@@ -64,12 +65,12 @@ fn reply_of(mut items: Vec<Value>) -> Result<Reply, StoreError> {
         (b"lost", 1) => Ok(Reply::Lost),
         (b"reserved", 1) => Ok(Reply::Reserved),
         (b"took_over", 3) => {
-            let record = bytes(items.pop().unwrap_or(Value::Nil))?;
+            let record = shared(items.pop().unwrap_or(Value::Nil))?;
             let previous = text(items.pop(), "previous owner")?;
             Ok(Reply::TookOver { previous, record })
         }
-        (b"held", 2) => Ok(Reply::Held(bytes(items.pop().unwrap_or(Value::Nil))?)),
-        (b"existing", 2) => Ok(Reply::Existing(bytes(items.pop().unwrap_or(Value::Nil))?)),
+        (b"held", 2) => Ok(Reply::Held(shared(items.pop().unwrap_or(Value::Nil))?)),
+        (b"existing", 2) => Ok(Reply::Existing(shared(items.pop().unwrap_or(Value::Nil))?)),
         (b"too_long", 2 | 4) => {
             let head = match items.len() {
                 4 => {
@@ -105,7 +106,7 @@ pub(crate) fn too_long(length: u64, claim: &Claim) -> StoreError {
 /// What `reserve_within` or `read_within` found.
 pub(crate) enum Found {
     /// The value `SET ... NX GET` (or `GET`) would have answered: `None` when there was none.
-    Value(Option<Vec<u8>>),
+    Value(Option<Bytes>),
     /// A completed record over the call's limit, not read: `None` when it expired (the key is
     /// free), or another call's record, its outcome left out (idem-core's `judge_oversized`).
     Oversized(Option<Record>),
@@ -171,7 +172,7 @@ pub(crate) fn reservation(reply: Reply, claim: &Claim) -> Result<Reservation, St
     }
 }
 
-fn in_progress(value: &[u8], what: &str) -> Result<InProgress, StoreError> {
+fn in_progress(value: &Bytes, what: &str) -> Result<InProgress, StoreError> {
     match codec::decode(value)? {
         Record::InProgress(record) => Ok(record),
         other => Err(StoreError::backend(format!(
@@ -206,13 +207,19 @@ pub(crate) fn pairs(value: Value) -> Result<Pairs, StoreError> {
     }
 }
 
-/// A record's value as read with `GET` or `SET ... GET`: `None` when there is none.
-pub(crate) fn value(reply: Value) -> Result<Option<Vec<u8>>, StoreError> {
+/// A record's value as read with `GET` or `SET ... GET`, in the buffer the reply was read
+/// into: `None` when there is none.
+pub(crate) fn value(reply: Value) -> Result<Option<Bytes>, StoreError> {
     match reply {
         Value::Nil => Ok(None),
-        Value::BulkString(bytes) => Ok(Some(bytes)),
+        Value::BulkString(bytes) => Ok(Some(Bytes::from(bytes))),
         other => Err(unexpected(&other)),
     }
+}
+
+/// A record's value in a script's reply, in the buffer the reply was read into.
+fn shared(value: Value) -> Result<Bytes, StoreError> {
+    bytes(value).map(Bytes::from)
 }
 
 fn bytes(value: Value) -> Result<Vec<u8>, StoreError> {
@@ -264,11 +271,11 @@ mod tests {
         ));
         assert!(matches!(
             reply(Value::Array(vec![bulk(b"took_over"), bulk(b"o1"), bulk(b"idm1P")])),
-            Ok(Reply::TookOver { previous, record }) if previous == "o1" && record == b"idm1P"
+            Ok(Reply::TookOver { previous, record }) if previous == "o1" && record == b"idm1P"[..]
         ));
         assert!(matches!(
             reply(Value::Array(vec![bulk(b"existing"), bulk(b"\0x")])),
-            Ok(Reply::Existing(record)) if record == b"\0x"
+            Ok(Reply::Existing(record)) if record == b"\0x"[..]
         ));
         let err = reply(Value::Array(vec![bulk(b"corrupt"), bulk(b"why")])).unwrap_err();
         assert!(matches!(err, StoreError::Corrupt(reason) if reason == "why"));
@@ -286,7 +293,25 @@ mod tests {
     #[test]
     fn a_value_is_nil_or_bytes() {
         assert_eq!(value(Value::Nil).unwrap(), None);
-        assert_eq!(value(bulk(b"x")).unwrap(), Some(b"x".to_vec()));
+        assert_eq!(value(bulk(b"x")).unwrap(), Some(Bytes::from_static(b"x")));
         assert!(value(Value::Int(1)).is_err());
+    }
+
+    #[test]
+    fn a_record_read_keeps_the_reply_s_buffer() {
+        let read = b"idm1C...".repeat(64);
+        let at = read.as_ptr();
+        let got = value(Value::BulkString(read)).unwrap().unwrap();
+        assert_eq!(got.as_ptr(), at, "GET's value");
+        let read = b"idm1P...".to_vec();
+        let at = read.as_ptr();
+        let existing = reply(Value::Array(vec![
+            bulk(b"existing"),
+            Value::BulkString(read),
+        ]));
+        assert!(
+            matches!(&existing, Ok(Reply::Existing(record)) if record.as_ptr() == at),
+            "a script's record: {existing:?}"
+        );
     }
 }

@@ -85,7 +85,7 @@ async fn waiters_are_woken_by_completion_not_polling() {
 
     let completed = Completed::new(
         Fingerprint::empty(),
-        Outcome::Ok(b"1".to_vec()),
+        Outcome::ok(b"1".to_vec()),
         now + Duration::from_secs(600),
     );
     store

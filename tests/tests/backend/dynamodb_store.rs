@@ -42,7 +42,7 @@ pub(super) fn claim(text: &str, lease_until: u64, now: u64) -> Claim {
 pub(super) fn completed(text: &str, body: &[u8], expires_at: u64) -> Completed {
     Completed::new(
         fingerprint(text),
-        Outcome::Ok(body.to_vec()),
+        Outcome::ok(body.to_vec()),
         at(expires_at),
     )
 }

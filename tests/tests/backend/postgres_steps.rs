@@ -158,7 +158,7 @@ async fn a_completed_record_keeps_no_step() {
         .unwrap();
     let done = Completed::new(
         fingerprint("checkout"),
-        Outcome::Ok(b"1".to_vec()),
+        Outcome::ok(b"1".to_vec()),
         NOW + LEASE,
     );
     store.complete(&key("done"), &owner, &done).await.unwrap();

@@ -41,7 +41,7 @@ async fn complete(store: &PostgresStore, name: &str, expires_at: Timestamp, now:
         .reserve(&key(name), &Claim::new(record, now))
         .await
         .unwrap();
-    let done = Completed::new(Fingerprint::empty(), Outcome::Ok(b"1".to_vec()), expires_at);
+    let done = Completed::new(Fingerprint::empty(), Outcome::ok(b"1".to_vec()), expires_at);
     store.complete(&key(name), &owner, &done).await.unwrap();
 }
 

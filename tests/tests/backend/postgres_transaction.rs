@@ -106,7 +106,7 @@ async fn a_rolled_back_transaction_leaves_the_call_to_the_engine() {
     else {
         panic!("completed by the engine")
     };
-    assert_eq!(stored.outcome(), &Outcome::Ok(b"\"placed o-2\"".to_vec()));
+    assert_eq!(stored.outcome(), &Outcome::ok(b"\"placed o-2\"".to_vec()));
 }
 
 async fn another_value_than_the_committed_one_is_not_recorded() {
@@ -200,7 +200,7 @@ async fn a_call_with_steps_completes_in_its_transaction() {
     };
     assert_eq!(
         stored.outcome(),
-        &Outcome::Ok(b"\"placed o-5 with ch_1\"".to_vec())
+        &Outcome::ok(b"\"placed o-5 with ch_1\"".to_vec())
     );
     let steps_left: bool = sqlx::query_scalar(
         "SELECT steps IS NOT NULL OR steps_kept_until IS NOT NULL FROM idem_records",

@@ -301,7 +301,7 @@ async fn garbage_under_a_key_is_an_error_not_a_panic() {
         let owner = OwnerToken::generate();
         let completed = Completed::new(
             fingerprint,
-            Outcome::Ok(b"1".to_vec()),
+            Outcome::ok(b"1".to_vec()),
             Timestamp::from_millis(u64::MAX / 2),
         );
         let results = [

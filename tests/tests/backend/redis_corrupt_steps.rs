@@ -133,7 +133,7 @@ async fn hand_written_records_are_valid() {
         panic!("the hand-written completed record reads back");
     };
     assert_eq!(record.fingerprint(), &fingerprint);
-    assert_eq!(record.outcome(), &Outcome::Ok(b"1".to_vec()));
+    assert_eq!(record.outcome(), &Outcome::ok(b"1".to_vec()));
     assert_eq!(
         record.expires_at(),
         Timestamp::from_millis(FAR.parse().unwrap())
@@ -218,7 +218,7 @@ async fn corrupt_steps_are_an_error_not_a_panic() {
         let later = Timestamp::from_millis(until);
         let completed = Completed::new(
             fingerprint,
-            Outcome::Ok(b"1".to_vec()),
+            Outcome::ok(b"1".to_vec()),
             Timestamp::from_millis(until),
         );
         let results = [

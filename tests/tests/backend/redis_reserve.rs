@@ -309,7 +309,7 @@ async fn a_key_without_expiry_keeps_none() {
 
     let completed = Completed::new(
         Fingerprint::empty(),
-        Outcome::Ok(b"1".to_vec()),
+        Outcome::ok(b"1".to_vec()),
         start + Duration::from_secs(60),
     );
     store.complete(&key, &owner, &completed).await.unwrap();

@@ -154,7 +154,7 @@ async fn rotation_and_refusals(name: &str, sealed: &Idempotency, raw: Arc<dyn St
     raw.reserve(&key, &claim).await.unwrap();
     let changed = Completed::new(
         *record.fingerprint(),
-        Outcome::Ok(body),
+        Outcome::ok(body),
         record.expires_at(),
     );
     raw.complete(&key, &owner, &changed).await.unwrap();

@@ -37,7 +37,7 @@ impl Interceptor for Crafting {
         };
         let mut stored: Value = serde_json::from_slice(stored).unwrap();
         (self.craft)(&mut stored);
-        let outcome = Outcome::Ok(serde_json::to_vec(&stored).unwrap());
+        let outcome = Outcome::ok(serde_json::to_vec(&stored).unwrap());
         let crafted = Completed::new(*record.fingerprint(), outcome, record.expires_at());
         self.memory.complete(key, owner, &crafted).await
     }
