@@ -10,6 +10,7 @@ mod errors;
 mod inventory;
 mod leases;
 mod mismatches;
+mod outcomes;
 mod oversized;
 mod presence;
 mod purge;
@@ -24,6 +25,7 @@ mod waits;
 pub(super) fn all() -> Vec<crate::Check> {
     [
         replays::CHECKS,
+        outcomes::CHECKS,
         mismatches::CHECKS,
         errors::CHECKS,
         leases::CHECKS,
