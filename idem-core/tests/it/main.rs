@@ -17,6 +17,7 @@ mod seal;
 mod seal_refusals;
 mod sealed_outcome_limit;
 mod sealed_step;
+mod shared_outcome;
 mod step_after_lease;
 mod step_names;
 mod steps_value;
