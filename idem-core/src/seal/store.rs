@@ -15,8 +15,8 @@ use crate::{
     fingerprint::Fingerprint,
     key::Key,
     store::{
-        Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Steps, Store,
-        Timestamp,
+        Claim, Completed, InProgress, Lookup, Outcome, OwnerToken, Probe, Record, Reservation,
+        Steps, Store, Timestamp,
     },
 };
 
@@ -294,29 +294,58 @@ impl SealedStore {
                 Record::InProgress(self.open_in_progress(running, stored_key)?)
             }
             Record::Completed(completed) => {
-                crate::store::check_outcome_len(
-                    completed.outcome().body().len() as u64,
-                    max_stored,
-                )?;
-                // Only keys digested: the outcome is stored as it is, and handed on so.
-                let Some(keyring) = &self.sealing.keyring else {
-                    return Ok(Record::Completed(completed));
-                };
-                let outcome = keyring
-                    .open_outcome(&self.sealing.scope, stored_key, &completed)
-                    .map_err(|unopened| StoreError::Corrupt(unopened.to_string()))?;
-                Record::Completed(Completed::new(
-                    *completed.fingerprint(),
-                    outcome,
-                    completed.expires_at(),
-                ))
+                Record::Completed(self.open_completed(completed, stored_key, max_stored)?)
             }
         })
+    }
+
+    /// `completed` opened, as [`open_record`](SealedStore::open_record) opens it.
+    fn open_completed(
+        &self,
+        completed: Completed,
+        stored_key: &Key,
+        max_stored: Option<usize>,
+    ) -> Result<Completed, StoreError> {
+        crate::store::check_outcome_len(completed.outcome().body().len() as u64, max_stored)?;
+        // Only keys digested: the outcome is stored as it is, and handed on so.
+        let Some(keyring) = &self.sealing.keyring else {
+            return Ok(completed);
+        };
+        let outcome = keyring
+            .open_outcome(&self.sealing.scope, stored_key, &completed)
+            .map_err(|unopened| StoreError::Corrupt(unopened.to_string()))?;
+        Ok(Completed::new(
+            *completed.fingerprint(),
+            outcome,
+            completed.expires_at(),
+        ))
     }
 }
 
 #[async_trait]
 impl Store for SealedStore {
+    /// Under the stored key, with the limit the store under this one is given; the outcome
+    /// opened as a reservation opens it, so that a record moved from another key, scope or
+    /// call is refused as corrupt, never served. A sealed value's overhead depends on its
+    /// key's name: one that opens over the caller's limit is a miss, for the reservation to
+    /// answer.
+    fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        let stored = self.key(key);
+        let max_stored = self.stored_max_outcome(probe.max_outcome());
+        let found = match self
+            .inner
+            .lookup(&stored, &probe.with_max_outcome(max_stored))?
+        {
+            Lookup::Completed(found) => self.open_completed(found, &stored, max_stored)?,
+            Lookup::Miss => return Ok(Lookup::Miss),
+        };
+        let opened_len = found.outcome().body().len() as u64;
+        if crate::store::check_outcome_len(opened_len, probe.max_outcome()).is_err() {
+            return Ok(Lookup::Miss);
+        }
+        Ok(Lookup::Completed(found))
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         let stored = self.key(key);
         let max_stored = self.stored_max_outcome(claim.max_outcome());

@@ -11,7 +11,7 @@ use crate::store::{InProgress, Steps, LEASE_GRACE};
 use crate::{
     error::StoreError,
     key::Key,
-    store::{Claim, Completed, OwnerToken, Record, Reservation, Timestamp},
+    store::{Claim, Completed, Lookup, OwnerToken, Probe, Record, Reservation, Timestamp},
 };
 
 /// A place to keep idempotency records: in-process memory, Redis, DynamoDB, or your own.
@@ -19,6 +19,8 @@ use crate::{
 /// Object safe, used as `Arc<dyn Store>`. Every method is one atomic operation on one key; the
 /// engine builds the whole protocol out of them:
 ///
+/// 0. [`lookup`](Store::lookup) first, which answers a replay in process when the store can
+///    (the default says it cannot, and the reservation answers it);
 /// 1. [`reserve`](Store::reserve) before the function runs;
 /// 2. [`renew`](Store::renew) while it runs, and [`record_step`](Store::record_step) for each
 ///    [`step`](crate::step) it finishes;
@@ -52,6 +54,25 @@ use crate::{
 /// The `idem-conformance` crate checks all of this against a real instance of your store.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// The completed record under `key` when it is live at the probe's
+    /// [`now`](Probe::now), its outcome lent: a replay answered before anything is claimed
+    /// (no owner token, no quota, no reservation). Answered in process, without I/O: a call
+    /// that is not a replay asks it too, so it must cost no round trip. Writes nothing.
+    ///
+    /// [`Lookup::Miss`] for no record, an expired or in-progress one, or one the reservation
+    /// must judge (an outcome over the probe's [`max_outcome`](Probe::max_outcome)); the
+    /// caller then reserves, and the reservation answers as it always does. A miss is never
+    /// wrong: only a [`Lookup::Completed`] must be exactly the live completed record.
+    ///
+    /// The default misses. A store whose records live across a network keeps it: its
+    /// reservation answers a replay in one round trip already, and a read before it would
+    /// make every new call pay one more. A store that holds its records in process
+    /// overrides it.
+    fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        let _ = (key, probe);
+        Ok(Lookup::Miss)
+    }
+
     /// Writes `claim.record` under `key` if the key is free, else returns the live record.
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError>;
 
@@ -165,6 +186,9 @@ pub trait Store: Send + Sync + 'static {
 
 #[async_trait]
 impl<S: Store + ?Sized> Store for Arc<S> {
+    fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        (**self).lookup(key, probe)
+    }
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         (**self).reserve(key, claim).await
     }

@@ -13,6 +13,7 @@ mod contract;
 mod fencing;
 mod inventory;
 mod judge;
+mod lookup;
 mod outcome;
 mod record;
 mod size;
@@ -29,6 +30,7 @@ pub use contract::Store;
 pub use fencing::propose as propose_fencing_token;
 pub use inventory::{Inventory, ListPage, ListQuery, PurgeProgress, UnkeyedEntry};
 pub use judge::{judge_reserve, ReserveJudgement};
+pub use lookup::{Lookup, Probe};
 pub use outcome::Outcome;
 pub use record::{
     Claim, Completed, InProgress, OwnerToken, Record, Reservation, LEASE_GRACE, LEASE_GRACE_MS,

@@ -31,7 +31,10 @@
 //!   starts, and is not counted.
 //! - `store` is the store's [`name`](crate::store::Store::name) (`memory`, `redis`, `dynamodb`,
 //!   `postgres`); `operation` one of `reserve`, `complete`, `release`, `renew`,
-//!   `record_step`, `get`, `delete`.
+//!   `record_step`, `get`, `delete`, and `lookup`: the in-process read a call makes before
+//!   it reserves, which answers a replay with nothing reserved (a store whose records live
+//!   across a network, Redis, PostgreSQL or DynamoDB, misses at once, and its reservation
+//!   answers).
 //!
 //! Every call runs in an `idem.call` span (level INFO, target `idem`) with the fields
 //! `code.function.name`, `idem.key` (its digest under
@@ -83,7 +86,7 @@ pub const OUTCOMES: [&str; 13] = [
 ];
 
 /// Every value of the `operation` label of [`STORE_DURATION_SECONDS`].
-pub const STORE_OPERATIONS: [&str; 7] = [
+pub const STORE_OPERATIONS: [&str; 8] = [
     "reserve",
     "complete",
     "release",
@@ -91,6 +94,7 @@ pub const STORE_OPERATIONS: [&str; 7] = [
     "record_step",
     "get",
     "delete",
+    "lookup",
 ];
 
 /// Where every metric idem records says it comes from.

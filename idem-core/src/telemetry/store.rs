@@ -13,7 +13,7 @@ use crate::store::Inventory;
 use crate::{
     error::StoreError,
     key::Key,
-    store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
+    store::{Claim, Completed, Lookup, OwnerToken, Probe, Record, Reservation, Store, Timestamp},
     TARGET,
 };
 
@@ -44,6 +44,7 @@ enum Operation {
     RecordStep,
     Get,
     Delete,
+    Lookup,
 }
 
 /// A store with each operation timed into `idem_store_duration_seconds` and run in an
@@ -80,6 +81,26 @@ impl MeteredStore {
         operation: Operation,
         run: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
+        let (span, timing) = self.start(operation);
+        let result = if span.is_disabled() {
+            run.await
+        } else {
+            run.instrument(span).await
+        };
+        timing.stop();
+        result
+    }
+
+    /// [`timed`](MeteredStore::timed) for an operation that does not wait: run inside its span.
+    fn timed_now<T>(&self, operation: Operation, run: impl FnOnce() -> T) -> T {
+        let (span, timing) = self.start(operation);
+        let result = span.in_scope(run);
+        timing.stop();
+        result
+    }
+
+    /// The span of `operation`, and its timing, started when a recorder keeps it.
+    fn start(&self, operation: Operation) -> (tracing::Span, Timing) {
         let span = tracing::debug_span!(
             target: TARGET,
             "idem.store",
@@ -88,20 +109,30 @@ impl MeteredStore {
         );
         let histogram = super::histogram(&self.durations[operation as usize]);
         let started = super::listens(&histogram).then(Instant::now);
-        let result = if span.is_disabled() {
-            run.await
-        } else {
-            run.instrument(span).await
-        };
-        if let Some(started) = started {
-            histogram.record(super::Elapsed(started));
+        (span, Timing { histogram, started })
+    }
+}
+
+/// An operation's duration, read from the clock only if a recorder kept it as it started.
+struct Timing {
+    histogram: metrics::Histogram,
+    started: Option<Instant>,
+}
+
+impl Timing {
+    fn stop(self) {
+        if let Some(started) = self.started {
+            self.histogram.record(super::Elapsed(started));
         }
-        result
     }
 }
 
 #[async_trait]
 impl Store for MeteredStore {
+    fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        self.timed_now(Operation::Lookup, || self.inner.lookup(key, probe))
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         self.timed(Operation::Reserve, self.inner.reserve(key, claim))
             .await
