@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use crate::{Intercepted, Interceptor};
 use idem_core::{
     store::{
-        Claim, Completed, InProgress, OwnerToken, Record, Reservation, Steps, Store, Timestamp,
+        Claim, Completed, InProgress, Lookup, OwnerToken, Probe, Record, Reservation, Steps, Store,
+        Timestamp,
     },
     Fingerprint, Key, StoreError,
 };
@@ -45,11 +46,19 @@ pub enum Fault {
     StepOwnerIgnored,
     /// `release` deletes a record that holds steps.
     ReleaseForgetsSteps,
+    /// `lookup` serves a completed record after its expiry too. Every other fault leaves
+    /// lookups to miss, and replays to the reservation it breaks; these two break the lookup
+    /// of a store that answers them (the memory store), and change nothing on one that does
+    /// not.
+    LookupIgnoresExpiry,
+    /// `lookup` of a key it finds no record under serves the record of the same key without
+    /// its scope: another tenant's or principal's record.
+    LookupIgnoresScope,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 13] = [
+    pub const ALL: [Fault; 15] = [
         Fault::ReserveAlwaysGrants,
         Fault::OwnerIgnored,
         Fault::ExpiryIgnoredOnRead,
@@ -63,6 +72,8 @@ impl Fault {
         Fault::StepsForgottenOnTakeover,
         Fault::StepOwnerIgnored,
         Fault::ReleaseForgetsSteps,
+        Fault::LookupIgnoresExpiry,
+        Fault::LookupIgnoresScope,
     ];
 
     /// The checks that catch this fault: each must fail against a store with it.
@@ -110,6 +121,11 @@ impl Fault {
                 "an_error_after_a_step_keeps_the_key_for_the_same_call",
                 "a_released_record_keeps_its_steps",
             ],
+            Fault::LookupIgnoresExpiry => &[
+                "ttl_expiry_makes_the_key_new",
+                "lookup_answers_only_a_live_completed_record",
+            ],
+            Fault::LookupIgnoresScope => &["lookup_never_serves_another_keys_record"],
         }
     }
 }
@@ -148,10 +164,37 @@ impl Broken {
     }
 }
 
+/// `key` without its scope (`namespace|name|-|parts`), or `None` when it has none.
+fn unscoped(key: &Key) -> Option<Key> {
+    key.scope()?;
+    let mut slots = key.as_str().splitn(4, '|');
+    let (namespace, name, _, parts) = (slots.next()?, slots.next()?, slots.next()?, slots.next());
+    let parts = parts.map(|parts| format!("|{parts}")).unwrap_or_default();
+    Key::parse(&format!("{namespace}|{name}|-{parts}")).ok()
+}
+
 #[async_trait]
 impl Interceptor for Broken {
     fn inner(&self) -> &dyn Store {
         &*self.inner
+    }
+
+    fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        match self.fault {
+            Fault::LookupIgnoresExpiry => {
+                // Every record is live at the epoch.
+                let any_time = Probe::new(Timestamp::EPOCH).with_max_outcome(probe.max_outcome());
+                self.inner.lookup(key, &any_time)
+            }
+            Fault::LookupIgnoresScope => match self.inner.lookup(key, probe)? {
+                Lookup::Completed(own) => Ok(Lookup::Completed(own)),
+                _ => match unscoped(key) {
+                    Some(unscoped) => self.inner.lookup(&unscoped, probe),
+                    None => Ok(Lookup::Miss),
+                },
+            },
+            _ => Ok(Lookup::Miss),
+        }
     }
 
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {

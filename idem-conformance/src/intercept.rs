@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use idem_core::store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp};
+use idem_core::store::{
+    Claim, Completed, Lookup, OwnerToken, Probe, Record, Reservation, Store, Timestamp,
+};
 use idem_core::{Key, StoreError};
 
 /// Which [`Store`] method a call is, for [`Interceptor::before`].
@@ -28,6 +30,11 @@ pub enum Operation {
     Delete,
     /// [`Store::changed`].
     Changed,
+    /// [`Store::lookup`], which does not wait: [`Intercepted`] hands it to
+    /// [`Interceptor::lookup`] alone, never to the asynchronous
+    /// [`before`](Interceptor::before). For an interceptor that serves lookups and keeps
+    /// account of the operations it sees.
+    Lookup,
 }
 
 /// A store that wraps [`inner`](Interceptor::inner): every method passes the call through
@@ -67,6 +74,16 @@ pub trait Interceptor: Send + Sync + 'static {
     async fn before(&self, operation: Operation, key: &Key) -> Result<(), StoreError> {
         let _ = (operation, key);
         Ok(())
+    }
+
+    /// [`Store::lookup`]. The default misses rather than ask the inner store, so that every
+    /// replay goes through [`reserve`](Interceptor::reserve), and through
+    /// [`before`](Interceptor::before), as it did before stores looked records up: an
+    /// interceptor that changes what a reservation answers keeps seeing every replay. One that
+    /// wants the inner store's lookups passes them on itself.
+    fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        let _ = (key, probe);
+        Ok(Lookup::Miss)
     }
 
     /// [`Store::reserve`].
@@ -159,6 +176,12 @@ impl<I> Deref for Intercepted<I> {
 
 #[async_trait]
 impl<I: Interceptor> Store for Intercepted<I> {
+    /// The interceptor's [`lookup`](Interceptor::lookup), without [`before`](Interceptor::before),
+    /// which waits and a lookup may not.
+    fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        self.0.lookup(key, probe)
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         self.0.before(Operation::Reserve, key).await?;
         self.0.reserve(key, claim).await

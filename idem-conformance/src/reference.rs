@@ -5,9 +5,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use idem_core::store::{judge_found, judge_reserve};
+use idem_core::store::{check_outcome_len, judge_found, judge_reserve};
 use idem_core::{
-    store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
+    store::{Claim, Completed, Lookup, OwnerToken, Probe, Record, Reservation, Store, Timestamp},
     Key, StoreError,
 };
 
@@ -51,6 +51,24 @@ impl ReferenceStore {
 
 #[async_trait]
 impl Store for ReferenceStore {
+    fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        let records = self.records();
+        // Served: a completed record, live at the probe's time, within its longest outcome.
+        Ok(match records.get(key) {
+            Some(found @ Record::Completed(done))
+                if found.is_live(probe.now())
+                    && check_outcome_len(
+                        done.outcome().body().len() as u64,
+                        probe.max_outcome(),
+                    )
+                    .is_ok() =>
+            {
+                Lookup::Completed(done.clone())
+            }
+            _ => Lookup::Miss,
+        })
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         // What to do is idem-core's judgement; writing it under the lock is this store's part.
         let mut records = self.records();

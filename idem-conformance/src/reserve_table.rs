@@ -1,5 +1,6 @@
 //! The reserve cases: every record a reservation may find, a claim and a time, and what the
-//! store must decide, as one table.
+//! store must decide, as one table; and, as its lookup column, what a lookup at the claim's
+//! time may answer.
 //!
 //! The table is checked against idem-core's
 //! [`judge_reserve`](idem_core::store::judge_reserve) and against every store,
@@ -19,8 +20,8 @@ use std::time::Duration;
 use idem_core::store::ReserveJudgement;
 use idem_core::{
     store::{
-        Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Steps, Store,
-        Timestamp, LEASE_GRACE,
+        Claim, Completed, InProgress, Lookup, Outcome, OwnerToken, Probe, Record, Reservation,
+        Steps, Store, Timestamp, LEASE_GRACE,
     },
     Clock, Fingerprint, Idempotency, Key, SystemClock,
 };
@@ -72,6 +73,22 @@ impl ReserveCase {
     /// What [`Store::reserve`] must answer.
     pub fn expected_reservation(&self) -> Reservation {
         self.expected.clone().into_reservation(&self.claim)
+    }
+
+    /// The lookup of the key at the claim's time and limit, before the claim arrives.
+    pub fn probe(&self) -> Probe {
+        Probe::new(self.claim.now()).with_max_outcome(self.claim.max_outcome())
+    }
+
+    /// What [`Store::lookup`] with the case's [`probe`](ReserveCase::probe) answers, when the
+    /// store looks records up: the found record exactly when the judgement is a live completed
+    /// record that stands ([`ReserveJudgement::Existing`]), else [`Lookup::Miss`]. A store
+    /// that does not look up misses every case.
+    pub fn expected_lookup(&self) -> Lookup {
+        match &self.expected {
+            ReserveJudgement::Existing(Record::Completed(done)) => Lookup::Completed(done.clone()),
+            _ => Lookup::Miss,
+        }
     }
 
     /// The record the key must hold after the reservation: the one written, or the one found.
@@ -157,8 +174,10 @@ impl ReserveCase {
         assert_eq!(held, self.found, "case `{name}`: the planted record");
     }
 
-    /// Plants the case's record under `key` (an empty key), reserves with its claim, and checks
-    /// the answer and the record the key holds afterwards.
+    /// Plants the case's record under `key` (an empty key), looks it up (a miss, or
+    /// [`expected_lookup`](ReserveCase::expected_lookup)), reserves with its claim, and checks
+    /// the answer and the record the key holds afterwards: the lookup wrote nothing the
+    /// reservation would see.
     ///
     /// # Panics
     ///
@@ -166,6 +185,14 @@ impl ReserveCase {
     pub async fn check(&self, store: &dyn Store, key: &Key) {
         let name = self.name;
         self.plant(store, key).await;
+        let looked = store
+            .lookup(key, &self.probe())
+            .unwrap_or_else(|error| panic!("case `{name}`: lookup failed: {error}"));
+        assert!(
+            looked == Lookup::Miss || looked == self.expected_lookup(),
+            "case `{name}`: the lookup answers {looked:?}, where it may answer only {:?} or miss",
+            self.expected_lookup()
+        );
         let answer = store
             .reserve(key, &self.claim)
             .await

@@ -9,6 +9,7 @@ mod edges;
 mod errors;
 mod inventory;
 mod leases;
+mod lookups;
 mod mismatches;
 mod outcomes;
 mod oversized;
@@ -25,6 +26,7 @@ mod waits;
 pub(super) fn all() -> Vec<crate::Check> {
     [
         replays::CHECKS,
+        lookups::CHECKS,
         outcomes::CHECKS,
         mismatches::CHECKS,
         errors::CHECKS,

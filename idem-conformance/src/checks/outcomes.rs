@@ -1,11 +1,12 @@
 //! A stored outcome comes back byte for byte, whatever its bytes: empty, NUL bytes, bytes
 //! that are no UTF-8, a value that starts as a sealed one does, 300 kB, a mebibyte; `Ok` and `Err`
-//! alike; replayed through `reserve` and read through `get`.
+//! alike; replayed through `lookup` (when the store answers one) and `reserve`, and read
+//! through `get`.
 
 use std::time::Duration;
 
 use super::{in_progress, Context};
-use idem_core::store::{Completed, Outcome, Record, Reservation};
+use idem_core::store::{Completed, Lookup, Outcome, Probe, Record, Reservation};
 use idem_core::{Clock as _, Fingerprint, StoreError, SystemClock};
 
 /// This file's checks. Check functions are private, so one left out of this list is dead code.
@@ -38,8 +39,8 @@ fn bodies() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// What `complete` stored is what a replay finds, byte for byte, through `reserve` (a
-/// duplicate's read) and through `get` (the engine's read back, an operator's).
+/// What `complete` stored is what a replay finds, byte for byte, through `lookup` and
+/// `reserve` (a duplicate's reads) and through `get` (the engine's read back, an operator's).
 async fn a_replayed_outcome_is_the_stored_bytes(ctx: Context) {
     let store = ctx.store();
     for (index, (what, body)) in bodies().into_iter().enumerate() {
@@ -66,6 +67,13 @@ async fn a_replayed_outcome_is_the_stored_bytes(ctx: Context) {
                 Err(error) => panic!("{what} ({kind}) is stored: {error}"),
             }
 
+            match store.lookup(&key, &Probe::new(now)).unwrap() {
+                Lookup::Completed(found) => {
+                    assert_same(&found, &done, &format!("{what} ({kind}) looked up"));
+                }
+                Lookup::Miss => {}
+                other => panic!("{what} ({kind}): a lookup answers {other:?}"),
+            }
             let duplicate = in_progress(fingerprint, now + Duration::from_secs(60), now);
             match store.reserve(&key, &duplicate).await.unwrap() {
                 Reservation::Existing(Record::Completed(found)) => {
