@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use idem_core::store::{judge_found, judge_reserve};
+use idem_core::store::{check_outcome_len, judge_found, judge_reserve};
 use idem_core::{
-    store::{OwnerToken, Record, Reservation, Timestamp},
+    store::{Completed, Lookup, OwnerToken, Probe, Record, Reservation, Timestamp},
     Key, StoreError,
 };
 use tokio::sync::Notify;
@@ -45,6 +45,28 @@ impl Slot {
     }
 }
 
+/// What a key holds for a caller at some time: the one rule of which record a lookup serves
+/// and a reservation finds standing as a completed call.
+enum Standing<'a> {
+    /// No record: a new key.
+    Vacant,
+    /// A completed record, live: replayed to its own call, a mismatch to another.
+    Completed(&'a Completed),
+    /// Any other record (in progress, or completed and expired), for the reservation to judge.
+    Other(&'a Record),
+}
+
+/// The record in `slot` as it stands at `now`.
+fn standing(slot: Option<&Slot>, now: Timestamp) -> Standing<'_> {
+    let Some(slot) = slot else {
+        return Standing::Vacant;
+    };
+    match &slot.record {
+        Record::Completed(done) if slot.record.is_live(now) => Standing::Completed(done),
+        record => Standing::Other(record),
+    }
+}
+
 /// A shard's map.
 #[derive(Default)]
 pub(crate) struct Shard {
@@ -57,10 +79,26 @@ impl Shard {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The completed record under `key` if it is live at the probe's time and within its
+    /// longest outcome; a copy that shares the stored outcome's bytes.
+    pub(crate) fn lookup(&self, key: &Key, probe: &Probe) -> Lookup {
+        let slots = self.lock();
+        match standing(slots.get(key), probe.now()) {
+            Standing::Completed(done)
+                if check_outcome_len(done.outcome().body().len() as u64, probe.max_outcome())
+                    .is_ok() =>
+            {
+                Lookup::Completed(done.clone())
+            }
+            _ => Lookup::Miss,
+        }
+    }
+
     /// Reserves `key` for `claim`. A new key takes a record's room from `room`; `None` when
     /// there is none left. What to do is idem-core's [`judge_reserve`]; this shard only writes
-    /// it under its lock. A completed record over the claim's longest outcome is refused before
-    /// it is copied ([`judge_found`]).
+    /// it under its lock. A completed record over the claim's longest outcome is refused
+    /// ([`judge_found`]); the record a reservation answers with shares its bytes with the
+    /// stored one.
     pub(crate) fn reserve(
         &self,
         key: &Key,
@@ -68,14 +106,17 @@ impl Shard {
         room: &Capacity,
     ) -> Result<Option<Reservation>, StoreError> {
         let mut slots = self.lock();
-        let found = match slots.get(key) {
-            Some(slot) => match judge_found(&slot.record, claim)? {
-                // Another call's record over the limit: answered without its outcome.
-                Some(unread) => return Ok(Some(Reservation::Existing(unread))),
-                None => Some(slot.record.clone()),
-            },
-            None => None,
+        let found = match standing(slots.get(key), claim.now()) {
+            Standing::Vacant => None,
+            Standing::Completed(done) => Some(Record::Completed(done.clone())),
+            Standing::Other(record) => Some(record.clone()),
         };
+        if let Some(record) = &found {
+            // Another call's record over the limit: answered without its outcome.
+            if let Some(unread) = judge_found(record, claim)? {
+                return Ok(Some(Reservation::Existing(unread)));
+            }
+        }
         let new_key = found.is_none();
         let judgement = judge_reserve(found, claim);
         let Some(written) = judgement.record_to_write(claim) else {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idem_core::{
-    store::{Claim, Completed, OwnerToken, Record, Reservation, Store, Timestamp},
+    store::{Claim, Completed, Lookup, OwnerToken, Probe, Record, Reservation, Store, Timestamp},
     Key, StoreError,
 };
 
@@ -173,6 +173,11 @@ impl std::fmt::Debug for MemoryStore {
 
 #[async_trait]
 impl Store for MemoryStore {
+    /// One lock of the key's shard; nothing is swept.
+    fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        Ok(self.shard(key).lookup(key, probe))
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         self.sweep_if_due(claim.now());
         let room = &self.inner.room;

@@ -6,6 +6,7 @@ mod broken_stores;
 mod conformance_suite;
 mod file_names;
 mod memory_lending;
+mod memory_lookup;
 mod memory_operator;
 mod memory_store;
 mod one_reserve_judgement;

@@ -1,11 +1,15 @@
 //! The memory store lends what it keeps: every replay of a completed record, through
-//! `reserve` or `get`, is the outcome's one buffer, and so is every read of a step's value.
+//! `lookup`, `reserve` or `get`, is the outcome's one buffer, and so is every read of a step's
+//! value.
 #![cfg(feature = "memory")]
 
 use std::time::Duration;
 
 use idem_core::{
-    store::{Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Store},
+    store::{
+        Claim, Completed, InProgress, Lookup, Outcome, OwnerToken, Probe, Record, Reservation,
+        Store,
+    },
     Clock, Fingerprint, Idempotency, SystemClock,
 };
 use idem_stores::memory::MemoryStore;
@@ -45,6 +49,10 @@ async fn every_replay_of_a_record_is_the_stored_buffer() {
 
     let mut replays = Vec::new();
     for _ in 0..2 {
+        match store.lookup(&key, &Probe::new(SystemClock.now())).unwrap() {
+            Lookup::Completed(found) => replays.push(found),
+            other => panic!("a replay, not {other:?}"),
+        }
         match store.reserve(&key, &claim(fingerprint)).await.unwrap() {
             Reservation::Existing(Record::Completed(found)) => replays.push(found),
             other => panic!("a replay, not {other:?}"),
