@@ -153,9 +153,34 @@ async fn a_call_span_names_the_call_and_holds_its_store_operations() {
         .filter(|s| s.name == "idem.store")
         .map(|s| s.fields["db.operation.name"].clone())
         .collect();
-    assert_eq!(operations, ["reserve", "complete"]);
+    assert_eq!(operations, ["lookup", "reserve", "complete"]);
     let store = &capture.children(&span)[0];
     assert_eq!(store.fields["db.system.name"], "custom");
+}
+
+/// A replay answered by the store's lookup reads as one answered by a reservation: its call's
+/// span says `replayed` and holds the one store operation, and the replay is told inside it.
+#[tokio::test]
+async fn a_replay_answered_by_a_lookup_is_told_inside_its_call() {
+    let capture = Capture::default();
+    let idem = Idempotency::new(ReferenceStore::new());
+    let replayed = call(&idem, "order-5");
+    ok(&idem, replayed.clone()).await.unwrap();
+    let _guard = capture.install();
+    ok(&idem, replayed.clone()).await.unwrap();
+
+    let [span] = capture.calls().try_into().unwrap();
+    assert_eq!(span.fields["idem.key"], replayed.key().as_str());
+    assert_eq!(span.fields["idem.outcome"], "replayed");
+    assert_eq!(span.fields.get("otel.status_code"), None);
+    let operations: Vec<_> = capture
+        .children(&span)
+        .iter()
+        .map(|s| (s.name, s.fields["db.operation.name"].clone()))
+        .collect();
+    assert_eq!(operations, [("idem.store", "lookup".to_owned())]);
+    let told = capture.event("replayed: stored outcome returned");
+    assert_eq!(told.span, Some("idem.call"));
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 
 mod guard;
 mod quota;
+mod replay;
 mod settle;
 mod stored;
 
@@ -19,17 +20,18 @@ use std::sync::Arc;
 use crate::call::policy::ErrorPolicy;
 use crate::engine::guard::{CatchUnwind, Settle};
 use crate::engine::quota::Admission;
+use crate::engine::replay::{check_fingerprint, replay, Replay};
 use crate::engine::settle::Running;
 use crate::lease::renewal::{Renew, Renewal};
 use crate::lease::Lease;
 use crate::steps::journal::{self, Journal};
-use crate::telemetry::{CallOutcome, CallTelemetry};
+use crate::telemetry::CallTelemetry;
 use crate::{
     call::abort::OnAbort,
     call::context::CallContext,
     call::{Answered, Call},
     error::{Error, StoreError},
-    store::{Claim, Completed, InProgress, Outcome, OwnerToken, Record, Reservation, Store},
+    store::{Claim, InProgress, Outcome, OwnerToken, Record, Reservation, Store, Timestamp},
     TARGET,
 };
 
@@ -53,19 +55,28 @@ impl Engine {
         let call = self.stored_call(call);
         telemetry.show_key(&call.key);
         let span = telemetry.span().clone();
-        // Wrapping moves the whole call's future: only for a subscriber that listens.
+        let now = self.clock.now();
+        let found = span.in_scope(|| self.replay_first(&call, now, policy, &mut telemetry));
+        if let Some(replayed) = found {
+            return replayed;
+        }
+        // Boxed: reserving, running the body and settling are most of a call's future, which
+        // a replay answered above never builds.
+        let reserving = Box::pin(self.run_counted(call, now, policy, body, &mut telemetry));
+        // Entered at every poll: only for a subscriber that listens.
         if span.is_disabled() {
-            self.run_counted(call, policy, body, &mut telemetry).await
+            reserving.await
         } else {
-            self.run_counted(call, policy, body, &mut telemetry)
-                .instrument(span)
-                .await
+            reserving.instrument(span).await
         }
     }
 
+    /// The call past its lookup, which found nothing to replay at `now`: admitted by the
+    /// quota, it reserves the key (or finds the record to answer with) and runs the body.
     async fn run_counted<T, E, P, F>(
         &self,
         call: Call,
+        now: Timestamp,
         policy: &P,
         body: F,
         telemetry: &mut CallTelemetry,
@@ -78,15 +89,15 @@ impl Engine {
     {
         let failed =
             |telemetry: &mut CallTelemetry, error: Error| -> E { telemetry.failed(error).into() };
-        match self.cached(&call, telemetry) {
-            Ok(Some(completed)) => return replay(policy, &call, completed.outcome(), telemetry),
-            Ok(None) => {}
-            Err(error) => return Err(failed(telemetry, error)),
-        }
         // Held until the call ends: a running call counts against its scope.
         let admission = match self.admit(&call).await {
             Ok(admission) => admission,
             Err(error) => return Err(failed(telemetry, error)),
+        };
+        // The lookup's time, unless the quota was asked since.
+        let started = match self.quota {
+            None => now,
+            Some(_) => self.clock.now(),
         };
         let store = if telemetry.listens() {
             self.store.clone()
@@ -96,7 +107,7 @@ impl Engine {
             self.view.clone()
         };
         let mut settle = Settle::new(store, &call.key, OwnerToken::generate());
-        match self.acquire(&call, &mut settle, telemetry).await {
+        match self.acquire(&call, started, &mut settle, telemetry).await {
             Ok(Acquired::Owner(held)) => {
                 let _permit = match admission {
                     Admission::Counted(permit) => permit,
@@ -105,48 +116,11 @@ impl Engine {
                         Err(error) => return Err(failed(telemetry, error)),
                     },
                 };
-                // Boxed: the body's future and what runs it are most of a call's future, and a
-                // replay, which never runs them, would otherwise move them at every await.
-                Box::pin(self.execute(&call, settle, held, policy, body, telemetry)).await
+                self.execute(&call, settle, held, policy, body, telemetry)
+                    .await
             }
-            Ok(Acquired::Done(completed)) => replay(policy, &call, completed.outcome(), telemetry),
-            Ok(Acquired::Cached(completed)) => {
-                replay(policy, &call, completed.outcome(), telemetry)
-            }
+            Ok(Acquired::Replay(found)) => replay(policy, &call, found.outcome(), telemetry),
             Err(error) => Err(failed(telemetry, error)),
-        }
-    }
-
-    /// The completed record of `call`'s key in the replay cache, checked against its fingerprint.
-    fn cached(
-        &self,
-        call: &Call,
-        telemetry: &CallTelemetry,
-    ) -> Result<Option<Arc<Completed>>, Error> {
-        let Some(cache) = &self.replay_cache else {
-            return Ok(None);
-        };
-        let cached = cache.get(&self.cache_key(&call.key), self.clock.now());
-        telemetry.replay_cache(cached.is_some());
-        let Some(completed) = cached else {
-            return Ok(None);
-        };
-        let key = call.key.as_str();
-        if completed.fingerprint() != &call.fingerprint {
-            tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments (cached record)");
-            return Err(Error::Mismatch {
-                key: key.to_owned(),
-            });
-        }
-        tracing::debug!(target: TARGET, key, "replayed: cached outcome returned");
-        Ok(Some(completed))
-    }
-
-    /// Caches `completed` as `call`'s record, if the handle has a replay cache.
-    fn cache(&self, call: &Call, completed: Arc<Completed>) {
-        if let Some(cache) = &self.replay_cache {
-            // Under the stored key, which `forget` finds from a key in clear or its digest.
-            cache.insert(&self.cache_key(&call.key), completed, self.clock.now());
         }
     }
 
@@ -158,11 +132,11 @@ impl Engine {
     async fn acquire(
         &self,
         call: &Call,
+        started: Timestamp,
         settle: &mut Settle<'_>,
         telemetry: &CallTelemetry,
     ) -> Result<Acquired, Error> {
         let key = call.key.as_str();
-        let started = self.clock.now();
         let wait_until = call.wait.map(|wait| started + wait);
         // The first attempt reserves at `started`: one clock read fewer on every call.
         let mut first = Some(started);
@@ -197,21 +171,10 @@ impl Engine {
                 Reservation::Existing(record) => record,
             };
             settle.disarm();
-            if existing.fingerprint() != &call.fingerprint {
-                tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments");
-                return Err(Error::Mismatch {
-                    key: key.to_owned(),
-                });
-            }
+            check_fingerprint(call, existing.fingerprint())?;
             let in_progress = match existing {
                 Record::Completed(completed) => {
-                    tracing::debug!(target: TARGET, key, "replayed: stored outcome returned");
-                    if self.replay_cache.is_none() {
-                        return Ok(Acquired::Done(completed));
-                    }
-                    let shared = Arc::new(completed);
-                    self.cache(call, shared.clone());
-                    return Ok(Acquired::Cached(shared));
+                    return Ok(Acquired::Replay(self.replayed_record(call, completed, now)));
                 }
                 Record::InProgress(in_progress) => in_progress,
             };
@@ -359,7 +322,7 @@ impl Engine {
 
 /// The steps of `held` a body resumes after: none once they stopped holding the key (a TTL
 /// after the latest one), when the call counts as new, as a completed record's does.
-fn resumable_steps(held: &InProgress, now: crate::store::Timestamp) -> crate::store::Steps {
+fn resumable_steps(held: &InProgress, now: Timestamp) -> crate::store::Steps {
     if held.steps().hold_key(now) {
         held.steps().clone()
     } else {
@@ -371,85 +334,5 @@ enum Acquired {
     /// This call holds the key, as this record.
     Owner(InProgress),
     /// The key's call completed, as this record.
-    Done(Completed),
-    /// The same, kept in the replay cache too.
-    Cached(Arc<Completed>),
-}
-
-fn replay<T, E, P>(
-    policy: &P,
-    call: &Call,
-    outcome: &Outcome,
-    telemetry: &mut CallTelemetry,
-) -> Result<Answered<T>, E>
-where
-    T: DeserializeOwned,
-    E: From<Error>,
-    P: ErrorPolicy<E>,
-{
-    match replayed(policy, call, outcome) {
-        Ok(executed) => {
-            telemetry.ended(CallOutcome::Replayed);
-            Ok(executed)
-        }
-        Err(Replayed::Stored(error)) => {
-            telemetry.ended(CallOutcome::Replayed);
-            Err(error)
-        }
-        Err(Replayed::Failed(error)) => Err(telemetry.failed(error).into()),
-    }
-}
-
-/// Why a replay answers with an error: the stored one, or idem's own.
-enum Replayed<E> {
-    Stored(E),
-    Failed(Error),
-}
-
-impl<E> From<Error> for Replayed<E> {
-    fn from(error: Error) -> Self {
-        Replayed::Failed(error)
-    }
-}
-
-fn replayed<T, E, P>(policy: &P, call: &Call, outcome: &Outcome) -> Result<Answered<T>, Replayed<E>>
-where
-    T: DeserializeOwned,
-    E: From<Error>,
-    P: ErrorPolicy<E>,
-{
-    if let Outcome::Ok(body) | Outcome::Err(body) = outcome {
-        if crate::store::is_sealed(body) {
-            // A handle with a keyring opens values on the way out of the store.
-            return Err(Error::CorruptRecord {
-                key: call.key.as_str().to_owned(),
-                reason: "the stored outcome is sealed, and this handle has no keyring to open it"
-                    .to_owned(),
-            }
-            .into());
-        }
-        // The store checked already where it follows the contract; a store of one's own may
-        // not.
-        if let Err(refused) = crate::store::check_outcome_len(body.len() as u64, call.max_outcome) {
-            let key = call.key.as_str();
-            tracing::error!(target: TARGET, key, bytes = body.len(), max = call.max_outcome, "the stored outcome is over the size this call replays");
-            return Err(refused.into_error(key).into());
-        }
-    }
-    match outcome {
-        Outcome::Ok(body) => serde_json::from_slice(body)
-            .map(|value| Answered {
-                value,
-                replayed: true,
-            })
-            .map_err(|e| Error::codec(e).into()),
-        Outcome::Err(body) => Err(match policy.decode(body) {
-            Ok(stored) => Replayed::Stored(stored),
-            Err(error) => Replayed::Failed(error),
-        }),
-        Outcome::Aborted => Err(Error::Aborted {
-            key: call.key.as_str().to_owned(),
-        }
-        .into()),
-    }
+    Replay(Replay),
 }

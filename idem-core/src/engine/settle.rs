@@ -121,7 +121,7 @@ impl Engine {
                     Ok(()) => {
                         tracing::debug!(target: TARGET, key, ok = result.is_ok(), "completed: outcome stored");
                         self.count_stored(call, &completed);
-                        self.cache(call, Arc::new(completed));
+                        self.cache(call, Arc::new(completed), self.clock.now());
                         fresh(result)
                     }
                     Err(error) => {

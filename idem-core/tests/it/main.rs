@@ -8,6 +8,7 @@ mod call_context;
 mod downstream_keys;
 mod late_reservation;
 mod lease_passed;
+mod lookup_replay;
 mod outcome_limit;
 mod quota;
 mod refused_write;

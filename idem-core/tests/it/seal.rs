@@ -12,7 +12,7 @@ use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::seal::Keyring;
 use idem_core::{
     step,
-    store::{Claim, InProgress, OwnerToken, Record, Steps, Store, Timestamp},
+    store::{Claim, InProgress, Lookup, OwnerToken, Probe, Record, Steps, Store, Timestamp},
     Call, Error, Fingerprint, Idempotency, Key, StoreError,
 };
 
@@ -289,6 +289,14 @@ impl Interceptor for Noted {
         &self.inner
     }
 
+    fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push((Operation::Lookup, key.clone()));
+        self.inner.lookup(key, probe)
+    }
+
     async fn before(&self, operation: Operation, key: &Key) -> Result<(), StoreError> {
         self.seen.lock().unwrap().push((operation, key.clone()));
         Ok(())
@@ -317,6 +325,8 @@ async fn a_sealed_store_forwards_every_operation_under_the_stored_key() {
         now,
     );
     sealed.reserve(&key, &claim).await.unwrap();
+    let looked = sealed.lookup(&key, &Probe::new(now)).unwrap();
+    assert_eq!(looked, Lookup::Miss, "a running record is no replay");
     let kept = noted.inner.get(&stored).await.unwrap().expect("the record");
     assert_eq!(record_step_count(&kept), 1, "the claim's step is kept");
     assert!(!contains(&stored_bytes(&kept), "ch_secret_1"));
@@ -355,6 +365,7 @@ async fn a_sealed_store_forwards_every_operation_under_the_stored_key() {
         operations,
         [
             Operation::Reserve,
+            Operation::Lookup,
             Operation::Get,
             Operation::Renew,
             Operation::Changed,

@@ -328,6 +328,8 @@ async fn each_store_operation_is_timed_under_the_stores_name() {
     let idem = Idempotency::new(ReferenceStore::new());
     let key = call(&idem, "timed", "l", 1);
     ok(&idem, key.clone()).await.unwrap();
+    // A replay, which the reference store's lookup answers: nothing reserved.
+    ok(&idem, key.clone()).await.unwrap();
     idem.forget(key.key()).await.unwrap();
 
     let seen = recorded.seen();
@@ -337,10 +339,16 @@ async fn each_store_operation_is_timed_under_the_stores_name() {
             &[("store", "custom"), ("operation", operation)],
         )
     };
+    assert_eq!(samples("lookup"), 2);
     assert_eq!(samples("reserve"), 1);
     assert_eq!(samples("complete"), 1);
     assert_eq!(samples("delete"), 1);
     assert_eq!(samples("release"), 0);
+    let operations: Vec<&str> = idem_core::telemetry::STORE_OPERATIONS
+        .into_iter()
+        .filter(|operation| samples(operation) > 0)
+        .collect();
+    assert_eq!(operations, ["reserve", "complete", "delete", "lookup"]);
 }
 
 #[tokio::test]
@@ -358,6 +366,7 @@ async fn a_handle_built_on_another_handles_store_times_each_operation_once() {
             &[("store", "custom"), ("operation", operation)],
         )
     };
+    assert_eq!(samples("lookup"), 1);
     assert_eq!(samples("reserve"), 1);
     assert_eq!(samples("complete"), 1);
 }

@@ -1,0 +1,227 @@
+//! Replays: the completed record a call finds before it claims anything (in the replay cache,
+//! then by the store's in-process lookup), and a stored outcome decoded into the call's answer.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+
+use crate::call::policy::ErrorPolicy;
+use crate::engine::Engine;
+use crate::telemetry::{CallOutcome, CallTelemetry};
+use crate::{
+    call::{Answered, Call},
+    error::Error,
+    fingerprint::Fingerprint,
+    store::{Completed, Lookup, Outcome, Probe, Timestamp},
+    TARGET,
+};
+
+/// A completed record to replay: as the store answered it, or shared with the replay cache.
+pub(super) enum Replay {
+    Read(Completed),
+    Shared(Arc<Completed>),
+}
+
+impl Replay {
+    pub(super) fn outcome(&self) -> &Outcome {
+        match self {
+            Replay::Read(completed) => completed.outcome(),
+            Replay::Shared(completed) => completed.outcome(),
+        }
+    }
+}
+
+impl Engine {
+    /// `call`'s answer when its completed record is found before anything is claimed: in the
+    /// replay cache, or by the store's lookup, at `now`. No quota is asked, no owner token
+    /// made, no claim built. `None` when neither holds it: the call goes on to reserve, and
+    /// the reservation answers a replay the lookup missed.
+    pub(super) fn replay_first<T, E, P>(
+        &self,
+        call: &Call,
+        now: Timestamp,
+        policy: &P,
+        telemetry: &mut CallTelemetry,
+    ) -> Option<Result<Answered<T>, E>>
+    where
+        T: DeserializeOwned,
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+    {
+        match self.found_first(call, now, telemetry) {
+            Ok(Some(found)) => Some(replay(policy, call, found.outcome(), telemetry)),
+            Ok(None) => None,
+            Err(error) => Some(Err(telemetry.failed(error).into())),
+        }
+    }
+
+    fn found_first(
+        &self,
+        call: &Call,
+        now: Timestamp,
+        telemetry: &CallTelemetry,
+    ) -> Result<Option<Replay>, Error> {
+        if let Some(cached) = self.cached(call, now, telemetry)? {
+            return Ok(Some(Replay::Shared(cached)));
+        }
+        let store = if telemetry.listens() {
+            &self.store
+        } else {
+            &self.view
+        };
+        let probe = Probe::new(now).with_max_outcome(call.max_outcome);
+        let found = store
+            .lookup(&call.key, &probe)
+            .map_err(|e| e.into_error(call.key.as_str()))?;
+        match found {
+            Lookup::Completed(completed) => {
+                check_fingerprint(call, completed.fingerprint())?;
+                Ok(Some(self.replayed_record(call, completed, now)))
+            }
+            Lookup::Miss => Ok(None),
+        }
+    }
+
+    /// The completed record of `call`'s key in the replay cache at `now`, checked against its
+    /// fingerprint.
+    fn cached(
+        &self,
+        call: &Call,
+        now: Timestamp,
+        telemetry: &CallTelemetry,
+    ) -> Result<Option<Arc<Completed>>, Error> {
+        let Some(cache) = &self.replay_cache else {
+            return Ok(None);
+        };
+        let cached = cache.get(&self.cache_key(&call.key), now);
+        telemetry.replay_cache(cached.is_some());
+        let Some(completed) = cached else {
+            return Ok(None);
+        };
+        let key = call.key.as_str();
+        if completed.fingerprint() != &call.fingerprint {
+            tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments (cached record)");
+            return Err(Error::Mismatch {
+                key: key.to_owned(),
+            });
+        }
+        tracing::debug!(target: TARGET, key, "replayed: cached outcome returned");
+        Ok(Some(completed))
+    }
+
+    /// `completed`, the record of `call`'s arguments that the store answered at `now`, to
+    /// replay: kept in the replay cache too, when the handle has one.
+    pub(super) fn replayed_record(
+        &self,
+        call: &Call,
+        completed: Completed,
+        now: Timestamp,
+    ) -> Replay {
+        tracing::debug!(target: TARGET, key = call.key.as_str(), "replayed: stored outcome returned");
+        if self.replay_cache.is_none() {
+            return Replay::Read(completed);
+        }
+        let shared = Arc::new(completed);
+        self.cache(call, shared.clone(), now);
+        Replay::Shared(shared)
+    }
+
+    /// Caches `completed` as `call`'s record at `now`, if the handle has a replay cache.
+    pub(super) fn cache(&self, call: &Call, completed: Arc<Completed>, now: Timestamp) {
+        if let Some(cache) = &self.replay_cache {
+            // Under the stored key, which `forget` finds from a key in clear or its digest.
+            cache.insert(&self.cache_key(&call.key), completed, now);
+        }
+    }
+}
+
+/// Refuses a record of other arguments than `call`'s (`found` is its fingerprint).
+pub(super) fn check_fingerprint(call: &Call, found: &Fingerprint) -> Result<(), Error> {
+    if found == &call.fingerprint {
+        return Ok(());
+    }
+    let key = call.key.as_str();
+    tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments");
+    Err(Error::Mismatch {
+        key: key.to_owned(),
+    })
+}
+
+/// `outcome`, replayed as `call`'s answer, counted as a replay unless it fails to decode.
+pub(super) fn replay<T, E, P>(
+    policy: &P,
+    call: &Call,
+    outcome: &Outcome,
+    telemetry: &mut CallTelemetry,
+) -> Result<Answered<T>, E>
+where
+    T: DeserializeOwned,
+    E: From<Error>,
+    P: ErrorPolicy<E>,
+{
+    match replayed(policy, call, outcome) {
+        Ok(executed) => {
+            telemetry.ended(CallOutcome::Replayed);
+            Ok(executed)
+        }
+        Err(Replayed::Stored(error)) => {
+            telemetry.ended(CallOutcome::Replayed);
+            Err(error)
+        }
+        Err(Replayed::Failed(error)) => Err(telemetry.failed(error).into()),
+    }
+}
+
+/// Why a replay answers with an error: the stored one, or idem's own.
+enum Replayed<E> {
+    Stored(E),
+    Failed(Error),
+}
+
+impl<E> From<Error> for Replayed<E> {
+    fn from(error: Error) -> Self {
+        Replayed::Failed(error)
+    }
+}
+
+fn replayed<T, E, P>(policy: &P, call: &Call, outcome: &Outcome) -> Result<Answered<T>, Replayed<E>>
+where
+    T: DeserializeOwned,
+    E: From<Error>,
+    P: ErrorPolicy<E>,
+{
+    if let Outcome::Ok(body) | Outcome::Err(body) = outcome {
+        if crate::store::is_sealed(body) {
+            // A handle with a keyring opens values on the way out of the store.
+            return Err(Error::CorruptRecord {
+                key: call.key.as_str().to_owned(),
+                reason: "the stored outcome is sealed, and this handle has no keyring to open it"
+                    .to_owned(),
+            }
+            .into());
+        }
+        // The store checked already where it follows the contract; a store of one's own may
+        // not.
+        if let Err(refused) = crate::store::check_outcome_len(body.len() as u64, call.max_outcome) {
+            let key = call.key.as_str();
+            tracing::error!(target: TARGET, key, bytes = body.len(), max = call.max_outcome, "the stored outcome is over the size this call replays");
+            return Err(refused.into_error(key).into());
+        }
+    }
+    match outcome {
+        Outcome::Ok(body) => serde_json::from_slice(body)
+            .map(|value| Answered {
+                value,
+                replayed: true,
+            })
+            .map_err(|e| Error::codec(e).into()),
+        Outcome::Err(body) => Err(match policy.decode(body) {
+            Ok(stored) => Replayed::Stored(stored),
+            Err(error) => Replayed::Failed(error),
+        }),
+        Outcome::Aborted => Err(Error::Aborted {
+            key: call.key.as_str().to_owned(),
+        }
+        .into()),
+    }
+}
