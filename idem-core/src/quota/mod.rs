@@ -37,8 +37,10 @@ pub use scope_quota::ScopeQuota;
 #[async_trait]
 pub trait Quota: Send + Sync + 'static {
     /// Before `key` is reserved in `scope` at `now`: a permit, held until the call ends, or
-    /// why not. The permit is also taken for a call that turns out to be a replay or a
-    /// duplicate; it then counts only while that call runs.
+    /// why not. The permit is also taken for a call that turns out to be a duplicate, or a
+    /// replay its reservation answers; it then counts only while that call runs. A replay the
+    /// replay cache or the store's [`lookup`](crate::store::Store::lookup) answers reserves
+    /// nothing, and is not asked for.
     async fn admit(
         &self,
         scope: Option<&str>,
