@@ -1,7 +1,7 @@
-//! The response as the store keeps it, and the answers built from it.
+//! The response as the store keeps it, and the answers built from it. It is stored in one of
+//! two forms, read back alike: the JSON form (`json`), and the binary frame (`frame`), whose
+//! body a replay slices out of the stored bytes.
 
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine as _;
 use bytes::Bytes;
 use http::header::CONTENT_ENCODING;
 use http::response::Parts;
@@ -36,9 +36,14 @@ pub const DEFAULT_REPLAY_HEADERS: [&str; 12] = [
 /// Room in a stored response for its status, headers and trailers, on top of its body.
 const STORED_HEAD_ROOM: usize = 1 << 20;
 
-/// The longest stored response the layer reads back for a body of at most `max_body` bytes:
-/// the body in base64 (text is stored as is only when that is no longer), and room for the
-/// rest. A longer record was not written by this layer, and is refused before it is parsed.
+/// The longest stored response the layer reads back for a body of at most `max_body` bytes,
+/// in either form: the body in base64 (the JSON form keeps text as it is only when that is no
+/// longer; the frame keeps any body as it is), and room for the rest. A frame is never longer
+/// than the JSON form of the same response, its 32-byte request digest included: all it holds
+/// besides the bytes of the headers, trailers and body takes at most 46 bytes (for a body
+/// under 32 GiB), the least the JSON form takes, and a header's two lengths take fewer bytes
+/// than its brackets, quotes and comma do in JSON. A longer record was not written by this
+/// layer, and is refused before it is parsed.
 pub(crate) fn max_stored_len(max_body: usize) -> usize {
     max_body
         .div_ceil(3)
@@ -46,28 +51,26 @@ pub(crate) fn max_stored_len(max_body: usize) -> usize {
         .saturating_add(STORED_HEAD_ROOM)
 }
 
-/// A response the layer stores: status, allow-listed headers, body and trailers.
-#[derive(Debug, Serialize, Deserialize)]
+/// A response the layer stores: status, allow-listed headers, body and trailers. Its serde
+/// form is the JSON one (`json`); [`StoredResponse::from_outcome`] reads either form.
+#[derive(Debug)]
 pub(crate) struct StoredResponse {
     status: u16,
     headers: Vec<(String, String)>,
     body: StoredBody,
     /// Every trailer, in order: a gRPC answer's `grpc-status` is one.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     trailers: Vec<(String, String)>,
     /// The handler's own head and body, for the first answer, which is not a replay.
-    #[serde(skip)]
     fresh: Option<(Parts, Bytes)>,
 }
 
-/// The body as stored: text as it is, anything else in base64, or why it was not kept.
-#[derive(Debug, Serialize, Deserialize)]
+/// The body as stored, or why it was not kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum StoredBody {
-    #[serde(rename = "text")]
-    Text(String),
-    #[serde(rename = "base64")]
-    Base64(String),
-    #[serde(rename = "not_kept")]
+    /// The body's bytes: in a record read back, a slice of the stored bytes where its form
+    /// allows (a frame's).
+    Kept(Bytes),
+    /// Why the handled response's body was not kept.
     NotKept(NotKept),
 }
 
@@ -98,8 +101,13 @@ impl NotKept {
 impl StoredResponse {
     /// Keeps what a replay may carry of a response the handler just produced, read whole.
     pub(crate) fn capture(parts: Parts, body: Bytes, replay_headers: &[HeaderName]) -> Self {
-        let mut stored =
-            StoredResponse::streamed(parts.status, &parts.headers, &body, None, replay_headers);
+        let mut stored = StoredResponse::kept(
+            parts.status,
+            &parts.headers,
+            body.clone(),
+            None,
+            replay_headers,
+        );
         stored.fresh = Some((parts, body));
         stored
     }
@@ -112,21 +120,29 @@ impl StoredResponse {
         trailers: Option<&HeaderMap>,
         replay_headers: &[HeaderName],
     ) -> Self {
+        let body = Bytes::copy_from_slice(body);
+        StoredResponse::kept(status, headers, body, trailers, replay_headers)
+    }
+
+    /// Keeps what a replay may carry of a response whose body is kept whole.
+    fn kept(
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: Bytes,
+        trailers: Option<&HeaderMap>,
+        replay_headers: &[HeaderName],
+    ) -> Self {
         // What a response without content sends is no content, whatever its handler gave.
         let body = if has_no_content(status) {
-            &[][..]
+            Bytes::new()
         } else {
             body
         };
         let trailers = trailers.filter(|_| !has_no_content(status));
-        let stored_body = match std::str::from_utf8(body) {
-            Ok(text) if !costly_to_escape(text) => StoredBody::Text(text.to_owned()),
-            _ => StoredBody::Base64(BASE64.encode(body)),
-        };
         StoredResponse {
             status: status.as_u16(),
             headers: allowed(headers, replay_headers),
-            body: stored_body,
+            body: StoredBody::Kept(body),
             trailers: trailers.map(every_header).unwrap_or_default(),
             fresh: None,
         }
@@ -146,6 +162,17 @@ impl StoredResponse {
             trailers: Vec::new(),
             fresh: None,
         }
+    }
+
+    /// The response stored in `outcome`, the bytes of a record's `Outcome::Ok` (opened, if
+    /// sealed), in either form: a frame, which starts with a zero byte as no JSON value does,
+    /// or the JSON form, read by serde_json as it always was (whitespace around it and all).
+    /// A frame's body is a slice of `outcome`, not a copy.
+    pub(crate) fn from_outcome(outcome: Bytes) -> Result<Self, NotAStoredResponse> {
+        if frame::is_frame(&outcome) {
+            return frame::decode(outcome).map(|(response, _request_digest)| response);
+        }
+        serde_json::from_slice(&outcome).map_err(|error| NotAStoredResponse::new(error.to_string()))
     }
 
     /// The handler's own response, if this is the first answer rather than a replay.
@@ -178,13 +205,9 @@ impl StoredResponse {
     pub(crate) fn into_replay(self, limits: &ReplayLimits<'_>) -> Result<Response<Body>, String> {
         let status = limits.status(self.status)?;
         let body = match self.body {
-            StoredBody::Text(text) => {
-                limits.body_len(text.len())?;
-                Bytes::from(text)
-            }
-            StoredBody::Base64(encoded) => {
-                limits.body_len(base64_decoded_len(&encoded))?;
-                Bytes::from(decode_base64(&encoded)?)
+            StoredBody::Kept(body) => {
+                limits.body_len(body.len())?;
+                body
             }
             StoredBody::NotKept(_) => return Err("the stored response has no body".to_owned()),
         };
@@ -235,37 +258,6 @@ fn grpc_compression(headers: &[(String, String)]) -> Option<&str> {
         .map(|(_, value)| value.trim())
 }
 
-/// A stored base64 body, decoded.
-fn decode_base64(encoded: &str) -> Result<Vec<u8>, String> {
-    BASE64
-        .decode(encoded)
-        .map_err(|e| format!("stored body is not base64: {e}"))
-}
-
-/// The length of what `encoded` decodes to, without decoding it.
-fn base64_decoded_len(encoded: &str) -> usize {
-    let padding = encoded
-        .bytes()
-        .rev()
-        .take_while(|byte| *byte == b'=')
-        .count();
-    (encoded.len() / 4 * 3).saturating_sub(padding.min(2))
-}
-
-/// Whether `text`, escaped for the JSON record, would take more room than in base64: control
-/// characters take six bytes each there.
-fn costly_to_escape(text: &str) -> bool {
-    let escaped: usize = text
-        .bytes()
-        .map(|byte| match byte {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' => 2,
-            0..=0x1f => 6,
-            _ => 1,
-        })
-        .sum();
-    escaped > text.len().div_ceil(3) * 4
-}
-
 /// The headers among `names`, those never replayed aside. Values that are not visible ASCII are left
 /// out rather than mangled.
 fn allowed(headers: &HeaderMap, names: &[HeaderName]) -> Vec<(String, String)> {
@@ -300,9 +292,23 @@ fn header_map(pairs: Vec<(String, String)>) -> Result<HeaderMap, String> {
     Ok(map)
 }
 
+/// Two responses are the same when what they hold is: the handler's own, kept for the first
+/// answer only, aside.
+#[cfg(test)]
+impl PartialEq for StoredResponse {
+    fn eq(&self, other: &Self) -> bool {
+        (self.status, &self.headers, &self.body, &self.trailers)
+            == (other.status, &other.headers, &other.body, &other.trailers)
+    }
+}
+
+mod error;
+mod frame;
+mod json;
 mod recorded;
 
-pub use recorded::{NotAStoredResponse, RecordedBody, RecordedResponse};
+pub use error::NotAStoredResponse;
+pub use recorded::{RecordedBody, RecordedResponse};
 
 #[cfg(test)]
 mod tests;

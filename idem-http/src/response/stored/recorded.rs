@@ -1,9 +1,9 @@
 //! A stored response read back as data, for tools that show a record (the `idem` command):
-//! the same format the layer writes and replays, decoded by the same code.
+//! the same forms the layer writes and replays, decoded by the same code.
 
-use std::fmt;
+use bytes::Bytes;
 
-use super::{content_codings, grpc_compression, StoredBody, StoredResponse};
+use super::{content_codings, grpc_compression, NotAStoredResponse, StoredBody, StoredResponse};
 
 /// A response as an idem layer stored it in a record's outcome (`Outcome::Ok`), decoded:
 /// what a replay of the record would carry, before the replay's own checks (allow-list,
@@ -18,6 +18,12 @@ use super::{content_codings, grpc_compression, StoredBody, StoredResponse};
 /// assert_eq!(response.headers, [("content-type".to_owned(), "text/plain".to_owned())]);
 /// assert_eq!(response.body, RecordedBody::Kept(b"charged".to_vec()));
 /// assert_eq!(response.content_codings(), Vec::<&str>::new());
+///
+/// // The same response in the layer's binary form: its magic and version 1, its flags (the
+/// // body kept, no request digest), status 201 in two bytes, one header (its name and value
+/// // each after its length), no trailer, and a body of 7 bytes.
+/// let frame = b"\0iH\x01\x00\x00\xc9\x01\x0ccontent-type\x0atext/plain\x00\x07charged";
+/// assert_eq!(RecordedResponse::decode(frame)?, response);
 /// # Ok::<(), idem_http::NotAStoredResponse>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,32 +52,16 @@ pub enum RecordedBody {
     NotKept(&'static str),
 }
 
-/// Bytes that are no response stored by the layer: some other value, or a damaged one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NotAStoredResponse(String);
-
-impl fmt::Display for NotAStoredResponse {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "not a response stored by idem-http: {}", self.0)
-    }
-}
-
-impl std::error::Error for NotAStoredResponse {}
-
 impl RecordedResponse {
     /// The response stored in `outcome`, the value of a record's `Outcome::Ok` (opened, if
-    /// sealed), or why it is none.
+    /// sealed), in either of the layer's forms (JSON, or its binary frame), or why it is none.
     pub fn decode(outcome: &[u8]) -> Result<Self, NotAStoredResponse> {
-        let stored: StoredResponse = serde_json::from_slice(outcome)
-            .map_err(|error| NotAStoredResponse(error.to_string()))?;
+        let stored = StoredResponse::from_outcome(Bytes::copy_from_slice(outcome))?;
         // What the layer stores is a status it answered, so one HTTP has.
         http::StatusCode::from_u16(stored.status)
-            .map_err(|_| NotAStoredResponse(format!("{} is no HTTP status", stored.status)))?;
+            .map_err(|_| NotAStoredResponse::new(format!("{} is no HTTP status", stored.status)))?;
         let body = match stored.body {
-            StoredBody::Text(text) => RecordedBody::Kept(text.into_bytes()),
-            StoredBody::Base64(encoded) => {
-                RecordedBody::Kept(super::decode_base64(&encoded).map_err(NotAStoredResponse)?)
-            }
+            StoredBody::Kept(bytes) => RecordedBody::Kept(Vec::from(bytes)),
             StoredBody::NotKept(why) => RecordedBody::NotKept(why.reason()),
         };
         Ok(RecordedResponse {
@@ -99,10 +89,14 @@ mod tests {
     use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
     use super::*;
-    use crate::response::stored::{NotKept, DEFAULT_REPLAY_HEADERS};
+    use crate::response::stored::{frame, NotKept, DEFAULT_REPLAY_HEADERS};
 
-    fn stored_bytes(stored: &StoredResponse) -> Vec<u8> {
-        serde_json::to_vec(stored).unwrap()
+    /// `stored` in each form the layer writes: JSON, and a frame.
+    fn stored_bytes(stored: &StoredResponse) -> [Vec<u8>; 2] {
+        [
+            serde_json::to_vec(stored).unwrap(),
+            frame::encode(stored, Some(&[7; frame::DIGEST_LEN])).to_vec(),
+        ]
     }
 
     fn names() -> Vec<HeaderName> {
@@ -123,17 +117,19 @@ mod tests {
         for body in [&b"plain text"[..], b"\xff\xfe\x00binary", b"\x1b[2J\x07"] {
             let stored =
                 StoredResponse::streamed(StatusCode::CREATED, &headers, body, None, &names());
-            let read = RecordedResponse::decode(&stored_bytes(&stored)).unwrap();
-            assert_eq!(read.status, 201);
-            assert_eq!(
-                read.headers,
-                [(
-                    "content-type".to_owned(),
-                    "application/octet-stream".to_owned()
-                )]
-            );
-            assert_eq!(read.body, RecordedBody::Kept(body.to_vec()));
-            assert!(read.trailers.is_empty());
+            for bytes in stored_bytes(&stored) {
+                let read = RecordedResponse::decode(&bytes).unwrap();
+                assert_eq!(read.status, 201);
+                assert_eq!(
+                    read.headers,
+                    [(
+                        "content-type".to_owned(),
+                        "application/octet-stream".to_owned()
+                    )]
+                );
+                assert_eq!(read.body, RecordedBody::Kept(body.to_vec()));
+                assert!(read.trailers.is_empty());
+            }
         }
     }
 
@@ -143,9 +139,11 @@ mod tests {
         headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip, br"));
         let stored =
             StoredResponse::not_kept(StatusCode::OK, &headers, NotKept::TooLarge, &names());
-        let read = RecordedResponse::decode(&stored_bytes(&stored)).unwrap();
-        assert_eq!(read.body, RecordedBody::NotKept(NotKept::TooLarge.reason()));
-        assert_eq!(read.content_codings(), ["gzip", "br"]);
+        for bytes in stored_bytes(&stored) {
+            let read = RecordedResponse::decode(&bytes).unwrap();
+            assert_eq!(read.body, RecordedBody::NotKept(NotKept::TooLarge.reason()));
+            assert_eq!(read.content_codings(), ["gzip", "br"]);
+        }
     }
 
     #[test]
@@ -157,6 +155,11 @@ mod tests {
             b"{\"status\":200,\"headers\":[],\"body\":{\"base64\":\"!!\"}}",
             b"{\"status\":0,\"headers\":[],\"body\":{\"text\":\"x\"}}",
             b"{\"status\":65535,\"headers\":[],\"body\":{\"text\":\"x\"}}",
+            b"",
+            b"\0",
+            b"\0iS\x02sealed",
+            b"\0iH\x02\x00\x00\xc8\x00\x00\x00",
+            b"\0iH\x01\x00\x00\xc8\x00\x00\x01",
         ] {
             let error = RecordedResponse::decode(value).unwrap_err();
             assert!(
