@@ -197,6 +197,13 @@ impl Interceptor for Broken {
         }
     }
 
+    fn looks_up(&self) -> bool {
+        matches!(
+            self.fault,
+            Fault::LookupIgnoresExpiry | Fault::LookupIgnoresScope
+        ) && self.inner.looks_up()
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         match self.fault {
             Fault::ReserveAlwaysGrants => {

@@ -86,6 +86,12 @@ pub trait Interceptor: Send + Sync + 'static {
         Ok(Lookup::Miss)
     }
 
+    /// [`Store::looks_up`]: `false`, as [`lookup`](Interceptor::lookup) misses; an interceptor
+    /// that overrides `lookup` says `true`.
+    fn looks_up(&self) -> bool {
+        false
+    }
+
     /// [`Store::reserve`].
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         self.inner().reserve(key, claim).await
@@ -180,6 +186,10 @@ impl<I: Interceptor> Store for Intercepted<I> {
     /// which waits and a lookup may not.
     fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
         self.0.lookup(key, probe)
+    }
+
+    fn looks_up(&self) -> bool {
+        self.0.looks_up()
     }
 
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {

@@ -69,6 +69,10 @@ impl Store for ReferenceStore {
         })
     }
 
+    fn looks_up(&self) -> bool {
+        true
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         // What to do is idem-core's judgement; writing it under the lock is this store's part.
         let mut records = self.records();

@@ -1,7 +1,8 @@
 //! `Store::lookup`, the read before any claim that answers a replay in process: it answers only
 //! a completed record live at the probe's time, under the very key asked, exactly as stored,
 //! and writes nothing. A store that does not look up (the default) misses every time and passes
-//! these checks: a miss is never wrong, since the reservation then answers.
+//! these checks: a miss is never wrong, since the reservation then answers. One that says it
+//! does not look up (`Store::looks_up`) must miss.
 
 use std::time::Duration;
 
@@ -77,13 +78,18 @@ fn assert_miss(ctx: &Context, key: &Key, probe: Probe, when: &str) {
     );
 }
 
-/// Asserts that a lookup of `key` with `probe` answers `stored` exactly, or misses (a store
-/// that does not look up).
+/// Asserts that a lookup of `key` with `probe` answers `stored` exactly, or misses; and misses
+/// if the store says it does not look up (`Store::looks_up`), since its answers are then
+/// ignored where its lookups are timed.
 fn assert_stored_or_miss(ctx: &Context, key: &Key, probe: Probe, stored: &Completed, when: &str) {
     let looked = look_up(ctx, key, probe, when);
     assert!(
         looked == Lookup::Miss || looked == Lookup::Completed(stored.clone()),
         "a lookup {when} answers the record stored, or misses: {looked:?}"
+    );
+    assert!(
+        ctx.store().looks_up() || looked == Lookup::Miss,
+        "a store whose looks_up() is false answered a lookup {when}: {looked:?}"
     );
 }
 

@@ -346,6 +346,10 @@ impl Store for SealedStore {
         Ok(Lookup::Completed(found))
     }
 
+    fn looks_up(&self) -> bool {
+        self.inner.looks_up()
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         let stored = self.key(key);
         let max_stored = self.stored_max_outcome(claim.max_outcome());

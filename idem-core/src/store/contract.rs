@@ -73,6 +73,14 @@ pub trait Store: Send + Sync + 'static {
         Ok(Lookup::Miss)
     }
 
+    /// Whether [`lookup`](Store::lookup) may answer anything but a miss: `true` for a store
+    /// that overrides it. The default is `false`, and then the lookup is not timed nor traced
+    /// (a store across a network would otherwise show a lookup it never makes on every call).
+    /// A store that says `false` must always miss; the conformance suite checks it.
+    fn looks_up(&self) -> bool {
+        false
+    }
+
     /// Writes `claim.record` under `key` if the key is free, else returns the live record.
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError>;
 
@@ -188,6 +196,9 @@ pub trait Store: Send + Sync + 'static {
 impl<S: Store + ?Sized> Store for Arc<S> {
     fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
         (**self).lookup(key, probe)
+    }
+    fn looks_up(&self) -> bool {
+        (**self).looks_up()
     }
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         (**self).reserve(key, claim).await

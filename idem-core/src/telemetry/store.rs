@@ -130,7 +130,14 @@ impl Timing {
 #[async_trait]
 impl Store for MeteredStore {
     fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        if !self.inner.looks_up() {
+            return Ok(Lookup::Miss);
+        }
         self.timed_now(Operation::Lookup, || self.inner.lookup(key, probe))
+    }
+
+    fn looks_up(&self) -> bool {
+        self.inner.looks_up()
     }
 
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {

@@ -351,6 +351,36 @@ async fn each_store_operation_is_timed_under_the_stores_name() {
     assert_eq!(operations, ["reserve", "complete", "delete", "lookup"]);
 }
 
+/// A store that passes every operation to the reference store but does not look up, as a
+/// store across a network does not.
+struct WithoutLookups(ReferenceStore);
+
+impl Interceptor for WithoutLookups {
+    fn inner(&self) -> &dyn Store {
+        &self.0
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_does_not_look_up_shows_no_lookups() {
+    let recorded = record();
+    let idem = Idempotency::new(Intercepted(WithoutLookups(ReferenceStore::new())));
+    let key = call(&idem, "no lookups", "l", 1);
+    ok(&idem, key.clone()).await.unwrap();
+    // The replay, which the reservation answers.
+    ok(&idem, key).await.unwrap();
+
+    let seen = recorded.seen();
+    let samples = |operation| {
+        seen.samples(
+            "idem_store_duration_seconds",
+            &[("store", "custom"), ("operation", operation)],
+        )
+    };
+    assert_eq!(samples("reserve"), 2);
+    assert_eq!(samples("lookup"), 0);
+}
+
 #[tokio::test]
 async fn a_handle_built_on_another_handles_store_times_each_operation_once() {
     let recorded = record();

@@ -178,6 +178,10 @@ impl Store for MemoryStore {
         Ok(self.shard(key).lookup(key, probe))
     }
 
+    fn looks_up(&self) -> bool {
+        true
+    }
+
     async fn reserve(&self, key: &Key, claim: &Claim) -> Result<Reservation, StoreError> {
         self.sweep_if_due(claim.now());
         let room = &self.inner.room;
