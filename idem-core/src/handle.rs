@@ -9,6 +9,7 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::call::{Answered, Call};
+use crate::codec::{JsonCodec, OutcomeCodec};
 use crate::engine::Engine;
 use crate::operator::{Inspection, ReleaseReport};
 use crate::store::{ListPage, ListQuery, PurgeProgress};
@@ -275,7 +276,7 @@ impl Idempotency {
         F: Future<Output = Result<T, E>>,
     {
         self.engine
-            .run_with_policy(call, &ReleaseErrors, body)
+            .run_with_codec(call, &ReleaseErrors, &JsonCodec, body)
             .await
     }
 
@@ -295,7 +296,7 @@ impl Idempotency {
         F: Future<Output = Result<T, E>>,
     {
         self.engine
-            .run_with_policy(call, &StoreErrorsWhen(store_err), body)
+            .run_with_codec(call, &StoreErrorsWhen(store_err), &JsonCodec, body)
             .await
     }
 
@@ -312,7 +313,68 @@ impl Idempotency {
         P: ErrorPolicy<E>,
         F: Future<Output = Result<T, E>>,
     {
-        self.engine.run_with_policy(call, policy, body).await
+        self.engine
+            .run_with_codec(call, policy, &JsonCodec, body)
+            .await
+    }
+
+    /// [`run_with_policy`](Idempotency::run_with_policy), with the `Ok` value stored and
+    /// replayed through `codec` rather than as JSON: for a value with a form of its own. A
+    /// replay hands `codec` the stored bytes themselves, shared rather than copied; a stored
+    /// outcome it cannot decode, or a value it cannot encode, fails as JSON's would
+    /// ([`Error::Codec`]). Stored errors stay the policy's to encode.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use idem_core::store::{Outcome, Record};
+    /// use idem_core::{BoxError, Call, Fingerprint, Idempotency, OutcomeCodec, ReleaseErrors};
+    ///
+    /// /// A receipt stored as its bytes, as they are.
+    /// struct Raw;
+    ///
+    /// impl OutcomeCodec<Bytes> for Raw {
+    ///     fn encode(&self, value: &Bytes) -> Result<Bytes, BoxError> {
+    ///         Ok(value.clone())
+    ///     }
+    ///     fn decode(&self, outcome: Bytes) -> Result<Bytes, BoxError> {
+    ///         Ok(outcome)
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), idem_core::Error> {
+    /// let idem = Idempotency::new(idem_conformance::ReferenceStore::new());
+    /// let key = idem.key("receipts.render").part("order-42").finish()?;
+    /// for attempt in 0..2 {
+    ///     let call = Call::new(key.clone(), Fingerprint::of(&"order-42")?);
+    ///     let receipt = idem
+    ///         .run_with_codec(call, &ReleaseErrors, &Raw, async {
+    ///             Ok::<_, idem_core::Error>(Bytes::from_static(b"\x00receipt"))
+    ///         })
+    ///         .await?;
+    ///     assert_eq!(receipt.value, &b"\x00receipt"[..]);
+    ///     assert_eq!(receipt.replayed, attempt > 0);
+    /// }
+    /// // Stored as the codec wrote it: no JSON around it.
+    /// let inspected = idem.inspect(&key).await?.expect("a record");
+    /// let Record::Completed(stored) = inspected.record() else { panic!("completed") };
+    /// assert_eq!(stored.outcome(), &Outcome::ok(&b"\x00receipt"[..]));
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_with_codec<T, E, P, C, F>(
+        &self,
+        call: Call,
+        policy: &P,
+        codec: &C,
+        body: F,
+    ) -> Result<Answered<T>, E>
+    where
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+        C: OutcomeCodec<T>,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.engine.run_with_codec(call, policy, codec, body).await
     }
 
     /// The record under `key` as an operator sees it, or `None` if there is none. `key` is

@@ -95,7 +95,7 @@
 //!   the arguments into a [`Fingerprint`] (`fingerprint::canonical` serialises them, numbers
 //!   by the rule of [`json`], which also reads JSON text canonically);
 //! - `call`: one [`Call`] and its options, its [`ErrorPolicy`] and [`OnAbort`], and the body's
-//!   [`CallContext`];
+//!   [`CallContext`]; `codec`: how its value is stored ([`OutcomeCodec`], JSON by default);
 //! - `engine`: reserves the key, runs the body at most once and settles what it answered or
 //!   how it panicked (`engine::settle`); `engine::guard` settles a call dropped mid-way;
 //! - `lease`: the lease a running call holds, its `renewal`, the `fencing` token and the
@@ -113,6 +113,7 @@
 
 mod call;
 mod clock;
+mod codec;
 mod engine;
 mod error;
 mod fingerprint;
@@ -147,6 +148,7 @@ pub use call::replay::Replay;
 pub use call::step::step;
 pub use call::{Answered, Call, DEFAULT_LEASE, DEFAULT_TTL};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use codec::{JsonCodec, OutcomeCodec};
 pub use error::{BoxError, Error, StoreError};
 pub use fingerprint::{Fingerprint, Fingerprinter, ParseFingerprintError};
 pub use global::{install, installed};

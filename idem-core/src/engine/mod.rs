@@ -12,12 +12,12 @@ use std::future::Future;
 use std::panic;
 use std::time::Duration;
 
-use serde::{de::DeserializeOwned, Serialize};
 use tracing::Instrument;
 
 use std::sync::Arc;
 
 use crate::call::policy::ErrorPolicy;
+use crate::codec::OutcomeCodec;
 use crate::engine::guard::{CatchUnwind, Settle};
 use crate::engine::quota::Admission;
 use crate::engine::replay::{check_fingerprint, replay, Replay};
@@ -36,18 +36,20 @@ use crate::{
 };
 
 impl Engine {
-    /// Runs `body` for `call` under `policy`: the protocol behind every `run` of the handle
-    /// ([`Idempotency::run_with_policy`](crate::Idempotency::run_with_policy)).
-    pub(crate) async fn run_with_policy<T, E, P, F>(
+    /// Runs `body` for `call` under `policy`, its value stored through `codec`: the protocol
+    /// behind every `run` of the handle
+    /// ([`Idempotency::run_with_codec`](crate::Idempotency::run_with_codec)).
+    pub(crate) async fn run_with_codec<T, E, P, C, F>(
         &self,
         call: Call,
         policy: &P,
+        codec: &C,
         body: F,
     ) -> Result<Answered<T>, E>
     where
-        T: Serialize + DeserializeOwned,
         E: From<Error>,
         P: ErrorPolicy<E>,
+        C: OutcomeCodec<T>,
         F: Future<Output = Result<T, E>>,
     {
         // Counted by the function named in the key in clear, which a digest hides.
@@ -56,13 +58,13 @@ impl Engine {
         telemetry.show_key(&call.key);
         let span = telemetry.span().clone();
         let now = self.clock.now();
-        let found = span.in_scope(|| self.replay_first(&call, now, policy, &mut telemetry));
+        let found = span.in_scope(|| self.replay_first(&call, now, policy, codec, &mut telemetry));
         if let Some(replayed) = found {
             return replayed;
         }
         // Boxed: reserving, running the body and settling are most of a call's future, which
         // a replay answered above never builds.
-        let reserving = Box::pin(self.run_counted(call, now, policy, body, &mut telemetry));
+        let reserving = Box::pin(self.run_counted(call, now, policy, codec, body, &mut telemetry));
         // Entered at every poll: only for a subscriber that listens.
         if span.is_disabled() {
             reserving.await
@@ -73,18 +75,19 @@ impl Engine {
 
     /// The call past its lookup, which found nothing to replay at `now`: admitted by the
     /// quota, it reserves the key (or finds the record to answer with) and runs the body.
-    async fn run_counted<T, E, P, F>(
+    async fn run_counted<T, E, P, C, F>(
         &self,
         call: Call,
         now: Timestamp,
         policy: &P,
+        codec: &C,
         body: F,
         telemetry: &mut CallTelemetry,
     ) -> Result<Answered<T>, E>
     where
-        T: Serialize + DeserializeOwned,
         E: From<Error>,
         P: ErrorPolicy<E>,
+        C: OutcomeCodec<T>,
         F: Future<Output = Result<T, E>>,
     {
         let failed =
@@ -116,10 +119,10 @@ impl Engine {
                         Err(error) => return Err(failed(telemetry, error)),
                     },
                 };
-                self.execute(&call, settle, held, policy, body, telemetry)
+                self.execute(&call, settle, held, policy, codec, body, telemetry)
                     .await
             }
-            Ok(Acquired::Replay(found)) => replay(policy, &call, found.outcome(), telemetry),
+            Ok(Acquired::Replay(found)) => replay(policy, codec, &call, found.outcome(), telemetry),
             Err(error) => Err(failed(telemetry, error)),
         }
     }
@@ -239,19 +242,24 @@ impl Engine {
 
     /// Runs the body as the key's owner, renewing the lease until the outcome is recorded or
     /// the key released.
-    async fn execute<T, E, P, F>(
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the call's parts, each passed on to its own step"
+    )]
+    async fn execute<T, E, P, C, F>(
         &self,
         call: &Call,
         mut guard: Settle<'_>,
         held: InProgress,
         policy: &P,
+        codec: &C,
         body: F,
         telemetry: &mut CallTelemetry,
     ) -> Result<Answered<T>, E>
     where
-        T: Serialize,
         E: From<Error>,
         P: ErrorPolicy<E>,
+        C: OutcomeCodec<T>,
         F: Future<Output = Result<T, E>>,
     {
         let owner = guard.owner().clone();
@@ -311,7 +319,10 @@ impl Engine {
         // transaction that rolls back when dropped) is gone before a retry can take the key.
         let answered = CatchUnwind(std::pin::pin!(context.scope(body))).await;
         match answered {
-            Ok(result) => self.settle(call, running, policy, result, telemetry).await,
+            Ok(result) => {
+                self.settle(call, running, policy, codec, result, telemetry)
+                    .await
+            }
             Err(panic) => {
                 self.settle_panic(call, running).await;
                 panic::resume_unwind(panic);

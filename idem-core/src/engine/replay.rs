@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
-
 use crate::call::policy::ErrorPolicy;
+use crate::codec::OutcomeCodec;
 use crate::engine::Engine;
 use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
@@ -36,20 +35,21 @@ impl Engine {
     /// replay cache, or by the store's lookup, at `now`. No quota is asked, no owner token
     /// made, no claim built. `None` when neither holds it: the call goes on to reserve, and
     /// the reservation answers a replay the lookup missed.
-    pub(super) fn replay_first<T, E, P>(
+    pub(super) fn replay_first<T, E, P, C>(
         &self,
         call: &Call,
         now: Timestamp,
         policy: &P,
+        codec: &C,
         telemetry: &mut CallTelemetry,
     ) -> Option<Result<Answered<T>, E>>
     where
-        T: DeserializeOwned,
         E: From<Error>,
         P: ErrorPolicy<E>,
+        C: OutcomeCodec<T>,
     {
         match self.found_first(call, now, telemetry) {
-            Ok(Some(found)) => Some(replay(policy, call, found.outcome(), telemetry)),
+            Ok(Some(found)) => Some(replay(policy, codec, call, found.outcome(), telemetry)),
             Ok(None) => None,
             Err(error) => Some(Err(telemetry.failed(error).into())),
         }
@@ -147,19 +147,21 @@ pub(super) fn check_fingerprint(call: &Call, found: &Fingerprint) -> Result<(), 
     })
 }
 
-/// `outcome`, replayed as `call`'s answer, counted as a replay unless it fails to decode.
-pub(super) fn replay<T, E, P>(
+/// `outcome`, replayed as `call`'s answer (its value decoded by `codec`), counted as a replay
+/// unless it fails to decode.
+pub(super) fn replay<T, E, P, C>(
     policy: &P,
+    codec: &C,
     call: &Call,
     outcome: &Outcome,
     telemetry: &mut CallTelemetry,
 ) -> Result<Answered<T>, E>
 where
-    T: DeserializeOwned,
     E: From<Error>,
     P: ErrorPolicy<E>,
+    C: OutcomeCodec<T>,
 {
-    match replayed(policy, call, outcome) {
+    match replayed(policy, codec, call, outcome) {
         Ok(executed) => {
             telemetry.ended(CallOutcome::Replayed);
             Ok(executed)
@@ -184,11 +186,16 @@ impl<E> From<Error> for Replayed<E> {
     }
 }
 
-fn replayed<T, E, P>(policy: &P, call: &Call, outcome: &Outcome) -> Result<Answered<T>, Replayed<E>>
+fn replayed<T, E, P, C>(
+    policy: &P,
+    codec: &C,
+    call: &Call,
+    outcome: &Outcome,
+) -> Result<Answered<T>, Replayed<E>>
 where
-    T: DeserializeOwned,
     E: From<Error>,
     P: ErrorPolicy<E>,
+    C: OutcomeCodec<T>,
 {
     if let Outcome::Ok(body) | Outcome::Err(body) = outcome {
         if crate::store::is_sealed(body) {
@@ -209,7 +216,9 @@ where
         }
     }
     match outcome {
-        Outcome::Ok(body) => serde_json::from_slice(body)
+        // The stored bytes are shared with the codec, not copied.
+        Outcome::Ok(body) => codec
+            .decode(body.clone())
             .map(|value| Answered {
                 value,
                 replayed: true,

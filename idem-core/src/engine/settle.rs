@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use crate::call::policy::ErrorPolicy;
+use crate::codec::OutcomeCodec;
 use crate::engine::guard::Settle;
 use crate::engine::Engine;
 use crate::lease::renewal::Renewal;
@@ -49,17 +48,13 @@ enum Verdict {
     HoldUnstorable(Error),
 }
 
-fn verdict<T, E, P>(result: &Result<T, E>, policy: &P, journal: &Journal) -> Verdict
+fn verdict<T, E, P, C>(result: &Result<T, E>, policy: &P, codec: &C, journal: &Journal) -> Verdict
 where
-    T: Serialize,
     P: ErrorPolicy<E>,
+    C: OutcomeCodec<T>,
 {
     let encoded = match result {
-        Ok(value) => Some(
-            serde_json::to_vec(value)
-                .map(Outcome::ok)
-                .map_err(Error::codec),
-        ),
+        Ok(value) => Some(codec.encode(value).map(Outcome::ok).map_err(Error::codec)),
         Err(error) => policy.encode(error).map(|body| body.map(Outcome::err)),
     };
     match encoded {
@@ -81,18 +76,19 @@ fn fresh<T, E>(result: Result<T, E>) -> Result<Answered<T>, E> {
 impl Engine {
     /// Settles `running` after its body answered `result`. Each branch keeps the guard armed
     /// for exactly what a drop mid-way must still do, and disarms it once that is done.
-    pub(super) async fn settle<T, E, P>(
+    pub(super) async fn settle<T, E, P, C>(
         &self,
         call: &Call,
         running: Running<'_>,
         policy: &P,
+        codec: &C,
         result: Result<T, E>,
         telemetry: &mut CallTelemetry,
     ) -> Result<Answered<T>, E>
     where
-        T: Serialize,
         E: From<Error>,
         P: ErrorPolicy<E>,
+        C: OutcomeCodec<T>,
     {
         let key = call.key.as_str();
         let Running {
@@ -102,7 +98,7 @@ impl Engine {
             lease,
             journal,
         } = running;
-        match verdict(&result, policy, &journal) {
+        match verdict(&result, policy, codec, &journal) {
             Verdict::Store(outcome) => {
                 let completed = self.completed(call, outcome);
                 guard.arm_complete(completed.clone());

@@ -21,7 +21,8 @@ use bytes::Bytes;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Outcome {
-    /// The serialised `Ok` value (JSON).
+    /// The serialised `Ok` value: JSON, unless the call ran with an
+    /// [`OutcomeCodec`](crate::OutcomeCodec) of its own.
     Ok(Bytes),
     /// The serialised `Err` value (JSON), stored by a `store_err` policy.
     Err(Bytes),

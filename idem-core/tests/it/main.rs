@@ -9,6 +9,7 @@ mod downstream_keys;
 mod late_reservation;
 mod lease_passed;
 mod lookup_replay;
+mod outcome_codec;
 mod outcome_limit;
 mod quota;
 mod refused_write;

@@ -1,0 +1,48 @@
+//! How a call's `Ok` value becomes the bytes of its stored outcome and back: JSON unless a
+//! call runs with a codec of its own.
+
+use bytes::Bytes;
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::error::BoxError;
+
+/// Turns a call's `Ok` value into the bytes its record stores ([`Outcome::Ok`]), and those
+/// bytes back into the value a replay answers with.
+///
+/// [`Idempotency::run`](crate::Idempotency::run), `run_with_policy` and the `#[idempotent]`
+/// attribute store JSON ([`JsonCodec`]); [`Idempotency::run_with_codec`](crate::Idempotency::run_with_codec)
+/// takes any codec, for a value that has a more compact or faster form of its own (an HTTP
+/// response whose body is bytes, say).
+///
+/// The engine checks a stored outcome before it decodes it (a sealed value this handle cannot
+/// open, an outcome over the call's size limit), and reports a codec's failure as it reports
+/// JSON's: [`Error::Codec`](crate::Error::Codec) with the codec's error as its source. An
+/// outcome that cannot be encoded leaves the call completed as having left no outcome, as a
+/// value JSON cannot serialise does.
+///
+/// A codec reads what earlier versions of it stored as long as records of theirs may live:
+/// the bytes are kept for the record's TTL.
+///
+/// [`Outcome::Ok`]: crate::store::Outcome::Ok
+pub trait OutcomeCodec<T>: Send + Sync {
+    /// The bytes to store for `value`.
+    fn encode(&self, value: &T) -> Result<Bytes, BoxError>;
+
+    /// The value stored as `outcome`: the record's bytes (opened, if sealed), shared with the
+    /// record rather than copied, so a value may keep slices of them.
+    fn decode(&self, outcome: Bytes) -> Result<T, BoxError>;
+}
+
+/// The codec of every call that names none: the value as JSON, by serde_json.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JsonCodec;
+
+impl<T: Serialize + DeserializeOwned> OutcomeCodec<T> for JsonCodec {
+    fn encode(&self, value: &T) -> Result<Bytes, BoxError> {
+        Ok(serde_json::to_vec(value)?.into())
+    }
+
+    fn decode(&self, outcome: Bytes) -> Result<T, BoxError> {
+        Ok(serde_json::from_slice(&outcome)?)
+    }
+}
