@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::contract::read::content_length;
 use crate::contract::Handler;
 use crate::response::forward::{self, Ending, Tail};
-use crate::response::stored::{NotKept, StoredResponse};
+use crate::response::stored::{FrameCodec, NotKept, StoredResponse};
 use crate::{grpc, TARGET};
 
 /// Why the handler's run ended without a response to store. `PassedOn` and `Released` release
@@ -79,7 +79,10 @@ pub(crate) async fn run<H: Handler>(
         })?;
         keep(&config, &key, response, head, &mut tail).await
     });
-    let outcome = idem.run_with_policy(call, &HoldServiceErrors, body).await;
+    // Stored as a frame; a record stored as JSON before still replays.
+    let outcome = idem
+        .run_with_codec(call, &HoldServiceErrors, &FrameCodec, body)
+        .await;
     let settled = matches!(outcome, Ok(_) | Err(Unstored::Released));
     tail.finish(settled, config.abandoned_stream_timeout).await;
     outcome

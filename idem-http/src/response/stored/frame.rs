@@ -47,13 +47,6 @@ pub(crate) fn is_frame(outcome: &[u8]) -> bool {
 
 /// `response` as a frame, with the digest of the raw request it answered when there is one:
 /// its size computed first, the frame is written in one allocation.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the layer stores the JSON form until the engine stores a response's bytes as they are"
-    )
-)]
 pub(crate) fn encode(
     response: &StoredResponse,
     request_digest: Option<&[u8; DIGEST_LEN]>,

@@ -302,11 +302,13 @@ impl PartialEq for StoredResponse {
     }
 }
 
+mod codec;
 mod error;
 mod frame;
 mod json;
 mod recorded;
 
+pub(crate) use codec::FrameCodec;
 pub use error::NotAStoredResponse;
 pub use recorded::{RecordedBody, RecordedResponse};
 

@@ -13,6 +13,7 @@ mod readiness;
 mod replay;
 mod scopes;
 mod steps;
+mod stored_frames;
 mod storing;
 mod streams;
 mod validation;

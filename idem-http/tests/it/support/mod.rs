@@ -5,6 +5,7 @@
 
 #[macro_use]
 mod actix_server;
+pub mod frames;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
