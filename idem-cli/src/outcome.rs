@@ -91,7 +91,8 @@ impl Shown {
     }
 }
 
-/// What `bytes` are: a stored HTTP response first (which is JSON too), then JSON.
+/// What `bytes` are: a stored HTTP response first (a binary frame, or the JSON form layers
+/// stored before it, which is JSON too), then JSON.
 fn decoded(bytes: &[u8]) -> Decoded {
     if let Ok(response) = RecordedResponse::decode(bytes) {
         return Decoded::Http(response);

@@ -1,5 +1,5 @@
 //! `idem get` shows what a completed record answers: a response stored by a real idem-http
-//! layer, a JSON value stored by the engine, a sealed outcome opened with the service's
+//! layer (as its binary frame), a JSON value stored by the engine, a sealed outcome opened with the service's
 //! keyring (from `IDEM_KEYRING` or `--keyring-file`, never the command line); `--raw` writes
 //! the outcome's bytes as they are. Records are hostile input: what a terminal obeys in them
 //! is printed escaped.
@@ -132,6 +132,10 @@ async fn a_response_stored_by_the_layer_shows_its_status_headers_and_body() {
     let (code, raw, stderr) = cli.run_bytes(&["get", "--raw", &key]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(raw, stored_outcome(&idem, &key).await, "byte for byte");
+    assert!(
+        raw.starts_with(b"\0iH\x01"),
+        "the layer stored its binary frame, which `get` shows as a response"
+    );
     let decoded = RecordedResponse::decode(&raw).unwrap();
     assert_eq!(
         decoded.body,
