@@ -9,9 +9,11 @@
 //! over real HTTP on loopback, once per store, each on a server started here. Prints, as a
 //! multiple of the answer's size:
 //!
-//! - the outcome every store is handed (the memory store keeps exactly this);
-//! - the same answer escaped as JSON text, as it was stored before bodies that escape badly
-//!   went to base64;
+//! - the outcome every store is handed (the memory store keeps exactly this): the layer's
+//!   binary frame, the body as it is after the status and headers and their lengths, so a
+//!   little over 1× for every kind;
+//! - the same body escaped as JSON text, as the layer stored it before its JSON form put bodies
+//!   that escape badly in base64, and before the frame replaced that form;
 //! - Redis: `MEMORY USAGE` of the record's key;
 //! - PostgreSQL: `pg_column_size` of the record's row (after TOAST compression), and the
 //!   body column's `octet_length` (before it);
@@ -108,11 +110,14 @@ async fn store_answer(idem: &Idempotency, url: &str, kind: &str) -> Key {
     idem.key("http").part(kind).finish().unwrap()
 }
 
-/// The length of the outcome stored under `key`.
+/// The length of the outcome stored under `key`: the layer's frame.
 async fn outcome_bytes(store: &dyn Store, key: &Key) -> usize {
     match store.get(key).await.unwrap() {
         Some(Record::Completed(completed)) => match completed.outcome() {
-            Outcome::Ok(body) => body.len(),
+            Outcome::Ok(body) => {
+                assert!(body.starts_with(b"\0iH\x01"), "the layer stores its frame");
+                body.len()
+            }
             other => panic!("unexpected outcome {other:?}"),
         },
         other => panic!("no completed record: {other:?}"),
@@ -236,7 +241,7 @@ async fn main() {
 
     println!("### Stored size of a {ANSWER_BYTES}-byte answer, in bytes (× the answer)\n");
     println!(
-        "| answer | outcome (memory store) | as JSON text (before) | Redis `MEMORY USAGE` | \
+        "| answer | outcome, the frame (memory store) | body as JSON text (before) | Redis `MEMORY USAGE` | \
          PostgreSQL row (body before TOAST) | DynamoDB item |"
     );
     println!("|---|---|---|---|---|---|");
