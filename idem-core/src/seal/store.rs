@@ -330,6 +330,10 @@ impl Store for SealedStore {
     /// key's name: one that opens over the caller's limit is a miss, for the reservation to
     /// answer.
     fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
+        // The stored key's digest is spared on every call to a store that only misses.
+        if !self.inner.looks_up() {
+            return Ok(Lookup::Miss);
+        }
         let stored = self.key(key);
         let max_stored = self.stored_max_outcome(probe.max_outcome());
         let found = match self

@@ -289,6 +289,10 @@ impl Interceptor for Noted {
         &self.inner
     }
 
+    fn looks_up(&self) -> bool {
+        true
+    }
+
     fn lookup(&self, key: &Key, probe: &Probe) -> Result<Lookup, StoreError> {
         self.seen
             .lock()
