@@ -14,8 +14,10 @@
 //! The varints are unsigned LEB128 in their shortest form (one encoding per frame): a length
 //! under 128, as a header's mostly is, takes one byte, so a header's two lengths take fewer
 //! bytes than its brackets, quotes and comma take in the JSON form, and no field has a ceiling
-//! of its own. A frame starts with a zero byte, as no JSON value does; a sealed value does too,
-//! but goes on `iS`, so a frame is never taken for one.
+//! of its own. A header's name is in lower case and its value UTF-8 text, each checked once
+//! as the frame is read: a replay puts them on the wire as read. A frame starts with a zero
+//! byte, as no JSON value does; a sealed value does too, but goes on `iS`, so a frame is never
+//! taken for one.
 
 use std::fmt::Display;
 use std::ops::Range;
@@ -23,7 +25,7 @@ use std::ops::Range;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, StatusCode};
 
-use super::{NotAStoredResponse, NotKept, StoredBody, StoredResponse};
+use super::{NotAStoredResponse, NotKept, StoredBody, StoredHeaders, StoredResponse};
 
 /// What a frame starts with, before its version.
 const MAGIC: [u8; 3] = [0, b'i', b'H'];
@@ -71,8 +73,8 @@ pub(crate) fn encode(
     for pairs in [&response.headers, &response.trailers] {
         put_varint(&mut frame, pairs.len());
         for (name, value) in pairs {
-            put_varint(&mut frame, name.len());
-            frame.extend_from_slice(name.as_bytes());
+            put_varint(&mut frame, name.as_str().len());
+            frame.extend_from_slice(name.as_str().as_bytes());
             put_varint(&mut frame, value.len());
             frame.extend_from_slice(value.as_bytes());
         }
@@ -86,11 +88,12 @@ pub(crate) fn encode(
 
 /// The length of a frame of `response` but for its body's bytes.
 fn head_len(response: &StoredResponse, digest: bool, body_len: usize) -> usize {
-    let pairs_len = |pairs: &[(String, String)]| {
+    let pairs_len = |pairs: &[(HeaderName, HeaderValue)]| {
         pairs
             .iter()
             .fold(varint_len(pairs.len()), |len, (name, value)| {
-                len + varint_len(name.len()) + name.len() + varint_len(value.len()) + value.len()
+                let name = name.as_str().len();
+                len + varint_len(name) + name + varint_len(value.len()) + value.len()
             })
     };
     MAGIC.len()
@@ -263,8 +266,9 @@ impl Reader<'_> {
         Err(refused(format!("its {what} does not fit in 64 bits")))
     }
 
-    /// Headers or trailers, `what` saying which: a count, then each pair.
-    fn pairs(&mut self, what: &str) -> Result<Vec<(String, String)>, NotAStoredResponse> {
+    /// Headers or trailers, `what` saying which: a count, then each pair, each name and value
+    /// checked here once (a value is a slice of the frame).
+    fn pairs(&mut self, what: &str) -> Result<StoredHeaders, NotAStoredResponse> {
         let count = self.varint(&format_args!("count of {what}s"))?;
         // Each pair takes two bytes at least, its two lengths: a count past that is refused
         // before room is made for it.
@@ -278,31 +282,24 @@ impl Reader<'_> {
         for index in 0..count {
             let len = self.varint(&format_args!("{what} {index}'s name length"))?;
             let name = self.range(len, &format_args!("{what} {index}'s name"))?;
-            HeaderName::from_bytes(&self.frame[name.clone()])
-                .map_err(|_| refused(format!("its {what} {index}'s name is no header name")))?;
+            // In lower case, as HTTP/2 spells it and the layer writes it: one frame per
+            // response.
+            let name = HeaderName::from_lowercase(&self.frame[name]).map_err(|_| {
+                refused(format!(
+                    "its {what} {index}'s name is no header name in lower case"
+                ))
+            })?;
             let len = self.varint(&format_args!("{what} {index}'s value length"))?;
             let value = self.range(len, &format_args!("{what} {index}'s value"))?;
-            HeaderValue::from_maybe_shared(self.frame.slice(value.clone()))
+            // A stored header is UTF-8, as in the JSON form.
+            if std::str::from_utf8(&self.frame[value.clone()]).is_err() {
+                return Err(refused(format!("its {what} {index} is not UTF-8")));
+            }
+            let value = HeaderValue::from_maybe_shared(self.frame.slice(value))
                 .map_err(|_| refused(format!("its {what} {index}'s value is no header value")))?;
-            pairs.push((
-                self.text(name, what, index)?,
-                self.text(value, what, index)?,
-            ));
+            pairs.push((name, value));
         }
         Ok(pairs)
-    }
-
-    /// The bytes at `range` of a valid header, as text: a stored header is UTF-8, as in the
-    /// JSON form.
-    fn text(
-        &self,
-        range: Range<usize>,
-        what: &str,
-        index: usize,
-    ) -> Result<String, NotAStoredResponse> {
-        std::str::from_utf8(&self.frame[range])
-            .map(str::to_owned)
-            .map_err(|_| refused(format!("its {what} {index} is not UTF-8")))
     }
 
     /// The body's range: its length, then exactly that many bytes to the frame's end.

@@ -7,23 +7,62 @@ use std::borrow::Cow;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bytes::Bytes;
+use http::{HeaderName, HeaderValue};
+use serde::ser::{self, SerializeSeq};
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{NotKept, StoredBody, StoredResponse};
+use super::{text, NotKept, StoredBody, StoredHeaders, StoredResponse};
 
-/// Headers or trailers as `(name, value)` pairs: borrowed from the response when written,
-/// owned when read.
-type Pairs<'a> = Cow<'a, [(String, String)]>;
-
-/// The JSON form's fields, in the order they are written.
-#[derive(Serialize, Deserialize)]
-struct Form<'a> {
+/// The JSON form's fields as written, in order, borrowed from the response.
+#[derive(Serialize)]
+struct Written<'a> {
     status: u16,
     headers: Pairs<'a>,
     body: FormBody<'a>,
     /// Left out when there are none.
-    #[serde(default, skip_serializing_if = "no_pairs")]
+    #[serde(skip_serializing_if = "no_pairs")]
     trailers: Pairs<'a>,
+}
+
+/// The JSON form's fields as read.
+#[derive(Deserialize)]
+struct Read<'a> {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: FormBody<'a>,
+    #[serde(default)]
+    trailers: Vec<(String, String)>,
+}
+
+/// Headers or trailers written as `[name, value]` arrays of strings.
+struct Pairs<'a>(&'a [(HeaderName, HeaderValue)]);
+
+impl Serialize for Pairs<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for (name, value) in self.0 {
+            if std::str::from_utf8(value.as_bytes()).is_err() {
+                return Err(ser::Error::custom(format!(
+                    "the {name} header is not UTF-8"
+                )));
+            }
+            seq.serialize_element(&(name.as_str(), text(value)))?;
+        }
+        seq.end()
+    }
+}
+
+/// `pairs` as read, each checked as a header once.
+fn stored_headers(pairs: Vec<(String, String)>) -> Result<StoredHeaders, String> {
+    pairs
+        .into_iter()
+        .map(|(name, value)| {
+            let name = HeaderName::try_from(name).map_err(|e| format!("stored header: {e}"))?;
+            let value =
+                HeaderValue::try_from(value).map_err(|e| format!("stored {name} header: {e}"))?;
+            Ok((name, value))
+        })
+        .collect()
 }
 
 /// The body in the JSON form.
@@ -38,7 +77,7 @@ enum FormBody<'a> {
 }
 
 fn no_pairs(pairs: &Pairs<'_>) -> bool {
-    pairs.is_empty()
+    pairs.0.is_empty()
 }
 
 impl<'a> FormBody<'a> {
@@ -69,11 +108,11 @@ impl<'a> FormBody<'a> {
 
 impl Serialize for StoredResponse {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        Form {
+        Written {
             status: self.status,
-            headers: Cow::Borrowed(&self.headers),
+            headers: Pairs(&self.headers),
             body: FormBody::of(&self.body),
-            trailers: Cow::Borrowed(&self.trailers),
+            trailers: Pairs(&self.trailers),
         }
         .serialize(serializer)
     }
@@ -81,12 +120,12 @@ impl Serialize for StoredResponse {
 
 impl<'de> Deserialize<'de> for StoredResponse {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let form = Form::deserialize(deserializer)?;
+        let form = Read::deserialize(deserializer)?;
         Ok(StoredResponse {
             status: form.status,
-            headers: form.headers.into_owned(),
+            headers: stored_headers(form.headers).map_err(de::Error::custom)?,
             body: form.body.into_body().map_err(de::Error::custom)?,
-            trailers: form.trailers.into_owned(),
+            trailers: stored_headers(form.trailers).map_err(de::Error::custom)?,
             fresh: None,
         })
     }

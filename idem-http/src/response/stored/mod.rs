@@ -51,15 +51,20 @@ pub(crate) fn max_stored_len(max_body: usize) -> usize {
         .saturating_add(STORED_HEAD_ROOM)
 }
 
+/// Headers or trailers as stored: each a valid header whose value is UTF-8 text (as the JSON
+/// form holds it), in order, checked once when the response is built or read back, so that a
+/// replay puts them on the wire as they are.
+pub(crate) type StoredHeaders = Vec<(HeaderName, HeaderValue)>;
+
 /// A response the layer stores: status, allow-listed headers, body and trailers. Its serde
 /// form is the JSON one (`json`); [`StoredResponse::from_outcome`] reads either form.
 #[derive(Debug)]
 pub(crate) struct StoredResponse {
     status: u16,
-    headers: Vec<(String, String)>,
+    headers: StoredHeaders,
     body: StoredBody,
     /// Every trailer, in order: a gRPC answer's `grpc-status` is one.
-    trailers: Vec<(String, String)>,
+    trailers: StoredHeaders,
     /// The handler's own head and body, for the first answer, which is not a replay.
     fresh: Option<(Parts, Bytes)>,
 }
@@ -216,18 +221,18 @@ impl StoredResponse {
         // HTTP/1.1 sends only the trailers its `Trailer` header announces.
         let announced = trailers
             .iter()
-            .map(|(name, _)| name.to_ascii_lowercase())
+            .map(|(name, _)| name.as_str())
             .collect::<Vec<_>>()
             .join(", ");
         let body = if trailers.is_empty() {
             body::full(body)
         } else {
-            body::with_trailers(body, header_map(trailers)?)
+            body::with_trailers(body, header_map(trailers))
         };
         let mut response = Response::new(body);
         *response.status_mut() = status;
         let headers_out = response.headers_mut();
-        *headers_out = header_map(limits.replayed_headers(self.headers))?;
+        *headers_out = header_map(limits.replayed_headers(self.headers));
         headers_out.insert(
             IDEMPOTENT_REPLAYED,
             HeaderValue::from_static(idem_protocol::header::REPLAYED),
@@ -240,56 +245,89 @@ impl StoredResponse {
     }
 }
 
+/// A stored header's value as the text it is (see [`StoredHeaders`]).
+fn text(value: &HeaderValue) -> &str {
+    std::str::from_utf8(value.as_bytes()).unwrap_or_default()
+}
+
+/// A header as text, held as stored or as a [`RecordedResponse`] shows it.
+trait HeaderText {
+    fn name(&self) -> &str;
+    fn value(&self) -> &str;
+}
+
+impl HeaderText for (HeaderName, HeaderValue) {
+    fn name(&self) -> &str {
+        self.0.as_str()
+    }
+
+    fn value(&self) -> &str {
+        text(&self.1)
+    }
+}
+
+impl HeaderText for (String, String) {
+    fn name(&self) -> &str {
+        &self.0
+    }
+
+    fn value(&self) -> &str {
+        &self.1
+    }
+}
+
 /// The content codings `headers` name, in the order they were applied.
-fn content_codings(headers: &[(String, String)]) -> impl Iterator<Item = &str> {
+fn content_codings<H: HeaderText>(headers: &[H]) -> impl Iterator<Item = &str> {
     headers
         .iter()
-        .filter(|(name, _)| name.eq_ignore_ascii_case(CONTENT_ENCODING.as_str()))
-        .flat_map(|(_, value)| value.split(','))
+        .filter(|header| {
+            header
+                .name()
+                .eq_ignore_ascii_case(CONTENT_ENCODING.as_str())
+        })
+        .flat_map(|header| header.value().split(','))
         .map(str::trim)
         .filter(|coding| !coding.is_empty())
 }
 
 /// The compression of gRPC messages `headers` name, when they name one.
-fn grpc_compression(headers: &[(String, String)]) -> Option<&str> {
+fn grpc_compression<H: HeaderText>(headers: &[H]) -> Option<&str> {
     headers
         .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case("grpc-encoding"))
-        .map(|(_, value)| value.trim())
+        .find(|header| header.name().eq_ignore_ascii_case("grpc-encoding"))
+        .map(|header| header.value().trim())
 }
 
 /// The headers among `names`, those never replayed aside. Values that are not visible ASCII are left
 /// out rather than mangled.
-fn allowed(headers: &HeaderMap, names: &[HeaderName]) -> Vec<(String, String)> {
+fn allowed(headers: &HeaderMap, names: &[HeaderName]) -> StoredHeaders {
     names
         .iter()
         .filter(|name| !never_replayed(name.as_str()))
         .flat_map(|name| {
-            headers.get_all(name).iter().filter_map(move |value| {
-                Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
-            })
+            headers
+                .get_all(name)
+                .iter()
+                .filter(|value| value.to_str().is_ok())
+                .map(move |value| (name.clone(), value.clone()))
         })
         .collect()
 }
 
-fn every_header(headers: &HeaderMap) -> Vec<(String, String)> {
+fn every_header(headers: &HeaderMap) -> StoredHeaders {
     headers
         .iter()
-        .filter(|(name, _)| !never_replayed(name.as_str()))
-        .filter_map(|(name, value)| {
-            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
-        })
+        .filter(|(name, value)| !never_replayed(name.as_str()) && value.to_str().is_ok())
+        .map(|(name, value)| (name.clone(), value.clone()))
         .collect()
 }
 
-fn header_map(pairs: Vec<(String, String)>) -> Result<HeaderMap, String> {
+fn header_map(pairs: StoredHeaders) -> HeaderMap {
     let mut map = HeaderMap::with_capacity(pairs.len());
     for (name, value) in pairs {
-        let name = HeaderName::try_from(name).map_err(|e| e.to_string())?;
-        let value = HeaderValue::try_from(value).map_err(|e| e.to_string())?;
         map.append(name, value);
     }
-    Ok(map)
+    map
 }
 
 /// Two responses are the same when what they hold is: the handler's own, kept for the first

@@ -3,7 +3,10 @@
 
 use bytes::Bytes;
 
-use super::{content_codings, grpc_compression, NotAStoredResponse, StoredBody, StoredResponse};
+use super::{
+    content_codings, grpc_compression, text, NotAStoredResponse, StoredBody, StoredHeaders,
+    StoredResponse,
+};
 
 /// A response as an idem layer stored it in a record's outcome (`Outcome::Ok`), decoded:
 /// what a replay of the record would carry, before the replay's own checks (allow-list,
@@ -66,9 +69,9 @@ impl RecordedResponse {
         };
         Ok(RecordedResponse {
             status: stored.status,
-            headers: stored.headers,
+            headers: strings(stored.headers),
             body,
-            trailers: stored.trailers,
+            trailers: strings(stored.trailers),
         })
     }
 
@@ -81,6 +84,14 @@ impl RecordedResponse {
             .filter(|coding| !coding.eq_ignore_ascii_case("identity"))
             .collect()
     }
+}
+
+/// Stored headers as text: names as HTTP spells them (lower case), values as stored.
+fn strings(headers: StoredHeaders) -> Vec<(String, String)> {
+    headers
+        .into_iter()
+        .map(|(name, value)| (name.as_str().to_owned(), text(&value).to_owned()))
+        .collect()
 }
 
 #[cfg(test)]

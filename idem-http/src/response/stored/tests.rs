@@ -236,6 +236,6 @@ fn framing_headers_are_never_stored() {
     let stored = StoredResponse::capture(response.into_parts().0, Bytes::new(), &names);
     assert_eq!(
         stored.headers,
-        [("location".to_owned(), "/payments/1".to_owned())]
+        [(LOCATION, HeaderValue::from_static("/payments/1"))]
     );
 }

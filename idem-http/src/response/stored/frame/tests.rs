@@ -227,6 +227,10 @@ fn a_damaged_or_made_up_frame_is_refused_saying_why() {
             "header 0's name is no header name",
         ),
         (
+            after_magic(b"\x00\x00\xc8\x01\x01A\x00\x00\x00"),
+            "header 0's name is no header name in lower case",
+        ),
+        (
             after_magic(b"\x00\x00\xc8\x01\x01a\x01\n\x00\x00"),
             "header 0's value is no header value",
         ),
@@ -330,6 +334,19 @@ fn header() -> impl Strategy<Value = (String, String)> {
     ("[a-z][a-z0-9-]{0,20}", "[ -~éü😀]{0,150}")
 }
 
+/// Text pairs as stored headers: each a valid header.
+fn stored_headers(pairs: Vec<(String, String)>) -> StoredHeaders {
+    pairs
+        .into_iter()
+        .map(|(name, value)| {
+            (
+                HeaderName::try_from(name).unwrap(),
+                HeaderValue::try_from(value).unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// Any response the layer could store, and some it would not (a status it does not replay).
 fn response() -> impl Strategy<Value = StoredResponse> {
     let body = prop_oneof![
@@ -346,9 +363,9 @@ fn response() -> impl Strategy<Value = StoredResponse> {
     )
         .prop_map(|(status, headers, body, trailers)| StoredResponse {
             status,
-            headers,
+            headers: stored_headers(headers),
             body,
-            trailers,
+            trailers: stored_headers(trailers),
             fresh: None,
         })
 }
