@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde::{de::DeserializeOwned, Serialize};
 
+use crate::call::codec::{JsonCodec, OutcomeCodec};
 use crate::call::policy::{ErrorPolicy, ReleaseErrors, StoreErrorsWhen};
 use crate::call::{Answered, Call};
-use crate::codec::{JsonCodec, OutcomeCodec};
 use crate::engine::Engine;
 use crate::operator::{Inspection, ReleaseReport};
 use crate::store::{ListPage, ListQuery, PurgeProgress};

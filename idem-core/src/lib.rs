@@ -95,7 +95,7 @@
 //!   the arguments into a [`Fingerprint`] (`fingerprint::canonical` serialises them, numbers
 //!   by the rule of [`json`], which also reads JSON text canonically);
 //! - `call`: one [`Call`] and its options, its [`ErrorPolicy`] and [`OnAbort`], and the body's
-//!   [`CallContext`]; `codec`: how its value is stored ([`OutcomeCodec`], JSON by default);
+//!   [`CallContext`], and how its value is stored ([`OutcomeCodec`], JSON by default);
 //! - `engine`: reserves the key, runs the body at most once and settles what it answered or
 //!   how it panicked (`engine::settle`); `engine::guard` settles a call dropped mid-way;
 //! - `lease`: the lease a running call holds, its `renewal`, the `fencing` token and the
@@ -113,7 +113,6 @@
 
 mod call;
 mod clock;
-mod codec;
 mod engine;
 mod error;
 mod fingerprint;
@@ -139,6 +138,7 @@ pub mod guide {}
 pub mod __private01;
 
 pub use call::abort::OnAbort;
+pub use call::codec::{JsonCodec, OutcomeCodec};
 pub use call::context::{context, CallContext};
 pub use call::downstream::{
     downstream_key, next_downstream_key, step_downstream_key, DownstreamKey, DOWNSTREAM_KEY_PREFIX,
@@ -148,7 +148,6 @@ pub use call::replay::Replay;
 pub use call::step::step;
 pub use call::{Answered, Call, DEFAULT_LEASE, DEFAULT_TTL};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use codec::{JsonCodec, OutcomeCodec};
 pub use error::{BoxError, Error, StoreError};
 pub use fingerprint::{Fingerprint, Fingerprinter, ParseFingerprintError};
 pub use global::{install, installed};

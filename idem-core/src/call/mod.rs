@@ -1,6 +1,7 @@
 //! One idempotent call's key, fingerprint and options.
 
 pub(crate) mod abort;
+pub(crate) mod codec;
 pub(crate) mod context;
 pub(crate) mod downstream;
 pub(crate) mod policy;

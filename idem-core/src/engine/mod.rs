@@ -16,8 +16,8 @@ use tracing::Instrument;
 
 use std::sync::Arc;
 
+use crate::call::codec::OutcomeCodec;
 use crate::call::policy::ErrorPolicy;
-use crate::codec::OutcomeCodec;
 use crate::engine::guard::{CatchUnwind, Settle};
 use crate::engine::quota::Admission;
 use crate::engine::replay::{check_fingerprint, replay, Replay};

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::call::codec::OutcomeCodec;
 use crate::call::policy::ErrorPolicy;
-use crate::codec::OutcomeCodec;
 use crate::engine::Engine;
 use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
