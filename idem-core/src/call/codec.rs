@@ -39,7 +39,13 @@ pub struct JsonCodec;
 
 impl<T: Serialize + DeserializeOwned> OutcomeCodec<T> for JsonCodec {
     fn encode(&self, value: &T) -> Result<Bytes, BoxError> {
-        Ok(serde_json::to_vec(value)?.into())
+        let mut json = serde_json::to_vec(value)?;
+        // The buffer grew by doubling, and the record keeps it, room and all, for its TTL
+        // (in the memory store and the replay cache): trimmed once here, not per replay.
+        if json.capacity() - json.len() > json.len() / 8 {
+            json.shrink_to_fit();
+        }
+        Ok(json.into())
     }
 
     fn decode(&self, outcome: Bytes) -> Result<T, BoxError> {

@@ -270,15 +270,16 @@ impl Reader<'_> {
     /// checked here once (a value is a slice of the frame).
     fn pairs(&mut self, what: &str) -> Result<StoredHeaders, NotAStoredResponse> {
         let count = self.varint(&format_args!("count of {what}s"))?;
-        // Each pair takes two bytes at least, its two lengths: a count past that is refused
-        // before room is made for it.
-        if count > self.left() / 2 {
+        // Each pair takes three bytes at least, its two lengths and a name of one letter: a
+        // count past that is refused, and room is made for a few pairs only, whatever the
+        // count says (a damaged record's count must not decide an allocation).
+        if count > self.left() / 3 {
             return Err(refused(format!(
                 "it counts {count} {what}s, more than its {} bytes left can hold",
                 self.left()
             )));
         }
-        let mut pairs = Vec::with_capacity(count);
+        let mut pairs = Vec::with_capacity(count.min(16));
         for index in 0..count {
             let len = self.varint(&format_args!("{what} {index}'s name length"))?;
             let name = self.range(len, &format_args!("{what} {index}'s name"))?;

@@ -247,6 +247,11 @@ fn a_damaged_or_made_up_frame_is_refused_saying_why() {
             "counts 5 headers, more than its 6 bytes left can hold",
         ),
         (
+            // Three bytes a pair at least: a name's length and letter, a value's length.
+            after_magic(b"\x00\x00\xc8\x03\x01a\x01b\x00\x00"),
+            "counts 3 headers, more than its 6 bytes left can hold",
+        ),
+        (
             after_magic(b"\x00\x00\xc8\xff\xff\xff\xff\x0f\x00\x00"),
             "counts 4294967295 headers",
         ),
