@@ -23,6 +23,10 @@ use crate::error::BoxError;
 /// A codec reads what earlier versions of it stored as long as records of theirs may live:
 /// the bytes are kept for the record's TTL.
 ///
+/// A value may be any bytes but those that start as a sealed value does (`\0iS`): the engine
+/// refuses such a value as it refuses one that cannot be encoded, since every replay would
+/// take it for a sealed value.
+///
 /// [`Outcome::Ok`]: crate::store::Outcome::Ok
 pub trait OutcomeCodec<T>: Send + Sync {
     /// The bytes to store for `value`.

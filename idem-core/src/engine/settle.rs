@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::call::codec::OutcomeCodec;
 use crate::call::policy::ErrorPolicy;
 use crate::engine::guard::Settle;
@@ -54,7 +56,13 @@ where
     C: OutcomeCodec<T>,
 {
     let encoded = match result {
-        Ok(value) => Some(codec.encode(value).map(Outcome::ok).map_err(Error::codec)),
+        Ok(value) => Some(
+            codec
+                .encode(value)
+                .map_err(Error::codec)
+                .and_then(refuse_sealed_look)
+                .map(Outcome::ok),
+        ),
         Err(error) => policy.encode(error).map(|body| body.map(Outcome::err)),
     };
     match encoded {
@@ -64,6 +72,17 @@ where
         None if result.as_ref().is_err_and(|error| policy.holds(error)) => Verdict::HoldForPolicy,
         None => Verdict::Release,
     }
+}
+
+/// A codec's value that starts as a sealed value does would be refused by every replay (as
+/// sealed, and not opened): it is refused here, as a value that cannot be stored.
+fn refuse_sealed_look(encoded: Bytes) -> Result<Bytes, Error> {
+    if crate::store::is_sealed(&encoded) {
+        return Err(Error::codec(
+            "the outcome codec's value starts with the bytes that mark a sealed value (\\0iS)",
+        ));
+    }
+    Ok(encoded)
 }
 
 fn fresh<T, E>(result: Result<T, E>) -> Result<Answered<T>, E> {

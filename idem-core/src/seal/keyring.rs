@@ -252,7 +252,8 @@ fn sealed_parts(rest: &[u8]) -> Result<(&str, &[u8], &[u8]), Unopened> {
 }
 
 /// Whether `value` (a stored outcome or step value) is sealed: it starts as only sealed values
-/// do (no JSON value starts with a zero byte), whether or not it would open.
+/// do (no JSON value starts with a zero byte, and the engine refuses to store a codec's value
+/// that starts so), whether or not it would open.
 ///
 /// ```
 /// use idem_core::seal::is_sealed;

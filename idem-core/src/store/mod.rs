@@ -43,8 +43,9 @@ pub use steps::Steps;
 pub use time::Timestamp;
 pub use unchanged::is_same_record;
 
-/// What a sealed value starts with (see `seal`), before the format's version: no JSON value,
-/// which is what idem stores unsealed, starts with a zero byte.
+/// What a sealed value starts with (see `seal`), before the format's version: no JSON value
+/// starts with a zero byte, and an outcome codec's value that starts with these bytes is
+/// refused as it is encoded (idem-http's frame starts `\0iH`).
 pub(crate) const SEALED_MAGIC: [u8; 3] = [0, b'i', b'S'];
 
 /// What a value sealed today starts with: [`SEALED_MAGIC`] and the format's version, 2 (bound

@@ -126,6 +126,27 @@ async fn a_value_the_codec_cannot_encode_leaves_no_outcome_as_json_does() {
 }
 
 #[tokio::test]
+async fn a_value_that_starts_as_a_sealed_one_is_refused_as_it_is_encoded() {
+    // Stored, it would be refused by every replay as sealed: refused now instead.
+    let idem = Idempotency::new(ReferenceStore::new());
+    let call = call(&idem, "r-sealed");
+    let error = idem
+        .run_with_codec(call, &ReleaseErrors, &Raw, async {
+            Ok::<_, Error>(Bytes::from_static(b"\0iS\x02not sealed"))
+        })
+        .await
+        .unwrap_err();
+    let Error::NotRecorded { cause, .. } = &error else {
+        panic!("not recorded, not {error:?}");
+    };
+    let Error::Codec(source) = &**cause else {
+        panic!("a codec error, not {cause:?}");
+    };
+    assert!(source.to_string().contains("sealed value"), "{source}");
+    assert_eq!(stored_outcome(&idem, "r-sealed").await, Outcome::Aborted);
+}
+
+#[tokio::test]
 async fn a_json_outcome_decodes_through_the_default_codec_as_run_stores_it() {
     let idem = Idempotency::new(ReferenceStore::new());
     let call = call(&idem, "r-4");

@@ -134,12 +134,14 @@ pub(crate) fn completed(
     Ok(item)
 }
 
-/// The body as a string when it is UTF-8 (JSON always is), else as binary. A string is readable
-/// in the console and counts the same towards the item size on every DynamoDB-compatible server.
+/// The body as a string when it is text (JSON always is), else as binary. A string is readable
+/// in the console and counts the same towards the item size on every DynamoDB-compatible
+/// server. A body that starts with a zero byte (idem-http's frame, a sealed value) is binary
+/// even when it is UTF-8: a NUL opening a string helps no reader.
 fn body_value(body: &Bytes) -> AttributeValue {
     match std::str::from_utf8(body) {
-        Ok(text) => AttributeValue::S(text.to_owned()),
-        Err(_) => AttributeValue::B(Blob::from_maybe_shared(body.clone())),
+        Ok(text) if !text.starts_with('\0') => AttributeValue::S(text.to_owned()),
+        _ => AttributeValue::B(Blob::from_maybe_shared(body.clone())),
     }
 }
 

@@ -38,7 +38,7 @@
 //! | `fencing_token` | N | the reservation's fencing token | — |
 //! | `attempt` | N | 1, one more per takeover by the same call | — |
 //! | `outcome` | S | — | `ok`, `err` or `aborted` |
-//! | `body` | S | — | the serialised value (JSON text; B if it is not UTF-8); absent when aborted |
+//! | `body` | S | — | the serialised value (JSON text; B if it is not UTF-8 or starts with a zero byte, as idem-http's frame and a sealed value do); absent when aborted |
 //! | `steps` | M | the recorded [steps](idem_core::step): each one's serialised value (B, byte for byte) under its name; empty until the first | — |
 //! | `steps_kept_until_ms` | N | until when the steps hold the key, ms since the epoch; from the first step | — |
 //! | `steps_ttl` | N | `steps_kept_until_ms` in seconds, rounded up; from the first step | — |

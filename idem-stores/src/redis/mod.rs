@@ -96,7 +96,8 @@
 //!   steps; the fencing token stays below 2^53; the attempt is 1, one more per takeover by
 //!   the same call;
 //! - the anchor is when the key's Redis expiry falls, on the caller's clock;
-//! - the body is the serialised value (JSON bytes, or a sealed value), empty when aborted;
+//! - the body is the serialised value (JSON bytes, idem-http's binary frame, or a sealed
+//!   value), empty when aborted;
 //!   step values are the steps' serialised `Ok` values.
 //!
 //! A key holding anything else (a hash of an earlier layout, say) reads as

@@ -221,3 +221,17 @@ fn size_counts_names_and_values() {
     ]);
     assert_eq!(item_size(&item), (2 + 6) + (1 + 21) + (1 + 10));
 }
+
+#[test]
+fn a_body_is_a_string_when_it_is_text_and_binary_when_it_starts_with_a_zero_byte() {
+    let text = body_value(&Bytes::from_static(b"{\"receipt\":1}"));
+    assert_eq!(text, AttributeValue::S("{\"receipt\":1}".into()));
+    // UTF-8 all the same, as a short frame of idem-http's may be.
+    let framed = body_value(&Bytes::from_static(b"\0iH\x01\x00\x00\xc9"));
+    assert_eq!(
+        framed,
+        AttributeValue::B(Blob::new(b"\0iH\x01\x00\x00\xc9".to_vec()))
+    );
+    let binary = body_value(&Bytes::from_static(b"\xff"));
+    assert!(matches!(binary, AttributeValue::B(_)), "{binary:?}");
+}
