@@ -67,7 +67,7 @@
 //! # What a record answers
 //!
 //! `idem get KEY` shows, after the record's details, a completed record's outcome decoded:
-//! JSON (what `#[idempotent]` and the engine store: the `Ok` or stored `Err` value)
+//! JSON (what `#[idempotent]`, `run` and `run_with_policy` store: the `Ok` or stored `Err` value)
 //! pretty-printed, its numbers as stored; a response stored by idem-http's layer, read by
 //! idem-http's own decoder ([`idem_http::RecordedResponse`]), as its status, headers,
 //! trailers and the first 4 KiB of its body (UTF-8 as text, other bytes as `\xNN`; how many
