@@ -73,6 +73,17 @@ impl Engine {
         }
     }
 
+    /// The store a call works through: the timed one when something listens, else the store
+    /// itself, since the timing decorator costs a boxed future per operation even when it
+    /// records nothing.
+    fn store_for(&self, telemetry: &CallTelemetry) -> &Arc<dyn Store> {
+        if telemetry.listens() {
+            &self.store
+        } else {
+            &self.view
+        }
+    }
+
     /// The call past its lookup, which found nothing to replay at `now`: admitted by the
     /// quota, it reserves the key (or finds the record to answer with) and runs the body.
     async fn run_counted<T, E, P, C, F>(
@@ -102,13 +113,7 @@ impl Engine {
             None => now,
             Some(_) => self.clock.now(),
         };
-        let store = if telemetry.listens() {
-            self.store.clone()
-        } else {
-            // The timing decorator costs a boxed future per operation even when it records
-            // nothing.
-            self.view.clone()
-        };
+        let store = self.store_for(telemetry).clone();
         let mut settle = Settle::new(store, &call.key, OwnerToken::generate());
         match self.acquire(&call, started, &mut settle, telemetry).await {
             Ok(Acquired::Owner(held)) => {

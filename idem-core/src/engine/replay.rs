@@ -64,13 +64,9 @@ impl Engine {
         if let Some(cached) = self.cached(call, now, telemetry)? {
             return Ok(Some(Replay::Shared(cached)));
         }
-        let store = if telemetry.listens() {
-            &self.store
-        } else {
-            &self.view
-        };
         let probe = Probe::new(now).with_max_outcome(call.max_outcome);
-        let found = store
+        let found = self
+            .store_for(telemetry)
             .lookup(&call.key, &probe)
             .map_err(|e| e.into_error(call.key.as_str()))?;
         match found {
