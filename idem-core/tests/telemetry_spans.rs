@@ -194,7 +194,7 @@ async fn a_takeover_is_told_inside_the_call_that_took_over() {
     let now = idem.clock().now();
     let stale = InProgress::new(
         OwnerToken::generate(),
-        *taken.fingerprint(),
+        *taken.fingerprint().unwrap(),
         now + Duration::from_secs(1),
     );
     store

@@ -321,7 +321,7 @@ async fn main() {
 
     let reserve = {
         let (store, key) = (store.clone(), call(&idem).key().clone());
-        let fingerprint = *call(&idem).fingerprint();
+        let fingerprint = *call(&idem).fingerprint().unwrap();
         move || {
             let (store, key) = (store.clone(), key.clone());
             async move {

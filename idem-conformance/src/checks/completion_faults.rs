@@ -96,7 +96,7 @@ async fn completion_retries_end_even_when_the_clock_stands_still(ctx: Context) {
 async fn a_lost_completion_is_not_mistaken_for_another_owners(ctx: Context) {
     let first = call(&ctx, "o-fault-3", 1);
     let theirs = Completed::new(
-        *first.fingerprint(),
+        *first.fingerprint().unwrap(),
         Outcome::ok(b"\"theirs\"".to_vec()),
         idem_core::Clock::now(&idem_core::SystemClock) + Duration::from_secs(3600),
     );

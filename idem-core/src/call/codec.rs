@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::error::BoxError;
+use crate::{error::BoxError, fingerprint::Fingerprint};
 
 /// Turns a call's `Ok` value into the bytes its record stores ([`Outcome::Ok`]), and those
 /// bytes back into the value a replay answers with.
@@ -35,6 +35,31 @@ pub trait OutcomeCodec<T>: Send + Sync {
     /// The value stored as `outcome`: the record's bytes (opened, if sealed), shared with the
     /// record rather than copied, so a value may keep slices of them.
     fn decode(&self, outcome: Bytes) -> Result<T, BoxError>;
+
+    /// The bytes to store for `value`, the answer of a [deferred](crate::Call::deferred) call
+    /// made with the request digest `request` (as stored: keyed under the handle's digest
+    /// secret, when it has one). A codec that can keep the digest in its bytes does, for
+    /// [`request_digest`](OutcomeCodec::request_digest) to read back; by default,
+    /// [`encode`](OutcomeCodec::encode)'s bytes, without it.
+    fn encode_for(&self, value: &T, request: &Fingerprint) -> Result<Bytes, BoxError> {
+        let _ = request;
+        self.encode(value)
+    }
+
+    /// The request digest a stored `outcome` carries, as [`encode_for`](OutcomeCodec::encode_for)
+    /// was given it; `None` when it carries none (by default, always). Read cheaply, without
+    /// decoding the value: a replay asks it before anything else.
+    ///
+    /// What the engine does with it: it compares it only with the request digest of a call
+    /// under the same stored key as the record, and only skips comparing fingerprints (and
+    /// computing the call's) when the two are equal. A digest that differs, or none, makes
+    /// the call compare fingerprints, as every call without a digest does. So a codec reads a
+    /// digest only where its own form says one was written, never from bytes that merely could
+    /// be one.
+    fn request_digest(&self, outcome: &Bytes) -> Option<Fingerprint> {
+        let _ = outcome;
+        None
+    }
 }
 
 /// The codec of every call that names none: the value as JSON, by serde_json.

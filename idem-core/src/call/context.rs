@@ -55,7 +55,7 @@ struct Inner {
 
 impl CallContext {
     pub(crate) fn new(
-        call: &crate::call::Call,
+        call: &crate::call::arguments::Resolved,
         stored: StoredForm,
         owner: OwnerToken,
         attempt: u32,

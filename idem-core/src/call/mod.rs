@@ -1,6 +1,7 @@
 //! One idempotent call's key, fingerprint and options.
 
 pub(crate) mod abort;
+pub(crate) mod arguments;
 pub(crate) mod codec;
 pub(crate) mod context;
 pub(crate) mod downstream;
@@ -10,7 +11,12 @@ pub(crate) mod step;
 
 use std::time::Duration;
 
-use crate::{call::abort::OnAbort, fingerprint::Fingerprint, key::Key};
+use std::sync::Arc;
+
+use crate::{
+    call::abort::OnAbort, call::arguments::Arguments, error::Error, fingerprint::Fingerprint,
+    key::Key,
+};
 
 /// How long a completed record is replayed unless told otherwise: 24 hours, as Stripe does.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -35,7 +41,7 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 #[derive(Clone, Debug)]
 pub struct Call {
     pub(crate) key: Key,
-    pub(crate) fingerprint: Fingerprint,
+    pub(crate) arguments: Arguments,
     pub(crate) ttl: Duration,
     pub(crate) lease: Duration,
     pub(crate) wait: Option<Duration>,
@@ -51,9 +57,55 @@ impl Call {
     /// A call under `key` whose arguments fingerprint to `fingerprint`, with the default TTL and
     /// lease and no waiting.
     pub fn new(key: Key, fingerprint: Fingerprint) -> Self {
+        Call::with_arguments(key, Arguments::Known(fingerprint))
+    }
+
+    /// A call under `key` made with the request whose digest is `request`, whose arguments'
+    /// fingerprint `canonical` computes only when a comparison needs it.
+    ///
+    /// `request` is the digest of the request as it was sent, by the front end's own rule:
+    /// one under which equal digests mean equal fingerprints (the same bytes, say), and that
+    /// no other rule for calls under the same key shares (a domain tag of its own). A retry
+    /// whose stored outcome carries an equal digest
+    /// ([`OutcomeCodec::request_digest`](crate::OutcomeCodec::request_digest)) is replayed
+    /// without computing the fingerprint; any other compares fingerprints, as a call made
+    /// with [`Call::new`] does, and so does every call that claims its key, before anything
+    /// is reserved. An error of `canonical` fails the call then, and nothing is reserved.
+    ///
+    /// ```
+    /// # use idem_core::{Call, Fingerprint, Fingerprinter, Idempotency};
+    /// # fn demo(idem: &Idempotency) -> Result<(), idem_core::Error> {
+    /// use idem_core::json::CanonicalJson;
+    /// let body = br#"{"amount":1000}"#;
+    /// let request = Fingerprinter::new().add("my-raw-rule-v1")?.add(&body[..])?.finish();
+    /// let key = idem.key("payments.charge").part("order-42").finish()?;
+    /// // Computed only if a retry sends other bytes, or the key has no record yet.
+    /// let call = Call::deferred(key, request, move || match CanonicalJson::parse(body) {
+    ///     Some(json) => Fingerprint::of(&json),
+    ///     None => Fingerprint::of(&body[..]),
+    /// });
+    /// assert_eq!(call.fingerprint(), None);
+    /// assert_eq!(call.request_digest(), Some(&request));
+    /// # Ok(()) }
+    /// ```
+    pub fn deferred(
+        key: Key,
+        request: Fingerprint,
+        canonical: impl Fn() -> Result<Fingerprint, Error> + Send + Sync + 'static,
+    ) -> Self {
+        Call::with_arguments(
+            key,
+            Arguments::Deferred {
+                request,
+                canonical: Arc::new(canonical),
+            },
+        )
+    }
+
+    fn with_arguments(key: Key, arguments: Arguments) -> Self {
         Call {
             key,
-            fingerprint,
+            arguments,
             ttl: DEFAULT_TTL,
             lease: DEFAULT_LEASE,
             wait: None,
@@ -149,9 +201,16 @@ impl Call {
         &self.key
     }
 
-    /// The arguments' fingerprint.
-    pub fn fingerprint(&self) -> &Fingerprint {
-        &self.fingerprint
+    /// The arguments' fingerprint; `None` for a [deferred](Call::deferred) call, whose
+    /// fingerprint is computed only as the call runs.
+    pub fn fingerprint(&self) -> Option<&Fingerprint> {
+        self.arguments.fingerprint()
+    }
+
+    /// The digest of the request as sent, for a [deferred](Call::deferred) call; `None` for
+    /// one made with [`Call::new`].
+    pub fn request_digest(&self) -> Option<&Fingerprint> {
+        self.arguments.request_digest()
     }
 
     /// How long the outcome is replayed, counted from completion.

@@ -28,6 +28,7 @@ use crate::steps::journal::{self, Journal};
 use crate::telemetry::CallTelemetry;
 use crate::{
     call::abort::OnAbort,
+    call::arguments::Resolved,
     call::context::CallContext,
     call::{Answered, Call},
     error::{Error, StoreError},
@@ -62,6 +63,12 @@ impl Engine {
         if let Some(replayed) = found {
             return replayed;
         }
+        // Everything past the lookup works with the fingerprint: computed now, before anything
+        // is claimed, if the call deferred it.
+        let call = match span.in_scope(|| Resolved::of(call)) {
+            Ok(call) => call,
+            Err(error) => return Err(telemetry.failed(error).into()),
+        };
         // Boxed: reserving, running the body and settling are most of a call's future, which
         // a replay answered above never builds.
         let reserving = Box::pin(self.run_counted(call, now, policy, codec, body, &mut telemetry));
@@ -88,7 +95,7 @@ impl Engine {
     /// quota, it reserves the key (or finds the record to answer with) and runs the body.
     async fn run_counted<T, E, P, C, F>(
         &self,
-        call: Call,
+        call: Resolved,
         now: Timestamp,
         policy: &P,
         codec: &C,
@@ -139,7 +146,7 @@ impl Engine {
     /// holds nothing is refused by fencing, so that is harmless.
     async fn acquire(
         &self,
-        call: &Call,
+        call: &Resolved,
         started: Timestamp,
         settle: &mut Settle<'_>,
         telemetry: &CallTelemetry,
@@ -253,7 +260,7 @@ impl Engine {
     )]
     async fn execute<T, E, P, C, F>(
         &self,
-        call: &Call,
+        call: &Resolved,
         mut guard: Settle<'_>,
         held: InProgress,
         policy: &P,

@@ -8,7 +8,7 @@ use crate::call::policy::ErrorPolicy;
 use crate::engine::Engine;
 use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
-    call::{Answered, Call},
+    call::{arguments::Resolved, Answered, Call},
     error::Error,
     fingerprint::Fingerprint,
     store::{Completed, Lookup, Outcome, Probe, Timestamp},
@@ -48,20 +48,21 @@ impl Engine {
         P: ErrorPolicy<E>,
         C: OutcomeCodec<T>,
     {
-        match self.found_first(call, now, telemetry) {
+        match self.found_first(call, now, codec, telemetry) {
             Ok(Some(found)) => Some(replay(policy, codec, call, found.outcome(), telemetry)),
             Ok(None) => None,
             Err(error) => Some(Err(telemetry.failed(error).into())),
         }
     }
 
-    fn found_first(
+    fn found_first<T, C: OutcomeCodec<T>>(
         &self,
         call: &Call,
         now: Timestamp,
+        codec: &C,
         telemetry: &CallTelemetry,
     ) -> Result<Option<Replay>, Error> {
-        if let Some(cached) = self.cached(call, now, telemetry)? {
+        if let Some(cached) = self.cached(call, now, codec, telemetry)? {
             return Ok(Some(Replay::Shared(cached)));
         }
         let probe = Probe::new(now).with_max_outcome(call.max_outcome);
@@ -71,7 +72,7 @@ impl Engine {
             .map_err(|e| e.into_error(call.key.as_str()))?;
         match found {
             Lookup::Completed(completed) => {
-                check_fingerprint(call, completed.fingerprint())?;
+                check_arguments(call, codec, &completed, Found::Stored)?;
                 Ok(Some(self.replayed_record(call, completed, now)))
             }
             Lookup::Miss => Ok(None),
@@ -79,11 +80,12 @@ impl Engine {
     }
 
     /// The completed record of `call`'s key in the replay cache at `now`, checked against its
-    /// fingerprint.
-    fn cached(
+    /// arguments.
+    fn cached<T, C: OutcomeCodec<T>>(
         &self,
         call: &Call,
         now: Timestamp,
+        codec: &C,
         telemetry: &CallTelemetry,
     ) -> Result<Option<Arc<Completed>>, Error> {
         let Some(cache) = &self.replay_cache else {
@@ -94,14 +96,8 @@ impl Engine {
         let Some(completed) = cached else {
             return Ok(None);
         };
-        let key = call.key.as_str();
-        if completed.fingerprint() != &call.fingerprint {
-            tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments (cached record)");
-            return Err(Error::Mismatch {
-                key: key.to_owned(),
-            });
-        }
-        tracing::debug!(target: TARGET, key, "replayed: cached outcome returned");
+        check_arguments(call, codec, &completed, Found::Cached)?;
+        tracing::debug!(target: TARGET, key = call.key.as_str(), "replayed: cached outcome returned");
         Ok(Some(completed))
     }
 
@@ -131,8 +127,49 @@ impl Engine {
     }
 }
 
+/// Where a completed record checked before anything is claimed was found.
+#[derive(Clone, Copy)]
+enum Found {
+    Cached,
+    Stored,
+}
+
+/// Refuses `completed`, found under `call`'s key before anything is claimed, unless it is a
+/// record of `call`'s arguments. A deferred call whose request digest is the one the record's
+/// outcome carries (written by the call that completed this very key) sent the same request:
+/// its fingerprint, which equal requests share, is not computed. Any other computes it (once:
+/// the call ends here either way) and compares it with the record's.
+fn check_arguments<T, C: OutcomeCodec<T>>(
+    call: &Call,
+    codec: &C,
+    completed: &Completed,
+    found: Found,
+) -> Result<(), Error> {
+    if let (Some(request), Outcome::Ok(outcome)) = (call.request_digest(), completed.outcome()) {
+        if codec.request_digest(outcome).as_ref() == Some(request) {
+            return Ok(());
+        }
+    }
+    let fingerprint = call.arguments.canonical()?;
+    if completed.fingerprint() == &fingerprint {
+        return Ok(());
+    }
+    let key = call.key.as_str();
+    match found {
+        Found::Cached => {
+            tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments (cached record)")
+        }
+        Found::Stored => {
+            tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments")
+        }
+    }
+    Err(Error::Mismatch {
+        key: key.to_owned(),
+    })
+}
+
 /// Refuses a record of other arguments than `call`'s (`found` is its fingerprint).
-pub(super) fn check_fingerprint(call: &Call, found: &Fingerprint) -> Result<(), Error> {
+pub(super) fn check_fingerprint(call: &Resolved, found: &Fingerprint) -> Result<(), Error> {
     if found == &call.fingerprint {
         return Ok(());
     }

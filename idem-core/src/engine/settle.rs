@@ -16,6 +16,7 @@ use crate::steps::journal::Journal;
 use crate::telemetry::{CallOutcome, CallTelemetry};
 use crate::{
     call::abort::OnAbort,
+    call::arguments::Resolved,
     call::{Answered, Call},
     error::{Error, StoreError},
     store::{Completed, Outcome, OwnerToken, Record, Store},
@@ -50,18 +51,26 @@ enum Verdict {
     HoldUnstorable(Error),
 }
 
-fn verdict<T, E, P, C>(result: &Result<T, E>, policy: &P, codec: &C, journal: &Journal) -> Verdict
+fn verdict<T, E, P, C>(
+    call: &Resolved,
+    result: &Result<T, E>,
+    policy: &P,
+    codec: &C,
+    journal: &Journal,
+) -> Verdict
 where
     P: ErrorPolicy<E>,
     C: OutcomeCodec<T>,
 {
     let encoded = match result {
         Ok(value) => Some(
-            codec
-                .encode(value)
-                .map_err(Error::codec)
-                .and_then(refuse_sealed_look)
-                .map(Outcome::ok),
+            match &call.request {
+                Some(request) => codec.encode_for(value, request),
+                None => codec.encode(value),
+            }
+            .map_err(Error::codec)
+            .and_then(refuse_sealed_look)
+            .map(Outcome::ok),
         ),
         Err(error) => policy.encode(error).map(|body| body.map(Outcome::err)),
     };
@@ -97,7 +106,7 @@ impl Engine {
     /// for exactly what a drop mid-way must still do, and disarms it once that is done.
     pub(super) async fn settle<T, E, P, C>(
         &self,
-        call: &Call,
+        call: &Resolved,
         running: Running<'_>,
         policy: &P,
         codec: &C,
@@ -117,7 +126,7 @@ impl Engine {
             lease,
             journal,
         } = running;
-        match verdict(&result, policy, codec, &journal) {
+        match verdict(call, &result, policy, codec, &journal) {
             Verdict::Store(outcome) => {
                 let completed = self.completed(call, outcome);
                 guard.arm_complete(completed.clone());
@@ -182,8 +191,8 @@ impl Engine {
         }
     }
 
-    /// Does what [`Call::on_abort`] says after the body of `running` panicked.
-    pub(super) async fn settle_panic(&self, call: &Call, running: Running<'_>) {
+    /// Does what [`Call::on_abort`](crate::Call::on_abort) says after the body of `running` panicked.
+    pub(super) async fn settle_panic(&self, call: &Resolved, running: Running<'_>) {
         let key = call.key.as_str();
         let Running {
             mut guard,
@@ -228,7 +237,7 @@ impl Engine {
     /// A drop of the caller's future meanwhile still records it (`guard`).
     async fn keep_no_outcome(
         &self,
-        call: &Call,
+        call: &Resolved,
         owner: &OwnerToken,
         lease: &Lease,
         guard: &mut Settle<'_>,
@@ -255,7 +264,7 @@ impl Engine {
     }
 
     /// The completed record of `call` with `outcome`, expiring a TTL from now.
-    pub(super) fn completed(&self, call: &Call, outcome: Outcome) -> Completed {
+    pub(super) fn completed(&self, call: &Resolved, outcome: Outcome) -> Completed {
         Completed::new(call.fingerprint, outcome, self.clock.now() + call.ttl)
     }
 
@@ -264,7 +273,7 @@ impl Engine {
     async fn record_outcome(
         &self,
         store: &Arc<dyn Store>,
-        call: &Call,
+        call: &Resolved,
         owner: &OwnerToken,
         completed: &Completed,
         lease: &Lease,

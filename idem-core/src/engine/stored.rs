@@ -45,7 +45,8 @@ impl Engine {
         key.clone()
     }
 
-    /// `call` with its fingerprint keyed by the digest secret, when there is one, and its key
+    /// `call` with its fingerprint (or its request digest, and the fingerprint once computed)
+    /// keyed by the digest secret, when there is one, and its key
     /// shown by its digest when clear keys are hidden.
     pub(crate) fn stored_call(&self, call: Call) -> Call {
         #[cfg(feature = "seal")]
@@ -53,9 +54,24 @@ impl Engine {
             let mut call = call;
             let stored_key = digest.digest(&call.key);
             // Keyed by the secret, so that no one who reads the store can test a guess of a
-            // call's arguments against it, and by the key, so that equal arguments under two
-            // keys do not show as such.
-            call.fingerprint = digest.fingerprint(&call.fingerprint, &stored_key);
+            // call's arguments (or of its request) against it, and by the key, so that equal
+            // arguments under two keys do not show as such.
+            use crate::call::arguments::Arguments;
+            call.arguments = match call.arguments {
+                Arguments::Known(fingerprint) => {
+                    Arguments::Known(digest.fingerprint(&fingerprint, &stored_key))
+                }
+                Arguments::Deferred { request, canonical } => {
+                    let (digest, stored_key) = (digest.clone(), stored_key.clone());
+                    Arguments::Deferred {
+                        request: digest.fingerprint(&request, &stored_key),
+                        canonical: Arc::new(move || {
+                            canonical()
+                                .map(|fingerprint| digest.fingerprint(&fingerprint, &stored_key))
+                        }),
+                    }
+                }
+            };
             if self.sealing.name_keys_by_digest {
                 call.clear_scope = call.key.scope().map(str::to_owned);
                 call.key = stored_key;

@@ -5,6 +5,7 @@
 
 mod abort_order;
 mod call_context;
+mod deferred_call;
 mod downstream_keys;
 mod late_reservation;
 mod lease_passed;

@@ -138,7 +138,7 @@ async fn with_a_digest_secret_the_stored_fingerprint_is_keyed() {
     let raw = Arc::new(ReferenceStore::default());
     let idem = Idempotency::from_arc(raw.clone()).with_key_digest(SECRET);
     let call = call(&idem, "ivy@example.com");
-    let bare = *call.fingerprint();
+    let bare = *call.fingerprint().unwrap();
     let key = call.key().clone();
     idem.run(call, async { Ok::<_, Error>(1) }).await.unwrap();
     let record = raw.get(&idem.stored_key(&key)).await.unwrap().unwrap();
@@ -325,7 +325,7 @@ async fn a_sealed_store_forwards_every_operation_under_the_stored_key() {
     let mut steps = Steps::new();
     steps.insert("charge", b"ch_secret_1".to_vec());
     let claim = Claim::new(
-        InProgress::new(owner.clone(), *call.fingerprint(), lease(30)).with_steps(steps),
+        InProgress::new(owner.clone(), *call.fingerprint().unwrap(), lease(30)).with_steps(steps),
         now,
     );
     sealed.reserve(&key, &claim).await.unwrap();

@@ -67,7 +67,13 @@ async fn a_sealed_outcome_moved_to_another_key_does_not_open() {
 
     // Someone with write access copies dave's sealed outcome to erin's key.
     let to = call(&idem, "erin@example.com");
-    rewrite(&raw, to.key(), *to.fingerprint(), sealed.outcome().clone()).await;
+    rewrite(
+        &raw,
+        to.key(),
+        *to.fingerprint().unwrap(),
+        sealed.outcome().clone(),
+    )
+    .await;
     assert!(matches!(sealed.outcome(), Outcome::Ok(_)));
 
     let runs = AtomicUsize::new(0);

@@ -290,7 +290,7 @@ async fn a_takeover_is_counted() {
     let now = idem.clock().now();
     let stale = InProgress::new(
         OwnerToken::generate(),
-        *taken.fingerprint(),
+        *taken.fingerprint().unwrap(),
         now + Duration::from_secs(1),
     );
     store

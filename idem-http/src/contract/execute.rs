@@ -20,7 +20,9 @@ use crate::config::Config;
 use crate::contract::keep::{run, Unstored};
 use crate::contract::{Handler, Keyed};
 use crate::detached::{self, Detached};
-use crate::request::fingerprint;
+use crate::request::fingerprint::Fingerprinted;
+use crate::request::raw_digest::raw_digest;
+use crate::request::shared_bodies::SharedBody;
 use crate::response::stored;
 use crate::telemetry::RequestOutcome;
 use crate::TARGET;
@@ -36,15 +38,13 @@ pub(crate) async fn execute<H: Handler>(
 ) -> (RequestOutcome, Result<Response<Body>, H::Error>) {
     use RequestOutcome::*;
     let Keyed { key, scope, asked } = keyed;
-    let call = match call(&config, &key, scope.as_deref(), &parts, &bytes) {
-        Ok(call) => call,
+    let (call, bytes, _shared) = match call(&config, &key, scope.as_deref(), &parts, bytes) {
+        Ok(prepared) => prepared,
         Err(error) => {
             let answer = asked.render(answer::engine_error(&error, &key, &config));
             return (RequestOutcome::of(&error), Ok(answer));
         }
     };
-    // Duplicates that wait for the first request hold its body, not a copy each.
-    let (bytes, _shared) = config.bodies.share(*call.fingerprint(), bytes);
     let request = Request::from_parts(parts, bytes);
     // The call runs in this task; if the client disconnects before it ends, it finishes in a
     // task of its own, so that the handler is not cut off halfway: its response is stored,
@@ -113,22 +113,31 @@ pub(crate) async fn execute<H: Handler>(
     }
 }
 
-/// The engine call for a request with `key` in `scope`.
+/// The engine call for a request with `key` in `scope`, and its body: shared with the
+/// duplicates in flight that sent the same bytes, with the guard that keeps it so.
 fn call(
-    config: &Config,
+    config: &Arc<Config>,
     key: &str,
     scope: Option<&str>,
     parts: &Parts,
-    body: &[u8],
-) -> Result<Call, idem_core::Error> {
+    body: Bytes,
+) -> Result<(Call, Bytes, Option<SharedBody>), idem_core::Error> {
     let stored_key = config
         .idem
         .key(&config.name)
         .scope(scope)
         .part(key)
         .finish()?;
-    let fingerprint = fingerprint::of_request(parts, body, &config.fingerprint_headers)?;
-    let mut call = Call::new(stored_key, fingerprint)
+    let names = &config.fingerprint_headers;
+    let raw = raw_digest(parts, &body, names)?;
+    // Duplicates that wait for the first request hold its body, not a copy each; so does the
+    // fingerprint's closure.
+    let (body, shared) = config.bodies.share(raw, body);
+    // Read as JSON only when the store's record is of other bytes (or there is none).
+    let fingerprinted = Fingerprinted::of(parts, body.clone(), names);
+    let config_held = config.clone();
+    let canonical = move || fingerprinted.fingerprint(&config_held.fingerprint_headers);
+    let mut call = Call::deferred(stored_key, raw, canonical)
         .with_ttl(config.ttl)
         .with_max_outcome(stored::max_stored_len(config.max_response_body));
     if let Some(wait) = config.wait {
@@ -137,5 +146,8 @@ fn call(
     if let Some(lease) = config.lease {
         call = call.with_lease(lease);
     }
-    Ok(call)
+    Ok((call, body, shared))
 }
+
+#[cfg(test)]
+mod tests;

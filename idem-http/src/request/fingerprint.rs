@@ -1,37 +1,80 @@
-//! The request's fingerprint: method, path, canonical query, listed headers and body.
+//! The request's fingerprint: method, path, canonical query, listed headers and body; and
+//! what of a request it reads, kept for a fingerprint computed only when a retry needs it.
 
+use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::request::Parts;
-use http::HeaderName;
+use http::{HeaderMap, HeaderName, Method, Uri};
 use idem_core::json::CanonicalJson;
 use idem_core::{Error, Fingerprint, Fingerprinter};
 use serde::{Serialize, Serializer};
 
 /// Fingerprints a buffered request, so that a retry matches only when it asks for the same
-/// thing.
+/// thing. `headers` holds the headers named in `names` and `Content-Type` (others are not
+/// read). Everything read here is read as sent by [`raw_digest`](super::raw_digest::raw_digest)
+/// too, whose domain tag changes whenever this rule reads more.
 pub(crate) fn of_request(
-    parts: &Parts,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
     body: &[u8],
-    headers: &[HeaderName],
+    names: &[HeaderName],
 ) -> Result<Fingerprint, Error> {
     let mut fp = Fingerprinter::new();
-    fp.add(parts.method.as_str())?;
-    fp.add(parts.uri.path())?;
-    fp.add(&sorted_query(parts.uri.query().unwrap_or("")))?;
-    for name in headers {
-        let values: Vec<Raw<'_>> = parts
-            .headers
+    fp.add(method.as_str())?;
+    fp.add(uri.path())?;
+    fp.add(&sorted_query(uri.query().unwrap_or("")))?;
+    for name in names {
+        let values: Vec<Raw<'_>> = headers
             .get_all(name)
             .iter()
             .map(|value| Raw(value.as_bytes()))
             .collect();
         fp.add(&(name.as_str(), values))?;
     }
-    match json_body(parts, body) {
+    match json_body(headers, body) {
         Some(value) => fp.add(&BodyPrint::Json(value))?,
         None => fp.add(&BodyPrint::Bytes(Raw(body)))?,
     };
     Ok(fp.finish())
+}
+
+/// What of a request its fingerprint reads, held for a fingerprint computed later: the body
+/// shared, not copied, and of the headers only those the fingerprint reads.
+pub(crate) struct Fingerprinted {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Fingerprinted {
+    /// What the fingerprint of the request with head `parts` and body `body` reads, the
+    /// headers named in `names` listed for it.
+    pub(crate) fn of(parts: &Parts, body: Bytes, names: &[HeaderName]) -> Self {
+        let mut headers = HeaderMap::new();
+        let read = names.iter().chain(
+            // Named once, even when it is listed.
+            (!names.contains(&CONTENT_TYPE)).then_some(&CONTENT_TYPE),
+        );
+        for name in read {
+            for value in parts.headers.get_all(name) {
+                headers.append(name.clone(), value.clone());
+            }
+        }
+        Fingerprinted {
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+            headers,
+            body,
+        }
+    }
+
+    /// The request's fingerprint, the headers named in `names` listed for it (as when it was
+    /// held).
+    pub(crate) fn fingerprint(&self, names: &[HeaderName]) -> Result<Fingerprint, Error> {
+        of_request(&self.method, &self.uri, &self.headers, &self.body, names)
+    }
 }
 
 /// The query's `name=value` pairs sorted by name, so that `?a=1&b=2` and `?b=2&a=1` match.
@@ -80,13 +123,15 @@ fn decoded_name(pair: &str) -> Vec<u8> {
 /// The body read as JSON when it says it is, so that key order, whitespace and the spelling
 /// of a number don't matter, but its value does: [`idem_core::json`]'s rule. A body that is
 /// not JSON by that rule (a key given twice, nesting too deep) is fingerprinted by its bytes.
-fn json_body(parts: &Parts, body: &[u8]) -> Option<CanonicalJson> {
-    let content_type = parts.headers.get(CONTENT_TYPE)?.to_str().ok()?;
+fn json_body(headers: &HeaderMap, body: &[u8]) -> Option<CanonicalJson> {
+    let content_type = headers.get(CONTENT_TYPE)?.to_str().ok()?;
     let essence = content_type.split(';').next()?.trim().to_ascii_lowercase();
     let is_json = essence == "application/json" || essence.ends_with("+json");
     if !is_json {
         return None;
     }
+    #[cfg(test)]
+    parses::count();
     CanonicalJson::parse(body)
 }
 
@@ -105,6 +150,26 @@ impl Serialize for Raw<'_> {
     }
 }
 
+/// How many bodies this thread read as JSON, for the tests that a replay of the same bytes
+/// reads none.
+#[cfg(test)]
+pub(crate) mod parses {
+    use std::cell::Cell;
+
+    thread_local! {
+        static PARSES: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn count() {
+        PARSES.with(|parses| parses.set(parses.get() + 1));
+    }
+
+    /// The bodies read as JSON on this thread so far.
+    pub(crate) fn so_far() -> usize {
+        PARSES.with(Cell::get)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,7 +180,14 @@ mod tests {
             builder = builder.header(CONTENT_TYPE, content_type);
         }
         let parts = builder.body(()).unwrap().into_parts().0;
-        of_request(&parts, body.as_bytes(), &[]).unwrap()
+        of_request(
+            &parts.method,
+            &parts.uri,
+            &parts.headers,
+            body.as_bytes(),
+            &[],
+        )
+        .unwrap()
     }
 
     #[test]

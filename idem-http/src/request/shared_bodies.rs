@@ -11,15 +11,16 @@ use idem_core::Fingerprint;
 /// bookkeeping costs.
 pub(crate) const SHARED_FROM_BYTES: usize = 16 * 1024;
 
-/// The large request bodies in flight, by the fingerprint of their request.
+/// The large request bodies in flight, by the digest of their request as sent
+/// ([`raw_digest`](crate::request::raw_digest::raw_digest)).
 #[derive(Debug, Default)]
 pub(crate) struct SharedBodies {
     bodies: Arc<Mutex<HashMap<Fingerprint, Weak<Bytes>>>>,
 }
 
 impl SharedBodies {
-    /// `body`, or the same bytes already held by a request in flight with `fingerprint`; the
-    /// returned guard keeps them findable until the request ends.
+    /// `body`, or the same bytes already held by a request in flight whose digest is
+    /// `fingerprint`; the returned guard keeps them findable until the request ends.
     pub(crate) fn share(
         &self,
         fingerprint: Fingerprint,
@@ -31,8 +32,8 @@ impl SharedBodies {
         let mut bodies = lock(&self.bodies);
         let held = bodies.get(&fingerprint).and_then(Weak::upgrade);
         let shared = match held {
-            // Only the very same bytes: two bodies with one fingerprint may still differ (JSON
-            // spacing), and the handler gets the bytes its request sent.
+            // Only the very same bytes, which one digest all but promises: checked, since the
+            // handler gets the bytes its request sent, whatever a collision would say.
             Some(held) if *held == body => held,
             Some(_) => return (body, None),
             None => {

@@ -63,7 +63,7 @@ async fn every_wrong_column_is_a_corrupt_record() {
         )
         .bind(target.store.row_key(call.key()))
         .bind(state)
-        .bind(call.fingerprint().to_hex())
+        .bind(call.fingerprint().unwrap().to_hex())
         .execute(&target.pool)
         .await
         .unwrap();

@@ -21,7 +21,7 @@ async fn an_oversized_body_is_refused_before_it_is_read() {
          convert_to('\"' || repeat('x', $3 - 2) || '\"', 'UTF8'))",
     )
     .bind(target.store.row_key(call.key()))
-    .bind(call.fingerprint().to_hex())
+    .bind(call.fingerprint().unwrap().to_hex())
     .bind(BODY as i32)
     .execute(&target.pool)
     .await

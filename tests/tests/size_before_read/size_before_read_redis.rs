@@ -51,7 +51,7 @@ async fn an_oversized_record_is_refused_before_it_is_read() {
     let key = key(&idem);
     let call = call(&key);
     let redis_key = target.redis_store().redis_key(&key);
-    let length = plant(&target, &redis_key, &call.fingerprint().to_hex(), b"\"").await;
+    let length = plant(&target, &redis_key, &call.fingerprint().unwrap().to_hex(), b"\"").await;
 
     let reason = refused_replay(&idem, call, length).await;
     assert!(
@@ -75,7 +75,7 @@ async fn a_sealed_oversized_record_is_refused_without_being_opened() {
     let length = plant(
         &target,
         &redis_key,
-        &call.fingerprint().to_hex(),
+        &call.fingerprint().unwrap().to_hex(),
         &sealed_head,
     )
     .await;

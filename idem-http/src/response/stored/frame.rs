@@ -86,6 +86,19 @@ pub(crate) fn encode(
     Bytes::from(frame)
 }
 
+/// The request digest in the head of `frame`, read without the rest of it: `None` unless it
+/// starts as a frame of this version whose flags are all known and say a digest follows.
+pub(crate) fn request_digest(frame: &[u8]) -> Option<[u8; DIGEST_LEN]> {
+    // The magic, the version, the flags and the status.
+    let (head, rest) = frame.split_first_chunk::<{ MAGIC.len() + 4 }>()?;
+    let [magic @ .., version, flags, _, _] = *head;
+    let known = magic == MAGIC && version == VERSION && flags & !(BODY_BITS | DIGEST_BIT) == 0;
+    if !known || flags & DIGEST_BIT == 0 {
+        return None;
+    }
+    rest.first_chunk::<DIGEST_LEN>().copied()
+}
+
 /// The length of a frame of `response` but for its body's bytes.
 fn head_len(response: &StoredResponse, digest: bool, body_len: usize) -> usize {
     let pairs_len = |pairs: &[(HeaderName, HeaderValue)]| {

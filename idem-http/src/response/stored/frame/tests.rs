@@ -92,6 +92,31 @@ fn every_kind_of_response_reads_back_as_written_with_its_digest_if_any() {
 }
 
 #[test]
+fn the_request_digest_is_read_from_the_head_alone() {
+    for frame in frames() {
+        let (_, digest) = decode(frame.clone()).unwrap();
+        assert_eq!(request_digest(&frame), digest);
+        let head = MAGIC.len() + 4 + DIGEST_LEN;
+        if digest.is_some() {
+            assert_eq!(
+                request_digest(&frame[..head]),
+                digest,
+                "nothing after it read"
+            );
+            assert_eq!(request_digest(&frame[..head - 1]), None, "cut short");
+            let mut newer = frame.to_vec();
+            newer[MAGIC.len()] = VERSION + 1;
+            assert_eq!(request_digest(&newer), None, "another version");
+            newer[MAGIC.len()] = VERSION;
+            newer[MAGIC.len() + 1] |= 0b1000;
+            assert_eq!(request_digest(&newer), None, "a flag not known");
+        }
+    }
+    let json = serde_json::to_vec(&kinds()[0]).unwrap();
+    assert_eq!(request_digest(&json), None, "the JSON form holds none");
+}
+
+#[test]
 fn what_each_kind_holds_is_there() {
     let kinds = kinds();
     let body = |at: usize| kinds[at].body.clone();
@@ -411,6 +436,7 @@ proptest! {
     ) {
         let frame = after_magic(&[&[flags][..], &rest].concat());
         if let Ok((read, digest)) = decode(frame.clone()) {
+            prop_assert_eq!(request_digest(&frame), digest, "the head says what the frame holds");
             prop_assert_eq!(encode(&read, digest.as_ref()), frame, "one frame per response");
         }
     }
