@@ -86,6 +86,29 @@ pub async fn a_changed_body_gets_422(front: Front) -> Vec<Seen> {
     vec![first, changed]
 }
 
+pub async fn a_json_retry_replays_by_its_bytes_or_its_value(front: Front) -> Vec<Seen> {
+    let shop = start(front, Setup::default()).await;
+    let json = |body: &str| {
+        shop.post("/payments", "pay-1", body)
+            .header("content-type", "application/json")
+    };
+    let first = send(json(r#"{"amount":10,"to":"ann"}"#)).await;
+    let same_bytes = send(json(r#"{"amount":10,"to":"ann"}"#)).await;
+    let reordered = send(json(r#"{ "to": "ann", "amount": 10 }"#)).await;
+    let other_value = send(json(r#"{"amount":99,"to":"ann"}"#)).await;
+    assert_eq!((first.status, first.replayed), (201, false));
+    assert_eq!((same_bytes.status, same_bytes.replayed), (201, true));
+    assert_eq!((reordered.status, reordered.replayed), (201, true));
+    assert_eq!(
+        (&same_bytes.said, &reordered.said),
+        (&first.said, &first.said)
+    );
+    assert_eq!(other_value.status, 422);
+    assert_eq!(other_value.said, problem::KEY_REUSED);
+    assert_eq!(shop.shop.runs(), 1);
+    vec![first, same_bytes, reordered, other_value]
+}
+
 pub async fn a_keyed_request_without_a_principal_gets_400(front: Front) -> Vec<Seen> {
     let shop = start(front, Setup::default()).await;
     let anonymous = shop

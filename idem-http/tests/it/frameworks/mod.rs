@@ -28,6 +28,7 @@ on_every_front!(
     a_duplicate_is_replayed,
     a_duplicate_in_flight_gets_409_with_retry_after,
     a_changed_body_gets_422,
+    a_json_retry_replays_by_its_bytes_or_its_value,
     a_keyed_request_without_a_principal_gets_400,
     principals_from_request_extensions_keep_their_keys_apart,
     principals_read_by_the_applications_closure_keep_their_keys_apart,
