@@ -62,7 +62,7 @@ async fn reserved(db: &TestDynamo, order: &str) -> (Call, OwnerToken, Timestamp)
     let call = call(&Idempotency::from_arc(db.store.clone()), order, 10);
     let now = Clock::now(&SystemClock);
     let owner = OwnerToken::generate();
-    let record = InProgress::new(owner.clone(), *call.fingerprint(), now + 30 * SECOND)
+    let record = InProgress::new(owner.clone(), *call.fingerprint().unwrap(), now + 30 * SECOND)
         .with_fencing_token(now.as_millis() * 1000);
     let claim = Claim::new(record, now);
     assert_eq!(
