@@ -12,6 +12,7 @@ use http_body_util::Full;
 use idem_conformance::{Intercepted, Interceptor};
 use idem_core::store::{Completed, Outcome, OwnerToken, Store};
 use idem_core::{Idempotency, Key, StoreError};
+use idem_protocol::header::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED};
 use idem_stores::memory::MemoryStore;
 use tower::ServiceExt;
 use tower_layer::Layer;
@@ -49,14 +50,14 @@ impl Shop {
             async move { Ok::<_, Infallible>(made) }
         });
         let request = Request::post("/payments")
-            .header("idempotency-key", "pay-1")
+            .header(IDEMPOTENCY_KEY, "pay-1")
             .header("authorization", "Bearer shop-client")
             .header("content-type", content_type)
             .body(Full::new(Bytes::from_static(body.as_bytes())))
             .unwrap();
         let before = parses::so_far();
         let response = self.layer.layer(handler).oneshot(request).await.unwrap();
-        let replayed = response.headers().get("idempotent-replayed").is_some();
+        let replayed = response.headers().get(IDEMPOTENT_REPLAYED).is_some();
         (response.status(), replayed, parses::so_far() - before)
     }
 
