@@ -54,7 +54,7 @@ impl Engine {
         F: Future<Output = Result<T, E>>,
     {
         // Counted by the function named in the key in clear, which a digest hides.
-        let mut telemetry = CallTelemetry::start(&call.key, &self.telemetry_probe);
+        let mut telemetry = CallTelemetry::start(&call.key);
         let call = self.stored_call(call);
         telemetry.show_key(&call.key);
         let span = telemetry.span().clone();
@@ -84,7 +84,7 @@ impl Engine {
     /// itself, since the timing decorator costs a boxed future per operation even when it
     /// records nothing.
     fn store_for(&self, telemetry: &CallTelemetry) -> &Arc<dyn Store> {
-        if telemetry.listens() {
+        if telemetry.listens(&self.telemetry_probe) {
             &self.store
         } else {
             &self.view

@@ -1,5 +1,6 @@
 //! One call's telemetry: its span, and its outcome counted once it ends, however it ends.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
 use tracing::field::Empty;
@@ -58,6 +59,11 @@ impl CallOutcome {
     }
 }
 
+/// What `store_listened` holds: not asked yet, or the recorder's answer.
+const UNASKED: u8 = 0;
+const UNHEARD: u8 = 1;
+const LISTENED: u8 = 2;
+
 /// Counts a call and times it when dropped, with the outcome set last (or, if none was,
 /// `aborted` once the body started and `cancelled` before).
 pub(crate) struct CallTelemetry {
@@ -65,23 +71,25 @@ pub(crate) struct CallTelemetry {
     span: Span,
     /// When the call started, read only if a recorder kept its duration then.
     started: Option<Instant>,
-    /// Whether a recorder kept the store's reservation times as the call started.
-    store_listened: bool,
+    /// The histogram of replayed calls' durations, as the recorder gave it when asked whether
+    /// it keeps durations: a replay records into it without asking again.
+    replay_durations: metrics::Histogram,
+    /// Whether a recorder keeps the store's reservation times, asked when the call first
+    /// needs to know (a replay answered by a lookup never does).
+    store_listened: AtomicU8,
     outcome: Option<CallOutcome>,
     body_started: bool,
 }
 
 impl CallTelemetry {
-    /// Starts the telemetry of a call whose function is named in `named` (the key in clear);
-    /// `store_probe` is a histogram of the store's that the call's operations would record.
+    /// Starts the telemetry of a call whose function is named in `named` (the key in clear).
     /// Each clock is read only for a histogram a recorder keeps (a recorder may filter some
     /// out); counters cost nothing to call without one.
-    pub(crate) fn start(named: &Key, store_probe: &metrics::Key) -> Self {
+    pub(crate) fn start(named: &Key) -> Self {
         let function = function_metrics(named.function().unwrap_or("unknown"));
-        let listened = super::listens(&super::histogram(
-            &function.durations[CallOutcome::Executed.index()],
-        ));
-        let store_listened = super::listens(&super::histogram(store_probe));
+        // Asked of the replays' histogram, the outcome most calls end with where speed counts.
+        let replay_durations = super::histogram(&function.durations[CallOutcome::Replayed.index()]);
+        let listened = super::listens(&replay_durations);
         // Built for the subscriber to decide by the span's own name, target and fields, which
         // no question asked beforehand could name. Without one, a disabled span at once.
         let span = if super::COMPILED_IN {
@@ -102,7 +110,8 @@ impl CallTelemetry {
             function,
             span,
             started: listened.then(Instant::now),
-            store_listened,
+            replay_durations,
+            store_listened: AtomicU8::new(UNASKED),
             outcome: None,
             body_started: false,
         }
@@ -113,14 +122,25 @@ impl CallTelemetry {
         self.span.record("idem.key", shown.as_str());
     }
 
-    /// Whether anything may listen to the call's store operations: a recorder that kept their
-    /// times as the call started, a subscriber that took the call's span, or one that takes
-    /// DEBUG spans of some kind (the store's are DEBUG, and only they can say whether they
-    /// are wanted).
-    pub(crate) fn listens(&self) -> bool {
-        self.store_listened
-            || !self.span.is_disabled()
+    /// Whether anything may listen to the call's store operations: a subscriber that took the
+    /// call's span, one that takes DEBUG spans of some kind (the store's are DEBUG, and only
+    /// they can say whether they are wanted), or a recorder that keeps `store_probe`, a
+    /// histogram of the store's that its operations record (asked once per call).
+    pub(crate) fn listens(&self, store_probe: &metrics::Key) -> bool {
+        !self.span.is_disabled()
             || super::COMPILED_IN && tracing::level_enabled!(tracing::Level::DEBUG)
+            || self.store_listens(store_probe)
+    }
+
+    fn store_listens(&self, store_probe: &metrics::Key) -> bool {
+        match self.store_listened.load(Ordering::Relaxed) {
+            UNASKED => {}
+            answer => return answer == LISTENED,
+        }
+        let listened = super::listens(&super::histogram(store_probe));
+        let answer = if listened { LISTENED } else { UNHEARD };
+        self.store_listened.store(answer, Ordering::Relaxed);
+        listened
     }
 
     /// The call's span, which its future runs in.
@@ -177,8 +197,12 @@ impl Drop for CallTelemetry {
         super::increment(&self.function.calls[outcome.index()]);
         // A call that started before a recorder kept durations is counted, without one.
         if let Some(started) = self.started {
-            super::histogram(&self.function.durations[outcome.index()])
-                .record(super::Elapsed(started));
+            let elapsed = super::Elapsed(started);
+            if outcome == CallOutcome::Replayed {
+                self.replay_durations.record(elapsed);
+            } else {
+                super::histogram(&self.function.durations[outcome.index()]).record(elapsed);
+            }
         }
     }
 }

@@ -34,7 +34,10 @@ impl FunctionMetrics {
             OUTCOMES
                 .iter()
                 .map(|outcome| {
-                    Key::from_parts(metric, vec![function(), Label::new("outcome", *outcome)])
+                    retained(Key::from_parts(
+                        metric,
+                        vec![function(), Label::new("outcome", *outcome)],
+                    ))
                 })
                 .collect()
         };
@@ -42,11 +45,17 @@ impl FunctionMetrics {
             name,
             calls: by_outcome(CALLS_TOTAL),
             durations: by_outcome(CALL_DURATION_SECONDS),
-            takeovers: Key::from_parts(TAKEOVERS_TOTAL, vec![function()]),
-            cache_hits: Key::from_parts(REPLAY_CACHE_HITS_TOTAL, vec![function()]),
-            cache_misses: Key::from_parts(REPLAY_CACHE_MISSES_TOTAL, vec![function()]),
+            takeovers: retained(Key::from_parts(TAKEOVERS_TOTAL, vec![function()])),
+            cache_hits: retained(Key::from_parts(REPLAY_CACHE_HITS_TOTAL, vec![function()])),
+            cache_misses: retained(Key::from_parts(REPLAY_CACHE_MISSES_TOTAL, vec![function()])),
         }
     }
+}
+
+/// `key` with its labels shared: a recorder that keeps the keys it is given (the Prometheus
+/// exporter's does, at every registration) then takes a reference to them rather than a copy.
+pub(crate) fn retained(key: Key) -> Key {
+    key.to_retained()
 }
 
 /// The metric keys of the function called `name`, built at its first call.

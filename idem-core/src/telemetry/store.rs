@@ -19,13 +19,13 @@ use crate::{
 
 /// `idem_store_duration_seconds{store, operation}`.
 fn duration_key(store: &'static str, operation: &'static str) -> MetricKey {
-    MetricKey::from_parts(
+    super::function::retained(MetricKey::from_parts(
         STORE_DURATION_SECONDS,
         vec![
             Label::new("store", store),
             Label::new("operation", operation),
         ],
-    )
+    ))
 }
 
 /// What a call asks to learn whether a recorder times its store operations: the histogram of
