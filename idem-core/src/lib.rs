@@ -138,6 +138,7 @@ pub mod guide {}
 pub mod __private01;
 
 pub use call::abort::OnAbort;
+pub use call::begun::{Begun, PendingCall};
 pub use call::codec::{JsonCodec, OutcomeCodec};
 pub use call::context::{context, CallContext};
 pub use call::downstream::{

@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use idem_conformance::{Intercepted, Interceptor, Operation, ReferenceStore};
 use idem_core::{
     store::{Claim, InProgress, OwnerToken, Store},
-    Call, Fingerprint, Idempotency, Key, ManualClock, StoreError,
+    Begun, Call, Error, Fingerprint, Idempotency, JsonCodec, Key, ManualClock, ReleaseErrors,
+    StoreError,
 };
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -181,6 +182,34 @@ async fn a_replay_answered_by_a_lookup_is_told_inside_its_call() {
     assert_eq!(operations, [("idem.store", "lookup".to_owned())]);
     let told = capture.event("replayed: stored outcome returned");
     assert_eq!(told.span, Some("idem.call"));
+}
+
+/// A call run in two halves (`begin`, then `run_pending`) is one call span holding every
+/// store operation of both.
+#[tokio::test]
+async fn a_call_in_two_halves_is_one_span() {
+    let capture = Capture::default();
+    let _guard = capture.install();
+    let idem = Idempotency::new(ReferenceStore::new());
+    let fresh = call(&idem, "order-7");
+    let pending = match idem.begin::<(), Error, _, _>(fresh, &ReleaseErrors, &JsonCodec) {
+        Begun::Pending(pending) => pending,
+        Begun::Answered(answered) => panic!("nothing to replay: {answered:?}"),
+    };
+    idem.run_pending(pending, &ReleaseErrors, &JsonCodec, async {
+        Ok::<(), Error>(())
+    })
+    .await
+    .unwrap();
+
+    let [span] = capture.calls().try_into().unwrap();
+    assert_eq!(span.fields["idem.outcome"], "executed");
+    let operations: Vec<_> = capture
+        .children(&span)
+        .iter()
+        .map(|s| s.fields["db.operation.name"].clone())
+        .collect();
+    assert_eq!(operations, ["lookup", "reserve", "complete"]);
 }
 
 #[tokio::test]

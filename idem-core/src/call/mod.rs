@@ -2,6 +2,7 @@
 
 pub(crate) mod abort;
 pub(crate) mod arguments;
+pub(crate) mod begun;
 pub(crate) mod codec;
 pub(crate) mod context;
 pub(crate) mod downstream;

@@ -16,6 +16,7 @@ use tracing::Instrument;
 
 use std::sync::Arc;
 
+use crate::call::begun::{Begun, Pending, PendingCall};
 use crate::call::codec::OutcomeCodec;
 use crate::call::policy::ErrorPolicy;
 use crate::engine::guard::{CatchUnwind, Settle};
@@ -53,6 +54,21 @@ impl Engine {
         C: OutcomeCodec<T>,
         F: Future<Output = Result<T, E>>,
     {
+        match self.begin(call, policy, codec) {
+            Begun::Answered(answered) => answered,
+            Begun::Pending(pending) => self.run_pending(pending, policy, codec, body).await,
+        }
+    }
+
+    /// The part of a call that never waits: its answer when its completed record is found
+    /// before anything is claimed (or why it fails so early), else the call ready to reserve
+    /// ([`Idempotency::begin`](crate::Idempotency::begin)).
+    pub(crate) fn begin<T, E, P, C>(&self, call: Call, policy: &P, codec: &C) -> Begun<T, E>
+    where
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+        C: OutcomeCodec<T>,
+    {
         // Counted by the function named in the key in clear, which a digest hides.
         let mut telemetry = CallTelemetry::start(&call.key);
         let call = self.stored_call(call);
@@ -61,16 +77,43 @@ impl Engine {
         let now = self.clock.now();
         let found = span.in_scope(|| self.replay_first(&call, now, policy, codec, &mut telemetry));
         if let Some(replayed) = found {
-            return replayed;
+            return Begun::Answered(replayed);
         }
         // Everything past the lookup works with the fingerprint: computed now, before anything
         // is claimed, if the call deferred it.
-        let call = match span.in_scope(|| Resolved::of(call)) {
-            Ok(call) => call,
-            Err(error) => return Err(telemetry.failed(error).into()),
-        };
+        match span.in_scope(|| Resolved::of(call)) {
+            Ok(call) => Begun::Pending(PendingCall(Box::new(Pending {
+                call,
+                now,
+                telemetry,
+            }))),
+            Err(error) => Begun::Answered(Err(telemetry.failed(error).into())),
+        }
+    }
+
+    /// Reserves the key of `pending` and runs `body`, or answers with what the reservation
+    /// found ([`Idempotency::run_pending`](crate::Idempotency::run_pending)).
+    pub(crate) async fn run_pending<T, E, P, C, F>(
+        &self,
+        pending: PendingCall,
+        policy: &P,
+        codec: &C,
+        body: F,
+    ) -> Result<Answered<T>, E>
+    where
+        E: From<Error>,
+        P: ErrorPolicy<E>,
+        C: OutcomeCodec<T>,
+        F: Future<Output = Result<T, E>>,
+    {
+        let Pending {
+            call,
+            now,
+            mut telemetry,
+        } = *pending.0;
+        let span = telemetry.span().clone();
         // Boxed: reserving, running the body and settling are most of a call's future, which
-        // a replay answered above never builds.
+        // a replay answered by `begin` never builds.
         let reserving = Box::pin(self.run_counted(call, now, policy, codec, body, &mut telemetry));
         // Entered at every poll: only for a subscriber that listens.
         if span.is_disabled() {

@@ -4,6 +4,7 @@
 //! others; the spans' tests have a process of their own (`telemetry_spans`, see Cargo.toml).
 
 mod abort_order;
+mod begun_call;
 mod call_context;
 mod deferred_call;
 mod downstream_keys;
