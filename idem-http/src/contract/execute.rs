@@ -9,21 +9,21 @@ use std::task::Poll;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Request, Response};
-use idem_core::Call;
+use idem_core::{Answered, Begun, Call};
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::answer;
-use crate::asked::answer_stored;
+use crate::asked::{answer_stored, Asked};
 use crate::body::Body;
 use crate::config::Config;
-use crate::contract::keep::{run, Unstored};
+use crate::contract::keep::{run, HoldServiceErrors, Unstored};
 use crate::contract::{Handler, Keyed};
 use crate::detached::{self, Detached};
 use crate::request::fingerprint::Fingerprinted;
 use crate::request::raw_digest::raw_digest;
 use crate::request::shared_bodies::SharedBody;
-use crate::response::stored;
+use crate::response::stored::{self, FrameCodec, StoredResponse};
 use crate::telemetry::RequestOutcome;
 use crate::TARGET;
 
@@ -45,6 +45,12 @@ pub(crate) async fn execute<H: Handler>(
             return (RequestOutcome::of(&error), Ok(answer));
         }
     };
+    // A replay found without waiting is answered before the handler's request, its future,
+    // the channel for a streamed head and the call's own future are built.
+    let pending = match config.idem.begin(call, &HoldServiceErrors, &FrameCodec) {
+        Begun::Answered(answered) => return answer_with(answered, &key, &asked, &config),
+        Begun::Pending(pending) => pending,
+    };
     let request = Request::from_parts(parts, bytes);
     // The call runs in this task; if the client disconnects before it ends, it finishes in a
     // task of its own, so that the handler is not cut off halfway: its response is stored,
@@ -54,7 +60,7 @@ pub(crate) async fn execute<H: Handler>(
     let mut run = Detached::new(
         run(
             config.clone(),
-            call,
+            pending,
             key.clone(),
             handler,
             request,
@@ -90,26 +96,39 @@ pub(crate) async fn execute<H: Handler>(
         Err(streamed) => return (Streamed, Ok(streamed)),
     };
     match ran {
-        Ok(Ok(executed)) => {
-            let outcome = if executed.replayed {
-                Replayed
-            } else {
-                Executed
-            };
-            (outcome, Ok(answer_stored(executed, &key, &asked, &config)))
-        }
-        Ok(Err(Unstored::PassedOn(response))) => (NotStored, Ok(response)),
-        Ok(Err(Unstored::Inner(error))) => (Failed, Err(error)),
-        Ok(Err(Unstored::Engine(error))) => {
-            let answer = asked.render(answer::engine_error(&error, &key, &config));
-            (RequestOutcome::of(&error), Ok(answer))
-        }
-        Ok(Err(Unstored::Released)) => (NotStored, Ok(asked.render(answer::failed(&key)))),
+        Ok(answered) => answer_with(answered, &key, &asked, &config),
         Err(panicked) => {
             let error = detached::message(&panicked);
             tracing::error!(target: TARGET, key = config.logged_key(&key), error, "the handler panicked; its key is held until its lease passes");
             (NotRecorded, Ok(asked.render(answer::not_recorded(&key))))
         }
+    }
+}
+
+/// The answer to a request with `key` whose call ended with `answered`.
+fn answer_with<E>(
+    answered: Result<Answered<StoredResponse>, Unstored<E>>,
+    key: &str,
+    asked: &Asked,
+    config: &Config,
+) -> (RequestOutcome, Result<Response<Body>, E>) {
+    use RequestOutcome::*;
+    match answered {
+        Ok(executed) => {
+            let outcome = if executed.replayed {
+                Replayed
+            } else {
+                Executed
+            };
+            (outcome, Ok(answer_stored(executed, key, asked, config)))
+        }
+        Err(Unstored::PassedOn(response)) => (NotStored, Ok(response)),
+        Err(Unstored::Inner(error)) => (Failed, Err(error)),
+        Err(Unstored::Engine(error)) => {
+            let answer = asked.render(answer::engine_error(&error, key, config));
+            (RequestOutcome::of(&error), Ok(answer))
+        }
+        Err(Unstored::Released) => (NotStored, Ok(asked.render(answer::failed(key)))),
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body::Body as _;
-use idem_core::{Answered, Call, ErrorPolicy, ReleaseErrors};
+use idem_core::{Answered, ErrorPolicy, PendingCall, ReleaseErrors};
 use tokio::sync::oneshot;
 
 use crate::body::{self, Body, BoxError, PanicsAsErrors, Read};
@@ -37,7 +37,7 @@ pub(crate) enum Unstored<E> {
 
 /// The layer's error policy: nothing is stored of an `Err`, which releases the key, except a
 /// service's failure after the handler began, which holds it.
-struct HoldServiceErrors;
+pub(crate) struct HoldServiceErrors;
 
 impl<E> ErrorPolicy<Unstored<E>> for HoldServiceErrors {
     fn encode(&self, _: &Unstored<E>) -> Option<Result<Vec<u8>, idem_core::Error>> {
@@ -62,7 +62,7 @@ impl<E> From<idem_core::Error> for Unstored<E> {
 /// Runs the handler under the engine, and keeps its response if the layer stores it.
 pub(crate) async fn run<H: Handler>(
     config: Arc<Config>,
-    call: Call,
+    pending: PendingCall,
     key: String,
     handler: H,
     request: Request<Bytes>,
@@ -81,7 +81,7 @@ pub(crate) async fn run<H: Handler>(
     });
     // Stored as a frame; a record stored as JSON before still replays.
     let outcome = idem
-        .run_with_codec(call, &HoldServiceErrors, &FrameCodec, body)
+        .run_pending(pending, &HoldServiceErrors, &FrameCodec, body)
         .await;
     let settled = matches!(outcome, Ok(_) | Err(Unstored::Released));
     tail.finish(settled, config.abandoned_stream_timeout).await;
