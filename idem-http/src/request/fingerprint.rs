@@ -53,11 +53,12 @@ impl Fingerprinted {
     /// headers named in `names` listed for it.
     pub(crate) fn of(parts: &Parts, body: Bytes, names: &[HeaderName]) -> Self {
         let mut headers = HeaderMap::new();
-        let read = names.iter().chain(
-            // Named once, even when it is listed.
-            (!names.contains(&CONTENT_TYPE)).then_some(&CONTENT_TYPE),
-        );
-        for name in read {
+        for name in names.iter().chain([&CONTENT_TYPE]) {
+            // Copied once however often it is listed: the fingerprint reads each listing of a
+            // name from the request's values, as it would from the request itself.
+            if headers.contains_key(name) {
+                continue;
+            }
             for value in parts.headers.get_all(name) {
                 headers.append(name.clone(), value.clone());
             }
@@ -250,5 +251,32 @@ mod tests {
             print("POST", "/p?a%20b=2&a+b=1", None, "x")
         );
         assert_eq!(decoded_name("bad%zz%4=x"), b"bad%zz%4");
+    }
+
+    #[test]
+    fn a_fingerprint_held_for_later_is_the_requests_own_however_its_headers_are_listed() {
+        let parts = http::Request::builder()
+            .method("POST")
+            .uri("/orders?b=2&a=1")
+            .header("x-tenant", "t-1")
+            .header("x-tenant", "t-2")
+            .header(CONTENT_TYPE, "application/json")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0;
+        let body = Bytes::from_static(br#"{"b":2,"a":1}"#);
+        let tenant = HeaderName::from_static("x-tenant");
+        let listings: [&[HeaderName]; 4] = [
+            &[],
+            std::slice::from_ref(&tenant),
+            &[tenant.clone(), tenant.clone()],
+            &[CONTENT_TYPE, tenant.clone(), CONTENT_TYPE],
+        ];
+        for names in listings {
+            let now = of_request(&parts.method, &parts.uri, &parts.headers, &body, names).unwrap();
+            let held = Fingerprinted::of(&parts, body.clone(), names);
+            assert_eq!(held.fingerprint(names).unwrap(), now, "{names:?}");
+        }
     }
 }
