@@ -2,6 +2,7 @@
 //! gone), stored, and answered.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
@@ -45,11 +46,21 @@ pub(crate) async fn execute<H: Handler>(
             return (RequestOutcome::of(&error), Ok(answer));
         }
     };
-    // A replay found without waiting is answered before the handler's request, its future,
-    // the channel for a streamed head and the call's own future are built.
-    let pending = match config.idem.begin(call, &HoldServiceErrors, &FrameCodec) {
-        Begun::Answered(answered) => return answer_with(answered, &key, &asked, &config),
-        Begun::Pending(pending) => pending,
+    // A replay found in the process (the replay cache, an in-process store's lookup) is
+    // answered before the handler's request, its future, the channel for a streamed head and
+    // the call's own future are built. A panic there (a store's lookup, a recorder) is the
+    // request's answer, as a handler's is; nothing was claimed, so nothing is held.
+    let begun = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        config.idem.begin(call, &HoldServiceErrors, &FrameCodec)
+    }));
+    let pending = match begun {
+        Ok(Begun::Answered(answered)) => return answer_with(answered, &key, &asked, &config),
+        Ok(Begun::Pending(pending)) => pending,
+        Err(panicked) => {
+            let error = detached::message(&panicked);
+            tracing::error!(target: TARGET, key = config.logged_key(&key), error, "the call panicked before it claimed its key; nothing is held");
+            return (Failed, Ok(asked.render(answer::failed(&key))));
+        }
     };
     let request = Request::from_parts(parts, bytes);
     // The call runs in this task; if the client disconnects before it ends, it finishes in a
@@ -152,7 +163,9 @@ fn call(
     // Duplicates that wait for the first request hold its body, not a copy each; so does the
     // fingerprint's closure.
     let (body, shared) = config.bodies.share(raw, body);
-    // Read as JSON only when the store's record is of other bytes (or there is none).
+    // Read as JSON only when the record found before anything is claimed (in the replay
+    // cache, or by an in-process store's lookup) is of other bytes, or there is none: a
+    // network store's record comes with the reservation, which needs the fingerprint.
     let fingerprinted = Fingerprinted::of(parts, body.clone(), names);
     let config_held = config.clone();
     let canonical = move || fingerprinted.fingerprint(&config_held.fingerprint_headers);

@@ -142,3 +142,40 @@ async fn a_record_stored_in_the_json_form_replays_by_fingerprint() {
     assert_eq!(other.0, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(shop.runs(), 1);
 }
+
+/// A memory store whose lookup panics.
+struct PanickingLookup(MemoryStore);
+
+#[async_trait::async_trait]
+impl Interceptor for PanickingLookup {
+    fn inner(&self) -> &dyn Store {
+        &self.0
+    }
+
+    fn lookup(
+        &self,
+        _: &Key,
+        _: &idem_core::store::Probe,
+    ) -> Result<idem_core::store::Lookup, StoreError> {
+        panic!("the lookup broke")
+    }
+
+    fn looks_up(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_panic_before_the_key_is_claimed_is_a_500_and_holds_nothing() {
+    let store = Arc::new(Intercepted(PanickingLookup(MemoryStore::new())));
+    let shop = Shop {
+        layer: IdempotencyLayer::new(Idempotency::from_arc(store.clone())),
+        runs: Arc::default(),
+    };
+    let (status, replayed, _) = shop.send(JSON, r#"{"amount":1}"#).await;
+    assert_eq!(
+        (status, replayed, shop.runs()),
+        (StatusCode::INTERNAL_SERVER_ERROR, false, 0)
+    );
+    assert_eq!(store.0 .0.len(), 0, "nothing was reserved");
+}
