@@ -9,8 +9,8 @@ use crate::call::codec::OutcomeCodec;
 use crate::call::policy::ErrorPolicy;
 use crate::call::{Answered, Call};
 use crate::error::Error;
+use crate::fingerprint::Fingerprint;
 use crate::handle::Idempotency;
-use crate::store::Timestamp;
 use crate::telemetry::CallTelemetry;
 
 /// What [`Idempotency::begin`] made of a call without waiting.
@@ -44,15 +44,22 @@ pub struct PendingCall(
 /// What a pending call carries from its first half to its second.
 pub(crate) struct Pending {
     pub(crate) call: Resolved,
-    /// When the call began: its lookup's time, which its reservation reuses.
-    pub(crate) now: Timestamp,
     pub(crate) telemetry: CallTelemetry,
+    /// The handle that began it, which alone may run it.
+    pub(crate) began_on: usize,
 }
 
 impl PendingCall {
-    /// The call, as the store keeps it (its key shown by its digest under a key digest).
+    /// The call as the store keeps it: its key shown by its digest under
+    /// `Idempotency::name_keys_by_digest` (feature `seal`).
     pub fn call(&self) -> &Call {
         &self.0.call
+    }
+
+    /// The call's fingerprint as stored (keyed under a key digest secret): computed by now,
+    /// even for a [deferred](Call::deferred) call.
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.0.call.fingerprint
     }
 }
 
@@ -109,7 +116,12 @@ impl Idempotency {
 
     /// The second half of [`run_with_codec`](Idempotency::run_with_codec): reserves the key of
     /// `pending` (or finds the record a lookup could not) and runs `body` under `policy`, its
-    /// value stored through `codec`, as [`begin`](Idempotency::begin) was given them.
+    /// value stored through `codec`, as [`begin`](Idempotency::begin) was given them. The
+    /// clock is read again, however long ago the call began.
+    ///
+    /// Only the handle whose `begin` made `pending` (or a clone of it) runs it: another would
+    /// store its fingerprint in the first handle's form. Any other fails with
+    /// [`Error::Unsupported`] and runs nothing.
     pub async fn run_pending<T, E, P, C, F>(
         &self,
         pending: PendingCall,

@@ -84,8 +84,8 @@ impl Engine {
         match span.in_scope(|| Resolved::of(call)) {
             Ok(call) => Begun::Pending(PendingCall(Box::new(Pending {
                 call,
-                now,
                 telemetry,
+                began_on: self.identity(),
             }))),
             Err(error) => Begun::Answered(Err(telemetry.failed(error).into())),
         }
@@ -108,9 +108,20 @@ impl Engine {
     {
         let Pending {
             call,
-            now,
             mut telemetry,
+            began_on,
         } = *pending.0;
+        if began_on != self.identity() {
+            // Its fingerprint is in the form of the other handle's store (keyed by its digest
+            // secret, or not), which this one would store.
+            let error = Error::Unsupported {
+                store: self.store.name().to_owned(),
+                what: "run a call that another handle began (run_pending on the handle whose begin made it)",
+            };
+            return Err(telemetry.failed(error).into());
+        }
+        // Read again: the caller may have done anything since the call began.
+        let now = self.clock.now();
         let span = telemetry.span().clone();
         // Boxed: reserving, running the body and settling are most of a call's future, which
         // a replay answered by `begin` never builds.
@@ -121,6 +132,12 @@ impl Engine {
         } else {
             reserving.instrument(span).await
         }
+    }
+
+    /// What tells this handle (and its clones) from another: its store as it calls it, which
+    /// carries its sealing.
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.store) as *const () as usize
     }
 
     /// The store a call works through: the timed one when something listens, else the store

@@ -132,3 +132,50 @@ async fn both_halves_are_one_call_and_a_dropped_pending_call_is_cancelled() {
         "nothing was reserved"
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn only_the_handle_that_began_a_call_runs_it() {
+    let store = std::sync::Arc::new(ReferenceStore::new());
+    let began = Idempotency::from_arc(store.clone());
+    let other = Idempotency::from_arc(store);
+    let pending = match began.begin::<u64, Error, _, _>(
+        call(&began, "o-1", 42),
+        &ReleaseErrors,
+        &JsonCodec,
+    ) {
+        Begun::Pending(pending) => pending,
+        Begun::Answered(answered) => panic!("nothing to replay: {answered:?}"),
+    };
+    let ran = AtomicUsize::new(0);
+    let body = async {
+        ran.fetch_add(1, Ordering::SeqCst);
+        Ok::<u64, Error>(1)
+    };
+    let refused = other
+        .run_pending(pending, &ReleaseErrors, &JsonCodec, body)
+        .await;
+    assert!(
+        matches!(refused, Err(Error::Unsupported { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    let key = began.key("orders.charge").part("o-1").finish().unwrap();
+    assert!(
+        began.inspect(&key).await.unwrap().is_none(),
+        "nothing was reserved"
+    );
+    // A clone of the handle that began a call is that handle.
+    let pending = match began.begin::<u64, Error, _, _>(
+        call(&began, "o-1", 42),
+        &ReleaseErrors,
+        &JsonCodec,
+    ) {
+        Begun::Pending(pending) => pending,
+        Begun::Answered(answered) => panic!("nothing to replay: {answered:?}"),
+    };
+    let clone = began.clone();
+    let ran = clone.run_pending(pending, &ReleaseErrors, &JsonCodec, async {
+        Ok::<u64, Error>(7)
+    });
+    assert_eq!(ran.await.unwrap().value, 7);
+}
