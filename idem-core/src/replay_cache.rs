@@ -27,6 +27,10 @@ const ENTRY_OVERHEAD: usize = 128;
 /// (by the handle's clock), when it is older than [`max_age`](ReplayCache::max_age), or when
 /// the cache is over its entry or byte budget (least recently used first).
 ///
+/// In front of a store that finds records in the process (the memory store), a record is
+/// cached only while there is room: evicting another to make room costs more than the store's
+/// own lookup, which a miss falls back to.
+///
 /// The one change a completed record can see is [`Idempotency::forget`](crate::Idempotency::forget).
 /// Through the handle that holds the cache, it evicts the entry at once; a `forget` by another
 /// process or handle is seen here only once the entry is `max_age` old, so `max_age` bounds how
@@ -111,14 +115,20 @@ impl ReplayCache {
         Some(entry.completed.clone())
     }
 
-    /// Caches `completed` under `key`, read or written at `now`.
-    pub(crate) fn insert(&self, key: &Key, completed: Arc<Completed>, now: Timestamp) {
+    /// Caches `completed` under `key`, read or written at `now`: evicting the least recently
+    /// used entries to make room when `evict`, else only if there is room.
+    pub(crate) fn insert(&self, key: &Key, completed: Arc<Completed>, now: Timestamp, evict: bool) {
         let valid_until = completed.expires_at().min(now + self.max_age);
         let bytes = key.as_str().len() + completed.outcome().body().len() + ENTRY_OVERHEAD;
         if now >= valid_until || bytes > self.max_bytes || self.max_entries == 0 {
             return;
         }
         let mut entries = self.lock();
+        let full =
+            entries.by_key.len() >= self.max_entries || entries.bytes + bytes > self.max_bytes;
+        if full && !evict && !entries.by_key.contains_key(key) {
+            return;
+        }
         entries.remove(key);
         entries.push(key.clone(), completed, valid_until, bytes);
         // At most one removal per entry: whatever happens to the bookkeeping, eviction ends.

@@ -125,7 +125,9 @@ impl Engine {
     pub(super) fn cache(&self, call: &Call, completed: Arc<Completed>, now: Timestamp) {
         if let Some(cache) = &self.replay_cache {
             // Under the stored key, which `forget` finds from a key in clear or its digest.
-            cache.insert(&self.cache_key(&call.key), completed, now);
+            // Evicting is worth it only for a record that costs a round trip to read again.
+            let evict = !self.view.looks_up();
+            cache.insert(&self.cache_key(&call.key), completed, now, evict);
         }
     }
 }

@@ -354,3 +354,29 @@ async fn an_entry_of_exactly_the_byte_budget_is_cached() {
     run(&s.idem, call(&s.idem, "o1", 1), "again").await.unwrap();
     assert_eq!(s.store.calls(), before, "replayed from the cache");
 }
+
+/// In front of a store that finds records in the process, a full cache evicts nothing to make
+/// room: the lookup a miss falls back to costs less than the eviction. The entries it holds
+/// still replay from it, and a key it could not take still replays from the store.
+#[tokio::test(flavor = "current_thread")]
+async fn in_front_of_an_in_process_store_a_full_cache_keeps_what_it_holds() {
+    let idem =
+        Idempotency::new(ReferenceStore::new()).with_replay_cache(ReplayCache::new(1, 1 << 20));
+    run(&idem, call(&idem, "o1", 1), "one").await.unwrap();
+    run(&idem, call(&idem, "o2", 1), "two").await.unwrap();
+    let cache = idem.replay_cache().expect("a cache");
+    assert_eq!(cache.len(), 1);
+    assert_eq!(
+        run(&idem, call(&idem, "o2", 1), "x").await.unwrap(),
+        ("two".to_owned(), true)
+    );
+    assert_eq!(
+        run(&idem, call(&idem, "o1", 1), "x").await.unwrap(),
+        ("one".to_owned(), true)
+    );
+    assert_eq!(cache.len(), 1, "the full cache took nothing in");
+    // The entry it holds is the first one's: forgetting o1 empties it.
+    let o1 = idem.key("orders.create").part("o1").finish().unwrap();
+    idem.forget(&o1).await.unwrap();
+    assert!(cache.is_empty(), "o1's was the entry held");
+}
