@@ -53,6 +53,7 @@ pub(crate) fn scope_missing(key: &str, missing: &ScopeMissing) -> Problem {
             "the idempotency layer takes its scope from the request extension `{extension}`, \
              which no layer set; put the layer that sets it outside the idempotency layer"
         ),
+        #[cfg(feature = "actix-web")]
         ScopeMissing::ActixExtensionsUnseen => "on actix-web, a `scope` closure sees the \
              request's head without its extensions, so the layer does not guess whose key \
              this is; read the scope with `actix_scope` (or `scope_from_extension`)"

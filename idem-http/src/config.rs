@@ -36,6 +36,7 @@ pub(crate) enum ScopeMissing {
     Extension(&'static str),
     /// On actix-web, the scope is read by a [`scope`](crate::IdempotencyLayerBuilder::scope)
     /// closure, which would see the request's head without its extensions.
+    #[cfg(feature = "actix-web")]
     ActixExtensionsUnseen,
 }
 
@@ -46,6 +47,7 @@ impl ScopeMissing {
             ScopeMissing::Extension(extension) => {
                 format!("the request lacks the extension `{extension}`")
             }
+            #[cfg(feature = "actix-web")]
             ScopeMissing::ActixExtensionsUnseen => {
                 "a `scope` closure cannot see an actix-web request's extensions".to_owned()
             }

@@ -78,7 +78,8 @@ impl CallContext {
         }
     }
 
-    /// What the store keeps of this call, for its downstream keys.
+    /// What the store keeps of this call, for its downstream keys (keyed by its digest secret).
+    #[cfg(feature = "seal")]
     pub(crate) fn stored_form(&self) -> &StoredForm {
         &self.inner.stored
     }

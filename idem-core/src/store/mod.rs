@@ -51,6 +51,7 @@ pub(crate) const SEALED_MAGIC: [u8; 3] = [0, b'i', b'S'];
 /// What a value sealed today starts with: [`SEALED_MAGIC`] and the format's version, 2 (bound
 /// to the store's [`sealing_scope`](Store::sealing_scope) too). Version 1 values, bound to the
 /// stored key alone, are still recognised as sealed, and refused.
+#[cfg(feature = "seal")]
 pub(crate) const SEALED_PREFIX: [u8; 4] = [0, b'i', b'S', 2];
 
 /// Whether `value` is a sealed value (of any format version), which only a handle with a

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 use crate::body::{self, Body, BoxError, PanicsAsErrors, Read};
 use crate::config::Config;
-use crate::contract::read::content_length;
+use crate::contract::content_length;
 use crate::contract::Handler;
 use crate::response::forward::{self, Ending, Tail};
 use crate::response::stored::{FrameCodec, NotKept, StoredResponse};
