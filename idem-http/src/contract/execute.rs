@@ -159,7 +159,7 @@ fn call(
         .part(key)
         .finish()?;
     let names = &config.fingerprint_headers;
-    let raw = raw_digest(parts, &body, names);
+    let raw = raw_digest(parts, &body, names)?;
     // Duplicates that wait for the first request hold its body, not a copy each; so does the
     // fingerprint's closure.
     let (body, shared) = config.bodies.share(raw, body);

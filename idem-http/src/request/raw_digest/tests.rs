@@ -42,7 +42,7 @@ fn parts(sent: &Sent) -> http::request::Parts {
 fn digests(sent: &Sent) -> (idem_core::Fingerprint, idem_core::Fingerprint) {
     let parts = parts(sent);
     let listed = [TENANT];
-    let raw = raw_digest(&parts, sent.body.as_bytes(), &listed);
+    let raw = raw_digest(&parts, sent.body.as_bytes(), &listed).unwrap();
     let canonical = of_request(
         &parts.method,
         &parts.uri,
