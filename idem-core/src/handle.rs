@@ -1,6 +1,8 @@
 //! The `Idempotency` handle: what an application configures and calls. The protocol behind
 //! each call is the engine's; what an operator does, `operator`'s.
 
+mod begin;
+
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
