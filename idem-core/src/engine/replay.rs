@@ -159,6 +159,19 @@ fn check_arguments<T, C: OutcomeCodec<T>>(
     if completed.fingerprint() == &fingerprint {
         return Ok(());
     }
+    Err(mismatch(call, found))
+}
+
+/// Refuses a record of other arguments than `call`'s (`found` is its fingerprint).
+pub(super) fn check_fingerprint(call: &Resolved, found: &Fingerprint) -> Result<(), Error> {
+    if found == &call.fingerprint {
+        return Ok(());
+    }
+    Err(mismatch(call, Found::Stored))
+}
+
+/// The refusal of `call`, whose key holds a record of other arguments, found as `found` says.
+fn mismatch(call: &Call, found: Found) -> Error {
     let key = call.key.as_str();
     match found {
         Found::Cached => {
@@ -168,21 +181,9 @@ fn check_arguments<T, C: OutcomeCodec<T>>(
             tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments")
         }
     }
-    Err(Error::Mismatch {
+    Error::Mismatch {
         key: key.to_owned(),
-    })
-}
-
-/// Refuses a record of other arguments than `call`'s (`found` is its fingerprint).
-pub(super) fn check_fingerprint(call: &Resolved, found: &Fingerprint) -> Result<(), Error> {
-    if found == &call.fingerprint {
-        return Ok(());
     }
-    let key = call.key.as_str();
-    tracing::warn!(target: TARGET, key, "mismatch: key reused with other arguments");
-    Err(Error::Mismatch {
-        key: key.to_owned(),
-    })
 }
 
 /// `outcome`, replayed as `call`'s answer (its value decoded by `codec`), counted as a replay

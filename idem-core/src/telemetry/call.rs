@@ -1,6 +1,6 @@
 //! One call's telemetry: its span, and its outcome counted once it ends, however it ends.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use tracing::field::Empty;
@@ -59,11 +59,6 @@ impl CallOutcome {
     }
 }
 
-/// What `store_listened` holds: not asked yet, or the recorder's answer.
-const UNASKED: u8 = 0;
-const UNHEARD: u8 = 1;
-const LISTENED: u8 = 2;
-
 /// Counts a call and times it when dropped, with the outcome set last (or, if none was,
 /// `aborted` once the body started and `cancelled` before).
 pub(crate) struct CallTelemetry {
@@ -76,7 +71,7 @@ pub(crate) struct CallTelemetry {
     replay_durations: metrics::Histogram,
     /// Whether a recorder keeps the store's reservation times, asked when the call first
     /// needs to know (a replay answered by a lookup never does).
-    store_listened: AtomicU8,
+    store_listened: OnceLock<bool>,
     outcome: Option<CallOutcome>,
     body_started: bool,
 }
@@ -111,7 +106,7 @@ impl CallTelemetry {
             span,
             started: listened.then(Instant::now),
             replay_durations,
-            store_listened: AtomicU8::new(UNASKED),
+            store_listened: OnceLock::new(),
             outcome: None,
             body_started: false,
         }
@@ -133,14 +128,9 @@ impl CallTelemetry {
     }
 
     fn store_listens(&self, store_probe: &metrics::Key) -> bool {
-        match self.store_listened.load(Ordering::Relaxed) {
-            UNASKED => {}
-            answer => return answer == LISTENED,
-        }
-        let listened = super::listens(&super::histogram(store_probe));
-        let answer = if listened { LISTENED } else { UNHEARD };
-        self.store_listened.store(answer, Ordering::Relaxed);
-        listened
+        *self
+            .store_listened
+            .get_or_init(|| super::listens(&super::histogram(store_probe)))
     }
 
     /// The call's span, which its future runs in.

@@ -143,7 +143,7 @@ enum BodyPrint<'a> {
 }
 
 /// Bytes fingerprinted as one byte string rather than a sequence of numbers.
-struct Raw<'a>(&'a [u8]);
+pub(super) struct Raw<'a>(pub(super) &'a [u8]);
 
 impl Serialize for Raw<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

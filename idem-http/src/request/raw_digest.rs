@@ -8,6 +8,8 @@ use idem_core::{Error, Fingerprint, Fingerprinter};
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 
+use super::fingerprint::Raw;
+
 /// Bumped whenever the fingerprint's rule ([`of_request`](super::fingerprint::of_request))
 /// reads something this digest does not, so that a digest stored before never vouches for a
 /// fingerprint computed by another rule.
@@ -54,15 +56,6 @@ impl Serialize for Header<'_> {
             seq.serialize_element(&Raw(value.as_bytes()))?;
         }
         seq.end()
-    }
-}
-
-/// Bytes as one byte string, its length before it.
-struct Raw<'a>(&'a [u8]);
-
-impl Serialize for Raw<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(self.0)
     }
 }
 
